@@ -1,0 +1,1 @@
+"""memvault.cli."""

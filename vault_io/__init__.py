@@ -1,0 +1,1 @@
+"""memvault.vault_io."""

@@ -1,0 +1,87 @@
+"""The parsed form of one Markdown note: what the index needs to know about it.
+
+A :class:`ParsedNote` is a plain value; nothing here touches the file system
+beyond what :func:`read_note` reads, and nothing here knows about SQLite.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass
+from pathlib import PurePosixPath
+from typing import Any
+
+
+class NoteReadError(Exception):
+    """A note that cannot be indexed at all (not UTF-8, too large, unreadable).
+
+    The message names the file; the sync keeps any earlier index entry.
+    """
+
+
+@dataclass(frozen=True)
+class Link:
+    """One outgoing reference from a note.
+
+    ``target`` is the link path as written (percent-decoded for Markdown links,
+    without ``#subpath`` and without ``|alias``); it is ``""`` for a link to a
+    heading or block of the same note (``[[#Heading]]``).
+    """
+
+    target: str
+    kind: str  # "link" | "embed" | "property"
+    subpath: str | None = None  # "Heading", "H1#H2" or "^blockid" (no leading '#')
+    display: str | None = None  # the alias after '|', if any (never an image size)
+    size: str | None = None  # "100" or "100x200" after '|' in an image embed
+    line: int = 0  # 1-based line in the file; front-matter links carry their key's line or 1
+    prop: str | None = None  # front-matter key, for kind == "property"
+    markdown: bool = False  # written as [text](target) rather than [[target]]
+
+
+@dataclass(frozen=True)
+class Heading:
+    """An ATX (or setext) heading."""
+
+    level: int
+    text: str
+    line: int
+
+
+@dataclass(frozen=True)
+class Block:
+    """A block id ``^id`` and the 1-based line range of the block it names."""
+
+    id: str
+    line: int  # line of the block's first line
+    end_line: int  # line that carries the ^id (may equal line)
+
+
+@dataclass(frozen=True)
+class ParsedNote:
+    """Everything memvault reads out of one note."""
+
+    path: str  # vault-relative POSIX path, e.g. "Folder/Note.md"
+    title: str
+    frontmatter: dict[str, Any]
+    body: str  # text after the front-matter, LF line endings, no BOM
+    body_line: int  # 1-based file line on which ``body`` starts
+    hash: str  # sha256 hex digest of the raw bytes
+    tags: tuple[str, ...] = ()  # without '#', first spelling kept, de-duplicated case-insensitively
+    aliases: tuple[str, ...] = ()
+    links: tuple[Link, ...] = ()  # kind "link" and "property"
+    embeds: tuple[Link, ...] = ()  # kind "embed"
+    headings: tuple[Heading, ...] = ()
+    blocks: tuple[Block, ...] = ()
+    error: str | None = None  # e.g. "invalid YAML front-matter at line 3: ..."
+    crlf: bool = False  # the file used CRLF line endings
+    bom: bool = False  # the file started with a UTF-8 BOM
+
+    @property
+    def stem(self) -> str:
+        """The file name without its extension."""
+        return PurePosixPath(self.path).stem
+
+
+def content_hash(data: bytes) -> str:
+    """The content hash memvault uses everywhere: sha256 of the raw bytes."""
+    return hashlib.sha256(data).hexdigest()
