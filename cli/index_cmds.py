@@ -1,0 +1,226 @@
+"""Indexing and inspection commands: sync, search, show, links, backlinks, stats."""
+
+from __future__ import annotations
+
+from typing import Any
+from urllib.parse import quote
+
+import click
+
+from .main import AppContext, cli, emit_json, pass_app, stderr_is_tty, warn
+
+
+def obsidian_uri(vault_name: str, path: str, anchor: str | None = None) -> str:
+    """An ``obsidian://open`` link that opens ``path`` (at ``anchor``) in Obsidian."""
+    target = path + (f"#{anchor}" if anchor else "")
+    return f"obsidian://open?vault={quote(vault_name, safe='')}&file={quote(target, safe='')}"
+
+
+@cli.command()
+@click.option("--json", "as_json", is_flag=True, help="Print the summary as one JSON object.")
+@pass_app
+def sync(app: AppContext, as_json: bool) -> None:
+    """Bring the index in line with the vault (new, changed, moved, deleted notes)."""
+    from memvault.store import records as rec
+    from memvault.store.db import write_transaction
+
+    vault = app.vault
+    indexer = vault.indexer()
+    bar = None
+    if stderr_is_tty() and not as_json:
+        bar = click.progressbar(length=1, label="Indexing", file=click.get_text_stream("stderr"))
+
+    def progress(done: int, total: int) -> None:
+        if bar is None or total < 50:
+            return
+        if bar.length != total:
+            bar.length = total
+        bar.update(done - bar.pos)
+
+    try:
+        summary = indexer.sync(progress=progress)
+    finally:
+        if bar is not None:
+            bar.render_finish()
+    with write_transaction(vault.con):
+        rec.set_meta(vault.con, "last_sync", rec.now_iso())
+    if as_json:
+        emit_json(summary.as_dict())
+        return
+    for line in summary.warnings:
+        warn(line)
+    for line in summary.parse_errors:
+        warn(line)
+    if not summary.changed:
+        extra = f", {summary.skipped} skipped" if summary.skipped else ""
+        click.echo(f"Index is up to date: nothing changed{extra} ({summary.seconds:.2f}s).")
+        return
+    click.echo(
+        f"added {summary.added}, updated {summary.updated}, moved {summary.moved}, "
+        f"deleted {summary.deleted}, skipped {summary.skipped}, errors {summary.errors} "
+        f"in {summary.seconds:.2f}s"
+    )
+
+
+@cli.command()
+@click.argument("query")
+@click.option("-n", "--limit", default=10, show_default=True, type=click.IntRange(1, 1000), help="Most hits to show.")
+@click.option("--type", "types", multiple=True, metavar="T", help="Only traces of this type (repeatable).")
+@click.option("--tag", "tags", multiple=True, metavar="X", help="Only traces with this tag or a nested tag (repeatable).")
+@click.option("--path", "path_glob", metavar="GLOB", help="Only notes whose vault path matches this glob.")
+@click.option("--raw", is_flag=True, help="Pass QUERY to SQLite FTS5 as written (phrases, AND/OR/NOT, prefix*).")
+@click.option("--json", "as_json", is_flag=True, help="One JSON object per hit.")
+@pass_app
+def search(
+    app: AppContext,
+    query: str,
+    limit: int,
+    types: tuple[str, ...],
+    tags: tuple[str, ...],
+    path_glob: str | None,
+    raw: bool,
+    as_json: bool,
+) -> None:
+    """Search the index. QUERY is plain language unless --raw is given."""
+    from memvault.store.search import Filters, keyword_search
+
+    vault = app.vault
+    con = vault.read_con()
+    hits = keyword_search(
+        con, query, limit=limit, raw=raw, filters=Filters(types=types, tags=tags, path_glob=path_glob)
+    )
+    for i, hit in enumerate(hits, 1):
+        uri = obsidian_uri(vault.name, hit.path) if hit.path else None
+        if as_json:
+            emit_json(
+                {"id": hit.id, "title": hit.title, "type": hit.type, "path": hit.path,
+                 "uri": uri, "score": hit.score, "snippet": hit.snippet}
+            )
+            continue
+        click.echo(f"{i}. {click.style(hit.title, bold=True)}  [{hit.type}]  {hit.path or ''}")
+        snippet = " ".join(hit.snippet.split())
+        if snippet:
+            click.echo(f"   {snippet}")
+        click.echo(click.style(f"   {hit.id}  score {hit.score:.2f}  {uri or ''}", dim=True))
+    if not hits and not as_json:
+        click.echo("No matches.", err=True)
+
+
+def _trace_or_fail(app: AppContext, ref: str) -> tuple[Any, Any]:
+    from memvault.store.query import find_trace
+
+    con = app.vault.read_con()
+    trace = find_trace(con, ref)
+    if trace is None:
+        raise click.ClickException(f"no note or trace matches {ref!r} (give an id or a vault path)")
+    return con, trace
+
+
+@cli.command()
+@click.argument("ref", metavar="ID|PATH")
+@click.option("--json", "as_json", is_flag=True, help="Print the trace as one JSON object.")
+@pass_app
+def show(app: AppContext, ref: str, as_json: bool) -> None:
+    """Show one note or trace: metadata, tags and content."""
+    from memvault.store import records as rec
+
+    con, t = _trace_or_fail(app, ref)
+    f = con.execute("SELECT parse_error FROM files WHERE trace_id = ?", (t.id,)).fetchone()
+    data = {
+        "id": t.id, "kind": t.kind, "type": t.type, "title": t.title, "path": t.path,
+        "uri": obsidian_uri(app.vault.name, t.path) if t.path else None,
+        "status": t.status, "tags": t.tags, "created": t.created, "updated": t.updated,
+        "source": t.source, "scope": t.scope, "strength": t.strength,
+        "metadata": t.metadata, "parse_error": f[0] if f else None, "content": t.content,
+        "links": len(rec.edges_from(con, t.id)),
+    }
+    if as_json:
+        emit_json(data)
+        return
+    click.echo(click.style(t.title, bold=True))
+    for key in ("id", "type", "path", "status", "tags", "created", "updated", "source", "parse_error"):
+        value = data[key]
+        if value:
+            click.echo(f"{key + ':':12} {', '.join(value) if isinstance(value, list) else value}")
+    click.echo("")
+    click.echo(t.content)
+
+
+def _edge_dict(e: Any, con: Any, outgoing: bool) -> dict[str, Any]:
+    status = "resolved" if e.target_path or e.target_id else "unresolved"
+    if e.ambiguous:
+        status = "ambiguous"
+    out = {"kind": e.kind, "target": e.target_name, "anchor": e.anchor, "display": e.display,
+           "property": e.prop, "line": e.line, "status": status, "target_path": e.target_path,
+           "target_id": e.target_id}
+    if not outgoing:
+        row = con.execute("SELECT path, title FROM traces WHERE id = ?", (e.source_id,)).fetchone()
+        out = {"source_id": e.source_id, "source_path": row[0] if row else None,
+               "source_title": row[1] if row else None, **out}
+    return out
+
+
+@cli.command()
+@click.argument("ref", metavar="ID|PATH")
+@click.option("--json", "as_json", is_flag=True, help="One JSON object per link.")
+@pass_app
+def links(app: AppContext, ref: str, as_json: bool) -> None:
+    """Outgoing links, embeds and property links of a note, with resolution status."""
+    from memvault.store import records as rec
+
+    con, t = _trace_or_fail(app, ref)
+    for e in rec.edges_from(con, t.id):
+        d = _edge_dict(e, con, outgoing=True)
+        if as_json:
+            emit_json(d)
+            continue
+        anchor = f"#{e.anchor}" if e.anchor else ""
+        where = e.target_path or "—"
+        prop = f" ({e.prop})" if e.prop else ""
+        click.echo(f"{e.kind:8} {d['status']:10} {e.target_name}{anchor}{prop} -> {where}")
+
+
+@cli.command()
+@click.argument("ref", metavar="ID|PATH")
+@click.option("--json", "as_json", is_flag=True, help="One JSON object per incoming link.")
+@pass_app
+def backlinks(app: AppContext, ref: str, as_json: bool) -> None:
+    """Notes and traces that link to this one."""
+    from memvault.store import records as rec
+
+    con, t = _trace_or_fail(app, ref)
+    for e in rec.edges_to(con, t.id, t.path):
+        d = _edge_dict(e, con, outgoing=False)
+        if as_json:
+            emit_json(d)
+            continue
+        line = f":{e.line}" if e.line else ""
+        click.echo(f"{e.kind:8} {d['source_path'] or d['source_id']}{line}")
+
+
+@cli.command()
+@click.option("--json", "as_json", is_flag=True, help="Print the counts as one JSON object.")
+@click.option("--errors", "list_errors", is_flag=True, help="Also list every note with a parse error.")
+@pass_app
+def stats(app: AppContext, as_json: bool, list_errors: bool) -> None:
+    """Counts: notes, traces, edges, unresolved and ambiguous links, parse errors, index size."""
+    from memvault.store.query import parse_errors
+    from memvault.store.query import stats as index_stats
+
+    vault = app.vault
+    con = vault.read_con()
+    data = index_stats(con, vault.index_path)
+    data["vault"] = str(vault.root)
+    if list_errors:
+        data["parse_error_list"] = [{"path": p, "error": e} for p, e in parse_errors(con)]
+    if as_json:
+        emit_json(data)
+        return
+    for key, value in data.items():
+        if key == "parse_error_list":
+            continue
+        if isinstance(value, dict):
+            value = ", ".join(f"{k} {v}" for k, v in value.items()) or "none"
+        click.echo(f"{key.replace('_', ' ') + ':':20} {value}")
+    for item in data.get("parse_error_list", []):
+        click.echo(f"  {item['path']}: {item['error']}")

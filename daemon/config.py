@@ -1,0 +1,146 @@
+"""Configuration: ``config.toml``, environment variables and CLI flags.
+
+Precedence, highest first: command-line flags, ``MEMVAULT_*`` environment
+variables, the config file (``$MEMVAULT_CONFIG`` or
+``~/.config/memvault/config.toml``), the defaults below. Every key is listed in
+:data:`KEYS` with its default and meaning; ``memvault config`` prints them.
+
+Environment variables are named after the key: ``MEMVAULT_VAULT``,
+``MEMVAULT_DEBOUNCE_MS``, ``MEMVAULT_EMBEDDING_MODEL`` (dots become ``_``).
+"""
+
+from __future__ import annotations
+
+import os
+import tomllib
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+
+class ConfigError(Exception):
+    """The configuration cannot be used; the message names the file and key."""
+
+
+@dataclass(frozen=True)
+class Key:
+    """One configuration key."""
+
+    name: str  # dotted, e.g. "llm.model"
+    default: Any
+    doc: str
+
+    @property
+    def env(self) -> str:
+        """The environment variable that sets this key."""
+        return "MEMVAULT_" + self.name.upper().replace(".", "_")
+
+
+KEYS: tuple[Key, ...] = (
+    Key("vault", "", "Path of the Obsidian vault to use when --vault is not given."),
+    Key("ignore", [], "Extra glob patterns (vault-relative, fnmatch) of files and folders to skip."),
+    Key("max_file_size", 5 * 1024 * 1024, "Notes larger than this many bytes are skipped with a warning."),
+    Key("memory_folder", "Memory", "Folder of memory notes; memories are written to <folder>/<type>/."),
+    Key("debounce_ms", 300, "The daemon waits this long after the last event on a path before re-indexing it."),
+    Key("rescan_interval", 300, "Seconds between the daemon's full rescans (catch missed events); 0 turns them off."),
+    Key("sources", [], "Glob patterns of notes that are memory sources even without a marker."),
+    Key("extractor", "default", 'Fact extractor for memory sources: "default" (local rules) or "llm".'),
+    Key("llm.base_url", "http://localhost:11434/v1", "OpenAI-compatible API base URL for the llm extractor."),
+    Key("llm.model", "llama3.1", "Model name sent to the llm extractor's endpoint."),
+    Key("llm.api_key_env", "OPENAI_API_KEY", "Environment variable holding the API key (may be unset for local servers)."),
+    Key("llm.timeout", 30.0, "Seconds to wait for one llm extractor call."),
+    Key("llm.retries", 2, "Extra attempts for a failed llm extractor call before falling back to the default extractor."),
+    Key("embedding.model", "default", 'fastembed model name, "default" (bundled all-MiniLM-L6-v2 int8) or "none".'),
+)
+
+_BY_NAME = {k.name: k for k in KEYS}
+
+
+def config_path() -> Path:
+    """The config file: ``$MEMVAULT_CONFIG`` or the platform's user config dir."""
+    env = os.environ.get("MEMVAULT_CONFIG")
+    if env:
+        return Path(env).expanduser()
+    import platformdirs
+
+    return Path(platformdirs.user_config_dir("memvault", appauthor=False)) / "config.toml"
+
+
+def _flatten(data: dict[str, Any], prefix: str = "") -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for key, value in data.items():
+        name = f"{prefix}{key}"
+        if isinstance(value, dict) and name not in _BY_NAME:
+            out.update(_flatten(value, name + "."))
+        else:
+            out[name] = value
+    return out
+
+
+def _coerce(key: Key, value: Any, origin: str) -> Any:
+    """Check ``value`` against the type of the key's default."""
+    default = key.default
+    try:
+        if isinstance(default, bool):
+            if isinstance(value, str):
+                return value.strip().lower() in ("1", "true", "yes", "on")
+            return bool(value)
+        if isinstance(default, int):
+            if isinstance(value, bool):
+                raise ValueError
+            return int(value)
+        if isinstance(default, float):
+            return float(value)
+        if isinstance(default, list):
+            if isinstance(value, str):
+                return [v.strip() for v in value.split(",") if v.strip()]
+            if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+                raise ValueError
+            return list(value)
+        if not isinstance(value, str):
+            raise ValueError
+        return value
+    except (TypeError, ValueError):
+        kind = type(default).__name__
+        raise ConfigError(f"{origin}: {key.name} must be a {kind}, not {value!r}") from None
+
+
+@dataclass(frozen=True)
+class Config:
+    """The effective settings, after file, environment and flags."""
+
+    values: dict[str, Any]
+    file: Path
+
+    def __getitem__(self, name: str) -> Any:
+        return self.values[name]
+
+    @property
+    def vault(self) -> str:
+        return str(self.values["vault"])
+
+
+def load_config(overrides: dict[str, Any] | None = None) -> Config:
+    """Read the effective configuration; ``overrides`` are CLI flags (None = unset)."""
+    path = config_path()
+    values = {k.name: k.default for k in KEYS}
+    if path.exists():
+        try:
+            data = tomllib.loads(path.read_text(encoding="utf-8"))
+        except (OSError, UnicodeDecodeError) as exc:
+            raise ConfigError(f"cannot read config file {path}: {exc}") from None
+        except tomllib.TOMLDecodeError as exc:
+            raise ConfigError(f"config file {path} is not valid TOML: {exc}") from None
+        for name, value in _flatten(data).items():
+            key = _BY_NAME.get(name)
+            if key is None:
+                raise ConfigError(f"{path}: unknown key {name!r} (see `memvault config`)")
+            values[name] = _coerce(key, value, str(path))
+    for key in KEYS:
+        env = os.environ.get(key.env)
+        if env is not None and env != "":
+            values[key.name] = _coerce(key, env, f"environment variable {key.env}")
+    for name, value in (overrides or {}).items():
+        if value is not None:
+            values[name] = _coerce(_BY_NAME[name], value, f"option for {name}")
+    return Config(values, path)

@@ -1,0 +1,386 @@
+"""Bringing the index in line with the vault.
+
+:func:`reconcile` is the one code path for every change, whether it comes
+from a full ``memvault sync`` (every path of the vault is a candidate) or from
+the daemon (the paths its watcher saw). For each candidate it decides, cheapest
+check first: unchanged (same mtime and size), touched (same hash), changed,
+new, moved (a new path whose front-matter id or content hash belongs to a path
+that disappeared), or deleted. Then it writes the decisions in batches, each
+one ``BEGIN IMMEDIATE`` transaction, and re-resolves the links elsewhere in
+the vault whose targets appeared or disappeared.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import time
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from pathlib import Path
+
+import apsw
+
+from memvault.store import records as rec
+from memvault.store.db import write_transaction
+from memvault.vault_io.note import NoteReadError, ParsedNote, content_hash
+from memvault.vault_io.parser import parse_note
+from memvault.vault_io.resolve import LinkResolver, link_key, path_key
+from memvault.vault_io.scan import FileStat, ScanResult, ScanWarning, scan_vault, stat_file
+
+#: Notes written per transaction: large enough to amortise the commit, small
+#: enough that a CLI writer never waits long for the daemon (or vice versa).
+BATCH = 500
+
+Progress = Callable[[int, int], None]
+
+
+@dataclass
+class SyncSummary:
+    """What one reconcile did."""
+
+    added: int = 0
+    updated: int = 0
+    moved: int = 0
+    deleted: int = 0
+    skipped: int = 0
+    errors: int = 0
+    seconds: float = 0.0
+    warnings: list[str] = field(default_factory=list)
+    parse_errors: list[str] = field(default_factory=list)
+    changed_paths: list[str] = field(default_factory=list)
+
+    @property
+    def changed(self) -> bool:
+        """Whether the index changed at all."""
+        return bool(self.added or self.updated or self.moved or self.deleted)
+
+    def as_dict(self) -> dict[str, object]:
+        """The summary as plain JSON-ready values."""
+        return {
+            "added": self.added,
+            "updated": self.updated,
+            "moved": self.moved,
+            "deleted": self.deleted,
+            "skipped": self.skipped,
+            "errors": self.errors,
+            "seconds": round(self.seconds, 3),
+            "warnings": self.warnings,
+            "parse_errors": self.parse_errors,
+        }
+
+
+def derived_id(path: str, salt: int = 0) -> str:
+    """A stable trace id for a note that has no front-matter ``id``."""
+    seed = path if salt == 0 else f"{path}\x00{salt}"
+    return "n-" + hashlib.sha256(seed.encode("utf-8")).hexdigest()[:12]
+
+
+def frontmatter_id(note: ParsedNote) -> str | None:
+    """The note's own ``id`` property, when it is a usable scalar."""
+    value = note.frontmatter.get("id")
+    if isinstance(value, bool) or not isinstance(value, (str, int)):
+        return None
+    text = str(value).strip()
+    return text if 0 < len(text) <= 200 and "\n" not in text else None
+
+
+def _iso_from_ns(ns: int) -> str:
+    return datetime.fromtimestamp(ns / 1e9, timezone.utc).replace(microsecond=0).isoformat()
+
+
+@dataclass
+class _Change:
+    stat: FileStat
+    note: ParsedNote
+    old_path: str | None  # where the trace lived before (moves), or same path
+    trace_id: str = ""
+
+
+class Indexer:
+    """Joins one vault folder to its index connection."""
+
+    def __init__(
+        self,
+        root: Path,
+        con: apsw.Connection,
+        *,
+        ignore: Iterable[str] = (),
+        max_file_size: int = 5 * 1024 * 1024,
+    ) -> None:
+        self.root = root
+        self.con = con
+        self.ignore = list(ignore)
+        self.max_file_size = max_file_size
+
+    # -- entry points ------------------------------------------------------
+
+    def sync(self, progress: Progress | None = None) -> SyncSummary:
+        """Full reconcile: scan the whole vault and apply every difference."""
+        start = time.perf_counter()
+        scan = scan_vault(self.root, ignore=self.ignore, max_file_size=self.max_file_size)
+        known = rec.load_files(self.con)
+        absent = set(known) - set(scan.files)
+        summary = self._reconcile(scan, absent, known, progress)
+        summary.seconds = time.perf_counter() - start
+        return summary
+
+    def sync_paths(self, paths: Iterable[str]) -> SyncSummary:
+        """Reconcile only ``paths`` (from watcher events); others are untouched."""
+        start = time.perf_counter()
+        scan = ScanResult()
+        absent: set[str] = set()
+        known: dict[str, rec.FileRow] = {}
+        for path in set(paths):
+            row = rec.get_file(self.con, path)
+            if row:
+                known[path] = row
+            st = stat_file(self.root, path)
+            if st is None:
+                if row:
+                    absent.add(path)
+            elif st.is_note and st.size > self.max_file_size:
+                scan.warnings.append(ScanWarning(path, "larger than the size limit; skipped"))
+                scan.skipped.add(path)
+            else:
+                scan.files[path] = st
+        summary = self._reconcile(scan, absent, known, None)
+        summary.seconds = time.perf_counter() - start
+        return summary
+
+    # -- the reconcile itself ---------------------------------------------
+
+    def _reconcile(
+        self,
+        scan: ScanResult,
+        absent: set[str],
+        known: dict[str, rec.FileRow],
+        progress: Progress | None,
+    ) -> SyncSummary:
+        summary = SyncSummary(warnings=[str(w) for w in scan.warnings])
+        absent -= scan.skipped  # a skipped file still exists: keep its entry
+        changes: list[_Change] = []
+        touched: list[FileStat] = []
+        attachments: list[FileStat] = []
+        read_errors: list[tuple[str, str]] = []
+
+        candidates = [st for st in scan.files.values() if _needs_look(st, known.get(st.path))]
+        total = len(candidates)
+        for n, st in enumerate(candidates, 1):
+            if progress:
+                progress(n, total)
+            row = known.get(st.path)
+            if not st.is_note:
+                attachments.append(st)
+                continue
+            try:
+                data = (self.root / st.path).read_bytes()
+            except OSError as exc:
+                read_errors.append((st.path, f"cannot read: {exc.strerror}"))
+                continue
+            digest = content_hash(data)
+            if row is not None and row.kind == "note" and row.hash == digest:
+                touched.append(st)
+                continue
+            try:
+                note = parse_note(st.path, data)
+            except NoteReadError as exc:
+                read_errors.append((st.path, str(exc).removeprefix(f"{st.path}: ")))
+                continue
+            changes.append(_Change(st, note, st.path if row else None))
+
+        for path, message in read_errors:
+            summary.warnings.append(f"{path}: {message}; skipped")
+        summary.skipped = len(scan.skipped) + len(read_errors)
+
+        gone = {p: known[p] for p in absent}
+        moves = self._detect_moves(changes, gone)
+        # The paths every link can point at once this reconcile is applied.
+        all_files = {r[0]: r[1] for r in self.con.execute("SELECT path, trace_id FROM files")}
+        for p in gone:
+            all_files.pop(p, None)
+        self._assign_ids(changes, known, all_files)
+        for st in attachments:
+            all_files[st.path] = None
+        for c in changes:
+            all_files[c.stat.path] = c.trace_id
+        resolver = LinkResolver(all_files)
+
+        written: set[str] = set()
+        with write_transaction(self.con):
+            for path, message in read_errors:
+                if path in known:
+                    rec.set_read_error(self.con, path, message)
+            for st in touched:
+                rec.touch_file(self.con, st.path, st.mtime_ns, st.size)
+            for st in attachments:
+                rec.put_file(self.con, rec.FileRow(st.path, "attachment", None, st.mtime_ns, st.size))
+            for path, row in gone.items():
+                rec.delete_file(self.con, path)
+                if row.trace_id and row.trace_id not in moves:
+                    rec.delete_trace(self.con, row.trace_id)
+                    summary.deleted += 1
+        for i in range(0, len(changes), BATCH):
+            with write_transaction(self.con):
+                for c in changes[i : i + BATCH]:
+                    self._write_note(c, resolver, all_files, known)
+                    written.add(c.trace_id)
+                    if c.old_path is None:
+                        summary.added += 1
+                    elif c.old_path != c.stat.path:
+                        summary.moved += 1
+                    else:
+                        summary.updated += 1
+                    if c.note.error:
+                        summary.errors += 1
+                        summary.parse_errors.append(f"{c.stat.path}: {c.note.error}")
+                    summary.changed_paths.append(c.stat.path)
+
+        appeared = {c.stat.path for c in changes if c.old_path != c.stat.path}
+        appeared |= {st.path for st in attachments if st.path not in known}
+        if known and (appeared or gone):
+            keys = {path_key(p) for p in appeared | set(gone)}
+            with write_transaction(self.con):
+                self._reresolve(keys, resolver, all_files, written)
+        return summary
+
+    def _detect_moves(self, changes: list[_Change], gone: dict[str, rec.FileRow]) -> set[str]:
+        """Pair new paths with vanished ones: same front-matter id, else same bytes."""
+        by_id = {row.trace_id: path for path, row in sorted(gone.items()) if row.kind == "note" and row.trace_id}
+        by_hash: dict[str, str] = {}
+        for path, row in sorted(gone.items()):
+            if row.kind == "note" and row.hash:
+                by_hash.setdefault(row.hash, path)
+        moved_ids: set[str] = set()
+        for c in changes:
+            if c.old_path is not None:
+                continue
+            fm_id = frontmatter_id(c.note)
+            old = by_id.get(fm_id) if fm_id else None
+            if old is None:
+                old = by_hash.get(c.note.hash)
+            if old is None or gone[old].trace_id in moved_ids:
+                continue
+            c.old_path = old
+            c.trace_id = gone[old].trace_id or ""
+            moved_ids.add(c.trace_id)
+        return moved_ids
+
+    def _assign_ids(
+        self, changes: list[_Change], known: dict[str, rec.FileRow], live: dict[str, str | None]
+    ) -> None:
+        """Settle each changed note's trace id before anything is written.
+
+        Existing and moved notes keep their id unless their front-matter names
+        another; a new note takes its front-matter id, else one derived from
+        its path. An id already held by a different live note is not taken
+        twice: the newcomer falls back to a derived id and is told why.
+        """
+        taken = {tid: path for path, tid in live.items() if tid}  # id -> path holding it
+        for c in changes:
+            if c.old_path and not c.trace_id:
+                c.trace_id = known[c.old_path].trace_id or ""
+        for c in changes:  # existing notes first: they already hold their ids
+            if c.trace_id:
+                taken[c.trace_id] = c.stat.path
+        for c in changes:
+            wanted = frontmatter_id(c.note)
+            if wanted and wanted != c.trace_id:
+                holder = taken.get(wanted)
+                if holder is None or holder == c.stat.path or (c.old_path and holder == c.old_path):
+                    if c.trace_id:
+                        taken.pop(c.trace_id, None)
+                    c.trace_id = wanted
+                    taken[wanted] = c.stat.path
+                    continue
+                c.note = _with_error(c.note, f"id {wanted!r} is already used by {holder}; using a derived id")
+            if not c.trace_id:
+                salt = 0
+                while (candidate := derived_id(c.stat.path, salt)) in taken:
+                    salt += 1
+                c.trace_id = candidate
+                taken[candidate] = c.stat.path
+
+    def _write_note(
+        self,
+        c: _Change,
+        resolver: LinkResolver,
+        all_files: dict[str, str | None],
+        known: dict[str, rec.FileRow],
+    ) -> None:
+        note, st = c.note, c.stat
+        old_row = known.get(c.old_path) if c.old_path else None
+        if old_row and old_row.trace_id and old_row.trace_id != c.trace_id:
+            if rec.get_trace(self.con, c.trace_id) is None:
+                rec.rename_trace(self.con, old_row.trace_id, c.trace_id)
+        rec.put_file(
+            self.con,
+            rec.FileRow(st.path, "note", c.trace_id, st.mtime_ns, st.size, note.hash, note.error),
+        )
+        rec.put_trace(self.con, note_trace(note, c.trace_id, st))
+        rec.replace_edges(self.con, c.trace_id, note_edges(note, resolver, all_files))
+
+    def _reresolve(
+        self, keys: set[str], resolver: LinkResolver, all_files: dict[str, str | None], written: set[str]
+    ) -> None:
+        paths_by_id = {tid: p for p, tid in all_files.items() if tid}
+        for edge in rec.edges_with_keys(self.con, keys):
+            if edge.source_id in written:
+                continue
+            source_path = paths_by_id.get(edge.source_id)
+            if source_path is None:
+                continue
+            hit = resolver.resolve(edge.target_name, source_path)
+            target_id = all_files.get(hit.path) if hit.path else None
+            if (hit.path, target_id, hit.ambiguous) != (edge.target_path, edge.target_id, edge.ambiguous):
+                rec.set_edge_target(self.con, edge.id or 0, hit.path, target_id, hit.ambiguous)
+
+
+def _needs_look(st: FileStat, row: rec.FileRow | None) -> bool:
+    return row is None or row.mtime_ns != st.mtime_ns or row.size != st.size or row.read_error is not None
+
+
+def _with_error(note: ParsedNote, message: str) -> ParsedNote:
+    from dataclasses import replace
+
+    return replace(note, error=f"{note.error}; {message}" if note.error else message)
+
+
+def note_trace(note: ParsedNote, trace_id: str, st: FileStat) -> rec.TraceRow:
+    """The trace row for an ordinary note."""
+    created = note.frontmatter.get("created") or note.frontmatter.get("date")
+    return rec.TraceRow(
+        id=trace_id,
+        kind="note",
+        type="note",
+        title=note.title,
+        content=note.body,
+        tags=list(note.tags),
+        metadata={"frontmatter": note.frontmatter, "aliases": list(note.aliases)},
+        path=note.path,
+        source="vault",
+        created=str(created) if isinstance(created, str) and created else "",
+        updated=_iso_from_ns(st.mtime_ns),
+    )
+
+
+def note_edges(note: ParsedNote, resolver: LinkResolver, all_files: dict[str, str | None]) -> list[rec.EdgeRow]:
+    """The link, embed and property edges of a note, resolved."""
+    out = []
+    for link in (*note.links, *note.embeds):
+        hit = resolver.resolve(link.target, note.path)
+        out.append(
+            rec.EdgeRow(
+                kind=link.kind,
+                target_name=link.target,
+                target_key=link_key(link.target) if link.target else "",
+                target_path=hit.path,
+                target_id=all_files.get(hit.path) if hit.path else None,
+                anchor=link.subpath,
+                display=link.display,
+                prop=link.prop,
+                line=link.line,
+                ambiguous=hit.ambiguous,
+            )
+        )
+    return out

@@ -1,0 +1,122 @@
+"""Opening the index database: the one place pragmas and transactions live.
+
+Every connection to a memvault index comes from :func:`connect`, which applies
+the pragmas below (one small function each, in the spirit of
+``apsw.bestpractice``) and brings the schema up to date. Every writing
+transaction goes through :func:`write_transaction`, which starts with
+``BEGIN IMMEDIATE`` so two writers (the daemon and a CLI command) queue on the
+busy timeout instead of failing half-way with ``SQLITE_BUSY`` on upgrade.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+from collections.abc import Iterator
+from pathlib import Path
+
+import apsw
+
+from . import migrations
+
+#: How long a connection waits for another writer before giving up.
+BUSY_TIMEOUT_MS = 10_000
+
+
+class IndexError_(Exception):
+    """A problem with the index database itself (missing, unreadable, corrupt)."""
+
+
+def _journal_mode_wal(con: apsw.Connection) -> None:
+    """Write-ahead logging: readers never block the writer and vice versa.
+
+    The daemon indexes while ``memvault search`` reads; WAL makes that safe
+    and keeps a crash from leaving a half-applied transaction.
+    """
+    con.execute("PRAGMA journal_mode=WAL")
+
+
+def _synchronous_normal(con: apsw.Connection) -> None:
+    """fsync at checkpoints, not at every commit.
+
+    With WAL this cannot corrupt the database; at worst a power cut loses the
+    last transactions, which the next sync rebuilds from the vault anyway.
+    """
+    con.execute("PRAGMA synchronous=NORMAL")
+
+
+def _foreign_keys(con: apsw.Connection) -> None:
+    """Enforce REFERENCES clauses (off by default in SQLite for compatibility)."""
+    con.execute("PRAGMA foreign_keys=ON")
+
+
+def _busy_timeout(con: apsw.Connection) -> None:
+    """Wait for a competing writer rather than failing at once."""
+    con.set_busy_timeout(BUSY_TIMEOUT_MS)
+
+
+def _no_double_quoted_strings(con: apsw.Connection) -> None:
+    """Treat "x" as an identifier only, so a typo'd column name is an error
+    instead of silently becoming a string literal."""
+    con.config(apsw.SQLITE_DBCONFIG_DQS_DML, 0)
+    con.config(apsw.SQLITE_DBCONFIG_DQS_DDL, 0)
+
+
+def _private_file(path: Path) -> None:
+    """Create the database file owner-only (0600) before SQLite opens it.
+
+    SQLite gives the -wal and -shm files the same mode as the database, so
+    this one call keeps all three private.
+    """
+    path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+    if not path.exists():
+        fd = os.open(path, os.O_CREAT | os.O_WRONLY, 0o600)
+        os.close(fd)
+    os.chmod(path, 0o600)
+
+
+def connect(path: Path | str, *, create: bool = True) -> apsw.Connection:
+    """Open (and if needed create and migrate) the index at ``path``.
+
+    With ``create=False`` a missing database raises :class:`IndexError_`
+    instead of creating an empty one, for read-only commands.
+    """
+    path = Path(path)
+    if create:
+        _private_file(path)
+    elif not path.exists():
+        raise IndexError_(f"no index at {path}")
+    try:
+        con = apsw.Connection(str(path))
+        _busy_timeout(con)
+        _journal_mode_wal(con)
+        _synchronous_normal(con)
+        _foreign_keys(con)
+        _no_double_quoted_strings(con)
+        migrations.migrate(con)
+    except apsw.Error as exc:
+        raise IndexError_(f"cannot open index {path}: {exc}") from exc
+    return con
+
+
+@contextlib.contextmanager
+def write_transaction(con: apsw.Connection) -> Iterator[apsw.Connection]:
+    """Run the block as one ``BEGIN IMMEDIATE`` transaction.
+
+    IMMEDIATE takes the write lock up front, so the busy timeout applies to
+    the whole transaction rather than to a later read-to-write upgrade that
+    SQLite cannot wait for.
+    """
+    con.execute("BEGIN IMMEDIATE")
+    try:
+        yield con
+    except BaseException:
+        con.execute("ROLLBACK")
+        raise
+    else:
+        con.execute("COMMIT")
+
+
+def checkpoint(con: apsw.Connection) -> None:
+    """Fold the WAL back into the database file (used at daemon shutdown)."""
+    con.wal_checkpoint(mode=apsw.SQLITE_CHECKPOINT_TRUNCATE)

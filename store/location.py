@@ -1,0 +1,49 @@
+"""Where an index lives: a private folder per vault in the user data dir.
+
+The index is a derived cache, so it never goes inside the vault (Obsidian
+Sync, git and backups would copy it). ``MEMVAULT_HOME`` moves the whole data
+dir, which tests and benchmarks use to stay out of the real home.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import re
+from pathlib import Path
+
+INDEX_FILE = "index.db"
+
+
+def data_home() -> Path:
+    """memvault's data dir: ``$MEMVAULT_HOME`` or the platform's user data dir."""
+    env = os.environ.get("MEMVAULT_HOME")
+    if env:
+        return Path(env).expanduser()
+    import platformdirs  # only needed when no override is set
+
+    return Path(platformdirs.user_data_dir("memvault", appauthor=False))
+
+
+def vault_data_dir(vault_root: Path) -> Path:
+    """The folder holding the index (and lock, socket) of one vault.
+
+    Named after the vault folder for people looking around, plus a hash of
+    its real path so two vaults called ``Notes`` never share an index.
+    """
+    real = os.path.realpath(vault_root)
+    digest = hashlib.sha256(real.encode("utf-8", "surrogateescape")).hexdigest()[:12]
+    name = re.sub(r"[^A-Za-z0-9._-]+", "-", Path(real).name).strip("-.")[:40] or "vault"
+    return data_home() / "vaults" / f"{name}-{digest}"
+
+
+def ensure_private_dir(path: Path) -> Path:
+    """Create ``path`` (and memvault's parents of it) owner-only, 0700."""
+    path.mkdir(parents=True, exist_ok=True, mode=0o700)
+    os.chmod(path, 0o700)
+    return path
+
+
+def index_path(vault_root: Path) -> Path:
+    """The index database file of the vault at ``vault_root``."""
+    return vault_data_dir(vault_root) / INDEX_FILE

@@ -1,0 +1,151 @@
+"""Schema migrations: ordered, named functions recorded in ``PRAGMA user_version``.
+
+Migration *n* (1-based) is ``MIGRATIONS[n - 1]``. A database at
+``user_version == k`` has had the first *k* applied. Never edit a migration
+that has shipped; append a new one.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import apsw
+
+
+def m001_foundation(con: apsw.Connection) -> None:
+    """Files, traces, edges, tags and the FTS5 index over traces."""
+    con.execute(
+        """
+        CREATE TABLE meta (
+            key   TEXT PRIMARY KEY,
+            value TEXT NOT NULL
+        );
+
+        -- One row per file of the vault that memvault tracks: notes (which
+        -- carry a trace) and attachments (kept only so links resolve).
+        CREATE TABLE files (
+            path        TEXT PRIMARY KEY,
+            kind        TEXT NOT NULL CHECK (kind IN ('note', 'attachment')),
+            trace_id    TEXT,
+            mtime_ns    INTEGER NOT NULL,
+            size        INTEGER NOT NULL,
+            hash        TEXT,
+            parse_error TEXT,
+            read_error  TEXT,
+            indexed_at  TEXT NOT NULL
+        );
+        CREATE INDEX files_hash ON files(hash);
+        CREATE INDEX files_trace ON files(trace_id);
+
+        -- A trace is one unit of memory: a note, a memory, or a fact.
+        CREATE TABLE traces (
+            rowid           INTEGER PRIMARY KEY,
+            id              TEXT NOT NULL UNIQUE,
+            kind            TEXT NOT NULL,
+            type            TEXT NOT NULL,
+            title           TEXT NOT NULL,
+            content         TEXT NOT NULL,
+            tags            TEXT NOT NULL DEFAULT '',
+            metadata        TEXT NOT NULL DEFAULT '{}',
+            path            TEXT,
+            source          TEXT,
+            scope           TEXT,
+            strength        REAL,
+            status          TEXT NOT NULL DEFAULT 'active',
+            reason          TEXT,
+            created         TEXT NOT NULL,
+            updated         TEXT NOT NULL,
+            retrieval_count INTEGER NOT NULL DEFAULT 0,
+            last_access     TEXT
+        );
+        CREATE INDEX traces_path ON traces(path);
+        CREATE INDEX traces_kind_status ON traces(kind, status);
+
+        CREATE TABLE trace_tags (
+            trace_id TEXT NOT NULL REFERENCES traces(id) ON DELETE CASCADE ON UPDATE CASCADE,
+            tag      TEXT NOT NULL,
+            PRIMARY KEY (trace_id, tag)
+        ) WITHOUT ROWID;
+        CREATE INDEX trace_tags_tag ON trace_tags(tag);
+
+        -- Typed edges. Vault links keep the name as written (target_name) and
+        -- its lookup key so they re-resolve when the target appears later.
+        CREATE TABLE edges (
+            id          INTEGER PRIMARY KEY,
+            source_id   TEXT NOT NULL REFERENCES traces(id) ON DELETE CASCADE ON UPDATE CASCADE,
+            kind        TEXT NOT NULL,
+            target_name TEXT NOT NULL DEFAULT '',
+            target_key  TEXT NOT NULL DEFAULT '',
+            target_path TEXT,
+            target_id   TEXT,
+            anchor      TEXT,
+            display     TEXT,
+            prop        TEXT,
+            line        INTEGER,
+            ambiguous   INTEGER NOT NULL DEFAULT 0
+        );
+        CREATE INDEX edges_source ON edges(source_id);
+        CREATE INDEX edges_target_path ON edges(target_path);
+        CREATE INDEX edges_target_id ON edges(target_id);
+        CREATE INDEX edges_target_key ON edges(target_key);
+
+        CREATE VIRTUAL TABLE traces_fts USING fts5(
+            title, content, tags,
+            content='traces', content_rowid='rowid',
+            tokenize='porter unicode61 remove_diacritics 2'
+        );
+        -- Triggers keep the FTS index in the same transaction as the rows.
+        CREATE TRIGGER traces_ai AFTER INSERT ON traces BEGIN
+            INSERT INTO traces_fts(rowid, title, content, tags)
+            VALUES (new.rowid, new.title, new.content, new.tags);
+        END;
+        CREATE TRIGGER traces_ad AFTER DELETE ON traces BEGIN
+            INSERT INTO traces_fts(traces_fts, rowid, title, content, tags)
+            VALUES ('delete', old.rowid, old.title, old.content, old.tags);
+        END;
+        CREATE TRIGGER traces_au AFTER UPDATE OF title, content, tags ON traces BEGIN
+            INSERT INTO traces_fts(traces_fts, rowid, title, content, tags)
+            VALUES ('delete', old.rowid, old.title, old.content, old.tags);
+            INSERT INTO traces_fts(rowid, title, content, tags)
+            VALUES (new.rowid, new.title, new.content, new.tags);
+        END;
+        """
+    )
+
+
+MIGRATIONS: list[Callable[[apsw.Connection], None]] = [
+    m001_foundation,
+]
+
+
+def user_version(con: apsw.Connection) -> int:
+    """The number of migrations applied to this database."""
+    return int(con.execute("PRAGMA user_version").fetchone()[0])
+
+
+def migrate(con: apsw.Connection) -> int:
+    """Apply every pending migration, each in its own immediate transaction.
+
+    Returns the resulting schema version. A database from a newer memvault
+    (higher version than this code knows) is refused rather than guessed at.
+    """
+    current = user_version(con)
+    if current > len(MIGRATIONS):
+        raise apsw.SQLError(
+            f"index schema version {current} is newer than this memvault "
+            f"understands ({len(MIGRATIONS)}); upgrade memvault or delete the index"
+        )
+    for number in range(current + 1, len(MIGRATIONS) + 1):
+        con.execute("BEGIN IMMEDIATE")
+        try:
+            # Re-check under the write lock: another process may have migrated.
+            if user_version(con) >= number:
+                con.execute("COMMIT")
+                continue
+            MIGRATIONS[number - 1](con)
+            con.execute(f"PRAGMA user_version={number}")
+        except BaseException:
+            con.execute("ROLLBACK")
+            raise
+        con.execute("COMMIT")
+    return len(MIGRATIONS)

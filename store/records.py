@@ -1,0 +1,296 @@
+"""Reading and writing the rows of the index: files, traces, tags, edges.
+
+These functions run inside a transaction the caller opened with
+:func:`memvault.store.db.write_transaction`; none of them commits. They
+treat paths as opaque strings: the store never looks at the vault itself.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from typing import Any
+
+import apsw
+
+#: Edge kinds that come from a note's own text; rewritten on every re-index.
+TEXT_EDGE_KINDS = ("link", "embed", "property")
+
+
+def now_iso() -> str:
+    """The current UTC time as ISO 8601 with seconds, the store's timestamp form."""
+    return datetime.now(timezone.utc).replace(microsecond=0).isoformat()
+
+
+@dataclass
+class FileRow:
+    """One tracked vault file."""
+
+    path: str
+    kind: str  # "note" | "attachment"
+    trace_id: str | None
+    mtime_ns: int
+    size: int
+    hash: str | None = None
+    parse_error: str | None = None
+    read_error: str | None = None
+
+
+@dataclass
+class TraceRow:
+    """One trace as stored. ``tags`` keeps the first spelling of each tag."""
+
+    id: str
+    kind: str  # "note" | "memory" | "fact"
+    type: str
+    title: str
+    content: str
+    tags: list[str] = field(default_factory=list)
+    metadata: dict[str, Any] = field(default_factory=dict)
+    path: str | None = None
+    source: str | None = None
+    scope: str | None = None
+    strength: float | None = None
+    status: str = "active"
+    reason: str | None = None
+    created: str = ""
+    updated: str = ""
+    retrieval_count: int = 0
+    last_access: str | None = None
+    rowid: int | None = None
+
+
+@dataclass
+class EdgeRow:
+    """One typed edge from a trace."""
+
+    kind: str
+    target_name: str = ""
+    target_key: str = ""
+    target_path: str | None = None
+    target_id: str | None = None
+    anchor: str | None = None
+    display: str | None = None
+    prop: str | None = None
+    line: int | None = None
+    ambiguous: bool = False
+    source_id: str = ""
+    id: int | None = None
+
+
+# -- files -------------------------------------------------------------------
+
+_FILE_COLS = "path, kind, trace_id, mtime_ns, size, hash, parse_error, read_error"
+
+
+def load_files(con: apsw.Connection) -> dict[str, FileRow]:
+    """Every tracked file, by path."""
+    return {row[0]: FileRow(*row) for row in con.execute(f"SELECT {_FILE_COLS} FROM files")}
+
+
+def get_file(con: apsw.Connection, path: str) -> FileRow | None:
+    """The tracked file at ``path``, if any."""
+    row = con.execute(f"SELECT {_FILE_COLS} FROM files WHERE path = ?", (path,)).fetchone()
+    return FileRow(*row) if row else None
+
+
+def put_file(con: apsw.Connection, f: FileRow) -> None:
+    """Insert or replace a file row."""
+    con.execute(
+        f"INSERT OR REPLACE INTO files ({_FILE_COLS}, indexed_at) VALUES (?,?,?,?,?,?,?,?,?)",
+        (f.path, f.kind, f.trace_id, f.mtime_ns, f.size, f.hash, f.parse_error, f.read_error, now_iso()),
+    )
+
+
+def touch_file(con: apsw.Connection, path: str, mtime_ns: int, size: int) -> None:
+    """Record a new mtime/size for a file whose content did not change."""
+    con.execute("UPDATE files SET mtime_ns = ?, size = ?, read_error = NULL WHERE path = ?", (mtime_ns, size, path))
+
+
+def set_read_error(con: apsw.Connection, path: str, message: str | None) -> None:
+    """Remember why a tracked file could not be read this time."""
+    con.execute("UPDATE files SET read_error = ? WHERE path = ?", (message, path))
+
+
+def delete_file(con: apsw.Connection, path: str) -> None:
+    """Stop tracking ``path``."""
+    con.execute("DELETE FROM files WHERE path = ?", (path,))
+
+
+# -- traces ------------------------------------------------------------------
+
+_TRACE_COLS = (
+    "id, kind, type, title, content, tags, metadata, path, source, scope, strength, "
+    "status, reason, created, updated, retrieval_count, last_access, rowid"
+)
+
+
+def _trace_from_row(row: Sequence[Any]) -> TraceRow:
+    values = list(row)
+    values[5] = values[5].split(" ") if values[5] else []
+    values[6] = json.loads(values[6]) if values[6] else {}
+    return TraceRow(*values)
+
+
+def get_trace(con: apsw.Connection, trace_id: str) -> TraceRow | None:
+    """The trace with id ``trace_id``, if any."""
+    row = con.execute(f"SELECT {_TRACE_COLS} FROM traces WHERE id = ?", (trace_id,)).fetchone()
+    return _trace_from_row(row) if row else None
+
+
+def get_traces(con: apsw.Connection, where: str, params: Sequence[Any] = ()) -> list[TraceRow]:
+    """Traces matching an SQL condition (``where`` is trusted code, not input)."""
+    return [_trace_from_row(r) for r in con.execute(f"SELECT {_TRACE_COLS} FROM traces WHERE {where}", params)]
+
+
+def put_trace(con: apsw.Connection, t: TraceRow) -> None:
+    """Insert a trace, or update it in place keeping its creation time and
+    retrieval statistics (which belong to the index, not to the note)."""
+    tags = " ".join(t.tags)
+    meta = json.dumps(t.metadata, ensure_ascii=False, sort_keys=True, default=str)
+    now = now_iso()
+    con.execute(
+        """
+        INSERT INTO traces (id, kind, type, title, content, tags, metadata, path, source, scope,
+                            strength, status, reason, created, updated)
+        VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)
+        ON CONFLICT(id) DO UPDATE SET
+            kind = excluded.kind, type = excluded.type, title = excluded.title,
+            content = excluded.content, tags = excluded.tags, metadata = excluded.metadata,
+            path = excluded.path, source = excluded.source, scope = excluded.scope,
+            strength = coalesce(excluded.strength, traces.strength),
+            status = excluded.status, reason = excluded.reason, updated = excluded.updated
+        """,
+        (
+            t.id, t.kind, t.type, t.title, t.content, tags, meta, t.path, t.source, t.scope,
+            t.strength, t.status, t.reason, t.created or now, t.updated or now,
+        ),
+    )
+    con.execute("DELETE FROM trace_tags WHERE trace_id = ?", (t.id,))
+    con.executemany(
+        "INSERT OR IGNORE INTO trace_tags (trace_id, tag) VALUES (?, ?)",
+        [(t.id, tag.lower()) for tag in t.tags],
+    )
+
+
+def rename_trace(con: apsw.Connection, old_id: str, new_id: str) -> None:
+    """Give a trace a new id (its note gained or changed a front-matter ``id``).
+
+    Edges and tags follow through ``ON UPDATE CASCADE``; links that other
+    traces resolved to the old id are pointed at the new one.
+    """
+    con.execute("UPDATE traces SET id = ? WHERE id = ?", (new_id, old_id))
+    con.execute("UPDATE edges SET target_id = ? WHERE target_id = ?", (new_id, old_id))
+    con.execute("UPDATE files SET trace_id = ? WHERE trace_id = ?", (new_id, old_id))
+
+
+def delete_trace(con: apsw.Connection, trace_id: str) -> None:
+    """Remove a trace and its outgoing edges; links to it become unresolved."""
+    con.execute("DELETE FROM traces WHERE id = ?", (trace_id,))
+    con.execute("UPDATE edges SET target_id = NULL WHERE target_id = ?", (trace_id,))
+
+
+def set_status(con: apsw.Connection, trace_id: str, status: str, reason: str | None = None) -> None:
+    """Mark a trace active, superseded or deleted."""
+    con.execute(
+        "UPDATE traces SET status = ?, reason = ?, updated = ? WHERE id = ?",
+        (status, reason, now_iso(), trace_id),
+    )
+
+
+# -- edges -------------------------------------------------------------------
+
+_EDGE_COLS = (
+    "kind, target_name, target_key, target_path, target_id, anchor, display, prop, line, ambiguous, source_id, id"
+)
+
+
+def _edge_from_row(row: Sequence[Any]) -> EdgeRow:
+    e = EdgeRow(*row)
+    e.ambiguous = bool(e.ambiguous)
+    return e
+
+
+def replace_edges(
+    con: apsw.Connection, source_id: str, edges: Iterable[EdgeRow], kinds: Sequence[str] = TEXT_EDGE_KINDS
+) -> None:
+    """Replace the outgoing edges of ``kinds`` from ``source_id`` with ``edges``."""
+    marks = ",".join("?" * len(kinds))
+    con.execute(f"DELETE FROM edges WHERE source_id = ? AND kind IN ({marks})", (source_id, *kinds))
+    add_edges(con, source_id, edges)
+
+
+def add_edges(con: apsw.Connection, source_id: str, edges: Iterable[EdgeRow]) -> None:
+    """Insert edges from ``source_id``."""
+    con.executemany(
+        "INSERT INTO edges (source_id, kind, target_name, target_key, target_path, target_id, "
+        "anchor, display, prop, line, ambiguous) VALUES (?,?,?,?,?,?,?,?,?,?,?)",
+        [
+            (source_id, e.kind, e.target_name, e.target_key, e.target_path, e.target_id,
+             e.anchor, e.display, e.prop, e.line, int(e.ambiguous))
+            for e in edges
+        ],
+    )
+
+
+def edges_from(con: apsw.Connection, source_id: str) -> list[EdgeRow]:
+    """Outgoing edges of a trace, in insertion (document) order."""
+    return [
+        _edge_from_row(r)
+        for r in con.execute(f"SELECT {_EDGE_COLS} FROM edges WHERE source_id = ? ORDER BY id", (source_id,))
+    ]
+
+
+def edges_to(con: apsw.Connection, target_id: str | None, target_path: str | None) -> list[EdgeRow]:
+    """Incoming edges of a trace, by id or by resolved path."""
+    return [
+        _edge_from_row(r)
+        for r in con.execute(
+            f"SELECT {_EDGE_COLS} FROM edges WHERE target_id = ? OR (target_path IS NOT NULL AND target_path = ?) "
+            "ORDER BY source_id, id",
+            (target_id, target_path),
+        )
+    ]
+
+
+def edges_with_keys(con: apsw.Connection, keys: Iterable[str]) -> list[EdgeRow]:
+    """Vault-link edges whose target name could match any of ``keys``."""
+    keys = list(set(keys))
+    out: list[EdgeRow] = []
+    for i in range(0, len(keys), 500):
+        chunk = keys[i : i + 500]
+        marks = ",".join("?" * len(chunk))
+        out.extend(
+            _edge_from_row(r)
+            for r in con.execute(
+                f"SELECT {_EDGE_COLS} FROM edges WHERE target_key IN ({marks}) AND kind IN ('link','embed','property')",
+                chunk,
+            )
+        )
+    return out
+
+
+def set_edge_target(
+    con: apsw.Connection, edge_id: int, target_path: str | None, target_id: str | None, ambiguous: bool
+) -> None:
+    """Record where an edge now resolves."""
+    con.execute(
+        "UPDATE edges SET target_path = ?, target_id = ?, ambiguous = ? WHERE id = ?",
+        (target_path, target_id, int(ambiguous), edge_id),
+    )
+
+
+# -- meta --------------------------------------------------------------------
+
+
+def get_meta(con: apsw.Connection, key: str, default: str | None = None) -> str | None:
+    """A value from the index's key/value table."""
+    row = con.execute("SELECT value FROM meta WHERE key = ?", (key,)).fetchone()
+    return row[0] if row else default
+
+
+def set_meta(con: apsw.Connection, key: str, value: str) -> None:
+    """Store a value in the index's key/value table."""
+    con.execute("INSERT OR REPLACE INTO meta (key, value) VALUES (?, ?)", (key, value))

@@ -1,0 +1,217 @@
+"""Walking a vault: which files memvault looks at, and which it skips and why.
+
+The rules follow Obsidian: hidden files and folders (``.obsidian``, ``.trash``,
+``.git``, ...) are not part of the vault, nor are the paths listed under
+"Excluded files" (``userIgnoreFilters`` in ``.obsidian/app.json``). On top of
+that come the user's own ignore globs, a size cap, and protection against
+symlink loops.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import json
+import os
+import re
+import stat
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+#: Default cap on the size of a note memvault will read.
+DEFAULT_MAX_FILE_SIZE = 5 * 1024 * 1024
+
+NOTE_SUFFIX = ".md"
+
+
+@dataclass(frozen=True)
+class FileStat:
+    """What the scan learns about one file without reading it."""
+
+    path: str  # vault-relative POSIX path
+    mtime_ns: int
+    size: int
+    is_note: bool
+
+
+@dataclass(frozen=True)
+class ScanWarning:
+    """A file or folder the scan skipped, with a reason a person can act on."""
+
+    path: str
+    message: str
+
+    def __str__(self) -> str:
+        return f"{self.path}: {self.message}"
+
+
+@dataclass
+class ScanResult:
+    """The files of a vault, plus everything that was skipped."""
+
+    files: dict[str, FileStat] = field(default_factory=dict)
+    warnings: list[ScanWarning] = field(default_factory=list)
+    #: Paths that exist but were skipped (too large, unreadable): their
+    #: earlier index entries must be kept, not treated as deleted.
+    skipped: set[str] = field(default_factory=set)
+
+
+class IgnoreRules:
+    """Obsidian's excluded-files filters plus memvault's own ignore globs.
+
+    Obsidian treats a filter written as ``/regex/`` as a regular expression
+    searched in the vault-relative path, and any other filter as a path
+    prefix (``Templates/`` excludes that folder, ``Daily`` also ``Daily
+    notes/``). memvault's globs use :mod:`fnmatch` on the vault-relative path,
+    where ``*`` also crosses ``/``; a glob that matches a folder (``Archive``)
+    excludes everything under it.
+    """
+
+    def __init__(self, obsidian_filters: Iterable[str] = (), globs: Iterable[str] = ()) -> None:
+        self.prefixes: list[str] = []
+        self.regexes: list[re.Pattern[str]] = []
+        for f in obsidian_filters:
+            if not isinstance(f, str) or not f:
+                continue
+            if len(f) > 2 and f.startswith("/") and f.endswith("/"):
+                try:
+                    self.regexes.append(re.compile(f[1:-1]))
+                except re.error:
+                    continue  # Obsidian ignores a broken filter too
+            else:
+                self.prefixes.append(f.lstrip("/"))
+        self.globs = [g.strip("/") for g in globs if g]
+
+    def __bool__(self) -> bool:
+        return bool(self.prefixes or self.regexes or self.globs)
+
+    def ignored(self, rel: str, is_dir: bool = False) -> bool:
+        """Whether the vault-relative path ``rel`` is excluded."""
+        probe = rel + "/" if is_dir else rel
+        if any(probe.startswith(p) for p in self.prefixes):
+            return True
+        if any(r.search(probe) for r in self.regexes):
+            return True
+        return any(fnmatch.fnmatchcase(rel, g) for g in self.globs)
+
+
+def obsidian_ignore_filters(root: Path) -> list[str]:
+    """The ``userIgnoreFilters`` of the vault's ``.obsidian/app.json``, if any.
+
+    A missing or malformed file means no filters (Obsidian behaves the same).
+    """
+    try:
+        data = json.loads((root / ".obsidian" / "app.json").read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return []
+    filters = data.get("userIgnoreFilters") if isinstance(data, dict) else None
+    return [f for f in filters if isinstance(f, str)] if isinstance(filters, list) else []
+
+
+def scan_vault(
+    root: Path,
+    *,
+    ignore: Sequence[str] = (),
+    max_file_size: int = DEFAULT_MAX_FILE_SIZE,
+) -> ScanResult:
+    """List the notes and attachments of the vault at ``root``.
+
+    Follows symlinks (Obsidian does) but visits each real folder once, by
+    device and inode, so a symlink loop cannot make the walk endless. Files
+    over ``max_file_size`` and names that are not valid UTF-8 are skipped with
+    a warning naming them.
+    """
+    rules = IgnoreRules(obsidian_ignore_filters(root), ignore)
+    result = ScanResult()
+    root_st = os.stat(root)
+    seen_dirs = {(root_st.st_dev, root_st.st_ino)}
+    stack: list[tuple[str, str]] = [(os.fspath(root), "")]
+    # Folders reached through a symlink are walked only after every real
+    # folder, so a symlink can never claim files under its own name first.
+    linked: list[tuple[str, str]] = []
+    while stack or linked:
+        if stack:
+            abs_dir, rel_dir = stack.pop()
+        else:
+            abs_dir, rel_dir = linked.pop(0)
+            try:
+                st = os.stat(abs_dir)
+            except OSError:
+                continue
+            if (st.st_dev, st.st_ino) in seen_dirs:
+                result.warnings.append(
+                    ScanWarning(rel_dir, "symlink to a folder already in the vault (a loop?); not followed")
+                )
+                continue
+            seen_dirs.add((st.st_dev, st.st_ino))
+        try:
+            with os.scandir(abs_dir) as it:
+                entries = list(it)
+        except OSError as exc:
+            result.warnings.append(ScanWarning(rel_dir or ".", f"cannot list folder: {exc.strerror}"))
+            continue
+        for entry in entries:
+            name = entry.name
+            if name.startswith("."):
+                continue
+            rel = f"{rel_dir}/{name}" if rel_dir else name
+            try:
+                rel.encode("utf-8")
+            except UnicodeEncodeError:
+                shown = rel.encode("utf-8", "surrogateescape").decode("utf-8", "replace")
+                result.warnings.append(ScanWarning(shown, "file name is not valid UTF-8; skipped"))
+                continue
+            try:
+                st = entry.stat()  # follows symlinks
+            except OSError as exc:
+                what = "broken symlink" if entry.is_symlink() else f"cannot stat: {exc.strerror}"
+                result.warnings.append(ScanWarning(rel, f"{what}; skipped"))
+                continue
+            if stat.S_ISDIR(st.st_mode):
+                if rules and rules.ignored(rel, is_dir=True):
+                    continue
+                if entry.is_symlink():
+                    linked.append((entry.path, rel))
+                    continue
+                if (st.st_dev, st.st_ino) in seen_dirs:  # a bind mount seen twice
+                    continue
+                seen_dirs.add((st.st_dev, st.st_ino))
+                stack.append((entry.path, rel))
+                continue
+            if not stat.S_ISREG(st.st_mode):
+                continue
+            if rules and rules.ignored(rel):
+                continue
+            is_note = name.lower().endswith(NOTE_SUFFIX)
+            if is_note and st.st_size > max_file_size:
+                result.warnings.append(
+                    ScanWarning(rel, f"larger than the {_human_size(max_file_size)} limit ({_human_size(st.st_size)}); skipped")
+                )
+                result.skipped.add(rel)
+                continue
+            result.files[rel] = FileStat(rel, st.st_mtime_ns, st.st_size, is_note)
+    return result
+
+
+def stat_file(root: Path, rel: str) -> FileStat | None:
+    """Stat one vault file the way :func:`scan_vault` would; None if absent."""
+    try:
+        st = os.stat(root / rel)
+    except OSError:
+        return None
+    if not stat.S_ISREG(st.st_mode):
+        return None
+    return FileStat(rel, st.st_mtime_ns, st.st_size, rel.lower().endswith(NOTE_SUFFIX))
+
+
+def is_hidden(rel: str) -> bool:
+    """Whether any component of ``rel`` is hidden (starts with a dot)."""
+    return any(part.startswith(".") for part in rel.split("/"))
+
+
+def _human_size(n: int) -> str:
+    if n >= 1024 * 1024:
+        return f"{n / (1024 * 1024):.1f} MiB"
+    if n >= 1024:
+        return f"{n / 1024:.1f} KiB"
+    return f"{n} B"
