@@ -1,0 +1,120 @@
+"""Keyword search: natural queries never fail, raw queries report syntax errors."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import apsw
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from memvault.store import records as rec
+from memvault.store.db import connect, write_transaction
+from memvault.store.search import Filters, QuerySyntaxError, keyword_search, natural_match_expressions
+
+DOCS = [
+    ("a", "Retry policy", "How the client retries failed requests with backoff.", ["eng/http"], "Eng/Retry policy.md"),
+    ("b", "Status page", "The status: done column tracks finished work.", ["ops"], "Ops/Status page.md"),
+    ("c", "Café notes", "We met at the café and talked about résumé writing.", ["life"], "Life/Cafe.md"),
+    ("d", "Backoff", "Exponential backoff doubles the wait on every retry.", ["eng"], "Eng/Backoff.md"),
+    ("e", "Gardening", "Tomatoes need sun. retry is mentioned once here.", ["home"], "Home/Garden.md"),
+]
+
+
+@pytest.fixture(scope="module")
+def con(tmp_path_factory: pytest.TempPathFactory) -> apsw.Connection:
+    c = connect(tmp_path_factory.mktemp("idx") / "index.db")
+    with write_transaction(c):
+        for i, title, content, tags, path in DOCS:
+            rec.put_trace(c, rec.TraceRow(id=i, kind="note", type="note", title=title, content=content,
+                                          tags=tags, path=path))
+    yield c
+    c.close()
+
+
+def ids(hits: list) -> list[str]:
+    return [h.id for h in hits]
+
+
+def test_title_match_ranks_above_body_match(con: apsw.Connection) -> None:
+    hits = keyword_search(con, "backoff")
+    assert ids(hits)[0] == "d"  # title match beats the body mention in "a"
+    assert set(ids(hits)) == {"a", "d"}
+
+
+def test_tag_match_ranks_above_body_match(con: apsw.Connection) -> None:
+    hits = keyword_search(con, "ops")
+    assert ids(hits) == ["b"]
+
+
+def test_porter_stemming_and_diacritics(con: apsw.Connection) -> None:
+    assert "a" in ids(keyword_search(con, "retrying"))
+    assert ids(keyword_search(con, "cafe resume")) == ["c"]
+
+
+def test_all_words_first_then_any_word(con: apsw.Connection) -> None:
+    assert ids(keyword_search(con, "retry backoff exponential")) == ["d"]
+    # no note has both words: fall back to any word
+    assert set(ids(keyword_search(con, "tomatoes backoff"))) == {"a", "d", "e"}
+
+
+def test_snippet_marks_terms(con: apsw.Connection) -> None:
+    hit = keyword_search(con, "tomatoes")[0]
+    assert "**Tomatoes**" in hit.snippet
+
+
+@pytest.mark.parametrize(
+    "query",
+    ["status: done", "retry OR", '"unbalanced', "NEAR(", "*", "🙂", "", "   ", "AND", "NOT retry", "(((", "-", "^x",
+     "col:umn", "a\x00b", "retry*", "'", "\\"],
+)
+def test_odd_plain_queries_never_fail(con: apsw.Connection, query: str) -> None:
+    keyword_search(con, query)
+
+
+def test_status_done_is_plain_words(con: apsw.Connection) -> None:
+    assert ids(keyword_search(con, "status: done")) == ["b"]
+
+
+def test_empty_and_symbol_only_queries_return_nothing(con: apsw.Connection) -> None:
+    assert keyword_search(con, "") == []
+    assert keyword_search(con, "*") == []
+    assert natural_match_expressions("🙂 ??") == []
+
+
+@given(st.text(max_size=80))
+def test_any_plain_query_is_safe(query: str) -> None:
+    # a fresh connection per example would be slow; reuse a module-level one
+    keyword_search(_SHARED, query, limit=5)
+
+
+@given(st.text(alphabet=st.sampled_from(list('abc"*():^-+ ORANDNOTNEAR{}[]\\')), max_size=30))
+def test_syntax_heavy_plain_query_is_safe(query: str) -> None:
+    keyword_search(_SHARED, query, limit=5)
+
+
+def test_raw_queries(con: apsw.Connection) -> None:
+    assert ids(keyword_search(con, '"exponential backoff"', raw=True)) == ["d"]
+    assert set(ids(keyword_search(con, "retr*", raw=True))) == {"a", "d", "e"}
+    assert ids(keyword_search(con, "retry NOT tomatoes", raw=True)) != []
+    with pytest.raises(QuerySyntaxError, match="invalid FTS5 query"):
+        keyword_search(con, '"unbalanced', raw=True)
+    with pytest.raises(QuerySyntaxError):
+        keyword_search(con, "NEAR(", raw=True)
+
+
+def test_filters(con: apsw.Connection) -> None:
+    assert ids(keyword_search(con, "retry", filters=Filters(tags=["eng"]))) in (["d", "a"], ["a", "d"])
+    assert ids(keyword_search(con, "retry", filters=Filters(tags=["#ENG/http"]))) == ["a"]
+    assert ids(keyword_search(con, "retry", filters=Filters(path_glob="Home/*"))) == ["e"]
+    assert keyword_search(con, "retry", filters=Filters(types=["semantic"])) == []
+
+
+_SHARED: apsw.Connection
+
+
+@pytest.fixture(scope="module", autouse=True)
+def _shared(con: apsw.Connection) -> None:
+    global _SHARED
+    _SHARED = con
