@@ -12,10 +12,11 @@ Environment variables are named after the key: ``MEMVAULT_VAULT``,
 from __future__ import annotations
 
 import os
-import tomllib
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+
+from memvault.store.location import user_dir
 
 
 class ConfigError(Exception):
@@ -54,6 +55,7 @@ KEYS: tuple[Key, ...] = (
 )
 
 _BY_NAME = {k.name: k for k in KEYS}
+_KIND_NAMES = {bool: "true or false", int: "an integer", float: "a number", list: "a list of strings", str: "a string"}
 
 
 def config_path() -> Path:
@@ -61,9 +63,7 @@ def config_path() -> Path:
     env = os.environ.get("MEMVAULT_CONFIG")
     if env:
         return Path(env).expanduser()
-    import platformdirs
-
-    return Path(platformdirs.user_config_dir("memvault", appauthor=False)) / "config.toml"
+    return user_dir("config") / "config.toml"
 
 
 def _flatten(data: dict[str, Any], prefix: str = "") -> dict[str, Any]:
@@ -101,8 +101,8 @@ def _coerce(key: Key, value: Any, origin: str) -> Any:
             raise ValueError
         return value
     except (TypeError, ValueError):
-        kind = type(default).__name__
-        raise ConfigError(f"{origin}: {key.name} must be a {kind}, not {value!r}") from None
+        kind = _KIND_NAMES.get(type(default), type(default).__name__)
+        raise ConfigError(f"{origin}: {key.name} must be {kind}, not {value!r}") from None
 
 
 @dataclass(frozen=True)
@@ -125,6 +125,8 @@ def load_config(overrides: dict[str, Any] | None = None) -> Config:
     path = config_path()
     values = {k.name: k.default for k in KEYS}
     if path.exists():
+        import tomllib  # only when there is a file to read
+
         try:
             data = tomllib.loads(path.read_text(encoding="utf-8"))
         except (OSError, UnicodeDecodeError) as exc:

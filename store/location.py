@@ -10,9 +10,27 @@ from __future__ import annotations
 import hashlib
 import os
 import re
+import sys
 from pathlib import Path
 
 INDEX_FILE = "index.db"
+
+
+def user_dir(kind: str) -> Path:
+    """memvault's per-user ``"data"`` or ``"config"`` folder for this platform.
+
+    On Linux this is the XDG base directory (what platformdirs returns too),
+    computed here because importing platformdirs costs a short-lived CLI
+    process ~15 ms; other platforms ask platformdirs.
+    """
+    if sys.platform.startswith("linux"):
+        var, fallback = ("XDG_DATA_HOME", "~/.local/share") if kind == "data" else ("XDG_CONFIG_HOME", "~/.config")
+        base = os.environ.get(var, "").strip()
+        return Path(base if os.path.isabs(base) else os.path.expanduser(fallback)) / "memvault"
+    import platformdirs
+
+    getter = platformdirs.user_data_dir if kind == "data" else platformdirs.user_config_dir
+    return Path(getter("memvault", appauthor=False))
 
 
 def data_home() -> Path:
@@ -20,9 +38,7 @@ def data_home() -> Path:
     env = os.environ.get("MEMVAULT_HOME")
     if env:
         return Path(env).expanduser()
-    import platformdirs  # only needed when no override is set
-
-    return Path(platformdirs.user_data_dir("memvault", appauthor=False))
+    return user_dir("data")
 
 
 def vault_data_dir(vault_root: Path) -> Path:

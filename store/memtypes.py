@@ -1,0 +1,59 @@
+"""Memory types: the five canonical kinds of memory and the words people use for them."""
+
+from __future__ import annotations
+
+#: The canonical memory types, in the order they are shown.
+MEMORY_TYPES: tuple[str, ...] = ("identity", "semantic", "episodic", "procedural", "prospective")
+
+#: The type of an ordinary note (not a memory).
+NOTE_TYPE = "note"
+
+_ALIASES: dict[str, str] = {
+    "fact": "semantic",
+    "knowledge": "semantic",
+    "preference": "semantic",
+    "event": "episodic",
+    "log": "episodic",
+    "history": "episodic",
+    "lesson": "procedural",
+    "howto": "procedural",
+    "how-to": "procedural",
+    "skill": "procedural",
+    "goal": "prospective",
+    "todo": "prospective",
+    "reminder": "prospective",
+    "intention": "prospective",
+    "core": "identity",
+    "self": "identity",
+    "profile": "identity",
+}
+
+
+class UnknownTypeError(ValueError):
+    """A memory type that is neither canonical nor a known alias."""
+
+
+def canonical_type(value: str) -> str:
+    """The canonical memory type for ``value`` (case-insensitive, aliases accepted).
+
+    Raises :class:`UnknownTypeError` naming the accepted words.
+    """
+    word = value.strip().lower()
+    if word in MEMORY_TYPES:
+        return word
+    if word in _ALIASES:
+        return _ALIASES[word]
+    raise UnknownTypeError(
+        f"unknown memory type {value!r}: use one of {', '.join(MEMORY_TYPES)} "
+        f"(or an alias: {', '.join(sorted(_ALIASES))})"
+    )
+
+
+def maybe_type(value: object) -> str | None:
+    """:func:`canonical_type` for untrusted values; None when not a memory type."""
+    if not isinstance(value, str):
+        return None
+    try:
+        return canonical_type(value)
+    except UnknownTypeError:
+        return None

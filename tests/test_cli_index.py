@@ -1,0 +1,165 @@
+"""CLI: sync, search, show, links, backlinks, stats; errors and exit codes."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+from helpers import write
+
+from memvault.cli.main import cli
+
+
+@pytest.fixture
+def runner() -> CliRunner:
+    return CliRunner()
+
+
+@pytest.fixture
+def indexed(vault: Path, runner: CliRunner) -> Path:
+    write(vault, "Projects/Alpha.md", "---\ntags: [project]\naliases: [A]\n---\n# Alpha\nAlpha retries with backoff. See [[Beta]] and [[Missing]].\n")
+    write(vault, "Beta.md", "Beta is linked from [[Alpha|the alpha]].\n#ops\n")
+    r = runner.invoke(cli, ["--vault", str(vault), "sync"])
+    assert r.exit_code == 0, r.output
+    return vault
+
+
+def run(runner: CliRunner, vault: Path, *args: str):
+    return runner.invoke(cli, ["--vault", str(vault), *args])
+
+
+def test_sync_summary_and_second_run(indexed: Path, runner: CliRunner) -> None:
+    r = run(runner, indexed, "sync")
+    assert r.exit_code == 0 and "nothing changed" in r.output
+    r = run(runner, indexed, "sync", "--json")
+    data = json.loads(r.output)
+    assert data["added"] == 0 and data["updated"] == 0 and "seconds" in data
+
+
+def test_sync_first_run_summary_line(vault: Path, runner: CliRunner) -> None:
+    write(vault, "x.md", "x")
+    r = run(runner, vault, "sync")
+    assert r.exit_code == 0
+    assert "added 1, updated 0, moved 0, deleted 0, skipped 0, errors 0" in r.output
+
+
+def test_search_human_and_json(indexed: Path, runner: CliRunner) -> None:
+    r = run(runner, indexed, "search", "backoff")
+    assert r.exit_code == 0 and "Alpha" in r.output and "**backoff**" in r.output
+    r = run(runner, indexed, "search", "backoff", "--json")
+    lines = [json.loads(line) for line in r.output.splitlines()]
+    assert len(lines) == 1
+    hit = lines[0]
+    assert set(hit) == {"id", "title", "type", "path", "uri", "score", "snippet"}
+    assert hit["path"] == "Projects/Alpha.md" and hit["type"] == "note"
+    assert hit["uri"] == "obsidian://open?vault=vault&file=Projects%2FAlpha.md"
+
+
+def test_search_filters_and_limit(indexed: Path, runner: CliRunner) -> None:
+    r = run(runner, indexed, "search", "alpha", "--json", "--tag", "ops")
+    assert [json.loads(x)["path"] for x in r.output.splitlines()] == ["Beta.md"]
+    r = run(runner, indexed, "search", "alpha", "--json", "--path", "Projects/*")
+    assert [json.loads(x)["path"] for x in r.output.splitlines()] == ["Projects/Alpha.md"]
+    r = run(runner, indexed, "search", "alpha", "--json", "-n", "1")
+    assert len(r.output.splitlines()) == 1
+
+
+@pytest.mark.parametrize("query", ["status: done", "retry OR", '"unbalanced', "NEAR(", "*", "🙂", ""])
+def test_search_odd_queries_exit_zero(indexed: Path, runner: CliRunner, query: str) -> None:
+    r = run(runner, indexed, "search", query)
+    assert r.exit_code == 0, r.output
+
+
+def test_raw_syntax_error_is_usage_error(indexed: Path, runner: CliRunner) -> None:
+    r = run(runner, indexed, "search", "--raw", '"unbalanced')
+    assert r.exit_code == 2
+    assert "invalid FTS5 query" in r.output and "Traceback" not in r.output
+    r = run(runner, indexed, "search", "--raw", "alph*", "--json")
+    assert r.exit_code == 0 and len(r.output.splitlines()) == 2
+
+
+def test_show_by_path_and_id(indexed: Path, runner: CliRunner) -> None:
+    r = run(runner, indexed, "show", "Projects/Alpha", "--json")
+    data = json.loads(r.output)
+    assert data["title"] == "Alpha" and data["tags"] == ["project"]
+    assert data["metadata"]["aliases"] == ["A"]
+    r2 = run(runner, indexed, "show", data["id"])
+    assert r2.exit_code == 0 and "Alpha retries" in r2.output
+
+
+def test_show_unknown_is_runtime_error(indexed: Path, runner: CliRunner) -> None:
+    r = run(runner, indexed, "show", "nope")
+    assert r.exit_code == 1 and "no note or trace matches 'nope'" in r.output
+
+
+def test_links_and_backlinks(indexed: Path, runner: CliRunner) -> None:
+    r = run(runner, indexed, "links", "Projects/Alpha.md", "--json")
+    out = [json.loads(x) for x in r.output.splitlines()]
+    assert [(e["target"], e["status"]) for e in out] == [("Beta", "resolved"), ("Missing", "unresolved")]
+    r = run(runner, indexed, "backlinks", "Beta.md", "--json")
+    out = [json.loads(x) for x in r.output.splitlines()]
+    assert [e["source_path"] for e in out] == ["Projects/Alpha.md"]
+    r = run(runner, indexed, "backlinks", "Projects/Alpha.md")
+    assert "Beta.md" in r.output
+
+
+def test_stats(indexed: Path, runner: CliRunner) -> None:
+    r = run(runner, indexed, "stats", "--json")
+    data = json.loads(r.output)
+    assert data["notes"] == 2 and data["links_unresolved"] == 1 and data["parse_errors"] == 0
+    assert data["index_bytes"] > 0
+    r = run(runner, indexed, "stats")
+    assert "links unresolved:" in r.output
+
+
+def test_missing_vault_is_usage_error(tmp_path: Path, runner: CliRunner) -> None:
+    r = runner.invoke(cli, ["--vault", str(tmp_path / "nope"), "search", "x"])
+    assert r.exit_code == 2 and "does not exist" in r.output and "Traceback" not in r.output
+
+
+def test_no_vault_given_is_usage_error(runner: CliRunner) -> None:
+    r = runner.invoke(cli, ["search", "x"])
+    assert r.exit_code == 2 and "no vault given" in r.output
+
+
+def test_vault_from_environment(indexed: Path, runner: CliRunner, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("MEMVAULT_VAULT", str(indexed))
+    r = runner.invoke(cli, ["search", "backoff", "--json"])
+    assert r.exit_code == 0 and len(r.output.splitlines()) == 1
+
+
+def test_vault_from_config_file_and_flag_beats_env(
+    indexed: Path, tmp_path: Path, runner: CliRunner, monkeypatch: pytest.MonkeyPatch, memvault_env: Path
+) -> None:
+    (memvault_env / "config.toml").write_text(f'vault = "{indexed}"\n', encoding="utf-8")
+    assert runner.invoke(cli, ["search", "backoff"]).exit_code == 0
+    monkeypatch.setenv("MEMVAULT_VAULT", str(tmp_path / "missing"))
+    assert runner.invoke(cli, ["search", "backoff"]).exit_code == 2
+    assert runner.invoke(cli, ["--vault", str(indexed), "search", "backoff"]).exit_code == 0
+
+
+def test_bad_config_is_usage_error(vault: Path, runner: CliRunner, memvault_env: Path) -> None:
+    (memvault_env / "config.toml").write_text("debounce_ms = 'soon'\n", encoding="utf-8")
+    r = run(runner, vault, "sync")
+    assert r.exit_code == 2 and "debounce_ms must be an integer" in r.output and "config.toml" in r.output
+    (memvault_env / "config.toml").write_text("nonsense = 1\n", encoding="utf-8")
+    r = run(runner, vault, "sync")
+    assert r.exit_code == 2 and "unknown key 'nonsense'" in r.output
+    (memvault_env / "config.toml").write_text("[[[", encoding="utf-8")
+    r = run(runner, vault, "sync")
+    assert r.exit_code == 2 and "not valid TOML" in r.output
+
+
+def test_search_before_sync_is_runtime_error(vault: Path, runner: CliRunner) -> None:
+    r = run(runner, vault, "search", "x")
+    assert r.exit_code == 1 and "no index yet" in r.output and "sync" in r.output
+
+
+def test_reading_never_writes_the_vault(indexed: Path, runner: CliRunner) -> None:
+    before = {p: (p.stat().st_mtime_ns, p.read_bytes()) for p in indexed.rglob("*") if p.is_file()}
+    for args in (["sync"], ["search", "alpha"], ["show", "Beta.md"], ["links", "Beta.md"], ["stats"]):
+        assert run(runner, indexed, *args).exit_code == 0
+    after = {p: (p.stat().st_mtime_ns, p.read_bytes()) for p in indexed.rglob("*") if p.is_file()}
+    assert before == after

@@ -1,0 +1,189 @@
+"""One-shot sync: every change made while memvault was not running is picked up."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+from helpers import write
+
+from memvault.daemon.app import Vault
+from memvault.store import records as rec
+from memvault.store.query import find_trace
+from memvault.store.search import keyword_search
+
+
+def open_vault(root: Path) -> Vault:
+    return Vault.open(str(root))
+
+
+def sync(root: Path):
+    v = open_vault(root)
+    try:
+        return v.indexer().sync()
+    finally:
+        v.close()
+
+
+def trace_at(root: Path, path: str) -> rec.TraceRow | None:
+    v = open_vault(root)
+    try:
+        return find_trace(v.con, path)
+    finally:
+        v.close()
+
+
+def edges(root: Path, path: str) -> list[rec.EdgeRow]:
+    v = open_vault(root)
+    try:
+        t = find_trace(v.con, path)
+        assert t is not None
+        return rec.edges_from(v.con, t.id)
+    finally:
+        v.close()
+
+
+def search(root: Path, q: str) -> list[str]:
+    v = open_vault(root)
+    try:
+        return [h.path for h in keyword_search(v.con, q)]
+    finally:
+        v.close()
+
+
+def test_first_sync_then_idempotent(vault: Path) -> None:
+    write(vault, "A.md", "# A\nalpha links to [[B]]\n")
+    write(vault, "B.md", "beta")
+    s = sync(vault)
+    assert (s.added, s.updated, s.deleted, s.moved) == (2, 0, 0, 0)
+    s2 = sync(vault)
+    assert not s2.changed and (s2.added, s2.updated, s2.deleted, s2.moved, s2.errors) == (0, 0, 0, 0, 0)
+
+
+def test_edit_is_picked_up_and_touch_is_not_a_change(vault: Path) -> None:
+    p = write(vault, "A.md", "original words")
+    sync(vault)
+    p.write_text("replacement words", encoding="utf-8")
+    s = sync(vault)
+    assert s.updated == 1
+    assert search(vault, "replacement") == ["A.md"] and search(vault, "original") == []
+    os.utime(p, ns=(p.stat().st_atime_ns, p.stat().st_mtime_ns + 10**9))  # same bytes, new mtime
+    assert not sync(vault).changed
+
+
+def test_rename_and_move_keep_identity(vault: Path) -> None:
+    write(vault, "Old name.md", "some stable content")
+    sync(vault)
+    before = trace_at(vault, "Old name.md")
+    assert before
+    (vault / "Sub").mkdir()
+    os.rename(vault / "Old name.md", vault / "Sub" / "New name.md")
+    s = sync(vault)
+    assert (s.moved, s.added, s.deleted) == (1, 0, 0)
+    after = trace_at(vault, "Sub/New name.md")
+    assert after and after.id == before.id and after.created == before.created
+    assert trace_at(vault, "Old name.md") is None
+
+
+def test_move_with_edit_is_matched_by_frontmatter_id(vault: Path) -> None:
+    write(vault, "a.md", "---\nid: keep-me\n---\nfirst")
+    sync(vault)
+    os.remove(vault / "a.md")
+    write(vault, "b.md", "---\nid: keep-me\n---\nsecond, edited")
+    s = sync(vault)
+    assert (s.moved, s.added, s.deleted) == (1, 0, 0)
+    t = trace_at(vault, "b.md")
+    assert t and t.id == "keep-me" and "second" in t.content
+
+
+def test_delete_removes_trace_and_unresolves_links(vault: Path) -> None:
+    write(vault, "A.md", "see [[B]]")
+    write(vault, "B.md", "beta")
+    sync(vault)
+    assert edges(vault, "A.md")[0].target_path == "B.md"
+    os.remove(vault / "B.md")
+    s = sync(vault)
+    assert s.deleted == 1
+    assert trace_at(vault, "B.md") is None
+    e = edges(vault, "A.md")[0]
+    assert e.target_path is None and e.target_id is None
+
+
+def test_unresolved_link_resolves_when_target_appears(vault: Path) -> None:
+    write(vault, "A.md", "see [[Later note]] and ![[pic.png]]")
+    sync(vault)
+    assert [e.target_path for e in edges(vault, "A.md")] == [None, None]
+    write(vault, "Deep/Later note.md", "now here")
+    write(vault, "img/pic.png", b"\x89PNG")
+    sync(vault)
+    assert [e.target_path for e in edges(vault, "A.md")] == ["Deep/Later note.md", "img/pic.png"]
+    later = trace_at(vault, "Deep/Later note.md")
+    assert later and edges(vault, "A.md")[0].target_id == later.id
+
+
+def test_new_duplicate_name_makes_link_ambiguous(vault: Path) -> None:
+    write(vault, "Dir/A.md", "see [[Same]]")
+    write(vault, "Other/Same.md", "x")
+    sync(vault)
+    e = edges(vault, "Dir/A.md")[0]
+    assert (e.target_path, e.ambiguous) == ("Other/Same.md", False)
+    write(vault, "Dir/Same.md", "closer")
+    sync(vault)
+    e = edges(vault, "Dir/A.md")[0]
+    assert (e.target_path, e.ambiguous) == ("Dir/Same.md", True)
+
+
+def test_frontmatter_id_is_trace_id_and_duplicates_are_reported(vault: Path) -> None:
+    write(vault, "a.md", "---\nid: shared\n---\none")
+    write(vault, "b.md", "---\nid: shared\n---\ntwo")
+    s = sync(vault)
+    ids = {trace_at(vault, "a.md").id, trace_at(vault, "b.md").id}
+    assert "shared" in ids and len(ids) == 2
+    assert any("already used" in e for e in s.parse_errors)
+
+
+def test_invalid_yaml_is_indexed_with_error(vault: Path) -> None:
+    write(vault, "T.md", "---\ncreated: {{date}}\n---\ntemplate body words\n")
+    s = sync(vault)
+    assert s.errors == 1 and "T.md" in s.parse_errors[0]
+    assert search(vault, "template body") == ["T.md"]
+
+
+def test_non_utf8_edit_keeps_earlier_entry(vault: Path) -> None:
+    p = write(vault, "A.md", "readable words")
+    sync(vault)
+    p.write_bytes(b"\xff\xfe broken \x80")
+    s = sync(vault)
+    assert s.skipped == 1 and any("A.md" in w and "UTF-8" in w for w in s.warnings)
+    assert search(vault, "readable") == ["A.md"]
+    # still warned about on the next run, and picked up once fixed
+    assert sync(vault).skipped == 1
+    p.write_text("fixed words", encoding="utf-8")
+    assert sync(vault).updated == 1
+    assert search(vault, "fixed") == ["A.md"]
+
+
+def test_huge_file_keeps_earlier_entry(vault: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("MEMVAULT_MAX_FILE_SIZE", "1000")
+    p = write(vault, "A.md", "small words")
+    sync(vault)
+    p.write_text("big " * 1000, encoding="utf-8")
+    s = sync(vault)
+    assert s.skipped == 1 and s.deleted == 0 and "A.md" in s.warnings[0]
+    assert search(vault, "small") == ["A.md"]
+
+
+def test_crlf_and_bom_files_index_like_lf(vault: Path) -> None:
+    write(vault, "crlf.md", b"\xef\xbb\xbf---\r\ntags: [x]\r\n---\r\nline one [[Target]]\r\n#inline\r\n")
+    write(vault, "Target.md", "t")
+    sync(vault)
+    t = trace_at(vault, "crlf.md")
+    assert t and t.tags == ["x", "inline"] and "\r" not in t.content
+    assert edges(vault, "crlf.md")[0].target_path == "Target.md"
+
+
+def test_sync_on_real_vault_twice(vok: Path) -> None:
+    s = sync(vok)
+    assert s.added == 2721 and s.errors == 0
+    assert not sync(vok).changed
