@@ -35,6 +35,10 @@ BATCH = 500
 Progress = Callable[[int, int], None]
 
 
+class VaultMissingError(Exception):
+    """The vault folder is gone; nothing was changed in the index."""
+
+
 @dataclass
 class SyncSummary:
     """What one reconcile did."""
@@ -118,6 +122,7 @@ class Indexer:
     def sync(self, progress: Progress | None = None) -> SyncSummary:
         """Full reconcile: scan the whole vault and apply every difference."""
         start = time.perf_counter()
+        self._check_root()
         scan = scan_vault(self.root, ignore=self.ignore, max_file_size=self.max_file_size)
         known = rec.load_files(self.con)
         absent = set(known) - set(scan.files)
@@ -128,6 +133,7 @@ class Indexer:
     def sync_paths(self, paths: Iterable[str]) -> SyncSummary:
         """Reconcile only ``paths`` (from watcher events); others are untouched."""
         start = time.perf_counter()
+        self._check_root()
         scan = ScanResult()
         absent: set[str] = set()
         known: dict[str, rec.FileRow] = {}
@@ -147,6 +153,12 @@ class Indexer:
         summary = self._reconcile(scan, absent, known, None)
         summary.seconds = time.perf_counter() - start
         return summary
+
+    def _check_root(self) -> None:
+        # A vanished vault (unmounted disk, renamed folder) must never read
+        # as "every note was deleted".
+        if not self.root.is_dir():
+            raise VaultMissingError(f"vault folder {self.root} is missing")
 
     # -- the reconcile itself ---------------------------------------------
 
