@@ -106,6 +106,7 @@ def warn(message: str) -> None:
 
 def _register() -> None:
     from . import index_cmds  # noqa: F401  (commands attach themselves to `cli`)
+    from . import daemon_cmds  # noqa: F401
 
 
 _register()

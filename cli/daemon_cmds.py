@@ -1,0 +1,157 @@
+"""Daemon commands: ``daemon`` (foreground, for systemd), ``status``, ``service``."""
+
+from __future__ import annotations
+
+import logging
+import os
+import signal
+import sys
+from pathlib import Path
+from typing import Any
+
+import click
+
+from .main import AppContext, cli, emit_json, pass_app, warn
+
+# Priority prefixes journald understands on a service's stderr (sd-daemon(3)).
+_JOURNAL_PRIORITY = {logging.DEBUG: 7, logging.INFO: 6, logging.WARNING: 4, logging.ERROR: 3, logging.CRITICAL: 2}
+
+
+class _JournalFormatter(logging.Formatter):
+    """``<N>message``: journald stores the level, and adds its own timestamp."""
+
+    def format(self, record: logging.LogRecord) -> str:
+        prio = _JOURNAL_PRIORITY.get(record.levelno, 6)
+        return "\n".join(f"<{prio}>{line}" for line in super().format(record).splitlines())
+
+
+def setup_logging(verbose: bool) -> None:
+    """Log memvault's messages to stderr: journal-style under systemd, timestamped otherwise."""
+    handler = logging.StreamHandler(sys.stderr)
+    if os.environ.get("JOURNAL_STREAM"):
+        handler.setFormatter(_JournalFormatter("%(message)s"))
+    else:
+        handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(message)s", "%Y-%m-%d %H:%M:%S"))
+    logger = logging.getLogger("memvault")
+    logger.handlers[:] = [handler]
+    logger.setLevel(logging.DEBUG if verbose else logging.INFO)
+    logger.propagate = False
+    logging.getLogger("watchdog").setLevel(logging.WARNING)  # its debug output is per raw event
+
+
+@cli.command()
+@click.option("--debounce-ms", type=click.IntRange(0, 60_000), metavar="MS",
+              help="Wait this long after a path's last event before re-indexing it (default: config debounce_ms).")
+@click.option("--rescan-interval", type=click.IntRange(0), metavar="S",
+              help="Seconds between full rescans; 0 turns them off (default: config rescan_interval).")
+@click.option("--poll", is_flag=True, help="Poll the vault instead of using inotify.")
+@click.option("-v", "--verbose", is_flag=True, help="Also log batches that changed nothing, and other details.")
+@pass_app
+def daemon(app: AppContext, debounce_ms: int | None, rescan_interval: int | None, poll: bool, verbose: bool) -> None:
+    """Keep the index up to date in the foreground (for systemd; stop with SIGTERM or Ctrl-C).
+
+    Does a full sync, then watches the vault and re-indexes changed notes
+    after a short debounce, with a periodic full rescan as a safety net.
+    One daemon per vault; a second one exits with status 1.
+    """
+    from memvault.daemon.lock import DaemonRunningError
+    from memvault.daemon.runner import DaemonRunner
+
+    setup_logging(verbose)
+    runner = DaemonRunner(app.vault, debounce_ms=debounce_ms, rescan_interval=rescan_interval, polling=poll)
+
+    def on_signal(signum: int, _frame: Any) -> None:
+        logging.getLogger("memvault.daemon").info("received %s; stopping", signal.Signals(signum).name)
+        runner.request_stop()
+
+    signal.signal(signal.SIGTERM, on_signal)
+    signal.signal(signal.SIGINT, on_signal)
+    try:
+        runner.run()
+    except DaemonRunningError as exc:
+        raise click.ClickException(str(exc)) from None
+    except Exception as exc:
+        logging.getLogger("memvault.daemon").error("memvault daemon failed", exc_info=True)
+        raise click.ClickException(f"memvault daemon failed: {exc}") from None
+
+
+@cli.command()
+@click.option("--json", "as_json", is_flag=True, help="Print the status as one JSON object.")
+@pass_app
+def status(app: AppContext, as_json: bool) -> None:
+    """Whether a daemon serves this vault, its queue and last sync, and index counts."""
+    from memvault.daemon.status import vault_status
+
+    data = vault_status(app.vault)
+    if as_json:
+        emit_json(data)
+        return
+    click.echo(f"{'vault:':12} {data['vault']}")
+    if data["running"]:
+        mode = data["mode"] or "starting"
+        queue = data["queue"] if data["queue"] is not None else "?"
+        click.echo(f"{'daemon:':12} running (pid {data['pid']}, since {data['since']}, {mode} mode, queue {queue})")
+    else:
+        click.echo(f"{'daemon:':12} not running")
+    click.echo(f"{'last sync:':12} {data['last_sync'] or 'never'}")
+    if data["last_batch"]:
+        click.echo(f"{'last batch:':12} {data['last_batch']}")
+    index = data["index"]
+    if index is None:
+        click.echo(f"{'index:':12} none yet (run `memvault sync` or start the daemon)")
+        return
+    click.echo(f"{'conflicts:':12} {data['conflicts']}")
+    click.echo(
+        f"{'index:':12} {index['notes']} notes, {index['attachments']} attachments, {index['traces']} traces, "
+        f"{index['edges']} edges, {index['parse_errors']} parse errors"
+    )
+
+
+@cli.group()
+def service() -> None:
+    """Install or remove the daemon as a systemd user service."""
+
+
+def _print_outcome(outcome: Any) -> None:
+    for line in outcome.done:
+        click.echo(line)
+    for line in outcome.warnings:
+        warn(line)
+    if outcome.todo:
+        click.echo("Then run:" if not outcome.warnings else "To finish, run:")
+        for command in outcome.todo:
+            click.echo(f"  {command}")
+
+
+@service.command("install")
+@click.option("--enable", is_flag=True, help="Also enable and start it (systemctl --user enable --now).")
+@click.option("--exec", "exe", metavar="PATH", type=click.Path(dir_okay=False, path_type=Path),
+              help="The memvault executable for ExecStart (default: this one).")
+@pass_app
+def service_install(app: AppContext, enable: bool, exe: Path | None) -> None:
+    """Write ~/.config/systemd/user/memvault.service for this vault and reload systemd.
+
+    Exits 0 once the unit file is written, even where systemctl is missing or
+    cannot reach your user manager: it then prints the commands to run.
+    """
+    from memvault.daemon import service as svc
+
+    vault = app.vault
+    try:
+        exe_path = exe.absolute() if exe else svc.memvault_executable()
+        outcome = svc.install(exe_path, vault.root, vault.data_dir, enable=enable)
+    except svc.ServiceError as exc:
+        raise click.ClickException(str(exc)) from None
+    _print_outcome(outcome)
+
+
+@service.command("uninstall")
+def service_uninstall() -> None:
+    """Stop and disable the service and remove its unit file."""
+    from memvault.daemon import service as svc
+
+    try:
+        outcome = svc.uninstall()
+    except svc.ServiceError as exc:
+        raise click.ClickException(str(exc)) from None
+    _print_outcome(outcome)

@@ -1,0 +1,91 @@
+"""The daemon's live state, published for ``memvault status``.
+
+The running daemon keeps a small JSON file in the vault's data dir
+(``daemon.json``): its pid and start time, watch mode, queue length, last
+batch and rescan. It replaces the file atomically (temp file + ``os.replace``)
+so a reader never sees half of it, and at most about once a second, only when
+something changed. A reader trusts the file only while the daemon lock is
+held: a daemon that was killed leaves the file behind, and then it is stale.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from .lock import is_locked, read_holder
+
+if TYPE_CHECKING:
+    from .app import Vault
+
+STATE_FILE = "daemon.json"
+
+
+def state_path(data_dir: Path) -> Path:
+    """The daemon state file of the vault whose data dir is ``data_dir``."""
+    return data_dir / STATE_FILE
+
+
+def write_state(data_dir: Path, state: dict[str, Any]) -> None:
+    """Atomically replace the state file with ``state``."""
+    fd, tmp = tempfile.mkstemp(prefix=".daemon-", suffix=".json.tmp", dir=data_dir)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as fh:
+            json.dump(state, fh, ensure_ascii=False)
+            fh.write("\n")
+        os.replace(tmp, state_path(data_dir))
+    except BaseException:
+        try:
+            os.unlink(tmp)
+        except OSError:
+            pass
+        raise
+
+
+def read_state(data_dir: Path) -> dict[str, Any] | None:
+    """The published state, or None when absent or unreadable."""
+    try:
+        data = json.loads(state_path(data_dir).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    return data if isinstance(data, dict) else None
+
+
+def vault_status(vault: "Vault") -> dict[str, Any]:
+    """Everything ``memvault status`` reports about one vault.
+
+    ``running`` comes from the lock (the only reliable witness); the rest of
+    the daemon fields come from its state file when the lock is held, and are
+    None otherwise. Index counts come from :func:`memvault.store.query.stats`,
+    passed through whole (including ``conflicts`` once the store has it).
+    """
+    data_dir = vault.data_dir
+    running = is_locked(data_dir)
+    state = read_state(data_dir) if running else None
+    holder = read_holder(data_dir) if running else None
+    if state is not None and holder is not None and state.get("pid") != holder.pid:
+        state = None  # left by an earlier daemon that died before the current one published
+    out: dict[str, Any] = {
+        "vault": str(vault.root),
+        "running": running,
+        "pid": holder.pid if holder else None,
+        "since": holder.started if holder else None,
+        "mode": state.get("mode") if state else None,
+        "queue": state.get("queue") if state else None,
+        "last_batch": state.get("last_batch") if state else None,
+        "last_rescan": state.get("last_rescan") if state else None,
+        "last_sync": None,
+        "conflicts": None,
+        "index": None,
+    }
+    if vault.has_index():
+        from memvault.store.query import stats
+
+        counts = stats(vault.read_con(), vault.index_path)
+        out["index"] = counts
+        out["last_sync"] = counts.get("last_sync")
+        out["conflicts"] = counts.get("conflicts", 0)
+    return out

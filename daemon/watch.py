@@ -1,0 +1,301 @@
+"""Watching a vault: file-system events become debounced path hints.
+
+Events are hints, never facts: the indexer confirms every hinted path by
+stat and hash. So this module only has to be sure not to *lose* a path, and
+not to hand over a path before the editor that is writing it has finished:
+
+* :class:`PathQueue` keeps one due time per path, pushed back by every new
+  event on that path (per-path debounce). An editor's save, in place, by
+  temp-file-and-rename or by delete-and-create, touches its paths within a
+  few milliseconds, so they all come due together and the note is re-indexed
+  once, with its final content.
+* :class:`VaultEventHandler` turns watchdog events into vault-relative hints,
+  dropping hidden paths (``.obsidian``, ``.trash``, ``.git``, swap files) and
+  the vault's ignore rules. A folder event becomes a *folder hint*, expanded
+  when due into the files now under it plus the indexed paths under it, which
+  covers folders filled before their watch existed and folders moved out.
+* :func:`start_observer` starts the real inotify observer and falls back to
+  polling, loudly, when the inotify limits do not allow watching every folder.
+"""
+
+from __future__ import annotations
+
+import errno
+import logging
+import os
+import threading
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+from watchdog.events import (
+    DirCreatedEvent,
+    DirDeletedEvent,
+    DirMovedEvent,
+    FileClosedEvent,
+    FileCreatedEvent,
+    FileDeletedEvent,
+    FileModifiedEvent,
+    FileMovedEvent,
+    FileSystemEvent,
+    FileSystemEventHandler,
+)
+from watchdog.observers import Observer
+from watchdog.observers.api import BaseObserver
+from watchdog.observers.polling import PollingObserver
+
+from memvault.vault_io.scan import IgnoreRules, is_hidden
+
+log = logging.getLogger("memvault.daemon")
+
+#: The events that can mean a changed path. Leaving out opens, reads and
+#: folder "modified" events keeps the kernel from even queueing the flood the
+#: indexer's own reading would cause.
+EVENTS: list[type[FileSystemEvent]] = [
+    FileCreatedEvent, FileModifiedEvent, FileMovedEvent, FileDeletedEvent, FileClosedEvent,
+    DirCreatedEvent, DirMovedEvent, DirDeletedEvent,
+]
+
+#: Obsidian's settings file: its "Excluded files" change what is indexed.
+APP_JSON = ".obsidian/app.json"
+
+
+class PathQueue:
+    """Paths and folders waiting for their debounce window to pass.
+
+    All methods are thread-safe; :attr:`cond` is the condition the daemon
+    loop sleeps on, notified when the queue goes from empty to non-empty
+    (later events only push due times back, so they need no wake-up).
+    """
+
+    def __init__(self, debounce: float) -> None:
+        self.debounce = debounce
+        self.cond = threading.Condition()  # an RLock inside: safe from signal handlers
+        self._files: dict[str, float] = {}
+        self._dirs: dict[str, float] = {}
+        self.accepting = True
+        self.changed = False  # set on every change; the runner clears it when it publishes
+
+    def add(self, rel: str, is_dir: bool = False) -> None:
+        """Hint that ``rel`` (a file, or a folder with ``is_dir``) may have changed."""
+        with self.cond:
+            if not self.accepting:
+                return
+            was_empty = not self._files and not self._dirs
+            (self._dirs if is_dir else self._files)[rel] = time.monotonic() + self.debounce
+            self.changed = True
+            if was_empty:
+                self.cond.notify_all()
+
+    def next_due(self) -> float | None:
+        """The monotonic time the earliest entry comes due, or None if empty."""
+        with self.cond:
+            dues = [*self._files.values(), *self._dirs.values()]
+            return min(dues) if dues else None
+
+    def pop_due(self, now: float, coalesce: float = 0.0) -> tuple[set[str], set[str]]:
+        """Remove and return (files, folders) due by ``now + coalesce``.
+
+        ``coalesce`` lets entries that come due a moment later join the batch:
+        a burst of files written over a second then makes a few batches, not
+        one per file.
+        """
+        limit = now + coalesce
+        with self.cond:
+            files = {p for p, due in self._files.items() if due <= limit}
+            dirs = {p for p, due in self._dirs.items() if due <= limit}
+            for p in files:
+                del self._files[p]
+            for p in dirs:
+                del self._dirs[p]
+            if files or dirs:
+                self.changed = True
+            return files, dirs
+
+    def pop_all(self) -> tuple[set[str], set[str]]:
+        """Remove and return everything, due or not (shutdown)."""
+        with self.cond:
+            files, dirs = set(self._files), set(self._dirs)
+            self._files.clear()
+            self._dirs.clear()
+            self.changed = True
+            return files, dirs
+
+    def close(self) -> None:
+        """Stop accepting hints (shutdown)."""
+        with self.cond:
+            self.accepting = False
+
+    def __len__(self) -> int:
+        with self.cond:
+            return len(self._files) + len(self._dirs)
+
+
+def excluded(rules: IgnoreRules, rel: str, is_dir: bool = False) -> bool:
+    """Whether a full scan would skip ``rel``: hidden, or it or a folder above it ignored."""
+    if is_hidden(rel):
+        return True
+    if not rules:
+        return False
+    parts = rel.split("/")
+    for i in range(1, len(parts)):
+        if rules.ignored("/".join(parts[:i]), is_dir=True):
+            return True
+    return rules.ignored(rel, is_dir=is_dir)
+
+
+class VaultEventHandler(FileSystemEventHandler):
+    """Feeds watchdog events for one vault into a :class:`PathQueue`.
+
+    Runs on the observer's thread, so it only computes paths and queues
+    them; anything that touches the index happens on the daemon's thread.
+    """
+
+    def __init__(
+        self,
+        root: Path,
+        queue: PathQueue,
+        rules: IgnoreRules,
+        *,
+        on_root_gone: Callable[[], None],
+        on_rules_changed: Callable[[], None],
+    ) -> None:
+        self.root = os.fspath(root)
+        self.queue = queue
+        self.rules = rules  # replaced by the runner when app.json changes
+        self.on_root_gone = on_root_gone
+        self.on_rules_changed = on_rules_changed
+
+    def on_any_event(self, event: FileSystemEvent) -> None:
+        """Queue the paths an event names (a move names two)."""
+        kind = event.event_type
+        if kind in ("opened", "closed_no_write"):
+            return
+        if event.is_directory and kind in ("modified", "closed"):
+            return  # a child changed: the child has its own event
+        self._hint(event.src_path, event.is_directory, kind)
+        dest = getattr(event, "dest_path", "")
+        if kind == "moved" and dest:
+            self._hint(dest, event.is_directory, "created")
+
+    def _hint(self, path: str | bytes, is_dir: bool, kind: str) -> None:
+        path = os.fsdecode(path)
+        if path == self.root:
+            if kind in ("deleted", "moved"):
+                self.on_root_gone()
+            return
+        if not path.startswith(self.root + os.sep):
+            return  # the other end of a move out of / into the vault
+        rel = path[len(self.root) + 1 :].replace(os.sep, "/")
+        if rel == APP_JSON:
+            self.on_rules_changed()
+            return
+        try:
+            rel.encode("utf-8")
+        except UnicodeEncodeError:
+            return  # the scan skips (and warns about) such names too
+        if excluded(self.rules, rel, is_dir):
+            return
+        self.queue.add(rel, is_dir=is_dir)
+
+
+# -- observers -------------------------------------------------------------
+
+
+class WatchLimitError(Exception):
+    """inotify cannot watch every folder of the vault."""
+
+
+def _sysctl(name: str) -> str:
+    try:
+        return Path(f"/proc/sys/fs/inotify/{name}").read_text().strip()
+    except OSError:
+        return "?"
+
+
+def watchable_dirs(root: Path) -> int:
+    """How many inotify watches watchdog needs for ``root``: every folder, hidden
+    ones included, not following symlinks (as watchdog walks it)."""
+    count = 1
+    for _, dirnames, _ in os.walk(root):
+        count += sum(1 for d in dirnames if not os.path.islink(os.path.join(_, d)))
+    return count
+
+
+def inotify_watches(observer: BaseObserver) -> int | None:
+    """How many watches the observer's inotify instance holds, from
+    ``/proc/self/fdinfo``; None when that cannot be read."""
+    try:
+        fd = observer._inotify_fd._inotify_fd  # type: ignore[attr-defined]  # watchdog internals
+        text = Path(f"/proc/self/fdinfo/{fd}").read_text()
+    except (AttributeError, OSError):
+        return None
+    return sum(1 for line in text.splitlines() if line.startswith("inotify wd:"))
+
+
+def check_watch_coverage(observer: BaseObserver, root: Path) -> None:
+    """Raise :class:`WatchLimitError` if the observer watches fewer folders than exist.
+
+    watchdog ignores a failure to watch a *sub*folder (it may have vanished
+    mid-walk), so hitting ``max_user_watches`` half-way would otherwise go
+    unnoticed and leave part of the vault silently unwatched. Counting once
+    more absorbs folders deleted between the two counts.
+    """
+    for attempt in range(2):
+        have = inotify_watches(observer)
+        if have is None or have >= watchable_dirs(root):
+            return
+        if attempt == 0:
+            time.sleep(0.05)
+    raise WatchLimitError(f"inotify watch limit reached (fs.inotify.max_user_watches={_sysctl('max_user_watches')})")
+
+
+def start_inotify(root: Path, handler: FileSystemEventHandler) -> BaseObserver:
+    """Start an inotify observer over the whole vault, or raise :class:`WatchLimitError`."""
+    try:
+        observer = Observer()
+    except OSError as exc:  # the inotify instance itself is refused
+        if exc.errno in (errno.EMFILE, errno.ENFILE):
+            raise WatchLimitError(
+                f"inotify instance limit reached (fs.inotify.max_user_instances={_sysctl('max_user_instances')})"
+            ) from exc
+        raise
+    try:
+        observer.schedule(handler, os.fspath(root), recursive=True, event_filter=EVENTS)
+        observer.start()
+        check_watch_coverage(observer, root)
+    except (OSError, WatchLimitError) as exc:
+        stop_observer(observer)
+        if isinstance(exc, WatchLimitError):
+            raise
+        if exc.errno == errno.ENOSPC:
+            raise WatchLimitError(
+                f"inotify watch limit reached (fs.inotify.max_user_watches={_sysctl('max_user_watches')})"
+            ) from exc
+        if exc.errno == errno.EMFILE:
+            raise WatchLimitError(
+                f"inotify instance limit reached (fs.inotify.max_user_instances={_sysctl('max_user_instances')})"
+            ) from exc
+        raise
+    return observer
+
+
+def start_polling(root: Path, handler: FileSystemEventHandler, interval: float) -> BaseObserver:
+    """Start a polling observer that re-lists the vault every ``interval`` seconds."""
+    observer = PollingObserver(timeout=interval)
+    observer.schedule(handler, os.fspath(root), recursive=True, event_filter=EVENTS)
+    observer.start()
+    return observer
+
+
+def stop_observer(observer: BaseObserver | None, timeout: float = 10.0) -> None:
+    """Stop an observer and wait for its threads, whether or not it started.
+
+    ``stop()`` also stops the emitters and inotify reader of an observer
+    whose ``start()`` failed (watchdog's ``on_thread_stop`` does that).
+    """
+    if observer is None:
+        return
+    observer.stop()
+    if observer.is_alive():
+        observer.join(timeout)
