@@ -42,6 +42,11 @@ def sync(app: AppContext, as_json: bool) -> None:
     finally:
         if bar is not None:
             bar.render_finish()
+    from memvault.daemon.memories import flush_outbox
+
+    # Store writes a crashed writer left half-done (older than 30 s, so a
+    # writer still at work is not raced).
+    summary.warnings += [f"finished an interrupted write of {r.id}" for r in flush_outbox(vault, 30.0)]
     with write_transaction(vault.con):
         rec.set_meta(vault.con, "last_sync", rec.now_iso())
     if as_json:
@@ -69,6 +74,8 @@ def sync(app: AppContext, as_json: bool) -> None:
 @click.option("--tag", "tags", multiple=True, metavar="X", help="Only traces with this tag or a nested tag (repeatable).")
 @click.option("--path", "path_glob", metavar="GLOB", help="Only notes whose vault path matches this glob.")
 @click.option("--raw", is_flag=True, help="Pass QUERY to SQLite FTS5 as written (phrases, AND/OR/NOT, prefix*).")
+@click.option("--include-deleted", is_flag=True, help="Also find forgotten (soft-deleted) memories.")
+@click.option("--include-superseded", is_flag=True, help="Also find old versions of memories and facts.")
 @click.option("--json", "as_json", is_flag=True, help="One JSON object per hit.")
 @pass_app
 def search(
@@ -79,6 +86,8 @@ def search(
     tags: tuple[str, ...],
     path_glob: str | None,
     raw: bool,
+    include_deleted: bool,
+    include_superseded: bool,
     as_json: bool,
 ) -> None:
     """Search the index. QUERY is plain language unless --raw is given."""
@@ -86,24 +95,36 @@ def search(
 
     vault = app.vault
     con = vault.read_con()
+    statuses = ("active",) + (("deleted",) if include_deleted else ()) + (("superseded",) if include_superseded else ())
+    types = tuple(_canonical_types(types))
     hits = keyword_search(
-        con, query, limit=limit, raw=raw, filters=Filters(types=types, tags=tags, path_glob=path_glob)
+        con, query, limit=limit, raw=raw,
+        filters=Filters(types=types, tags=tags, path_glob=path_glob, statuses=statuses),
     )
     for i, hit in enumerate(hits, 1):
         uri = obsidian_uri(vault.name, hit.path) if hit.path else None
         if as_json:
-            emit_json(
-                {"id": hit.id, "title": hit.title, "type": hit.type, "path": hit.path,
-                 "uri": uri, "score": hit.score, "snippet": hit.snippet}
-            )
+            row = {"id": hit.id, "title": hit.title, "type": hit.type, "path": hit.path,
+                   "uri": uri, "score": hit.score, "snippet": hit.snippet}
+            if hit.status != "active":
+                row["status"] = hit.status
+            emit_json(row)
             continue
-        click.echo(f"{i}. {click.style(hit.title, bold=True)}  [{hit.type}]  {hit.path or ''}")
+        status = "" if hit.status == "active" else f" ({hit.status})"
+        click.echo(f"{i}. {click.style(hit.title, bold=True)}  [{hit.type}]{status}  {hit.path or ''}")
         snippet = " ".join(hit.snippet.split())
         if snippet:
             click.echo(f"   {snippet}")
         click.echo(click.style(f"   {hit.id}  score {hit.score:.2f}  {uri or ''}", dim=True))
     if not hits and not as_json:
         click.echo("No matches.", err=True)
+
+
+def _canonical_types(types: tuple[str, ...]) -> list[str]:
+    """``--type`` values: ``note`` or a memory type (aliases accepted)."""
+    from memvault.store.memtypes import NOTE_TYPE, canonical_type
+
+    return [NOTE_TYPE if t.strip().lower() == NOTE_TYPE else canonical_type(t) for t in types]
 
 
 def _trace_or_fail(app: AppContext, ref: str) -> tuple[Any, Any]:

@@ -14,8 +14,7 @@ from typing import Any
 
 import click
 
-from memvault.daemon.app import NoIndexError, Vault, VaultError
-from memvault.daemon.config import ConfigError
+from memvault.daemon.app import Vault
 
 
 class UsageFailure(click.ClickException):
@@ -24,12 +23,27 @@ class UsageFailure(click.ClickException):
     exit_code = 2
 
 
-#: Library exceptions and the exit code each maps to.
-def _error_map() -> dict[type[BaseException], int]:
-    from memvault.store.db import IndexError_
-    from memvault.store.search import QuerySyntaxError
+#: Library exceptions (by module and name, so that mapping them imports
+#: nothing a command does not need) and the exit code each maps to.
+_EXIT_CODES: dict[str, int] = {
+    "memvault.daemon.app.VaultError": 2,
+    "memvault.daemon.config.ConfigError": 2,
+    "memvault.store.search.QuerySyntaxError": 2,
+    "memvault.store.memtypes.UnknownTypeError": 2,
+    "memvault.daemon.app.NoIndexError": 1,
+    "memvault.store.db.IndexError_": 1,
+    "memvault.daemon.memories.MemoryOpError": 1,
+    "memvault.daemon.indexer.VaultMissingError": 1,
+}
 
-    return {VaultError: 2, ConfigError: 2, QuerySyntaxError: 2, NoIndexError: 1, IndexError_: 1}
+
+def exit_code_for(exc: BaseException) -> int | None:
+    """The exit code for a known library error, None for anything else (a bug)."""
+    for cls in type(exc).__mro__:
+        code = _EXIT_CODES.get(f"{cls.__module__}.{cls.__qualname__}")
+        if code is not None:
+            return code
+    return None
 
 
 class MemvaultGroup(click.Group):
@@ -38,10 +52,13 @@ class MemvaultGroup(click.Group):
     def invoke(self, ctx: click.Context) -> Any:
         try:
             return super().invoke(ctx)
-        except tuple(_error_map()) as exc:
-            code = next(c for t, c in _error_map().items() if isinstance(exc, t))
-            err = UsageFailure(str(exc)) if code == 2 else click.ClickException(str(exc))
-            raise err from None
+        except click.ClickException:
+            raise
+        except Exception as exc:
+            code = exit_code_for(exc)
+            if code is None:
+                raise
+            raise (UsageFailure(str(exc)) if code == 2 else click.ClickException(str(exc))) from None
 
 
 class AppContext:
@@ -107,6 +124,7 @@ def warn(message: str) -> None:
 def _register() -> None:
     from . import index_cmds  # noqa: F401  (commands attach themselves to `cli`)
     from . import daemon_cmds  # noqa: F401
+    from . import memory_cmds  # noqa: F401
 
 
 _register()

@@ -104,6 +104,7 @@ class Vault:
             self.con,
             ignore=self.config["ignore"],
             max_file_size=self.config["max_file_size"],
+            memory_folder=self.config["memory_folder"],
         )
 
     def close(self) -> None:

@@ -16,16 +16,17 @@ import hashlib
 import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
 from pathlib import Path
 
 import apsw
 
 from memvault.store import records as rec
 from memvault.store.db import write_transaction
+
+from .classify import is_memory_note, note_edges, note_trace
 from memvault.vault_io.note import NoteReadError, ParsedNote, content_hash
 from memvault.vault_io.parser import parse_note
-from memvault.vault_io.resolve import LinkResolver, link_key, path_key
+from memvault.vault_io.resolve import LinkResolver, path_key
 from memvault.vault_io.scan import FileStat, ScanResult, ScanWarning, scan_vault, stat_file
 
 #: Notes written per transaction: large enough to amortise the commit, small
@@ -74,10 +75,11 @@ class SyncSummary:
         }
 
 
-def derived_id(path: str, salt: int = 0) -> str:
-    """A stable trace id for a note that has no front-matter ``id``."""
+def derived_id(path: str, salt: int = 0, prefix: str = "n") -> str:
+    """A stable trace id for a note that has no front-matter ``id``
+    (prefix ``n`` for notes, ``m`` for memories)."""
     seed = path if salt == 0 else f"{path}\x00{salt}"
-    return "n-" + hashlib.sha256(seed.encode("utf-8")).hexdigest()[:12]
+    return f"{prefix}-" + hashlib.sha256(seed.encode("utf-8")).hexdigest()[:12]
 
 
 def frontmatter_id(note: ParsedNote) -> str | None:
@@ -89,16 +91,13 @@ def frontmatter_id(note: ParsedNote) -> str | None:
     return text if 0 < len(text) <= 200 and "\n" not in text else None
 
 
-def _iso_from_ns(ns: int) -> str:
-    return datetime.fromtimestamp(ns / 1e9, timezone.utc).replace(microsecond=0).isoformat()
-
-
 @dataclass
 class _Change:
     stat: FileStat
     note: ParsedNote
     old_path: str | None  # where the trace lived before (moves), or same path
     trace_id: str = ""
+    memory: bool = False
 
 
 class Indexer:
@@ -111,11 +110,13 @@ class Indexer:
         *,
         ignore: Iterable[str] = (),
         max_file_size: int = 5 * 1024 * 1024,
+        memory_folder: str = "Memory",
     ) -> None:
         self.root = root
         self.con = con
         self.ignore = list(ignore)
         self.max_file_size = max_file_size
+        self.memory_folder = memory_folder
 
     # -- entry points ------------------------------------------------------
 
@@ -176,6 +177,10 @@ class Indexer:
         attachments: list[FileStat] = []
         read_errors: list[tuple[str, str]] = []
 
+        # Store-side writes in flight: their events are our own, and their
+        # writer (or the outbox flush) records them. See store.memories.
+        pending = {(r[0], r[1]) for r in self.con.execute("SELECT expected_path, expected_hash FROM outbox")}
+        pending_ids = {r[0] for r in self.con.execute("SELECT trace_id FROM outbox")}
         candidates = [st for st in scan.files.values() if _needs_look(st, known.get(st.path))]
         total = len(candidates)
         for n, st in enumerate(candidates, 1):
@@ -194,18 +199,20 @@ class Indexer:
             if row is not None and row.kind == "note" and row.hash == digest:
                 touched.append(st)
                 continue
+            if (st.path, digest) in pending:
+                continue
             try:
                 note = parse_note(st.path, data)
             except NoteReadError as exc:
                 read_errors.append((st.path, str(exc).removeprefix(f"{st.path}: ")))
                 continue
-            changes.append(_Change(st, note, st.path if row else None))
+            changes.append(_Change(st, note, st.path if row else None, memory=is_memory_note(note, self.memory_folder)))
 
         for path, message in read_errors:
             summary.warnings.append(f"{path}: {message}; skipped")
         summary.skipped = len(scan.skipped) + len(read_errors)
 
-        gone = {p: known[p] for p in absent}
+        gone = {p: known[p] for p in absent if known[p].trace_id not in pending_ids}
         moves = self._detect_moves(changes, gone)
         # The paths every link can point at once this reconcile is applied.
         all_files = {r[0]: r[1] for r in self.con.execute("SELECT path, trace_id FROM files")}
@@ -230,7 +237,7 @@ class Indexer:
             for path, row in gone.items():
                 rec.delete_file(self.con, path)
                 if row.trace_id and row.trace_id not in moves:
-                    rec.delete_trace(self.con, row.trace_id)
+                    self._remove_trace(row.trace_id)
                     summary.deleted += 1
         for i in range(0, len(changes), BATCH):
             with write_transaction(self.con):
@@ -255,6 +262,18 @@ class Indexer:
             with write_transaction(self.con):
                 self._reresolve(keys, resolver, all_files, written)
         return summary
+
+    def _remove_trace(self, trace_id: str) -> None:
+        """A note's file is gone: drop its trace, but only soft-delete a
+        memory (its text stays searchable with --include-deleted and comes
+        back with ``memvault restore``)."""
+        row = self.con.execute("SELECT kind FROM traces WHERE id = ?", (trace_id,)).fetchone()
+        if row and row[0] == "memory":
+            rec.set_status(self.con, trace_id, "deleted", "note deleted in the vault")
+            self.con.execute("UPDATE traces SET path = NULL WHERE id = ?", (trace_id,))
+            self.con.execute("UPDATE edges SET target_path = NULL WHERE target_id = ?", (trace_id,))
+        else:
+            rec.delete_trace(self.con, trace_id)
 
     def _detect_moves(self, changes: list[_Change], gone: dict[str, rec.FileRow]) -> set[str]:
         """Pair new paths with vanished ones: same front-matter id, else same bytes."""
@@ -308,7 +327,8 @@ class Indexer:
                 c.note = _with_error(c.note, f"id {wanted!r} is already used by {holder}; using a derived id")
             if not c.trace_id:
                 salt = 0
-                while (candidate := derived_id(c.stat.path, salt)) in taken:
+                prefix = "m" if c.memory else "n"
+                while (candidate := derived_id(c.stat.path, salt, prefix)) in taken:
                     salt += 1
                 c.trace_id = candidate
                 taken[candidate] = c.stat.path
@@ -325,12 +345,15 @@ class Indexer:
         if old_row and old_row.trace_id and old_row.trace_id != c.trace_id:
             if rec.get_trace(self.con, c.trace_id) is None:
                 rec.rename_trace(self.con, old_row.trace_id, c.trace_id)
+        trace, warning = note_trace(note, c.trace_id, st, self.memory_folder)
+        if warning:
+            c.note = note = _with_error(note, warning)
         rec.put_file(
             self.con,
             rec.FileRow(st.path, "note", c.trace_id, st.mtime_ns, st.size, note.hash, note.error),
         )
-        rec.put_trace(self.con, note_trace(note, c.trace_id, st))
-        rec.replace_edges(self.con, c.trace_id, note_edges(note, resolver, all_files))
+        rec.put_trace(self.con, trace)
+        rec.replace_edges(self.con, c.trace_id, note_edges(note, resolver, all_files, trace.kind))
 
     def _reresolve(
         self, keys: set[str], resolver: LinkResolver, all_files: dict[str, str | None], written: set[str]
@@ -356,43 +379,3 @@ def _with_error(note: ParsedNote, message: str) -> ParsedNote:
     from dataclasses import replace
 
     return replace(note, error=f"{note.error}; {message}" if note.error else message)
-
-
-def note_trace(note: ParsedNote, trace_id: str, st: FileStat) -> rec.TraceRow:
-    """The trace row for an ordinary note."""
-    created = note.frontmatter.get("created") or note.frontmatter.get("date")
-    return rec.TraceRow(
-        id=trace_id,
-        kind="note",
-        type="note",
-        title=note.title,
-        content=note.body,
-        tags=list(note.tags),
-        metadata={"frontmatter": note.frontmatter, "aliases": list(note.aliases)},
-        path=note.path,
-        source="vault",
-        created=str(created) if isinstance(created, str) and created else "",
-        updated=_iso_from_ns(st.mtime_ns),
-    )
-
-
-def note_edges(note: ParsedNote, resolver: LinkResolver, all_files: dict[str, str | None]) -> list[rec.EdgeRow]:
-    """The link, embed and property edges of a note, resolved."""
-    out = []
-    for link in (*note.links, *note.embeds):
-        hit = resolver.resolve(link.target, note.path)
-        out.append(
-            rec.EdgeRow(
-                kind=link.kind,
-                target_name=link.target,
-                target_key=link_key(link.target) if link.target else "",
-                target_path=hit.path,
-                target_id=all_files.get(hit.path) if hit.path else None,
-                anchor=link.subpath,
-                display=link.display,
-                prop=link.prop,
-                line=link.line,
-                ambiguous=hit.ambiguous,
-            )
-        )
-    return out

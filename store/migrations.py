@@ -113,8 +113,47 @@ def m001_foundation(con: apsw.Connection) -> None:
     )
 
 
+def m002_memories(con: apsw.Connection) -> None:
+    """Store-written memories: a dedup key, the outbox of pending note
+    writes, and the conflicts found while mirroring."""
+    con.execute(
+        """
+        -- sha256 of type, scope and normalised content, for memories created
+        -- through the store: adding the same memory twice returns the first.
+        ALTER TABLE traces ADD COLUMN content_key TEXT;
+        CREATE INDEX traces_content_key ON traces(content_key);
+
+        -- A store-side change waiting to be mirrored into the vault. It is
+        -- recorded in the same transaction as the change and cleared once
+        -- the note is written, so a writer that dies in between leaves work
+        -- that the next writer (or the daemon) finishes. The watcher knows
+        -- an event is our own write when (path, hash) matches a row here.
+        CREATE TABLE outbox (
+            trace_id      TEXT PRIMARY KEY REFERENCES traces(id) ON DELETE CASCADE ON UPDATE CASCADE,
+            action        TEXT NOT NULL CHECK (action IN ('write', 'trash', 'restore')),
+            expected_path TEXT,
+            expected_hash TEXT,
+            created       REAL NOT NULL
+        );
+        CREATE INDEX outbox_path ON outbox(expected_path);
+
+        -- A store version written beside a note a person had changed.
+        CREATE TABLE conflicts (
+            id            INTEGER PRIMARY KEY,
+            trace_id      TEXT NOT NULL,
+            path          TEXT NOT NULL,
+            conflict_path TEXT,
+            kind          TEXT NOT NULL,
+            detail        TEXT NOT NULL,
+            created       TEXT NOT NULL
+        );
+        """
+    )
+
+
 MIGRATIONS: list[Callable[[apsw.Connection], None]] = [
     m001_foundation,
+    m002_memories,
 ]
 
 

@@ -46,12 +46,14 @@ def stats(con: apsw.Connection, db_path: Path | None = None) -> dict[str, Any]:
         "traces_by_kind": dict(con.execute("SELECT kind, count(*) FROM traces GROUP BY kind ORDER BY kind").fetchall()),
         "edges": one("SELECT count(*) FROM edges"),
         "links_unresolved": one(
-            "SELECT count(*) FROM edges WHERE kind IN ('link','embed','property') AND target_path IS NULL"
+            f"SELECT count(*) FROM edges WHERE kind IN ({rec.TEXT_KINDS_SQL}) AND target_path IS NULL"
         ),
         "links_ambiguous": one("SELECT count(*) FROM edges WHERE ambiguous = 1"),
         "tags": one("SELECT count(DISTINCT tag) FROM trace_tags"),
         "parse_errors": one("SELECT count(*) FROM files WHERE parse_error IS NOT NULL"),
         "read_errors": one("SELECT count(*) FROM files WHERE read_error IS NOT NULL"),
+        "conflicts": one("SELECT count(*) FROM conflicts"),
+        "pending_writes": one("SELECT count(*) FROM outbox"),
         "last_sync": rec.get_meta(con, "last_sync"),
     }
     if db_path is not None:

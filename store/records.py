@@ -16,7 +16,8 @@ from typing import Any
 import apsw
 
 #: Edge kinds that come from a note's own text; rewritten on every re-index.
-TEXT_EDGE_KINDS = ("link", "embed", "property")
+TEXT_EDGE_KINDS = ("link", "embed", "property", "related")
+TEXT_KINDS_SQL = ",".join(f"'{k}'" for k in TEXT_EDGE_KINDS)
 
 
 def now_iso() -> str:
@@ -60,6 +61,7 @@ class TraceRow:
     retrieval_count: int = 0
     last_access: str | None = None
     rowid: int | None = None
+    content_key: str | None = None
 
 
 @dataclass
@@ -123,7 +125,7 @@ def delete_file(con: apsw.Connection, path: str) -> None:
 
 _TRACE_COLS = (
     "id, kind, type, title, content, tags, metadata, path, source, scope, strength, "
-    "status, reason, created, updated, retrieval_count, last_access, rowid"
+    "status, reason, created, updated, retrieval_count, last_access, rowid, content_key"
 )
 
 
@@ -154,18 +156,19 @@ def put_trace(con: apsw.Connection, t: TraceRow) -> None:
     con.execute(
         """
         INSERT INTO traces (id, kind, type, title, content, tags, metadata, path, source, scope,
-                            strength, status, reason, created, updated)
-        VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)
+                            strength, status, reason, created, updated, content_key)
+        VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)
         ON CONFLICT(id) DO UPDATE SET
             kind = excluded.kind, type = excluded.type, title = excluded.title,
             content = excluded.content, tags = excluded.tags, metadata = excluded.metadata,
             path = excluded.path, source = excluded.source, scope = excluded.scope,
             strength = coalesce(excluded.strength, traces.strength),
-            status = excluded.status, reason = excluded.reason, updated = excluded.updated
+            status = excluded.status, reason = excluded.reason, updated = excluded.updated,
+            content_key = excluded.content_key
         """,
         (
             t.id, t.kind, t.type, t.title, t.content, tags, meta, t.path, t.source, t.scope,
-            t.strength, t.status, t.reason, t.created or now, t.updated or now,
+            t.strength, t.status, t.reason, t.created or now, t.updated or now, t.content_key,
         ),
     )
     con.execute("DELETE FROM trace_tags WHERE trace_id = ?", (t.id,))
@@ -265,7 +268,7 @@ def edges_with_keys(con: apsw.Connection, keys: Iterable[str]) -> list[EdgeRow]:
         out.extend(
             _edge_from_row(r)
             for r in con.execute(
-                f"SELECT {_EDGE_COLS} FROM edges WHERE target_key IN ({marks}) AND kind IN ('link','embed','property')",
+                f"SELECT {_EDGE_COLS} FROM edges WHERE target_key IN ({marks}) AND kind IN ({TEXT_KINDS_SQL})",
                 chunk,
             )
         )

@@ -1,0 +1,104 @@
+"""Memory commands: add, update, forget, restore, history."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import click
+
+from .main import AppContext, cli, emit_json, pass_app, warn
+
+
+def _memories(app: AppContext) -> Any:
+    from memvault.daemon.memories import Memories
+
+    return Memories(app.vault)
+
+
+def _report(result: Any, as_json: bool, verb: str) -> None:
+    if as_json:
+        emit_json(result.as_dict())
+    elif result.conflict:
+        click.echo(f"{result.id}: {result.path}")
+    else:
+        click.echo(f"{verb} {result.id}" + (f" -> {result.path}" if result.path else ""))
+    for w in result.warnings:
+        warn(w)
+    if result.conflict:
+        warn(f"conflict: {result.conflict}; the store's version was written to {result.conflict_path}")
+
+
+@cli.command()
+@click.argument("content")
+@click.option("--type", "type_", default="semantic", show_default=True,
+              help="identity, semantic, episodic, procedural or prospective (aliases like fact, todo, lesson work).")
+@click.option("--tag", "tags", multiple=True, metavar="X", help="A tag (repeatable).")
+@click.option("--scope", default="user", show_default=True, help="Whose memory this is (user, a project, an agent...).")
+@click.option("--link", "links", multiple=True, metavar="NOTE", help="A note this memory relates to (repeatable).")
+@click.option("--source", default="manual", show_default=True, help="Where the memory came from (manual, agent, import...).")
+@click.option("--json", "as_json", is_flag=True, help="Print the result as one JSON object.")
+@pass_app
+def add(app: AppContext, content: str, type_: str, tags: tuple[str, ...], scope: str,
+        links: tuple[str, ...], source: str, as_json: bool) -> None:
+    """Remember CONTENT: store it and write it as a note under Memory/<type>/."""
+    result = _memories(app).add(content, type_, tags=tags, scope=scope, links=links, source=source)
+    if result.action == "exists" and not as_json:
+        click.echo(f"Already remembered as {result.id} -> {result.path}")
+        return
+    _report(result, as_json, "Added")
+
+
+@cli.command()
+@click.argument("ref", metavar="ID")
+@click.option("--content", help="New content.")
+@click.option("--tag", "tags", multiple=True, metavar="X", help="Replace the tags with these (repeatable).")
+@click.option("--type", "type_", help="New memory type (moves the note to that type's folder).")
+@click.option("--reason", help="Why it changed; kept with the previous version.")
+@click.option("--json", "as_json", is_flag=True, help="Print the result as one JSON object.")
+@pass_app
+def update(app: AppContext, ref: str, content: str | None, tags: tuple[str, ...], type_: str | None,
+           reason: str | None, as_json: bool) -> None:
+    """Change a memory; the previous version is kept (see `memvault history`)."""
+    if content is None and not tags and type_ is None:
+        raise click.UsageError("nothing to update: give --content, --tag or --type")
+    result = _memories(app).update(ref, content=content, tags=list(tags) if tags else None, type_=type_, reason=reason)
+    if result.action == "unchanged" and not as_json:
+        click.echo(f"{result.id} already says that; nothing changed")
+        return
+    _report(result, as_json, "Updated")
+
+
+@cli.command()
+@click.argument("ref", metavar="ID")
+@click.option("--reason", help="Why it is forgotten.")
+@click.option("--json", "as_json", is_flag=True, help="Print the result as one JSON object.")
+@pass_app
+def forget(app: AppContext, ref: str, reason: str | None, as_json: bool) -> None:
+    """Soft-delete a memory: its note moves to .trash/, `restore` brings it back."""
+    _report(_memories(app).forget(ref, reason), as_json, "Forgot")
+
+
+@cli.command()
+@click.argument("ref", metavar="ID")
+@click.option("--json", "as_json", is_flag=True, help="Print the result as one JSON object.")
+@pass_app
+def restore(app: AppContext, ref: str, as_json: bool) -> None:
+    """Bring back a forgotten memory and its note."""
+    _report(_memories(app).restore(ref), as_json, "Restored")
+
+
+@cli.command()
+@click.argument("ref", metavar="ID")
+@click.option("--json", "as_json", is_flag=True, help="One JSON object per version, newest first.")
+@pass_app
+def history(app: AppContext, ref: str, as_json: bool) -> None:
+    """The versions of a memory or fact, newest first."""
+    for t in _memories(app).history(ref):
+        if as_json:
+            emit_json({"id": t.id, "status": t.status, "reason": t.reason, "type": t.type,
+                       "updated": t.updated, "content": t.content, "tags": t.tags})
+            continue
+        why = f" ({t.reason})" if t.reason else ""
+        click.echo(f"{t.id}  {t.status}{why}  {t.updated}")
+        for line in t.content.splitlines()[:3]:
+            click.echo(f"    {line}")

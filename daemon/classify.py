@@ -1,0 +1,149 @@
+"""What a parsed note is to the index: an ordinary note or a memory, and its rows.
+
+A memory note is any note under the memory folder (``Memory/`` by default)
+or one whose front-matter says ``memory: <type>``. Its type comes from the
+front-matter ``type``, else from its folder (``Memory/procedural/...``),
+else from the ``memory:`` value, else ``semantic``. Everything else is an
+ordinary note of type ``note``.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+from datetime import datetime, timezone
+
+from memvault.store import records as rec
+from memvault.store.memtypes import NOTE_TYPE, maybe_type
+from memvault.vault_io.memory_note import MANAGED_KEYS, read_memory, related_section
+from memvault.vault_io.note import ParsedNote
+from memvault.vault_io.resolve import LinkResolver, link_key
+from memvault.vault_io.scan import FileStat
+
+DEFAULT_MEMORY_TYPE = "semantic"
+
+
+def iso_from_ns(ns: int) -> str:
+    """A file mtime in nanoseconds as an ISO 8601 UTC timestamp."""
+    return datetime.fromtimestamp(ns / 1e9, timezone.utc).replace(microsecond=0).isoformat()
+
+
+def content_key(type_: str, scope: str, content: str) -> str:
+    """The dedup key of a memory: same type, scope and (whitespace-normalised,
+    case-folded) content means the same memory."""
+    norm = " ".join(content.split()).casefold()
+    return hashlib.sha256(f"{type_}\x00{scope}\x00{norm}".encode()).hexdigest()
+
+
+def in_memory_folder(path: str, memory_folder: str) -> bool:
+    """Whether ``path`` lies under the memory folder."""
+    folder = memory_folder.strip("/")
+    return bool(folder) and path.startswith(folder + "/")
+
+
+def is_memory_note(note: ParsedNote, memory_folder: str) -> bool:
+    """Whether the note is a memory (by folder or by ``memory: <type>``)."""
+    return in_memory_folder(note.path, memory_folder) or maybe_type(note.frontmatter.get("memory")) is not None
+
+
+def memory_type(note: ParsedNote, memory_folder: str) -> tuple[str, str | None]:
+    """The memory type of a memory note, and a warning when its ``type`` was unusable."""
+    written = note.frontmatter.get("type")
+    found = maybe_type(written)
+    if found:
+        return found, None
+    if in_memory_folder(note.path, memory_folder):
+        rest = note.path[len(memory_folder.strip("/")) + 1 :]
+        if "/" in rest:
+            found = maybe_type(rest.split("/", 1)[0])
+    found = found or maybe_type(note.frontmatter.get("memory")) or DEFAULT_MEMORY_TYPE
+    warning = f"type {written!r} is not a memory type; using {found!r}" if written not in (None, "") else None
+    return found, warning
+
+
+def _first_line(text: str, limit: int = 80) -> str:
+    line = next((ln.strip() for ln in text.splitlines() if ln.strip()), "")
+    line = re.sub(r"^#+\s*", "", line)
+    return line if len(line) <= limit else line[: limit - 1].rstrip() + "…"
+
+
+def note_trace(note: ParsedNote, trace_id: str, st: FileStat, memory_folder: str) -> tuple[rec.TraceRow, str | None]:
+    """The trace row for a note, and a warning to record with it (or None)."""
+    aliases = list(note.aliases)
+    if not is_memory_note(note, memory_folder):
+        created = note.frontmatter.get("created") or note.frontmatter.get("date")
+        return rec.TraceRow(
+            id=trace_id,
+            kind="note",
+            type=NOTE_TYPE,
+            title=note.title,
+            content=note.body,
+            tags=list(note.tags),
+            metadata={"frontmatter": note.frontmatter, "aliases": aliases},
+            path=note.path,
+            source="vault",
+            created=str(created) if isinstance(created, str) and created else "",
+            updated=iso_from_ns(st.mtime_ns),
+        ), None
+    doc = read_memory(note.frontmatter, note.body)
+    type_, warning = memory_type(note, memory_folder)
+    extra = {k: v for k, v in note.frontmatter.items() if k not in MANAGED_KEYS}
+    title = note.frontmatter.get("title")
+    return rec.TraceRow(
+        id=trace_id,
+        kind="memory",
+        type=type_,
+        title=title if isinstance(title, str) and title.strip() else (_first_line(doc.content) or note.title),
+        content=doc.content,
+        tags=list(note.tags),
+        metadata={
+            "frontmatter": extra,
+            "aliases": aliases,
+            "related": doc.related,
+            "fm_tags": doc.tags,
+            "supersedes": doc.supersedes,
+        },
+        path=note.path,
+        source=doc.source or "vault",
+        scope=doc.scope,
+        strength=doc.strength,
+        created=doc.created,
+        updated=doc.updated or iso_from_ns(st.mtime_ns),
+        content_key=content_key(type_, doc.scope, doc.content),
+    ), warning
+
+
+def related_start_line(note: ParsedNote) -> int | None:
+    """The file line of a memory note's trailing ``## Related`` section, if any."""
+    found = related_section(note.body)
+    if found is None or not found[1]:
+        return None
+    return note.body_line + note.body.count("\n", 0, found[0])
+
+
+def note_edges(
+    note: ParsedNote, resolver: LinkResolver, all_files: dict[str, str | None], kind: str
+) -> list[rec.EdgeRow]:
+    """The link, embed, property (and, for memories, related) edges of a note, resolved."""
+    related_from = related_start_line(note) if kind == "memory" else None
+    out = []
+    for link in (*note.links, *note.embeds):
+        hit = resolver.resolve(link.target, note.path)
+        edge_kind = link.kind
+        if related_from is not None and link.kind == "link" and link.line >= related_from:
+            edge_kind = "related"
+        out.append(
+            rec.EdgeRow(
+                kind=edge_kind,
+                target_name=link.target,
+                target_key=link_key(link.target) if link.target else "",
+                target_path=hit.path,
+                target_id=all_files.get(hit.path) if hit.path else None,
+                anchor=link.subpath,
+                display=link.display,
+                prop=link.prop,
+                line=link.line,
+                ambiguous=hit.ambiguous,
+            )
+        )
+    return out

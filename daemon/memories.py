@@ -1,0 +1,416 @@
+"""Memories written through the store, mirrored into the vault as notes.
+
+Every store-side change follows the same protocol, whether the daemon runs
+or not:
+
+1. import any pending edit a person made to the note (so it is never
+   overwritten, and a store change applies on top of it);
+2. in one ``BEGIN IMMEDIATE`` transaction: change the trace (keeping the old
+   version as a superseded snapshot) and record an outbox entry with the
+   path and hash of the note about to be written;
+3. write the note atomically, unless the file changed since it was last
+   indexed, in which case the person's version is imported and the store's
+   version is written beside it as ``<name> (conflict <time>).md``;
+4. clear the outbox entry and index the written path.
+
+A writer that dies between 2 and 4 leaves the outbox entry behind;
+:func:`flush_outbox` (run by ``sync`` and by the daemon) finishes it, and
+because step 3 is idempotent (identical bytes are not rewritten) finishing
+twice is harmless. The watcher recognises its own writes by the outbox's
+(path, hash), so one store change is one file write and no feedback loop.
+"""
+
+from __future__ import annotations
+
+import json
+import secrets
+from dataclasses import dataclass, field, replace
+from datetime import datetime
+from pathlib import Path, PurePosixPath
+
+from memvault.store import memories as mem
+from memvault.store import records as rec
+from memvault.store.db import write_transaction
+from memvault.store.memtypes import canonical_type
+from memvault.store.query import find_trace
+from memvault.vault_io.atomic import atomic_move, atomic_write, free_path, fsync_dir
+from memvault.vault_io.fm_edit import edit_frontmatter
+from memvault.vault_io.memory_note import MemoryDoc, memory_filename, render_memory
+from memvault.vault_io.note import content_hash
+
+from .app import Vault
+from .classify import content_key
+
+#: Strength a new memory starts with (0-1); recall nudges it up over time.
+DEFAULT_STRENGTH = 0.5
+TRASH = ".trash"
+
+
+class MemoryOpError(Exception):
+    """A memory operation that cannot be done (unknown id, wrong state)."""
+
+
+@dataclass
+class WriteResult:
+    """What a store-side change did."""
+
+    id: str
+    action: str  # added | exists | updated | unchanged | forgotten | restored
+    path: str | None = None
+    conflict: str | None = None
+    conflict_path: str | None = None
+    warnings: list[str] = field(default_factory=list)
+
+    def as_dict(self) -> dict[str, object]:
+        """JSON-ready form for ``--json`` output."""
+        return {
+            "id": self.id, "action": self.action, "path": self.path,
+            "conflict": self.conflict, "conflict_path": self.conflict_path, "warnings": self.warnings,
+        }
+
+
+def new_memory_id() -> str:
+    """A fresh random memory id, ``m-`` and 12 hex digits."""
+    return "m-" + secrets.token_hex(6)
+
+
+def doc_from_trace(t: rec.TraceRow) -> MemoryDoc:
+    """The note form of a memory trace."""
+    fm_tags = t.metadata.get("fm_tags")
+    return MemoryDoc(
+        id=t.id,
+        type=t.type,
+        content=t.content,
+        scope=t.scope or "user",
+        tags=list(fm_tags if isinstance(fm_tags, list) else t.tags),
+        strength=t.strength,
+        created=t.created,
+        updated=t.updated,
+        source=t.source or "manual",
+        supersedes=t.metadata.get("supersedes"),
+        related=list(t.metadata.get("related") or []),
+    )
+
+
+class Memories:
+    """Add, update, forget and restore memories of one vault."""
+
+    def __init__(self, vault: Vault) -> None:
+        self.vault = vault
+        self.root = vault.root
+        self.con = vault.con
+        self.indexer = vault.indexer()
+        self.folder = vault.config["memory_folder"].strip("/") or "Memory"
+
+    # -- commands ------------------------------------------------------------
+
+    def add(
+        self,
+        content: str,
+        type_: str = "semantic",
+        *,
+        tags: tuple[str, ...] | list[str] = (),
+        scope: str = "user",
+        links: tuple[str, ...] | list[str] = (),
+        source: str = "manual",
+    ) -> WriteResult:
+        """Create a memory and its note; identical content+type+scope returns the existing one."""
+        type_ = canonical_type(type_)
+        content = content.strip()
+        if not content:
+            raise MemoryOpError("a memory needs some content")
+        scope = scope.strip() or "user"
+        key = content_key(type_, scope, content)
+        existing = mem.find_by_content_key(self.con, key)
+        if existing is not None:
+            return WriteResult(existing.id, "exists", mem.trace_path(self.con, existing.id))
+        trace_id = new_memory_id()
+        now = rec.now_iso()
+        clean_tags = _clean_tags(tags)
+        trace = rec.TraceRow(
+            id=trace_id, kind="memory", type=type_, title=content.splitlines()[0][:80], content=content,
+            tags=clean_tags,
+            metadata={"frontmatter": {}, "aliases": [], "related": list(links), "fm_tags": clean_tags},
+            source=source, scope=scope, strength=DEFAULT_STRENGTH, created=now, updated=now, content_key=key,
+        )
+        target = self._new_note_path(type_, memory_filename(content, trace_id[2:10]))
+        data = render_memory(doc_from_trace(trace)).encode("utf-8")
+        with write_transaction(self.con):
+            rec.put_trace(self.con, trace)
+            mem.put_outbox(self.con, trace_id, "write", target, content_hash(data))
+        result = self.flush(trace_id) or WriteResult(trace_id, "added", target)
+        result.action = "added" if result.conflict is None else result.action
+        result.warnings += self._unresolved_links(trace_id)
+        return result
+
+    def update(
+        self,
+        ref: str,
+        *,
+        content: str | None = None,
+        tags: list[str] | None = None,
+        type_: str | None = None,
+        reason: str | None = None,
+    ) -> WriteResult:
+        """Change a memory, keeping the previous version as superseded; a type
+        change moves its note to the new type's folder."""
+        new_type = canonical_type(type_) if type_ is not None else None
+        trace = self._live_memory(ref)
+        trace = self._import_pending(trace)
+        changed = replace(trace)
+        if content is not None:
+            if not content.strip():
+                raise MemoryOpError("a memory needs some content")
+            changed.content = content.strip()
+        if tags is not None:
+            changed.tags = _clean_tags(tags)
+            changed.metadata = dict(changed.metadata, fm_tags=changed.tags)
+        if new_type is not None:
+            changed.type = new_type
+        before = doc_from_trace(trace)
+        after = doc_from_trace(changed)
+        if (before.content, before.tags, before.type) == (after.content, after.tags, after.type):
+            return WriteResult(trace.id, "unchanged", mem.trace_path(self.con, trace.id))
+        changed.updated = rec.now_iso()
+        changed.content_key = content_key(changed.type, changed.scope or "user", changed.content)
+        if changed.content != trace.content:
+            changed.title = changed.content.splitlines()[0][:80]
+        current = mem.trace_path(self.con, trace.id)
+        target = current
+        if current is None or changed.type != trace.type:
+            name = PurePosixPath(current).name if current else memory_filename(changed.content, trace.id[2:10])
+            target = self._new_note_path(changed.type, name)
+        existing = self._read_text(current) if current else None
+        data = render_memory(doc_from_trace(changed), existing).encode("utf-8")
+        with write_transaction(self.con):
+            mem.snapshot_version(self.con, trace, reason)
+            rec.put_trace(self.con, changed)
+            mem.put_outbox(self.con, trace.id, "write", target, content_hash(data))
+        result = self.flush(trace.id) or WriteResult(trace.id, "updated", target)
+        if result.conflict is None:
+            result.action = "updated"
+        return result
+
+    def forget(self, ref: str, reason: str | None = None) -> WriteResult:
+        """Soft-delete a memory: the trace stays (``--include-deleted``), the
+        note moves to the vault's ``.trash`` folder."""
+        trace = self._import_pending(self._live_memory(ref))
+        current = mem.trace_path(self.con, trace.id)
+        with write_transaction(self.con):
+            rec.set_status(self.con, trace.id, "deleted", reason or "forgotten")
+            mem.put_outbox(self.con, trace.id, "trash", current, None)
+        return self.flush(trace.id) or WriteResult(trace.id, "forgotten")
+
+    def restore(self, ref: str) -> WriteResult:
+        """Bring back a forgotten (or deleted-in-the-vault) memory and its note."""
+        trace = find_trace(self.con, ref)
+        if trace is None or trace.kind != "memory":
+            raise MemoryOpError(f"no memory matches {ref!r}")
+        if self.flush(trace.id) is not None:
+            trace = rec.get_trace(self.con, trace.id) or trace
+        if trace.status != "deleted":
+            raise MemoryOpError(f"memory {trace.id} is {trace.status}, not deleted")
+        with write_transaction(self.con):
+            rec.set_status(self.con, trace.id, "active", None)
+            mem.put_outbox(self.con, trace.id, "restore", None, None)
+        return self.flush(trace.id) or WriteResult(trace.id, "restored")
+
+    def history(self, ref: str) -> list[rec.TraceRow]:
+        """The memory (or fact) and its earlier versions, newest first."""
+        trace = find_trace(self.con, ref)
+        if trace is None:
+            raise MemoryOpError(f"no memory or fact matches {ref!r}")
+        newer = mem.newer_versions(self.con, trace.id)
+        head = newer[-1] if newer else trace
+        return [head, *mem.versions(self.con, head.id)]
+
+    # -- mirroring -------------------------------------------------------------
+
+    def flush(self, trace_id: str) -> WriteResult | None:
+        """Carry out the pending vault write of one trace (idempotent)."""
+        entry = mem.get_outbox(self.con, trace_id)
+        if entry is None:
+            return None
+        trace = rec.get_trace(self.con, trace_id)
+        if trace is None:
+            with write_transaction(self.con):
+                mem.clear_outbox(self.con, trace_id)
+            return None
+        current = mem.trace_path(self.con, trace_id)
+        if entry.action == "trash":
+            return self._trash(trace, current)
+        if entry.action == "restore":
+            return self._restore(trace)
+        return self._write(trace, current, entry.expected_path or current)
+
+    def _write(self, trace: rec.TraceRow, current: str | None, target: str | None) -> WriteResult:
+        if target is None:
+            target = self._new_note_path(trace.type, memory_filename(trace.content, trace.id[2:10]))
+        existing: str | None = None
+        mode = None
+        if current and (self.root / current).exists():
+            data = (self.root / current).read_bytes()
+            if content_hash(data) != mem.synced_hash(self.con, current):
+                return self._conflict(trace, current, "the note was edited in the vault meanwhile")
+            existing = data.decode("utf-8", "replace")
+            mode = (self.root / current).stat().st_mode & 0o7777
+        new = render_memory(doc_from_trace(trace), existing).encode("utf-8")
+        if target != current and (self.root / target).exists() and (self.root / target).read_bytes() != new:
+            # Someone created a file at the planned name meanwhile: never overwrite it.
+            target = free_path(self.root / target).relative_to(self.root).as_posix()
+        # An edit always beats a deletion: a note the person deleted while
+        # the store changed it is written again.
+        atomic_write(self.root / target, new, mode=mode)
+        if current and current != target and (self.root / current).exists():
+            (self.root / current).unlink()
+            fsync_dir((self.root / current).parent)
+        with write_transaction(self.con):
+            mem.clear_outbox(self.con, trace.id)
+        self.indexer.sync_paths([target] + ([current] if current and current != target else []))
+        return WriteResult(trace.id, "written", target)
+
+    def _trash(self, trace: rec.TraceRow, current: str | None) -> WriteResult:
+        if current is None or not (self.root / current).exists():
+            with write_transaction(self.con):
+                mem.clear_outbox(self.con, trace.id)
+            if current:
+                self.indexer.sync_paths([current])
+                self._set_deleted(trace, None, None)
+            return WriteResult(trace.id, "forgotten", None)
+        if content_hash((self.root / current).read_bytes()) != mem.synced_hash(self.con, current):
+            return self._conflict(trace, current, "forget cancelled: the note was edited in the vault meanwhile")
+        trash = free_path(self.root / TRASH / PurePosixPath(current).name)
+        atomic_move(self.root / current, trash)
+        trash_rel = trash.relative_to(self.root).as_posix()
+        with write_transaction(self.con):
+            mem.clear_outbox(self.con, trace.id)
+        self.indexer.sync_paths([current])
+        self._set_deleted(trace, current, trash_rel)
+        return WriteResult(trace.id, "forgotten", trash_rel)
+
+    def _set_deleted(self, trace: rec.TraceRow, trashed_from: str | None, trash_path: str | None) -> None:
+        """Record the forget reason and where the note went (the indexer's
+        own deletion handling only knows the file disappeared)."""
+        meta = dict((rec.get_trace(self.con, trace.id) or trace).metadata)
+        if trashed_from:
+            meta.update(trashed_from=trashed_from, trash_path=trash_path)
+        with write_transaction(self.con):
+            rec.set_status(self.con, trace.id, "deleted", trace.reason or "forgotten")
+            self.con.execute(
+                "UPDATE traces SET metadata = ?, path = NULL WHERE id = ?",
+                (json.dumps(meta, ensure_ascii=False, sort_keys=True), trace.id),
+            )
+
+    def _restore(self, trace: rec.TraceRow) -> WriteResult:
+        origin = trace.metadata.get("trashed_from") or (
+            f"{self.folder}/{trace.type}/{memory_filename(trace.content, trace.id[2:10])}"
+        )
+        target = free_path(self.root / origin)
+        trash = trace.metadata.get("trash_path")
+        if trash and (self.root / trash).is_file():
+            text = (self.root / trash).read_bytes().decode("utf-8", "replace")
+            # The trash copy may predate the note's id; give it the id so the
+            # restored note is recognised as this memory.
+            atomic_write(target, edit_frontmatter(text, {"id": trace.id}).encode("utf-8"))
+            (self.root / trash).unlink()
+        else:
+            atomic_write(target, render_memory(doc_from_trace(trace)).encode("utf-8"))
+        rel = target.relative_to(self.root).as_posix()
+        with write_transaction(self.con):
+            mem.clear_outbox(self.con, trace.id)
+        self.indexer.sync_paths([rel])
+        return WriteResult(trace.id, "restored", rel)
+
+    def _conflict(self, trace: rec.TraceRow, current: str, detail: str) -> WriteResult:
+        """The person changed the note since we last read it: import their
+        version, write ours beside it, and record the conflict."""
+        store_text = render_memory(doc_from_trace(trace))
+        store_text = edit_frontmatter(store_text, {"conflict_of": trace.id}, ["id"])
+        stamp = datetime.now().strftime("%Y-%m-%d %H%M%S")
+        stem = PurePosixPath(current).stem
+        beside = free_path((self.root / current).with_name(f"{stem} (conflict {stamp}).md"))
+        atomic_write(beside, store_text.encode("utf-8"))
+        rel = beside.relative_to(self.root).as_posix()
+        with write_transaction(self.con):
+            mem.clear_outbox(self.con, trace.id)
+            mem.add_conflict(self.con, trace.id, current, rel, "edit", detail)
+        # Importing the person's version makes it the live trace again (an
+        # edit beats a deletion, too); ours stays readable in the conflict note.
+        self.indexer.sync_paths([current, rel])
+        return WriteResult(trace.id, "conflict", current, conflict=detail, conflict_path=rel)
+
+    # -- helpers ---------------------------------------------------------------
+
+    def _live_memory(self, ref: str) -> rec.TraceRow:
+        trace = find_trace(self.con, ref)
+        if trace is None:
+            raise MemoryOpError(f"no memory matches {ref!r}")
+        # Finish a write a crashed writer left behind before starting another,
+        # so the outbox never holds two changes for one memory.
+        if self.flush(trace.id) is not None:
+            trace = rec.get_trace(self.con, trace.id) or trace
+        if trace.kind != "memory":
+            raise MemoryOpError(f"{ref!r} is {'a fact' if trace.kind == 'fact' else 'an ordinary note'}, not a memory")
+        if trace.status == "superseded":
+            raise MemoryOpError(f"{trace.id} is an old version; update {trace.metadata.get('version_of', 'the memory')} instead")
+        if trace.status == "deleted":
+            raise MemoryOpError(f"memory {trace.id} is deleted; `memvault restore {trace.id}` first")
+        return trace
+
+    def _import_pending(self, trace: rec.TraceRow) -> rec.TraceRow:
+        """Index the memory's note first, so a person's unsynced edit is the
+        base of the change instead of being overwritten."""
+        path = mem.trace_path(self.con, trace.id)
+        if path:
+            self.indexer.sync_paths([path])
+        fresh = rec.get_trace(self.con, trace.id)
+        if fresh is None or fresh.status != "active":
+            raise MemoryOpError(f"memory {trace.id} was deleted in the vault; `memvault restore {trace.id}` first")
+        return fresh
+
+    def _new_note_path(self, type_: str, name: str) -> str:
+        folder = self.root / self.folder / type_
+        taken = {r[0] for r in self.con.execute("SELECT expected_path FROM outbox WHERE expected_path IS NOT NULL")}
+        path = free_path(folder / name)
+        rel = path.relative_to(self.root).as_posix()
+        n = 2
+        while rel in taken:  # another writer has claimed this name but not written it yet
+            path = free_path(folder / f"{Path(name).stem} {n}.md")
+            rel = path.relative_to(self.root).as_posix()
+            n += 1
+        return rel
+
+    def _read_text(self, rel: str) -> str | None:
+        try:
+            return (self.root / rel).read_bytes().decode("utf-8", "replace")
+        except FileNotFoundError:
+            return None
+
+    def _unresolved_links(self, trace_id: str) -> list[str]:
+        return [
+            f"link [[{e.target_name}]] does not match any note yet (kept; it resolves when the note appears)"
+            for e in rec.edges_from(self.con, trace_id)
+            if e.kind == "related" and e.target_path is None
+        ]
+
+
+def _clean_tags(tags: tuple[str, ...] | list[str]) -> list[str]:
+    out: list[str] = []
+    seen: set[str] = set()
+    for tag in tags:
+        t = tag.strip().lstrip("#").strip()
+        if t and " " not in t and t.lower() not in seen:
+            seen.add(t.lower())
+            out.append(t)
+    return out
+
+
+def flush_outbox(vault: Vault, older_than: float = 30.0) -> list[WriteResult]:
+    """Finish store-side writes whose writer died (older than ``older_than`` s)."""
+    memories = Memories(vault)
+    results = []
+    for entry in mem.stale_outbox(vault.con, older_than):
+        result = memories.flush(entry.trace_id)
+        if result is not None:
+            results.append(result)
+    return results
