@@ -10,6 +10,15 @@ import click
 from .main import AppContext, cli, emit_json, pass_app, stderr_is_tty, warn
 
 
+#: Trace kinds each ``--scope`` searches (empty: every kind).
+SCOPE_KINDS: dict[str, tuple[str, ...]] = {
+    "all": (),
+    "notes": ("note",),
+    "memories": ("memory", "fact"),
+    "facts": ("fact",),
+}
+
+
 def obsidian_uri(vault_name: str, path: str, anchor: str | None = None) -> str:
     """An ``obsidian://open`` link that opens ``path`` (at ``anchor``) in Obsidian."""
     target = path + (f"#{anchor}" if anchor else "")
@@ -74,6 +83,8 @@ def sync(app: AppContext, as_json: bool) -> None:
 @click.option("--tag", "tags", multiple=True, metavar="X", help="Only traces with this tag or a nested tag (repeatable).")
 @click.option("--path", "path_glob", metavar="GLOB", help="Only notes whose vault path matches this glob.")
 @click.option("--raw", is_flag=True, help="Pass QUERY to SQLite FTS5 as written (phrases, AND/OR/NOT, prefix*).")
+@click.option("--scope", "scope", type=click.Choice(["all", "notes", "memories", "facts"]), default="all",
+              show_default=True, help="What to search: ordinary notes, memories (memory notes and facts), facts, or all.")
 @click.option("--include-deleted", is_flag=True, help="Also find forgotten (soft-deleted) memories.")
 @click.option("--include-superseded", is_flag=True, help="Also find old versions of memories and facts.")
 @click.option("--json", "as_json", is_flag=True, help="One JSON object per hit.")
@@ -86,6 +97,7 @@ def search(
     tags: tuple[str, ...],
     path_glob: str | None,
     raw: bool,
+    scope: str,
     include_deleted: bool,
     include_superseded: bool,
     as_json: bool,
@@ -99,7 +111,7 @@ def search(
     types = tuple(_canonical_types(types))
     hits = keyword_search(
         con, query, limit=limit, raw=raw,
-        filters=Filters(types=types, tags=tags, path_glob=path_glob, statuses=statuses),
+        filters=Filters(types=types, tags=tags, path_glob=path_glob, statuses=statuses, kinds=SCOPE_KINDS[scope]),
     )
     for i, hit in enumerate(hits, 1):
         uri = obsidian_uri(vault.name, hit.path) if hit.path else None

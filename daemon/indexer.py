@@ -14,9 +14,10 @@ from __future__ import annotations
 
 import hashlib
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Protocol
 
 import apsw
 
@@ -38,6 +39,19 @@ Progress = Callable[[int, int], None]
 
 class VaultMissingError(Exception):
     """The vault folder is gone; nothing was changed in the index."""
+
+
+class NoteObserver(Protocol):
+    """Something derived from notes (facts, vectors) that follows their changes.
+
+    Called after the reconcile's own transactions have committed, so an
+    observer may take its time (an LLM call) without holding the write lock;
+    it opens its own transactions. Returns warnings to report.
+    """
+
+    def notes_changed(self, written: list[tuple[ParsedNote, rec.TraceRow]], removed: list[str]) -> list[str]:
+        """``written``: notes (re)indexed, with their traces; ``removed``: trace ids whose note is gone."""
+        ...
 
 
 @dataclass
@@ -111,12 +125,14 @@ class Indexer:
         ignore: Iterable[str] = (),
         max_file_size: int = 5 * 1024 * 1024,
         memory_folder: str = "Memory",
+        observers: Sequence[NoteObserver] = (),
     ) -> None:
         self.root = root
         self.con = con
         self.ignore = list(ignore)
         self.max_file_size = max_file_size
         self.memory_folder = memory_folder
+        self.observers = list(observers)
 
     # -- entry points ------------------------------------------------------
 
@@ -226,6 +242,8 @@ class Indexer:
         resolver = LinkResolver(all_files)
 
         written: set[str] = set()
+        written_notes: list[tuple[ParsedNote, rec.TraceRow]] = []
+        removed: list[str] = []
         with write_transaction(self.con):
             for path, message in read_errors:
                 if path in known:
@@ -238,11 +256,12 @@ class Indexer:
                 rec.delete_file(self.con, path)
                 if row.trace_id and row.trace_id not in moves:
                     self._remove_trace(row.trace_id)
+                    removed.append(row.trace_id)
                     summary.deleted += 1
         for i in range(0, len(changes), BATCH):
             with write_transaction(self.con):
                 for c in changes[i : i + BATCH]:
-                    self._write_note(c, resolver, all_files, known)
+                    written_notes.append((c.note, self._write_note(c, resolver, all_files, known)))
                     written.add(c.trace_id)
                     if c.old_path is None:
                         summary.added += 1
@@ -261,6 +280,9 @@ class Indexer:
             keys = {path_key(p) for p in appeared | set(gone)}
             with write_transaction(self.con):
                 self._reresolve(keys, resolver, all_files, written)
+        if written_notes or removed:
+            for observer in self.observers:
+                summary.warnings += observer.notes_changed(written_notes, removed)
         return summary
 
     def _remove_trace(self, trace_id: str) -> None:
@@ -339,7 +361,7 @@ class Indexer:
         resolver: LinkResolver,
         all_files: dict[str, str | None],
         known: dict[str, rec.FileRow],
-    ) -> None:
+    ) -> rec.TraceRow:
         note, st = c.note, c.stat
         old_row = known.get(c.old_path) if c.old_path else None
         if old_row and old_row.trace_id and old_row.trace_id != c.trace_id:
@@ -354,6 +376,7 @@ class Indexer:
         )
         rec.put_trace(self.con, trace)
         rec.replace_edges(self.con, c.trace_id, note_edges(note, resolver, all_files, trace.kind))
+        return trace
 
     def _reresolve(
         self, keys: set[str], resolver: LinkResolver, all_files: dict[str, str | None], written: set[str]

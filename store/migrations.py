@@ -151,9 +151,29 @@ def m002_memories(con: apsw.Connection) -> None:
     )
 
 
+def m003_facts(con: apsw.Connection) -> None:
+    """Facts extracted from memory-source notes (anchors back to the note)."""
+    con.execute(
+        """
+        CREATE TABLE facts (
+            trace_id     TEXT PRIMARY KEY REFERENCES traces(id) ON DELETE CASCADE ON UPDATE CASCADE,
+            source_id    TEXT NOT NULL,
+            heading_path TEXT NOT NULL DEFAULT '',
+            block_id     TEXT,
+            line_start   INTEGER,
+            line_end     INTEGER,
+            source_uri   TEXT NOT NULL,
+            due          TEXT
+        );
+        CREATE INDEX facts_source ON facts(source_id);
+        """
+    )
+
+
 MIGRATIONS: list[Callable[[apsw.Connection], None]] = [
     m001_foundation,
     m002_memories,
+    m003_facts,
 ]
 
 
