@@ -22,7 +22,6 @@ state publish), so an idle daemon costs next to nothing.
 from __future__ import annotations
 
 import importlib
-import importlib.util
 import logging
 import os
 import threading
@@ -49,8 +48,6 @@ log = logging.getLogger("memvault.daemon")
 
 #: Seconds between polls when inotify cannot watch the whole vault.
 POLL_INTERVAL = 5.0
-#: Entries due within this many seconds join the batch being made.
-COALESCE = 0.1
 #: Seconds between checks that the vault folder is still the one watched.
 ROOT_CHECK_INTERVAL = 2.0
 #: Seconds between checks for a vanished vault's return.
@@ -65,6 +62,20 @@ BatchHook = Callable[[str, set[str], SyncSummary], None]
 
 class _Stopped(Exception):
     """Raised from the sync progress callback to abandon a sync on stop."""
+
+
+def _outbox_flusher() -> Callable[..., Any] | None:
+    """``memvault.daemon.memories.flush_outbox``, or None where that module
+    or function does not exist (yet); a module that exists but fails to
+    import is a bug and raises."""
+    try:
+        memories = importlib.import_module("memvault.daemon.memories")
+    except ModuleNotFoundError as exc:
+        if exc.name == "memvault.daemon.memories":
+            return None
+        raise
+    flush = getattr(memories, "flush_outbox", None)
+    return flush if callable(flush) else None
 
 
 def _iso_now() -> str:
@@ -237,8 +248,9 @@ class DaemonRunner:
             self._rules_changed = False
             self._reload_rules()
             self._next_rescan = now  # what is excluded changed: reconcile everything
-        files, dirs = self.queue.pop_due(now, min(COALESCE, self.debounce))
-        if files or dirs:
+        batch = self.queue.take(now)
+        if batch is not None:
+            files, dirs = batch
             try:
                 self._apply(files, dirs, "batch")
             except apsw.BusyError:
@@ -260,7 +272,7 @@ class DaemonRunner:
 
     def _next_deadline(self) -> float:
         deadlines = [self._next_rescan, self._next_ping, self._next_root_check]
-        due = self.queue.next_due()
+        due = self.queue.wake_at()
         if due is not None:
             deadlines.append(due)
         if self.queue.changed:
@@ -424,12 +436,9 @@ class DaemonRunner:
             log.debug("checked %d paths: nothing changed (%.2fs)", checked, summary.seconds)
 
     def _flush_outbox(self) -> None:
-        """Write memory notes whose CLI writer died (memvault.daemon.memories),
-        when that module exists; until then this is a no-op."""
-        if importlib.util.find_spec("memvault.daemon.memories") is None:
-            return
-        memories = importlib.import_module("memvault.daemon.memories")
-        flush = getattr(memories, "flush_outbox", None)
+        """Write memory notes whose CLI writer died, through
+        ``memvault.daemon.memories.flush_outbox`` when that exists."""
+        flush = _outbox_flusher()
         if flush is None:
             return
         try:

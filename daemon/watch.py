@@ -87,29 +87,44 @@ class PathQueue:
             if was_empty:
                 self.cond.notify_all()
 
-    def next_due(self) -> float | None:
-        """The monotonic time the earliest entry comes due, or None if empty."""
+    def _dues(self) -> list[float]:
+        return [*self._files.values(), *self._dirs.values()]
+
+    def wake_at(self) -> float | None:
+        """When :meth:`take` may next return a batch; None while empty."""
         with self.cond:
-            dues = [*self._files.values(), *self._dirs.values()]
-            return min(dues) if dues else None
+            dues = self._dues()
+            if not dues:
+                return None
+            first, last = min(dues), max(dues)
+            if first > time.monotonic():
+                return first
+            return min(last, first + self.debounce)
 
-    def pop_due(self, now: float, coalesce: float = 0.0) -> tuple[set[str], set[str]]:
-        """Remove and return (files, folders) due by ``now + coalesce``.
+    def take(self, now: float) -> tuple[set[str], set[str]] | None:
+        """Remove and return the (files, folders) whose debounce has passed, or
+        None while it is better to wait.
 
-        ``coalesce`` lets entries that come due a moment later join the batch:
-        a burst of files written over a second then makes a few batches, not
-        one per file.
+        Every entry waits out its own debounce. The batch is made when the
+        whole queue is due (the vault went quiet), or once the earliest due
+        entry has waited one more debounce window: during a long burst that
+        makes one batch per window instead of one per file, and a path
+        waits at most two windows.
         """
-        limit = now + coalesce
         with self.cond:
-            files = {p for p, due in self._files.items() if due <= limit}
-            dirs = {p for p, due in self._dirs.items() if due <= limit}
+            dues = self._dues()
+            if not dues:
+                return None
+            first, last = min(dues), max(dues)
+            if first > now or (last > now and now < first + self.debounce):
+                return None
+            files = {p for p, due in self._files.items() if due <= now}
+            dirs = {p for p, due in self._dirs.items() if due <= now}
             for p in files:
                 del self._files[p]
             for p in dirs:
                 del self._dirs[p]
-            if files or dirs:
-                self.changed = True
+            self.changed = True
             return files, dirs
 
     def pop_all(self) -> tuple[set[str], set[str]]:
@@ -217,8 +232,8 @@ def watchable_dirs(root: Path) -> int:
     """How many inotify watches watchdog needs for ``root``: every folder, hidden
     ones included, not following symlinks (as watchdog walks it)."""
     count = 1
-    for _, dirnames, _ in os.walk(root):
-        count += sum(1 for d in dirnames if not os.path.islink(os.path.join(_, d)))
+    for dirpath, dirnames, _files in os.walk(root):
+        count += sum(1 for d in dirnames if not os.path.islink(os.path.join(dirpath, d)))
     return count
 
 

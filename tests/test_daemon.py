@@ -1,0 +1,335 @@
+"""The daemon loop on real vaults with the real inotify observer, in a thread."""
+
+from __future__ import annotations
+
+import errno
+import json
+import logging
+import os
+import shutil
+import sys
+import types
+from pathlib import Path
+
+import pytest
+from helpers import wait_for, write
+from test_daemon_support import content, indexed, on_disk, running
+
+from memvault.daemon import watch
+from memvault.daemon.app import Vault
+from memvault.daemon.indexer import Indexer
+
+
+def presync(root: Path) -> None:
+    v = Vault.open(str(root))
+    try:
+        v.indexer().sync()
+    finally:
+        v.close()
+
+
+def settled(runner) -> bool:
+    return len(runner.queue) == 0
+
+
+# -- bursts and folders ------------------------------------------------------------
+
+
+def test_burst_of_1000_files_all_indexed_in_few_batches(vault: Path) -> None:
+    (vault / "burst").mkdir()
+    with running(vault) as (runner, rec):
+        for i in range(1000):
+            (vault / "burst" / f"note {i:04}.md").write_text(f"# Note {i}\nburst word{i}\n")
+        wait_for(lambda: len(indexed(vault, "burst/")) == 1000, timeout=30)
+        # The index commits before the hook hears of it: wait for the hook too.
+        wait_for(lambda: len(rec.reindexed()) == 1000 and settled(runner))
+        batches = rec.of("batch")
+        counts = rec.reindexed()
+    assert len(batches) <= 20, f"{len(batches)} batches for one burst"
+    assert set(counts.values()) == {1}, "each new note indexed exactly once"
+    assert "burst word999" in (content(vault, "burst/note 0999.md") or "")
+
+
+def test_nested_new_folders_filled_at_once(vault: Path) -> None:
+    with running(vault) as (runner, _):
+        deep = vault / "a" / "b" / "c"
+        deep.mkdir(parents=True)  # mkdir -p, then files at once: watches may come late
+        for rel in ("a/top.md", "a/b/mid.md", "a/b/c/deep.md", "a/b/c/img.png"):
+            write(vault, rel, f"text of {rel}")
+        wait_for(lambda: indexed(vault, "a/") == {"a/top.md", "a/b/mid.md", "a/b/c/deep.md", "a/b/c/img.png"})
+        write(vault, "a/b/c/later.md", "written after the watch exists")
+        wait_for(lambda: "a/b/c/later.md" in indexed(vault, "a/"))
+
+
+def test_folder_moved_in_renamed_and_moved_out(vault: Path, tmp_path: Path) -> None:
+    outside = tmp_path / "outside" / "Projects"
+    for i in range(30):
+        write(outside, f"sub/p{i}.md", f"project note {i}")
+    write(outside, "readme.md", "the readme")
+    expected = {f"Projects/sub/p{i}.md" for i in range(30)} | {"Projects/readme.md"}
+    with running(vault) as (runner, rec):
+        os.rename(outside, vault / "Projects")
+        wait_for(lambda: indexed(vault, "Projects/") == expected)
+
+        os.rename(vault / "Projects", vault / "Work")
+        renamed = {"Work/" + p.removeprefix("Projects/") for p in expected}
+        wait_for(lambda: indexed(vault, "Work/") == renamed and not indexed(vault, "Projects/"))
+        # A renamed folder keeps its notes' identities: moves, not delete + add.
+        wait_for(lambda: sum(s.moved for _, _, s in rec.of("batch")) == len(expected))
+        assert rec.deleted() == 0
+
+        os.rename(vault / "Work", tmp_path / "outside" / "Work")
+        wait_for(lambda: not indexed(vault, "Work/"))
+    assert indexed(vault) == set()
+
+
+def test_deleted_folder_removes_its_notes(vault: Path) -> None:
+    for i in range(10):
+        write(vault, f"Old/n{i}.md", f"old {i}")
+    write(vault, "keep.md", "kept")
+    presync(vault)
+    with running(vault):
+        shutil.rmtree(vault / "Old")
+        wait_for(lambda: indexed(vault) == {"keep.md"})
+
+
+# -- editor save styles ----------------------------------------------------------------
+
+
+def save_in_place(p: Path, text: str) -> None:  # Obsidian, VS Code, nano
+    with open(p, "w", encoding="utf-8") as fh:
+        fh.write(text[: len(text) // 2])
+        fh.flush()
+        fh.write(text[len(text) // 2 :])
+
+
+def save_vim(p: Path, text: str) -> None:
+    """vim's default: probe file 4913, swap file, backup by rename, new file, backup removed."""
+    swp = p.with_name(f".{p.name}.swp")
+    swp.write_bytes(b"swap")
+    probe = p.with_name("4913")
+    probe.write_bytes(b"")
+    probe.unlink()
+    backup = p.with_name(p.name + "~")
+    os.rename(p, backup)
+    with open(p, "w", encoding="utf-8") as fh:
+        fh.write(text)
+        fh.flush()
+        os.fsync(fh.fileno())
+    backup.unlink()
+    swp.unlink()
+
+
+def save_jetbrains(p: Path, text: str) -> None:
+    """JetBrains "safe write": temp file, original to ___jb_old___, temp renamed, old removed."""
+    tmp = p.with_name(p.name + "___jb_tmp___")
+    old = p.with_name(p.name + "___jb_old___")
+    tmp.write_text(text, encoding="utf-8")
+    os.rename(p, old)
+    os.rename(tmp, p)
+    old.unlink()
+
+
+def save_atomic_replace(p: Path, text: str) -> None:  # write temp, os.replace over the note
+    tmp = p.with_name(f"{p.stem}.tmp.{os.getpid()}")
+    tmp.write_text(text, encoding="utf-8")
+    os.replace(tmp, p)
+
+
+def save_delete_then_create(p: Path, text: str) -> None:
+    p.unlink()
+    p.write_text(text, encoding="utf-8")
+
+
+@pytest.mark.parametrize(
+    "save", [save_in_place, save_vim, save_jetbrains, save_atomic_replace, save_delete_then_create],
+    ids=lambda f: f.__name__.removeprefix("save_"),
+)
+def test_each_editor_save_style_reindexes_once(vault: Path, save) -> None:
+    write(vault, "Daily/note.md", "# Note\nfirst version\n")
+    write(vault, "other.md", "links to [[note]]")
+    presync(vault)
+    with running(vault, debounce_ms=150) as (runner, rec):
+        save(vault / "Daily" / "note.md", "# Note\nsecond version with marker zebra\n")
+        wait_for(lambda: "zebra" in (content(vault, "Daily/note.md") or ""))
+        wait_for(lambda: rec.reindexed() and settled(runner))
+        counts = rec.reindexed()
+    assert counts == {"Daily/note.md": 1}, counts
+    assert indexed(vault) == {"Daily/note.md", "other.md"}, "no temp or backup file left in the index"
+    assert rec.deleted() == 0
+
+
+# -- hidden, ignored, vault settings ---------------------------------------------------------
+
+
+def test_hidden_and_ignored_paths_are_not_hints(vault: Path) -> None:
+    write(vault, ".obsidian/app.json", json.dumps({"userIgnoreFilters": ["Templates/"]}))
+    presync(vault)
+    with running(vault) as (runner, rec):
+        write(vault, ".obsidian/workspace.json", "{}")
+        write(vault, ".trash/old.md", "trashed")
+        write(vault, ".git/objects/x", "blob")
+        write(vault, "Templates/daily.md", "template")
+        write(vault, "visible.md", "seen")
+        wait_for(lambda: "visible.md" in rec.hinted())
+        hinted = rec.hinted()
+    assert hinted == {"visible.md"}
+    assert indexed(vault) == {"visible.md"}
+
+
+def test_changed_excluded_files_setting_triggers_a_rescan(vault: Path) -> None:
+    write(vault, ".obsidian/app.json", "{}")
+    write(vault, "Archive/a.md", "archived")
+    write(vault, "b.md", "current")
+    presync(vault)
+    with running(vault) as (runner, rec):
+        write(vault, ".obsidian/app.json", json.dumps({"userIgnoreFilters": ["Archive/"]}))
+        wait_for(lambda: indexed(vault) == {"b.md"})
+        write(vault, "Archive/new.md", "ignored from now on")
+        write(vault, "c.md", "not ignored")
+        wait_for(lambda: "c.md" in indexed(vault))
+        wait_for(lambda: rec.of("rescan"))  # the settings change ran a full rescan
+    assert "Archive/new.md" not in indexed(vault)
+
+
+# -- missed events, vanished vault, fallback ---------------------------------------------------
+
+
+def test_rescan_brings_index_in_line_after_missed_events(vault: Path) -> None:
+    for i in range(300):
+        write(vault, f"n/{i:03}.md", f"note {i} original")
+    presync(vault)
+    # A polling observer that never polls stands for an observer that lost
+    # every event; only the periodic rescan can see these 500 changes.
+    with running(vault, polling=True, poll_interval=3600, rescan_interval=1.0) as (runner, rec):
+        for i in range(100):
+            (vault / "n" / f"{i:03}.md").unlink()
+        for i in range(100, 250):
+            (vault / "n" / f"{i:03}.md").write_text(f"note {i} edited walrus")
+        for i in range(250):
+            write(vault, f"m/{i:03}.md", f"new note {i}")
+        expected = on_disk(vault)
+        wait_for(lambda: indexed(vault) == expected, timeout=30)
+        wait_for(lambda: "walrus" in (content(vault, "n/249.md") or ""))
+        wait_for(lambda: rec.of("rescan"))
+        assert not rec.of("batch"), "no events reached the daemon"
+    assert runner.mode == "stopping"
+
+
+def test_vault_moved_away_and_back_deletes_nothing(vault: Path, tmp_path: Path) -> None:
+    for i in range(20):
+        write(vault, f"v/{i}.md", f"kept {i}")
+    presync(vault)
+    before = indexed(vault)
+    away = tmp_path / "away"
+    with running(vault) as (runner, rec):
+        os.rename(vault, away)  # unmounted disk, renamed folder: the path is gone
+        wait_for(lambda: runner.mode == "waiting", timeout=10)
+        (away / "v" / "0.md").write_text("edited while away")
+        write(away, "new.md", "added while away")
+        assert indexed(vault) == before, "a vanished vault deletes nothing"
+        os.rename(away, vault)
+        wait_for(lambda: runner.mode == "watch" and "new.md" in indexed(vault), timeout=10)
+        wait_for(lambda: content(vault, "v/0.md") == "edited while away")
+        write(vault, "after.md", "watched again")
+        wait_for(lambda: "after.md" in indexed(vault))
+    assert rec.deleted() == 0
+    assert indexed(vault) == before | {"new.md", "after.md"}
+
+
+def test_vault_deleted_and_recreated(vault: Path) -> None:
+    for i in range(5):
+        write(vault, f"{i}.md", f"old {i}")
+    presync(vault)
+    with running(vault) as (runner, rec):
+        shutil.rmtree(vault)
+        wait_for(lambda: runner.mode == "waiting", timeout=10)
+        vault.mkdir()
+        write(vault, "0.md", "old 0")
+        write(vault, "fresh.md", "a new start")
+        wait_for(lambda: runner.mode == "watch" and indexed(vault) == {"0.md", "fresh.md"}, timeout=10)
+        write(vault, "x/later.md", "the new folder is watched")
+        wait_for(lambda: "x/later.md" in indexed(vault))
+
+
+def test_inotify_watch_limit_falls_back_to_polling(vault: Path, monkeypatch, caplog) -> None:
+    class FullInotify(watch.Observer):  # type: ignore[misc, valid-type]
+        def start(self) -> None:
+            raise OSError(errno.ENOSPC, "inotify watch limit reached")
+
+    monkeypatch.setattr(watch, "Observer", FullInotify)
+    caplog.set_level(logging.WARNING, logger="memvault.daemon")
+    with running(vault, poll_interval=0.2) as (runner, _):
+        assert runner.mode == "poll"
+        write(vault, "polled.md", "seen by polling")
+        wait_for(lambda: "polled.md" in indexed(vault))
+    msg = next(r.getMessage() for r in caplog.records if "inotify" in r.getMessage())
+    assert "inotify watch limit reached (fs.inotify.max_user_watches=" in msg
+    assert "falling back to polling every 0.2 s" in msg
+
+
+def test_partly_watched_vault_falls_back_to_polling(vault: Path, monkeypatch, caplog) -> None:
+    write(vault, "a/b.md", "x")
+    # As if max_user_watches ran out half-way: fewer watches than folders.
+    monkeypatch.setattr(watch, "watchable_dirs", lambda root: 10_000)
+    caplog.set_level(logging.WARNING, logger="memvault.daemon")
+    with running(vault, poll_interval=0.2) as (runner, _):
+        assert runner.mode == "poll"
+    assert any("falling back to polling" in r.getMessage() for r in caplog.records)
+
+
+def test_inotify_watches_cover_every_folder(vault: Path) -> None:
+    for rel in ("a/b/c/x.md", "d/y.md", ".obsidian/plugins/p/data.json"):
+        write(vault, rel, "x")
+    with running(vault) as (runner, _):
+        assert runner.mode == "watch"
+        assert watch.inotify_watches(runner._observer) == watch.watchable_dirs(vault) == 8
+
+
+# -- shutdown and hooks ------------------------------------------------------------------
+
+
+def test_stop_applies_the_pending_queue_at_once(vault: Path) -> None:
+    with running(vault, debounce_ms=60_000) as (runner, rec):
+        write(vault, "pending.md", "not yet due")
+        wait_for(lambda: len(runner.queue) == 1)
+    assert [kind for kind, _, _ in rec.of("final")] == ["final"]
+    assert "pending.md" in indexed(vault)
+
+
+def test_memory_outbox_is_flushed_after_batches_and_rescans(vault: Path, monkeypatch) -> None:
+    calls = []
+    fake = types.ModuleType("memvault.daemon.memories")
+    fake.flush_outbox = lambda v, older_than: calls.append((v, older_than))  # type: ignore[attr-defined]
+    monkeypatch.setitem(sys.modules, "memvault.daemon.memories", fake)
+    with running(vault) as (runner, _):
+        assert calls and calls[0][0] is runner.vault and calls[0][1] == 30.0  # after the first sync
+        n = len(calls)
+        write(vault, "a.md", "x")
+        wait_for(lambda: len(calls) > n)
+
+
+def test_state_file_published(vault: Path) -> None:
+    from memvault.daemon.status import read_state
+
+    with running(vault, publish_interval=0.05) as (runner, rec):
+        write(vault, "a.md", "x")
+        try:
+            wait_for(lambda: (read_state(runner.vault.data_dir) or {}).get("batches") == 1, timeout=3)
+        except AssertionError:
+            print(read_state(runner.vault.data_dir), runner.batches, rec.calls)
+            raise
+        state = read_state(runner.vault.data_dir)
+        assert state["pid"] == os.getpid() and state["mode"] == "watch" and state["queue"] == 0
+
+
+def test_indexer_is_the_one_used(vault: Path) -> None:
+    # The runner confirms hints through Indexer.sync_paths: a path that
+    # changed back to its indexed bytes is not rewritten.
+    write(vault, "same.md", "unchanged")
+    presync(vault)
+    with running(vault) as (runner, rec):
+        (vault / "same.md").write_text("unchanged")
+        wait_for(lambda: rec.of("batch") and settled(runner))
+        assert rec.reindexed() == {}
+    assert isinstance(Vault.open(str(vault)).indexer(), Indexer)
