@@ -6,6 +6,7 @@ import logging
 import os
 import signal
 import sys
+import warnings
 from pathlib import Path
 from typing import Any
 
@@ -37,6 +38,9 @@ def setup_logging(verbose: bool) -> None:
     logger.setLevel(logging.DEBUG if verbose else logging.INFO)
     logger.propagate = False
     logging.getLogger("watchdog").setLevel(logging.WARNING)  # its debug output is per raw event
+    # watchdog warns when it re-adds a watch it already had (a folder seen both
+    # by event and by walking it): harmless, and noise in the journal.
+    warnings.filterwarnings("ignore", message="Callback with id", category=RuntimeWarning)
 
 
 @cli.command()

@@ -19,6 +19,10 @@ from memvault.daemon import watch
 from memvault.daemon.app import Vault
 from memvault.daemon.indexer import Indexer
 
+# watchdog re-adds the watch of a folder it saw both by event and by walking
+# (mkdir -p, then files): a harmless RuntimeWarning from its internals.
+pytestmark = pytest.mark.filterwarnings("ignore:Callback with id:RuntimeWarning")
+
 
 def presync(root: Path) -> None:
     v = Vault.open(str(root))
