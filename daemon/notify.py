@@ -43,7 +43,10 @@ class Notifier:
             return False
         try:
             if self._sock is None:
-                self._sock = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM | socket.SOCK_CLOEXEC)
+                # Non-blocking: a listener that stops reading fills its queue
+                # (ten datagrams by default) and must not freeze the daemon;
+                # the message is dropped instead.
+                self._sock = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM | socket.SOCK_CLOEXEC | socket.SOCK_NONBLOCK)
             self._sock.sendto("\n".join(lines).encode("utf-8"), self.address)
             return True
         except OSError as exc:

@@ -65,3 +65,14 @@ def test_watchdog_interval_is_half_of_watchdog_usec() -> None:
     assert Notifier({"WATCHDOG_USEC": "60000000", "WATCHDOG_PID": "1"}).watchdog_interval is None
     assert Notifier({"WATCHDOG_USEC": "junk"}).watchdog_interval is None
     assert Notifier({"WATCHDOG_USEC": "0"}).watchdog_interval is None
+
+
+def test_a_listener_that_stops_reading_cannot_block_the_daemon(tmp_path: Path) -> None:
+    sock = NotifySocket(tmp_path / "n.sock")  # bound, never read
+    n = Notifier({"NOTIFY_SOCKET": str(sock.path)})
+    try:
+        sent = [n.status(f"message {i}") for i in range(500)]  # returns at once, full queue or not
+    finally:
+        n.close()
+        sock.close()
+    assert sent[0] is True and sent[-1] is False
