@@ -42,7 +42,16 @@ from .indexer import Indexer, SyncSummary, VaultMissingError
 from .lock import DaemonLock
 from .notify import Notifier
 from .status import write_state
-from .watch import PathQueue, VaultEventHandler, WatchLimitError, excluded, start_inotify, start_polling, stop_observer
+from .watch import (
+    PathQueue,
+    VaultEventHandler,
+    WatchLimitError,
+    check_watch_coverage,
+    excluded,
+    start_inotify,
+    start_polling,
+    stop_observer,
+)
 
 log = logging.getLogger("memvault.daemon")
 
@@ -263,6 +272,7 @@ class DaemonRunner:
                     self.queue.add(d, is_dir=True)
         if now >= self._next_rescan:
             self._full_sync("rescan")
+            self._recheck_coverage()
         if now >= self._next_ping:
             self._ping()
         if now >= self._next_root_check:
@@ -343,6 +353,26 @@ class DaemonRunner:
         self._next_root_check = now + ROOT_CHECK_INTERVAL
         if self.notifier.watchdog_interval:
             self._next_ping = min(self._next_ping, now + self.notifier.watchdog_interval)
+
+    def _recheck_coverage(self) -> None:
+        """Fall back to polling if folders made since the start went unwatched.
+
+        watchdog adds a watch for each new folder but ignores a failure to
+        (the limit may be reached long after start-up); the rescan has just
+        caught up on what those folders missed, this keeps it from recurring.
+        """
+        if self.mode != "watch" or self._observer is None:
+            return
+        try:
+            check_watch_coverage(self._observer, self.root)
+        except WatchLimitError as exc:
+            log.warning("%s; falling back to polling every %g s", exc, self.poll_interval)
+            stop_observer(self._observer)
+            assert self._handler is not None
+            self._observer = start_polling(self.root, self._handler, self.poll_interval)
+            self._set_mode("poll")
+        except OSError:
+            pass  # the vault is vanishing; the root check handles that
 
     # -- reconciling -------------------------------------------------------------
 

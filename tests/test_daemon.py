@@ -282,6 +282,18 @@ def test_partly_watched_vault_falls_back_to_polling(vault: Path, monkeypatch, ca
     assert any("falling back to polling" in r.getMessage() for r in caplog.records)
 
 
+def test_watch_limit_reached_later_switches_to_polling_at_the_rescan(vault: Path, monkeypatch, caplog) -> None:
+    caplog.set_level(logging.WARNING, logger="memvault.daemon")
+    with running(vault, rescan_interval=0.3, poll_interval=0.2) as (runner, rec):
+        assert runner.mode == "watch"
+        # From now on, folders outnumber watches (as if new ones went unwatched).
+        monkeypatch.setattr(watch, "watchable_dirs", lambda root: 10_000)
+        wait_for(lambda: runner.mode == "poll")
+        write(vault, "later/polled.md", "found by polling")
+        wait_for(lambda: "later/polled.md" in indexed(vault))
+    assert any("falling back to polling" in r.getMessage() for r in caplog.records)
+
+
 def test_inotify_watches_cover_every_folder(vault: Path) -> None:
     for rel in ("a/b/c/x.md", "d/y.md", ".obsidian/plugins/p/data.json"):
         write(vault, rel, "x")
