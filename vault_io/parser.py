@@ -1,0 +1,180 @@
+"""Turn the raw bytes of one note into a :class:`~vault_io.note.ParsedNote`.
+
+The steps: decode UTF-8 (or raise :class:`NoteReadError`), drop a BOM and
+normalise line endings to LF, split off and load the front-matter, mask the
+regions of the body where Obsidian sees no syntax (code, comments, HTML,
+math), then run the link, tag, heading and block-id scanners over the masked
+body.  Line numbers are file lines: the body's offset in the file is added.
+
+Invalid front-matter never stops indexing: the note is then parsed as if the
+whole file were body, with ``frontmatter={}`` and the reason in ``error``.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+from .frontmatter import (
+    DEFAULT_MAX_BYTES,
+    FrontmatterError,
+    frontmatter_aliases,
+    frontmatter_links,
+    frontmatter_tags,
+    frontmatter_title,
+    key_lines,
+    load_frontmatter,
+    split_frontmatter,
+)
+from .markdown import (
+    RawLink,
+    blank_spans,
+    find_blocks,
+    find_headings,
+    find_markdown_links,
+    find_tags,
+    find_wikilinks,
+    line_index,
+    line_starts,
+    mask_markdown,
+)
+from .note import Block, Heading, Link, NoteReadError, ParsedNote, content_hash
+
+log = logging.getLogger(__name__)
+
+
+def parse_note(
+    path: str, data: bytes, *, max_frontmatter_bytes: int = DEFAULT_MAX_BYTES
+) -> ParsedNote:
+    """Parse one note.  ``path`` is the vault-relative POSIX path.
+
+    Raises :class:`NoteReadError` if ``data`` is not UTF-8, and nothing else:
+    a bug in a scanner yields a note with only its text and an ``error``
+    starting "internal parser error", so one odd note cannot stop a sync.
+    """
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise NoteReadError(
+            f"{path}: not valid UTF-8 (byte 0x{data[exc.start]:02x} at offset {exc.start})"
+        ) from None
+    bom = text.startswith("\ufeff")
+    if bom:
+        text = text[1:]
+    crlf = "\r\n" in text
+    if "\r" in text:
+        # A lone CR is a line break too (CommonMark), so count it as one.
+        text = text.replace("\r\n", "\n").replace("\r", "\n")
+    try:
+        return _parse_text(path, text, content_hash(data), crlf, bom, max_frontmatter_bytes)
+    except Exception as exc:  # last line of defence; tests hold this branch to zero
+        log.exception("internal error parsing %s", path)
+        return ParsedNote(
+            path=path,
+            title=_stem(path),
+            frontmatter={},
+            body=text,
+            body_line=1,
+            hash=content_hash(data),
+            error=f"internal parser error: {type(exc).__name__}: {exc}",
+            crlf=crlf,
+            bom=bom,
+        )
+
+
+def _parse_text(
+    path: str, text: str, digest: str, crlf: bool, bom: bool, max_frontmatter_bytes: int
+) -> ParsedNote:
+    """Parse LF-normalised, BOM-less ``text``; see :func:`parse_note`."""
+    yaml_text, body, body_line = split_frontmatter(text)
+    frontmatter: dict[str, Any] = {}
+    error: str | None = None
+    property_links: list[Link] = []
+    structure_start = 0  # body lines before this hold no headings or block ids
+    if yaml_text is not None:
+        try:
+            frontmatter = load_frontmatter(yaml_text, max_bytes=max_frontmatter_bytes)
+            if frontmatter:
+                property_links = frontmatter_links(frontmatter, key_lines(yaml_text))
+        except FrontmatterError as exc:
+            # Index the whole file as body, but do not read headings out of
+            # the broken YAML (a "key: value" line above "---" is no heading).
+            error = str(exc)
+            structure_start = body_line - 1
+            body, body_line = text, 1
+
+    masked = mask_markdown(body)
+    starts = line_starts(body)
+    wikilinks, wiki_spans = find_wikilinks(masked.text, body)
+    scan = blank_spans(masked.text, wiki_spans)  # "[[a #b]]" holds no tag
+    md_links, md_spans = find_markdown_links(scan, body)
+    scan = blank_spans(scan, md_spans)
+
+    links: list[Link] = list(property_links)
+    embeds: list[Link] = []
+    for raw in sorted(wikilinks + md_links, key=lambda r: r.offset):
+        link = _to_link(raw, body_line + line_index(starts, raw.offset))
+        (embeds if raw.embed else links).append(link)
+
+    tags = _dedupe_tags(frontmatter_tags(frontmatter) + find_tags(scan, body))
+    headings = tuple(
+        Heading(level=level, text=htext, line=body_line + i)
+        for level, htext, i in find_headings(
+            masked.text, body.split("\n"), masked.code_lines, structure_start, starts
+        )
+    )
+    blocks = tuple(
+        Block(id=block_id, line=body_line + first, end_line=body_line + last)
+        for block_id, first, last in find_blocks(
+            masked.text, masked.code_lines, structure_start, starts
+        )
+    )
+    return ParsedNote(
+        path=path,
+        title=frontmatter_title(frontmatter) or _stem(path),
+        frontmatter=frontmatter,
+        body=body,
+        body_line=body_line,
+        hash=digest,
+        tags=tags,
+        aliases=tuple(frontmatter_aliases(frontmatter)),
+        links=tuple(links),
+        embeds=tuple(embeds),
+        headings=headings,
+        blocks=blocks,
+        error=error,
+        crlf=crlf,
+        bom=bom,
+    )
+
+
+def _stem(path: str) -> str:
+    """``PurePosixPath(path).stem`` without building a path object."""
+    name = path.rpartition("/")[2]
+    dot = name.rfind(".")
+    return name[:dot] if 0 < dot < len(name) - 1 else name
+
+
+def _to_link(raw: RawLink, line: int) -> Link:
+    """A scanner's :class:`RawLink` as the :class:`Link` value the index stores."""
+    return Link(
+        target=raw.target,
+        kind="embed" if raw.embed else "link",
+        subpath=raw.subpath,
+        display=raw.display,
+        size=raw.size,
+        line=line,
+        markdown=raw.markdown,
+    )
+
+
+def _dedupe_tags(tags: list[str]) -> tuple[str, ...]:
+    """Tags without case-insensitive repeats, keeping each first spelling."""
+    seen: set[str] = set()
+    kept: list[str] = []
+    for tag in tags:
+        key = tag.lower()
+        if key not in seen:
+            seen.add(key)
+            kept.append(tag)
+    return tuple(kept)
