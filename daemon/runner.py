@@ -212,8 +212,10 @@ class DaemonRunner:
             try:
                 # Watch first, then sync: a change made during a long sync is
                 # queued rather than left for the next rescan.
-                self._start_watching()
+                self._set_mode("starting")
+                watch_mode = self._start_watching()
                 self._full_sync("sync")
+                self._set_mode(watch_mode)
             except (VaultMissingError, OSError) as exc:
                 stop_observer(self._observer)
                 self._observer = None
@@ -328,7 +330,8 @@ class DaemonRunner:
             return False
         return (st.st_dev, st.st_ino) == self._root_id
 
-    def _start_watching(self) -> None:
+    def _start_watching(self) -> str:
+        """Start the observer; returns the mode it runs in, "watch" or "poll"."""
         st = os.stat(self.root)
         self._root_id = (st.st_dev, st.st_ino)
         self._handler = VaultEventHandler(
@@ -338,21 +341,20 @@ class DaemonRunner:
             on_root_gone=self._on_root_gone,
             on_rules_changed=self._on_rules_changed,
         )
-        observer = None
+        observer, mode = None, "watch"
         if not self.force_polling:
             try:
                 observer = start_inotify(self.root, self._handler)
-                self._set_mode("watch")
             except WatchLimitError as exc:
                 log.warning("%s; falling back to polling every %g s", exc, self.poll_interval)
         if observer is None:
-            observer = start_polling(self.root, self._handler, self.poll_interval)
-            self._set_mode("poll")
+            observer, mode = start_polling(self.root, self._handler, self.poll_interval), "poll"
         self._observer = observer
         now = time.monotonic()
         self._next_root_check = now + ROOT_CHECK_INTERVAL
         if self.notifier.watchdog_interval:
             self._next_ping = min(self._next_ping, now + self.notifier.watchdog_interval)
+        return mode
 
     def _recheck_coverage(self) -> None:
         """Fall back to polling if folders made since the start went unwatched.

@@ -146,7 +146,8 @@ def test_daemon_without_notify_socket_runs(vault: Path, tmp_path: Path) -> None:
     proc = subprocess.Popen([*MEMVAULT, "--vault", str(vault), "daemon"], env=daemon_env(),
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:
-        wait_for(lambda: state_file(vault).exists(), timeout=30)
+        wait_for(lambda: state_file(vault).exists() and json.loads(state_file(vault).read_text())["mode"] == "watch",
+                 timeout=30)
         write(vault, "x.md", "x")
         wait_for(lambda: "x.md" in indexed(vault))
     finally:
