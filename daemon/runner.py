@@ -63,6 +63,8 @@ ROOT_CHECK_INTERVAL = 2.0
 VAULT_WAIT_INTERVAL = 1.0
 #: Memory notes whose writer died are flushed once this old (seconds).
 OUTBOX_AGE = 30.0
+#: Seconds before a rescan that found the index busy is tried again.
+BUSY_RETRY = 10.0
 #: Seconds between keep-alives sent from inside a long full sync.
 PROGRESS_INTERVAL = 10.0
 
@@ -273,8 +275,13 @@ class DaemonRunner:
                 for d in dirs:
                     self.queue.add(d, is_dir=True)
         if now >= self._next_rescan:
-            self._full_sync("rescan")
-            self._recheck_coverage()
+            try:
+                self._full_sync("rescan")
+            except apsw.BusyError:
+                log.warning("index busy; rescan retried in %g s", BUSY_RETRY)
+                self._next_rescan = now + BUSY_RETRY
+            else:
+                self._recheck_coverage()
         if now >= self._next_ping:
             self._ping()
         if now >= self._next_root_check:

@@ -349,3 +349,22 @@ def test_indexer_is_the_one_used(vault: Path) -> None:
         wait_for(lambda: rec.of("batch") and settled(runner))
         assert rec.reindexed() == {}
     assert isinstance(Vault.open(str(vault)).indexer(), Indexer)
+
+
+def test_busy_index_keeps_the_hints_and_retries(vault: Path, monkeypatch, caplog) -> None:
+    import apsw
+
+    from memvault.store import db
+
+    monkeypatch.setattr(db, "BUSY_TIMEOUT_MS", 50)  # the daemon's connection gives up fast
+    caplog.set_level(logging.WARNING, logger="memvault.daemon")
+    with running(vault) as (runner, _):
+        other = apsw.Connection(str(runner.vault.index_path))
+        other.execute("BEGIN IMMEDIATE")  # a CLI writer holding the write lock
+        try:
+            write(vault, "waits.md", "written while the index is locked")
+            wait_for(lambda: any("index busy" in r.getMessage() for r in caplog.records))
+        finally:
+            other.execute("ROLLBACK")
+            other.close()
+        wait_for(lambda: "waits.md" in indexed(vault))
