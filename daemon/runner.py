@@ -43,6 +43,7 @@ from .lock import DaemonLock
 from .notify import Notifier
 from .status import write_state
 from .watch import (
+    OverflowListener,
     PathQueue,
     VaultEventHandler,
     WatchLimitError,
@@ -140,6 +141,7 @@ class DaemonRunner:
         self._indexer: Indexer | None = None
         self._root_gone = False
         self._rules_changed = False
+        self._overflowed = False
         self._root_id: tuple[int, int] | None = None
         self._last_batch: str | None = None
         self._last_rescan: str | None = None
@@ -198,7 +200,8 @@ class DaemonRunner:
     def _run_locked(self) -> None:
         try:
             log.info("memvault daemon starting for %s (pid %d)", self.root, os.getpid())
-            self._serve()
+            with OverflowListener(self._on_overflow):
+                self._serve()
         finally:
             try:
                 self._shutdown()
@@ -242,7 +245,7 @@ class DaemonRunner:
         cond = self.queue.cond
         while True:
             with cond:
-                if not (self._stop.is_set() or self._root_gone or self._rules_changed):
+                if not (self._stop.is_set() or self._root_gone or self._rules_changed or self._overflowed):
                     timeout = self._next_deadline() - time.monotonic()
                     if timeout > 0:
                         cond.wait(timeout)
@@ -261,6 +264,10 @@ class DaemonRunner:
             self._rules_changed = False
             self._reload_rules()
             self._next_rescan = now  # what is excluded changed: reconcile everything
+        if self._overflowed:
+            self._overflowed = False
+            log.warning("inotify queue overflowed, events were lost; rescanning the vault")
+            self._next_rescan = now
         batch = self.queue.take(now)
         if batch is not None:
             files, dirs = batch
@@ -326,6 +333,10 @@ class DaemonRunner:
 
     def _on_rules_changed(self) -> None:
         self._rules_changed = True
+        self._wake()
+
+    def _on_overflow(self) -> None:
+        self._overflowed = True
         self._wake()
 
     def _root_unchanged(self) -> bool:

@@ -7,15 +7,17 @@ not to hand over a path before the editor that is writing it has finished:
 * :class:`PathQueue` keeps one due time per path, pushed back by every new
   event on that path (per-path debounce). An editor's save, in place, by
   temp-file-and-rename or by delete-and-create, touches its paths within a
-  few milliseconds, so they all come due together and the note is re-indexed
-  once, with its final content.
+  few milliseconds; a batch is made only once the whole queue is due (or a
+  window later during a long burst), so the note is re-indexed once, with
+  its final content.
 * :class:`VaultEventHandler` turns watchdog events into vault-relative hints,
   dropping hidden paths (``.obsidian``, ``.trash``, ``.git``, swap files) and
   the vault's ignore rules. A folder event becomes a *folder hint*, expanded
   when due into the files now under it plus the indexed paths under it, which
   covers folders filled before their watch existed and folders moved out.
-* :func:`start_observer` starts the real inotify observer and falls back to
-  polling, loudly, when the inotify limits do not allow watching every folder.
+* :func:`start_inotify` starts the real inotify observer and raises
+  :class:`WatchLimitError` when the inotify limits do not allow watching
+  every folder; the daemon then polls (:func:`start_polling`), loudly.
 """
 
 from __future__ import annotations
@@ -212,6 +214,33 @@ class VaultEventHandler(FileSystemEventHandler):
         if excluded(self.rules, rel, is_dir):
             return
         self.queue.add(rel, is_dir=is_dir)
+
+
+class OverflowListener(logging.Handler):
+    """Hears watchdog report a kernel inotify queue overflow.
+
+    When more events arrive than the kernel queues
+    (``fs.inotify.max_queued_events``), they are dropped; watchdog rebuilds
+    its watches but only *logs* the loss. The daemon answers with a full
+    rescan right away instead of waiting for the next scheduled one.
+    """
+
+    LOGGER = "watchdog.observers"
+
+    def __init__(self, callback: Callable[[], None]) -> None:
+        super().__init__(logging.WARNING)
+        self.callback = callback
+
+    def emit(self, record: logging.LogRecord) -> None:
+        if record.getMessage().startswith("Inotify queue overflowed"):
+            self.callback()
+
+    def __enter__(self) -> "OverflowListener":
+        logging.getLogger(self.LOGGER).addHandler(self)
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        logging.getLogger(self.LOGGER).removeHandler(self)
 
 
 # -- observers -------------------------------------------------------------

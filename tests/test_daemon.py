@@ -368,3 +368,12 @@ def test_busy_index_keeps_the_hints_and_retries(vault: Path, monkeypatch, caplog
             other.execute("ROLLBACK")
             other.close()
         wait_for(lambda: "waits.md" in indexed(vault))
+
+
+def test_inotify_queue_overflow_triggers_a_rescan(vault: Path) -> None:
+    with running(vault) as (runner, rec):  # scheduled rescans are off here
+        # watchdog only logs an overflow (from its inotify reader thread):
+        logging.getLogger("watchdog.observers.inotify_c").warning(
+            "Inotify queue overflowed; filesystem events were lost"
+        )
+        wait_for(lambda: rec.of("rescan"))
