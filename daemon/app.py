@@ -97,14 +97,20 @@ class Vault:
 
     def indexer(self) -> "Indexer":
         """The reconciler for this vault."""
+        from .facts import FactObserver
         from .indexer import Indexer
 
+        facts = FactObserver(self.root, self.con, self.config)
+        # A changed `sources` glob re-evaluates the notes it adds or drops;
+        # a no-op (one meta read) when the globs are as last time.
+        facts.refresh_globs()
         return Indexer(
             self.root,
             self.con,
             ignore=self.config["ignore"],
             max_file_size=self.config["max_file_size"],
             memory_folder=self.config["memory_folder"],
+            observers=[facts],
         )
 
     def close(self) -> None:

@@ -51,6 +51,7 @@ KEYS: tuple[Key, ...] = (
     Key("llm.api_key_env", "OPENAI_API_KEY", "Environment variable holding the API key (may be unset for local servers)."),
     Key("llm.timeout", 30.0, "Seconds to wait for one llm extractor call."),
     Key("llm.retries", 2, "Extra attempts for a failed llm extractor call before falling back to the default extractor."),
+    Key("llm.max_chars", 40000, "Source notes longer than this many characters use the default extractor, not the llm."),
     Key("embedding.model", "default", 'fastembed model name, "default" (bundled all-MiniLM-L6-v2 int8) or "none".'),
 )
 

@@ -152,20 +152,49 @@ def m002_memories(con: apsw.Connection) -> None:
 
 
 def m003_facts(con: apsw.Connection) -> None:
-    """Facts extracted from memory-source notes (anchors back to the note)."""
+    """Facts extracted from memory-source notes, and the state of each source.
+
+    A fact is a trace (kind 'fact'); its ``facts`` row says where in its
+    source note it came from. Superseded facts keep their rows, so history
+    and anchors survive. ``fact_sources`` records, per source note, what was
+    extracted last (content hash, extractor, counts), so an unchanged note is
+    not extracted twice and ``memvault stats`` can count redacted secrets.
+    """
     con.execute(
         """
         CREATE TABLE facts (
             trace_id     TEXT PRIMARY KEY REFERENCES traces(id) ON DELETE CASCADE ON UPDATE CASCADE,
+            -- The source note's trace id. No foreign key: a fact outlives its
+            -- note's trace (retired as superseded when the note is deleted).
             source_id    TEXT NOT NULL,
-            heading_path TEXT NOT NULL DEFAULT '',
+            ordinal      INTEGER NOT NULL DEFAULT 0,      -- position in the note
+            segment      TEXT NOT NULL DEFAULT 'sentence', -- item, task, sentence, row, property, llm
+            heading_path TEXT NOT NULL DEFAULT '',         -- 'Projects > memvault > Decisions'
+            heading      TEXT,                             -- the innermost heading, as written
             block_id     TEXT,
-            line_start   INTEGER,
+            line_start   INTEGER,                          -- 1-based file lines
             line_end     INTEGER,
             source_uri   TEXT NOT NULL,
-            due          TEXT
+            context      TEXT NOT NULL DEFAULT '',         -- parent list items, lead-in, callout title
+            due          TEXT,
+            text_key     TEXT NOT NULL DEFAULT '',         -- normalised text the id was derived from
+            extractor    TEXT NOT NULL DEFAULT 'default',
+            redacted     INTEGER NOT NULL DEFAULT 0         -- secrets replaced in this fact's text
         );
-        CREATE INDEX facts_source ON facts(source_id);
+        CREATE INDEX facts_source ON facts(source_id, ordinal);
+        CREATE INDEX facts_due ON facts(due) WHERE due IS NOT NULL;
+
+        CREATE TABLE fact_sources (
+            source_id    TEXT PRIMARY KEY,
+            path         TEXT NOT NULL,
+            hash         TEXT,
+            marks        TEXT NOT NULL DEFAULT '',          -- 'frontmatter tag glob', space separated
+            extractor    TEXT NOT NULL DEFAULT 'default',
+            facts        INTEGER NOT NULL DEFAULT 0,
+            redacted     INTEGER NOT NULL DEFAULT 0,        -- secrets redacted in the last extraction
+            extracted_at TEXT NOT NULL
+        );
+        CREATE INDEX fact_sources_path ON fact_sources(path);
         """
     )
 

@@ -9,6 +9,7 @@ from typing import Any
 import apsw
 
 from . import records as rec
+from .facts import fact_stats
 
 
 def find_trace(con: apsw.Connection, ref: str) -> rec.TraceRow | None:
@@ -56,6 +57,9 @@ def stats(con: apsw.Connection, db_path: Path | None = None) -> dict[str, Any]:
         "pending_writes": one("SELECT count(*) FROM outbox"),
         "last_sync": rec.get_meta(con, "last_sync"),
     }
+    # Facts from memory sources: active and superseded, sources, and secrets
+    # redacted out of fact text (see memvault.store.facts).
+    out.update(fact_stats(con))
     if db_path is not None:
         out["index_path"] = str(db_path)
         out["index_bytes"] = sum(

@@ -1,0 +1,231 @@
+"""Marking notes as memory sources, and listing sources and their facts.
+
+``memvault source add`` inserts ``memory: source`` into a note's
+front-matter (creating the block if there is none), ``source remove``
+deletes it again (and ``memory_source`` if present); every other byte of
+the note stays identical. Each then indexes the note at once, so its facts
+appear (or are retired) before the command returns.
+
+A note marked only by the ``#memory/source`` tag or by a ``sources`` glob
+cannot be unmarked by editing a key: ``remove`` says how it is marked and
+leaves the file alone (:class:`SourceError`, exit code 1). Remove the tag in
+the note, or change the glob in the config.
+"""
+
+from __future__ import annotations
+
+import posixpath
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from memvault.store import facts as sf
+from memvault.store import records as rec
+from memvault.vault_io.atomic import atomic_write
+from memvault.vault_io.note import NoteReadError, ParsedNote
+from memvault.vault_io.parser import parse_note
+from memvault.vault_io.scan import is_hidden
+from memvault.vault_io.sources import MarkError, SourceMarks, mark_text, source_marks, unmark_text
+
+from .app import Vault
+
+
+class SourceError(Exception):
+    """A source operation that cannot be done (runtime problem, exit code 1)."""
+
+
+class SourcePathError(Exception):
+    """A PATH argument that does not name a note of the vault (exit code 2)."""
+
+
+@dataclass
+class SourceResult:
+    """What ``source add`` / ``source remove`` did to one note."""
+
+    path: str
+    action: str  # marked | already | unmarked | not-a-source | still-marked | refused
+    marks: list[str] = field(default_factory=list)
+    facts: int = 0
+    message: str = ""
+
+    def as_dict(self) -> dict[str, Any]:
+        """JSON-ready form."""
+        return {"path": self.path, "action": self.action, "marks": self.marks, "facts": self.facts,
+                "message": self.message}
+
+
+def vault_relative(root: Path, arg: str, *, must_exist: bool = True) -> str:
+    """The vault-relative POSIX path of a PATH argument.
+
+    Relative paths are taken from the vault root; absolute ones must lie
+    inside the vault. Raises :class:`SourcePathError` otherwise, or for a
+    file that is not a visible Markdown note (or is missing, if
+    ``must_exist``).
+    """
+    raw = Path(arg).expanduser()
+    if raw.is_absolute():
+        try:
+            rel = raw.resolve().relative_to(root.resolve()).as_posix()
+        except ValueError:
+            raise SourcePathError(f"{arg} is outside the vault {root}") from None
+    else:
+        rel = posixpath.normpath(arg.replace("\\", "/"))
+        if rel.startswith("../") or rel == ".." or rel.startswith("/"):
+            raise SourcePathError(f"{arg} is outside the vault {root}")
+    if rel in ("", "."):
+        raise SourcePathError(f"{arg} is the vault folder, not a note")
+    if not rel.lower().endswith(".md"):
+        raise SourcePathError(f"{arg} is not a Markdown note (.md)")
+    if is_hidden(rel):
+        raise SourcePathError(f"{arg} is in a hidden folder that memvault does not index")
+    if must_exist and not (root / rel).is_file():
+        raise SourcePathError(f"{rel}: no such note in the vault {root}")
+    return rel
+
+
+class Sources:
+    """Mark, unmark and list memory sources of one vault."""
+
+    def __init__(self, vault: Vault) -> None:
+        self.vault = vault
+        self.root = vault.root
+        self.globs: list[str] = list(vault.config["sources"])
+
+    def _read(self, rel: str) -> tuple[bytes, ParsedNote]:
+        try:
+            data = (self.root / rel).read_bytes()
+            return data, parse_note(rel, data)
+        except OSError as exc:
+            raise SourceError(f"{rel}: cannot read: {exc.strerror}") from None
+        except NoteReadError as exc:
+            raise SourceError(str(exc)) from None
+
+    def _write(self, rel: str, data: bytes, text: str) -> bool:
+        new = text.encode("utf-8")
+        if new == data:
+            return False
+        try:
+            return atomic_write(self.root / rel, new)
+        except OSError as exc:
+            raise SourceError(f"{rel}: cannot write: {exc.strerror}") from None
+
+    def _index(self, paths: list[str]) -> list[str]:
+        summary = self.vault.indexer().sync_paths(paths)
+        return summary.warnings
+
+    def _count(self, rel: str) -> int:
+        row = self.vault.con.execute(
+            "SELECT count(*) FROM facts f JOIN traces t ON t.id = f.trace_id "
+            "WHERE t.path = ? AND t.kind = 'fact' AND t.status = 'active'",
+            (rel,),
+        ).fetchone()
+        return int(row[0])
+
+    def add(self, args: list[str]) -> tuple[list[SourceResult], list[str]]:
+        """Mark each note with ``memory: source`` and index it; (results, warnings)."""
+        rels = [vault_relative(self.root, a) for a in args]
+        results: list[SourceResult] = []
+        for rel in dict.fromkeys(rels):
+            data, note = self._read(rel)
+            before = source_marks(note, self.globs)
+            try:
+                changed = self._write(rel, data, mark_text(data.decode("utf-8"), note))
+            except MarkError as exc:
+                raise SourceError(str(exc)) from None
+            results.append(SourceResult(rel, "marked" if changed else "already", _marks_after(before, True)))
+        warnings = self._index([r.path for r in results])
+        for r in results:
+            r.facts = self._count(r.path)
+        return results, warnings
+
+    def remove(self, args: list[str]) -> tuple[list[SourceResult], list[str]]:
+        """Remove the front-matter marker of each note and index it.
+
+        A note marked only by tag or glob is reported as ``refused`` and left
+        alone; one still marked another way after the key is gone as
+        ``still-marked``.
+        """
+        rels = [vault_relative(self.root, a) for a in args]
+        results: list[SourceResult] = []
+        for rel in dict.fromkeys(rels):
+            data, note = self._read(rel)
+            marks = source_marks(note, self.globs)
+            if not marks:
+                results.append(SourceResult(rel, "not-a-source", message=f"{rel} is not a memory source"))
+                continue
+            if not marks.frontmatter:
+                results.append(SourceResult(
+                    rel, "refused", marks.names,
+                    message=f"{rel} is a memory source by its {marks.describe()}, not by its front-matter; "
+                    + _how_to_unmark(marks),
+                ))
+                continue
+            try:
+                self._write(rel, data, unmark_text(data.decode("utf-8"), note))
+            except MarkError as exc:
+                raise SourceError(str(exc)) from None
+            after = SourceMarks(False, marks.tag, marks.glob)
+            if after:
+                results.append(SourceResult(
+                    rel, "still-marked", after.names,
+                    message=f"removed memory: source, but {rel} is still a memory source by its "
+                    f"{after.describe()}; " + _how_to_unmark(after),
+                ))
+            else:
+                results.append(SourceResult(rel, "unmarked"))
+        warnings = self._index([r.path for r in results if r.action in ("unmarked", "still-marked")])
+        for r in results:
+            r.facts = self._count(r.path)
+        return results, warnings
+
+    def list(self) -> list[dict[str, Any]]:
+        """Every memory source in the index, with how it is marked and its fact count."""
+        con = self.vault.read_con()
+        self.vault.indexer()  # picks up a changed `sources` glob before listing
+        counts = dict(con.execute(
+            "SELECT f.source_id, count(*) FROM facts f JOIN traces t ON t.id = f.trace_id "
+            "WHERE t.status = 'active' GROUP BY f.source_id"
+        ).fetchall())
+        return [
+            {"path": s.path, "id": s.source_id, "marks": s.marks.split(), "facts": counts.get(s.source_id, 0),
+             "redacted": s.redacted, "extractor": s.extractor, "extracted_at": s.extracted_at}
+            for s in sf.all_sources(con)
+        ]
+
+    def facts(self, arg: str, include_superseded: bool = False) -> tuple[str, list[dict[str, Any]], bool]:
+        """The facts of one source note: (path, facts as dicts, is it indexed)."""
+        con = self.vault.read_con()
+        rel = vault_relative(self.root, arg, must_exist=False)
+        ids: list[str] = []
+        row = con.execute("SELECT trace_id FROM files WHERE path = ?", (rel,)).fetchone()
+        if row and row[0]:
+            ids.append(row[0])
+        ids += [s.source_id for s in sf.sources_at(con, rel)]
+        ids += [r[0] for r in con.execute(
+            "SELECT DISTINCT f.source_id FROM facts f JOIN traces t ON t.id = f.trace_id WHERE t.path = ?", (rel,)
+        )]
+        found = sf.facts_of(con, list(dict.fromkeys(ids)), None if include_superseded else [sf.ACTIVE])
+        out = []
+        for t, m in found:
+            links = [e.target_name for e in rec.edges_from(con, t.id) if e.kind == sf.LINK]
+            out.append({
+                "id": t.id, "type": t.type, "status": t.status, "reason": t.reason, "text": t.content,
+                "heading_path": m.heading_path, "block_id": m.block_id, "anchor": m.anchor,
+                "lines": [m.line_start, m.line_end], "source_uri": m.source_uri, "segment": m.segment,
+                "context": m.context or None, "due": m.due, "tags": t.tags, "links": links,
+                "created": t.created, "updated": t.updated,
+            })
+        return rel, out, bool(row)
+
+
+def _marks_after(before: SourceMarks, frontmatter: bool) -> list[str]:
+    return SourceMarks(frontmatter or before.frontmatter, before.tag, before.glob).names
+
+
+def _how_to_unmark(marks: SourceMarks) -> str:
+    steps = []
+    if marks.tag:
+        steps.append("remove the #memory/source tag from the note")
+    if marks.glob is not None:
+        steps.append(f"remove or narrow the glob {marks.glob!r} in `sources` of the config")
+    return " and ".join(steps)

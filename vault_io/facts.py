@@ -1,0 +1,410 @@
+"""The default fact extractor: local, deterministic rules, no model.
+
+:func:`extract_facts` turns one parsed source note into :class:`FactDraft`
+values. Segmentation (what a list item, sentence or table row is) lives in
+:mod:`vault_io.segment`; this module decides which segments are facts, what
+type of memory each is, where it points back to, and what its id is.
+
+Which segments are facts: those with at least three words (links count
+with their display text, a CJK character counts as a word) that are not
+pure links (nothing left once links and URLs are removed). Front-matter
+properties are facts too (``Birthday: 1990-04-02``), except memvault's own
+markers and bookkeeping keys (:data:`SKIPPED_PROPERTIES`).
+
+Types, first rule that applies:
+
+1. an open task (``- [ ]``, any status but done or cancelled) is
+   ``prospective``, with a due date from ``📅 2026-01-31`` or
+   ``due:: 2026-01-31``; a done (``[x]``) or cancelled (``[-]``) task is
+   ``episodic``;
+2. the nearest enclosing heading that says something decides:
+   Lessons / How-to / Steps / Instructions / Checklist... ``procedural``;
+   a date (``2025-01-31``, ``31st Jan, 2025``, ``March 12``) ``episodic``;
+   About me / Profile / Bio / Who I am ``identity``;
+3. the note: an "About me"/"Profile" title is ``identity``; a daily note (a
+   name starting with a date, or a folder named Daily, Journal, Diary...)
+   is ``episodic``;
+4. otherwise ``semantic``.
+
+Ids: ``f-`` and 16 hex digits of sha256 over the source note's trace id, the
+normalised fact text (NFC, white space collapsed) and an occurrence counter
+for repeated text in the same note, so a rebuild from the same vault gives
+the same ids and a fact keeps its id when it moves within its note.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+import unicodedata
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+from urllib.parse import quote
+
+from .frontmatter import frontmatter_tags
+from .markdown import blank_spans, find_markdown_links, find_tags, find_wikilinks, mask_markdown
+from .note import Link, ParsedNote
+from .secrets import redact
+from .segment import Segment, collapse, segment_body
+from .sources import SOURCE_TAG
+
+IDENTITY, SEMANTIC, EPISODIC, PROCEDURAL, PROSPECTIVE = (
+    "identity", "semantic", "episodic", "procedural", "prospective",
+)
+
+#: Front-matter keys that are never facts (compared case-insensitively).
+SKIPPED_PROPERTIES = frozenset(
+    """memory memory_source id uid aliases alias tags tag cssclasses cssclass title publish permalink
+    created updated modified created_at updated_at date_created date_modified last_modified lastmod
+    position kanban-plugin excalidraw-plugin""".split()
+)
+
+MIN_WORDS = 3
+
+_PROCEDURAL_RE = re.compile(
+    r"\b(?:lessons?|learn(?:ed|t|ings?)|how[- ]?to'?s?|steps?|instructions?|procedures?|workflows?"
+    r"|recipes?|checklists?|playbooks?|runbooks?|tips|troubleshooting|setup)\b",
+    re.I,
+)
+_IDENTITY_RE = re.compile(
+    r"^(?:about me|about myself|me|myself|profile|my profile|user profile|bio|biography|who i am"
+    r"|personal (?:info|information|details|profile|facts)|identity)$",
+    re.I,
+)
+_MONTHS = r"(?:jan|feb|mar|apr|may|jun|jul|aug|sep|sept|oct|nov|dec)[a-z]*\.?"
+_DATE_RE = re.compile(
+    rf"\b\d{{4}}-\d{{2}}-\d{{2}}\b|\b\d{{4}}/\d{{2}}/\d{{2}}\b"
+    rf"|\b\d{{1,2}}(?:st|nd|rd|th)?(?: of)? {_MONTHS},? (?:\d{{4}})?"
+    rf"|\b{_MONTHS} \d{{1,2}}(?:st|nd|rd|th)?\b",
+    re.I,
+)
+_DAILY_NAME_RE = re.compile(r"^\d{4}-\d{2}-\d{2}\b")
+_DAILY_FOLDERS = frozenset({"daily", "daily notes", "dailies", "journal", "journals", "diary", "daily-notes", "logbook"})
+_DUE_RE = re.compile(r"(?:📅|🗓️?)\s*(\d{4}-\d{2}-\d{2})|\bdue::\s*(\d{4}-\d{2}-\d{2})", re.I)
+_DONE = frozenset("xX-")
+_WORD_RE = re.compile(r"[^\W_]+(?:['’][^\W_]+)*")
+_CJK_RE = re.compile(r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af\uf900-\ufaff]")
+_URL_RE = re.compile(r"\b[a-zA-Z][a-zA-Z0-9+.-]*://\S+")
+_WIKI_RE = re.compile(r"\[\[([^\[\]\n|#]*)(?:#[^\[\]\n|]*)?(?:\|([^\[\]\n]*))?\]\]")
+_MDLINK_RE = re.compile(r"\[([^\]\n]*)\]\([^)\n]*\)")
+_EMOJI_PREFIX_RE = re.compile(r"^[^\w]+", re.U)
+
+
+@dataclass(frozen=True)
+class FactDraft:
+    """One extracted fact, before it is written to the index."""
+
+    id: str
+    text: str  # secrets redacted
+    type: str
+    segment: str  # "item" | "task" | "sentence" | "row" | "property" | "llm"
+    headings: tuple[str, ...] = ()
+    context: tuple[str, ...] = ()
+    block_id: str | None = None
+    line_start: int | None = None
+    line_end: int | None = None
+    due: str | None = None
+    tags: tuple[str, ...] = ()
+    links: tuple[Link, ...] = ()
+    redacted: int = 0
+    ordinal: int = 0
+    key: str = ""  # normalised text, for pairing
+    topics: tuple[str, ...] = ()
+    importance: float | None = None
+
+    @property
+    def heading_path(self) -> str:
+        """``Projects > memvault > Decisions`` (empty above the first heading)."""
+        return " > ".join(self.headings)
+
+    @property
+    def anchor(self) -> str | None:
+        """What an Obsidian link or URI needs after ``#``: ``^blockid`` or the heading."""
+        if self.block_id:
+            return f"^{self.block_id}"
+        return self.headings[-1] if self.headings else None
+
+
+@dataclass
+class Extraction:
+    """The facts of one note and how many secrets were redacted on the way."""
+
+    facts: list[FactDraft] = field(default_factory=list)
+    redacted: int = 0
+    extractor: str = "default"
+    warnings: list[str] = field(default_factory=list)
+
+
+# -- small pure helpers ----------------------------------------------------------
+
+
+def normalise(text: str) -> str:
+    """The form two texts are compared and hashed in: NFC, white space collapsed."""
+    return collapse(unicodedata.normalize("NFC", text))
+
+
+def fact_id(source_id: str, key: str, occurrence: int = 0) -> str:
+    """The stable id of the ``occurrence``-th fact with normalised text ``key`` in a source note."""
+    seed = f"{source_id}\x00{key}\x00{occurrence}"
+    return "f-" + hashlib.sha256(seed.encode("utf-8")).hexdigest()[:16]
+
+
+def source_uri(path: str, anchor: str | None) -> str:
+    """``vault://<path>#<heading>`` or ``vault://<path>#^<block>`` (percent-encoded,
+    ``/`` and ``^`` kept), or ``vault://<path>`` without an anchor."""
+    uri = "vault://" + quote(path, safe="/")
+    return uri + ("#" + quote(anchor, safe="^") if anchor else "")
+
+
+def display_text(text: str) -> str:
+    """``text`` as read: links as their display text, URLs dropped."""
+    text = _WIKI_RE.sub(lambda m: m.group(2) or m.group(1), text)
+    text = _MDLINK_RE.sub(lambda m: m.group(1), text)
+    return _URL_RE.sub(" ", text)
+
+
+def word_count(text: str) -> int:
+    """Words in ``text``; each CJK character is a word of its own."""
+    words = _WORD_RE.findall(text)
+    cjk = len(_CJK_RE.findall(text))
+    if not cjk:
+        return len(words)
+    return cjk + sum(1 for w in words if not _CJK_RE.search(w))
+
+
+def is_fact_text(text: str) -> bool:
+    """At least :data:`MIN_WORDS` words, and more than links."""
+    return word_count(display_text(text)) >= MIN_WORDS
+
+
+def is_daily_note(path: str) -> bool:
+    """A note named after a date, or inside a Daily/Journal/Diary folder."""
+    parts = path.split("/")
+    name = parts[-1]
+    if _DAILY_NAME_RE.match(name):
+        return True
+    return any(p.strip().lower() in _DAILY_FOLDERS for p in parts[:-1])
+
+
+def _bare(heading: str) -> str:
+    """Heading text without leading emoji/punctuation and Markdown emphasis."""
+    text = heading.replace("*", "").replace("_", " ").strip()
+    return collapse(_EMOJI_PREFIX_RE.sub("", text)).rstrip(":").strip()
+
+
+def heading_type(heading: str) -> str | None:
+    """The memory type a heading implies, if any."""
+    bare = _bare(heading)
+    if _IDENTITY_RE.match(bare):
+        return IDENTITY
+    if _PROCEDURAL_RE.search(bare):
+        return PROCEDURAL
+    if _DATE_RE.search(bare):
+        return EPISODIC
+    return None
+
+
+def note_type(note: ParsedNote) -> str:
+    """The type a note gives its facts when no heading or task decides."""
+    if _IDENTITY_RE.match(_bare(note.title)):
+        return IDENTITY
+    if is_daily_note(note.path):
+        return EPISODIC
+    return SEMANTIC
+
+
+def fact_type(segment_kind: str, task: str | None, headings: Sequence[str], default: str) -> str:
+    """Type of one fact (rules in the module docstring)."""
+    if segment_kind == "task" and task is not None:
+        return EPISODIC if task in _DONE else PROSPECTIVE
+    for heading in reversed(headings):
+        found = heading_type(heading)
+        if found:
+            return found
+    return default
+
+
+def due_date(text: str) -> str | None:
+    """``2026-01-31`` from ``📅 2026-01-31`` or ``due:: 2026-01-31``."""
+    m = _DUE_RE.search(text)
+    return (m.group(1) or m.group(2)) if m else None
+
+
+def links_and_tags(text: str, line: int) -> tuple[tuple[Link, ...], tuple[str, ...]]:
+    """Links (not embeds) and inline tags written in a fact's text."""
+    if "[" not in text and "#" not in text:
+        return (), ()
+    masked = mask_markdown(text).text
+    wiki, wiki_spans = find_wikilinks(masked, text)
+    scan = blank_spans(masked, wiki_spans)
+    md, md_spans = find_markdown_links(scan, text)
+    scan = blank_spans(scan, md_spans)
+    links = tuple(
+        Link(target=r.target, kind="link", subpath=r.subpath, display=r.display, line=line, markdown=r.markdown)
+        for r in sorted(wiki + md, key=lambda r: r.offset)
+        if not r.embed
+    )
+    return links, tuple(find_tags(scan, text)) if "#" in text else ()
+
+
+def _dedupe(tags: Sequence[str]) -> tuple[str, ...]:
+    seen: set[str] = set()
+    out = []
+    for tag in tags:
+        low = tag.lower()
+        if low not in seen and low != SOURCE_TAG:
+            seen.add(low)
+            out.append(tag)
+    return tuple(out)
+
+
+def _block_index(blocks: Sequence[Any], last_line: int) -> list[str | None]:
+    """For each file line (index), the innermost block id covering it."""
+    owner: list[str | None] = [None] * (last_line + 2)
+    for b in sorted(blocks, key=lambda b: b.end_line - b.line, reverse=True):
+        for ln in range(max(b.line, 0), min(b.end_line, last_line) + 1):
+            owner[ln] = b.id
+    return owner
+
+
+class DraftBuilder:
+    """Turns fact texts with their anchors into :class:`FactDraft` values for
+    one note: ids with occurrence counters, block ids, links, tags."""
+
+    def __init__(self, note: ParsedNote, source_id: str) -> None:
+        self.note = note
+        self.source_id = source_id
+        self.facts: list[FactDraft] = []
+        self._seen: dict[str, int] = {}
+        self._note_tags = frontmatter_tags(note.frontmatter)
+        last_line = note.body_line + note.body.count("\n")
+        self._owner = _block_index(note.blocks, last_line) if note.blocks else None
+
+    def block_id(self, first: int | None, last: int | None) -> str | None:
+        """The innermost ``^block-id`` whose block holds lines first..last."""
+        owner = self._owner
+        if owner is None or first is None or last is None or not 0 <= first < len(owner):
+            return None
+        inner = owner[first]
+        return inner if inner is not None and inner == owner[min(max(last, first), len(owner) - 1)] else None
+
+    def add(
+        self,
+        segment: str,
+        text: str,
+        first: int | None,
+        last: int | None,
+        headings: tuple[str, ...] = (),
+        context: tuple[str, ...] = (),
+        type_: str = SEMANTIC,
+        due: str | None = None,
+        redacted: int = 0,
+        topics: tuple[str, ...] = (),
+        importance: float | None = None,
+    ) -> FactDraft:
+        """Record one fact (``text`` already redacted) and return its draft."""
+        key = normalise(text)
+        occurrence = self._seen.get(key, 0)
+        self._seen[key] = occurrence + 1
+        links, inline_tags = links_and_tags(text, first or 1)
+        draft = FactDraft(
+            id=fact_id(self.source_id, key, occurrence),
+            text=text,
+            type=type_,
+            segment=segment,
+            headings=headings,
+            context=context,
+            block_id=self.block_id(first, last),
+            line_start=first,
+            line_end=last,
+            due=due,
+            tags=_dedupe([*self._note_tags, *inline_tags]),
+            links=links,
+            redacted=redacted,
+            ordinal=len(self.facts),
+            key=key,
+            topics=topics,
+            importance=importance,
+        )
+        self.facts.append(draft)
+        return draft
+
+
+# -- properties ------------------------------------------------------------------
+
+
+def _property_value(value: Any) -> str | None:
+    """A property value as fact text; None for empty values and nested objects."""
+    if value is None or isinstance(value, dict):
+        return None
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, list):
+        items = [_property_value(v) for v in value]
+        kept = [v for v in items if v]
+        return ", ".join(kept) if kept else None
+    text = collapse(str(value))
+    return text or None
+
+
+def property_label(key: str) -> str:
+    """``favourite_color`` -> ``Favourite color``."""
+    label = collapse(key.replace("_", " "))
+    return label[:1].upper() + label[1:]
+
+
+def property_segments(frontmatter: Mapping[str, Any], key_lines: Mapping[str, int], fallback: tuple[int, int]):
+    """(text, first line, last line, redactions) for each front-matter property fact."""
+    out = []
+    for key, value in frontmatter.items():
+        if not isinstance(key, str) or key.strip().lower() in SKIPPED_PROPERTIES or key.startswith("_"):
+            continue
+        rendered = _property_value(value)
+        if rendered is None:
+            continue
+        redacted, n = redact(f"{key}: {rendered}")
+        rendered = redacted[len(key) + 2 :] if redacted.startswith(f"{key}: ") else "[redacted]"
+        line = key_lines.get(key)
+        first, last = (line, line) if line else fallback
+        out.append((f"{property_label(key)}: {rendered}", first, last, n))
+    return out
+
+
+# -- the extractor ---------------------------------------------------------------
+
+
+def extract_facts(
+    note: ParsedNote, source_id: str, *, key_lines: Mapping[str, int] | None = None
+) -> Extraction:
+    """The facts of one source note, in document order (properties first).
+
+    ``source_id`` is the note's trace id (the seed of the fact ids);
+    ``key_lines`` maps front-matter keys to their file lines when the caller
+    has the raw text (else properties point at the whole front-matter).
+    """
+    segments, keys = segment_body(note.body, note.body_line, note.headings, [b.end_line for b in note.blocks])
+    result = Extraction(redacted=keys)
+    default = note_type(note)
+    builder = DraftBuilder(note, source_id)
+    if note.frontmatter and note.body_line > 1:
+        fallback = (1, note.body_line - 1)
+        for text, first, last, n in property_segments(note.frontmatter, key_lines or {}, fallback):
+            result.redacted += n
+            builder.add("property", text, first, last, type_=default, redacted=n)
+    for seg in segments:
+        text, n = redact(seg.text)
+        result.redacted += n
+        if not is_fact_text(text):
+            continue
+        type_ = fact_type(seg.kind, seg.task, seg.headings, default)
+        due = due_date(text) if type_ == PROSPECTIVE else None
+        builder.add(seg.kind, text, seg.line_start, seg.line_end, seg.headings, seg.context, type_, due, n)
+    result.facts = builder.facts
+    return result
+
+
+def segments_of(note: ParsedNote) -> list[Segment]:
+    """Every segment of the note, short ones too (the llm extractor anchors to these)."""
+    segments, _ = segment_body(note.body, note.body_line, note.headings, [b.end_line for b in note.blocks])
+    return segments
