@@ -53,6 +53,17 @@ KEYS: tuple[Key, ...] = (
     Key("llm.retries", 2, "Extra attempts for a failed llm extractor call before falling back to the default extractor."),
     Key("llm.max_chars", 40000, "Source notes longer than this many characters use the default extractor, not the llm."),
     Key("embedding.model", "default", 'fastembed model name, "default" (bundled all-MiniLM-L6-v2 int8) or "none".'),
+    Key("embedding.batch_tokens", 8192, "Embedding batch size in padded tokens (texts x longest text): bounds memory."),
+    Key("recall.budget", 800, "Default token budget of `memvault context`."),
+    Key("recall.min_similarity", 0.3, "Relevance floor: weakest cosine similarity a semantic match may have."),
+    Key("recall.identity_max", 5, "Most identity memories `memvault context` puts first."),
+    Key("recall.half_life.identity", 180.0, "Days for an identity memory's recency factor to halve (0: no decay)."),
+    Key("recall.half_life.semantic", 90.0, "Days for a semantic memory's recency factor to halve (0: no decay)."),
+    Key("recall.half_life.procedural", 90.0, "Days for a procedural memory's recency factor to halve (0: no decay)."),
+    Key("recall.half_life.episodic", 14.0, "Days for an episodic memory's recency factor to halve (0: no decay)."),
+    Key("recall.half_life.prospective", 0.0, "Days for a prospective memory's recency factor to halve (0: no decay)."),
+    Key("recall.half_life.note", 0.0, "Days for an ordinary note's recency factor to halve (0: notes never decay)."),
+    Key("recall.evergreen_tags", ["evergreen"], "Memories with any of these tags never decay."),
 )
 
 _BY_NAME = {k.name: k for k in KEYS}

@@ -199,10 +199,66 @@ def m003_facts(con: apsw.Connection) -> None:
     )
 
 
+def m004_vectors(con: apsw.Connection) -> None:
+    """Chunks of traces to embed, the queue of traces to (re)chunk, and a
+    generation counter that tells readers their in-memory vectors are stale.
+
+    The vectors themselves live in the embedding cache (``embeddings.db``
+    beside the index, keyed by model and text hash) so that a rebuilt index
+    finds them again; see :mod:`memvault.store.vectors`.
+    """
+    con.execute(
+        """
+        -- One embedded text: a character span of its trace's content under a
+        -- heading path. hash = sha256 of the exact text embedded.
+        CREATE TABLE chunks (
+            id          INTEGER PRIMARY KEY,
+            trace_rowid INTEGER NOT NULL REFERENCES traces(rowid) ON DELETE CASCADE,
+            seq         INTEGER NOT NULL,
+            start       INTEGER NOT NULL,
+            stop        INTEGER NOT NULL,
+            heading     TEXT NOT NULL DEFAULT '',
+            tokens      INTEGER NOT NULL,
+            hash        BLOB NOT NULL,
+            UNIQUE (trace_rowid, seq)
+        );
+        CREATE INDEX chunks_hash ON chunks(hash);
+
+        -- Traces whose text changed since they were last chunked; filled by
+        -- the triggers below in the same transaction as the change.
+        CREATE TABLE embed_queue (
+            trace_rowid INTEGER PRIMARY KEY REFERENCES traces(rowid) ON DELETE CASCADE
+        );
+
+        CREATE TABLE vector_state (
+            id         INTEGER PRIMARY KEY CHECK (id = 1),
+            generation INTEGER NOT NULL
+        );
+        INSERT INTO vector_state (id, generation) VALUES (1, 0);
+
+        CREATE TRIGGER chunks_gen_ai AFTER INSERT ON chunks BEGIN
+            UPDATE vector_state SET generation = generation + 1 WHERE id = 1;
+        END;
+        CREATE TRIGGER chunks_gen_ad AFTER DELETE ON chunks BEGIN
+            UPDATE vector_state SET generation = generation + 1 WHERE id = 1;
+        END;
+        CREATE TRIGGER traces_embed_ai AFTER INSERT ON traces BEGIN
+            INSERT OR IGNORE INTO embed_queue (trace_rowid) VALUES (new.rowid);
+        END;
+        CREATE TRIGGER traces_embed_au AFTER UPDATE OF title, content, kind ON traces
+        WHEN old.title IS NOT new.title OR old.content IS NOT new.content OR old.kind IS NOT new.kind BEGIN
+            INSERT OR IGNORE INTO embed_queue (trace_rowid) VALUES (new.rowid);
+        END;
+        INSERT INTO embed_queue (trace_rowid) SELECT rowid FROM traces;
+        """
+    )
+
+
 MIGRATIONS: list[Callable[[apsw.Connection], None]] = [
     m001_foundation,
     m002_memories,
     m003_facts,
+    m004_vectors,
 ]
 
 

@@ -1,0 +1,319 @@
+"""Embedding the vault: chunk what changed, embed what has no vector yet.
+
+:class:`EmbeddingPipeline` is the one code path, used in the foreground by
+``memvault sync`` (after the text index is written, so keyword search is
+ready first) and in the background by :class:`EmbeddingWorker`, the thread
+the daemon runs::
+
+    worker = EmbeddingWorker(vault)
+    worker.start()      # embeds whatever is pending, then waits
+    ...
+    worker.wake()       # after a reconcile wrote traces: look again now
+    ...
+    worker.stop()       # finishes the current batch, closes its connections
+
+Both use their own database connections and short write transactions, so
+keyword search (a reader under WAL) is never blocked. Batches are sized by
+tokens: hundreds of short facts at once, a few dozen 256-token chunks, so
+memory stays bounded whatever the vault holds.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import apsw
+
+from memvault.store import location
+from memvault.store import vectors as vec
+from memvault.store.db import connect
+from memvault.store.embed import Embedder, ModelSpec, ModelUnavailable, load_embedder, resolve_model, text_hash
+
+if TYPE_CHECKING:
+    from .app import Vault
+
+log = logging.getLogger("memvault.embedding")
+
+#: Traces chunked per write transaction.
+CHUNK_BATCH = 200
+#: Most texts in one call to the model, however short.
+MAX_BATCH_TEXTS = 256
+#: Readers are told about new vectors at most this often while a long
+#: embedding run goes on (each notice makes them reload the matrix).
+GENERATION_INTERVAL = 2.0
+
+Progress = Callable[[int, int], None]
+
+
+@dataclass
+class EmbedReport:
+    """What one pipeline run did."""
+
+    chunked: int = 0  # traces whose chunks changed
+    embedded: int = 0  # texts sent to the model
+    skipped: int = 0  # texts whose trace changed under us (re-queued by trigger)
+    pending: int = 0  # texts still without a vector when the run ended
+    seconds: float = 0.0
+    model: str | None = None
+    unavailable: str | None = None  # why the model could not be used, if so
+    warnings: list[str] = field(default_factory=list)
+
+    def as_dict(self) -> dict[str, Any]:
+        """JSON-ready form."""
+        return {k: getattr(self, k) for k in ("chunked", "embedded", "skipped", "pending", "seconds", "model", "unavailable")}
+
+
+def model_spec(vault: "Vault") -> ModelSpec | None:
+    """The embedding model the vault is configured with (None: vectors off)."""
+    return resolve_model(vault.config["embedding.model"])
+
+
+def batches(pending: list[vec.PendingChunk], batch_tokens: int) -> Iterator[list[vec.PendingChunk]]:
+    """Consecutive groups of ``pending`` (sorted by length) whose padded size,
+    texts x longest text, stays within ``batch_tokens``."""
+    batch: list[vec.PendingChunk] = []
+    longest = 0
+    for p in pending:
+        longest_if = max(longest, p.tokens)
+        if batch and (longest_if * (len(batch) + 1) > batch_tokens or len(batch) >= MAX_BATCH_TEXTS):
+            yield batch
+            batch, longest_if = [], p.tokens
+        batch.append(p)
+        longest = longest_if
+    if batch:
+        yield batch
+
+
+class EmbeddingPipeline:
+    """Chunks queued traces and embeds pending chunks of one vault."""
+
+    def __init__(
+        self,
+        index: apsw.Connection,
+        data_dir: Path,
+        spec: ModelSpec | None,
+        *,
+        batch_tokens: int = 8192,
+        embedder: Embedder | None = None,
+    ) -> None:
+        self.con = index
+        self.data_dir = data_dir
+        self.spec = spec
+        self.batch_tokens = max(256, batch_tokens)
+        self._embedder = embedder
+        self._cache: apsw.Connection | None = None
+
+    @classmethod
+    def for_vault(cls, vault: "Vault", index: apsw.Connection | None = None, **kw: Any) -> "EmbeddingPipeline":
+        """A pipeline over ``vault`` (its own index connection unless given)."""
+        location.ensure_private_dir(vault.data_dir)
+        con = index if index is not None else connect(vault.index_path)
+        return cls(con, vault.data_dir, model_spec(vault), batch_tokens=vault.config["embedding.batch_tokens"], **kw)
+
+    @property
+    def cache(self) -> apsw.Connection:
+        """The embedding cache connection (opened on first use)."""
+        if self._cache is None:
+            self._cache = vec.open_cache(self.data_dir)
+        return self._cache  # type: ignore[return-value]
+
+    def embedder(self) -> Embedder:
+        """The model, loaded once per process; raises :class:`ModelUnavailable`."""
+        if self.spec is None:
+            raise ModelUnavailable("vectors are turned off (embedding.model = none)")
+        if self._embedder is None or self._embedder.spec != self.spec:
+            self._embedder = load_embedder(self.spec, location.data_home())
+        return self._embedder
+
+    def close(self, *, index_too: bool = False) -> None:
+        """Close the cache connection (and the index one when the pipeline owns it)."""
+        if self._cache is not None:
+            self._cache.close()
+            self._cache = None
+        if index_too:
+            self.con.close()
+
+    # -- steps --------------------------------------------------------------
+
+    def chunk_queued(self, should_stop: Callable[[], bool] = lambda: False) -> int:
+        """(Re)chunk every queued trace; returns how many changed."""
+        changed = 0
+        while not should_stop():
+            rowids = vec.queued(self.con, CHUNK_BATCH)
+            if not rowids:
+                break
+            changed += vec.rechunk(self.con, rowids)
+        return changed
+
+    def pending(self) -> list[vec.PendingChunk]:
+        """Texts without a vector of the configured model."""
+        if self.spec is None:
+            return []
+        return vec.pending_chunks(self.con, self.cache, self.spec.key)
+
+    def embed_pending(
+        self,
+        progress: Progress | None = None,
+        should_stop: Callable[[], bool] = lambda: False,
+        pending: list[vec.PendingChunk] | None = None,
+    ) -> EmbedReport:
+        """Embed every pending text in length-sorted, token-bounded batches."""
+        report = EmbedReport(model=self.spec.key if self.spec else None)
+        todo = self.pending() if pending is None else pending
+        if not todo or self.spec is None:
+            return report
+        model = self.embedder()  # raises ModelUnavailable before any work
+        total, done = len(todo), 0
+        last_bump = time.monotonic()
+        dirty = False
+        for batch in batches(todo, self.batch_tokens):
+            if should_stop():
+                break
+            texts = vec.chunk_texts(self.con, [p.id for p in batch])
+            keep: list[tuple[bytes, str]] = []
+            for p in batch:
+                stored = texts.get(p.id)
+                if stored is None or text_hash(stored[1]) != stored[0]:
+                    report.skipped += 1  # its trace changed: the trigger queued it again
+                    continue
+                keep.append(stored)
+            if keep:
+                matrix = model.embed([t for _, t in keep])
+                vec.put_vectors(self.cache, self.spec.key, list(zip([h for h, _ in keep], vec.encode_vectors(matrix))))
+                report.embedded += len(keep)
+                dirty = True
+            done += len(batch)
+            if progress:
+                progress(done, total)
+            if dirty and time.monotonic() - last_bump >= GENERATION_INTERVAL:
+                vec.bump_generation(self.con)
+                last_bump, dirty = time.monotonic(), False
+        if dirty:
+            vec.bump_generation(self.con)
+        report.pending = total - done
+        return report
+
+    def run(self, progress: Progress | None = None, should_stop: Callable[[], bool] = lambda: False) -> EmbedReport:
+        """Chunk the queue, then embed; a missing model is reported, not raised."""
+        start = time.perf_counter()
+        chunked = self.chunk_queued(should_stop)
+        try:
+            report = self.embed_pending(progress, should_stop)
+        except ModelUnavailable as exc:
+            report = EmbedReport(model=self.spec.key if self.spec else None, unavailable=str(exc))
+            report.pending = len(self.pending())
+        report.chunked = chunked
+        report.seconds = time.perf_counter() - start
+        return report
+
+
+class EmbeddingWorker:
+    """Embeds a vault's pending texts in a background thread.
+
+    Wakes on :meth:`wake` (call it after a reconcile wrote traces) and every
+    ``poll_interval`` seconds otherwise; a cheap count query decides whether
+    there is work. A model that cannot be loaded is logged once and retried
+    only after ``retry_interval`` seconds or a :meth:`wake`.
+    """
+
+    def __init__(
+        self,
+        vault: "Vault",
+        *,
+        poll_interval: float = 5.0,
+        retry_interval: float = 600.0,
+        on_run: Callable[[EmbedReport], None] | None = None,
+    ) -> None:
+        self.vault = vault
+        self.poll_interval = poll_interval
+        self.retry_interval = retry_interval
+        self.on_run = on_run
+        self.last_report: EmbedReport | None = None
+        self.error: BaseException | None = None
+        self._stop = threading.Event()
+        self._wake = threading.Event()
+        self._thread: threading.Thread | None = None
+        self._unavailable: str | None = None
+        self._retry_at = 0.0
+        self.idle = threading.Event()  # set while nothing is pending (tests, status)
+
+    def start(self) -> None:
+        """Run the worker thread."""
+        if self._thread is not None:
+            return
+        self._stop.clear()
+        self._thread = threading.Thread(target=self._main, name="memvault-embedding", daemon=True)
+        self._thread.start()
+
+    def wake(self) -> None:
+        """Look for work now (new or changed traces)."""
+        self._retry_at = 0.0
+        self._wake.set()
+
+    def stop(self, timeout: float = 30.0) -> None:
+        """Stop after the current batch and wait for the thread."""
+        self._stop.set()
+        self._wake.set()
+        if self._thread is not None:
+            self._thread.join(timeout)
+            if self._thread.is_alive():
+                raise RuntimeError("memvault embedding worker did not stop")
+            self._thread = None
+
+    def status(self) -> dict[str, Any]:
+        """What the worker last did, for the daemon's status."""
+        r = self.last_report
+        return {
+            "running": self._thread is not None,
+            "idle": self.idle.is_set(),
+            "unavailable": self._unavailable,
+            "last_run": r.as_dict() if r else None,
+        }
+
+    def _main(self) -> None:
+        pipeline: EmbeddingPipeline | None = None
+        try:
+            pipeline = EmbeddingPipeline.for_vault(self.vault)
+            while not self._stop.is_set():
+                self._wake.clear()
+                self._once(pipeline)
+                if self._stop.is_set():
+                    break
+                self._wake.wait(self.poll_interval)
+        except BaseException as exc:  # reported by status; the daemon keeps running
+            self.error = exc
+            log.exception("memvault embedding worker failed")
+        finally:
+            if pipeline is not None:
+                pipeline.close(index_too=True)
+
+    def _once(self, pipeline: EmbeddingPipeline) -> None:
+        stopping = self._stop.is_set
+        start = time.perf_counter()
+        chunked = pipeline.chunk_queued(stopping)
+        pending = pipeline.pending()
+        report = EmbedReport(model=pipeline.spec.key if pipeline.spec else None, chunked=chunked, pending=len(pending))
+        if pending and time.monotonic() >= self._retry_at:
+            self.idle.clear()
+            try:
+                report = pipeline.embed_pending(None, stopping, pending)
+                report.chunked = chunked
+                self._unavailable = None
+            except ModelUnavailable as exc:
+                if self._unavailable != str(exc):
+                    log.warning("semantic search unavailable: %s", exc)
+                self._unavailable = report.unavailable = str(exc)
+                self._retry_at = time.monotonic() + self.retry_interval
+        if not report.pending or self._unavailable:
+            self.idle.set()
+        report.seconds = time.perf_counter() - start
+        if chunked or report.embedded or report.unavailable or self.last_report is None:
+            self.last_report = report
+            if self.on_run:
+                self.on_run(report)

@@ -1,0 +1,368 @@
+"""Chunks in the index, vectors in the embedding cache, and the in-memory matrix.
+
+Two databases take part:
+
+* the index (``index.db``) holds ``chunks`` (what to embed, per trace) and the
+  ``embed_queue`` of traces whose text changed (filled by triggers, see
+  migration ``m004_vectors``), plus ``vector_state.generation``, bumped on
+  every change that makes an in-memory matrix stale;
+* the embedding cache (``embeddings.db`` in the same data dir) holds every
+  vector ever computed, keyed by (model, sha256 of the embedded text). It is
+  the only place vectors live: deleting and rebuilding the index, renaming a
+  note or restarting never embeds unchanged text again.
+
+The light half of this module (cache access, chunk upkeep, counts) imports
+no numpy; :class:`VectorMatrix` imports it when built.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import apsw
+
+from .db import BUSY_TIMEOUT_MS, write_transaction
+from .records import now_iso
+
+if TYPE_CHECKING:
+    import numpy as np
+
+CACHE_FILE = "embeddings.db"
+#: Vectors are stored as float16: half the bytes of float32 and a cosine
+#: error around 1e-4, far below what separates a hit from a miss.
+STORE_DTYPE = "float16"
+
+
+# -- the embedding cache ---------------------------------------------------------
+
+
+def _cache_schema(con: apsw.Connection) -> None:
+    if int(con.execute("PRAGMA user_version").fetchone()[0]) >= 1:
+        return
+    con.execute("BEGIN IMMEDIATE")
+    try:
+        if int(con.execute("PRAGMA user_version").fetchone()[0]) < 1:
+            con.execute(
+                """
+                CREATE TABLE vectors (
+                    id    INTEGER PRIMARY KEY,
+                    model TEXT NOT NULL,
+                    hash  BLOB NOT NULL,
+                    vec   BLOB NOT NULL,
+                    used  TEXT NOT NULL,
+                    UNIQUE (model, hash)
+                );
+                PRAGMA user_version = 1;
+                """
+            )
+    except BaseException:
+        con.execute("ROLLBACK")
+        raise
+    con.execute("COMMIT")
+
+
+def cache_path(data_dir: Path) -> Path:
+    """The embedding cache of the vault whose data dir is ``data_dir``."""
+    return data_dir / CACHE_FILE
+
+
+def open_cache(data_dir: Path, *, create: bool = True) -> apsw.Connection | None:
+    """A connection to the embedding cache (owner-only file, WAL); None when
+    it does not exist and ``create`` is false."""
+    path = cache_path(data_dir)
+    if not path.exists():
+        if not create:
+            return None
+        path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+        os.close(os.open(path, os.O_CREAT | os.O_WRONLY, 0o600))
+    con = apsw.Connection(str(path))
+    con.set_busy_timeout(BUSY_TIMEOUT_MS)
+    con.execute("PRAGMA journal_mode=WAL")
+    con.execute("PRAGMA synchronous=NORMAL")
+    _cache_schema(con)
+    return con
+
+
+def has_vectors(cache: apsw.Connection | None, model: str) -> bool:
+    """Whether any vector of ``model`` exists (decides the default search mode)."""
+    if cache is None:
+        return False
+    return cache.execute("SELECT 1 FROM vectors WHERE model = ? LIMIT 1", (model,)).fetchone() is not None
+
+
+def cached_hashes(cache: apsw.Connection, model: str) -> set[bytes]:
+    """The text hashes that already have a vector of ``model``."""
+    return {r[0] for r in cache.execute("SELECT hash FROM vectors WHERE model = ?", (model,))}
+
+
+def put_vectors(cache: apsw.Connection, model: str, items: Sequence[tuple[bytes, bytes]]) -> None:
+    """Store (hash, float16 bytes) pairs of ``model``; existing keys are kept."""
+    now = now_iso()
+    with write_transaction(cache):
+        cache.executemany(
+            "INSERT OR IGNORE INTO vectors (model, hash, vec, used) VALUES (?, ?, ?, ?)",
+            [(model, h, v, now) for h, v in items],
+        )
+
+
+def prune_cache(cache: apsw.Connection, index: apsw.Connection, keep_days: float = 30.0) -> int:
+    """Drop cached vectors whose text no chunk of the index uses any more and
+    that were last used more than ``keep_days`` ago; returns how many.
+
+    The grace period is what lets a note deleted by mistake, or an index
+    rebuilt from scratch, come back without re-embedding.
+    """
+    live = {r[0] for r in index.execute("SELECT DISTINCT hash FROM chunks")}
+    now = now_iso()
+    stale: list[tuple[int]] = []
+    touch: list[tuple[str, int]] = []
+    for rid, h, used in cache.execute("SELECT id, hash, used FROM vectors"):
+        if h in live:
+            touch.append((now, rid))
+        elif _days_between(used, now) > keep_days:
+            stale.append((rid,))
+    with write_transaction(cache):
+        cache.executemany("UPDATE vectors SET used = ? WHERE id = ?", touch)
+        cache.executemany("DELETE FROM vectors WHERE id = ?", stale)
+    return len(stale)
+
+
+def _days_between(a: str, b: str) -> float:
+    from datetime import datetime
+
+    try:
+        return (datetime.fromisoformat(b) - datetime.fromisoformat(a)).total_seconds() / 86400
+    except ValueError:
+        return 0.0
+
+
+# -- chunks in the index -----------------------------------------------------------
+
+
+def generation(con: apsw.Connection) -> int:
+    """The vector generation: changes whenever chunks or their vectors change."""
+    row = con.execute("SELECT generation FROM vector_state WHERE id = 1").fetchone()
+    return int(row[0]) if row else 0
+
+
+def bump_generation(con: apsw.Connection) -> None:
+    """Tell readers new vectors exist (chunk changes bump it by trigger)."""
+    with write_transaction(con):
+        con.execute("UPDATE vector_state SET generation = generation + 1 WHERE id = 1")
+
+
+def queued(con: apsw.Connection, limit: int) -> list[int]:
+    """Up to ``limit`` trace rowids waiting to be (re)chunked."""
+    return [r[0] for r in con.execute("SELECT trace_rowid FROM embed_queue LIMIT ?", (limit,))]
+
+
+def queue_size(con: apsw.Connection) -> int:
+    """How many traces wait to be (re)chunked."""
+    return int(con.execute("SELECT count(*) FROM embed_queue").fetchone()[0])
+
+
+def rechunk(con: apsw.Connection, rowids: Sequence[int]) -> int:
+    """Chunk the queued traces ``rowids`` and take them off the queue, in one
+    write transaction; a trace whose chunks did not change is left alone (no
+    generation bump). Returns the number of traces whose chunks changed."""
+    from .chunk import chunk_trace
+
+    if not rowids:
+        return 0
+    marks = ",".join("?" * len(rowids))
+    traces = {
+        r[0]: r[1:]
+        for r in con.execute(f"SELECT rowid, kind, title, content FROM traces WHERE rowid IN ({marks})", list(rowids))
+    }
+    old: dict[int, list[tuple[Any, ...]]] = {}
+    for r in con.execute(
+        f"SELECT trace_rowid, seq, start, stop, heading, tokens, hash FROM chunks WHERE trace_rowid IN ({marks}) "
+        "ORDER BY trace_rowid, seq",
+        list(rowids),
+    ):
+        old.setdefault(r[0], []).append(tuple(r[1:]))
+    planned: dict[int, list[tuple[Any, ...]]] = {}
+    for rowid, (kind, title, content) in traces.items():
+        planned[rowid] = [(c.seq, c.start, c.stop, c.heading, c.tokens, c.hash) for c in chunk_trace(kind, title, content)]
+    changed = 0
+    with write_transaction(con):
+        for rowid in rowids:
+            new = planned.get(rowid)
+            if new is not None and new != old.get(rowid, []):
+                con.execute("DELETE FROM chunks WHERE trace_rowid = ?", (rowid,))
+                con.executemany(
+                    "INSERT INTO chunks (trace_rowid, seq, start, stop, heading, tokens, hash) VALUES (?,?,?,?,?,?,?)",
+                    [(rowid, *c) for c in new],
+                )
+                changed += 1
+            con.execute("DELETE FROM embed_queue WHERE trace_rowid = ?", (rowid,))
+    return changed
+
+
+@dataclass(frozen=True)
+class PendingChunk:
+    """A chunk whose text has no vector of the current model yet."""
+
+    id: int
+    hash: bytes
+    tokens: int
+
+
+def pending_chunks(con: apsw.Connection, cache: apsw.Connection, model: str) -> list[PendingChunk]:
+    """Chunks (one per distinct text) still to embed for ``model``, shortest first
+    so each batch pads to a similar length."""
+    have = cached_hashes(cache, model)
+    seen: set[bytes] = set()
+    out: list[PendingChunk] = []
+    for cid, h, tokens in con.execute("SELECT id, hash, tokens FROM chunks"):
+        if h in have or h in seen:
+            continue
+        seen.add(h)
+        out.append(PendingChunk(cid, h, tokens))
+    out.sort(key=lambda p: (p.tokens, p.id))
+    return out
+
+
+def chunk_texts(con: apsw.Connection, ids: Sequence[int]) -> dict[int, tuple[bytes, str]]:
+    """(stored hash, rebuilt text) of chunks ``ids``; a chunk whose trace changed
+    since it was cut rebuilds to another text, which the caller detects by hash."""
+    from .chunk import chunk_text
+
+    if not ids:
+        return {}
+    marks = ",".join("?" * len(ids))
+    out: dict[int, tuple[bytes, str]] = {}
+    for cid, h, start, stop, heading, kind, title, content in con.execute(
+        f"SELECT c.id, c.hash, c.start, c.stop, c.heading, t.kind, t.title, t.content "
+        f"FROM chunks c JOIN traces t ON t.rowid = c.trace_rowid WHERE c.id IN ({marks})",
+        list(ids),
+    ):
+        out[cid] = (h, chunk_text(kind, title, content, start, stop, heading))
+    return out
+
+
+def coverage(con: apsw.Connection, cache: apsw.Connection | None, model: str) -> tuple[int, int]:
+    """(chunks with a vector of ``model``, all chunks)."""
+    have = cached_hashes(cache, model) if cache is not None else set()
+    total = done = 0
+    for (h,) in con.execute("SELECT hash FROM chunks"):
+        total += 1
+        done += h in have
+    return done, total
+
+
+# -- the in-memory matrix -----------------------------------------------------------
+
+
+class VectorMatrix:
+    """Every chunk vector of one model, as a unit-row float32 matrix.
+
+    ``trace_rowids[i]`` and ``chunk_ids[i]`` name row ``i``. Built from the two
+    databases at one :func:`generation`; :meth:`stale` tells when to rebuild.
+    """
+
+    def __init__(self, model: str, gen: int, chunk_ids: "np.ndarray", trace_rowids: "np.ndarray", matrix: "np.ndarray"):
+        self.model = model
+        self.generation = gen
+        self.chunk_ids = chunk_ids
+        self.trace_rowids = trace_rowids
+        self.matrix = matrix
+        self._row_of_chunk: dict[int, int] | None = None
+
+    @classmethod
+    def load(cls, con: apsw.Connection, cache: apsw.Connection | None, model: str) -> "VectorMatrix":
+        """Read the matrix of ``model`` for the chunks now in the index."""
+        import numpy as np
+
+        gen = generation(con)
+        vecs: dict[bytes, bytes] = {}
+        if cache is not None:
+            vecs = dict(cache.execute("SELECT hash, vec FROM vectors WHERE model = ?", (model,)).fetchall())
+        ids: list[int] = []
+        rowids: list[int] = []
+        blobs: list[bytes] = []
+        for cid, trace_rowid, h in con.execute("SELECT id, trace_rowid, hash FROM chunks ORDER BY id"):
+            v = vecs.get(h)
+            if v is not None:
+                ids.append(cid)
+                rowids.append(trace_rowid)
+                blobs.append(v)
+        if blobs:
+            dim = len(blobs[0]) // 2
+            blobs = [b for b in blobs if len(b) == dim * 2] if any(len(b) != dim * 2 for b in blobs) else blobs
+            matrix = np.frombuffer(b"".join(blobs), dtype=np.float16).reshape(len(blobs), dim).astype(np.float32)
+        else:
+            matrix = np.zeros((0, 0), dtype=np.float32)
+        return cls(model, gen, np.asarray(ids, dtype=np.int64), np.asarray(rowids, dtype=np.int64), matrix)
+
+    def __len__(self) -> int:
+        return int(self.matrix.shape[0])
+
+    def stale(self, con: apsw.Connection) -> bool:
+        """Whether the index has changed since this matrix was read."""
+        return generation(con) != self.generation
+
+    def row_of_chunk(self, chunk_id: int) -> int | None:
+        """The matrix row of a chunk, if it has a vector."""
+        if self._row_of_chunk is None:
+            self._row_of_chunk = {int(c): i for i, c in enumerate(self.chunk_ids)}
+        return self._row_of_chunk.get(chunk_id)
+
+    def similarities(self, query: "np.ndarray") -> "np.ndarray":
+        """Cosine similarity of every row to a unit query vector."""
+        import numpy as np
+
+        if len(self) == 0 or query.shape[0] != self.matrix.shape[1]:
+            return np.zeros(len(self), dtype=np.float32)
+        return self.matrix @ query
+
+    def best_per_trace(self, sims: "np.ndarray", k: int) -> list[tuple[int, float, int]]:
+        """The ``k`` traces with the highest chunk similarity, as
+        (trace rowid, similarity, chunk id), best first."""
+        import numpy as np
+
+        n = len(sims)
+        if n == 0 or k <= 0:
+            return []
+        out: list[tuple[int, float, int]] = []
+        seen: set[int] = set()
+        take = min(n, max(4 * k, 64))
+        while True:
+            top = np.argpartition(-sims, take - 1)[:take] if take < n else np.arange(n)
+            top = top[np.argsort(-sims[top], kind="stable")]
+            out.clear()
+            seen.clear()
+            for i in top:
+                r = int(self.trace_rowids[i])
+                if r in seen:
+                    continue
+                seen.add(r)
+                out.append((r, float(sims[i]), int(self.chunk_ids[i])))
+                if len(out) >= k:
+                    return out
+            if take >= n:
+                return out
+            take = min(n, take * 4)
+
+
+def encode_vectors(matrix: "np.ndarray") -> list[bytes]:
+    """Rows of a float32 matrix as the cache's float16 bytes."""
+    import numpy as np
+
+    return [row.tobytes() for row in matrix.astype(np.float16)]
+
+
+def chunk_rows(con: apsw.Connection, chunk_ids: Iterable[int]) -> dict[int, tuple[int, int, int, str]]:
+    """(trace rowid, start, stop, heading) of chunks, by id."""
+    ids = list(chunk_ids)
+    if not ids:
+        return {}
+    marks = ",".join("?" * len(ids))
+    return {
+        r[0]: (r[1], r[2], r[3], r[4])
+        for r in con.execute(f"SELECT id, trace_rowid, start, stop, heading FROM chunks WHERE id IN ({marks})", ids)
+    }
