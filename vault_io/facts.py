@@ -37,6 +37,7 @@ from __future__ import annotations
 import hashlib
 import re
 import unicodedata
+from functools import lru_cache
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -175,6 +176,11 @@ def word_count(text: str) -> int:
 
 def is_fact_text(text: str) -> bool:
     """At least :data:`MIN_WORDS` words, and more than links."""
+    if "[" not in text and "://" not in text:
+        return word_count(text) >= MIN_WORDS
+    bare = _URL_RE.sub(" ", _MDLINK_RE.sub(" ", _WIKI_RE.sub(" ", text)))
+    if not _WORD_RE.search(bare):
+        return False  # a pure link (or links only)
     return word_count(display_text(text)) >= MIN_WORDS
 
 
@@ -193,6 +199,7 @@ def _bare(heading: str) -> str:
     return collapse(_EMOJI_PREFIX_RE.sub("", text)).rstrip(":").strip()
 
 
+@lru_cache(maxsize=4096)
 def heading_type(heading: str) -> str | None:
     """The memory type a heading implies, if any."""
     bare = _bare(heading)

@@ -448,7 +448,9 @@ def split_sentences(text: str) -> list[tuple[int, int]]:
             word = _WORD_BEFORE_RE.search(text, 0, start + 1)
             if word:
                 token = word.group(1).strip("*_`").lower()
-                if token in ABBREVIATIONS or "." in token or (len(token) == 1 and token.isalpha()):
+                if token in ABBREVIATIONS or (len(token) == 1 and token.isalpha()) or (
+                    "." in token and all(0 < len(part) <= 2 for part in token.split("."))
+                ):  # "Dr.", "J.", "U.S.", "Ph.D." (not "example.com/a.b.")
                     continue
         cuts.append(end)
     spans: list[tuple[int, int]] = []
