@@ -132,6 +132,7 @@ class DaemonRunner:
         self.mode = "starting"  # starting, watch, poll, waiting, stopping
         self.batches = 0
         self.rescans = 0
+        self.failures = 0  # batches and rescans that raised
         self.error: BaseException | None = None
 
         self._stop = threading.Event()
@@ -258,6 +259,8 @@ class DaemonRunner:
                 self._tick(now)
             except VaultMissingError:
                 return "gone"
+            except _Stopped:  # a rescan gave up part-way for a stop request
+                return "stop"
 
     def _tick(self, now: float) -> None:
         if self._rules_changed:
@@ -281,12 +284,25 @@ class DaemonRunner:
                     self.queue.add(p)
                 for d in dirs:
                     self.queue.add(d, is_dir=True)
+            except VaultMissingError:
+                raise
+            except Exception:
+                # One bad batch must not end the daemon (systemd would only
+                # restart it into the same error): log it, let a rescan retry.
+                self.failures += 1
+                log.exception("indexing %d changed paths failed; the next rescan retries them", len(files) + len(dirs))
         if now >= self._next_rescan:
             try:
                 self._full_sync("rescan")
             except apsw.BusyError:
                 log.warning("index busy; rescan retried in %g s", BUSY_RETRY)
                 self._next_rescan = now + BUSY_RETRY
+            except (VaultMissingError, _Stopped):
+                raise
+            except Exception:
+                self.failures += 1
+                log.exception("rescan failed; retried in %g s", self.rescan_interval or BUSY_RETRY)
+                self._next_rescan = now + (self.rescan_interval or BUSY_RETRY)
             else:
                 self._recheck_coverage()
         if now >= self._next_ping:
@@ -524,6 +540,7 @@ class DaemonRunner:
             "queue": len(self.queue),
             "batches": self.batches,
             "rescans": self.rescans,
+            "failures": self.failures,
             "last_batch": self._last_batch,
             "last_rescan": self._last_rescan,
             "debounce_ms": int(self.debounce * 1000),

@@ -377,3 +377,23 @@ def test_inotify_queue_overflow_triggers_a_rescan(vault: Path) -> None:
             "Inotify queue overflowed; filesystem events were lost"
         )
         wait_for(lambda: rec.of("rescan"))
+
+
+def test_a_failing_batch_is_logged_and_the_daemon_goes_on(vault: Path, monkeypatch, caplog) -> None:
+    real = Indexer.sync_paths
+    calls = []
+
+    def flaky(self, paths):
+        calls.append(set(paths))
+        if len(calls) == 1:
+            raise RuntimeError("a bug in a derived-data observer")
+        return real(self, paths)
+
+    monkeypatch.setattr(Indexer, "sync_paths", flaky)
+    caplog.set_level(logging.ERROR, logger="memvault.daemon")
+    with running(vault) as (runner, _):
+        write(vault, "first.md", "lost to the failing batch")
+        wait_for(lambda: runner.failures == 1)
+        write(vault, "second.md", "indexed normally")
+        wait_for(lambda: "second.md" in indexed(vault))
+    assert any("the next rescan retries them" in r.getMessage() for r in caplog.records)
