@@ -100,6 +100,8 @@ def status(app: AppContext, as_json: bool) -> None:
     click.echo(f"{'last sync:':12} {data['last_sync'] or 'never'}")
     if data["last_batch"]:
         click.echo(f"{'last batch:':12} {data['last_batch']}")
+    if data["failures"]:
+        click.echo(f"{'failures:':12} {data['failures']} batches or rescans failed (see the daemon's log)")
     index = data["index"]
     if index is None:
         click.echo(f"{'index:':12} none yet (run `memvault sync` or start the daemon)")

@@ -77,6 +77,7 @@ def vault_status(vault: "Vault") -> dict[str, Any]:
         "queue": state.get("queue") if state else None,
         "last_batch": state.get("last_batch") if state else None,
         "last_rescan": state.get("last_rescan") if state else None,
+        "failures": state.get("failures") if state else None,
         "last_sync": None,
         "conflicts": None,
         "index": None,

@@ -180,7 +180,7 @@ def test_status_with_a_running_daemon_then_stale(vault: Path, tmp_path: Path) ->
         wait_for(lambda: state_file(vault).exists())
         data = status_json(vault)
         assert data["running"] is True and data["pid"] == proc.pid and data["mode"] == "watch"
-        assert data["queue"] == 0 and data["since"] and data["last_sync"]
+        assert data["queue"] == 0 and data["failures"] == 0 and data["since"] and data["last_sync"]
         assert data["index"]["notes"] == 1 and data["conflicts"] == data["index"].get("conflicts", 0)
         text = CliRunner().invoke(cli, ["--vault", str(vault), "status"])
         assert f"running (pid {proc.pid}" in text.output
