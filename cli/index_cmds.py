@@ -27,16 +27,23 @@ def obsidian_uri(vault_name: str, path: str, anchor: str | None = None) -> str:
 
 @cli.command()
 @click.option("--json", "as_json", is_flag=True, help="Print the summary as one JSON object.")
+@click.option("--no-embed", is_flag=True, help="Index text only; leave embedding to the daemon or a later sync.")
 @pass_app
-def sync(app: AppContext, as_json: bool) -> None:
-    """Bring the index in line with the vault (new, changed, moved, deleted notes)."""
+def sync(app: AppContext, as_json: bool, no_embed: bool) -> None:
+    """Bring the index in line with the vault, then embed what changed.
+
+    Text is indexed first, so keyword search works at once; then new and
+    changed notes, memories and facts are embedded for semantic search
+    (unchanged text is never embedded twice).
+    """
     from memvault.store import records as rec
     from memvault.store.db import write_transaction
 
     vault = app.vault
     indexer = vault.indexer()
+    show_bar = stderr_is_tty() and not as_json
     bar = None
-    if stderr_is_tty() and not as_json:
+    if show_bar:
         bar = click.progressbar(length=1, label="Indexing", file=click.get_text_stream("stderr"))
 
     def progress(done: int, total: int) -> None:
@@ -58,22 +65,63 @@ def sync(app: AppContext, as_json: bool) -> None:
     summary.warnings += [f"finished an interrupted write of {r.id}" for r in flush_outbox(vault, 30.0)]
     with write_transaction(vault.con):
         rec.set_meta(vault.con, "last_sync", rec.now_iso())
+    embedding = None if no_embed else _embed(vault, show_bar)
     if as_json:
-        emit_json(summary.as_dict())
+        data = summary.as_dict()
+        if embedding is not None:
+            data["embedding"] = embedding.as_dict()
+        emit_json(data)
+        _embed_notice(embedding)
         return
     for line in summary.warnings:
         warn(line)
     for line in summary.parse_errors:
         warn(line)
+    _embed_notice(embedding)
     if not summary.changed:
         extra = f", {summary.skipped} skipped" if summary.skipped else ""
         click.echo(f"Index is up to date: nothing changed{extra} ({summary.seconds:.2f}s).")
-        return
-    click.echo(
-        f"added {summary.added}, updated {summary.updated}, moved {summary.moved}, "
-        f"deleted {summary.deleted}, skipped {summary.skipped}, errors {summary.errors} "
-        f"in {summary.seconds:.2f}s"
-    )
+    else:
+        click.echo(
+            f"added {summary.added}, updated {summary.updated}, moved {summary.moved}, "
+            f"deleted {summary.deleted}, skipped {summary.skipped}, errors {summary.errors} "
+            f"in {summary.seconds:.2f}s"
+        )
+    if embedding is not None and embedding.embedded:
+        click.echo(f"embedded {embedding.embedded} texts in {embedding.seconds:.2f}s")
+
+
+def _embed(vault: Any, show_bar: bool) -> Any:
+    """Chunk and embed whatever the sync changed (a progress bar on a terminal)."""
+    from memvault.daemon.embedding import EmbeddingPipeline
+
+    pipeline = EmbeddingPipeline.for_vault(vault, vault.con)
+    bar = None
+
+    def progress(done: int, total: int) -> None:
+        nonlocal bar
+        if not show_bar or total < 20:
+            return
+        if bar is None:
+            bar = click.progressbar(length=total, label="Embedding", file=click.get_text_stream("stderr"))
+        bar.update(done - bar.pos)
+
+    try:
+        return pipeline.run(progress)
+    finally:
+        if bar is not None:
+            bar.render_finish()
+        pipeline.close()
+
+
+def _embed_notice(report: Any) -> None:
+    if report is not None and report.unavailable:
+        notice(f"semantic search unavailable: {report.unavailable}; keyword search only")
+
+
+def notice(message: str) -> None:
+    """One informational line on stderr (a degraded mode, not an error)."""
+    click.echo(f"notice: {message}", err=True)
 
 
 @cli.command()
@@ -82,9 +130,13 @@ def sync(app: AppContext, as_json: bool) -> None:
 @click.option("--type", "types", multiple=True, metavar="T", help="Only traces of this type (repeatable).")
 @click.option("--tag", "tags", multiple=True, metavar="X", help="Only traces with this tag or a nested tag (repeatable).")
 @click.option("--path", "path_glob", metavar="GLOB", help="Only notes whose vault path matches this glob.")
-@click.option("--raw", is_flag=True, help="Pass QUERY to SQLite FTS5 as written (phrases, AND/OR/NOT, prefix*).")
+@click.option("--raw", is_flag=True, help="Pass QUERY to SQLite FTS5 as written (phrases, AND/OR/NOT, prefix*); keyword mode.")
 @click.option("--scope", "scope", type=click.Choice(["all", "notes", "memories", "facts"]), default="all",
               show_default=True, help="What to search: ordinary notes, memories (memory notes and facts), facts, or all.")
+@click.option("--mode", type=click.Choice(["keyword", "semantic", "hybrid"]), default=None,
+              help="Words, meaning, or both fused (default: hybrid when vectors exist, else keyword).")
+@click.option("--explain", is_flag=True, help="Show each hit's keyword rank, similarity, graph, recency and strength factors.")
+@click.option("--record", is_flag=True, help="Count the memories and facts found as recalled (strength, last access).")
 @click.option("--include-deleted", is_flag=True, help="Also find forgotten (soft-deleted) memories.")
 @click.option("--include-superseded", is_flag=True, help="Also find old versions of memories and facts.")
 @click.option("--json", "as_json", is_flag=True, help="One JSON object per hit.")
@@ -98,38 +150,75 @@ def search(
     path_glob: str | None,
     raw: bool,
     scope: str,
+    mode: str | None,
+    explain: bool,
+    record: bool,
     include_deleted: bool,
     include_superseded: bool,
     as_json: bool,
 ) -> None:
-    """Search the index. QUERY is plain language unless --raw is given."""
-    from memvault.store.search import Filters, keyword_search
-
+    """Search the index by words and meaning. QUERY is plain language unless --raw is given."""
     vault = app.vault
-    con = vault.read_con()
-    statuses = ("active",) + (("deleted",) if include_deleted else ()) + (("superseded",) if include_superseded else ())
-    types = tuple(_canonical_types(types))
-    hits = keyword_search(
-        con, query, limit=limit, raw=raw,
-        filters=Filters(types=types, tags=tags, path_glob=path_glob, statuses=statuses, kinds=SCOPE_KINDS[scope]),
-    )
+    args = {
+        "query": query, "mode": mode, "limit": limit, "types": list(_canonical_types(types)), "tags": list(tags),
+        "path_glob": path_glob, "raw": raw, "scope": scope, "include_deleted": include_deleted,
+        "include_superseded": include_superseded, "explain": explain, "record": record,
+    }
+    result = None
+    if mode != "keyword" and not raw:
+        result = ask_daemon(vault, "search", args)
+    if result is None:
+        from memvault.daemon.retrieval import Retriever
+
+        retriever = Retriever(vault, vault.read_con())
+        try:
+            result = retriever.search(**args)
+        finally:
+            retriever.close()
+    for line in result["notices"]:
+        notice(line)
+    hits = result["hits"]
     for i, hit in enumerate(hits, 1):
-        uri = obsidian_uri(vault.name, hit.path) if hit.path else None
         if as_json:
-            row = {"id": hit.id, "title": hit.title, "type": hit.type, "path": hit.path,
-                   "uri": uri, "score": hit.score, "snippet": hit.snippet}
-            if hit.status != "active":
-                row["status"] = hit.status
-            emit_json(row)
+            emit_json(hit)
             continue
-        status = "" if hit.status == "active" else f" ({hit.status})"
-        click.echo(f"{i}. {click.style(hit.title, bold=True)}  [{hit.type}]{status}  {hit.path or ''}")
-        snippet = " ".join(hit.snippet.split())
+        status = f" ({hit['status']})" if hit.get("status") else ""
+        click.echo(f"{i}. {click.style(hit['title'], bold=True)}  [{hit['type']}]{status}  {hit['path'] or ''}")
+        snippet = " ".join(hit["snippet"].split())
         if snippet:
             click.echo(f"   {snippet}")
-        click.echo(click.style(f"   {hit.id}  score {hit.score:.2f}  {uri or ''}", dim=True))
+        click.echo(click.style(f"   {hit['id']}  score {hit['score']:.4g}  {hit['uri'] or ''}", dim=True))
+        if explain:
+            click.echo(click.style(f"   {_explain_line(hit.get('explain') or {})}", dim=True))
     if not hits and not as_json:
         click.echo("No matches.", err=True)
+
+
+def _explain_line(e: dict[str, Any]) -> str:
+    kw = e.get("keyword_rank")
+    kw_text = f"keyword #{kw} ({e.get('keyword_match')})" if kw else "keyword -"
+    sim = e.get("vector_similarity")
+    vr = e.get("vector_rank")
+    sim_text = f"similarity {sim:.3f}" + (f" (#{vr})" if vr else "") if sim is not None else "similarity -"
+    return (
+        f"{kw_text}  {sim_text}  graph +{e.get('graph', 0):.4f}  fused {e.get('fused', 0):.4f}  "
+        f"recency x{e.get('recency', 1):.3f}  strength x{e.get('strength', 1):.2f}"
+    )
+
+
+def ask_daemon(vault: Any, op: str, args: dict[str, Any]) -> dict[str, Any] | None:
+    """The daemon's answer to ``op``, or None when no daemon serves this vault
+    (the caller then answers in-process). Errors it reports are raised here."""
+    from memvault.daemon.client import RemoteError, ask
+
+    from .main import UsageFailure, _EXIT_CODES
+
+    try:
+        return ask(vault.data_dir, op, args, config=vault.config.values)
+    except RemoteError as exc:
+        if _EXIT_CODES.get(exc.type) == 2:
+            raise UsageFailure(str(exc)) from None
+        raise click.ClickException(str(exc)) from None
 
 
 def _canonical_types(types: tuple[str, ...]) -> list[str]:

@@ -34,6 +34,7 @@ _EXIT_CODES: dict[str, int] = {
     "memvault.store.db.IndexError_": 1,
     "memvault.daemon.memories.MemoryOpError": 1,
     "memvault.daemon.indexer.VaultMissingError": 1,
+    "memvault.daemon.serve.ServerRunningError": 1,
     "memvault.daemon.fact_sources.SourcePathError": 2,
     "memvault.daemon.fact_sources.SourceError": 1,
 }
@@ -127,6 +128,7 @@ def _register() -> None:
     from . import index_cmds  # noqa: F401  (commands attach themselves to `cli`)
     from . import daemon_cmds  # noqa: F401
     from . import memory_cmds  # noqa: F401
+    from . import recall_cmds  # noqa: F401
     from . import fact_cmds  # noqa: F401
 
 

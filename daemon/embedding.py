@@ -203,11 +203,15 @@ class EmbeddingPipeline:
         """Chunk the queue, then embed; a missing model is reported, not raised."""
         start = time.perf_counter()
         chunked = self.chunk_queued(should_stop)
+        key = self.spec.key if self.spec else None
         try:
             report = self.embed_pending(progress, should_stop)
+            if report.embedded:
+                vec.note_unavailable(self.con, key, None)
         except ModelUnavailable as exc:
-            report = EmbedReport(model=self.spec.key if self.spec else None, unavailable=str(exc))
+            report = EmbedReport(model=key, unavailable=str(exc))
             report.pending = len(self.pending())
+            vec.note_unavailable(self.con, key, str(exc))
         report.chunked = chunked
         report.seconds = time.perf_counter() - start
         return report
@@ -304,10 +308,13 @@ class EmbeddingWorker:
             try:
                 report = pipeline.embed_pending(None, stopping, pending)
                 report.chunked = chunked
+                if self._unavailable:
+                    vec.note_unavailable(pipeline.con, report.model, None)
                 self._unavailable = None
             except ModelUnavailable as exc:
                 if self._unavailable != str(exc):
                     log.warning("semantic search unavailable: %s", exc)
+                    vec.note_unavailable(pipeline.con, report.model, str(exc))
                 self._unavailable = report.unavailable = str(exc)
                 self._retry_at = time.monotonic() + self.retry_interval
         if not report.pending or self._unavailable:

@@ -52,9 +52,23 @@ class Chunk:
         return text_hash(self.text)
 
 
+_WIKILINK = re.compile(r"!?\[\[([^\[\]|#\n]*)(?:#[^\[\]|\n]*)?(?:\|([^\[\]\n]*))?\]\]")
+_MD_LINK = re.compile(r"!?\[([^\[\]\n]*)\]\((?:[^()\s]|\([^()\s]*\))*\)")
+_URL = re.compile(r"<?https?://[^\s>)]+>?")
+
+
+def clean_markup(text: str) -> str:
+    """Link syntax out of the text the model sees: ``[[Note|shown]]`` reads
+    as "shown", ``[text](url)`` as "text", and bare URLs (token-hungry noise
+    to a sentence model) are dropped."""
+    text = _WIKILINK.sub(lambda m: (m.group(2) or m.group(1) or "").strip(), text)
+    text = _MD_LINK.sub(lambda m: m.group(1), text)
+    return _URL.sub("", text)
+
+
 def chunk_text(kind: str, title: str, content: str, start: int, stop: int, heading: str) -> str:
     """The exact text embedded for a chunk (rebuilt from the trace and the span)."""
-    body = content[start:stop].strip()
+    body = clean_markup(content[start:stop]).strip()
     if kind == "fact":
         return f"{title}: {body}" if title else body
     if kind == "memory":

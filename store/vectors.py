@@ -17,6 +17,7 @@ no numpy; :class:`VectorMatrix` imports it when built.
 
 from __future__ import annotations
 
+import json
 import os
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
@@ -26,7 +27,7 @@ from typing import TYPE_CHECKING, Any
 import apsw
 
 from .db import BUSY_TIMEOUT_MS, write_transaction
-from .records import now_iso
+from .records import get_meta, now_iso, set_meta
 
 if TYPE_CHECKING:
     import numpy as np
@@ -138,6 +139,38 @@ def _days_between(a: str, b: str) -> float:
         return (datetime.fromisoformat(b) - datetime.fromisoformat(a)).total_seconds() / 86400
     except ValueError:
         return 0.0
+
+
+# -- a model that cannot be loaded ----------------------------------------------
+
+#: Index meta key recording that the configured model could not be loaded.
+UNAVAILABLE_KEY = "embedding_unavailable"
+
+
+def note_unavailable(con: apsw.Connection, model: str | None, message: str | None) -> None:
+    """Remember (or forget, with ``message=None``) that ``model`` cannot be
+    loaded here, so later commands can say why search is keyword-only."""
+    current = get_meta(con, UNAVAILABLE_KEY)
+    value = json.dumps({"model": model, "message": message}) if model and message else None
+    if current == value:
+        return
+    with write_transaction(con):
+        if value is None:
+            con.execute("DELETE FROM meta WHERE key = ?", (UNAVAILABLE_KEY,))
+        else:
+            set_meta(con, UNAVAILABLE_KEY, value)
+
+
+def recorded_unavailable(con: apsw.Connection, model: str) -> str | None:
+    """Why ``model`` could not be loaded last time, if a run said so."""
+    raw = get_meta(con, UNAVAILABLE_KEY)
+    if not raw:
+        return None
+    try:
+        data = json.loads(raw)
+    except ValueError:
+        return None
+    return data.get("message") if data.get("model") == model else None
 
 
 # -- chunks in the index -----------------------------------------------------------
@@ -272,6 +305,7 @@ class VectorMatrix:
         self.trace_rowids = trace_rowids
         self.matrix = matrix
         self._row_of_chunk: dict[int, int] | None = None
+        self._rows_of_trace: dict[int, "np.ndarray"] | None = None
 
     @classmethod
     def load(cls, con: apsw.Connection, cache: apsw.Connection | None, model: str) -> "VectorMatrix":
@@ -311,6 +345,17 @@ class VectorMatrix:
         if self._row_of_chunk is None:
             self._row_of_chunk = {int(c): i for i, c in enumerate(self.chunk_ids)}
         return self._row_of_chunk.get(chunk_id)
+
+    def rows_of_trace(self, trace_rowid: int) -> "np.ndarray | None":
+        """The matrix rows of one trace's chunks."""
+        import numpy as np
+
+        if self._rows_of_trace is None:
+            order = np.argsort(self.trace_rowids, kind="stable")
+            keys, starts = np.unique(self.trace_rowids[order], return_index=True)
+            ends = np.append(starts[1:], len(order))
+            self._rows_of_trace = {int(k): order[a:b] for k, a, b in zip(keys, starts, ends)}
+        return self._rows_of_trace.get(trace_rowid)
 
     def similarities(self, query: "np.ndarray") -> "np.ndarray":
         """Cosine similarity of every row to a unit query vector."""

@@ -1,0 +1,136 @@
+"""Asking the daemon's query server (see :mod:`.serve`) for a warm answer.
+
+The protocol is one JSON line each way over a unix socket in the vault's
+data dir, one request per connection::
+
+    -> {"v": 1, "op": "search", "args": {...}, "config": "<fingerprint>"}
+    <- {"ok": true, "result": {...}}
+    <- {"ok": false, "error": {"type": "memvault.store.search.QuerySyntaxError", "message": "..."}}
+    <- {"ok": false, "fallback": true}          (answer in-process instead)
+
+:func:`ask` returns None whenever the daemon cannot answer (no socket, a
+stale one, refused, timed out, a different configuration, an internal
+error): the caller then answers in-process, silently. Only an error the
+caller would have raised itself (a bad query, say) comes back as
+:class:`RemoteError`. This module imports nothing heavy: it runs in every
+``memvault search`` process.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import json
+import os
+import socket
+from collections.abc import Iterator, Mapping
+from pathlib import Path
+from typing import Any
+
+SOCKET_NAME = "query.sock"
+PROTOCOL = 1
+#: Longest reply accepted (a page of hits with snippets is a few KB).
+MAX_REPLY = 16 * 1024 * 1024
+#: Connecting to a live local server takes microseconds; a stale socket
+#: fails at once. The timeout only guards against a wedged server.
+CONNECT_TIMEOUT = 0.5
+#: Longest wait for an answer (a first query may still wait for the model).
+REPLY_TIMEOUT = 30.0
+#: Configuration keys whose values change answers: the daemon answers only
+#: a client whose values match its own.
+ANSWER_KEYS = ("embedding.model", "recall.")
+#: ``sun_path`` holds 108 bytes; longer socket paths go through /proc.
+_MAX_SUN_PATH = 100
+
+
+class RemoteError(Exception):
+    """The daemon ran the request and it failed the way it would in-process."""
+
+    def __init__(self, message: str, type_: str) -> None:
+        super().__init__(message)
+        self.type = type_
+
+
+def socket_path(data_dir: Path) -> Path:
+    """The query socket of the vault whose data dir is ``data_dir``."""
+    return data_dir / SOCKET_NAME
+
+
+def config_fingerprint(values: Mapping[str, Any]) -> str:
+    """A digest of the configuration values that shape answers."""
+    picked = {k: v for k, v in sorted(values.items()) if any(k == p or (p.endswith(".") and k.startswith(p)) for p in ANSWER_KEYS)}
+    return hashlib.sha256(json.dumps(picked, sort_keys=True, default=str).encode()).hexdigest()[:16]
+
+
+@contextlib.contextmanager
+def socket_address(path: Path) -> Iterator[str]:
+    """An address for ``path`` that fits ``sun_path``: the path itself, or
+    the same file reached through ``/proc/self/fd`` of its open folder."""
+    text = str(path)
+    if len(text.encode()) <= _MAX_SUN_PATH:
+        yield text
+        return
+    fd = os.open(path.parent, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+    try:
+        yield f"/proc/self/fd/{fd}/{path.name}"
+    finally:
+        os.close(fd)
+
+
+def read_line(sock: socket.socket, limit: int) -> bytes | None:
+    """Bytes up to the first newline; None when the peer sent more than
+    ``limit`` bytes or closed early."""
+    buf = bytearray()
+    while True:
+        data = sock.recv(65536)
+        if not data:
+            return None
+        nl = data.find(b"\n")
+        if nl >= 0:
+            buf += data[:nl]
+            return bytes(buf) if len(buf) <= limit else None
+        buf += data
+        if len(buf) > limit:
+            return None
+
+
+def ask(
+    data_dir: Path,
+    op: str,
+    args: Mapping[str, Any],
+    *,
+    config: Mapping[str, Any] | None = None,
+    connect_timeout: float = CONNECT_TIMEOUT,
+    timeout: float = REPLY_TIMEOUT,
+) -> dict[str, Any] | None:
+    """The daemon's result for ``op`` with ``args``, or None to answer in-process."""
+    path = socket_path(data_dir)
+    if not path.exists():
+        return None
+    request = {"v": PROTOCOL, "op": op, "args": dict(args)}
+    if config is not None:
+        request["config"] = config_fingerprint(config)
+    try:
+        with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as sock:
+            sock.settimeout(connect_timeout)
+            with socket_address(path) as addr:
+                sock.connect(addr)
+            sock.settimeout(timeout)
+            sock.sendall(json.dumps(request, ensure_ascii=False).encode("utf-8") + b"\n")
+            line = read_line(sock, MAX_REPLY)
+    except (OSError, ValueError):
+        return None
+    if not line:
+        return None
+    try:
+        reply = json.loads(line)
+    except ValueError:
+        return None
+    if not isinstance(reply, dict):
+        return None
+    if reply.get("ok") is True and isinstance(reply.get("result"), dict):
+        return reply["result"]
+    error = reply.get("error")
+    if isinstance(error, dict) and error.get("type") and error.get("type") != "internal":
+        raise RemoteError(str(error.get("message", "")), str(error["type"]))
+    return None

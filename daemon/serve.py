@@ -1,0 +1,252 @@
+"""The daemon's query server: warm ``search`` and ``context`` answers over a unix socket.
+
+::
+
+    server = QueryServer(vault)
+    server.start()      # binds <data dir>/query.sock (0600), warms the model in the background
+    ...
+    server.stop()       # closes the socket, waits for its threads, removes the file
+
+One request per connection, one JSON line each way (see :mod:`.client` for
+the format). Requests are size-limited and every read has a timeout, so a
+stuck or hostile client costs one handler thread for a few seconds at most;
+only the socket's owner may connect (the file is 0600 in the 0700 data dir,
+and the peer's uid is checked). Answers come from one warm
+:class:`~.retrieval.Retriever` on the server's own index connection, one at
+a time.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import socket
+import struct
+import threading
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from memvault.store import location
+from memvault.store.db import connect
+
+from .client import PROTOCOL, config_fingerprint, read_line, socket_address, socket_path
+
+if TYPE_CHECKING:
+    from .app import Vault
+    from .retrieval import Retriever
+
+log = logging.getLogger("memvault.serve")
+
+#: Largest request accepted (a query or message plus options).
+MAX_REQUEST = 256 * 1024
+#: Seconds a client has to send its request.
+READ_TIMEOUT = 5.0
+#: Connections handled at once; more wait in the listen backlog.
+MAX_CLIENTS = 8
+OPS = ("ping", "search", "context")
+
+_SEARCH_ARGS = {
+    "query", "mode", "limit", "types", "tags", "path_glob", "raw", "scope",
+    "include_deleted", "include_superseded", "explain", "record",
+}
+_CONTEXT_ARGS = {"message", "budget", "scope", "record"}
+
+
+class ServerRunningError(Exception):
+    """Another query server already listens on this vault's socket."""
+
+
+class QueryServer:
+    """Serves one vault's queries until :meth:`stop`."""
+
+    def __init__(self, vault: "Vault", *, warm: bool = True) -> None:
+        self.vault = vault
+        self.path: Path = socket_path(vault.data_dir)
+        self.warm = warm
+        self.requests = 0
+        self._sock: socket.socket | None = None
+        self._thread: threading.Thread | None = None
+        self._handlers: set[threading.Thread] = set()
+        self._handlers_lock = threading.Lock()
+        self._slots = threading.BoundedSemaphore(MAX_CLIENTS)
+        self._stop = threading.Event()
+        self._retriever: "Retriever | None" = None
+        self._answer_lock = threading.Lock()
+        self._fingerprint = config_fingerprint(vault.config.values)
+        self._inode: tuple[int, int] | None = None
+
+    # -- control -----------------------------------------------------------
+
+    def start(self) -> None:
+        """Bind the socket and serve in a background thread."""
+        location.ensure_private_dir(self.vault.data_dir)
+        self._clear_stale()
+        sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        try:
+            with socket_address(self.path) as addr:
+                sock.bind(addr)
+            os.chmod(self.path, 0o600)
+            st = os.stat(self.path)
+            self._inode = (st.st_dev, st.st_ino)
+            sock.listen(32)
+            sock.settimeout(0.2)  # how often the accept loop looks at the stop flag
+        except BaseException:
+            sock.close()
+            raise
+        self._sock = sock
+        self._stop.clear()
+        self._thread = threading.Thread(target=self._serve, name="memvault-query-server", daemon=True)
+        self._thread.start()
+
+    def stop(self, timeout: float = 10.0) -> None:
+        """Stop accepting, wait for requests in flight, remove the socket file."""
+        self._stop.set()
+        if self._thread is not None:
+            self._thread.join(timeout)
+            self._thread = None
+        with self._handlers_lock:
+            handlers = list(self._handlers)
+        for t in handlers:
+            t.join(timeout)
+        if self._sock is not None:
+            self._sock.close()
+            self._sock = None
+        self._remove_socket_file()
+        with self._answer_lock:
+            if self._retriever is not None:
+                self._retriever.close()
+                self._retriever.con.close()
+                self._retriever = None
+
+    def _clear_stale(self) -> None:
+        if not (self.path.exists() or self.path.is_symlink()):
+            return
+        probe = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        probe.settimeout(0.5)
+        try:
+            with socket_address(self.path) as addr:
+                probe.connect(addr)
+        except OSError:
+            self.path.unlink(missing_ok=True)  # nobody listens: left by a crashed daemon
+            return
+        finally:
+            probe.close()
+        raise ServerRunningError(f"a query server already listens on {self.path}")
+
+    def _remove_socket_file(self) -> None:
+        try:
+            st = os.stat(self.path)
+        except OSError:
+            return
+        if self._inode == (st.st_dev, st.st_ino):  # never remove a successor's socket
+            self.path.unlink(missing_ok=True)
+
+    # -- serving -----------------------------------------------------------------
+
+    def retriever(self) -> "Retriever":
+        """The warm retriever (created on first use; callers hold the answer lock)."""
+        if self._retriever is None:
+            from .retrieval import Retriever
+
+            self._retriever = Retriever(self.vault, connect(self.vault.index_path))
+        return self._retriever
+
+    def _serve(self) -> None:
+        if self.warm:
+            with self._answer_lock:
+                try:
+                    self.retriever().warm()
+                except Exception:  # a cold answer later is still an answer
+                    log.exception("warming the query server failed")
+        assert self._sock is not None
+        while not self._stop.is_set():
+            try:
+                conn, _ = self._sock.accept()
+            except TimeoutError:
+                continue
+            except OSError:
+                if self._stop.is_set():
+                    break
+                raise
+            if not self._slots.acquire(timeout=READ_TIMEOUT):
+                conn.close()  # overloaded: the client answers in-process
+                continue
+            t = threading.Thread(target=self._handle, args=(conn,), name="memvault-query", daemon=True)
+            with self._handlers_lock:
+                self._handlers.add(t)
+            t.start()
+
+    def _handle(self, conn: socket.socket) -> None:
+        try:
+            with conn:
+                conn.settimeout(READ_TIMEOUT)
+                if not _same_user(conn):
+                    return
+                try:
+                    line = read_line(conn, MAX_REQUEST)
+                except OSError:
+                    return
+                if line is None:
+                    self._reply(conn, {"ok": False, "error": {"type": "internal", "message": "request too large or incomplete"}})
+                    return
+                self._reply(conn, self.answer(line))
+        finally:
+            self._slots.release()
+            with self._handlers_lock:
+                self._handlers.discard(threading.current_thread())
+
+    @staticmethod
+    def _reply(conn: socket.socket, reply: dict[str, Any]) -> None:
+        try:
+            conn.sendall(json.dumps(reply, ensure_ascii=False, default=str).encode("utf-8") + b"\n")
+        except OSError:
+            pass  # the client gave up; it answers in-process
+
+    def answer(self, line: bytes) -> dict[str, Any]:
+        """The reply to one request line (also the unit tests' entry point)."""
+        try:
+            req = json.loads(line)
+        except ValueError:
+            return _internal("request is not JSON")
+        if not isinstance(req, dict) or req.get("v") != PROTOCOL or req.get("op") not in OPS:
+            return _internal("unknown request")
+        if req["op"] == "ping":
+            return {"ok": True, "result": {"pid": os.getpid(), "requests": self.requests}}
+        if req.get("config") is not None and req["config"] != self._fingerprint:
+            return {"ok": False, "fallback": True}
+        args = req.get("args")
+        allowed = _SEARCH_ARGS if req["op"] == "search" else _CONTEXT_ARGS
+        if not isinstance(args, dict) or not set(args) <= allowed:
+            return _internal("bad arguments")
+        with self._answer_lock:
+            self.requests += 1
+            try:
+                r = self.retriever()
+                result = r.search(**args) if req["op"] == "search" else r.context(**args)
+            except TypeError as exc:
+                return _internal(f"bad arguments: {exc}")
+            except Exception as exc:
+                name = f"{type(exc).__module__}.{type(exc).__qualname__}"
+                if name.startswith("memvault."):
+                    return {"ok": False, "error": {"type": name, "message": str(exc)}}
+                log.exception("query failed")
+                return _internal(str(exc))
+        return {"ok": True, "result": result}
+
+
+def _internal(message: str) -> dict[str, Any]:
+    return {"ok": False, "error": {"type": "internal", "message": message}}
+
+
+def _same_user(conn: socket.socket) -> bool:
+    """Whether the peer runs as this process's user (Linux SO_PEERCRED)."""
+    opt = getattr(socket, "SO_PEERCRED", None)
+    if opt is None:
+        return True  # elsewhere the 0600 socket in a 0700 folder is the guard
+    try:
+        creds = conn.getsockopt(socket.SOL_SOCKET, opt, struct.calcsize("3i"))
+    except OSError:
+        return False
+    _, uid, _ = struct.unpack("3i", creds)
+    return uid == os.getuid()

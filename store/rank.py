@@ -1,0 +1,407 @@
+"""Hybrid ranking: keyword, vector and graph signals fused, then adjusted.
+
+1. **Keyword**: BM25 hits where every query word matches (strong), then
+   hits where any word matches (weak), from :func:`store.search.keyword_search`.
+2. **Vector**: the traces whose best chunk is most similar to the query.
+3. **Fusion** by reciprocal rank: ``sum(w / (RRF_K + rank))`` over the lists a
+   trace is in; the weak keyword list counts a quarter.
+4. **Relevance floor**: a candidate stays only with a strong keyword match or
+   a best-chunk similarity of at least ``min_similarity``; an unrelated query
+   therefore returns nothing rather than the least bad notes.
+5. **Graph**: notes and memories one link away from the strongest hits
+   (wikilinks, embeds, property links, ``related``, fact-to-source
+   ``derived_from``) close ``GRAPH_DAMPING`` of the gap between their own
+   fused score and the seed's (a neighbour rises towards its seed, never
+   past it); a
+   neighbour that was no candidate joins only if its own similarity reaches
+   ``min_similarity - GRAPH_FLOOR_MARGIN``.
+6. **Recency and strength**: memories decay by type (half-life in days,
+   0 = never; notes and evergreen-tagged memories are exempt by default), and
+   strength (0-1, 0.5 when unset) scales the score by ``0.5 + strength``.
+7. **MMR** (lambda 0.7) orders the result for diversity and drops
+   near-duplicates (best chunks at cosine >= ``DUPLICATE_SIMILARITY``).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from typing import Any
+
+import apsw
+import numpy as np
+
+from .search import Filters, Hit, _filter_sql, keyword_search, natural_match_expressions, query_words
+from .vectors import VectorMatrix, chunk_rows
+
+#: Reciprocal-rank-fusion constant. The usual 60 flattens ranks so much that
+#: a note in both lists at rank 8 beats the semantic #1; 10 keeps the top of
+#: each list decisive (MRR on the labelled paraphrase set: 0.645 at 60,
+#: 0.70 at 10, equal recall).
+RRF_K = 10.0
+#: Weight of a rank in the weak (any-word) keyword list: one shared content
+#: word is thin evidence next to meaning.
+WEAK_KEYWORD_WEIGHT = 0.25
+#: How many hits each signal contributes before fusion.
+CANDIDATES = 50
+#: Strongest fused hits whose neighbours the graph signal looks at.
+GRAPH_SEEDS = 5
+#: Share of the gap to its seed's fused score a neighbour closes (so a
+#: neighbour rises towards, never past, the hit that brought it in).
+GRAPH_DAMPING = 0.5
+#: A neighbour's own similarity may be this much below the floor.
+GRAPH_FLOOR_MARGIN = 0.1
+#: Edge kinds the graph signal follows, both ways.
+GRAPH_EDGE_KINDS = ("link", "embed", "property", "related", "derived_from")
+#: MMR trade-off between relevance (1.0) and novelty (0.0).
+MMR_LAMBDA = 0.7
+#: Best chunks this similar are the same thing said twice: the lower one goes.
+DUPLICATE_SIMILARITY = 0.95
+#: The relevance floor (cosine similarity), calibrated on the labelled set:
+#: at 0.30 every unrelated query returns nothing and 34/40 paraphrase
+#: targets stay findable; 0.25 keeps 37/40 but lets 3/10 unrelated queries
+#: return noise (bench/bench_retrieval.py --only calibrate).
+MIN_SIMILARITY = 0.3
+
+DEFAULT_HALF_LIVES: dict[str, float] = {
+    "identity": 180.0,
+    "semantic": 90.0,
+    "procedural": 90.0,
+    "episodic": 14.0,
+    "prospective": 0.0,
+    "note": 0.0,
+}
+
+
+@dataclass(frozen=True)
+class RankParams:
+    """The knobs of :func:`rank`, from configuration."""
+
+    min_similarity: float = MIN_SIMILARITY
+    half_lives: Mapping[str, float] = field(default_factory=lambda: dict(DEFAULT_HALF_LIVES))
+    evergreen_tags: frozenset[str] = frozenset({"evergreen"})
+    candidates: int = CANDIDATES
+
+
+@dataclass
+class Candidate:
+    """One trace under consideration, with every signal it got."""
+
+    rowid: int
+    id: str
+    title: str
+    type: str
+    kind: str
+    path: str | None
+    status: str
+    tags: list[str]
+    strength: float | None
+    stamp: str
+    snippet: str = ""
+    keyword_rank: int | None = None
+    keyword_strong: bool = False
+    vector_rank: int | None = None
+    similarity: float | None = None
+    chunk_id: int | None = None
+    graph: float = 0.0
+    fused: float = 0.0
+    recency: float = 1.0
+    strength_factor: float = 1.0
+    score: float = 0.0
+
+    def explain(self) -> dict[str, Any]:
+        """Every signal, for ``--explain``."""
+        return {
+            "keyword_rank": self.keyword_rank,
+            "keyword_match": None if self.keyword_rank is None else ("all" if self.keyword_strong else "any"),
+            "vector_rank": self.vector_rank,
+            "vector_similarity": None if self.similarity is None else round(self.similarity, 4),
+            "graph": round(self.graph, 6),
+            "fused": round(self.fused, 6),
+            "recency": round(self.recency, 4),
+            "strength": round(self.strength_factor, 4),
+        }
+
+
+_COLS = "t.rowid, t.id, t.title, t.type, t.kind, t.path, t.status, t.tags, t.strength, coalesce(nullif(t.updated, ''), t.created)"
+
+
+def _fetch(con: apsw.Connection, where: str, params: Sequence[Any], filters: Filters) -> dict[int, Candidate]:
+    fsql, fparams = _filter_sql(filters)
+    out: dict[int, Candidate] = {}
+    for r in con.execute(f"SELECT {_COLS} FROM traces t WHERE {where}{fsql}", [*params, *fparams]):
+        out[r[0]] = Candidate(r[0], r[1], r[2], r[3], r[4], r[5], r[6], r[7].split(" ") if r[7] else [], r[8], r[9] or "")
+    return out
+
+
+def _in(n: int) -> str:
+    return ",".join("?" * n)
+
+
+#: Words too common to be evidence on their own in the any-word list.
+STOPWORDS = frozenset(
+    "a an and are as at be been but by can could did do does for from had has have how i if in into is it its "
+    "me my no not of on or our so than that the their them then there these they this to was we were what when "
+    "where which who why will with would you your".split()
+)
+
+
+def keyword_lists(con: apsw.Connection, query: str, filters: Filters, k: int) -> tuple[list[Hit], list[Hit]]:
+    """(strong, weak) keyword hits: every word matches / only some content
+    words do (stop words alone are no evidence)."""
+    exprs = natural_match_expressions(query)
+    if not exprs:
+        return [], []
+    strong = keyword_search(con, exprs[0], limit=k, filters=filters, raw=True)
+    weak: list[Hit] = []
+    content = [w for w in query_words(query) if w.lower() not in STOPWORDS]
+    if len(exprs) > 1 and len(strong) < k and content:
+        ids = {h.id for h in strong}
+        any_word = " OR ".join('"' + w.replace('"', '""') + '"' for w in content)
+        weak = [h for h in keyword_search(con, any_word, limit=k, filters=filters, raw=True) if h.id not in ids]
+    return strong, weak
+
+
+def _allowed_vector_hits(
+    con: apsw.Connection, matrix: VectorMatrix, sims: np.ndarray, filters: Filters, k: int
+) -> tuple[list[tuple[int, float, int]], dict[int, Candidate]]:
+    """The ``k`` best traces by similarity that pass ``filters``."""
+    want = k
+    while True:
+        best = matrix.best_per_trace(sims, want)
+        if not best:
+            return [], {}
+        rows = _fetch(con, f"t.rowid IN ({_in(len(best))})", [b[0] for b in best], filters)
+        kept = [b for b in best if b[0] in rows]
+        if len(kept) >= k or len(best) < want:
+            return kept[:k], rows
+        want *= 4
+
+
+def _best_chunk(matrix: VectorMatrix, sims: np.ndarray, rowid: int) -> tuple[float, int] | None:
+    rows = matrix.rows_of_trace(rowid)
+    if rows is None or len(rows) == 0:
+        return None
+    i = rows[int(np.argmax(sims[rows]))]
+    return float(sims[i]), int(matrix.chunk_ids[i])
+
+
+def _parse_time(value: str) -> datetime | None:
+    try:
+        dt = datetime.fromisoformat(value.replace("Z", "+00:00"))
+    except (ValueError, AttributeError):
+        return None
+    return dt if dt.tzinfo else dt.replace(tzinfo=timezone.utc)
+
+
+def recency_factor(c: Candidate, params: RankParams, now: datetime) -> float:
+    """0.5 ** (age in days / half-life of the trace's type); 1 when exempt."""
+    kind_key = "note" if c.kind == "note" else c.type
+    half = float(params.half_lives.get(kind_key, 0.0) or 0.0)
+    if half <= 0 or any(t.lower() in params.evergreen_tags for t in c.tags):
+        return 1.0
+    when = _parse_time(c.stamp)
+    if when is None:
+        return 1.0
+    age = max(0.0, (now - when).total_seconds() / 86400.0)
+    return math.pow(0.5, age / half)
+
+
+def strength_factor(strength: float | None) -> float:
+    """``0.5 + strength``: 1.0 for the default strength 0.5."""
+    s = 0.5 if strength is None else min(1.0, max(0.0, float(strength)))
+    return 0.5 + s
+
+
+def graph_neighbours(con: apsw.Connection, ids: Sequence[str]) -> dict[str, set[str]]:
+    """Trace ids one edge away from each of ``ids`` (either direction)."""
+    out: dict[str, set[str]] = {i: set() for i in ids}
+    if not ids:
+        return out
+    kinds = list(GRAPH_EDGE_KINDS)
+    m, km = _in(len(ids)), _in(len(kinds))
+    for src, dst in con.execute(
+        f"SELECT source_id, target_id FROM edges WHERE source_id IN ({m}) AND target_id IS NOT NULL AND kind IN ({km})",
+        [*ids, *kinds],
+    ):
+        out[src].add(dst)
+    for src, dst in con.execute(
+        f"SELECT source_id, target_id FROM edges WHERE target_id IN ({m}) AND kind IN ({km})", [*ids, *kinds]
+    ):
+        out[dst].add(src)
+    for i in ids:
+        out[i].discard(i)
+    return out
+
+
+def rank(
+    con: apsw.Connection,
+    query: str,
+    *,
+    matrix: VectorMatrix | None,
+    query_vector: np.ndarray | None,
+    mode: str = "hybrid",
+    filters: Filters | None = None,
+    limit: int = 10,
+    params: RankParams | None = None,
+    now: datetime | None = None,
+) -> list[Candidate]:
+    """Ranked candidates for ``query`` in ``mode`` "hybrid" or "semantic"."""
+    filters = filters or Filters()
+    params = params or RankParams()
+    now = now or datetime.now(timezone.utc)
+    k = max(params.candidates, limit)
+    cands: dict[int, Candidate] = {}
+    use_vectors = matrix is not None and query_vector is not None and len(matrix) > 0
+    sims = matrix.similarities(query_vector) if use_vectors else None  # type: ignore[union-attr,arg-type]
+
+    if mode == "hybrid":
+        strong, weak = keyword_lists(con, query, filters, k)
+        hits = strong + weak
+        if hits:
+            by_id = {h.id: (n, h) for n, h in enumerate(hits, 1)}
+            fetched = _fetch(con, f"t.id IN ({_in(len(by_id))})", list(by_id), filters)
+            nstrong = len(strong)
+            for c in fetched.values():
+                n, h = by_id[c.id]
+                c.keyword_rank, c.keyword_strong, c.snippet = n, n <= nstrong, h.snippet
+                cands[c.rowid] = c
+    if use_vectors:
+        best, rows = _allowed_vector_hits(con, matrix, sims, filters, k)  # type: ignore[arg-type]
+        for n, (rowid, sim, chunk_id) in enumerate(best, 1):
+            c = cands.get(rowid) or rows[rowid]
+            c.vector_rank, c.similarity, c.chunk_id = n, sim, chunk_id
+            cands[rowid] = c
+        for c in cands.values():  # keyword-only candidates: their own best chunk
+            if c.similarity is None:
+                found = _best_chunk(matrix, sims, c.rowid)  # type: ignore[arg-type]
+                if found:
+                    c.similarity, c.chunk_id = found
+
+    floor = params.min_similarity
+    kept: dict[int, Candidate] = {}
+    for rowid, c in cands.items():
+        if c.keyword_strong or (c.similarity is not None and c.similarity >= floor) or (
+            c.keyword_rank is not None and c.similarity is None
+        ):
+            c.fused = _rrf(c)
+            kept[rowid] = c
+
+    if mode == "hybrid" and kept and use_vectors:
+        _add_graph(con, kept, matrix, sims, filters, floor - GRAPH_FLOOR_MARGIN)  # type: ignore[arg-type]
+
+    for c in kept.values():
+        c.recency = recency_factor(c, params, now)
+        c.strength_factor = strength_factor(c.strength)
+        c.score = (c.fused + c.graph) * c.recency * c.strength_factor
+    ordered = sorted(kept.values(), key=lambda c: (-c.score, c.id))
+    return mmr(ordered, matrix, limit) if use_vectors else ordered[:limit]
+
+
+def _rrf(c: Candidate) -> float:
+    s = 0.0
+    if c.keyword_rank is not None:
+        s += (1.0 if c.keyword_strong else WEAK_KEYWORD_WEIGHT) / (RRF_K + c.keyword_rank)
+    if c.vector_rank is not None:
+        s += 1.0 / (RRF_K + c.vector_rank)
+    return s
+
+
+def _add_graph(
+    con: apsw.Connection,
+    kept: dict[int, Candidate],
+    matrix: VectorMatrix,
+    sims: np.ndarray,
+    filters: Filters,
+    neighbour_floor: float,
+) -> None:
+    seeds = sorted(kept.values(), key=lambda c: (-c.fused, c.id))[:GRAPH_SEEDS]
+    links = graph_neighbours(con, [s.id for s in seeds])
+    seed_score: dict[str, float] = {}
+    for s in seeds:
+        for other in links[s.id]:
+            seed_score[other] = max(seed_score.get(other, 0.0), s.fused)
+    if not seed_score:
+        return
+    by_id = {c.id: c for c in kept.values()}
+    missing = [i for i in seed_score if i not in by_id]
+    if missing:
+        for rowid, c in _fetch(con, f"t.id IN ({_in(len(missing))})", missing, filters).items():
+            found = _best_chunk(matrix, sims, rowid)
+            if found is None or found[0] < neighbour_floor:
+                continue
+            c.similarity, c.chunk_id = found
+            kept[rowid] = c
+            by_id[c.id] = c
+    for i, top in seed_score.items():
+        c = by_id.get(i)
+        if c is not None:
+            c.graph = GRAPH_DAMPING * max(0.0, top - c.fused)
+
+
+def mmr(ordered: list[Candidate], matrix: VectorMatrix | None, limit: int) -> list[Candidate]:
+    """Maximal marginal relevance over candidates sorted by score: each pick
+    maximises ``MMR_LAMBDA * relevance - (1 - MMR_LAMBDA) * similarity to the
+    picks so far``; near-duplicates of a pick (same status) are dropped."""
+    if not ordered or matrix is None:
+        return ordered[:limit]
+    top = ordered[0].score or 1.0
+    vecs: list[np.ndarray | None] = []
+    for c in ordered:
+        row = matrix.row_of_chunk(c.chunk_id) if c.chunk_id is not None else None
+        vecs.append(matrix.matrix[row] if row is not None else None)
+    picked: list[int] = []
+    left = list(range(len(ordered)))
+    while left and len(picked) < limit:
+        best_i, best_val = -1, -math.inf
+        for i in list(left):
+            sim, duplicate = 0.0, False
+            if vecs[i] is not None:
+                for j in picked:
+                    if vecs[j] is None:
+                        continue
+                    s = float(vecs[i] @ vecs[j])
+                    if s >= DUPLICATE_SIMILARITY and ordered[i].status == ordered[j].status:
+                        duplicate = True
+                        break
+                    sim = max(sim, s)
+            if duplicate:
+                left.remove(i)
+                continue
+            val = MMR_LAMBDA * (ordered[i].score / top) - (1 - MMR_LAMBDA) * sim
+            if val > best_val:
+                best_i, best_val = i, val
+        if best_i < 0:
+            break
+        picked.append(best_i)
+        left.remove(best_i)
+    return [ordered[i] for i in picked]
+
+
+def snippet_for(con: apsw.Connection, c: Candidate, words: int = 24) -> str:
+    """A short excerpt of the candidate's best chunk (for vector-only hits)."""
+    if c.chunk_id is None:
+        return ""
+    row = chunk_rows(con, [c.chunk_id]).get(c.chunk_id)
+    if row is None:
+        return ""
+    _, start, stop, _ = row
+    text = con.execute("SELECT substr(content, ?, ?) FROM traces WHERE rowid = ?", (start + 1, stop - start, c.rowid)).fetchone()
+    parts = (text[0] if text else "").split()
+    return " ".join(parts[:words]) + (" …" if len(parts) > words else "")
+
+
+def to_hits(con: apsw.Connection, cands: Iterable[Candidate], explain: bool = False) -> list[Hit]:
+    """Candidates as :class:`~store.search.Hit` (score = the adjusted fused score)."""
+    out = []
+    for c in cands:
+        extra: dict[str, Any] = {"explain": c.explain()} if explain else {}
+        out.append(
+            Hit(
+                id=c.id, title=c.title, type=c.type, kind=c.kind, path=c.path,
+                score=round(c.score, 6), snippet=c.snippet or snippet_for(con, c), status=c.status, extra=extra,
+            )
+        )
+    return out
