@@ -56,6 +56,8 @@ MAX_RESPONSE_BYTES = 4 * 1024 * 1024
 MAX_FACTS = 1000
 MAX_TEXT = 2000
 MAX_TOPICS = 20
+#: Wait before the first retry (doubling for each further one, at most 4 s).
+BACKOFF = 0.5
 
 SCHEMA_DOC = """{"facts": [{"text": "one atomic fact, a full sentence",
   "type": "identity|semantic|episodic|procedural|prospective",
@@ -190,7 +192,7 @@ class LLMExtractor:
         return cls(LLMSettings(
             base_url=config["llm.base_url"], model=config["llm.model"],
             api_key=os.environ.get(env) if env else None, timeout=float(config["llm.timeout"]),
-            retries=max(0, int(config["llm.retries"])), max_chars=int(config["llm.max_chars"]),
+            retries=max(0, int(config["llm.retries"])), max_chars=int(config["llm.max_chars"]), backoff=BACKOFF,
         ))
 
     # -- the call ------------------------------------------------------------

@@ -1,0 +1,342 @@
+"""The llm extractor against a real HTTP server started by each test.
+
+The server (``http.server`` in a thread, on 127.0.0.1 port 0) plays an
+OpenAI-compatible ``/v1/chat/completions`` endpoint from a script of canned
+answers: good JSON, malformed JSON, schema-invalid JSON, slow answers,
+HTTP 500/429/400. It is shut down and joined in teardown.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import socket
+import threading
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from typing import Any
+
+import pytest
+from helpers import write
+
+from memvault.daemon import llm_extract
+from memvault.daemon.app import Vault
+from memvault.daemon.fact_sources import Sources
+from memvault.daemon.llm_extract import LLMError, LLMExtractor, LLMSettings, SchemaError, parse_answer, validate_facts
+from memvault.store import facts as sf
+from memvault.vault_io.parser import parse_note
+
+NOTE = """---
+memory: source
+---
+# About me
+
+## Preferences
+- Prefers dark mode in every editor
+- Drinks coffee black, no sugar ^coffee
+
+## Plans
+- [ ] Renew the passport before the trip
+- My API key is sk-proj-abcdefghijklmnopqrstuvwxyz123456 for scripts
+"""
+
+GOOD = {
+    "facts": [
+        {"text": "The person prefers dark mode in every editor.", "type": "preference", "topics": ["Dark Mode", "editors"],
+         "importance": 0.7, "line": 7},
+        {"text": "They drink their coffee black without sugar.", "type": "identity", "topics": [], "importance": 0.4},
+        {"text": "Renew the passport before the trip.", "type": "todo", "due": "2026-01-31"},
+    ]
+}
+
+
+@dataclass
+class Reply:
+    """One canned answer: status, the assistant's content (or a raw body), delay."""
+
+    content: Any = None
+    status: int = 200
+    delay: float = 0.0
+    raw: bytes | None = None
+    headers: dict[str, str] = field(default_factory=dict)
+
+    def body(self) -> bytes:
+        if self.raw is not None:
+            return self.raw
+        content = self.content if isinstance(self.content, str) else json.dumps(self.content)
+        return json.dumps({"choices": [{"message": {"role": "assistant", "content": content}}]}).encode()
+
+
+class FakeLLM:
+    """The scripted endpoint: replies in order (the last one repeats); records requests."""
+
+    def __init__(self) -> None:
+        self.replies: list[Reply] = []
+        self.requests: list[dict[str, Any]] = []
+        self.lock = threading.Lock()
+        outer = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def do_POST(self) -> None:  # noqa: N802
+                length = int(self.headers.get("Content-Length", 0))
+                payload = json.loads(self.rfile.read(length))
+                with outer.lock:
+                    outer.requests.append({"path": self.path, "headers": dict(self.headers), "json": payload})
+                    reply = outer.replies[min(len(outer.requests) - 1, len(outer.replies) - 1)]
+                if reply.delay:
+                    time.sleep(reply.delay)
+                body = reply.body()
+                try:
+                    self.send_response(reply.status)
+                    for k, v in reply.headers.items():
+                        self.send_header(k, v)
+                    self.send_header("Content-Type", "application/json")
+                    self.send_header("Content-Length", str(len(body)))
+                    self.end_headers()
+                    self.wfile.write(body)
+                except (BrokenPipeError, ConnectionResetError):
+                    pass  # the client gave up (timeout tests)
+
+            def log_message(self, *args: Any) -> None:
+                pass
+
+        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.server.daemon_threads = False
+        self.server.block_on_close = True  # server_close() joins the handler threads
+        self.thread = threading.Thread(
+            target=self.server.serve_forever, kwargs={"poll_interval": 0.02}, name="fake-llm", daemon=True
+        )
+
+    @property
+    def base_url(self) -> str:
+        return f"http://127.0.0.1:{self.server.server_address[1]}/v1"
+
+    def script(self, *replies: Reply) -> None:
+        self.replies = list(replies)
+
+
+@pytest.fixture
+def llm() -> Iterator[FakeLLM]:
+    fake = FakeLLM()
+    fake.thread.start()
+    try:
+        yield fake
+    finally:
+        fake.server.shutdown()
+        fake.server.server_close()
+        fake.thread.join(5)
+
+
+@pytest.fixture(autouse=True)
+def quick_backoff(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(llm_extract, "BACKOFF", 0.01)
+
+
+def extractor(base_url: str, **kw: Any) -> LLMExtractor:
+    settings = dict(base_url=base_url, model="test-model", api_key="k-test", timeout=2.0, retries=1, backoff=0.01)
+    settings.update(kw)
+    return LLMExtractor(LLMSettings(**settings))
+
+
+def note(text: str = NOTE, path: str = "About me.md"):
+    return parse_note(path, text.encode())
+
+
+def configure(memvault_env: Path, base_url: str, timeout: float = 2.0, retries: int = 1) -> None:
+    (memvault_env / "config.toml").write_text(
+        f'extractor = "llm"\n[llm]\nbase_url = "{base_url}"\nmodel = "test-model"\n'
+        f'api_key_env = "MEMVAULT_TEST_LLM_KEY"\ntimeout = {timeout}\nretries = {retries}\n',
+        "utf-8",
+    )
+
+
+# -- the extractor on its own ------------------------------------------------------------
+
+
+def test_canned_answer_is_validated_and_anchored(llm: FakeLLM) -> None:
+    llm.script(Reply(GOOD))
+    result = extractor(llm.base_url).extract(note(), "n-1")
+    assert result.extractor == "llm"
+    got = [(f.text, f.type, f.heading_path, f.line_start, f.block_id) for f in result.facts]
+    assert got == [
+        ("The person prefers dark mode in every editor.", "semantic", "About me > Preferences", 7, None),
+        ("They drink their coffee black without sugar.", "identity", "About me > Preferences", 8, "coffee"),
+        ("Renew the passport before the trip.", "prospective", "About me > Plans", 11, None),
+    ]
+    assert result.facts[0].topics == ("dark-mode", "editors") and result.facts[0].importance == 0.7
+    assert result.facts[2].due == "2026-01-31" and result.facts[0].segment == "llm"
+    (req,) = llm.requests
+    assert req["path"] == "/v1/chat/completions"
+    assert req["headers"]["Authorization"] == "Bearer k-test"
+    body = req["json"]
+    assert body["model"] == "test-model" and body["messages"][0]["role"] == "system"
+    user = body["messages"][1]["content"]
+    assert "7: - Prefers dark mode in every editor" in user
+    # Secrets never leave the machine.
+    assert "sk-proj" not in json.dumps(body) and "[redacted]" in user
+
+
+def test_fenced_json_and_bare_list_answers(llm: FakeLLM) -> None:
+    llm.script(Reply("```json\n" + json.dumps(GOOD["facts"][:1]) + "\n```"))
+    result = extractor(llm.base_url).extract(note(), "n-1")
+    assert [f.text for f in result.facts] == ["The person prefers dark mode in every editor."]
+
+
+@pytest.mark.parametrize(
+    ("reply", "message"),
+    [
+        (Reply("this is not json at all"), "not valid JSON"),
+        (Reply({"facts": [{"text": "x", "type": "feeling"}]}), "facts[0].type must be one of"),
+        (Reply({"facts": [{"text": "", "type": "semantic"}]}), "facts[0].text must be a non-empty string"),
+        (Reply({"facts": [{"text": "ok text", "type": "semantic", "importance": 7}]}), "importance must be a number from 0 to 1"),
+        (Reply({"items": []}), "no 'facts' key"),
+        (Reply(raw=b"<html>gateway</html>"), "not a chat completion response"),
+        (Reply(raw=b'{"choices": []}'), "not a chat completion response"),
+    ],
+)
+def test_bad_answers_fail_after_bounded_retries(llm: FakeLLM, reply: Reply, message: str) -> None:
+    llm.script(reply)
+    with pytest.raises(LLMError, match=re.escape(message)):
+        extractor(llm.base_url, retries=2).extract(note(), "n-1")
+    assert len(llm.requests) == 3
+
+
+def test_http_500_then_success_is_retried(llm: FakeLLM) -> None:
+    llm.script(Reply(status=500, raw=b"{}"), Reply(GOOD))
+    result = extractor(llm.base_url).extract(note(), "n-1")
+    assert len(result.facts) == 3 and len(llm.requests) == 2
+
+
+def test_http_429_retried_then_given_up(llm: FakeLLM) -> None:
+    llm.script(Reply(status=429, raw=b"{}", headers={"Retry-After": "1"}))
+    with pytest.raises(LLMError, match="HTTP 429"):
+        extractor(llm.base_url, retries=2).extract(note(), "n-1")
+    assert len(llm.requests) == 3
+
+
+def test_http_400_is_not_retried(llm: FakeLLM) -> None:
+    llm.script(Reply(status=400, raw=b'{"error": "bad model"}'))
+    with pytest.raises(LLMError, match="HTTP 400"):
+        extractor(llm.base_url, retries=3).extract(note(), "n-1")
+    assert len(llm.requests) == 1
+
+
+def test_slow_answer_times_out_within_the_bound(llm: FakeLLM) -> None:
+    llm.script(Reply(GOOD, delay=0.8))
+    start = time.monotonic()
+    with pytest.raises(LLMError, match="within 0.3s"):
+        extractor(llm.base_url, timeout=0.3, retries=1).extract(note(), "n-1")
+    assert time.monotonic() - start < 0.3 * 2 + 0.5
+    assert len(llm.requests) == 2
+
+
+def test_connection_refused() -> None:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]  # closed again at once: nothing listens there
+    with pytest.raises(LLMError, match="cannot reach"):
+        extractor(f"http://127.0.0.1:{port}/v1").extract(note(), "n-1")
+
+
+def test_breaker_stops_asking_a_failing_endpoint(llm: FakeLLM) -> None:
+    llm.script(Reply(status=503, raw=b"{}"))
+    x = extractor(llm.base_url, retries=0)
+    for _ in range(llm_extract.BREAKER_FAILURES):
+        with pytest.raises(LLMError, match="HTTP 503"):
+            x.extract(note(), "n-1")
+    with pytest.raises(LLMError, match="not asked again"):
+        x.extract(note(), "n-1")
+    assert len(llm.requests) == llm_extract.BREAKER_FAILURES
+
+
+def test_too_long_notes_are_not_sent(llm: FakeLLM) -> None:
+    llm.script(Reply(GOOD))
+    with pytest.raises(LLMError, match="max_chars"):
+        extractor(llm.base_url, max_chars=50).extract(note(), "n-1")
+    assert llm.requests == []
+
+
+def test_validate_facts_normalises() -> None:
+    facts = validate_facts([{"text": "  spaced   out  text ", "type": "Lesson", "topics": None, "line": 3}])
+    assert facts == [{"text": "spaced out text", "type": "procedural", "topics": [], "importance": None, "line": 3, "due": None}]
+    for bad in ({"facts": "x"}, {"facts": [1]}, {"facts": [{"text": "x", "type": "semantic", "line": 0}]},
+                {"facts": [{"text": "x", "type": "semantic", "due": "soon"}]},
+                {"facts": [{"text": "x", "type": "semantic", "topics": ["a", 1]}]}):
+        with pytest.raises(SchemaError):
+            validate_facts(bad)
+    with pytest.raises(SchemaError, match="not valid JSON"):
+        parse_answer(json.dumps({"choices": [{"message": {"content": "{"}}]}).encode())
+
+
+# -- through the observer (sync) ------------------------------------------------------------
+
+
+def test_sync_uses_the_llm_and_stores_its_facts(vault: Path, llm: FakeLLM, memvault_env: Path, monkeypatch) -> None:
+    monkeypatch.setenv("MEMVAULT_TEST_LLM_KEY", "secret-key-1")
+    configure(memvault_env, llm.base_url)
+    llm.script(Reply(GOOD))
+    write(vault, "About me.md", NOTE)
+    v = Vault.open(str(vault))
+    try:
+        summary = v.indexer().sync()
+        assert summary.warnings == []
+        rows = Sources(v).facts("About me.md")[1]
+        assert [(r["type"], r["segment"], r["heading_path"]) for r in rows] == [
+            ("semantic", "llm", "About me > Preferences"), ("identity", "llm", "About me > Preferences"),
+            ("prospective", "llm", "About me > Plans"),
+        ]
+        assert "topic/dark-mode" in rows[0]["tags"]
+        assert [s.extractor for s in sf.all_sources(v.con)] == ["llm"]
+        assert llm.requests[0]["headers"]["Authorization"] == "Bearer secret-key-1"
+        # A rename with the same bytes does not ask the model again.
+        (vault / "About me.md").rename(vault / "Me.md")
+        v.indexer().sync()
+        assert len(llm.requests) == 1
+        assert [r["id"] for r in Sources(v).facts("Me.md")[1]] == [r["id"] for r in rows]
+        assert sf.fact_anchor(v.con, rows[0]["id"]).source_uri == "vault://Me.md#Preferences"
+    finally:
+        v.close()
+
+
+@pytest.mark.parametrize(
+    "reply",
+    [Reply("not json"), Reply({"facts": [{"text": "x"}]}), Reply(status=500, raw=b"oops"), Reply(GOOD, delay=0.8)],
+    ids=["malformed", "schema-invalid", "http-500", "slow"],
+)
+def test_failures_fall_back_to_the_default_extractor_with_a_warning(
+    vault: Path, llm: FakeLLM, memvault_env: Path, reply: Reply
+) -> None:
+    configure(memvault_env, llm.base_url, timeout=0.3, retries=1)
+    llm.script(reply)
+    write(vault, "About me.md", NOTE)
+    v = Vault.open(str(vault))
+    try:
+        start = time.monotonic()
+        summary = v.indexer().sync()
+        assert time.monotonic() - start < 3
+        assert len(summary.warnings) == 1
+        assert summary.warnings[0].startswith("About me.md: llm extractor failed (")
+        assert summary.warnings[0].endswith("used the default extractor")
+        texts = [r["text"] for r in Sources(v).facts("About me.md")[1]]
+        assert "Prefers dark mode in every editor" in texts  # the default extractor's facts
+        assert [s.extractor for s in sf.all_sources(v.con)] == ["default"]
+    finally:
+        v.close()
+
+
+def test_connection_refused_during_sync_falls_back(vault: Path, memvault_env: Path) -> None:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    configure(memvault_env, f"http://127.0.0.1:{port}/v1")
+    write(vault, "About me.md", NOTE)
+    v = Vault.open(str(vault))
+    try:
+        summary = v.indexer().sync()
+        assert "cannot reach" in summary.warnings[0]
+        assert len(Sources(v).facts("About me.md")[1]) == 4
+    finally:
+        v.close()
