@@ -225,7 +225,9 @@ def m004_vectors(con: apsw.Connection) -> None:
         CREATE INDEX chunks_hash ON chunks(hash);
 
         -- Traces whose text changed since they were last chunked; filled by
-        -- the triggers below in the same transaction as the change.
+        -- the triggers below in the same transaction as the change. (NOT
+        -- EXISTS rather than OR IGNORE: an outer statement's conflict
+        -- clause would override the trigger's.)
         CREATE TABLE embed_queue (
             trace_rowid INTEGER PRIMARY KEY REFERENCES traces(rowid) ON DELETE CASCADE
         );
@@ -243,11 +245,13 @@ def m004_vectors(con: apsw.Connection) -> None:
             UPDATE vector_state SET generation = generation + 1 WHERE id = 1;
         END;
         CREATE TRIGGER traces_embed_ai AFTER INSERT ON traces BEGIN
-            INSERT OR IGNORE INTO embed_queue (trace_rowid) VALUES (new.rowid);
+            INSERT INTO embed_queue (trace_rowid) SELECT new.rowid
+            WHERE NOT EXISTS (SELECT 1 FROM embed_queue WHERE trace_rowid = new.rowid);
         END;
         CREATE TRIGGER traces_embed_au AFTER UPDATE OF title, content, kind ON traces
         WHEN old.title IS NOT new.title OR old.content IS NOT new.content OR old.kind IS NOT new.kind BEGIN
-            INSERT OR IGNORE INTO embed_queue (trace_rowid) VALUES (new.rowid);
+            INSERT INTO embed_queue (trace_rowid) SELECT new.rowid
+            WHERE NOT EXISTS (SELECT 1 FROM embed_queue WHERE trace_rowid = new.rowid);
         END;
         INSERT INTO embed_queue (trace_rowid) SELECT rowid FROM traces;
         """
