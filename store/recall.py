@@ -120,7 +120,7 @@ def assemble(identity: Sequence[RecallItem], relevant: Sequence[RecallItem], bud
     for item in relevant:
         if item.id in seen:
             continue
-        if fits(item, budget - used):
+        if fits(item, ITEM_MAX_TOKENS):
             chosen.append(item)
             seen.add(item.id)
     if len(chosen) == n_identity:  # nothing relevant fitted

@@ -1,0 +1,120 @@
+"""`memvault context`: the recall block for a prompt, its budget, and recall feedback."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+from fixtures.retrieval import support
+
+from memvault.cli.main import cli
+from memvault.daemon.app import Vault
+from memvault.store.embed import count_tokens
+from memvault.store.recall import HEADER, RecallItem, assemble
+
+MESSAGE = "the checkout keeps failing with SSL handshake errors, what happened last time?"
+
+
+@pytest.fixture(scope="module")
+def labelled(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
+    return support.session_vault(tmp_path_factory.mktemp("labelled"))
+
+
+@pytest.fixture
+def own_vault(tmp_path: Path, memvault_env: Path) -> Path:
+    """A private, writable copy of the labelled vault (vectors from the shipped cache)."""
+    root = tmp_path / "vault"
+    shutil.copytree(support.VAULT, root)
+    support.build(root)
+    return root
+
+
+def run(root: Path, *args: str):
+    return CliRunner().invoke(cli, ["--vault", str(root), "context", *args])
+
+
+def test_block_has_identity_first_then_relevant_memories(own_vault: Path) -> None:
+    r = run(own_vault, MESSAGE, "--no-record")
+    assert r.exit_code == 0, r.output
+    lines = r.stdout.strip().splitlines()
+    assert lines[0] == HEADER
+    assert lines[1].startswith("- [identity]") and lines[2].startswith("- [identity]")
+    body = "\n".join(lines[3:])
+    assert "certificate had expired" in body and "(Memory/episodic/m-epi-outage.md)" in body
+    assert "Renew the TLS certificates" in body
+    assert "oat milk" not in r.stdout  # unrelated memories stay out
+
+
+def test_budget_holds_in_tokens(own_vault: Path) -> None:
+    for budget in (25, 40, 60, 120, 800):
+        r = run(own_vault, MESSAGE, "--budget", str(budget), "--json", "--no-record")
+        data = json.loads(r.stdout)
+        assert data["budget"] == budget
+        if data["text"]:
+            assert count_tokens([data["text"]])[0] == data["tokens"] <= budget
+        assert data["tokens"] <= budget
+    small = json.loads(run(own_vault, MESSAGE, "--budget", "60", "--json", "--no-record").stdout)
+    big = json.loads(run(own_vault, MESSAGE, "--budget", "800", "--json", "--no-record").stdout)
+    assert len(small["items"]) < len(big["items"])
+
+
+def test_nothing_relevant_prints_nothing(own_vault: Path) -> None:
+    for message in ("who won the football world cup in 1998", "mortgage refinancing interest rates"):
+        r = run(own_vault, message)
+        assert r.exit_code == 0 and r.stdout == ""
+        data = json.loads(run(own_vault, message, "--json").stdout)
+        assert data == {"text": "", "tokens": 0, "budget": 800, "items": []}
+
+
+def test_recall_feedback_updates_the_index_only(own_vault: Path) -> None:
+    note = own_vault / "Memory" / "episodic" / "m-epi-outage.md"
+    before = note.read_bytes(), note.stat().st_mtime_ns
+    data = json.loads(run(own_vault, MESSAGE, "--json").stdout)
+    ids = [i["id"] for i in data["items"]]
+    assert "m-epi-outage" in ids
+    run(own_vault, MESSAGE)
+    v = Vault.open(str(own_vault))
+    count, last, strength = v.con.execute(
+        "SELECT retrieval_count, last_access, strength FROM traces WHERE id = 'm-epi-outage'").fetchone()
+    assert count == 2 and last and strength == pytest.approx(0.54)
+    untouched = v.con.execute("SELECT retrieval_count FROM traces WHERE id = 'm-sem-coffee'").fetchone()[0]
+    assert untouched == 0
+    v.close()
+    assert (note.read_bytes(), note.stat().st_mtime_ns) == before
+    # --no-record leaves the counts alone
+    run(own_vault, MESSAGE, "--no-record")
+    v = Vault.open(str(own_vault))
+    assert v.con.execute("SELECT retrieval_count FROM traces WHERE id = 'm-epi-outage'").fetchone()[0] == 2
+    v.close()
+
+
+def test_strength_caps_at_one(own_vault: Path) -> None:
+    from memvault.store.recall import record_recall
+
+    v = Vault.open(str(own_vault))
+    v.con.execute("UPDATE traces SET strength = 0.99 WHERE id = 'm-sem-db'")
+    record_recall(v.con, ["m-sem-db", "m-sem-db"])
+    assert v.con.execute("SELECT strength FROM traces WHERE id = 'm-sem-db'").fetchone()[0] == 1.0
+    v.close()
+
+
+def test_search_record_flag(own_vault: Path) -> None:
+    r = CliRunner().invoke(cli, ["--vault", str(own_vault), "search", "which database do we use for new services",
+                                 "--scope", "memories", "--record", "--json"])
+    assert r.exit_code == 0
+    v = Vault.open(str(own_vault))
+    assert v.con.execute("SELECT retrieval_count FROM traces WHERE id = 'm-sem-db'").fetchone()[0] == 1
+    v.close()
+
+
+def test_assemble_skips_what_does_not_fit_for_shorter_items() -> None:
+    long = RecallItem("a", "memory", "semantic", "t", "a.md", "word " * 200)
+    short = RecallItem("b", "fact", "semantic", "Note > H", "n.md", "Deploys happen on Fridays.")
+    text, items = assemble([], [long, short], 50)
+    assert [i.id for i in items] == ["b"]  # the long one would not fit even cut to 120 tokens
+    assert count_tokens([text])[0] <= 50
+    assert "- [fact] Deploys happen on Fridays. (Note > H)" in text
+    assert assemble([short], [], 800) == ("", [])  # identity alone is not relevance

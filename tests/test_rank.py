@@ -1,0 +1,90 @@
+"""Ranking pieces: recency, strength, fusion, graph damping, MMR."""
+
+from __future__ import annotations
+
+from datetime import datetime, timedelta, timezone
+
+import numpy as np
+import pytest
+
+from memvault.store import rank as R
+from memvault.store.vectors import VectorMatrix
+
+NOW = datetime(2026, 11, 22, tzinfo=timezone.utc)
+
+
+def cand(i: int, **kw) -> R.Candidate:
+    base = dict(rowid=i, id=f"t{i}", title=f"T{i}", type="note", kind="note", path=f"{i}.md", status="active",
+                tags=[], strength=None, stamp="")
+    base.update(kw)
+    return R.Candidate(**base)
+
+
+@pytest.mark.parametrize(
+    ("type_", "days", "expected"),
+    [("episodic", 14, 0.5), ("episodic", 28, 0.25), ("semantic", 90, 0.5), ("procedural", 45, 0.5 ** 0.5),
+     ("identity", 180, 0.5), ("prospective", 400, 1.0)],
+)
+def test_recency_halves_per_half_life(type_: str, days: int, expected: float) -> None:
+    c = cand(1, kind="memory", type=type_, stamp=(NOW - timedelta(days=days)).isoformat())
+    assert R.recency_factor(c, R.RankParams(), NOW) == pytest.approx(expected, rel=1e-6)
+
+
+def test_notes_and_evergreen_memories_do_not_decay() -> None:
+    old = (NOW - timedelta(days=3000)).isoformat()
+    assert R.recency_factor(cand(1, stamp=old), R.RankParams(), NOW) == 1.0
+    ever = cand(2, kind="memory", type="episodic", stamp=old, tags=["Evergreen"])
+    assert R.recency_factor(ever, R.RankParams(), NOW) == 1.0
+    decaying_notes = R.RankParams(half_lives={**R.DEFAULT_HALF_LIVES, "note": 10.0})
+    assert R.recency_factor(cand(3, stamp=(NOW - timedelta(days=10)).isoformat()), decaying_notes, NOW) == pytest.approx(0.5)
+
+
+def test_strength_factor_defaults_to_neutral() -> None:
+    assert R.strength_factor(None) == 1.0
+    assert R.strength_factor(0.5) == 1.0
+    assert R.strength_factor(1.0) == 1.5 and R.strength_factor(0.0) == 0.5
+    assert R.strength_factor(7) == 1.5  # clamped
+
+
+def test_rrf_counts_strong_keyword_fully_and_weak_a_quarter() -> None:
+    strong = cand(1, keyword_rank=1, keyword_strong=True)
+    weak = cand(2, keyword_rank=1, keyword_strong=False)
+    vector = cand(3, vector_rank=1)
+    assert R._rrf(strong) == pytest.approx(1 / (R.RRF_K + 1))
+    assert R._rrf(weak) == pytest.approx(R.WEAK_KEYWORD_WEIGHT / (R.RRF_K + 1))
+    assert R._rrf(vector) > R._rrf(weak)
+    both = cand(4, keyword_rank=3, keyword_strong=True, vector_rank=2)
+    assert R._rrf(both) > R._rrf(strong)
+
+
+def matrix(vectors: list[list[float]]) -> VectorMatrix:
+    m = np.asarray(vectors, dtype=np.float32)
+    m /= np.linalg.norm(m, axis=1, keepdims=True)
+    n = len(vectors)
+    return VectorMatrix("m", 0, np.arange(n, dtype=np.int64), np.arange(n, dtype=np.int64), m)
+
+
+def test_mmr_drops_near_duplicates_and_prefers_novelty() -> None:
+    mx = matrix([[1, 0, 0], [1, 0.01, 0], [0.8, 0.6, 0], [0, 0, 1]])
+    cs = [cand(i, chunk_id=i, score=s) for i, s in enumerate([1.0, 0.99, 0.9, 0.5])]
+    picked = [c.id for c in R.mmr(cs, mx, 10)]
+    assert picked[0] == "t0" and "t1" not in picked  # t1 is t0 said twice
+    assert set(picked) == {"t0", "t2", "t3"}
+    # a superseded version is not a duplicate of the active one
+    cs[1].status = "superseded"
+    assert "t1" in [c.id for c in R.mmr(cs, mx, 10)]
+
+
+def test_graph_neighbour_rises_towards_its_seed_never_past_it() -> None:
+    seed = cand(1, fused=0.09)
+    neighbour = cand(2, fused=0.03)
+    kept = {1: seed, 2: neighbour}
+    class FakeCon:
+        def execute(self, sql, params):
+            if "source_id IN" in sql:
+                return [("t1", "t2")]
+            return []
+    mx = matrix([[1, 0], [0, 1]])
+    R._add_graph(FakeCon(), kept, mx, np.zeros(2, dtype=np.float32), R.Filters(), 0.2)  # type: ignore[arg-type]
+    assert neighbour.graph == pytest.approx(R.GRAPH_DAMPING * (0.09 - 0.03))
+    assert neighbour.fused + neighbour.graph < seed.fused + seed.graph

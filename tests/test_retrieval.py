@@ -1,0 +1,176 @@
+"""Retrieval quality on the labelled set, and the search command's modes."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+from fixtures.retrieval import support
+from helpers import write
+
+from memvault.cli.main import cli
+from memvault.daemon.app import Vault
+from memvault.daemon.retrieval import Retriever
+
+
+@pytest.fixture(scope="session")
+def labelled(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
+    """(vault root, memvault home) of the labelled vault, indexed once."""
+    return support.session_vault(tmp_path_factory.mktemp("labelled"))
+
+
+@pytest.fixture
+def retriever(labelled, monkeypatch: pytest.MonkeyPatch):
+    root, home = labelled
+    monkeypatch.setenv("MEMVAULT_HOME", str(home))
+    v = Vault.open(str(root))
+    r = Retriever(v, v.read_con())
+    yield r
+    r.close()
+    v.close()
+
+
+def recall_at(r: Retriever, items: list[dict], mode: str, k: int = 10) -> tuple[int, list[str]]:
+    found, missed = 0, []
+    for item in items:
+        paths = [h["path"] for h in r.search(item["query"], mode=mode, limit=k)["hits"]]
+        if set(paths) & set(item["relevant"]):
+            found += 1
+        else:
+            missed.append(item["query"])
+    return found, missed
+
+
+def test_hybrid_finds_what_each_mode_finds_and_more(retriever: Retriever) -> None:
+    q = support.queries()
+    para = {m: recall_at(retriever, q["paraphrase"], m)[0] for m in ("keyword", "semantic", "hybrid")}
+    kw = {m: recall_at(retriever, q["keyword"], m)[0] for m in ("keyword", "semantic", "hybrid")}
+    # paraphrases: meaning beats words, and fusion beats either alone
+    assert para["hybrid"] > max(para["keyword"], para["semantic"]), para
+    assert para["semantic"] > para["keyword"], para
+    # exact words: keyword is perfect and hybrid keeps it so
+    assert kw["hybrid"] >= max(kw["keyword"], kw["semantic"]), kw
+    assert kw["hybrid"] == len(q["keyword"]), kw
+    total = {m: para[m] + kw[m] for m in para}
+    assert total["hybrid"] > max(total["keyword"], total["semantic"]), total
+    assert para["hybrid"] >= 0.8 * len(q["paraphrase"])
+
+
+def test_unrelated_queries_return_nothing(retriever: Retriever) -> None:
+    for query in support.queries()["unrelated"]:
+        assert retriever.search(query, mode="hybrid")["hits"] == [], query
+        assert retriever.search(query, mode="semantic")["hits"] == [], query
+
+
+def test_default_mode_is_hybrid_when_vectors_exist(retriever: Retriever) -> None:
+    assert retriever.search("Dolby Atmos")["mode"] == "hybrid"
+    assert retriever.search("Dolby Atmos", raw=True)["mode"] == "keyword"
+
+
+def test_explain_shows_every_signal(retriever: Retriever) -> None:
+    hits = retriever.search("Diffie-Hellman shared secret", explain=True)["hits"]
+    e = hits[0]["explain"]
+    assert set(e) == {"keyword_rank", "keyword_match", "vector_rank", "vector_similarity", "graph", "fused", "recency", "strength"}
+    assert e["keyword_rank"] == 1 and e["vector_similarity"] > 0.3 and e["recency"] == 1.0 and e["strength"] == 1.0
+
+
+def test_filters_apply_to_vector_hits(retriever: Retriever) -> None:
+    hits = retriever.search("how to release the billing service safely", scope="memories")["hits"]
+    assert hits and all(h["path"].startswith("Memory/") for h in hits)
+    assert "m-proc-deploy" in [h["id"] for h in hits[:3]]
+    hits = retriever.search("how to release the billing service safely", types=["episodic"])["hits"]
+    assert all(h["type"] == "episodic" for h in hits)
+    hits = retriever.search("colour", path_glob="kepano-obsidian/*", mode="semantic")["hits"]
+    assert all(h["path"].startswith("kepano-obsidian/") for h in hits)
+
+
+def test_cli_search_modes_json_keys_and_explain(labelled, monkeypatch: pytest.MonkeyPatch) -> None:
+    root, home = labelled
+    monkeypatch.setenv("MEMVAULT_HOME", str(home))
+    runner = CliRunner()
+    for mode in ("keyword", "semantic", "hybrid"):
+        r = runner.invoke(cli, ["--vault", str(root), "search", "sound server linux", "--mode", mode, "--json", "-n", "3"])
+        assert r.exit_code == 0, r.output
+        rows = [json.loads(x) for x in r.stdout.splitlines()]
+        assert rows and all(set(row) == {"id", "title", "type", "path", "uri", "score", "snippet"} for row in rows)
+    r = runner.invoke(cli, ["--vault", str(root), "search", "sound server linux", "--explain"])
+    assert r.exit_code == 0 and "similarity" in r.stdout and "recency x" in r.stdout
+    r = runner.invoke(cli, ["--vault", str(root), "search", "x", "--mode", "fuzzy"])
+    assert r.exit_code == 2
+
+
+def test_keyword_search_process_imports_no_heavy_modules(labelled) -> None:
+    root, home = labelled
+    code = (
+        "import sys\n"
+        "from memvault.cli.main import cli\n"
+        "try:\n"
+        f"    cli(['--vault', {str(root)!r}, 'search', 'Dolby', '--mode', 'keyword'], prog_name='memvault')\n"
+        "except SystemExit:\n"
+        "    pass\n"
+        "heavy = sorted(m for m in ('numpy', 'fastembed', 'onnxruntime', 'tokenizers') if m in sys.modules)\n"
+        "print('HEAVY', heavy)\n"
+    )
+    env = {"MEMVAULT_HOME": str(home), "PATH": "/usr/bin:/bin", "HOME": str(home)}
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=60)
+    assert "HEAVY []" in r.stdout, r.stdout + r.stderr
+    assert "Surround Sound Formats" in r.stdout
+
+
+def test_superseded_and_deleted_versions(vault: Path) -> None:
+    from memvault.daemon.embedding import EmbeddingPipeline
+    from memvault.daemon.memories import Memories
+
+    v = Vault.open(str(vault))
+    v.indexer().sync()
+    mem = Memories(v)
+    res = mem.add("Prefers window seats on long flights.", "semantic")
+    mem.update(res.id, content="Prefers aisle seats on long flights.")
+    other = mem.add("Keeps a paper notebook for meeting notes.", "semantic")
+    mem.forget(other.id)
+    p = EmbeddingPipeline.for_vault(v, v.con)
+    p.run()
+    r = Retriever(v, v.con)
+    hits = r.search("where does she like to sit on a plane", mode="semantic")["hits"]
+    assert [h["id"] for h in hits][:1] == [res.id] and all("status" not in h for h in hits)
+    hits = r.search("where does she like to sit on a plane", mode="semantic", include_superseded=True)["hits"]
+    statuses = {h.get("status", "active") for h in hits}
+    assert statuses == {"active", "superseded"}  # both versions, the old one marked
+    assert not r.search("paper notebook for meetings", mode="hybrid")["hits"]
+    hits = r.search("paper notebook for meetings", mode="hybrid", include_deleted=True)["hits"]
+    assert hits[0]["id"] == other.id and hits[0]["status"] == "deleted"
+    r.close()
+    p.close()
+    v.close()
+
+
+def test_facts_embed_with_their_note_context(vault: Path) -> None:
+    """A fact trace (title "Note > Heading") is embedded with that context and
+    brings its source note in through the derived_from edge."""
+    from memvault.daemon.embedding import EmbeddingPipeline
+    from memvault.store import records as rec
+    from memvault.store.db import write_transaction
+
+    write(vault, "Runbook.md", "# Deploys\nWe ship on Fridays after the freeze lifts.\n\n# Rollback\nKeep the previous image tagged.\n")
+    v = Vault.open(str(vault))
+    v.indexer().sync()
+    note_id = v.con.execute("SELECT id FROM traces WHERE path = 'Runbook.md'").fetchone()[0]
+    with write_transaction(v.con):
+        rec.put_trace(v.con, rec.TraceRow(id="f-1", kind="fact", type="semantic", title="Runbook > Deploys",
+                                          content="Releases go out on Fridays.", path="Runbook.md"))
+        rec.add_edges(v.con, "f-1", [rec.EdgeRow(kind="derived_from", target_id=note_id, target_path="Runbook.md")])
+    p = EmbeddingPipeline.for_vault(v, v.con)
+    p.run()
+    text = v.con.execute("SELECT c.start, c.stop FROM chunks c JOIN traces t ON t.rowid = c.trace_rowid WHERE t.id = 'f-1'").fetchall()
+    assert text == [(0, len("Releases go out on Fridays."))]
+    r = Retriever(v, v.con)
+    hits = r.search("which weekday do we release", mode="hybrid", explain=True)["hits"]
+    ids = [h["id"] for h in hits]
+    assert "f-1" in ids and note_id in ids
+    r.close()
+    p.close()
+    v.close()
