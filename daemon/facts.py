@@ -245,6 +245,9 @@ def sync_source_facts(
 
     if any(t.path != note.path for t, _ in by_id.values()):
         sf.repath(con, source_id, note.path)
+    new_facts: list[tuple[rec.TraceRow, sf.FactMeta]] = []
+    new_edges: list[tuple[str, rec.EdgeRow]] = []
+    updates: list[tuple[str, str]] = []
     for d in drafts:
         trace, meta = build_fact(d, note, source_id, extractor)
         current = by_id.get(d.id)
@@ -260,23 +263,30 @@ def sync_source_facts(
             if (m.line_start, m.anchor) != (meta.line_start, meta.anchor):
                 _move_edges(con, d)
             continue
-        sf.put_fact(con, trace, meta)
         if current is None:
-            rec.add_edges(con, d.id, [rec.EdgeRow(
+            # New to the index: written in bulk below, with its source edge.
+            new_facts.append((trace, meta))
+            new_edges.append((d.id, rec.EdgeRow(
                 kind=sf.DERIVED_FROM, target_name=note.path, target_path=note.path, target_id=source_id,
                 anchor=d.anchor, line=d.line_start,
-            )])
+            )))
+            new_edges += [(d.id, e) for e in resolver.edges(d, note.path)]
         else:
+            sf.put_fact(con, trace, meta)
             sf.reactivate_cleanup(con, d.id)  # a superseded fact whose text is back
             _move_edges(con, d)
-        rec.replace_edges(con, d.id, resolver.edges(d, note.path), kinds=(sf.LINK,))
+            rec.replace_edges(con, d.id, resolver.edges(d, note.path), kinds=(sf.LINK,))
         old_id = pairs.get(d.id)
         if old_id:
-            sf.link_update(con, d.id, old_id)
+            updates.append((d.id, old_id))  # once the new fact exists
             sf.retire(con, old_id, REASON_CHANGED)
             result.changed += 1
         else:
             result.added += 1
+    sf.insert_facts(con, new_facts)
+    _add_edges(con, new_edges)
+    for new_id, old_id in updates:
+        sf.link_update(con, new_id, old_id)
     for t, _ in active_old:
         if t.id not in paired_old:
             sf.retire(con, t.id, REASON_REMOVED)
@@ -286,6 +296,19 @@ def sync_source_facts(
         extractor=extractor, facts=len(drafts), redacted=extraction.redacted, extracted_at=rec.now_iso(),
     ))
     return result
+
+
+def _add_edges(con: apsw.Connection, edges: list[tuple[str, rec.EdgeRow]]) -> None:
+    """Insert edges of many facts in one statement."""
+    con.executemany(
+        "INSERT INTO edges (source_id, kind, target_name, target_key, target_path, target_id, "
+        "anchor, display, prop, line, ambiguous) VALUES (?,?,?,?,?,?,?,?,?,?,?)",
+        [
+            (source, e.kind, e.target_name, e.target_key, e.target_path, e.target_id,
+             e.anchor, e.display, e.prop, e.line, int(e.ambiguous))
+            for source, e in edges
+        ],
+    )
 
 
 def _move_edges(con: apsw.Connection, d: FactDraft) -> None:

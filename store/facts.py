@@ -8,6 +8,7 @@ read-only queries) and treats paths and URIs as opaque strings.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterable, Sequence
 from dataclasses import asdict, dataclass
 from typing import Any
@@ -106,6 +107,34 @@ def put_fact(con: apsw.Connection, trace: rec.TraceRow, meta: FactMeta) -> None:
     retrieval statistics of an existing trace are kept by put_trace)."""
     rec.put_trace(con, trace)
     con.execute(f"INSERT OR REPLACE INTO facts ({_META_COLS}) VALUES ({_META_MARKS})", _meta_values(meta))
+
+
+def insert_facts(con: apsw.Connection, items: Sequence[tuple[rec.TraceRow, FactMeta]]) -> None:
+    """Insert facts whose ids are new to the index, in a few statements.
+
+    The bulk form of :func:`put_fact` for a note's new facts (a first
+    extraction writes thousands): one timestamp, ``executemany`` for the
+    traces, their tags and their anchor rows. An id that exists already is
+    an error (:func:`put_fact` is for those).
+    """
+    if not items:
+        return
+    now = rec.now_iso()
+    con.executemany(
+        "INSERT INTO traces (id, kind, type, title, content, tags, metadata, path, source, scope, strength, "
+        "status, reason, created, updated, content_key) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
+        [
+            (t.id, t.kind, t.type, t.title, t.content, " ".join(t.tags),
+             json.dumps(t.metadata, ensure_ascii=False, sort_keys=True, default=str), t.path, t.source, t.scope,
+             t.strength, t.status, t.reason, t.created or now, t.updated or now, t.content_key)
+            for t, _ in items
+        ],
+    )
+    con.executemany(
+        "INSERT OR IGNORE INTO trace_tags (trace_id, tag) VALUES (?, ?)",
+        [(t.id, tag.lower()) for t, _ in items for tag in t.tags],
+    )
+    con.executemany(f"INSERT INTO facts ({_META_COLS}) VALUES ({_META_MARKS})", [_meta_values(m) for _, m in items])
 
 
 def put_meta(con: apsw.Connection, meta: FactMeta) -> None:

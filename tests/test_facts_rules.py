@@ -353,4 +353,4 @@ def test_a_five_thousand_line_note_extracts_quickly() -> None:
     facts = extract_facts(note, "n-big").facts
     elapsed = time.perf_counter() - start
     assert len(facts) == 6 * sections
-    assert elapsed < 1.0, f"{elapsed:.2f}s"
+    assert elapsed < 2.0, f"{elapsed:.2f}s"  # ~0.2 s here; generous for a loaded CI machine (see bench_facts)

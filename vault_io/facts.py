@@ -151,6 +151,7 @@ def fact_id(source_id: str, key: str, occurrence: int = 0) -> str:
     return "f-" + hashlib.sha256(seed.encode("utf-8")).hexdigest()[:16]
 
 
+@lru_cache(maxsize=8192)
 def source_uri(path: str, anchor: str | None) -> str:
     """``vault://<path>#<heading>`` or ``vault://<path>#^<block>`` (percent-encoded,
     ``/`` and ``^`` kept), or ``vault://<path>`` without an anchor."""
@@ -242,7 +243,8 @@ def links_and_tags(text: str, line: int) -> tuple[tuple[Link, ...], tuple[str, .
     """Links (not embeds) and inline tags written in a fact's text."""
     if "[" not in text and "#" not in text:
         return (), ()
-    masked = mask_markdown(text).text
+    # Masking only matters where code spans, comments, HTML or math could hide a link.
+    masked = mask_markdown(text).text if any(c in text for c in "`%<$") else text
     wiki, wiki_spans = find_wikilinks(masked, text)
     scan = blank_spans(masked, wiki_spans)
     md, md_spans = find_markdown_links(scan, text)

@@ -66,7 +66,6 @@ _CELL_SPLIT_RE = re.compile(r"(?<!\\)\|")
 _BLOCK_ID_RE = re.compile(r"(?:^|[ \t])\^[A-Za-z0-9-]+[ \t]*$")
 _EMBED_RE = re.compile(r"!\[\[[^\[\]\n]*\]\]|!\[[^\]\n]*\]\([^)\n]*\)")
 _SPACES_RE = re.compile(r" {1,}")
-_WS_RE = re.compile(r"\s+")
 
 #: Longest a context entry (a parent item, a lead-in) is kept.
 CONTEXT_CHARS = 80
@@ -74,7 +73,7 @@ CONTEXT_CHARS = 80
 
 def collapse(text: str) -> str:
     """``text`` with runs of whitespace made one space, trimmed."""
-    return _WS_RE.sub(" ", text).strip()
+    return " ".join(text.split())  # str.split() knows Unicode white space, and beats a regex
 
 
 def _indent(prefix: str) -> int:
@@ -232,7 +231,8 @@ class _Segmenter:
     def list_block(self, lines: list[_Line], i: int, context: tuple[str, ...], top: bool) -> int:
         """Every item of the list at ``i`` (nested ones with their parents as context)."""
         n = len(lines)
-        # Open items: (marker indent, content indent, text parts, first line, last line, task, context)
+        # Open items: [marker indent, content indent, text parts, first line, last line,
+        # task, context, flushed, text as context]
         stack: list[list] = []
         blank_before = False
 
@@ -241,11 +241,13 @@ class _Segmenter:
                 return
             item[7] = True
             text = collapse(" ".join(item[2]))
+            item[8] = _short(text)  # its form as context of the items below it
             kind = "task" if item[5] is not None else "item"
             self.emit(kind, text, item[3], item[4], item[6], item[5])
 
         def parents(below: int) -> tuple[str, ...]:
-            return tuple(_short(collapse(" ".join(it[2]))) for it in stack[:below] if collapse(" ".join(it[2])))
+            found = (it[8] if it[7] else _short(collapse(" ".join(it[2]))) for it in stack[:below])
+            return tuple(text for text in found if text)
 
         while i < n:
             line = lines[i]
@@ -271,7 +273,7 @@ class _Segmenter:
                     task = tm.group(1)
                     text = text.lstrip()[tm.end():]
                 item_context = context + parents(len(stack))
-                stack.append([indent, content_indent, [text], line.no, line.no, task, item_context, False])
+                stack.append([indent, content_indent, [text], line.no, line.no, task, item_context, False, ""])
                 blank_before = False
                 i += 1
                 continue
@@ -445,7 +447,9 @@ def split_sentences(text: str) -> list[tuple[int, int]]:
             cuts.append(end)
             continue
         if text[start] == "." and text[start:end].rstrip("\"'”’)]*_") == ".":
-            word = _WORD_BEFORE_RE.search(text, 0, start + 1)
+            # Only the word before the period matters: a bounded window keeps
+            # long paragraphs linear (an unbounded search rescans from 0).
+            word = _WORD_BEFORE_RE.search(text, max(0, start - 64), start + 1)
             if word:
                 token = word.group(1).strip("*_`").lower()
                 if token in ABBREVIATIONS or (len(token) == 1 and token.isalpha()) or (

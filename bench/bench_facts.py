@@ -1,0 +1,252 @@
+#!/usr/bin/env python3
+"""Facts benchmark: extraction speed, facts/s on a real vault, save-to-searchable.
+
+    python bench/bench_facts.py                  # defaults below
+    python bench/bench_facts.py --saves 50
+
+Three measurements, each with a private MEMVAULT_HOME (never the real one):
+
+1. **One long note**: the default extractor on a 5,000-line note made of
+   real notes of ../shared/corpora/vaultofknowledge laid end to end (and on
+   a synthetic 5,000-line note dense with lists, tasks, tables and block
+   ids), median of ``--runs`` runs of ``extract_facts`` (parsing apart).
+2. **Whole vault**: a private copy of vaultofknowledge with every note a
+   memory source through the config glob (``MEMVAULT_SOURCES="**"``, so no
+   note is edited), cold ``indexer().sync()``. Reported: facts, the time of
+   extraction alone (all notes, in process, no index), the time the fact
+   observer took inside the sync (extract + write + link resolution), and
+   facts/s for both; plus the sync time with and without sources.
+3. **Save to searchable**: a 200-line source note in that vault; ``--saves``
+   times, one line is changed to a new unique word, the file is written,
+   ``Indexer.sync_paths([path])`` runs (what the daemon does after its
+   debounce) and a keyword search over facts must find the changed fact.
+   Reported: median and p95 of write -> found, and of the fact observer's
+   part of it.
+
+Results: a summary on stdout and JSON in bench/out/bench_facts-*.json.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import shutil
+import statistics
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import _common as C  # noqa: E402
+
+
+def _timed_observer(indexer: Any, box: list[float]) -> None:
+    """Wrap the fact observer of ``indexer`` so its time lands in ``box``."""
+    from memvault.daemon.facts import FactObserver
+
+    for obs in indexer.observers:
+        if isinstance(obs, FactObserver):
+            inner = obs.notes_changed
+
+            def timed(written, removed, _inner=inner):
+                start = time.perf_counter()
+                try:
+                    return _inner(written, removed)
+                finally:
+                    box.append(time.perf_counter() - start)
+
+            obs.notes_changed = timed  # type: ignore[method-assign]
+
+
+def long_note_texts(corpus: Path, lines: int) -> tuple[str, str]:
+    """(real, synthetic) note texts of at least ``lines`` lines."""
+    parts: list[str] = []
+    count = 0
+    for path in sorted(corpus.rglob("*.md")):
+        if any(p.startswith(".") for p in path.relative_to(corpus).parts):
+            continue
+        text = path.read_text("utf-8", "replace").replace("\r\n", "\n")
+        if text.startswith("---\n"):
+            end = text.find("\n---", 4)
+            text = text[end + 4 :] if end > 0 else text
+        parts.append(f"\n# {path.stem}\n{text}\n")
+        count += text.count("\n") + 3
+        if count >= lines:
+            break
+    real = "---\nmemory: source\n---\n" + "".join(parts)
+    synth = ["---\nmemory: source\n---\n"]
+    i = 0
+    while sum(s.count("\n") for s in synth) < lines:
+        synth.append(
+            f"## Section {i}\n- Item number {i} about things\n  - Nested detail {i} with words\n"
+            f"- [ ] Task {i} to do soon 📅 2026-01-31\n\nA sentence {i} here. Another one {i} follows! ^b{i}\n\n"
+            f"| Key | Value |\n|---|---|\n| Row {i} | Value {i} |\n\n"
+        )
+        i += 1
+    return real, "".join(synth)
+
+
+def bench_long_note(corpus: Path, runs: int) -> dict[str, Any]:
+    from memvault.vault_io.facts import extract_facts
+    from memvault.vault_io.parser import parse_note
+
+    out: dict[str, Any] = {}
+    for name, text in zip(("real", "synthetic"), long_note_texts(corpus, 5000)):
+        data = text.encode()
+        t = time.perf_counter()
+        note = parse_note("Long.md", data)
+        parse_s = time.perf_counter() - t
+        times = []
+        facts = 0
+        for _ in range(runs):
+            t = time.perf_counter()
+            facts = len(extract_facts(note, "n-long").facts)
+            times.append(time.perf_counter() - t)
+        out[name] = {
+            "lines": text.count("\n") + 1, "bytes": len(data), "facts": facts, "parse_s": parse_s,
+            "extract": C.summarize(times),
+        }
+    return out
+
+
+SOURCE_NOTE_LINES = 200
+
+
+def source_note(i: int) -> str:
+    """A 200-line source note; line ``i % 100`` of the list carries the marker word."""
+    lines = ["---", "memory: source", "---", "# Bench source note"]
+    for k in range(20):
+        lines.append(f"## Topic {k}")
+        for j in range(4):
+            n = k * 4 + j
+            word = f"zqmark{i}" if n == i % 80 else f"plain{n}"
+            lines.append(f"- Fact number {n} mentions {word} in this note")
+        lines.append(f"Sentence about topic {k} goes here. And another sentence for topic {k} too.")
+        lines += [f"- [ ] Follow up on topic {k} next week", "", ""]
+        lines.append(f"| Topic | Owner |\n|---|---|\n| topic {k} | person {k} |")
+    text = "\n".join(lines)
+    return text + "\n" * max(0, SOURCE_NOTE_LINES - text.count("\n"))
+
+
+def bench_vault(corpus: Path, workdir: Path, saves: int) -> dict[str, Any]:
+    from memvault.daemon.app import Vault
+    from memvault.store.search import Filters, keyword_search
+    from memvault.vault_io.facts import extract_facts
+    from memvault.vault_io.parser import parse_note
+
+    vault = C.copy_vault(corpus, workdir, "vaultofknowledge")
+    notes = C.count_notes(vault)
+    result: dict[str, Any] = {"notes": notes}
+
+    # Baseline: the same cold sync with no memory sources.
+    C.isolate_env(workdir / "home-plain")
+    os.environ["MEMVAULT_EMBEDDING_MODEL"] = "none"
+    t = time.perf_counter()
+    v = Vault.open(str(vault))
+    v.indexer().sync()
+    v.close()
+    result["sync_without_sources_s"] = time.perf_counter() - t
+
+    # Extraction alone, every note, in process.
+    datas = []
+    for path in vault.rglob("*.md"):
+        rel = path.relative_to(vault).as_posix()
+        if not any(p.startswith(".") for p in rel.split("/")):
+            datas.append((rel, path.read_bytes()))
+    parsed = [parse_note(rel, data) for rel, data in datas]
+    t = time.perf_counter()
+    extracted = sum(len(extract_facts(n, "n-x").facts) for n in parsed)
+    extract_s = time.perf_counter() - t
+    result["extraction_only"] = {"notes": len(parsed), "facts": extracted, "seconds": extract_s,
+                                 "facts_per_s": extracted / extract_s}
+
+    # Cold sync with every note a source.
+    C.isolate_env(workdir / "home-sources")
+    os.environ["MEMVAULT_EMBEDDING_MODEL"] = "none"
+    os.environ["MEMVAULT_SOURCES"] = "**"
+    box: list[float] = []
+    t = time.perf_counter()
+    v = Vault.open(str(vault))
+    indexer = v.indexer()
+    _timed_observer(indexer, box)
+    summary = indexer.sync()
+    sync_s = time.perf_counter() - t
+    facts = int(v.con.execute("SELECT count(*) FROM traces WHERE kind = 'fact' AND status = 'active'").fetchone()[0])
+    sources = int(v.con.execute("SELECT count(*) FROM fact_sources").fetchone()[0])
+    observer_s = sum(box)
+    result["sync_with_sources"] = {
+        "seconds": sync_s, "facts": facts, "sources": sources, "observer_s": observer_s,
+        "facts_per_s_observer": facts / observer_s if observer_s else None,
+        "facts_per_s_end_to_end": facts / sync_s, "warnings": len(summary.warnings),
+    }
+
+    # Save to searchable, in process (what the daemon does after its debounce).
+    rel = "Bench source note.md"
+    path = vault / rel
+    path.write_text(source_note(0), "utf-8")
+    indexer.sync_paths([rel])
+    latencies: list[float] = []
+    observer_parts: list[float] = []
+    for i in range(1, saves + 1):
+        box.clear()
+        t = time.perf_counter()
+        path.write_text(source_note(i), "utf-8")
+        indexer.sync_paths([rel])
+        hits = keyword_search(v.con, f"zqmark{i}", filters=Filters(kinds=("fact",)))
+        elapsed = time.perf_counter() - t
+        if not hits or f"zqmark{i}" not in (hits[0].snippet + hits[0].title):
+            raise SystemExit(f"save {i}: the changed fact was not found")
+        latencies.append(elapsed)
+        observer_parts.append(sum(box))
+    versions = int(v.con.execute(
+        "SELECT count(*) FROM traces t JOIN facts f ON f.trace_id = t.id JOIN fact_sources s ON s.source_id = f.source_id "
+        "WHERE s.path = ? AND t.status = 'superseded'", (rel,)
+    ).fetchone()[0])
+    v.close()
+    result["save_to_searchable"] = {
+        "note_lines": SOURCE_NOTE_LINES, "saves": saves, "latency": C.summarize(latencies),
+        "observer": C.summarize(observer_parts), "superseded_versions_kept": versions,
+    }
+    return result
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--runs", type=int, default=5, help="runs of the long-note extraction")
+    ap.add_argument("--saves", type=int, default=30, help="saves in the save-to-searchable loop")
+    args = ap.parse_args()
+    if not C.CORPUS.is_dir():
+        raise SystemExit(f"corpus missing: {C.CORPUS}")
+    workdir = C.mktemp("memvault-bench-facts-")
+    C.isolate_env(workdir / "home")
+    try:
+        data: dict[str, Any] = {"machine": C.machine_info()}
+        data["long_note"] = bench_long_note(C.CORPUS, args.runs)
+        data["vault"] = bench_vault(C.CORPUS, workdir, args.saves)
+    finally:
+        shutil.rmtree(workdir, ignore_errors=True)
+    out = C.write_json("bench_facts", data)
+
+    ln, vt = data["long_note"], data["vault"]
+    print("One long note (default extractor, parse excluded):")
+    for name in ("real", "synthetic"):
+        d = ln[name]
+        print(f"  {name:9} {d['lines']} lines, {d['facts']} facts: median {C.ms(d['extract']['median'])}, "
+              f"max {C.ms(d['extract']['max'])} (parse {C.ms(d['parse_s'])})")
+    eo, sw = vt["extraction_only"], vt["sync_with_sources"]
+    print(f"vaultofknowledge, {vt['notes']} notes, all memory sources:")
+    print(f"  extraction only: {eo['facts']} facts in {eo['seconds']:.2f}s = {eo['facts_per_s']:.0f} facts/s")
+    print(f"  cold sync: {sw['seconds']:.2f}s with sources vs {vt['sync_without_sources_s']:.2f}s without; "
+          f"{sw['facts']} facts from {sw['sources']} sources")
+    print(f"  fact observer (extract + index): {sw['observer_s']:.2f}s = {sw['facts_per_s_observer']:.0f} facts/s; "
+          f"end to end {sw['facts_per_s_end_to_end']:.0f} facts/s")
+    st = vt["save_to_searchable"]
+    print(f"Save -> searchable ({st['note_lines']}-line source note, {st['saves']} saves, in process):")
+    print(f"  median {C.ms(st['latency']['median'])}, p95 {C.ms(st['latency']['p95'])} "
+          f"(fact observer median {C.ms(st['observer']['median'])})")
+    print(f"JSON: {out}")
+
+
+if __name__ == "__main__":
+    main()
