@@ -160,11 +160,173 @@ def calibrate(root: Path) -> dict[str, Any]:
     return out
 
 
+# -- latency at scale -----------------------------------------------------------------
+
+
+def _sample_texts(n: int, rng: random.Random) -> list[tuple[str, str]]:
+    """(title, body) pairs from the generated benchmark vault, reused round-robin."""
+    src = BENCH / "vaults" / "gen-20000-s1"
+    files = sorted(src.rglob("*.md"))[:5000] if src.exists() else []
+    pool: list[tuple[str, str]] = []
+    for f in files:
+        try:
+            pool.append((f.stem, f.read_text(encoding="utf-8")[:1500]))
+        except (OSError, UnicodeDecodeError):
+            continue
+    if not pool:  # no generated vault: words from the labelled fixture
+        for f in sorted((FIXTURE / "vault").rglob("*.md")):
+            pool.append((f.stem, f.read_text(encoding="utf-8")[:1500]))
+    return [pool[i % len(pool)] for i in range(n)]
+
+
+def synthetic_index(work: Path, n: int, dim: int = 384, clusters: int = 256, seed: int = 1) -> Path:
+    """A vault folder whose index holds ``n`` traces with realistic text and one
+    chunk each, and whose embedding cache holds clustered unit vectors for them."""
+    import hashlib
+
+    import numpy as np
+
+    from memvault.daemon.app import Vault
+    from memvault.store import records as rec
+    from memvault.store import vectors as vec
+    from memvault.store.db import write_transaction
+    from memvault.store.embed import resolve_model
+
+    root = work / f"synthetic-{n}"
+    root.mkdir(parents=True, exist_ok=True)
+    v = Vault.open(str(root))
+    con = v.con
+    rng = random.Random(seed)
+    texts = _sample_texts(n, rng)
+    types = ["note"] * 8 + ["semantic", "episodic", "procedural", "identity"]
+    start = time.perf_counter()
+    with write_transaction(con):
+        for i, (title, body) in enumerate(texts):
+            t = rng.choice(types)
+            rec.put_trace(con, rec.TraceRow(
+                id=f"s-{i}", kind="note" if t == "note" else "memory", type=t, title=f"{title} {i}", content=body,
+                path=f"S/{i}.md", updated="2026-10-01T00:00:00+00:00", strength=None if t == "note" else 0.5))
+        con.execute("DELETE FROM embed_queue")
+        con.executemany(
+            "INSERT INTO chunks (trace_rowid, seq, start, stop, heading, tokens, hash) "
+            "SELECT rowid, 0, 0, length(content), '', 128, ? FROM traces WHERE id = ?",
+            [(hashlib.sha256(f"s-{i}".encode()).digest(), f"s-{i}") for i in range(n)],
+        )
+    nprng = np.random.default_rng(seed)
+    centers = nprng.standard_normal((clusters, dim)).astype(np.float32)
+    assign = nprng.integers(0, clusters, n)
+    m = centers[assign] + 0.8 * nprng.standard_normal((n, dim)).astype(np.float32)
+    m /= np.linalg.norm(m, axis=1, keepdims=True)
+    cache = vec.open_cache(v.data_dir)
+    key = resolve_model("default").key
+    blobs = vec.encode_vectors(m)
+    for i in range(0, n, 5000):
+        vec.put_vectors(cache, key, [(hashlib.sha256(f"s-{j}".encode()).digest(), blobs[j]) for j in range(i, min(n, i + 5000))])
+    vec.bump_generation(con)
+    cache.close()
+    v.close()
+    print(f"synthetic index of {n} traces built in {time.perf_counter() - start:.1f}s")
+    return root
+
+
+def latency_at(work: Path, n: int, runs: int) -> dict[str, Any]:
+    """In-process search latency per mode over ``n`` traces (model and matrix warm)."""
+    from memvault.daemon.app import Vault
+    from memvault.daemon.retrieval import Retriever
+
+    root = synthetic_index(work, n)
+    v = Vault.open(str(root))
+    r = Retriever(v, v.read_con())
+    t = time.perf_counter()
+    r.warm()
+    load = time.perf_counter() - t
+    rng = random.Random(5)
+    words = [w for title, _ in _sample_texts(400, rng) for w in title.split() if len(w) > 3]
+    queries = [" ".join(rng.sample(words, 3)) for _ in range(50)] + [
+        "how do I restore a backup", "notes about colour spaces", "which database do we use",
+        "retry with exponential backoff", "meeting notes from last week",
+    ]
+    out: dict[str, Any] = {"matrix_load_and_warm_s": round(load, 2), "vectors": len(r.matrix() or [])}
+    for mode in ("keyword", "semantic", "hybrid"):
+        times = []
+        for i in range(runs):
+            q = queries[i % len(queries)]
+            t = time.perf_counter()
+            r.search(q, mode=mode, limit=10)
+            times.append(time.perf_counter() - t)
+        out[mode] = summarize(times)
+        print(f"{n:>7} traces  {mode:8}  median {out[mode]['median_ms']:7.2f} ms  p95 {out[mode]['p95_ms']:7.2f} ms")
+    # where the time goes in one hybrid query
+    import numpy as np
+
+    qv = r.embedder().embed_query(queries[0])
+    parts: dict[str, list[float]] = {"embed_query": [], "matmul_topk": [], "keyword_lists": []}
+    from memvault.store.rank import keyword_lists
+    from memvault.store.search import Filters
+
+    for i in range(min(runs, 100)):
+        q = queries[i % len(queries)]
+        t = time.perf_counter(); r.embedder().embed_query(q); parts["embed_query"].append(time.perf_counter() - t)
+        t = time.perf_counter(); m = r.matrix(); s = m.similarities(qv); m.best_per_trace(s, 50); parts["matmul_topk"].append(time.perf_counter() - t)
+        t = time.perf_counter(); keyword_lists(r.con, q, Filters(), 50); parts["keyword_lists"].append(time.perf_counter() - t)
+    out["hybrid_parts"] = {k: summarize(v_) for k, v_ in parts.items()}
+    print("   hybrid parts: " + ", ".join(f"{k} {v_['median_ms']} ms (p95 {v_['p95_ms']})" for k, v_ in out["hybrid_parts"].items()))
+    r.close()
+    v.close()
+    return out
+
+
+# -- whole processes --------------------------------------------------------------------
+
+
+def _time_process(cmd: list[str], runs: int) -> dict[str, float]:
+    times = []
+    for _ in range(runs):
+        t = time.perf_counter()
+        p = subprocess.run(cmd, capture_output=True, text=True)
+        times.append(time.perf_counter() - t)
+        if p.returncode != 0:
+            raise RuntimeError(f"{cmd} failed: {p.stderr}")
+    return summarize(times)
+
+
+def process_runs(root: Path, runs: int) -> dict[str, Any]:
+    """``memvault search`` (hybrid, and keyword) and ``memvault context`` as
+    processes, without and then with a QueryServer for the vault."""
+    from memvault.daemon.app import Vault
+    from memvault.daemon.serve import QueryServer
+
+    base = [str(MEMVAULT), "--vault", str(root)]
+    cmds = {
+        "search keyword": base + ["search", "Dolby Atmos", "--mode", "keyword"],
+        "search hybrid": base + ["search", "low latency sound server for linux"],
+        "context": base + ["context", "the checkout fails with SSL errors again", "--no-record"],
+    }
+    out: dict[str, Any] = {}
+    for name, cmd in cmds.items():
+        out[f"{name} (no daemon)"] = _time_process(cmd, max(5, runs // 4) if name != "search keyword" else runs)
+    server = QueryServer(Vault.open(str(root)))
+    server.start()
+    try:
+        _time_process(cmds["search hybrid"], 1)  # waits for the warm-up
+        for name, cmd in cmds.items():
+            if name == "search keyword":
+                continue
+            out[f"{name} (QueryServer)"] = _time_process(cmd, runs)
+    finally:
+        server.stop()
+        server.vault.close()
+    for k, val in out.items():
+        print(f"process {k:32} median {val['median_ms']:7.1f} ms  p95 {val['p95_ms']:7.1f} ms")
+    return out
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--only", choices=["quality", "calibrate", "latency", "process"], action="append")
     ap.add_argument("--sizes", type=int, nargs="*", default=[20000, 100000])
     ap.add_argument("--runs", type=int, default=200)
+    ap.add_argument("--process-runs", type=int, default=20)
     ap.add_argument("--save-cache", action="store_true", help="Write the labelled vault's vectors to the test fixture.")
     args = ap.parse_args()
     parts = args.only or ["quality", "calibrate", "latency", "process"]
@@ -180,13 +342,9 @@ def main() -> None:
             results["calibrate"] = calibrate(root)  # type: ignore[arg-type]
             print(json.dumps({k: v for k, v in results["calibrate"].items() if k.startswith("floor") or "_m" in k}, indent=1))
         if "latency" in parts:
-            from bench_latency import latency_runs
-
-            results["latency"] = latency_runs(work, args.sizes, args.runs)
+            results["latency"] = {str(n): latency_at(work, n, args.runs) for n in args.sizes}
         if "process" in parts:
-            from bench_latency import process_runs
-
-            results["process"] = process_runs(root)  # type: ignore[arg-type]
+            results["process"] = process_runs(root, args.process_runs)  # type: ignore[arg-type]
     finally:
         shutil.rmtree(work, ignore_errors=True)
     OUT.mkdir(exist_ok=True)

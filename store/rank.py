@@ -1,7 +1,7 @@
 """Hybrid ranking: keyword, vector and graph signals fused, then adjusted.
 
 1. **Keyword**: BM25 hits where every query word matches (strong), then
-   hits where any word matches (weak), from :func:`store.search.keyword_search`.
+   hits where any content word matches (weak), ranked by BM25 on the FTS table.
 2. **Vector**: the traces whose best chunk is most similar to the query.
 3. **Fusion** by reciprocal rank: ``sum(w / (RRF_K + rank))`` over the lists a
    trace is in; the weak keyword list counts a quarter.
@@ -33,7 +33,7 @@ from typing import Any
 import apsw
 import numpy as np
 
-from .search import Filters, Hit, _filter_sql, keyword_search, natural_match_expressions, query_words
+from .search import BM25_WEIGHTS, MARK_END, MARK_START, SNIPPET_TOKENS, Filters, Hit, _filter_sql, query_words
 from .vectors import VectorMatrix, chunk_rows
 
 #: Reciprocal-rank-fusion constant. The usual 60 flattens ranks so much that
@@ -148,20 +148,64 @@ STOPWORDS = frozenset(
 )
 
 
-def keyword_lists(con: apsw.Connection, query: str, filters: Filters, k: int) -> tuple[list[Hit], list[Hit]]:
-    """(strong, weak) keyword hits: every word matches / only some content
-    words do (stop words alone are no evidence)."""
-    exprs = natural_match_expressions(query)
-    if not exprs:
-        return [], []
-    strong = keyword_search(con, exprs[0], limit=k, filters=filters, raw=True)
-    weak: list[Hit] = []
-    content = [w for w in query_words(query) if w.lower() not in STOPWORDS]
-    if len(exprs) > 1 and len(strong) < k and content:
-        ids = {h.id for h in strong}
-        any_word = " OR ".join('"' + w.replace('"', '""') + '"' for w in content)
-        weak = [h for h in keyword_search(con, any_word, limit=k, filters=filters, raw=True) if h.id not in ids]
-    return strong, weak
+def _quoted(words: Sequence[str]) -> list[str]:
+    return ['"' + w.replace('"', '""') + '"' for w in words]
+
+
+def fts_top(con: apsw.Connection, match: str, filters: Filters, k: int) -> list[tuple[int, float]]:
+    """The ``k`` best (trace rowid, BM25) for an FTS5 expression that pass ``filters``.
+
+    Ranks on the FTS table alone, no join and no snippet, so an any-word
+    query matching thousands of traces stays cheap; filters are checked on
+    the few rows that come back (asking for more when they remove some).
+    """
+    w_title, w_content, w_tags = BM25_WEIGHTS
+    want = k
+    while True:
+        rows = con.execute(
+            f"SELECT rowid, bm25(traces_fts, {w_title}, {w_content}, {w_tags}) FROM traces_fts "
+            "WHERE traces_fts MATCH ? ORDER BY 2 LIMIT ?",
+            (match, want),
+        ).fetchall()
+        if not rows:
+            return []
+        fsql, fparams = _filter_sql(filters)
+        ok = {r[0] for r in con.execute(f"SELECT t.rowid FROM traces t WHERE t.rowid IN ({_in(len(rows))}){fsql}", [r[0] for r in rows] + fparams)}
+        kept = [(r[0], -r[1]) for r in rows if r[0] in ok]
+        if len(kept) >= k or len(rows) < want:
+            return kept[:k]
+        want *= 4
+
+
+def keyword_lists(con: apsw.Connection, query: str, filters: Filters, k: int) -> tuple[list[tuple[int, float]], list[tuple[int, float]], str, str]:
+    """(strong, weak) keyword hits as (rowid, BM25): every word matches / only
+    some content words do (stop words alone are no evidence); and the two
+    FTS5 expressions, for snippets."""
+    words = query_words(query)
+    if not words:
+        return [], [], "", ""
+    strong_expr = " ".join(_quoted(words))
+    strong = fts_top(con, strong_expr, filters, k)
+    content = [w for w in words if w.lower() not in STOPWORDS]
+    weak: list[tuple[int, float]] = []
+    weak_expr = " OR ".join(_quoted(content))
+    if len(words) > 1 and len(strong) < k and content:
+        seen = {r for r, _ in strong}
+        weak = [h for h in fts_top(con, weak_expr, filters, k) if h[0] not in seen]
+    return strong, weak, strong_expr, weak_expr
+
+
+def snippets(con: apsw.Connection, match: str, rowids: Sequence[int]) -> dict[int, str]:
+    """FTS5 snippets of ``rowids`` for ``match`` (computed for shown hits only)."""
+    if not match or not rowids:
+        return {}
+    return dict(
+        con.execute(
+            f"SELECT rowid, snippet(traces_fts, -1, '{MARK_START}', '{MARK_END}', '…', {SNIPPET_TOKENS}) "
+            f"FROM traces_fts WHERE traces_fts MATCH ? AND rowid IN ({_in(len(rowids))})",
+            (match, *rowids),
+        ).fetchall()
+    )
 
 
 def _allowed_vector_hits(
@@ -257,16 +301,18 @@ def rank(
     use_vectors = matrix is not None and query_vector is not None and len(matrix) > 0
     sims = matrix.similarities(query_vector) if use_vectors else None  # type: ignore[union-attr,arg-type]
 
+    exprs = ("", "")
     if mode == "hybrid":
-        strong, weak = keyword_lists(con, query, filters, k)
-        hits = strong + weak
-        if hits:
-            by_id = {h.id: (n, h) for n, h in enumerate(hits, 1)}
-            fetched = _fetch(con, f"t.id IN ({_in(len(by_id))})", list(by_id), filters)
+        strong, weak, *exprs_ = keyword_lists(con, query, filters, k)
+        exprs = (exprs_[0], exprs_[1])
+        ranked = strong + weak
+        if ranked:
+            rank_of = {rowid: n for n, (rowid, _) in enumerate(ranked, 1)}
+            fetched = _fetch(con, f"t.rowid IN ({_in(len(rank_of))})", list(rank_of), filters)
             nstrong = len(strong)
             for c in fetched.values():
-                n, h = by_id[c.id]
-                c.keyword_rank, c.keyword_strong, c.snippet = n, n <= nstrong, h.snippet
+                n = rank_of[c.rowid]
+                c.keyword_rank, c.keyword_strong = n, n <= nstrong
                 cands[c.rowid] = c
     if use_vectors:
         best, rows = _allowed_vector_hits(con, matrix, sims, filters, k)  # type: ignore[arg-type]
@@ -297,7 +343,13 @@ def rank(
         c.strength_factor = strength_factor(c.strength)
         c.score = (c.fused + c.graph) * c.recency * c.strength_factor
     ordered = sorted(kept.values(), key=lambda c: (-c.score, c.id))
-    return mmr(ordered, matrix, limit) if use_vectors else ordered[:limit]
+    picked = mmr(ordered, matrix, limit) if use_vectors else ordered[:limit]
+    for expr, strong in ((exprs[0], True), (exprs[1], False)):
+        found = snippets(con, expr, [c.rowid for c in picked if c.keyword_rank is not None and c.keyword_strong == strong])
+        for c in picked:
+            if c.rowid in found:
+                c.snippet = found[c.rowid]
+    return picked
 
 
 def _rrf(c: Candidate) -> float:
