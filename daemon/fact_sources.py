@@ -58,7 +58,7 @@ def vault_relative(root: Path, arg: str, *, must_exist: bool = True) -> str:
     """The vault-relative POSIX path of a PATH argument.
 
     Relative paths are taken from the vault root; absolute ones must lie
-    inside the vault. Raises :class:`SourcePathError` otherwise, or for a
+    inside the vault; ``.md`` may be left out. Raises :class:`SourcePathError` otherwise, or for a
     file that is not a visible Markdown note (or is missing, if
     ``must_exist``).
     """
@@ -75,7 +75,9 @@ def vault_relative(root: Path, arg: str, *, must_exist: bool = True) -> str:
     if rel in ("", "."):
         raise SourcePathError(f"{arg} is the vault folder, not a note")
     if not rel.lower().endswith(".md"):
-        raise SourcePathError(f"{arg} is not a Markdown note (.md)")
+        if (root / rel).exists():
+            raise SourcePathError(f"{arg} is not a Markdown note (.md)")
+        rel += ".md"  # "About me" names "About me.md", as in a wikilink
     if is_hidden(rel):
         raise SourcePathError(f"{arg} is in a hidden folder that memvault does not index")
     if must_exist and not (root / rel).is_file():

@@ -476,19 +476,26 @@ class FactObserver:
             sf.put_source(self.con, state)
 
     def _reresolve(self, written: list[tuple[ParsedNote, rec.TraceRow]], removed: list[str], resolver: _Resolver) -> None:
-        """Re-resolve fact links whose target note appeared or disappeared
-        (the indexer re-resolves note links only)."""
-        keys = list({path_key(n.path) for n, _ in written})
-        rows: list[tuple[int, str, str, str | None, str | None, int]] = []
+        """Re-resolve fact links whose target note appeared, moved or
+        disappeared (the indexer re-resolves note links only).
+
+        Cheap on the daemon's hot path: indexed lookups by the written notes'
+        link keys and trace ids; the scan for vanished targets runs only when
+        notes were removed.
+        """
         sql = (
             "SELECT e.id, e.target_name, t.path, e.target_path, e.target_id, e.ambiguous FROM edges e "
-            "JOIN facts f ON f.trace_id = e.source_id JOIN traces t ON t.id = e.source_id "
-            "WHERE e.kind = 'link' AND t.status = 'active' AND "
+            "JOIN traces t ON t.id = e.source_id "
+            "WHERE e.kind = 'link' AND t.kind = 'fact' AND t.status = 'active' AND "
         )
-        for i in range(0, len(keys), 500):
-            chunk = keys[i : i + 500]
-            rows += self.con.execute(sql + f"e.target_key IN ({','.join('?' * len(chunk))})", chunk).fetchall()
-        if removed or written:
+        rows: list[tuple[int, str, str, str | None, str | None, int]] = []
+        keys = list({path_key(n.path) for n, _ in written})
+        ids = list({t.id for _, t in written})
+        for column, values in (("e.target_key", keys), ("e.target_id", ids)):
+            for i in range(0, len(values), 500):
+                chunk = values[i : i + 500]
+                rows += self.con.execute(sql + f"{column} IN ({','.join('?' * len(chunk))})", chunk).fetchall()
+        if removed:
             rows += self.con.execute(
                 sql + "e.target_path IS NOT NULL AND NOT EXISTS (SELECT 1 FROM files WHERE path = e.target_path)"
             ).fetchall()
