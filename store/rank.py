@@ -400,35 +400,26 @@ def mmr(ordered: list[Candidate], matrix: VectorMatrix | None, limit: int) -> li
     if not ordered or matrix is None:
         return ordered[:limit]
     top = ordered[0].score or 1.0
-    vecs: list[np.ndarray | None] = []
-    for c in ordered:
-        row = matrix.row_of_chunk(c.chunk_id) if c.chunk_id is not None else None
-        vecs.append(matrix.matrix[row] if row is not None else None)
+    n = len(ordered)
+    rows = [matrix.row_of_chunk(c.chunk_id) if c.chunk_id is not None else None for c in ordered]
+    has = np.array([r is not None for r in rows])
+    vecs = np.zeros((n, matrix.matrix.shape[1] if len(matrix) else 1), dtype=np.float32)
+    if has.any():
+        vecs[has] = matrix.matrix[[r for r in rows if r is not None]]
+    sim = vecs @ vecs.T  # candidates without a vector are similar to nothing (zero rows)
+    status = [c.status for c in ordered]
+    relevance = np.array([c.score / top for c in ordered], dtype=np.float64)
+    closest = np.zeros(n)  # similarity to the nearest pick so far
+    alive = np.ones(n, dtype=bool)
     picked: list[int] = []
-    left = list(range(len(ordered)))
-    while left and len(picked) < limit:
-        best_i, best_val = -1, -math.inf
-        for i in list(left):
-            sim, duplicate = 0.0, False
-            if vecs[i] is not None:
-                for j in picked:
-                    if vecs[j] is None:
-                        continue
-                    s = float(vecs[i] @ vecs[j])
-                    if s >= DUPLICATE_SIMILARITY and ordered[i].status == ordered[j].status:
-                        duplicate = True
-                        break
-                    sim = max(sim, s)
-            if duplicate:
-                left.remove(i)
-                continue
-            val = MMR_LAMBDA * (ordered[i].score / top) - (1 - MMR_LAMBDA) * sim
-            if val > best_val:
-                best_i, best_val = i, val
-        if best_i < 0:
-            break
-        picked.append(best_i)
-        left.remove(best_i)
+    while alive.any() and len(picked) < limit:
+        val = np.where(alive, MMR_LAMBDA * relevance - (1 - MMR_LAMBDA) * closest, -np.inf)
+        best = int(np.argmax(val))
+        picked.append(best)
+        alive[best] = False
+        dup = alive & (sim[best] >= DUPLICATE_SIMILARITY) & np.array([s_ == status[best] for s_ in status])
+        alive &= ~dup
+        closest = np.maximum(closest, sim[best])
     return [ordered[i] for i in picked]
 
 
