@@ -18,8 +18,11 @@ For each vault, with a fresh private MEMVAULT_HOME (never the real one):
   ``close`` on an up-to-date index, ``--runs`` times after one untimed run
   (the first sync after a cold index is reported apart); plus the scan and
   load-files parts alone;
-* no-change re-sync, process: wall time of ``memvault --vault V sync``
-  (one warm-up, then ``--runs`` timed runs);
+* no-change re-sync, process: wall time of ``memvault --vault V sync
+  --no-embed`` (the flag only where sync embeds; one warm-up, then
+  ``--runs`` timed runs); on vaults up to ``--embed-max-notes`` notes also
+  the default ``memvault sync`` (its first run embeds every note; reported
+  apart);
 * one-file-changed re-sync, in-process: a different note gets a line appended
   before each of ``--runs`` full syncs (checked: exactly 1 updated, and the new
   word is then found by keyword search); plus the daemon's
@@ -126,9 +129,19 @@ def nochange_inprocess(vault: Path, runs: int) -> dict[str, Any]:
 _SECS = re.compile(r"\(([\d.]+)s\)")
 
 
-def nochange_cli(vault: Path, runs: int) -> dict[str, Any]:
-    cmd = [str(C.MEMVAULT_EXE), "--vault", str(vault), "sync"]
+def _sync_flags() -> list[str]:
+    """``["--no-embed"]`` when this memvault's sync also embeds, else []."""
+    p = subprocess.run([str(C.MEMVAULT_EXE), "sync", "--help"], capture_output=True, text=True)
+    return ["--no-embed"] if "--no-embed" in p.stdout else []
+
+
+def nochange_cli(vault: Path, runs: int, flags: list[str] | None = None) -> dict[str, Any]:
+    """``memvault sync`` on an up-to-date index: one warm-up (reported as
+    ``first_run``: for a default sync after a library-only index, that run
+    embeds every note), then ``runs`` timed runs."""
+    cmd = [str(C.MEMVAULT_EXE), "--vault", str(vault), "sync", *(_sync_flags() if flags is None else flags)]
     walls, internal = [], []
+    first = None
     for i in range(runs + 1):
         t0 = time.perf_counter()
         p = subprocess.run(cmd, capture_output=True, text=True)
@@ -136,12 +149,13 @@ def nochange_cli(vault: Path, runs: int) -> dict[str, Any]:
         if p.returncode != 0 or "up to date" not in p.stdout:
             raise RuntimeError(f"{' '.join(cmd)} -> {p.returncode}: {p.stdout} {p.stderr}")
         if i == 0:
-            continue  # warm-up
+            first = wall  # warm-up
+            continue
         walls.append(wall)
         m = _SECS.search(p.stdout)
         if m:
             internal.append(float(m.group(1)))
-    return {"command": " ".join(cmd), "wall": C.summarize(walls),
+    return {"command": " ".join(cmd), "first_run": first, "wall": C.summarize(walls),
             "reported_sync_seconds": C.summarize(internal) if internal else None}
 
 
@@ -241,7 +255,13 @@ def bench_vault(label: str, src: Path, work: Path, args: argparse.Namespace) -> 
     res["nochange_inprocess"] = nochange_inprocess(vault, args.runs)
     print(f"[{label}] no-change in-process: median {C.ms(res['nochange_inprocess']['total']['median'])}", flush=True)
     res["nochange_cli"] = nochange_cli(vault, args.runs)
-    print(f"[{label}] no-change `memvault sync`: median {C.ms(res['nochange_cli']['wall']['median'])}", flush=True)
+    print(f"[{label}] no-change `{' '.join(['memvault sync', *_sync_flags()])}`: median "
+          f"{C.ms(res['nochange_cli']['wall']['median'])}", flush=True)
+    if _sync_flags() and notes <= args.embed_max_notes:
+        # The default sync also embeds; its first run here embeds every note.
+        d = res["nochange_cli_default"] = nochange_cli(vault, args.runs, flags=[])
+        print(f"[{label}] default `memvault sync` (embeds): first run {d['first_run']:.1f}s, then no-change median "
+              f"{C.ms(d['wall']['median'])}", flush=True)
     res["one_changed"] = one_changed(vault, args.runs)
     print(f"[{label}] one-file-changed: median {C.ms(res['one_changed']['total']['median'])}", flush=True)
     if args.profile:
@@ -258,6 +278,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--runs", type=int, default=5, help="timed runs of each re-sync case")
     ap.add_argument("--cold-runs", type=int, default=3, help="cold index runs (each into a fresh home)")
     ap.add_argument("--profile", action="store_true", help="also cProfile a cold index and a no-change sync")
+    ap.add_argument("--embed-max-notes", type=int, default=0,
+                    help="also time the default (embedding) `memvault sync` on vaults up to this many notes "
+                         "(off by default: its first run embeds every note, ~10 min for vaultofknowledge)")
     ap.add_argument("--keep", action="store_true", help="keep the temp folder (vault copies and indexes)")
     args = ap.parse_args(argv)
 
@@ -310,7 +333,8 @@ def main(argv: list[str] | None = None) -> int:
           f"sqlite {info.get('sqlite')}, git {info.get('git')}, {info['date']}")
     print(f"re-sync columns: median / p95 over {args.runs} runs (nearest rank: p95 = max); "
           f"cold: median of {args.cold_runs}")
-    print(C.table(rows, ["vault", "notes", "cold index", "notes/s", "no-change (lib)", "no-change (`memvault sync`)",
+    print(C.table(rows, ["vault", "notes", "cold index", "notes/s", "no-change (lib)",
+                         f"no-change (`{' '.join(['memvault sync', *_sync_flags()])}`)",
                          "1 changed (lib, full sync)", "1 changed (sync_paths)", "index size"]))
     print()
     for r in results["vaults"]:
@@ -319,6 +343,11 @@ def main(argv: list[str] | None = None) -> int:
               f"load_files {C.ms(nci['load_files']['median'])}, Indexer.sync {C.ms(nci['sync_only']['median'])}, "
               f"open+sync+close {C.ms(nci['total']['median'])}; peak RSS {r['peak_rss_mib_after_cold']:.0f} MiB; "
               f"edited word found by search: {r['one_changed']['new_word_found_by_search']}")
+        if "nochange_cli_default" in r:
+            d = r["nochange_cli_default"]
+            print(f"{r['label']}: default `memvault sync` (text + embeddings): first run after a text-only index "
+                  f"{d['first_run']:.1f}s (embeds every note), then no-change median {C.ms(d['wall']['median'])}, "
+                  f"p95 {C.ms(d['wall']['p95'])}")
     print()
     print(C.table([[b, v, C.verdict(ok)] for b, v, ok in bars], ["bar", "measured", "result"]))
     print(f"\nJSON: {path}")

@@ -11,7 +11,9 @@
    pass first (reported apart as "first pass"), then ``--rounds`` timed
    passes; median/p95 over every timed call, per category too, and the
    slowest queries.
-2. Process: wall time of ``memvault --vault V search "..."`` (``--cli-runs``
+2. Process: wall time of ``memvault --vault V search --mode keyword "..."``
+   (the mode flag only where search has modes; the default mode, which asks
+   a running daemon first, is timed as well) (``--cli-runs``
    runs after 3 warm-ups, with hyperfine when installed, else timed
    subprocesses), beside ``python -c pass`` and ``python -c "import
    memvault.cli.main"`` for context. Child processes may write bytecode (to
@@ -218,13 +220,18 @@ def _subprocess_times(cmds: dict[str, list[str]], runs: int, env: dict[str, str]
 def processes(vault: Path, query: str, common_word: str, runs: int, work: Path) -> dict[str, Any]:
     py = sys.executable
     exe = str(C.MEMVAULT_EXE)
+    mode = search_mode_args()
+    key = f"memvault search {' '.join(mode) + ' ' if mode else ''}{query!r}"
     cmds = {
         "python -c pass": [py, "-c", "pass"],
         "python -c 'import memvault.cli.main'": [py, "-c", "import memvault.cli.main"],
-        f"memvault search {query!r}": [exe, "--vault", str(vault), "search", query],
-        f"memvault search {common_word!r}": [exe, "--vault", str(vault), "search", common_word],
+        key: [exe, "--vault", str(vault), "search", *mode, query],
+        f"memvault search {' '.join(mode) + ' ' if mode else ''}{common_word!r}":
+            [exe, "--vault", str(vault), "search", *mode, common_word],
         "memvault --help": [exe, "--help"],
     }
+    if mode:  # the default mode too: it asks a running daemon first, then answers in-process
+        cmds[f"memvault search {query!r} (default mode)"] = [exe, "--vault", str(vault), "search", query]
     env = child_env()
     for name, cmd in cmds.items():  # each must work before it is timed
         p = subprocess.run(cmd, capture_output=True, text=True, env=env)
@@ -233,7 +240,6 @@ def processes(vault: Path, query: str, common_word: str, runs: int, work: Path) 
     tool = "hyperfine" if shutil.which("hyperfine") else "subprocess"
     timer = _hyperfine if tool == "hyperfine" else _subprocess_times
     res = timer(cmds, runs, work, env)
-    key = f"memvault search {query!r}"
     if os.environ.get("PYTHONDONTWRITEBYTECODE"):
         # The same search as this shell would run it: no .pyc written, so
         # modules without one are compiled from source every time.
@@ -243,11 +249,18 @@ def processes(vault: Path, query: str, common_word: str, runs: int, work: Path) 
             "search_key": key, "bytecode": "written to bench/out/pycache (PYTHONPYCACHEPREFIX), warm after warm-ups"}
 
 
+def search_mode_args() -> list[str]:
+    """``["--mode", "keyword"]`` when this memvault's search has modes, else []."""
+    p = subprocess.run([str(C.MEMVAULT_EXE), "search", "--help"], capture_output=True, text=True, env=child_env())
+    return ["--mode", "keyword"] if "--mode" in p.stdout else []
+
+
 _IMPORT_LINE = re.compile(r"import time:\s+(\d+) \|\s+(\d+) \|( *)(\S+)")
 
 
 def importtime(vault: Path, query: str) -> dict[str, Any]:
-    cmd = [sys.executable, "-X", "importtime", str(C.MEMVAULT_EXE), "--vault", str(vault), "search", query]
+    cmd = [sys.executable, "-X", "importtime", str(C.MEMVAULT_EXE), "--vault", str(vault), "search",
+           *search_mode_args(), query]
     p = subprocess.run(cmd, capture_output=True, text=True, env=child_env())
     entries = []
     for line in p.stderr.splitlines():
@@ -278,7 +291,7 @@ def profile_process(vault: Path, query: str) -> str:
     C.OUT.mkdir(parents=True, exist_ok=True)
     prof_path = C.OUT / "profile-search-process.prof"
     cmd = [sys.executable, "-m", "cProfile", "-o", str(prof_path), str(C.MEMVAULT_EXE), "--vault", str(vault),
-           "search", query]
+           "search", *search_mode_args(), query]
     subprocess.run(cmd, capture_output=True, check=True, env=child_env())
     buf = io.StringIO()
     st = pstats.Stats(str(prof_path), stream=buf)
