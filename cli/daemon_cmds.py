@@ -106,7 +106,16 @@ def status(app: AppContext, as_json: bool) -> None:
     if index is None:
         click.echo(f"{'index:':12} none yet (run `memvault sync` or start the daemon)")
         return
-    click.echo(f"{'conflicts:':12} {data['conflicts']}")
+    open_list = data.get("conflict_list") or []
+    click.echo(f"{'conflicts:':12} {len(open_list)} open ({data['conflicts']} recorded)")
+    for item in open_list:
+        click.echo(f"  {item['note']}: {item['detail']}; store version in {item['conflict_note']}")
+    emb = data.get("embedding")
+    if emb:
+        last = emb.get("last_run") or {}
+        state = "model unavailable: " + emb["unavailable"] if emb.get("unavailable") else (
+            "idle" if emb.get("idle") else f"embedding ({last.get('pending', '?')} pending)")
+        click.echo(f"{'embedding:':12} {state}")
     click.echo(
         f"{'index:':12} {index['notes']} notes, {index['attachments']} attachments, {index['traces']} traces, "
         f"{index['edges']} edges, {index['parse_errors']} parse errors"

@@ -21,7 +21,7 @@ import apsw
 
 from memvault.store import location
 from memvault.store import vectors as vec
-from memvault.store.embed import ModelSpec, ModelUnavailable, load_embedder, resolve_model
+from memvault.store.embed import ModelUnavailable, load_embedder, resolve_model
 from memvault.store.search import Filters, Hit, keyword_search
 
 if TYPE_CHECKING:

@@ -21,7 +21,6 @@ state publish), so an idle daemon costs next to nothing.
 
 from __future__ import annotations
 
-import importlib
 import logging
 import os
 import threading
@@ -38,9 +37,12 @@ from memvault.store.db import checkpoint, write_transaction
 from memvault.vault_io.scan import IgnoreRules, obsidian_ignore_filters
 
 from .app import Vault
+from .embedding import EmbeddingWorker
 from .indexer import Indexer, SyncSummary, VaultMissingError
 from .lock import DaemonLock
+from .memories import flush_outbox
 from .notify import Notifier
+from .serve import QueryServer, ServerRunningError
 from .status import write_state
 from .watch import (
     OverflowListener,
@@ -76,20 +78,6 @@ class _Stopped(Exception):
     """Raised from the sync progress callback to abandon a sync on stop."""
 
 
-def _outbox_flusher() -> Callable[..., Any] | None:
-    """``memvault.daemon.memories.flush_outbox``, or None where that module
-    or function does not exist (yet); a module that exists but fails to
-    import is a bug and raises."""
-    try:
-        memories = importlib.import_module("memvault.daemon.memories")
-    except ModuleNotFoundError as exc:
-        if exc.name == "memvault.daemon.memories":
-            return None
-        raise
-    flush = getattr(memories, "flush_outbox", None)
-    return flush if callable(flush) else None
-
-
 def _iso_now() -> str:
     return time.strftime("%Y-%m-%dT%H:%M:%S%z")
 
@@ -113,6 +101,7 @@ class DaemonRunner:
         notifier: Notifier | None = None,
         on_batch: BatchHook | None = None,
         publish_interval: float = 1.0,
+        background: bool = True,
     ) -> None:
         self.vault = vault
         self.root = vault.root
@@ -125,6 +114,11 @@ class DaemonRunner:
         self.notifier = notifier if notifier is not None else Notifier()
         self.on_batch = on_batch
         self.publish_interval = publish_interval
+        # The embedding worker and the query server: a real daemon runs both;
+        # tests of the watch loop alone leave them out.
+        self.background = background
+        self._embedder: EmbeddingWorker | None = None
+        self._server: QueryServer | None = None
 
         self.queue = PathQueue(self.debounce)
         self.lock = DaemonLock(self.root, vault.data_dir)
@@ -201,6 +195,8 @@ class DaemonRunner:
     def _run_locked(self) -> None:
         try:
             log.info("memvault daemon starting for %s (pid %d)", self.root, os.getpid())
+            if self.background:
+                self._start_server()
             with OverflowListener(self._on_overflow):
                 self._serve()
         finally:
@@ -231,6 +227,9 @@ class DaemonRunner:
             except _Stopped:
                 return
             if not self.ready.is_set():
+                if self.background and self._embedder is None:
+                    self._embedder = EmbeddingWorker(self.vault)
+                    self._embedder.start()
                 self.notifier.ready(self._status_line())
                 self.ready.set()
                 log.info("memvault daemon ready: watching %s (%s mode)", self.root, self.mode)
@@ -478,8 +477,19 @@ class DaemonRunner:
         out.update(r[0] for r in rows)
         return out
 
+    def _start_server(self) -> None:
+        """Answer ``search``/``context`` warm over the vault's socket."""
+        try:
+            self._server = QueryServer(self.vault)
+            self._server.start()
+        except (OSError, ServerRunningError) as exc:
+            self._server = None
+            log.warning("query socket unavailable, commands will work in-process: %s", exc)
+
     def _report(self, kind: str, paths: set[str], summary: SyncSummary) -> None:
         self._flush_outbox()
+        if self._embedder is not None and summary.changed:
+            self._embedder.wake()
         if self.on_batch is not None:
             self.on_batch(kind, paths, summary)
         self.queue.changed = True  # publish the new state
@@ -502,13 +512,9 @@ class DaemonRunner:
             log.debug("checked %d paths: nothing changed (%.2fs)", checked, summary.seconds)
 
     def _flush_outbox(self) -> None:
-        """Write memory notes whose CLI writer died, through
-        ``memvault.daemon.memories.flush_outbox`` when that exists."""
-        flush = _outbox_flusher()
-        if flush is None:
-            return
+        """Write memory notes whose CLI writer died (see daemon.memories)."""
         try:
-            flush(self.vault, older_than=OUTBOX_AGE)
+            flush_outbox(self.vault, older_than=OUTBOX_AGE)
         except Exception:
             log.exception("flushing the memory outbox failed")
 
@@ -545,6 +551,8 @@ class DaemonRunner:
             "last_rescan": self._last_rescan,
             "debounce_ms": int(self.debounce * 1000),
             "rescan_interval": self.rescan_interval,
+            "embedding": self._embedder.status() if self._embedder else None,
+            "query_socket": bool(self._server),
             "updated": _iso_now(),
         }
 
@@ -572,6 +580,13 @@ class DaemonRunner:
             pass
         except Exception:
             log.exception("could not apply the last queued changes; the next start's full sync will")
+        for service in (self._server, self._embedder):
+            if service is not None:
+                try:
+                    service.stop()
+                except Exception:
+                    log.exception("stopping %s failed", type(service).__name__)
+        self._server = self._embedder = None
         try:
             checkpoint(self.vault.con)
         except Exception as exc:  # a reader in the middle of a query; harmless

@@ -78,6 +78,8 @@ def vault_status(vault: "Vault") -> dict[str, Any]:
         "last_batch": state.get("last_batch") if state else None,
         "last_rescan": state.get("last_rescan") if state else None,
         "failures": state.get("failures") if state else None,
+        "embedding": state.get("embedding") if state else None,
+        "query_socket": state.get("query_socket") if state else None,
         "last_sync": None,
         "conflicts": None,
         "index": None,
@@ -89,4 +91,18 @@ def vault_status(vault: "Vault") -> dict[str, Any]:
         out["index"] = counts
         out["last_sync"] = counts.get("last_sync")
         out["conflicts"] = counts.get("conflicts", 0)
+        out["conflict_list"] = open_conflicts(vault)
+    return out
+
+
+def open_conflicts(vault: "Vault") -> list[dict[str, Any]]:
+    """Recorded conflicts whose store copy is still in the vault (a person
+    resolves one by merging and deleting the ``(conflict ...)`` note)."""
+    from memvault.store.memories import conflicts
+
+    out = []
+    for c in conflicts(vault.read_con()):
+        if c.conflict_path is None or (vault.root / c.conflict_path).exists():
+            out.append({"id": c.trace_id, "note": c.path, "conflict_note": c.conflict_path,
+                        "detail": c.detail, "when": c.created})
     return out

@@ -7,13 +7,11 @@ import json
 import logging
 import os
 import shutil
-import sys
-import types
 from pathlib import Path
 
 import pytest
 from helpers import wait_for, write
-from test_daemon_support import content, indexed, on_disk, running
+from test_daemon_support import content, indexed, on_disk, query, running
 
 from memvault.daemon import watch
 from memvault.daemon.app import Vault
@@ -313,16 +311,24 @@ def test_stop_applies_the_pending_queue_at_once(vault: Path) -> None:
     assert "pending.md" in indexed(vault)
 
 
-def test_memory_outbox_is_flushed_after_batches_and_rescans(vault: Path, monkeypatch) -> None:
-    calls = []
-    fake = types.ModuleType("memvault.daemon.memories")
-    fake.flush_outbox = lambda v, older_than: calls.append((v, older_than))  # type: ignore[attr-defined]
-    monkeypatch.setitem(sys.modules, "memvault.daemon.memories", fake)
-    with running(vault) as (runner, _):
-        assert calls and calls[0][0] is runner.vault and calls[0][1] == 30.0  # after the first sync
-        n = len(calls)
-        write(vault, "a.md", "x")
-        wait_for(lambda: len(calls) > n)
+def test_interrupted_memory_write_is_finished_by_the_daemon(vault: Path) -> None:
+    from memvault.daemon.memories import Memories
+    from memvault.store import memories as mem
+    from memvault.store import records as rec
+    from memvault.store.db import write_transaction
+
+    v = Vault.open(str(vault))
+    r = Memories(v).add("Water the ferns.", "todo")
+    t = rec.get_trace(v.con, r.id)
+    t.content = "Water the ferns every Friday."
+    with write_transaction(v.con):  # a CLI writer that died before writing the note
+        rec.put_trace(v.con, t)
+        mem.put_outbox(v.con, r.id, "write", r.path, "0" * 64)
+        v.con.execute("UPDATE outbox SET created = created - 60")
+    v.close()
+    with running(vault):
+        wait_for(lambda: "every Friday" in (vault / r.path).read_text(encoding="utf-8"))
+        wait_for(lambda: query(vault, "SELECT count(*) FROM outbox")[0][0] == 0)
 
 
 def test_state_file_published(vault: Path) -> None:

@@ -24,6 +24,9 @@ MEMVAULT = [sys.executable, "-c", "from memvault.cli.main import main; main()"]
 
 def daemon_env(**extra: str) -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if k not in ("NOTIFY_SOCKET", "WATCHDOG_USEC", "WATCHDOG_PID")}
+    # These tests are about the process; embedding every test note would only
+    # load the CPU (tests/test_daemon_services.py covers the background parts).
+    env.setdefault("MEMVAULT_EMBEDDING_MODEL", "none")
     env.update(extra)
     return env
 

@@ -61,6 +61,7 @@ def running(root: Path, **kwargs: Any) -> Iterator[tuple[DaemonRunner, Recorder]
     rec = Recorder()
     kwargs.setdefault("debounce_ms", 100)
     kwargs.setdefault("rescan_interval", 0)
+    kwargs.setdefault("background", False)  # the watch loop alone; see test_daemon_services
     runner = DaemonRunner(Vault.open(str(root)), on_batch=rec, **kwargs)
     runner.start()
     try:

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 import shutil
 import subprocess
 import sys
@@ -13,7 +12,6 @@ from helpers import wait_for, write
 
 from memvault.daemon.app import Vault
 from memvault.daemon.embedding import EmbeddingPipeline, EmbeddingWorker, batches
-from memvault.store import location
 from memvault.store import records as rec
 from memvault.store import vectors as vec
 from memvault.store.chunk import chunk_trace, clean_markup, sections
