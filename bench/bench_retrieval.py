@@ -257,7 +257,6 @@ def latency_at(work: Path, n: int, runs: int) -> dict[str, Any]:
         out[mode] = summarize(times)
         print(f"{n:>7} traces  {mode:8}  median {out[mode]['median_ms']:7.2f} ms  p95 {out[mode]['p95_ms']:7.2f} ms")
     # where the time goes in one hybrid query
-    import numpy as np
 
     qv = r.embedder().embed_query(queries[0])
     parts: dict[str, list[float]] = {"embed_query": [], "matmul_topk": [], "keyword_lists": []}

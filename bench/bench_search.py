@@ -32,7 +32,6 @@ re-sync. Results: a table on stdout and JSON in bench/out/bench_search-*.json.
 from __future__ import annotations
 
 import argparse
-import cProfile
 import io
 import json
 import os

@@ -3,26 +3,11 @@
 from __future__ import annotations
 
 from typing import Any
-from urllib.parse import quote
 
 import click
+from memvault.vault_io.uri import obsidian_uri
 
 from .main import AppContext, cli, emit_json, pass_app, stderr_is_tty, warn
-
-
-#: Trace kinds each ``--scope`` searches (empty: every kind).
-SCOPE_KINDS: dict[str, tuple[str, ...]] = {
-    "all": (),
-    "notes": ("note",),
-    "memories": ("memory", "fact"),
-    "facts": ("fact",),
-}
-
-
-def obsidian_uri(vault_name: str, path: str, anchor: str | None = None) -> str:
-    """An ``obsidian://open`` link that opens ``path`` (at ``anchor``) in Obsidian."""
-    target = path + (f"#{anchor}" if anchor else "")
-    return f"obsidian://open?vault={quote(vault_name, safe='')}&file={quote(target, safe='')}"
 
 
 @cli.command()
@@ -211,7 +196,7 @@ def ask_daemon(vault: Any, op: str, args: dict[str, Any]) -> dict[str, Any] | No
     (the caller then answers in-process). Errors it reports are raised here."""
     from memvault.daemon.client import RemoteError, ask
 
-    from .main import UsageFailure, _EXIT_CODES
+    from .main import _EXIT_CODES, UsageFailure
 
     try:
         return ask(vault.data_dir, op, args, config=vault.config.values)

@@ -15,14 +15,14 @@ from __future__ import annotations
 from collections.abc import Sequence
 from datetime import datetime, timezone
 from typing import TYPE_CHECKING, Any
-from urllib.parse import quote
 
 import apsw
-
 from memvault.store import location
 from memvault.store import vectors as vec
 from memvault.store.embed import ModelUnavailable, load_embedder, resolve_model
+from memvault.store.facts import fact_anchor
 from memvault.store.search import Filters, Hit, keyword_search
+from memvault.vault_io.uri import obsidian_uri
 
 if TYPE_CHECKING:
     from memvault.store.embed import Embedder
@@ -38,12 +38,6 @@ SCOPE_KINDS: dict[str, tuple[str, ...]] = {
     "memories": ("memory", "fact"),
     "facts": ("fact",),
 }
-
-
-def obsidian_uri(vault_name: str, path: str, anchor: str | None = None) -> str:
-    """An ``obsidian://open`` link that opens ``path`` (at ``anchor``) in Obsidian."""
-    target = path + (f"#{anchor}" if anchor else "")
-    return f"obsidian://open?vault={quote(vault_name, safe='')}&file={quote(target, safe='')}"
 
 
 def rank_params(vault: "Vault") -> "RankParams":
@@ -198,10 +192,15 @@ class Retriever:
         )
 
     def _hit_dict(self, h: Hit, explain: bool) -> dict[str, Any]:
-        uri = obsidian_uri(self.vault.name, h.path) if h.path else None
+        anchor = fact_anchor(self.con, h.id) if h.kind == "fact" else None
+        uri = obsidian_uri(self.vault.name, h.path, anchor.anchor if anchor else None) if h.path else None
         row: dict[str, Any] = {
             "id": h.id, "title": h.title, "type": h.type, "path": h.path, "uri": uri, "score": h.score, "snippet": h.snippet,
         }
+        if anchor is not None:
+            # A fact points at the exact place in its source note.
+            row.update(kind="fact", anchor=anchor.anchor, source_uri=anchor.source_uri,
+                       heading_path=anchor.heading_path, lines=[anchor.line_start, anchor.line_end])
         if h.status != "active":
             row["status"] = h.status
         if explain:
@@ -212,7 +211,13 @@ class Retriever:
 
     def context(self, message: str, *, budget: int | None = None, scope: str = "memories", record: bool = True) -> dict[str, Any]:
         """The recall block for ``message``: ``{"text", "tokens", "budget", "items", "notices"}``."""
-        from memvault.store.recall import assemble, block_tokens, identity_items, items_for, record_recall
+        from memvault.store.recall import (
+            assemble,
+            block_tokens,
+            identity_items,
+            items_for,
+            record_recall,
+        )
 
         budget = int(self.vault.config["recall.budget"] if budget is None else budget)
         filters = Filters(kinds=SCOPE_KINDS[scope])

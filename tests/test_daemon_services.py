@@ -32,7 +32,11 @@ def test_daemon_serves_queries_and_embeds_new_notes(vault: Path) -> None:
             timeout=60,
         )
         assert hits
-        status = CliRunner().invoke(cli, ["--vault", str(vault), "status", "--json"])
-        state = json.loads(status.stdout)
+        def status() -> dict | None:
+            r = CliRunner().invoke(cli, ["--vault", str(vault), "status", "--json"])
+            state = json.loads(r.stdout)
+            return state if state["embedding"] else None  # published about once a second
+
+        state = wait_for(status)
         assert state["query_socket"] is True and state["embedding"]["running"] is True
     assert not (runner.vault.data_dir / "query.sock").exists()
