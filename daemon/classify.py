@@ -11,13 +11,14 @@ from __future__ import annotations
 
 import hashlib
 import re
+from collections.abc import Sequence
 from datetime import datetime, timezone
 
 from memvault.store import records as rec
 from memvault.store.memtypes import NOTE_TYPE, maybe_type
 from memvault.vault_io.memory_note import MANAGED_KEYS, read_memory, related_section
 from memvault.vault_io.note import ParsedNote
-from memvault.vault_io.resolve import LinkResolver, link_key
+from memvault.vault_io.resolve import LinkResolver, Resolution, link_key
 from memvault.vault_io.scan import FileStat
 
 DEFAULT_MEMORY_TYPE = "semantic"
@@ -122,13 +123,20 @@ def related_start_line(note: ParsedNote) -> int | None:
 
 
 def note_edges(
-    note: ParsedNote, resolver: LinkResolver, all_files: dict[str, str | None], kind: str
+    note: ParsedNote,
+    resolver: LinkResolver,
+    all_files: dict[str, str | None],
+    kind: str,
+    resolutions: Sequence[Resolution] | None = None,
 ) -> list[rec.EdgeRow]:
-    """The link, embed, property (and, for memories, related) edges of a note, resolved."""
+    """The link, embed, property (and, for memories, related) edges of a note,
+    resolved (``resolutions``, when given, are already known for its links)."""
     related_from = related_start_line(note) if kind == "memory" else None
+    links = (*note.links, *note.embeds)
+    if resolutions is None:
+        resolutions = [resolver.resolve(link.target, note.path) for link in links]
     out = []
-    for link in (*note.links, *note.embeds):
-        hit = resolver.resolve(link.target, note.path)
+    for link, hit in zip(links, resolutions):
         edge_kind = link.kind
         if related_from is not None and link.kind == "link" and link.line >= related_from:
             edge_kind = "related"

@@ -24,15 +24,21 @@ import apsw
 from memvault.store import records as rec
 from memvault.store.db import write_transaction
 
-from .classify import is_memory_note, note_edges, note_trace
-from memvault.vault_io.note import NoteReadError, ParsedNote, content_hash
-from memvault.vault_io.parser import parse_note
-from memvault.vault_io.resolve import LinkResolver, path_key
+from memvault.vault_io.bulk import read_notes
+from memvault.vault_io.note import ParsedNote
+from memvault.vault_io.resolve import LinkResolver, Resolution, path_key
 from memvault.vault_io.scan import FileStat, ScanResult, ScanWarning, scan_vault, stat_file
+
+from .classify import is_memory_note, note_edges, note_trace
 
 #: Notes written per transaction: large enough to amortise the commit, small
 #: enough that a CLI writer never waits long for the daemon (or vice versa).
 BATCH = 500
+
+#: A reconcile writing at least this many notes, and at least as many as the
+#: index already holds, is a bulk load: FTS is rebuilt once at the end instead
+#: of row by row (see store.records.begin_bulk_load).
+BULK_MIN = 1000
 
 Progress = Callable[[int, int], None]
 
@@ -68,6 +74,19 @@ class SyncSummary:
     warnings: list[str] = field(default_factory=list)
     parse_errors: list[str] = field(default_factory=list)
     changed_paths: list[str] = field(default_factory=list)
+
+    def count(self, c: "_Change") -> None:
+        """Count one written note as added, moved or updated."""
+        if c.old_path is None:
+            self.added += 1
+        elif c.old_path != c.stat.path:
+            self.moved += 1
+        else:
+            self.updated += 1
+        if c.note.error:
+            self.errors += 1
+            self.parse_errors.append(f"{c.stat.path}: {c.note.error}")
+        self.changed_paths.append(c.stat.path)
 
     @property
     def changed(self) -> bool:
@@ -112,6 +131,7 @@ class _Change:
     old_path: str | None  # where the trace lived before (moves), or same path
     trace_id: str = ""
     memory: bool = False
+    resolutions: tuple[Resolution, ...] | None = None  # of note.links + note.embeds, when read in bulk
 
 
 class Indexer:
@@ -133,6 +153,8 @@ class Indexer:
         self.max_file_size = max_file_size
         self.memory_folder = memory_folder
         self.observers = list(observers)
+        self._paths: tuple[dict[str, str | None], LinkResolver] | None = None
+        self._paths_gen: str | None = None
 
     # -- entry points ------------------------------------------------------
 
@@ -186,6 +208,35 @@ class Indexer:
         known: dict[str, rec.FileRow],
         progress: Progress | None,
     ) -> SyncSummary:
+        try:
+            return self._reconcile_inner(scan, absent, known, progress)
+        except BaseException:
+            self._paths = None  # the cached path index may be half-updated
+            raise
+
+    def _path_index(self) -> tuple[dict[str, str | None], LinkResolver]:
+        """Every tracked path with its trace id, and a resolver over them.
+
+        Loading 20,000 paths and building the resolver costs ~80 ms, too much
+        for each of the daemon's small batches, so both are kept between
+        reconciles and updated in place; a files generation counter (bumped
+        by triggers on the files table) tells when another process changed
+        the table and they must be reloaded.
+        """
+        gen = rec.files_generation(self.con)
+        if self._paths is None or self._paths_gen != gen:
+            files = {r[0]: r[1] for r in self.con.execute("SELECT path, trace_id FROM files")}
+            self._paths = (files, LinkResolver(files))
+            self._paths_gen = gen
+        return self._paths
+
+    def _reconcile_inner(
+        self,
+        scan: ScanResult,
+        absent: set[str],
+        known: dict[str, rec.FileRow],
+        progress: Progress | None,
+    ) -> SyncSummary:
         summary = SyncSummary(warnings=[str(w) for w in scan.warnings])
         absent -= scan.skipped  # a skipped file still exists: keep its entry
         changes: list[_Change] = []
@@ -197,53 +248,79 @@ class Indexer:
         # writer (or the outbox flush) records them. See store.memories.
         pending = {(r[0], r[1]) for r in self.con.execute("SELECT expected_path, expected_hash FROM outbox")}
         pending_ids = {r[0] for r in self.con.execute("SELECT trace_id FROM outbox")}
-        candidates = [st for st in scan.files.values() if _needs_look(st, known.get(st.path))]
-        total = len(candidates)
-        for n, st in enumerate(candidates, 1):
-            if progress:
-                progress(n, total)
-            row = known.get(st.path)
-            if not st.is_note:
-                attachments.append(st)
-                continue
-            try:
-                data = (self.root / st.path).read_bytes()
-            except OSError as exc:
-                read_errors.append((st.path, f"cannot read: {exc.strerror}"))
-                continue
-            digest = content_hash(data)
-            if row is not None and row.kind == "note" and row.hash == digest:
-                touched.append(st)
-                continue
-            if (st.path, digest) in pending:
-                continue
-            try:
-                note = parse_note(st.path, data)
-            except NoteReadError as exc:
-                read_errors.append((st.path, str(exc).removeprefix(f"{st.path}: ")))
-                continue
-            changes.append(_Change(st, note, st.path if row else None, memory=is_memory_note(note, self.memory_folder)))
-
-        for path, message in read_errors:
-            summary.warnings.append(f"{path}: {message}; skipped")
-        summary.skipped = len(scan.skipped) + len(read_errors)
-
         gone = {p: known[p] for p in absent if known[p].trace_id not in pending_ids}
-        moves = self._detect_moves(changes, gone)
+
         # The paths every link can point at once this reconcile is applied.
-        all_files = {r[0]: r[1] for r in self.con.execute("SELECT path, trace_id FROM files")}
+        all_files, resolver = self._path_index()
         for p in gone:
             all_files.pop(p, None)
-        self._assign_ids(changes, known, all_files)
-        for st in attachments:
-            all_files[st.path] = None
-        for c in changes:
-            all_files[c.stat.path] = c.trace_id
-        resolver = LinkResolver(all_files)
+            resolver.remove(p)
+        for p in scan.files:
+            if p not in all_files:
+                all_files[p] = None
+                resolver.add(p)
 
+        notes: list[FileStat] = []
+        for st in scan.files.values():
+            if _needs_look(st, known.get(st.path)):
+                (notes if st.is_note else attachments).append(st)
+        items = []
+        for st in notes:
+            row = known.get(st.path)
+            items.append((st.path, row.hash if row is not None and row.kind == "note" else None))
+        # Without vanished notes no new path can be a move, so notes are
+        # written batch by batch as they are read: SQLite work overlaps the
+        # parsing in the worker processes. Otherwise all are read first.
+        stream = not gone
+        bulk = len(notes) >= BULK_MIN and len(notes) >= len(all_files) // 2
+        if bulk and not rec.bulk_load_pending(self.con):
+            with write_transaction(self.con):
+                rec.begin_bulk_load(self.con)
+        taken = {tid: path for path, tid in all_files.items() if tid}  # id -> path holding it
         written: set[str] = set()
         written_notes: list[tuple[ParsedNote, rec.TraceRow]] = []
         removed: list[str] = []
+        batches = 0
+
+        def write(batch: list[_Change]) -> None:
+            nonlocal batches
+            self._assign_ids(batch, known, taken)
+            for c in batch:
+                all_files[c.stat.path] = c.trace_id
+            with write_transaction(self.con):
+                for c in batch:
+                    written_notes.append((c.note, self._write_note(c, resolver, all_files, known)))
+                    written.add(c.trace_id)
+                    summary.count(c)
+            batches += 1
+
+        results = read_notes(self.root, items, all_files, resolver)
+        try:
+            for n, (st, res) in enumerate(zip(notes, results), 1):
+                if progress:
+                    progress(n, len(notes))
+                if res.error is not None:
+                    read_errors.append((st.path, res.error))
+                elif res.note is None:
+                    touched.append(st)
+                elif (st.path, res.digest) not in pending:
+                    note = res.note
+                    old = st.path if st.path in known else None
+                    memory = is_memory_note(note, self.memory_folder)
+                    changes.append(_Change(st, note, old, memory=memory, resolutions=res.resolutions))
+                    if stream and len(changes) % BATCH == 0:
+                        write(changes[-BATCH:])
+        finally:
+            results.close()  # stops the worker pool early if progress() gave up
+
+        for path, message in read_errors:
+            summary.warnings.append(f"{path}: {message}; skipped")
+            if path not in known:  # never indexed: not a link target after all
+                all_files.pop(path, None)
+                resolver.remove(path)
+        summary.skipped = len(scan.skipped) + len(read_errors)
+
+        moves = set() if stream else self._detect_moves(changes, gone)
         with write_transaction(self.con):
             for path, message in read_errors:
                 if path in known:
@@ -258,21 +335,17 @@ class Indexer:
                     self._remove_trace(row.trace_id)
                     removed.append(row.trace_id)
                     summary.deleted += 1
-        for i in range(0, len(changes), BATCH):
+        rest = changes[len(changes) - len(changes) % BATCH :] if stream else changes
+        for i in range(0, len(rest), BATCH):
+            write(rest[i : i + BATCH])
+        if stream and batches > 1:
+            # Links written before their target note's batch had no trace id yet.
             with write_transaction(self.con):
-                for c in changes[i : i + BATCH]:
-                    written_notes.append((c.note, self._write_note(c, resolver, all_files, known)))
-                    written.add(c.trace_id)
-                    if c.old_path is None:
-                        summary.added += 1
-                    elif c.old_path != c.stat.path:
-                        summary.moved += 1
-                    else:
-                        summary.updated += 1
-                    if c.note.error:
-                        summary.errors += 1
-                        summary.parse_errors.append(f"{c.stat.path}: {c.note.error}")
-                    summary.changed_paths.append(c.stat.path)
+                rec.fill_edge_target_ids(self.con)
+
+        if rec.bulk_load_pending(self.con):  # this bulk load, or one that died half-way
+            with write_transaction(self.con):
+                rec.end_bulk_load(self.con)
 
         appeared = {c.stat.path for c in changes if c.old_path != c.stat.path}
         appeared |= {st.path for st in attachments if st.path not in known}
@@ -280,6 +353,9 @@ class Indexer:
             keys = {path_key(p) for p in appeared | set(gone)}
             with write_transaction(self.con):
                 self._reresolve(keys, resolver, all_files, written)
+        # Our own writes moved the files generation; the cached index already
+        # has them, so adopt the new number instead of reloading.
+        self._paths_gen = rec.files_generation(self.con)
         if written_notes or removed:
             for observer in self.observers:
                 summary.warnings += observer.notes_changed(written_notes, removed)
@@ -319,17 +395,15 @@ class Indexer:
             moved_ids.add(c.trace_id)
         return moved_ids
 
-    def _assign_ids(
-        self, changes: list[_Change], known: dict[str, rec.FileRow], live: dict[str, str | None]
-    ) -> None:
+    def _assign_ids(self, changes: list[_Change], known: dict[str, rec.FileRow], taken: dict[str, str]) -> None:
         """Settle each changed note's trace id before anything is written.
 
         Existing and moved notes keep their id unless their front-matter names
         another; a new note takes its front-matter id, else one derived from
         its path. An id already held by a different live note is not taken
         twice: the newcomer falls back to a derived id and is told why.
+        ``taken`` (id -> path holding it) is updated as ids are settled.
         """
-        taken = {tid: path for path, tid in live.items() if tid}  # id -> path holding it
         for c in changes:
             if c.old_path and not c.trace_id:
                 c.trace_id = known[c.old_path].trace_id or ""
@@ -375,7 +449,8 @@ class Indexer:
             rec.FileRow(st.path, "note", c.trace_id, st.mtime_ns, st.size, note.hash, note.error),
         )
         rec.put_trace(self.con, trace)
-        rec.replace_edges(self.con, c.trace_id, note_edges(note, resolver, all_files, trace.kind))
+        edges = note_edges(note, resolver, all_files, trace.kind, c.resolutions)
+        rec.replace_edges(self.con, c.trace_id, edges)
         return trace
 
     def _reresolve(

@@ -246,14 +246,12 @@ def edges_from(con: apsw.Connection, source_id: str) -> list[EdgeRow]:
     ]
 
 
-def edges_to(con: apsw.Connection, target_id: str | None, target_path: str | None) -> list[EdgeRow]:
-    """Incoming edges of a trace, by id or by resolved path."""
+def edges_to(con: apsw.Connection, target_id: str) -> list[EdgeRow]:
+    """Incoming edges of a trace."""
     return [
         _edge_from_row(r)
         for r in con.execute(
-            f"SELECT {_EDGE_COLS} FROM edges WHERE target_id = ? OR (target_path IS NOT NULL AND target_path = ?) "
-            "ORDER BY source_id, id",
-            (target_id, target_path),
+            f"SELECT {_EDGE_COLS} FROM edges WHERE target_id = ? ORDER BY source_id, id", (target_id,)
         )
     ]
 
@@ -275,6 +273,14 @@ def edges_with_keys(con: apsw.Connection, keys: Iterable[str]) -> list[EdgeRow]:
     return out
 
 
+def fill_edge_target_ids(con: apsw.Connection) -> None:
+    """Give every edge that resolved to a note path that note's trace id."""
+    con.execute(
+        "UPDATE edges SET target_id = (SELECT trace_id FROM files f WHERE f.path = edges.target_path) "
+        "WHERE target_id IS NULL AND target_path IS NOT NULL"
+    )
+
+
 def set_edge_target(
     con: apsw.Connection, edge_id: int, target_path: str | None, target_id: str | None, ambiguous: bool
 ) -> None:
@@ -283,6 +289,49 @@ def set_edge_target(
         "UPDATE edges SET target_path = ?, target_id = ?, ambiguous = ? WHERE id = ?",
         (target_path, target_id, int(ambiguous), edge_id),
     )
+
+
+def files_generation(con: apsw.Connection) -> str | None:
+    """A counter that moves whenever the tracked files or their trace ids change."""
+    return get_meta(con, "files_generation")
+
+
+# -- bulk loads ----------------------------------------------------------------
+
+BULK_FLAG = "bulk_load"
+
+#: Indexes dropped during a bulk load and rebuilt once at its end: building
+#: an index over 200,000 edges at once costs a third of growing it row by row.
+_DEFERRED_INDEXES = {
+    "edges_target_key": "CREATE INDEX IF NOT EXISTS edges_target_key ON edges(target_key)",
+    "edges_target_id": "CREATE INDEX IF NOT EXISTS edges_target_id ON edges(target_id)",
+}
+
+
+def begin_bulk_load(con: apsw.Connection) -> None:
+    """Pause the FTS triggers and drop the deferred indexes (a first index).
+
+    The flag row commits with the dropped indexes, so a loader that dies
+    half-way leaves it set, and the next reconcile finishes the job
+    (:func:`bulk_load_pending`, :func:`end_bulk_load`). Search meanwhile
+    sees the notes indexed before the load.
+    """
+    set_meta(con, BULK_FLAG, now_iso())
+    for name in _DEFERRED_INDEXES:
+        con.execute(f"DROP INDEX IF EXISTS {name}")
+
+
+def bulk_load_pending(con: apsw.Connection) -> bool:
+    """Whether a bulk load is under way or was left unfinished."""
+    return get_meta(con, BULK_FLAG) is not None
+
+
+def end_bulk_load(con: apsw.Connection) -> None:
+    """Rebuild the FTS index and the deferred indexes; resume the triggers."""
+    for sql in _DEFERRED_INDEXES.values():
+        con.execute(sql)
+    con.execute("INSERT INTO traces_fts(traces_fts) VALUES ('rebuild')")
+    con.execute("DELETE FROM meta WHERE key = ?", (BULK_FLAG,))
 
 
 # -- meta --------------------------------------------------------------------

@@ -110,7 +110,7 @@ def test_rename_trace_carries_edges_and_tags(con: apsw.Connection) -> None:
         rec.add_edges(con, "b", [rec.EdgeRow(kind="link", target_name="Alpha", target_id="a")])
         rec.rename_trace(con, "a", "alpha-id")
     assert [e.target_id for e in rec.edges_from(con, "alpha-id")] == ["b"]
-    assert [e.source_id for e in rec.edges_to(con, "alpha-id", None)] == ["b"]
+    assert [e.source_id for e in rec.edges_to(con, "alpha-id")] == ["b"]
     assert con.execute("SELECT tag FROM trace_tags WHERE trace_id='alpha-id'").fetchall() == [("t",)]
 
 

@@ -1,0 +1,100 @@
+"""Reading, hashing, parsing and link-resolving many notes, on every core.
+
+Parsing is most of the CPU time of a first index, and notes parse
+independently, so a large reconcile hands them to a pool of worker
+processes (one per core). Each worker also resolves the note's links, which
+only needs the set of vault paths, given to it once at start. Small
+reconciles (the daemon's usual batch of a few files) run the same function
+in-process: starting workers would cost more than it saves.
+"""
+
+from __future__ import annotations
+
+import multiprocessing
+import os
+import threading
+from collections.abc import Iterable, Iterator
+from concurrent.futures import ProcessPoolExecutor
+from dataclasses import dataclass
+from pathlib import Path
+
+from .note import NoteReadError, ParsedNote, content_hash
+from .parser import parse_note
+from .resolve import LinkResolver, Resolution
+
+#: Fewer notes than this are read in-process.
+POOL_MIN = 400
+#: Notes per task sent to a worker: amortises the round trip, keeps results flowing.
+CHUNK = 64
+
+
+@dataclass(frozen=True)
+class ReadResult:
+    """One note file as read: unchanged, parsed (with resolved links), or unreadable."""
+
+    path: str
+    digest: str | None = None
+    note: ParsedNote | None = None  # None: unchanged (same hash) or unreadable
+    resolutions: tuple[Resolution, ...] = ()  # for note.links + note.embeds, in order
+    error: str | None = None  # why it could not be read
+
+
+def read_note_file(root: Path, path: str, known_hash: str | None, resolver: LinkResolver) -> ReadResult:
+    """Read ``path``; parse and resolve it unless its hash equals ``known_hash``."""
+    try:
+        data = (root / path).read_bytes()
+    except OSError as exc:
+        return ReadResult(path, error=f"cannot read: {exc.strerror}")
+    digest = content_hash(data)
+    if digest == known_hash:
+        return ReadResult(path, digest)
+    try:
+        note = parse_note(path, data)
+    except NoteReadError as exc:
+        return ReadResult(path, digest, error=str(exc).removeprefix(f"{path}: "))
+    resolutions = tuple(resolver.resolve(link.target, path) for link in (*note.links, *note.embeds))
+    return ReadResult(path, digest, note, resolutions)
+
+
+# Worker-process state, set once by the pool initializer.
+_ROOT: Path | None = None
+_RESOLVER: LinkResolver | None = None
+
+
+def _init_worker(root: str, paths: list[str]) -> None:
+    global _ROOT, _RESOLVER
+    _ROOT = Path(root)
+    _RESOLVER = LinkResolver(paths)
+
+
+def _read_chunk(items: list[tuple[str, str | None]]) -> list[ReadResult]:
+    assert _ROOT is not None and _RESOLVER is not None
+    return [read_note_file(_ROOT, path, known, _RESOLVER) for path, known in items]
+
+
+def read_notes(
+    root: Path, items: list[tuple[str, str | None]], paths: Iterable[str], resolver: LinkResolver | None = None
+) -> Iterator[ReadResult]:
+    """Read ``items`` ((path, known hash) pairs) in order, in parallel when many.
+
+    ``paths`` is every path links may resolve to; ``resolver`` may be given
+    already built from them for the in-process case.
+    """
+    workers = min(os.cpu_count() or 1, 4)
+    if len(items) < POOL_MIN or workers < 2:
+        resolver = resolver or LinkResolver(paths)
+        for path, known in items:
+            yield read_note_file(root, path, known, resolver)
+        return
+    # fork is cheapest and needs nothing from the caller's main module; but a
+    # process with other threads (the daemon's observer and query server)
+    # could fork a held lock into the child, so that one uses a forkserver.
+    ctx = multiprocessing.get_context("fork" if threading.active_count() == 1 else "forkserver")
+    chunks = [items[i : i + CHUNK] for i in range(0, len(items), CHUNK)]
+    pool = ProcessPoolExecutor(workers, mp_context=ctx, initializer=_init_worker, initargs=(str(root), list(paths)))
+    try:
+        for results in pool.map(_read_chunk, chunks):
+            yield from results
+    finally:
+        # Closed early (a stop request): drop the chunks not started yet.
+        pool.shutdown(wait=True, cancel_futures=True)
