@@ -12,7 +12,6 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import apsw
-
 from memvault.store import location
 from memvault.store.db import IndexError_, connect
 

@@ -29,11 +29,17 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import apsw
-
 from memvault.store import location
 from memvault.store import vectors as vec
 from memvault.store.db import connect
-from memvault.store.embed import Embedder, ModelSpec, ModelUnavailable, load_embedder, resolve_model, text_hash
+from memvault.store.embed import (
+    Embedder,
+    ModelSpec,
+    ModelUnavailable,
+    load_embedder,
+    resolve_model,
+    text_hash,
+)
 
 if TYPE_CHECKING:
     from .app import Vault
@@ -142,8 +148,14 @@ class EmbeddingPipeline:
     # -- steps --------------------------------------------------------------
 
     def chunk_queued(self, should_stop: Callable[[], bool] = lambda: False) -> int:
-        """(Re)chunk every queued trace; returns how many changed."""
+        """(Re)chunk every queued trace; returns how many changed.
+
+        With vectors turned off the queue is left alone: chunking costs
+        tokenizer time and nothing would ever read the chunks.
+        """
         changed = 0
+        if self.spec is None:
+            return 0
         while not should_stop():
             rowids = vec.queued(self.con, CHUNK_BATCH)
             if not rowids:

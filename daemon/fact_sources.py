@@ -25,7 +25,13 @@ from memvault.vault_io.atomic import atomic_write
 from memvault.vault_io.note import NoteReadError, ParsedNote
 from memvault.vault_io.parser import parse_note
 from memvault.vault_io.scan import is_hidden
-from memvault.vault_io.sources import MarkError, SourceMarks, mark_text, source_marks, unmark_text
+from memvault.vault_io.sources import (
+    MarkError,
+    SourceMarks,
+    mark_text,
+    source_marks,
+    unmark_text,
+)
 
 from .app import Vault
 

@@ -40,7 +40,6 @@ from pathlib import Path
 from typing import Any
 
 import apsw
-
 from memvault.store import facts as sf
 from memvault.store import records as rec
 from memvault.store.db import write_transaction

@@ -20,14 +20,18 @@ from pathlib import Path
 from typing import Protocol
 
 import apsw
-
 from memvault.store import records as rec
 from memvault.store.db import write_transaction
-
 from memvault.vault_io.bulk import read_notes
 from memvault.vault_io.note import ParsedNote
 from memvault.vault_io.resolve import LinkResolver, Resolution, path_key
-from memvault.vault_io.scan import FileStat, ScanResult, ScanWarning, scan_vault, stat_file
+from memvault.vault_io.scan import (
+    FileStat,
+    ScanResult,
+    ScanWarning,
+    scan_vault,
+    stat_file,
+)
 
 from .classify import is_memory_note, note_edges, note_trace
 

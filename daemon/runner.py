@@ -30,11 +30,10 @@ from pathlib import Path
 from typing import Any
 
 import apsw
-from watchdog.observers.api import BaseObserver
-
 from memvault.store import records as rec
 from memvault.store.db import checkpoint, write_transaction
 from memvault.vault_io.scan import IgnoreRules, obsidian_ignore_filters
+from watchdog.observers.api import BaseObserver
 
 from .app import Vault
 from .embedding import EmbeddingWorker

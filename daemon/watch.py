@@ -30,6 +30,7 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
+from memvault.vault_io.scan import IgnoreRules, is_hidden
 from watchdog.events import (
     DirCreatedEvent,
     DirDeletedEvent,
@@ -45,8 +46,6 @@ from watchdog.events import (
 from watchdog.observers import Observer
 from watchdog.observers.api import BaseObserver
 from watchdog.observers.polling import PollingObserver
-
-from memvault.vault_io.scan import IgnoreRules, is_hidden
 
 log = logging.getLogger("memvault.daemon")
 

@@ -33,7 +33,17 @@ from typing import Any
 import apsw
 import numpy as np
 
-from .search import BM25_WEIGHTS, MARK_END, MARK_START, SNIPPET_TOKENS, Filters, Hit, _filter_sql, query_words
+from .search import (
+    Filters,
+    Hit,
+    filter_sql,
+    fts_top,
+    natural_match_expressions,
+    placeholders,
+    query_words,
+    quoted,
+    snippets,
+)
 from .vectors import VectorMatrix, chunk_rows
 
 #: Reciprocal-rank-fusion constant. The usual 60 flattens ranks so much that
@@ -129,15 +139,11 @@ _COLS = "t.rowid, t.id, t.title, t.type, t.kind, t.path, t.status, t.tags, t.str
 
 
 def _fetch(con: apsw.Connection, where: str, params: Sequence[Any], filters: Filters) -> dict[int, Candidate]:
-    fsql, fparams = _filter_sql(filters)
+    fsql, fparams = filter_sql(filters)
     out: dict[int, Candidate] = {}
     for r in con.execute(f"SELECT {_COLS} FROM traces t WHERE {where}{fsql}", [*params, *fparams]):
         out[r[0]] = Candidate(r[0], r[1], r[2], r[3], r[4], r[5], r[6], r[7].split(" ") if r[7] else [], r[8], r[9] or "")
     return out
-
-
-def _in(n: int) -> str:
-    return ",".join("?" * n)
 
 
 #: Words too common to be evidence on their own in the any-word list.
@@ -148,35 +154,6 @@ STOPWORDS = frozenset(
 )
 
 
-def _quoted(words: Sequence[str]) -> list[str]:
-    return ['"' + w.replace('"', '""') + '"' for w in words]
-
-
-def fts_top(con: apsw.Connection, match: str, filters: Filters, k: int) -> list[tuple[int, float]]:
-    """The ``k`` best (trace rowid, BM25) for an FTS5 expression that pass ``filters``.
-
-    Ranks on the FTS table alone, no join and no snippet, so an any-word
-    query matching thousands of traces stays cheap; filters are checked on
-    the few rows that come back (asking for more when they remove some).
-    """
-    w_title, w_content, w_tags = BM25_WEIGHTS
-    want = k
-    while True:
-        rows = con.execute(
-            f"SELECT rowid, bm25(traces_fts, {w_title}, {w_content}, {w_tags}) FROM traces_fts "
-            "WHERE traces_fts MATCH ? ORDER BY 2 LIMIT ?",
-            (match, want),
-        ).fetchall()
-        if not rows:
-            return []
-        fsql, fparams = _filter_sql(filters)
-        ok = {r[0] for r in con.execute(f"SELECT t.rowid FROM traces t WHERE t.rowid IN ({_in(len(rows))}){fsql}", [r[0] for r in rows] + fparams)}
-        kept = [(r[0], -r[1]) for r in rows if r[0] in ok]
-        if len(kept) >= k or len(rows) < want:
-            return kept[:k]
-        want *= 4
-
-
 def keyword_lists(con: apsw.Connection, query: str, filters: Filters, k: int) -> tuple[list[tuple[int, float]], list[tuple[int, float]], str, str]:
     """(strong, weak) keyword hits as (rowid, BM25): every word matches / only
     some content words do (stop words alone are no evidence); and the two
@@ -184,28 +161,15 @@ def keyword_lists(con: apsw.Connection, query: str, filters: Filters, k: int) ->
     words = query_words(query)
     if not words:
         return [], [], "", ""
-    strong_expr = " ".join(_quoted(words))
+    strong_expr = natural_match_expressions(query, con)[0]
     strong = fts_top(con, strong_expr, filters, k)
     content = [w for w in words if w.lower() not in STOPWORDS]
     weak: list[tuple[int, float]] = []
-    weak_expr = " OR ".join(_quoted(content))
+    weak_expr = " OR ".join(quoted(content))
     if len(words) > 1 and len(strong) < k and content:
         seen = {r for r, _ in strong}
         weak = [h for h in fts_top(con, weak_expr, filters, k) if h[0] not in seen]
     return strong, weak, strong_expr, weak_expr
-
-
-def snippets(con: apsw.Connection, match: str, rowids: Sequence[int]) -> dict[int, str]:
-    """FTS5 snippets of ``rowids`` for ``match`` (computed for shown hits only)."""
-    if not match or not rowids:
-        return {}
-    return dict(
-        con.execute(
-            f"SELECT rowid, snippet(traces_fts, -1, '{MARK_START}', '{MARK_END}', '…', {SNIPPET_TOKENS}) "
-            f"FROM traces_fts WHERE traces_fts MATCH ? AND rowid IN ({_in(len(rowids))})",
-            (match, *rowids),
-        ).fetchall()
-    )
 
 
 def _allowed_vector_hits(
@@ -217,7 +181,7 @@ def _allowed_vector_hits(
         best = matrix.best_per_trace(sims, want)
         if not best:
             return [], {}
-        rows = _fetch(con, f"t.rowid IN ({_in(len(best))})", [b[0] for b in best], filters)
+        rows = _fetch(con, f"t.rowid IN ({placeholders(len(best))})", [b[0] for b in best], filters)
         kept = [b for b in best if b[0] in rows]
         if len(kept) >= k or len(best) < want:
             return kept[:k], rows
@@ -265,7 +229,7 @@ def graph_neighbours(con: apsw.Connection, ids: Sequence[str]) -> dict[str, set[
     if not ids:
         return out
     kinds = list(GRAPH_EDGE_KINDS)
-    m, km = _in(len(ids)), _in(len(kinds))
+    m, km = placeholders(len(ids)), placeholders(len(kinds))
     for src, dst in con.execute(
         f"SELECT source_id, target_id FROM edges WHERE source_id IN ({m}) AND target_id IS NOT NULL AND kind IN ({km})",
         [*ids, *kinds],
@@ -308,7 +272,7 @@ def rank(
         ranked = strong + weak
         if ranked:
             rank_of = {rowid: n for n, (rowid, _) in enumerate(ranked, 1)}
-            fetched = _fetch(con, f"t.rowid IN ({_in(len(rank_of))})", list(rank_of), filters)
+            fetched = _fetch(con, f"t.rowid IN ({placeholders(len(rank_of))})", list(rank_of), filters)
             nstrong = len(strong)
             for c in fetched.values():
                 n = rank_of[c.rowid]
@@ -380,7 +344,7 @@ def _add_graph(
     by_id = {c.id: c for c in kept.values()}
     missing = [i for i in seed_score if i not in by_id]
     if missing:
-        for rowid, c in _fetch(con, f"t.id IN ({_in(len(missing))})", missing, filters).items():
+        for rowid, c in _fetch(con, f"t.id IN ({placeholders(len(missing))})", missing, filters).items():
             found = _best_chunk(matrix, sims, rowid)
             if found is None or found[0] < neighbour_floor:
                 continue

@@ -66,23 +66,62 @@ def query_words(query: str) -> list[str]:
     return _WORD.findall(query)[:MAX_QUERY_WORDS]
 
 
-def natural_match_expressions(query: str) -> list[str]:
-    """FTS5 MATCH expressions for a plain query, strictest first.
+#: A word found in more traces than this is too common to rank on: scoring
+#: every one of its matches costs tens of milliseconds at 20,000 notes and
+#: says nothing about relevance (think "the"). See :func:`common_words`.
+COMMON_DOCS = 2000
 
-    Each word becomes a quoted string, so ``NEAR(``, ``*``, ``"``, ``:`` and
-    ``OR`` are just words. Empty when the query has no words at all.
+
+def quoted(words: Sequence[str]) -> list[str]:
+    """Each word as an FTS5 string, so no character in it is read as syntax."""
+    return ['"' + w.replace('"', '""') + '"' for w in words]
+
+
+def common_words(con: apsw.Connection, words: Sequence[str]) -> set[str]:
+    """The words that match more than :data:`COMMON_DOCS` traces.
+
+    Checked by stepping that far into the word's match list in rowid order
+    (cheap, no ranking), so the test uses FTS5's own tokenizer and stemmer.
+    """
+    out = set()
+    for w in set(words):
+        row = con.execute(
+            "SELECT rowid FROM traces_fts WHERE traces_fts MATCH ? LIMIT 1 OFFSET ?", (quoted([w])[0], COMMON_DOCS)
+        ).fetchone()
+        if row is not None:
+            out.add(w)
+    return out
+
+
+def natural_match_expressions(query: str, con: apsw.Connection | None = None) -> list[str]:
+    """FTS5 MATCH expressions for a plain query, strictest first: every word,
+    then any word. Empty when the query has no words at all.
+
+    Each word is quoted, so ``NEAR(``, ``*``, ``"``, ``:`` and ``OR`` are just
+    words. Given the index (``con``), very common words are left out when the
+    query has others; a query of nothing but common words looks for them in
+    titles and tags only, where they can still stand out.
     """
     words = query_words(query)
     if not words:
         return []
-    quoted = ['"' + w.replace('"', '""') + '"' for w in words]
-    exprs = [" ".join(quoted)]
-    if len(quoted) > 1:
-        exprs.append(" OR ".join(quoted))
+    common = common_words(con, words) if con is not None else set()
+    rare = [w for w in words if w not in common]
+    if not rare:
+        return [TITLE_TAGS + "(" + " ".join(quoted(words)) + ")", " ".join(quoted(words))]
+    exprs = [" ".join(quoted(rare))]
+    if len(rare) > 1:
+        exprs.append(" OR ".join(quoted(rare)))
     return exprs
 
 
-def _filter_sql(f: Filters) -> tuple[str, list[Any]]:
+#: Column filter of the expression used for a query of only common words.
+TITLE_TAGS = "{title tags} : "
+
+
+def filter_sql(f: Filters) -> tuple[str, list[Any]]:
+    """SQL conditions (on ``traces t``) and parameters for ``f``, each
+    prefixed with AND."""
     clauses: list[str] = []
     params: list[Any] = []
     if f.statuses:
@@ -109,21 +148,80 @@ def _filter_sql(f: Filters) -> tuple[str, list[Any]]:
     return (" AND " + " AND ".join(clauses)) if clauses else "", params
 
 
-def _run(con: apsw.Connection, match: str, filters: Filters, limit: int, offset: int = 0) -> list[Hit]:
-    where, params = _filter_sql(filters)
-    w_title, w_content, w_tags = BM25_WEIGHTS
-    sql = f"""
-        SELECT t.id, t.title, t.type, t.kind, t.path, t.status,
-               bm25(traces_fts, {w_title}, {w_content}, {w_tags}) AS rank,
-               snippet(traces_fts, -1, '{MARK_START}', '{MARK_END}', '…', {SNIPPET_TOKENS})
-        FROM traces_fts JOIN traces t ON t.rowid = traces_fts.rowid
-        WHERE traces_fts MATCH ? {where}
-        ORDER BY rank LIMIT ? OFFSET ?
+def placeholders(n: int) -> str:
+    """``?,?,...`` for an IN list of ``n`` values."""
+    return ",".join("?" * n)
+
+
+def fts_top(con: apsw.Connection, match: str, filters: Filters, k: int) -> list[tuple[int, float]]:
+    """The ``k`` best (trace rowid, BM25 score) for an FTS5 expression that pass ``filters``.
+
+    Ranks on the FTS table alone (no join, no snippet), then checks the
+    filters on the few rows that come back, asking for more when they
+    removed some: a query matching thousands of traces stays cheap.
     """
-    rows = con.execute(sql, (match, *params, limit, offset)).fetchall()
+    w_title, w_content, w_tags = BM25_WEIGHTS
+    fsql, fparams = filter_sql(filters)
+    if filters.types or filters.kinds or filters.tags or filters.path_glob:
+        # A selective filter would make the loop below walk most matches in
+        # growing windows; joining first ranks only the rows that pass.
+        return [
+            (r[0], -r[1])
+            for r in con.execute(
+                f"SELECT t.rowid, bm25(traces_fts, {w_title}, {w_content}, {w_tags}) AS score "
+                f"FROM traces_fts JOIN traces t ON t.rowid = traces_fts.rowid "
+                f"WHERE traces_fts MATCH ?{fsql} ORDER BY score LIMIT ?",
+                (match, *fparams, k),
+            )
+        ]
+    want = k
+    while True:
+        rows = con.execute(
+            f"SELECT rowid, bm25(traces_fts, {w_title}, {w_content}, {w_tags}) FROM traces_fts "
+            "WHERE traces_fts MATCH ? ORDER BY 2 LIMIT ?",
+            (match, want),
+        ).fetchall()
+        if not rows:
+            return []
+        ok = {
+            r[0]
+            for r in con.execute(
+                f"SELECT t.rowid FROM traces t WHERE t.rowid IN ({placeholders(len(rows))}){fsql}", [r[0] for r in rows] + fparams
+            )
+        }
+        kept = [(r[0], -r[1]) for r in rows if r[0] in ok]
+        if len(kept) >= k or len(rows) < want:
+            return kept[:k]
+        want *= 4
+
+
+def snippets(con: apsw.Connection, match: str, rowids: Sequence[int]) -> dict[int, str]:
+    """FTS5 snippets of ``rowids`` for ``match`` (computed for shown hits only)."""
+    if not match or not rowids:
+        return {}
+    return dict(
+        con.execute(
+            f"SELECT rowid, snippet(traces_fts, -1, '{MARK_START}', '{MARK_END}', '…', {SNIPPET_TOKENS}) "
+            f"FROM traces_fts WHERE traces_fts MATCH ? AND rowid IN ({placeholders(len(rowids))})",
+            (match, *rowids),
+        ).fetchall()
+    )
+
+
+def _hits(con: apsw.Connection, match: str, top: list[tuple[int, float]]) -> list[Hit]:
+    rowids = [r for r, _ in top]
+    rows = {
+        r[0]: r
+        for r in con.execute(
+            f"SELECT rowid, id, title, type, kind, path, status FROM traces WHERE rowid IN ({placeholders(len(rowids))})", rowids
+        )
+    }
+    marks = snippets(con, match, rowids)
     return [
-        Hit(id=r[0], title=r[1], type=r[2], kind=r[3], path=r[4], status=r[5], score=round(-r[6], 4), snippet=r[7])
-        for r in rows
+        Hit(id=rows[r][1], title=rows[r][2], type=rows[r][3], kind=rows[r][4], path=rows[r][5], status=rows[r][6],
+            score=round(score, 4), snippet=marks.get(r, ""))
+        for r, score in top
+        if r in rows
     ]
 
 
@@ -143,13 +241,22 @@ def keyword_search(
         if not query.strip():
             return []
         try:
-            return _run(con, query, filters, limit)
+            return _hits(con, query, fts_top(con, query, filters, limit))
         except apsw.SQLError as exc:
             raise QuerySyntaxError(f"invalid FTS5 query {query!r}: {_clean_error(exc)}") from None
-    for expr in natural_match_expressions(query):
-        hits = _run(con, expr, filters, limit)
-        if hits:
-            return hits
+    exprs = natural_match_expressions(query, con)
+    if exprs and exprs[0].startswith(TITLE_TAGS):
+        # Only very common words: where they are in a title or tag first,
+        # then (only if that leaves room) wherever they are, fully ranked.
+        top = fts_top(con, exprs[0], filters, limit)
+        if len(top) < limit:
+            seen = {r for r, _ in top}
+            top += [t for t in fts_top(con, exprs[1], filters, limit) if t[0] not in seen][: limit - len(top)]
+        return _hits(con, exprs[1], top)
+    for expr in exprs:
+        top = fts_top(con, expr, filters, limit)
+        if top:
+            return _hits(con, expr, top)
     return []
 
 

@@ -117,3 +117,21 @@ _SHARED: apsw.Connection
 def _shared(con: apsw.Connection) -> None:
     global _SHARED
     _SHARED = con
+
+
+def test_very_common_words_rank_only_where_they_stand_out(tmp_path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr("memvault.store.search.COMMON_DOCS", 5)
+    c = connect(tmp_path / "common.db")
+    with write_transaction(c):
+        for i in range(20):
+            rec.put_trace(c, rec.TraceRow(id=f"n{i}", kind="note", type="note", title=f"Note {i}",
+                                          content=f"the usual text number{i}", path=f"{i}.md"))
+        rec.put_trace(c, rec.TraceRow(id="z", kind="note", type="note", title="The zebra", content="stripes",
+                                      path="z.md"))
+    # "the" is everywhere: its title match comes first, the rest fill the limit
+    assert ids(keyword_search(c, "the", limit=1)) == ["z"]
+    assert ids(keyword_search(c, "the"))[0] == "z" and len(keyword_search(c, "the")) == 10
+    # with a rarer word beside it, the common word is dropped, not required
+    assert ids(keyword_search(c, "the number7")) == ["n7"]
+    assert natural_match_expressions("the number7", c) == ['"number7"']
+    c.close()
