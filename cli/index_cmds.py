@@ -296,7 +296,7 @@ def backlinks(app: AppContext, ref: str, as_json: bool) -> None:
     from memvault.store import records as rec
 
     con, t = _trace_or_fail(app, ref)
-    for e in rec.edges_to(con, t.id, t.path):
+    for e in rec.edges_to(con, t.id):
         d = _edge_dict(e, con, outgoing=False)
         if as_json:
             emit_json(d)

@@ -8,6 +8,7 @@ runtime failures; never a traceback.
 
 from __future__ import annotations
 
+import importlib
 import json
 import sys
 from typing import Any
@@ -49,8 +50,29 @@ def exit_code_for(exc: BaseException) -> int | None:
     return None
 
 
+#: The module that defines each command. A command imports only its own
+#: module: start-up time is what a person (or an agent, every turn) waits for.
+COMMAND_MODULES: dict[str, str] = {
+    **dict.fromkeys(["sync", "search", "show", "links", "backlinks", "stats"], "index_cmds"),
+    **dict.fromkeys(["add", "update", "forget", "restore", "history"], "memory_cmds"),
+    **dict.fromkeys(["daemon", "status", "service"], "daemon_cmds"),
+    **dict.fromkeys(["source", "facts"], "fact_cmds"),
+    **dict.fromkeys(["context", "model"], "recall_cmds"),
+}
+
+
 class MemvaultGroup(click.Group):
-    """A group that turns known library errors into clean exits."""
+    """A group that loads command modules on demand and turns known library
+    errors into clean exits."""
+
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        return sorted(COMMAND_MODULES)
+
+    def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
+        module = COMMAND_MODULES.get(cmd_name)
+        if module is not None and cmd_name not in self.commands:
+            importlib.import_module(f"{__package__}.{module}")  # its commands attach to `cli`
+        return super().get_command(ctx, cmd_name)
 
     def invoke(self, ctx: click.Context) -> Any:
         try:
@@ -122,17 +144,6 @@ def stderr_is_tty() -> bool:
 def warn(message: str) -> None:
     """Print a warning line on stderr."""
     click.echo(f"warning: {message}", err=True)
-
-
-def _register() -> None:
-    from . import index_cmds  # noqa: F401  (commands attach themselves to `cli`)
-    from . import daemon_cmds  # noqa: F401
-    from . import memory_cmds  # noqa: F401
-    from . import recall_cmds  # noqa: F401
-    from . import fact_cmds  # noqa: F401
-
-
-_register()
 
 
 def main() -> None:

@@ -20,7 +20,6 @@ import apsw
 from memvault.store import location
 from memvault.store import vectors as vec
 from memvault.store.embed import ModelUnavailable, load_embedder, resolve_model
-from memvault.store.facts import fact_anchor
 from memvault.store.search import Filters, Hit, keyword_search
 from memvault.vault_io.uri import obsidian_uri
 
@@ -192,7 +191,11 @@ class Retriever:
         )
 
     def _hit_dict(self, h: Hit, explain: bool) -> dict[str, Any]:
-        anchor = fact_anchor(self.con, h.id) if h.kind == "fact" else None
+        anchor = None
+        if h.kind == "fact":
+            from memvault.store.facts import fact_anchor  # only facts need it
+
+            anchor = fact_anchor(self.con, h.id)
         uri = obsidian_uri(self.vault.name, h.path, anchor.anchor if anchor else None) if h.path else None
         row: dict[str, Any] = {
             "id": h.id, "title": h.title, "type": h.type, "path": h.path, "uri": uri, "score": h.score, "snippet": h.snippet,

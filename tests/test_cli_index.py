@@ -163,3 +163,15 @@ def test_reading_never_writes_the_vault(indexed: Path, runner: CliRunner) -> Non
         assert run(runner, indexed, *args).exit_code == 0
     after = {p: (p.stat().st_mtime_ns, p.read_bytes()) for p in indexed.rglob("*") if p.is_file()}
     assert before == after
+
+
+def test_every_command_is_registered_for_lazy_loading() -> None:
+    import importlib
+
+    from memvault.cli.main import COMMAND_MODULES
+
+    for module in set(COMMAND_MODULES.values()):
+        importlib.import_module(f"memvault.cli.{module}")
+    assert set(cli.commands) == set(COMMAND_MODULES)
+    r = CliRunner().invoke(cli, ["--help"])
+    assert r.exit_code == 0 and all(name in r.output for name in COMMAND_MODULES)
