@@ -36,6 +36,7 @@ import numpy as np
 from .search import (
     Filters,
     Hit,
+    common_words,
     filter_sql,
     fts_top,
     natural_match_expressions,
@@ -161,9 +162,11 @@ def keyword_lists(con: apsw.Connection, query: str, filters: Filters, k: int) ->
     words = query_words(query)
     if not words:
         return [], [], "", ""
-    strong_expr = natural_match_expressions(query, con)[0]
+    common = common_words(con, words)
+    strong_expr = natural_match_expressions(query, common=common)[0]
     strong = fts_top(con, strong_expr, filters, k)
-    content = [w for w in words if w.lower() not in STOPWORDS]
+    # Neither stop words nor very common words are evidence on their own.
+    content = [w for w in words if w.lower() not in STOPWORDS and w not in common]
     weak: list[tuple[int, float]] = []
     weak_expr = " OR ".join(quoted(content))
     if len(words) > 1 and len(strong) < k and content:

@@ -93,19 +93,23 @@ def common_words(con: apsw.Connection, words: Sequence[str]) -> set[str]:
     return out
 
 
-def natural_match_expressions(query: str, con: apsw.Connection | None = None) -> list[str]:
+def natural_match_expressions(
+    query: str, con: apsw.Connection | None = None, common: set[str] | None = None
+) -> list[str]:
     """FTS5 MATCH expressions for a plain query, strictest first: every word,
     then any word. Empty when the query has no words at all.
 
     Each word is quoted, so ``NEAR(``, ``*``, ``"``, ``:`` and ``OR`` are just
     words. Given the index (``con``), very common words are left out when the
     query has others; a query of nothing but common words looks for them in
-    titles and tags only, where they can still stand out.
+    titles and tags only, where they can still stand out. ``common`` may
+    pass :func:`common_words` already computed.
     """
     words = query_words(query)
     if not words:
         return []
-    common = common_words(con, words) if con is not None else set()
+    if common is None:
+        common = common_words(con, words) if con is not None else set()
     rare = [w for w in words if w not in common]
     if not rare:
         return [TITLE_TAGS + "(" + " ".join(quoted(words)) + ")", " ".join(quoted(words))]
