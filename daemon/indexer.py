@@ -250,9 +250,13 @@ class Indexer:
 
         # Store-side writes in flight: their events are our own, and their
         # writer (or the outbox flush) records them. See store.memories.
-        pending = {(r[0], r[1]) for r in self.con.execute("SELECT expected_path, expected_hash FROM outbox")}
-        pending_ids = {r[0] for r in self.con.execute("SELECT trace_id FROM outbox")}
-        gone = {p: known[p] for p in absent if known[p].trace_id not in pending_ids}
+        outbox = self.con.execute("SELECT trace_id, expected_path, expected_hash FROM outbox").fetchall()
+        pending = {(path, digest) for _, path, digest in outbox}
+        # A note that vanished while its memory's new note is already on disk
+        # is the writer moving it (a type change): left to that writer. Any
+        # other vanished note is a person's rename or deletion.
+        moving = {tid for tid, path, _ in outbox if path and (self.root / path).exists()}
+        gone = {p: known[p] for p in absent if known[p].trace_id not in moving}
 
         # The paths every link can point at once this reconcile is applied.
         all_files, resolver = self._path_index()

@@ -208,6 +208,13 @@ class Memories:
             raise MemoryOpError(f"no memory matches {ref!r}")
         if self.flush(trace.id) is not None:
             trace = rec.get_trace(self.con, trace.id) or trace
+        if trace.status == "deleted" and not trace.metadata.get("trash_path"):
+            # Deleted in the vault, not forgotten here: the note may be back
+            # (restored from Obsidian's trash, moved) before we write a copy.
+            self.indexer.sync()
+            trace = rec.get_trace(self.con, trace.id) or trace
+            if trace.status == "active":
+                return WriteResult(trace.id, "restored", mem.trace_path(self.con, trace.id))
         if trace.status != "deleted":
             raise MemoryOpError(f"memory {trace.id} is {trace.status}, not deleted")
         with write_transaction(self.con):
@@ -236,7 +243,7 @@ class Memories:
             with write_transaction(self.con):
                 mem.clear_outbox(self.con, trace_id)
             return None
-        current = mem.trace_path(self.con, trace_id)
+        current = self._locate(trace_id)
         if entry.action == "trash":
             return self._trash(trace, current)
         if entry.action == "restore":
@@ -244,6 +251,12 @@ class Memories:
         return self._write(trace, current, entry.expected_path or current)
 
     def _write(self, trace: rec.TraceRow, current: str | None, target: str | None) -> WriteResult:
+        if current and not (self.root / current).exists():
+            moved_to = self._locate(trace.id)
+            if moved_to and moved_to != current:
+                target = moved_to if target == current else target
+            current = moved_to
+            trace = rec.get_trace(self.con, trace.id) or trace
         if target is None:
             target = self._new_note_path(trace.type, memory_filename(trace.content, trace.id[2:10]))
         existing: str | None = None
@@ -357,10 +370,24 @@ class Memories:
             raise MemoryOpError(f"memory {trace.id} is deleted; `memvault restore {trace.id}` first")
         return trace
 
+    def _locate(self, trace_id: str) -> str | None:
+        """Where the memory's note is now, as far as the vault can tell.
+
+        The index may be behind a person's rename or move (no daemon ran):
+        a note missing from its indexed path is looked for by a full sync,
+        which recognises the move by the note's ``id``, instead of being
+        taken for deleted and written a second time.
+        """
+        path = mem.trace_path(self.con, trace_id)
+        if path and not (self.root / path).exists():
+            self.indexer.sync()
+            path = mem.trace_path(self.con, trace_id)
+        return path
+
     def _import_pending(self, trace: rec.TraceRow) -> rec.TraceRow:
-        """Index the memory's note first, so a person's unsynced edit is the
-        base of the change instead of being overwritten."""
-        path = mem.trace_path(self.con, trace.id)
+        """Index the memory's note first, so a person's unsynced edit (or
+        rename) is the base of the change instead of being overwritten."""
+        path = self._locate(trace.id)
         if path:
             self.indexer.sync_paths([path])
         fresh = rec.get_trace(self.con, trace.id)

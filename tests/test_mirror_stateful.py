@@ -1,0 +1,210 @@
+"""Two-way sync under any interleaving of person-side and store-side changes.
+
+A Hypothesis state machine edits, renames and deletes memory notes the way a
+person in Obsidian would, and adds, updates, forgets and restores memories
+through the store, with syncs (what the daemon does within a second) at
+arbitrary points. After every step:
+
+* no text either side ever wrote is lost: each word written is still in a
+  vault file (notes, conflict copies, ``.trash``) or in the index (live,
+  superseded or deleted traces);
+* reading never writes: a sync leaves every file's bytes and mtime as they were,
+  and an update that changes nothing writes nothing;
+* after a sync, every live memory has exactly one note, and every memory note
+  belongs to a live memory.
+"""
+
+from __future__ import annotations
+
+import itertools
+import os
+import re
+import shutil
+import tempfile
+from pathlib import Path
+
+from hypothesis import HealthCheck, settings
+from hypothesis import strategies as st
+from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, precondition, rule
+
+from memvault.daemon.app import Vault
+from memvault.daemon.memories import Memories, MemoryOpError
+from memvault.vault_io.parser import parse_note
+
+_counter = itertools.count()
+
+
+def token() -> str:
+    """A word that appears nowhere else, so it can be traced."""
+    return f"tok{next(_counter)}x"
+
+
+def snapshot(root: Path) -> dict[str, tuple[bytes, int]]:
+    return {
+        p.relative_to(root).as_posix(): (p.read_bytes(), p.stat().st_mtime_ns)
+        for p in root.rglob("*.md")
+    }
+
+
+class MirrorMachine(RuleBasedStateMachine):
+    """Store and person take turns on the same memories."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.tmp = Path(tempfile.mkdtemp(prefix="memvault-mirror-"))
+        self.root = self.tmp / "vault"
+        self.root.mkdir()
+        os.environ["MEMVAULT_HOME"] = str(self.tmp / "home")
+        self.vault = Vault.open(str(self.root))
+        self.mem = Memories(self.vault)
+        self.written: set[str] = set()  # every token either side wrote
+        self.ids: list[str] = []
+
+    def teardown(self) -> None:
+        self.vault.close()
+        shutil.rmtree(self.tmp, ignore_errors=True)
+
+    @initialize()
+    def first_sync(self) -> None:
+        self.mem.indexer.sync()
+
+    # -- helpers -----------------------------------------------------------------
+
+    def note_of(self, memory_id: str) -> Path | None:
+        for p in (self.root / "Memory").rglob("*.md") if (self.root / "Memory").exists() else []:
+            try:
+                note = parse_note(p.relative_to(self.root).as_posix(), p.read_bytes())
+            except Exception:
+                continue
+            if note.frontmatter.get("id") == memory_id:
+                return p
+        return None
+
+    # -- store side ----------------------------------------------------------------
+
+    @rule(kind=st.sampled_from(["fact", "event", "lesson", "todo", "profile"]))
+    def store_add(self, kind: str) -> None:
+        word = token()
+        result = self.mem.add(f"Remember {word} always.", kind)
+        self.written.add(word)
+        if result.id not in self.ids:
+            self.ids.append(result.id)
+
+    @precondition(lambda self: self.ids)
+    @rule(data=st.data(), change_type=st.booleans())
+    def store_update(self, data: st.DataObject, change_type: bool) -> None:
+        memory_id = data.draw(st.sampled_from(self.ids))
+        word = token()
+        try:
+            self.mem.update(memory_id, content=f"Now {word} instead.", type_="event" if change_type else None,
+                            reason="test")
+        except MemoryOpError:
+            return  # deleted: refused, and nothing was written
+        self.written.add(word)
+
+    @precondition(lambda self: self.ids)
+    @rule(data=st.data())
+    def store_update_to_same_text(self, data: st.DataObject) -> None:
+        memory_id = data.draw(st.sampled_from(self.ids))
+        row = self.vault.con.execute("SELECT content, status FROM traces WHERE id = ?", (memory_id,)).fetchone()
+        if row is None or row[1] != "active":
+            return
+        self.mem.indexer.sync()  # the person's pending edits first, as update itself would
+        row = self.vault.con.execute("SELECT content FROM traces WHERE id = ?", (memory_id,)).fetchone()
+        before = snapshot(self.root)
+        try:
+            result = self.mem.update(memory_id, content=row[0])
+        except MemoryOpError:
+            return
+        assert result.action == "unchanged"
+        assert snapshot(self.root) == before, "an update that changed nothing rewrote a file"
+
+    @precondition(lambda self: self.ids)
+    @rule(data=st.data())
+    def store_forget(self, data: st.DataObject) -> None:
+        try:
+            self.mem.forget(data.draw(st.sampled_from(self.ids)))
+        except MemoryOpError:
+            pass
+
+    @precondition(lambda self: self.ids)
+    @rule(data=st.data())
+    def store_restore(self, data: st.DataObject) -> None:
+        try:
+            self.mem.restore(data.draw(st.sampled_from(self.ids)))
+        except MemoryOpError:
+            pass
+
+    # -- person side -----------------------------------------------------------------
+
+    @precondition(lambda self: self.ids)
+    @rule(data=st.data())
+    def person_edit(self, data: st.DataObject) -> None:
+        path = self.note_of(data.draw(st.sampled_from(self.ids)))
+        if path is None:
+            return
+        word = token()
+        path.write_text(path.read_text(encoding="utf-8") + f"\nAdded {word} by hand.\n", encoding="utf-8")
+        self.written.add(word)
+
+    @precondition(lambda self: self.ids)
+    @rule(data=st.data())
+    def person_rename(self, data: st.DataObject) -> None:
+        path = self.note_of(data.draw(st.sampled_from(self.ids)))
+        if path is None:
+            return
+        target = path.with_name(f"renamed {token()}.md")
+        os.rename(path, target)
+
+    @precondition(lambda self: self.ids)
+    @rule(data=st.data())
+    def person_delete(self, data: st.DataObject) -> None:
+        # Obsidian moves a deleted note to the vault's .trash folder.
+        path = self.note_of(data.draw(st.sampled_from(self.ids)))
+        if path is not None:
+            (self.root / ".trash").mkdir(exist_ok=True)
+            os.rename(path, self.root / ".trash" / f"{token()}.md")
+
+    @rule()
+    def sync(self) -> None:
+        before = snapshot(self.root)
+        self.mem.indexer.sync()
+        assert snapshot(self.root) == before, "a sync (reading) changed a file"
+        self.check_one_note_per_live_memory()
+
+    # -- invariants ------------------------------------------------------------------------
+
+    @invariant()
+    def nothing_written_is_lost(self) -> None:
+        on_disk = " ".join(p.read_text(encoding="utf-8", errors="replace") for p in self.root.rglob("*.md"))
+        in_index = " ".join(c for (c,) in self.vault.con.execute("SELECT content FROM traces"))
+        found = set(re.findall(r"tok\d+x", on_disk + " " + in_index))
+        missing = self.written - found
+        assert not missing, f"lost text: {sorted(missing)}"
+
+    def check_one_note_per_live_memory(self) -> None:
+        live = {
+            r[0] for r in self.vault.con.execute("SELECT id FROM traces WHERE kind = 'memory' AND status = 'active'")
+        }
+        holders: dict[str, list[str]] = {}
+        for p in (self.root / "Memory").rglob("*.md") if (self.root / "Memory").exists() else []:
+            note = parse_note(p.relative_to(self.root).as_posix(), p.read_bytes())
+            if "conflict_of" in note.frontmatter:
+                continue  # a store version set beside a person's edit
+            key = str(note.frontmatter.get("id", p.relative_to(self.root).as_posix()))
+            holders.setdefault(key, []).append(p.name)
+        for memory_id in live:
+            indexed = self.vault.con.execute("SELECT path FROM files WHERE trace_id = ?", (memory_id,)).fetchall()
+            assert len(indexed) == 1, f"{memory_id} has notes {indexed}"
+        for key, names in holders.items():
+            assert len(names) == 1, f"{key} is held by several notes: {names}"
+
+
+MirrorMachine.TestCase.settings = settings(
+    max_examples=100,
+    stateful_step_count=30,
+    deadline=None,
+    derandomize=True,
+    suppress_health_check=[HealthCheck.too_slow],
+)
+TestMirror = MirrorMachine.TestCase
