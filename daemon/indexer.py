@@ -29,8 +29,10 @@ from memvault.vault_io.scan import (
     FileStat,
     ScanResult,
     ScanWarning,
+    excluded,
     scan_vault,
     stat_file,
+    vault_rules,
 )
 
 from .classify import is_memory_note, note_edges, note_trace
@@ -167,8 +169,9 @@ class Indexer:
         start = time.perf_counter()
         self._check_root()
         scan = scan_vault(self.root, ignore=self.ignore, max_file_size=self.max_file_size)
+        self._check_root()  # vanished during the scan: nothing it missed is deleted
         known = rec.load_files(self.con)
-        absent = set(known) - set(scan.files)
+        absent = {p for p in known if p not in scan.files and scan.covers(p)}
         summary = self._reconcile(scan, absent, known, progress)
         summary.seconds = time.perf_counter() - start
         return summary
@@ -180,11 +183,13 @@ class Indexer:
         scan = ScanResult()
         absent: set[str] = set()
         known: dict[str, rec.FileRow] = {}
+        rules = vault_rules(self.root, self.ignore)
         for path in set(paths):
             row = rec.get_file(self.con, path)
             if row:
                 known[path] = row
-            st = stat_file(self.root, path)
+            # An excluded path is not part of the vault, as in a full scan.
+            st = None if excluded(rules, path) else stat_file(self.root, path)
             if st is None:
                 if row:
                     absent.add(path)

@@ -32,7 +32,7 @@ from typing import Any
 import apsw
 from memvault.store import records as rec
 from memvault.store.db import checkpoint, write_transaction
-from memvault.vault_io.scan import IgnoreRules, obsidian_ignore_filters
+from memvault.vault_io.scan import IgnoreRules, excluded, vault_rules
 from watchdog.observers.api import BaseObserver
 
 from .app import Vault
@@ -49,7 +49,6 @@ from .watch import (
     VaultEventHandler,
     WatchLimitError,
     check_watch_coverage,
-    excluded,
     start_inotify,
     start_polling,
     stop_observer,
@@ -334,7 +333,7 @@ class DaemonRunner:
     # -- watching --------------------------------------------------------------
 
     def _rules(self) -> IgnoreRules:
-        return IgnoreRules(obsidian_ignore_filters(self.root), self.vault.config["ignore"])
+        return vault_rules(self.root, self.vault.config["ignore"])
 
     def _reload_rules(self) -> None:
         if self._handler is not None:

@@ -30,7 +30,7 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-from memvault.vault_io.scan import IgnoreRules, is_hidden
+from memvault.vault_io.scan import IgnoreRules, excluded
 from watchdog.events import (
     DirCreatedEvent,
     DirDeletedEvent,
@@ -145,19 +145,6 @@ class PathQueue:
     def __len__(self) -> int:
         with self.cond:
             return len(self._files) + len(self._dirs)
-
-
-def excluded(rules: IgnoreRules, rel: str, is_dir: bool = False) -> bool:
-    """Whether a full scan would skip ``rel``: hidden, or it or a folder above it ignored."""
-    if is_hidden(rel):
-        return True
-    if not rules:
-        return False
-    parts = rel.split("/")
-    for i in range(1, len(parts)):
-        if rules.ignored("/".join(parts[:i]), is_dir=True):
-            return True
-    return rules.ignored(rel, is_dir=is_dir)
 
 
 class VaultEventHandler(FileSystemEventHandler):

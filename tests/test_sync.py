@@ -187,3 +187,47 @@ def test_sync_on_real_vault_twice(vok: Path) -> None:
     s = sync(vok)
     assert s.added == 2721 and s.errors == 0
     assert not sync(vok).changed
+
+
+def test_unlistable_folder_is_not_taken_for_deleted_notes(vault: Path) -> None:
+    write(vault, "Locked/a.md", "secret words")
+    write(vault, "Open/b.md", "open words")
+    sync(vault)
+    os.chmod(vault / "Locked", 0o000)
+    try:
+        if os.access(vault / "Locked", os.R_OK):
+            pytest.skip("running as a user that can read any folder")
+        s = sync(vault)
+    finally:
+        os.chmod(vault / "Locked", 0o755)
+    assert s.deleted == 0 and any("Locked" in w and "cannot list" in w for w in s.warnings)
+    assert search(vault, "secret") == ["Locked/a.md"]
+
+
+def test_scan_that_loses_a_folder_keeps_its_notes(vault: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # os.scandir failing on one folder (an unmounted share, a permission
+    # change) must read as "unknown", not "deleted"; this works as root too.
+    write(vault, "Share/a.md", "remote words")
+    sync(vault)
+    real = os.scandir
+
+    def flaky(path):
+        if str(path).endswith("Share"):
+            raise PermissionError(13, "Permission denied")
+        return real(path)
+
+    monkeypatch.setattr("memvault.vault_io.scan.os.scandir", flaky)
+    s = sync(vault)
+    assert s.deleted == 0 and search(vault, "remote") == ["Share/a.md"]
+
+
+def test_watcher_hint_for_an_ignored_path_is_not_indexed(vault: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("MEMVAULT_IGNORE", "Private")
+    write(vault, "Private/diary.md", "hidden words")
+    write(vault, ".obsidian/x.md", "config words")
+    v = open_vault(vault)
+    try:
+        s = v.indexer().sync_paths(["Private/diary.md", ".obsidian/x.md"])
+        assert not s.changed and keyword_search(v.con, "hidden") == []
+    finally:
+        v.close()

@@ -37,14 +37,20 @@ from __future__ import annotations
 import hashlib
 import re
 import unicodedata
-from functools import lru_cache
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from functools import lru_cache
 from typing import Any
 from urllib.parse import quote
 
 from .frontmatter import frontmatter_tags
-from .markdown import blank_spans, find_markdown_links, find_tags, find_wikilinks, mask_markdown
+from .markdown import (
+    blank_spans,
+    find_markdown_links,
+    find_tags,
+    find_wikilinks,
+    mask_markdown,
+)
 from .note import Link, ParsedNote
 from .secrets import redact
 from .segment import Segment, collapse, segment_body

@@ -54,6 +54,13 @@ class ScanResult:
     #: Paths that exist but were skipped (too large, unreadable): their
     #: earlier index entries must be kept, not treated as deleted.
     skipped: set[str] = field(default_factory=set)
+    #: Folders that could not be listed ("" is the vault itself): what the
+    #: index holds under them is unknown this time, not deleted.
+    unlisted: set[str] = field(default_factory=set)
+
+    def covers(self, path: str) -> bool:
+        """Whether the scan can vouch for ``path`` being absent (its folder was listed)."""
+        return not any(d == "" or path.startswith(d + "/") for d in self.unlisted)
 
 
 class IgnoreRules:
@@ -95,6 +102,24 @@ class IgnoreRules:
         return any(fnmatch.fnmatchcase(rel, g) for g in self.globs)
 
 
+def excluded(rules: IgnoreRules, rel: str, is_dir: bool = False) -> bool:
+    """Whether a full scan would skip ``rel``: hidden, or it or a folder above it ignored."""
+    if is_hidden(rel):
+        return True
+    if not rules:
+        return False
+    parts = rel.split("/")
+    for i in range(1, len(parts)):
+        if rules.ignored("/".join(parts[:i]), is_dir=True):
+            return True
+    return rules.ignored(rel, is_dir=is_dir)
+
+
+def vault_rules(root: Path, ignore: Sequence[str] = ()) -> IgnoreRules:
+    """The vault's Obsidian excluded files plus memvault's own ignore globs."""
+    return IgnoreRules(obsidian_ignore_filters(root), ignore)
+
+
 def obsidian_ignore_filters(root: Path) -> list[str]:
     """The ``userIgnoreFilters`` of the vault's ``.obsidian/app.json``, if any.
 
@@ -121,7 +146,7 @@ def scan_vault(
     over ``max_file_size`` and names that are not valid UTF-8 are skipped with
     a warning naming them.
     """
-    rules = IgnoreRules(obsidian_ignore_filters(root), ignore)
+    rules = vault_rules(root, ignore)
     result = ScanResult()
     root_st = os.stat(root)
     seen_dirs = {(root_st.st_dev, root_st.st_ino)}
@@ -149,6 +174,7 @@ def scan_vault(
                 entries = list(it)
         except OSError as exc:
             result.warnings.append(ScanWarning(rel_dir or ".", f"cannot list folder: {exc.strerror}"))
+            result.unlisted.add(rel_dir)
             continue
         for entry in entries:
             name = entry.name
