@@ -185,7 +185,6 @@ def synthetic_index(work: Path, n: int, dim: int = 384, clusters: int = 256, see
     import hashlib
 
     import numpy as np
-
     from memvault.daemon.app import Vault
     from memvault.store import records as rec
     from memvault.store import vectors as vec

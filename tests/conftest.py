@@ -8,9 +8,8 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from hypothesis import HealthCheck, settings
-
 from helpers import copy_corpus
+from hypothesis import HealthCheck, settings
 
 # CI must be deterministic: fixed example order, bounded work, no deadlines
 # that a loaded 2-core machine could miss.

@@ -9,7 +9,6 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 from fixtures.retrieval import support
-
 from memvault.cli.main import cli
 from memvault.daemon.app import Vault
 from memvault.store.embed import count_tokens

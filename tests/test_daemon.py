@@ -11,11 +11,10 @@ from pathlib import Path
 
 import pytest
 from helpers import wait_for, write
-from test_daemon_support import content, indexed, on_disk, query, running
-
 from memvault.daemon import watch
 from memvault.daemon.app import Vault
 from memvault.daemon.indexer import Indexer
+from test_daemon_support import content, indexed, on_disk, query, running
 
 # watchdog re-adds the watch of a folder it saw both by event and by walking
 # (mkdir -p, then files): a harmless RuntimeWarning from its internals.
@@ -359,7 +358,6 @@ def test_indexer_is_the_one_used(vault: Path) -> None:
 
 def test_busy_index_keeps_the_hints_and_retries(vault: Path, monkeypatch, caplog) -> None:
     import apsw
-
     from memvault.store import db
 
     monkeypatch.setattr(db, "BUSY_TIMEOUT_MS", 50)  # the daemon's connection gives up fast

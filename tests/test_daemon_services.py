@@ -7,9 +7,8 @@ from pathlib import Path
 
 from click.testing import CliRunner
 from helpers import wait_for, write
-from test_daemon_support import running
-
 from memvault.cli.main import cli
+from test_daemon_support import running
 
 
 def search(root: Path, *args: str) -> list[dict]:

@@ -13,7 +13,6 @@ from pathlib import Path
 from typing import Any
 
 import apsw
-
 from memvault.daemon.app import Vault
 from memvault.daemon.indexer import SyncSummary
 from memvault.daemon.runner import DaemonRunner

@@ -9,7 +9,6 @@ from pathlib import Path
 
 import pytest
 from helpers import wait_for, write
-
 from memvault.daemon.app import Vault
 from memvault.daemon.embedding import EmbeddingPipeline, EmbeddingWorker, batches
 from memvault.store import records as rec

@@ -20,7 +20,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-
 from memvault.daemon.facts import frontmatter_key_lines
 from memvault.daemon.indexer import derived_id
 from memvault.vault_io.facts import extract_facts, source_uri

@@ -8,7 +8,6 @@ from pathlib import Path
 
 import pytest
 from helpers import wait_for, write
-
 from memvault.daemon.app import Vault
 from memvault.daemon.fact_sources import Sources
 from memvault.daemon.memories import Memories

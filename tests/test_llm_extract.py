@@ -21,11 +21,17 @@ from typing import Any
 
 import pytest
 from helpers import write
-
 from memvault.daemon import llm_extract
 from memvault.daemon.app import Vault
 from memvault.daemon.fact_sources import Sources
-from memvault.daemon.llm_extract import LLMError, LLMExtractor, LLMSettings, SchemaError, parse_answer, validate_facts
+from memvault.daemon.llm_extract import (
+    LLMError,
+    LLMExtractor,
+    LLMSettings,
+    SchemaError,
+    parse_answer,
+    validate_facts,
+)
 from memvault.store import facts as sf
 from memvault.vault_io.parser import parse_note
 

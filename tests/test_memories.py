@@ -10,7 +10,6 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 from helpers import write
-
 from memvault.cli.main import cli
 from memvault.daemon.app import Vault
 from memvault.daemon.memories import Memories, MemoryOpError

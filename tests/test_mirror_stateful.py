@@ -25,8 +25,13 @@ from pathlib import Path
 
 from hypothesis import HealthCheck, settings
 from hypothesis import strategies as st
-from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, precondition, rule
-
+from hypothesis.stateful import (
+    RuleBasedStateMachine,
+    initialize,
+    invariant,
+    precondition,
+    rule,
+)
 from memvault.daemon.app import Vault
 from memvault.daemon.memories import Memories, MemoryOpError
 from memvault.vault_io.parser import parse_note

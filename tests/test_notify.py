@@ -6,9 +6,8 @@ import os
 import socket
 from pathlib import Path
 
-from test_daemon_support import NotifySocket
-
 from memvault.daemon.notify import Notifier
+from test_daemon_support import NotifySocket
 
 
 def test_messages_reach_a_path_socket(tmp_path: Path) -> None:

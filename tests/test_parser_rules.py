@@ -10,8 +10,7 @@ from __future__ import annotations
 import dataclasses
 
 import pytest
-
-from memvault.vault_io import markdown
+from memvault.vault_io import mask
 from memvault.vault_io.note import Block, Heading, Link, NoteReadError, ParsedNote
 from memvault.vault_io.parser import parse_note
 
@@ -341,7 +340,7 @@ def test_markdown_link_with_angle_destination_is_not_an_html_tag() -> None:
 
 def test_mask_keeps_length_and_newlines() -> None:
     text = "a `b`\n```\nc\n```\n%% d\ne %% <!-- f -->\n<div>\ng\n</div>\n"
-    masked = markdown.mask_markdown(text)
+    masked = mask.mask_markdown(text)
     assert len(masked.text) == len(text)
     assert [i for i, ch in enumerate(masked.text) if ch == "\n"] == [
         i for i, ch in enumerate(text) if ch == "\n"

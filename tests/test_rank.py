@@ -6,7 +6,6 @@ from datetime import datetime, timedelta, timezone
 
 import numpy as np
 import pytest
-
 from memvault.store import rank as R
 from memvault.store.vectors import VectorMatrix
 

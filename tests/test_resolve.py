@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from hypothesis import given
 from hypothesis import strategies as st
-
 from memvault.vault_io.resolve import LinkResolver, link_key, path_key
 
 PATHS = [

@@ -11,7 +11,6 @@ import pytest
 from click.testing import CliRunner
 from fixtures.retrieval import support
 from helpers import write
-
 from memvault.cli.main import cli
 from memvault.daemon.app import Vault
 from memvault.daemon.retrieval import Retriever

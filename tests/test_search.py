@@ -2,15 +2,18 @@
 
 from __future__ import annotations
 
-
 import apsw
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
-
 from memvault.store import records as rec
 from memvault.store.db import connect, write_transaction
-from memvault.store.search import Filters, QuerySyntaxError, keyword_search, natural_match_expressions
+from memvault.store.search import (
+    Filters,
+    QuerySyntaxError,
+    keyword_search,
+    natural_match_expressions,
+)
 
 DOCS = [
     ("a", "Retry policy", "How the client retries failed requests with backoff.", ["eng/http"], "Eng/Retry policy.md"),

@@ -15,7 +15,6 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 from fixtures.retrieval import support
-
 from memvault.cli.main import cli
 from memvault.daemon import client, serve
 from memvault.daemon.app import Vault

@@ -11,7 +11,6 @@ from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
-
 from memvault.cli.main import cli
 from memvault.daemon import service
 from memvault.store.location import vault_data_dir

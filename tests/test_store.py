@@ -7,7 +7,6 @@ from pathlib import Path
 
 import apsw
 import pytest
-
 from memvault.store import location, migrations
 from memvault.store import records as rec
 from memvault.store.db import BUSY_TIMEOUT_MS, IndexError_, connect, write_transaction

@@ -7,7 +7,6 @@ from pathlib import Path
 
 import pytest
 from helpers import write
-
 from memvault.daemon.app import Vault
 from memvault.store import records as rec
 from memvault.store.query import find_trace

@@ -44,13 +44,8 @@ from typing import Any
 from urllib.parse import quote
 
 from .frontmatter import frontmatter_tags
-from .markdown import (
-    blank_spans,
-    find_markdown_links,
-    find_tags,
-    find_wikilinks,
-    mask_markdown,
-)
+from .markdown import find_markdown_links, find_tags, find_wikilinks
+from .mask import blank_spans, mask_markdown
 from .note import Link, ParsedNote
 from .secrets import redact
 from .segment import Segment, collapse, segment_body

@@ -28,16 +28,13 @@ from .frontmatter import (
 )
 from .markdown import (
     RawLink,
-    blank_spans,
     find_blocks,
     find_headings,
     find_markdown_links,
     find_tags,
     find_wikilinks,
-    line_index,
-    line_starts,
-    mask_markdown,
 )
+from .mask import blank_spans, line_index, line_starts, mask_markdown
 from .note import Block, Heading, Link, NoteReadError, ParsedNote, content_hash
 
 log = logging.getLogger(__name__)

@@ -26,7 +26,7 @@ import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
-from .markdown import line_starts, mask_markdown
+from .mask import line_starts, mask_markdown
 from .note import Heading
 from .secrets import private_key_lines
 

@@ -1,0 +1,298 @@
+"""Masking: blanking out what Obsidian does not read as Markdown structure.
+
+The parser never builds a Markdown syntax tree. Instead it makes one
+*masking* pass (:func:`mask_markdown`) that blanks out every region in which
+Obsidian does not see links, tags, headings or block ids: fenced and indented
+code, inline code spans, ``%% comments %%``, HTML comments, HTML tags and
+HTML blocks, and ``$$ math $$``. Masked characters become spaces and
+newlines are kept, so the masked text has the same length and the same line
+numbers as the body, and every extractor in :mod:`.markdown` is a plain
+regex over it.
+
+All functions here work on LF-normalised text (no ``\\r``).
+"""
+
+from __future__ import annotations
+
+import re
+from bisect import bisect_right
+from dataclasses import dataclass
+from functools import lru_cache
+
+# --------------------------------------------------------------------------
+# Masking
+# --------------------------------------------------------------------------
+
+# CommonMark HTML tag grammar (open tag with attributes, closing tag).  Quoted
+# attribute values may not cross a line: that bounds how far an unclosed quote
+# can make the regex search, and multi-line attribute values are vanishingly
+# rare in notes.
+_ATTR = (
+    r"\s++[A-Za-z_:][A-Za-z0-9_.:-]*+"
+    r"(?:\s*+=\s*+(?:[^\s\"'=<>`]++|'[^'\n]*'|\"[^\"\n]*\"))?"
+)
+_OPEN_TAG = rf"<[A-Za-z][A-Za-z0-9-]*+(?:{_ATTR})*\s*+/?>"
+_CLOSE_TAG = r"</[A-Za-z][A-Za-z0-9-]*+\s*+>"
+
+# Inline constructs are found left to right and whichever starts first wins,
+# which is how CommonMark decides between a code span, a comment and a tag.
+_INLINE_START_RE = re.compile(r"[`%$<]")
+_BACKTICKS_RE = re.compile(r"`+")
+_HTML_TAG_RE = re.compile(rf"{_OPEN_TAG}|{_CLOSE_TAG}")
+
+_FENCE_OPEN_RE = re.compile(r"(`{3,}|~{3,})(.*)$")
+_FENCE_CLOSE_RE = re.compile(r"(`{3,}|~{3,})[ \t]*$")
+_QUOTE_PREFIX_RE = re.compile(r"(?:[ \t]*>)+[ \t]?")
+LIST_ITEM_RE = re.compile(r"[ \t]*(?:[-*+]|\d{1,9}[.)])(?:[ \t]|$)")
+_LIST_MARKER_CHARS = frozenset("-*+0123456789")
+ATX_LINE_RE = re.compile(r"#{1,6}(?:[ \t]|$)")
+
+# HTML blocks (CommonMark types 1, 6 and 7).  Type 2 (comments) is left to the
+# inline pass, which already handles comments spanning lines.
+_HTML_RAW_START_RE = re.compile(r"<(?:script|pre|style|textarea)(?:[\s>]|$)", re.I)
+_HTML_RAW_END_RE = re.compile(r"</(?:script|pre|style|textarea)>", re.I)
+_HTML_BLOCK_START_RE = re.compile(
+    r"</?(?:address|article|aside|base|basefont|blockquote|body|caption|center|col"
+    r"|colgroup|dd|details|dialog|dir|div|dl|dt|fieldset|figcaption|figure|footer"
+    r"|form|frame|frameset|h[1-6]|head|header|hr|html|iframe|legend|li|link|main"
+    r"|menu|menuitem|nav|noframes|ol|optgroup|option|p|param|search|section"
+    r"|summary|table|tbody|td|tfoot|th|thead|title|tr|track|ul)(?:[ \t]|/?>|$)",
+    re.I,
+)
+_HTML_LONE_TAG_RE = re.compile(rf"(?:{_OPEN_TAG}|{_CLOSE_TAG})[ \t]*$")
+
+_BLANK_LINE_RE = re.compile(r"\n[ \t]*(?:\n|$)")
+_NEWLINE_RE = re.compile(r"\n")
+
+
+@dataclass(frozen=True)
+class Masked:
+    """The result of :func:`mask_markdown`.
+
+    ``text`` has the length and line structure of the input, with masked
+    characters replaced by spaces.  ``code_lines`` holds the 0-based indexes
+    of lines that belong to a fenced or indented code block or an HTML block:
+    they look blank in ``text`` but are not blank lines for block structure.
+    """
+
+    text: str
+    code_lines: frozenset[int]
+
+
+def _blank(segment: str) -> str:
+    """Spaces in place of every character of ``segment`` except newlines."""
+    if "\n" not in segment:
+        return " " * len(segment)
+    return "\n".join(" " * len(part) for part in segment.split("\n"))
+
+
+def indent_width(line: str) -> int:
+    """Leading whitespace width, counting a tab as reaching the next stop of 4."""
+    stripped = line.lstrip(" \t")
+    prefix = line[: len(line) - len(stripped)]
+    if "\t" not in prefix:
+        return len(prefix)
+    return len(prefix.expandtabs(4))
+
+
+def _mask_blocks(lines: list[str]) -> set[int]:
+    """Blank code blocks and HTML blocks in ``lines`` (in place).
+
+    Returns the indexes of the blanked lines.  One pass, one state machine:
+    a fenced block, an indented code block, or an HTML block may be open.
+    """
+    code: set[int] = set()
+    fence_char = ""
+    fence_len = 0
+    fence_quoted = False  # opened inside a blockquote: ends with the quote
+    html_raw = False  # <script>/<pre>/<style>/<textarea>: ends at closing tag
+    html_block = False  # other HTML blocks: end at a blank line
+    indented = False
+    para = False  # a paragraph is open, so indented lines continue it
+    in_list = False  # indented lines belong to a list item, not to code
+    prev_blank = True
+
+    def hide(i: int) -> None:
+        lines[i] = " " * len(lines[i])
+        code.add(i)
+
+    for i, line in enumerate(lines):
+        if fence_char and fence_quoted and not _QUOTE_PREFIX_RE.match(line):
+            fence_char = ""  # the blockquote ended, and the fence with it
+        if fence_char:
+            hide(i)
+            content = _QUOTE_PREFIX_RE.sub("", line, count=1) if fence_quoted else line
+            close = _FENCE_CLOSE_RE.match(content.lstrip(" \t"))
+            if close and close.group(1)[0] == fence_char and len(close.group(1)) >= fence_len:
+                fence_char = ""
+                para = False
+            continue
+        if html_raw:
+            hide(i)
+            html_raw = not _HTML_RAW_END_RE.search(line)
+            continue
+        stripped = line.lstrip(" \t")
+        if not stripped:
+            html_block = para = False
+            prev_blank = True
+            continue
+        if html_block:
+            hide(i)
+            continue
+
+        indent = 0 if stripped is line else indent_width(line)
+        if indented and indent < 4:
+            indented = False
+        if indented or (indent >= 4 and not para and not in_list):
+            # Indented code: only where no paragraph is open (CommonMark) and
+            # not under a list item, whose indented lines are list content.
+            hide(i)
+            indented = True
+            prev_blank = False
+            continue
+
+        first = stripped[0]
+        quote = _QUOTE_PREFIX_RE.match(line) if first == ">" else None
+        if quote is not None:
+            stripped = line[quote.end() :].lstrip(" \t")
+            first = stripped[:1]
+        opens = ""  # what this line opens: "fence", "raw" or "html"
+        if (first == "`" or first == "~") and (indent < 4 or in_list):
+            fence = _FENCE_OPEN_RE.match(stripped)
+            if fence and not (first == "`" and "`" in fence.group(2)):
+                fence_char, fence_len = first, len(fence.group(1))
+                fence_quoted = quote is not None
+                opens = "fence"
+        elif first == "<" and quote is None and indent < 4:
+            if _HTML_RAW_START_RE.match(stripped):
+                html_raw = not _HTML_RAW_END_RE.search(stripped)
+                opens = "raw"
+            elif _HTML_BLOCK_START_RE.match(stripped) or (
+                not para and _HTML_LONE_TAG_RE.match(stripped)
+            ):
+                html_block = True
+                opens = "html"
+        if opens:
+            hide(i)
+            para = prev_blank = False
+            continue
+
+        # An ordinary line: keep track of paragraphs and lists.
+        if first in _LIST_MARKER_CHARS and LIST_ITEM_RE.match(stripped):
+            in_list = True
+        elif indent == 0 and (prev_blank or first == "#"):
+            in_list = False
+        para = not (first == "#" and quote is None and ATX_LINE_RE.match(stripped))
+        prev_blank = False
+    return code
+
+
+@lru_cache(maxsize=64)
+def _backtick_closer(n: int) -> re.Pattern[str]:
+    """A regex for a backtick run of exactly ``n`` characters."""
+    return re.compile(rf"(?<!`)`{{{n}}}(?!`)")
+
+
+def _mask_inline(text: str) -> str:
+    """Blank code spans, ``%%`` and HTML comments, HTML tags and ``$$`` math."""
+    spans: list[tuple[int, int]] = []
+    cursor = 0
+    # Caches that keep many backtick runs in one long paragraph linear:
+    # the next blank line after some offset, and per run length the last
+    # search for a closer that failed (from where, up to which limit).
+    blank_from, blank_at = len(text) + 1, -1  # nothing cached yet
+    failed: dict[int, tuple[int, int]] = {}
+    # Scanning for the four opening characters and deciding in Python is
+    # several times faster than one alternation regex, which Python's engine
+    # tries at every position.
+    for m in _INLINE_START_RE.finditer(text):
+        start = m.start()
+        if start < cursor:
+            continue
+        first = m.group()
+        if first == "`":
+            run = _BACKTICKS_RE.match(text, start)
+            run_end = run.end() if run else start + 1
+            cursor = run_end
+            if start and text[start - 1] == "\\":
+                continue  # an escaped backtick cannot open a code span
+            # A code span lives within one paragraph: stop at a blank line.
+            if not (blank_from <= run_end and (blank_at < 0 or run_end <= blank_at)):
+                blank = _BLANK_LINE_RE.search(text, run_end)
+                blank_from, blank_at = run_end, (blank.start() if blank else -1)
+            limit = blank_at if blank_at >= 0 else len(text)
+            n = run_end - start
+            miss = failed.get(n)
+            if miss is not None and miss[0] <= run_end and miss[1] == limit:
+                continue
+            close = _backtick_closer(n).search(text, run_end, limit)
+            if close is None:
+                failed[n] = (run_end, limit)
+                continue
+            end = close.end()
+        elif first == "%":
+            if not text.startswith("%%", start):
+                continue
+            found = text.find("%%", start + 2)
+            end = len(text) if found < 0 else found + 2  # unclosed: rest of note
+        elif first == "$":
+            if not text.startswith("$$", start):
+                continue
+            found = text.find("$$", start + 2)
+            if found < 0:
+                cursor = start + 2  # a lone "$$" is just text
+                continue
+            end = found + 2
+        elif text.startswith("<!--", start):
+            found = text.find("-->", start + 4)
+            end = len(text) if found < 0 else found + 3
+        else:
+            before = start - 1
+            while before > 0 and text[before] in " \t":
+                before -= 1
+            if before > 0 and text[before] == "(" and text[before - 1] == "]":
+                continue  # "[x](<A Note.md>)": a link destination, not a tag
+            tag = _HTML_TAG_RE.match(text, start)
+            if tag is None:
+                continue
+            end = tag.end()
+        spans.append((start, end))
+        cursor = end
+    return blank_spans(text, spans)
+
+
+def mask_markdown(text: str) -> Masked:
+    """Blank every region of ``text`` in which Obsidian sees no links or tags.
+
+    Block constructs (fenced and indented code, HTML blocks) are handled line
+    by line first, then inline ones (code spans, comments, tags, math) in one
+    left-to-right regex pass over what is left.
+    """
+    lines = text.split("\n")
+    code = _mask_blocks(lines)
+    blocked = "\n".join(lines) if code else text
+    return Masked(_mask_inline(blocked), frozenset(code))
+
+
+def blank_spans(text: str, spans: list[tuple[int, int]]) -> str:
+    """``text`` with each ``(start, end)`` span (sorted, disjoint) blanked."""
+    if not spans:
+        return text
+    pieces: list[str] = []
+    last = 0
+    for start, end in spans:
+        pieces.append(text[last:start])
+        pieces.append(_blank(text[start:end]))
+        last = end
+    pieces.append(text[last:])
+    return "".join(pieces)
+
+
+def line_starts(text: str) -> list[int]:
+    """Offsets at which each line of ``text`` starts."""
+    return [0] + [m.end() for m in _NEWLINE_RE.finditer(text)]
+
+
+def line_index(starts: list[int], offset: int) -> int:
+    """The 0-based line holding ``offset``, given :func:`line_starts`."""
+    return bisect_right(starts, offset) - 1
