@@ -58,6 +58,7 @@ COMMAND_MODULES: dict[str, str] = {
     **dict.fromkeys(["daemon", "status", "service"], "daemon_cmds"),
     **dict.fromkeys(["source", "facts"], "fact_cmds"),
     **dict.fromkeys(["context", "model"], "recall_cmds"),
+    "config": "config_cmds",
 }
 
 

@@ -12,7 +12,7 @@ Environment variables are named after the key: ``MEMVAULT_VAULT``,
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -123,6 +123,8 @@ class Config:
 
     values: dict[str, Any]
     file: Path
+    #: Where each value came from: "default", "file", "env" or "flag".
+    origins: dict[str, str] = field(default_factory=dict)
 
     def __getitem__(self, name: str) -> Any:
         return self.values[name]
@@ -136,6 +138,7 @@ def load_config(overrides: dict[str, Any] | None = None) -> Config:
     """Read the effective configuration; ``overrides`` are CLI flags (None = unset)."""
     path = config_path()
     values = {k.name: k.default for k in KEYS}
+    origins = dict.fromkeys(values, "default")
     if path.exists():
         import tomllib  # only when there is a file to read
 
@@ -150,11 +153,14 @@ def load_config(overrides: dict[str, Any] | None = None) -> Config:
             if key is None:
                 raise ConfigError(f"{path}: unknown key {name!r} (see `memvault config`)")
             values[name] = _coerce(key, value, str(path))
+            origins[name] = "file"
     for key in KEYS:
         env = os.environ.get(key.env)
         if env is not None and env != "":
             values[key.name] = _coerce(key, env, f"environment variable {key.env}")
+            origins[key.name] = "env"
     for name, value in (overrides or {}).items():
         if value is not None:
             values[name] = _coerce(_BY_NAME[name], value, f"option for {name}")
-    return Config(values, path)
+            origins[name] = "flag"
+    return Config(values, path, origins)

@@ -174,3 +174,17 @@ def test_every_command_is_registered_for_lazy_loading() -> None:
     assert set(cli.commands) == set(COMMAND_MODULES)
     r = CliRunner().invoke(cli, ["--help"])
     assert r.exit_code == 0 and all(name in r.output for name in COMMAND_MODULES)
+
+
+def test_config_lists_keys_with_origin(memvault_env: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    (memvault_env / "config.toml").write_text('debounce_ms = 500\n[llm]\nmodel = "qwen"\n', encoding="utf-8")
+    monkeypatch.setenv("MEMVAULT_RESCAN_INTERVAL", "60")
+    r = CliRunner().invoke(cli, ["config", "--json"])
+    assert r.exit_code == 0, r.output
+    rows = {row["key"]: row for row in map(json.loads, r.stdout.splitlines())}
+    assert rows["debounce_ms"]["value"] == 500 and rows["debounce_ms"]["origin"] == "file"
+    assert rows["llm.model"]["value"] == "qwen"
+    assert rows["rescan_interval"]["value"] == 60 and rows["rescan_interval"]["origin"] == "env"
+    assert rows["memory_folder"]["origin"] == "default" and rows["memory_folder"]["doc"]
+    r = CliRunner().invoke(cli, ["--vault", "/some/where", "config"])
+    assert "vault = '/some/where'   [flag]" in r.output and "config file:" in r.output
