@@ -154,7 +154,12 @@ def service_install(app: AppContext, enable: bool, exe: Path | None) -> None:
     vault = app.vault
     try:
         exe_path = exe.absolute() if exe else svc.memvault_executable()
-        outcome = svc.install(exe_path, vault.root, vault.data_dir, enable=enable)
+        # The whole data dir, not only this vault's folder: the embedding
+        # model is unpacked and verified under it on first use.
+        from memvault.store.location import data_home
+
+        network = vault.config["extractor"] == "llm"  # the llm extractor calls an HTTP endpoint
+        outcome = svc.install(exe_path, vault.root, data_home(), enable=enable, network=network)
     except svc.ServiceError as exc:
         raise click.ClickException(str(exc)) from None
     _print_outcome(outcome)

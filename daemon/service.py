@@ -99,10 +99,18 @@ def quote(value: str, *, exec_arg: bool = False) -> str:
     return value
 
 
-def render(exe: Path, vault: Path, data_dir: Path, env: dict[str, str] | None = None) -> str:
-    """The unit text for serving ``vault`` with ``exe``; ``env`` becomes Environment= lines."""
+def render(
+    exe: Path, vault: Path, data_dir: Path, env: dict[str, str] | None = None, *, network: bool = False
+) -> str:
+    """The unit text for serving ``vault`` with ``exe``; ``env`` becomes Environment= lines.
+
+    ``network`` lets the daemon open IP sockets (the llm fact extractor talks
+    HTTP to its endpoint); otherwise it may only use Unix sockets.
+    """
     lines = [f"Environment={quote(f'{k}={v}')}" for k, v in sorted((env or {}).items())]
     text = TEMPLATE.replace("@ENVIRONMENT@\n", "".join(line + "\n" for line in lines))
+    if network:
+        text = text.replace("RestrictAddressFamilies=AF_UNIX\n", "RestrictAddressFamilies=AF_UNIX AF_INET AF_INET6\n")
     # ExecStart expands $VARIABLES, other settings do not: quote it apart.
     exec_line = f"{quote(str(exe), exec_arg=True)} --vault {quote(str(vault), exec_arg=True)}"
     text = text.replace("ExecStart=@EXEC@ --vault @VAULT@", f"ExecStart={exec_line}")
@@ -148,11 +156,11 @@ def _systemctl(args: list[str], outcome: Outcome) -> bool:
     return False
 
 
-def install(exe: Path, vault: Path, data_dir: Path, *, enable: bool = False) -> Outcome:
+def install(exe: Path, vault: Path, data_dir: Path, *, enable: bool = False, network: bool = False) -> Outcome:
     """Write the unit for ``vault`` and reload (and with ``enable`` enable and start) it."""
     outcome = Outcome()
     path = unit_path()
-    text = render(exe, vault, data_dir, carried_env())
+    text = render(exe, vault, data_dir, carried_env(), network=network)
     existed = path.exists()
     try:
         path.parent.mkdir(parents=True, exist_ok=True)

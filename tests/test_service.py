@@ -13,7 +13,7 @@ import pytest
 from click.testing import CliRunner
 from memvault.cli.main import cli
 from memvault.daemon import service
-from memvault.store.location import vault_data_dir
+from memvault.store.location import data_home
 
 REPO = Path(__file__).resolve().parent.parent
 MEMVAULT_EXE = Path(sys.executable).parent / "memvault"
@@ -62,7 +62,7 @@ def test_install_without_systemctl_writes_the_unit_and_says_what_to_run(vault: P
     text = unit.read_text()
     assert f"ExecStart={exe()} --vault {vault} daemon" in text
     assert f"Environment=MEMVAULT_HOME={os.environ['MEMVAULT_HOME']}" in text
-    assert f"ReadWritePaths={vault} {vault_data_dir(vault)}" in text
+    assert f"ReadWritePaths={vault} {data_home()}" in text  # the model folder lives there too
     for setting in ("Type=notify", "WatchdogSec=60", "Restart=on-failure", "NoNewPrivileges=yes", "UMask=0077",
                     "PrivateTmp=yes", "ProtectSystem=strict", "RestrictAddressFamilies=AF_UNIX"):
         assert setting in text.splitlines()
@@ -70,7 +70,7 @@ def test_install_without_systemctl_writes_the_unit_and_says_what_to_run(vault: P
     assert f"wrote {unit}" in out
     assert "systemctl not found" in out
     assert "systemctl --user daemon-reload" in out and "systemctl --user enable --now memvault.service" in out
-    assert vault_data_dir(vault).is_dir()  # ReadWritePaths= must exist
+    assert data_home().is_dir()  # ReadWritePaths= must exist
 
     code, out = invoke("service", "uninstall")
     assert code == 0, out
@@ -78,6 +78,16 @@ def test_install_without_systemctl_writes_the_unit_and_says_what_to_run(vault: P
     assert "systemctl --user disable --now memvault.service" in out
     code, out = invoke("service", "uninstall")
     assert code == 0 and "nothing to remove" in out
+
+
+def test_llm_extractor_lets_the_service_reach_its_endpoint(
+    vault: Path, user_config: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("MEMVAULT_EXTRACTOR", "llm")
+    code, out = invoke("--vault", str(vault), "service", "install", "--exec", exe())
+    assert code == 0, out
+    text = (user_config / "systemd" / "user" / "memvault.service").read_text()
+    assert "RestrictAddressFamilies=AF_UNIX AF_INET AF_INET6" in text.splitlines()
 
 
 def test_install_and_uninstall_run_systemctl(vault: Path, user_config: Path, tmp_path: Path) -> None:
@@ -121,12 +131,14 @@ def test_quoting_of_odd_paths() -> None:
 
 
 @pytest.mark.skipif(SYSTEMD_ANALYZE is None, reason="systemd-analyze is not installed")
-@pytest.mark.parametrize("name", ["vault", "My Vault 100%"])
-def test_rendered_unit_passes_systemd_analyze_verify(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, name: str) -> None:
+@pytest.mark.parametrize(("name", "network"), [("vault", False), ("My Vault 100%", False), ("vault", True)])
+def test_rendered_unit_passes_systemd_analyze_verify(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, name: str, network: bool
+) -> None:
     root = tmp_path / name
     root.mkdir()
     monkeypatch.setenv("MEMVAULT_CONFIG", str(tmp_path / "my config.toml"))
-    text = service.render(Path(exe()), root, vault_data_dir(root), service.carried_env())
+    text = service.render(Path(exe()), root, data_home(), service.carried_env(), network=network)
     unit = tmp_path / "memvault.service"
     unit.write_text(text)
     # `--user` needs a runtime dir to set up its (offline) manager; the
