@@ -68,7 +68,7 @@ def model_pull(app: AppContext, name: str | None) -> None:
     try:
         where = pull_model(spec, location.data_home())
     except ModelUnavailable as exc:
-        raise click.ClickException(f"cannot download {spec.name!r}: {exc}") from None
+        raise click.ClickException(str(exc)) from None
     if spec.bundled:
         click.echo(f"The default model is bundled and verified: {where}")
     else:

@@ -298,19 +298,19 @@ def _load(spec: ModelSpec, home: Path, allow_network: bool) -> Embedder:
     except ValueError as exc:
         if "not supported" in str(exc):
             raise ModelUnavailable(f"embedding model {spec.name!r} is not a fastembed text model") from None
-        raise ModelUnavailable(_missing_message(spec)) from None
+        raise ModelUnavailable(_failure_message(spec, allow_network, exc)) from None
     except Exception as exc:  # onnxruntime, huggingface_hub and OS errors alike
         if spec.bundled:
             raise ModelUnavailable(f"cannot load the bundled embedding model: {exc}") from None
-        raise ModelUnavailable(_missing_message(spec) + f" ({type(exc).__name__})") from None
+        raise ModelUnavailable(_failure_message(spec, allow_network, exc)) from None
     return Embedder(spec, model)
 
 
-def _missing_message(spec: ModelSpec) -> str:
-    return (
-        f"embedding model {spec.name!r} is not available offline; "
-        f"run `memvault model pull` to download it"
-    )
+def _failure_message(spec: ModelSpec, downloading: bool, exc: Exception) -> str:
+    if downloading:
+        detail = str(exc).strip().splitlines()[-1][:200] if str(exc).strip() else type(exc).__name__
+        return f"download of {spec.name!r} failed (no network, or not on the model hub?): {detail}"
+    return f"embedding model {spec.name!r} is not available offline; run `memvault model pull` to download it"
 
 
 def pull_model(spec: ModelSpec, home: Path) -> Path:
