@@ -128,15 +128,19 @@ def note_edges(
     all_files: dict[str, str | None],
     kind: str,
     resolutions: Sequence[Resolution] | None = None,
+    keys: Sequence[str] | None = None,
 ) -> list[rec.EdgeRow]:
     """The link, embed, property (and, for memories, related) edges of a note,
-    resolved (``resolutions``, when given, are already known for its links)."""
+    resolved (``resolutions`` and ``keys``, when given, were computed with
+    the note in a worker process)."""
     related_from = related_start_line(note) if kind == "memory" else None
     links = (*note.links, *note.embeds)
     if resolutions is None:
         resolutions = [resolver.resolve(link.target, note.path) for link in links]
+    if keys is None:
+        keys = [link_key(link.target) if link.target else "" for link in links]
     out = []
-    for link, hit in zip(links, resolutions):
+    for link, hit, key in zip(links, resolutions, keys):
         edge_kind = link.kind
         if related_from is not None and link.kind == "link" and link.line >= related_from:
             edge_kind = "related"
@@ -144,7 +148,7 @@ def note_edges(
             rec.EdgeRow(
                 kind=edge_kind,
                 target_name=link.target,
-                target_key=link_key(link.target) if link.target else "",
+                target_key=key,
                 target_path=hit.path,
                 target_id=all_files.get(hit.path) if hit.path else None,
                 anchor=link.subpath,

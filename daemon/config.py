@@ -53,6 +53,7 @@ KEYS: tuple[Key, ...] = (
     Key("llm.retries", 2, "Extra attempts for a failed llm extractor call before falling back to the default extractor."),
     Key("llm.max_chars", 40000, "Source notes longer than this many characters use the default extractor, not the llm."),
     Key("embedding.model", "default", 'fastembed model name, "default" (bundled all-MiniLM-L6-v2 int8) or "none".'),
+    Key("embedding.daemon_threads", 1, "CPU threads the daemon's model uses (0: all cores); `memvault sync` uses all."),
     Key("embedding.batch_tokens", 8192, "Embedding batch size in padded tokens (texts x longest text): bounds memory."),
     Key("recall.budget", 800, "Default token budget of `memvault context`."),
     Key("recall.min_similarity", 0.3, "Relevance floor: weakest cosine similarity a semantic match may have."),

@@ -46,6 +46,9 @@ BATCH = 500
 #: of row by row (see store.records.begin_bulk_load).
 BULK_MIN = 1000
 
+#: SQLite's default: checkpoint the WAL when it reaches this many pages.
+WAL_AUTOCHECKPOINT = 1000
+
 Progress = Callable[[int, int], None]
 
 
@@ -138,6 +141,7 @@ class _Change:
     trace_id: str = ""
     memory: bool = False
     resolutions: tuple[Resolution, ...] | None = None  # of note.links + note.embeds, when read in bulk
+    keys: tuple[str, ...] | None = None  # their link keys, likewise
 
 
 class Indexer:
@@ -221,6 +225,7 @@ class Indexer:
             return self._reconcile_inner(scan, absent, known, progress)
         except BaseException:
             self._paths = None  # the cached path index may be half-updated
+            self.con.execute(f"PRAGMA wal_autocheckpoint={WAL_AUTOCHECKPOINT}")  # if a bulk load paused it
             raise
 
     def _path_index(self) -> tuple[dict[str, str | None], LinkResolver]:
@@ -286,9 +291,15 @@ class Indexer:
         # parsing in the worker processes. Otherwise all are read first.
         stream = not gone
         bulk = len(notes) >= BULK_MIN and len(notes) >= len(all_files) // 2
+        # A first index: every note written is new, nothing to delete first.
+        fresh = bulk and self.con.execute("SELECT NOT EXISTS (SELECT 1 FROM traces)").fetchone()[0] == 1
         if bulk and not rec.bulk_load_pending(self.con):
             with write_transaction(self.con):
-                rec.begin_bulk_load(self.con)
+                rec.begin_bulk_load(self.con, fresh=fresh)
+        if bulk:
+            # Checkpoint once after the load rather than every 1,000 pages:
+            # hot index pages are otherwise copied into the database over and over.
+            self.con.execute("PRAGMA wal_autocheckpoint=0")
         taken = {tid: path for path, tid in all_files.items() if tid}  # id -> path holding it
         written: set[str] = set()
         written_notes: list[tuple[ParsedNote, rec.TraceRow]] = []
@@ -302,7 +313,7 @@ class Indexer:
                 all_files[c.stat.path] = c.trace_id
             with write_transaction(self.con):
                 for c in batch:
-                    written_notes.append((c.note, self._write_note(c, resolver, all_files, known)))
+                    written_notes.append((c.note, self._write_note(c, resolver, all_files, known, fresh)))
                     written.add(c.trace_id)
                     summary.count(c)
             batches += 1
@@ -320,7 +331,7 @@ class Indexer:
                     note = res.note
                     old = st.path if st.path in known else None
                     memory = is_memory_note(note, self.memory_folder)
-                    changes.append(_Change(st, note, old, memory=memory, resolutions=res.resolutions))
+                    changes.append(_Change(st, note, old, memory=memory, resolutions=res.resolutions, keys=res.keys))
                     if stream and len(changes) % BATCH == 0:
                         write(changes[-BATCH:])
         finally:
@@ -359,6 +370,9 @@ class Indexer:
         if rec.bulk_load_pending(self.con):  # this bulk load, or one that died half-way
             with write_transaction(self.con):
                 rec.end_bulk_load(self.con)
+        if bulk:
+            self.con.wal_checkpoint(mode=apsw.SQLITE_CHECKPOINT_PASSIVE)
+            self.con.execute(f"PRAGMA wal_autocheckpoint={WAL_AUTOCHECKPOINT}")
 
         appeared = {c.stat.path for c in changes if c.old_path != c.stat.path}
         appeared |= {st.path for st in attachments if st.path not in known}
@@ -448,6 +462,7 @@ class Indexer:
         resolver: LinkResolver,
         all_files: dict[str, str | None],
         known: dict[str, rec.FileRow],
+        fresh: bool = False,
     ) -> rec.TraceRow:
         note, st = c.note, c.stat
         old_row = known.get(c.old_path) if c.old_path else None
@@ -461,9 +476,12 @@ class Indexer:
             self.con,
             rec.FileRow(st.path, "note", c.trace_id, st.mtime_ns, st.size, note.hash, note.error),
         )
-        rec.put_trace(self.con, trace)
-        edges = note_edges(note, resolver, all_files, trace.kind, c.resolutions)
-        rec.replace_edges(self.con, c.trace_id, edges)
+        rec.put_trace(self.con, trace, new=fresh)
+        edges = note_edges(note, resolver, all_files, trace.kind, c.resolutions, c.keys)
+        if fresh:
+            rec.add_edges(self.con, c.trace_id, edges)
+        else:
+            rec.replace_edges(self.con, c.trace_id, edges)
         return trace
 
     def _reresolve(

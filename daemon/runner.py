@@ -194,6 +194,9 @@ class DaemonRunner:
         try:
             log.info("memvault daemon starting for %s (pid %d)", self.root, os.getpid())
             if self.background:
+                from memvault.store.embed import set_threads
+
+                set_threads(self.vault.config["embedding.daemon_threads"])
                 self._start_server()
             with OverflowListener(self._on_overflow):
                 self._serve()

@@ -227,6 +227,18 @@ def _unit(m: "np.ndarray") -> "np.ndarray":
 _loaded: dict[str, Embedder] = {}
 _failed: dict[str, str] = {}
 _load_lock = threading.Lock()
+#: ONNX threads for models loaded from now on in this process (0: all cores).
+_threads = 0
+
+
+def set_threads(n: int) -> None:
+    """Limit the ONNX threads of models loaded later in this process.
+
+    The daemon embeds in the background with one thread, so a first index
+    of a large vault leaves a core free for the person and for queries.
+    """
+    global _threads
+    _threads = max(0, int(n))
 
 
 def load_embedder(spec: ModelSpec, home: Path, *, allow_network: bool = False) -> Embedder:
@@ -280,6 +292,8 @@ def _load(spec: ModelSpec, home: Path, allow_network: bool) -> Embedder:
     cache = fastembed_cache(home)
     cache.mkdir(parents=True, exist_ok=True, mode=0o700)
     kwargs: dict[str, Any] = {"cache_dir": str(cache)}
+    if _threads:
+        kwargs["threads"] = _threads
     if spec.bundled:
         kwargs["specific_model_path"] = str(prepare_bundled_model(home))
         name = DEFAULT_FASTEMBED_NAME

@@ -147,9 +147,10 @@ def get_traces(con: apsw.Connection, where: str, params: Sequence[Any] = ()) -> 
     return [_trace_from_row(r) for r in con.execute(f"SELECT {_TRACE_COLS} FROM traces WHERE {where}", params)]
 
 
-def put_trace(con: apsw.Connection, t: TraceRow) -> None:
+def put_trace(con: apsw.Connection, t: TraceRow, *, new: bool = False) -> None:
     """Insert a trace, or update it in place keeping its creation time and
-    retrieval statistics (which belong to the index, not to the note)."""
+    retrieval statistics (which belong to the index, not to the note).
+    ``new``: the caller knows the id is not in the index (no old tags)."""
     tags = " ".join(t.tags)
     meta = json.dumps(t.metadata, ensure_ascii=False, sort_keys=True, default=str)
     now = now_iso()
@@ -171,7 +172,8 @@ def put_trace(con: apsw.Connection, t: TraceRow) -> None:
             t.strength, t.status, t.reason, t.created or now, t.updated or now, t.content_key,
         ),
     )
-    con.execute("DELETE FROM trace_tags WHERE trace_id = ?", (t.id,))
+    if not new:
+        con.execute("DELETE FROM trace_tags WHERE trace_id = ?", (t.id,))
     con.executemany(
         "INSERT OR IGNORE INTO trace_tags (trace_id, tag) VALUES (?, ?)",
         [(t.id, tag.lower()) for tag in t.tags],
@@ -305,20 +307,24 @@ BULK_FLAG = "bulk_load"
 _DEFERRED_INDEXES = {
     "edges_target_key": "CREATE INDEX IF NOT EXISTS edges_target_key ON edges(target_key)",
     "edges_target_id": "CREATE INDEX IF NOT EXISTS edges_target_id ON edges(target_id)",
+    # Only into an empty index: the loader then never deletes edges by source.
+    "edges_source": "CREATE INDEX IF NOT EXISTS edges_source ON edges(source_id)",
 }
 
 
-def begin_bulk_load(con: apsw.Connection) -> None:
+def begin_bulk_load(con: apsw.Connection, *, fresh: bool = False) -> None:
     """Pause the FTS triggers and drop the deferred indexes (a first index).
 
-    The flag row commits with the dropped indexes, so a loader that dies
-    half-way leaves it set, and the next reconcile finishes the job
-    (:func:`bulk_load_pending`, :func:`end_bulk_load`). Search meanwhile
-    sees the notes indexed before the load.
+    ``fresh``: the index holds no traces, so nothing will be deleted or
+    replaced and even the index on edge sources can wait. The flag row
+    commits with the dropped indexes, so a loader that dies half-way leaves
+    it set, and the next reconcile finishes the job (:func:`bulk_load_pending`,
+    :func:`end_bulk_load`). Search meanwhile sees the notes indexed before.
     """
     set_meta(con, BULK_FLAG, now_iso())
     for name in _DEFERRED_INDEXES:
-        con.execute(f"DROP INDEX IF EXISTS {name}")
+        if fresh or name != "edges_source":
+            con.execute(f"DROP INDEX IF EXISTS {name}")
 
 
 def bulk_load_pending(con: apsw.Connection) -> bool:

@@ -20,7 +20,7 @@ from pathlib import Path
 
 from .note import NoteReadError, ParsedNote, content_hash
 from .parser import parse_note
-from .resolve import LinkResolver, Resolution
+from .resolve import LinkResolver, Resolution, link_key
 
 #: Fewer notes than this are read in-process.
 POOL_MIN = 400
@@ -36,6 +36,7 @@ class ReadResult:
     digest: str | None = None
     note: ParsedNote | None = None  # None: unchanged (same hash) or unreadable
     resolutions: tuple[Resolution, ...] = ()  # for note.links + note.embeds, in order
+    keys: tuple[str, ...] = ()  # their link_key()s, in the same order
     error: str | None = None  # why it could not be read
 
 
@@ -52,8 +53,10 @@ def read_note_file(root: Path, path: str, known_hash: str | None, resolver: Link
         note = parse_note(path, data)
     except NoteReadError as exc:
         return ReadResult(path, digest, error=str(exc).removeprefix(f"{path}: "))
-    resolutions = tuple(resolver.resolve(link.target, path) for link in (*note.links, *note.embeds))
-    return ReadResult(path, digest, note, resolutions)
+    links = (*note.links, *note.embeds)
+    resolutions = tuple(resolver.resolve(link.target, path) for link in links)
+    keys = tuple(link_key(link.target) if link.target else "" for link in links)
+    return ReadResult(path, digest, note, resolutions, keys)
 
 
 # Worker-process state, set once by the pool initializer.
