@@ -65,6 +65,15 @@ def _cache_size(con: apsw.Connection) -> None:
     con.execute("PRAGMA cache_size=-65536")
 
 
+def _journal_size_limit(con: apsw.Connection) -> None:
+    """Shrink the WAL file back to 64 MiB after a checkpoint.
+
+    A first index writes a few hundred MiB through the WAL; without a limit
+    the file keeps that size on disk for good.
+    """
+    con.execute("PRAGMA journal_size_limit=67108864")
+
+
 def _no_double_quoted_strings(con: apsw.Connection) -> None:
     """Treat "x" as an identifier only, so a typo'd column name is an error
     instead of silently becoming a string literal."""
@@ -103,6 +112,7 @@ def connect(path: Path | str, *, create: bool = True) -> apsw.Connection:
         _synchronous_normal(con)
         _foreign_keys(con)
         _cache_size(con)
+        _journal_size_limit(con)
         _no_double_quoted_strings(con)
         migrations.migrate(con)
     except apsw.Error as exc:
