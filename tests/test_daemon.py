@@ -401,3 +401,22 @@ def test_a_failing_batch_is_logged_and_the_daemon_goes_on(vault: Path, monkeypat
         write(vault, "second.md", "indexed normally")
         wait_for(lambda: "second.md" in indexed(vault))
     assert any("the next rescan retries them" in r.getMessage() for r in caplog.records)
+
+
+def test_store_write_with_daemon_running_is_one_file_write(vault: Path) -> None:
+    from memvault.daemon.memories import Memories
+
+    with running(vault) as (runner, rec):
+        v = Vault.open(str(vault))
+        try:
+            result = Memories(v).add("Tea at four, every day.", "event")
+        finally:
+            v.close()
+        note = vault / result.path
+        first = (note.stat().st_ino, note.stat().st_mtime_ns, note.read_bytes())
+        # the daemon sees the create event, confirms it by hash, and leaves it
+        wait_for(lambda: result.path in rec.hinted())
+        wait_for(lambda: len(runner.queue) == 0)
+        assert (note.stat().st_ino, note.stat().st_mtime_ns, note.read_bytes()) == first
+        assert result.path not in rec.reindexed()  # already indexed by its writer: nothing to redo
+        assert sorted(p.name for p in (vault / "Memory" / "episodic").iterdir()) == [note.name]
