@@ -23,7 +23,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import random
 import shutil
 import statistics
@@ -37,18 +36,11 @@ from typing import Any
 BENCH = Path(__file__).resolve().parent
 REPO = BENCH.parent
 FIXTURE = REPO / "tests" / "fixtures" / "retrieval"
+sys.path.insert(0, str(BENCH))
+from _common import isolate_env  # noqa: E402
+
 OUT = BENCH / "out"
 MEMVAULT = Path(sys.executable).parent / "memvault"
-
-
-def isolate(home: Path) -> None:
-    """A private memvault home for this process and its children."""
-    for key in list(os.environ):
-        if key.startswith("MEMVAULT_"):
-            del os.environ[key]
-    home.mkdir(parents=True, exist_ok=True)
-    os.environ["MEMVAULT_HOME"] = str(home)
-    os.environ["MEMVAULT_CONFIG"] = str(home / "no-config.toml")
 
 
 def summarize(xs: list[float]) -> dict[str, float]:
@@ -329,7 +321,7 @@ def main() -> None:
     args = ap.parse_args()
     parts = args.only or ["quality", "calibrate", "latency", "process"]
     work = Path(tempfile.mkdtemp(prefix="bench-retrieval-", dir=BENCH / "out"))
-    isolate(work / "home")
+    isolate_env(work / "home")
     results: dict[str, Any] = {"when": time.strftime("%Y-%m-%dT%H:%M:%S")}
     try:
         root = labelled_vault(work, args.save_cache) if {"quality", "calibrate", "process"} & set(parts) else None
@@ -362,5 +354,4 @@ def _print_quality(q: dict[str, Any]) -> None:
 
 
 if __name__ == "__main__":
-    sys.path.insert(0, str(BENCH))
     main()
