@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import multiprocessing
 import os
+import select
 import threading
 from collections.abc import Iterable, Iterator
 from concurrent.futures import ProcessPoolExecutor
@@ -64,10 +65,38 @@ _ROOT: Path | None = None
 _RESOLVER: LinkResolver | None = None
 
 
-def _init_worker(root: str, paths: list[str]) -> None:
+def _init_worker(root: str, paths: list[str], parent: int) -> None:
     global _ROOT, _RESOLVER
     _ROOT = Path(root)
     _RESOLVER = LinkResolver(paths)
+    threading.Thread(target=_exit_with, args=(parent,), name="memvault-parent-watch", daemon=True).start()
+
+
+def _exit_with(parent: int) -> None:
+    """Exit this worker as soon as ``parent`` (the process that started the pool) ends.
+
+    A worker holds both ends of its task queue, so it never sees end-of-file
+    when the parent dies; a parent killed with SIGKILL would leave it (and a
+    forkserver, which shares the parent's pipes) running for ever.
+    """
+    try:
+        fd = os.pidfd_open(parent)
+    except (AttributeError, OSError):  # no pidfd (old kernel): poll, slowly
+        while _alive(parent):
+            threading.Event().wait(1.0)
+    else:
+        select.select([fd], [], [])  # readable once the parent has exited
+    os._exit(1)
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
 
 
 def _read_chunk(items: list[tuple[str, str | None]]) -> list[ReadResult]:
@@ -94,7 +123,9 @@ def read_notes(
     # could fork a held lock into the child, so that one uses a forkserver.
     ctx = multiprocessing.get_context("fork" if threading.active_count() == 1 else "forkserver")
     chunks = [items[i : i + CHUNK] for i in range(0, len(items), CHUNK)]
-    pool = ProcessPoolExecutor(workers, mp_context=ctx, initializer=_init_worker, initargs=(str(root), list(paths)))
+    pool = ProcessPoolExecutor(
+        workers, mp_context=ctx, initializer=_init_worker, initargs=(str(root), list(paths), os.getpid())
+    )
     try:
         for results in pool.map(_read_chunk, chunks):
             yield from results
