@@ -279,11 +279,22 @@ def m004_vectors(con: apsw.Connection) -> None:
     )
 
 
+def m005_file_ctime(con: apsw.Connection) -> None:
+    """The inode change time of each file, beside its mtime.
+
+    mtime and size alone miss a file replaced by another of the same size and
+    mtime (``mv a b`` keeps the moved file's mtime); the rename changes ctime.
+    0 means unknown: the next sync reads the file again to fill it in.
+    """
+    con.execute("ALTER TABLE files ADD COLUMN ctime_ns INTEGER NOT NULL DEFAULT 0")
+
+
 MIGRATIONS: list[Callable[[apsw.Connection], None]] = [
     m001_foundation,
     m002_memories,
     m003_facts,
     m004_vectors,
+    m005_file_ctime,
 ]
 
 
