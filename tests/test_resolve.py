@@ -82,3 +82,16 @@ def test_keys_match_between_links_and_paths() -> None:
 def test_resolve_never_raises(target: str, source: str) -> None:
     hit = r().resolve(target, source)
     assert hit.path is None or hit.path in PATHS or hit.path == source
+
+
+def test_case_variants_of_one_path_are_both_kept() -> None:
+    res = LinkResolver(["Note.md", "note.md", "Dir/x.md"])
+    assert (res.resolve("note", "Dir/x.md").path, res.resolve("note", "Dir/x.md").ambiguous) == ("note.md", True)
+    assert res.resolve("Note", "Dir/x.md").path == "Note.md"
+    assert res.resolve("/NOTE", "Dir/x.md").path in {"Note.md", "note.md"}
+    assert res.resolve("/note", "Dir/x.md") == res.resolve("/note.md", "Dir/x.md")
+    res.remove("Note.md")
+    assert "Note.md" not in res and "note.md" in res
+    assert (res.resolve("Note", "Dir/x.md").path, res.resolve("Note", "Dir/x.md").ambiguous) == ("note.md", False)
+    res.remove("note.md")
+    assert res.resolve("note", "Dir/x.md").path is None

@@ -121,6 +121,21 @@ def test_unresolved_link_resolves_when_target_appears(vault: Path) -> None:
     assert later and edges(vault, "A.md")[0].target_id == later.id
 
 
+def test_case_variant_files_resolve_like_a_rebuild(vault: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    write(vault, "Note.md", "upper")
+    write(vault, "note.md", "lower")
+    write(vault, "L.md", "[[note]] [[Note]]")
+    sync(vault)
+    assert [(e.target_path, e.ambiguous) for e in edges(vault, "L.md")] == [("note.md", True), ("Note.md", True)]
+    os.remove(vault / "Note.md")
+    sync(vault)
+    synced = [(e.target_path, e.ambiguous) for e in edges(vault, "L.md")]
+    assert synced == [("note.md", False), ("note.md", False)]
+    monkeypatch.setenv("MEMVAULT_HOME", str(tmp_path / "rebuilt"))
+    sync(vault)
+    assert [(e.target_path, e.ambiguous) for e in edges(vault, "L.md")] == synced
+
+
 def test_new_duplicate_name_makes_link_ambiguous(vault: Path) -> None:
     write(vault, "Dir/A.md", "see [[Same]]")
     write(vault, "Other/Same.md", "x")

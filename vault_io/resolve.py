@@ -47,35 +47,45 @@ def path_key(path: str) -> str:
 
 
 class LinkResolver:
-    """An in-memory index of vault paths that answers link lookups."""
+    """An in-memory index of vault paths that answers link lookups.
+
+    Paths are matched case-insensitively, as Obsidian does, but a vault on a
+    case-sensitive file system may hold ``Note.md`` and ``note.md`` side by
+    side: both are kept, the one whose case matches the link wins, and the
+    link is recorded as ambiguous.
+    """
 
     def __init__(self, paths: Iterable[str] = ()) -> None:
-        self._by_lower: dict[str, str] = {}
+        self._by_lower: dict[str, list[str]] = defaultdict(list)
         self._by_name: dict[str, list[str]] = defaultdict(list)
         for p in paths:
             self.add(p)
 
     def __contains__(self, path: str) -> bool:
-        return path.lower() in self._by_lower
+        return path in self._by_lower.get(path.lower(), ())
 
     def add(self, path: str) -> None:
         """Make ``path`` a possible link target."""
         low = path.lower()
-        if low in self._by_lower:
+        same = self._by_lower[low]
+        if path in same:
             return
-        self._by_lower[low] = path
+        same.append(path)
         self._by_name[low.rsplit("/", 1)[-1]].append(path)
 
     def remove(self, path: str) -> None:
         """Forget ``path`` (deleted or moved away)."""
         low = path.lower()
-        actual = self._by_lower.pop(low, None)
-        if actual is None:
+        same = self._by_lower.get(low)
+        if not same or path not in same:
             return
+        same.remove(path)
+        if not same:
+            del self._by_lower[low]
         name = low.rsplit("/", 1)[-1]
         bucket = self._by_name.get(name, [])
-        if actual in bucket:
-            bucket.remove(actual)
+        if path in bucket:
+            bucket.remove(path)
         if not bucket:
             self._by_name.pop(name, None)
 
@@ -95,16 +105,22 @@ class LinkResolver:
             if hit.path is None and source_dir:
                 hit = self._exact(posixpath.normpath(posixpath.join(source_dir, target)))
             if hit.path is None:
-                hit = self._choose(self._tail_matches(target.lower()), source_dir)
+                hit = self._choose(self._tail_matches(target.lower()), source_dir, target)
             return hit
         name = target.lower()
         candidates = self._by_name.get(name + NOTE_SUFFIX) or self._by_name.get(name) or []
-        return self._choose(candidates, source_dir)
+        return self._choose(candidates, source_dir, target)
 
     def _exact(self, rel: str) -> Resolution:
         low = rel.lower()
-        path = self._by_lower.get(low + NOTE_SUFFIX) or self._by_lower.get(low)
-        return Resolution(path) if path else UNRESOLVED
+        for suffix in (NOTE_SUFFIX, ""):
+            same = self._by_lower.get(low + suffix)
+            if same:
+                if len(same) == 1:
+                    return Resolution(same[0])
+                wanted = rel + suffix
+                return Resolution(min(same, key=lambda p: (p != wanted, p)), ambiguous=True)
+        return UNRESOLVED
 
     def _tail_matches(self, low_target: str) -> list[str]:
         for suffix in (low_target + NOTE_SUFFIX, low_target):
@@ -116,13 +132,18 @@ class LinkResolver:
         return []
 
     @staticmethod
-    def _choose(candidates: list[str], source_dir: str) -> Resolution:
+    def _choose(candidates: list[str], source_dir: str, target: str = "") -> Resolution:
         if not candidates:
             return UNRESOLVED
         if len(candidates) == 1:
             return Resolution(candidates[0])
+
+        def case_differs(p: str) -> bool:
+            # Only decides between case variants of one path (same length).
+            return not (p.endswith("/" + target) or p == target or p.endswith("/" + target + NOTE_SUFFIX) or p == target + NOTE_SUFFIX)
+
         best = min(
             candidates,
-            key=lambda p: (posixpath.dirname(p) != source_dir, p.count("/"), len(p), p),
+            key=lambda p: (posixpath.dirname(p) != source_dir, p.count("/"), len(p), case_differs(p), p),
         )
         return Resolution(best, ambiguous=True)
