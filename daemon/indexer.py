@@ -350,9 +350,9 @@ class Indexer:
                 if path in known:
                     rec.set_read_error(self.con, path, message)
             for st in touched:
-                rec.touch_file(self.con, st.path, st.mtime_ns, st.size)
+                rec.touch_file(self.con, st.path, st.mtime_ns, st.size, trusted_ctime(st))
             for st in attachments:
-                rec.put_file(self.con, rec.FileRow(st.path, "attachment", None, st.mtime_ns, st.size))
+                rec.put_file(self.con, rec.FileRow(st.path, "attachment", None, st.mtime_ns, st.size, ctime_ns=trusted_ctime(st)))
             for path, row in gone.items():
                 rec.delete_file(self.con, path)
                 if row.trace_id and row.trace_id not in moves:
@@ -474,7 +474,7 @@ class Indexer:
             c.note = note = _with_error(note, warning)
         rec.put_file(
             self.con,
-            rec.FileRow(st.path, "note", c.trace_id, st.mtime_ns, st.size, note.hash, note.error),
+            rec.FileRow(st.path, "note", c.trace_id, st.mtime_ns, st.size, note.hash, note.error, ctime_ns=trusted_ctime(st)),
         )
         rec.put_trace(self.con, trace, new=fresh)
         edges = note_edges(note, resolver, all_files, trace.kind, c.resolutions, c.keys)
@@ -500,8 +500,30 @@ class Indexer:
                 rec.set_edge_target(self.con, edge.id or 0, hit.path, target_id, hit.ambiguous)
 
 
+#: A file changed less than this long before it was recorded may change again
+#: within the same timestamp tick (coarse kernel clocks; 2 s on FAT) without
+#: its mtime or size moving: such an entry is "racy", as git calls it.
+RACY_NS = 2_000_000_000
+
+
+def trusted_ctime(st: FileStat) -> int:
+    """The ctime to record for ``st``: 0 (read it again next time) when the
+    file is racy, i.e. changed too recently for its timestamps to be trusted."""
+    if time.time_ns() - max(st.mtime_ns, st.ctime_ns) < RACY_NS:
+        return 0
+    return st.ctime_ns
+
+
 def _needs_look(st: FileStat, row: rec.FileRow | None) -> bool:
-    return row is None or row.mtime_ns != st.mtime_ns or row.size != st.size or row.read_error is not None
+    # mtime and size catch edits; ctime catches a same-size file renamed onto
+    # the path (mv keeps mtime); ctime 0 marks a racy or pre-ctime entry.
+    return (
+        row is None
+        or row.mtime_ns != st.mtime_ns
+        or row.size != st.size
+        or row.ctime_ns != st.ctime_ns
+        or row.read_error is not None
+    )
 
 
 def _with_error(note: ParsedNote, message: str) -> ParsedNote:

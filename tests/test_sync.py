@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import time
 from pathlib import Path
 
 import pytest
@@ -69,6 +70,49 @@ def test_edit_is_picked_up_and_touch_is_not_a_change(vault: Path) -> None:
     assert search(vault, "replacement") == ["A.md"] and search(vault, "original") == []
     os.utime(p, ns=(p.stat().st_atime_ns, p.stat().st_mtime_ns + 10**9))  # same bytes, new mtime
     assert not sync(vault).changed
+
+
+def swap(a: Path, b: Path) -> None:
+    tmp = a.with_name("swap.tmp")
+    os.rename(a, tmp)
+    os.rename(b, a)
+    os.rename(tmp, b)
+
+
+def test_same_size_swap_within_a_timestamp_tick_is_seen(vault: Path) -> None:
+    # Written and indexed within one tick: mtime and size cannot tell the
+    # files apart afterwards, so such "racy" entries are read again.
+    one, two = write(vault, "S1.md", "one\n"), write(vault, "S2.md", "two\n")
+    tick = time.time_ns()
+    for p in (one, two):
+        os.utime(p, ns=(tick, tick))
+    sync(vault)
+    swap(one, two)
+    s = sync(vault)
+    assert s.updated == 2
+    assert search(vault, "two") == ["S1.md"] and search(vault, "one") == ["S2.md"]
+
+
+def test_same_size_swap_of_old_files_is_seen_by_ctime(vault: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from memvault.daemon import indexer
+
+    monkeypatch.setattr(indexer, "RACY_NS", 0)  # as if the files were indexed long after their last change
+    one, two = write(vault, "S1.md", "one\n"), write(vault, "S2.md", "two\n")
+    for p in (one, two):
+        os.utime(p, ns=(10**18, 10**18))
+    sync(vault)
+    assert not sync(vault).changed
+    swap(one, two)
+    assert (one.stat().st_mtime_ns, one.stat().st_size) == (two.stat().st_mtime_ns, two.stat().st_size)
+    assert sync(vault).updated == 2
+    assert search(vault, "two") == ["S1.md"]
+
+
+def test_racy_entry_is_read_again_but_reported_unchanged(vault: Path) -> None:
+    write(vault, "A.md", "fresh")
+    assert sync(vault).added == 1
+    s = sync(vault)  # A.md was just written: hashed again, same bytes
+    assert not s.changed
 
 
 def test_rename_and_move_keep_identity(vault: Path) -> None:

@@ -32,6 +32,7 @@ class FileStat:
     mtime_ns: int
     size: int
     is_note: bool
+    ctime_ns: int = 0  # inode change time: a rename onto the path changes it
 
 
 @dataclass(frozen=True)
@@ -215,7 +216,7 @@ def scan_vault(
                 )
                 result.skipped.add(rel)
                 continue
-            result.files[rel] = FileStat(rel, st.st_mtime_ns, st.st_size, is_note)
+            result.files[rel] = FileStat(rel, st.st_mtime_ns, st.st_size, is_note, st.st_ctime_ns)
     return result
 
 
@@ -227,7 +228,7 @@ def stat_file(root: Path, rel: str) -> FileStat | None:
         return None
     if not stat.S_ISREG(st.st_mode):
         return None
-    return FileStat(rel, st.st_mtime_ns, st.st_size, rel.lower().endswith(NOTE_SUFFIX))
+    return FileStat(rel, st.st_mtime_ns, st.st_size, rel.lower().endswith(NOTE_SUFFIX), st.st_ctime_ns)
 
 
 def is_hidden(rel: str) -> bool:
