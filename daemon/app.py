@@ -42,6 +42,14 @@ def resolve_vault_path(value: str | os.PathLike[str] | None) -> Path:
         raise VaultError(f"vault path {path} is not a folder")
     if not os.access(path, os.R_OK | os.X_OK):
         raise VaultError(f"vault folder {path} is not readable")
+    home = location.data_home()
+    if location.inside(home, path):
+        # The index is a cache of the vault: inside it, it would be synced,
+        # backed up and scanned along with the notes.
+        raise VaultError(
+            f"memvault's data dir {home} is inside the vault {path}: "
+            "set MEMVAULT_HOME to a folder outside the vault"
+        )
     return path
 
 

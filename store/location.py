@@ -54,10 +54,25 @@ def vault_data_dir(vault_root: Path) -> Path:
 
 
 def ensure_private_dir(path: Path) -> Path:
-    """Create ``path`` (and memvault's parents of it) owner-only, 0700."""
-    path.mkdir(parents=True, exist_ok=True, mode=0o700)
+    """Create ``path`` owner-only (0700), and every folder memvault has to
+    create on the way to it too; folders that already exist above it are
+    left as they are (``~/.local/share`` is not memvault's to change)."""
+    missing = []
+    parent = path.parent
+    while not parent.exists() and parent != parent.parent:
+        missing.append(parent)
+        parent = parent.parent
+    for folder in reversed(missing):
+        folder.mkdir(mode=0o700, exist_ok=True)
+    path.mkdir(exist_ok=True, mode=0o700)
     os.chmod(path, 0o700)
     return path
+
+
+def inside(path: Path, folder: Path) -> bool:
+    """Whether ``path`` is ``folder`` or lies under it (symlinks resolved)."""
+    real, base = os.path.realpath(path), os.path.realpath(folder)
+    return real == base or real.startswith(base.rstrip(os.sep) + os.sep)
 
 
 def index_path(vault_root: Path) -> Path:

@@ -151,6 +151,39 @@ def test_bad_config_is_usage_error(vault: Path, runner: CliRunner, memvault_env:
     assert r.exit_code == 2 and "not valid TOML" in r.output
 
 
+def test_vault_path_that_is_a_file_or_unreadable_is_usage_error(tmp_path: Path, runner: CliRunner) -> None:
+    f = tmp_path / "notes.md"
+    f.write_text("x", encoding="utf-8")
+    r = runner.invoke(cli, ["--vault", str(f), "sync"])
+    assert r.exit_code == 2 and str(f) in r.output and "is a file" in r.output and "Traceback" not in r.output
+    import os
+
+    if os.geteuid() != 0:  # root reads any folder
+        locked = tmp_path / "locked"
+        locked.mkdir(mode=0o000)
+        r = runner.invoke(cli, ["--vault", str(locked), "sync"])
+        assert r.exit_code == 2 and "is not readable" in r.output
+
+
+def test_data_dir_inside_the_vault_is_refused(vault: Path, runner: CliRunner, monkeypatch: pytest.MonkeyPatch) -> None:
+    write(vault, "a.md", "alpha")
+    monkeypatch.setenv("MEMVAULT_HOME", str(vault / "mvhome"))
+    r = run(runner, vault, "sync")
+    assert r.exit_code == 2 and "is inside the vault" in r.output and "MEMVAULT_HOME" in r.output
+    assert not (vault / "mvhome").exists()
+
+
+def test_data_dirs_memvault_creates_are_owner_only(vault: Path, runner: CliRunner, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    home = tmp_path / "fresh" / "home"
+    monkeypatch.setenv("MEMVAULT_HOME", str(home))
+    write(vault, "a.md", "alpha")
+    assert run(runner, vault, "sync").exit_code == 0
+    (index,) = home.glob("vaults/*/index.db")
+    for folder in (home.parent, home, home / "vaults", index.parent):
+        assert folder.stat().st_mode & 0o777 == 0o700, folder
+    assert index.stat().st_mode & 0o777 == 0o600
+
+
 def test_search_before_sync_is_runtime_error(vault: Path, runner: CliRunner) -> None:
     r = run(runner, vault, "search", "x")
     assert r.exit_code == 1 and "no index yet" in r.output and "sync" in r.output
