@@ -16,8 +16,9 @@ extractor for that note. After :data:`BREAKER_FAILURES` notes in a row
 failed, the endpoint is not asked again for :data:`BREAKER_SECONDS` seconds,
 so a dead server cannot stall a sync of many notes.
 
-The note is redacted (:func:`vault_io.secrets.redact`, line by line) before
-it is sent: credentials never leave the machine.
+The note is redacted (:func:`vault_io.secrets.redact`; private key blocks
+line for line, then the whole message once more) before it is sent:
+credentials never leave the machine.
 """
 
 from __future__ import annotations
@@ -43,7 +44,7 @@ from memvault.vault_io.facts import (
     segments_of,
 )
 from memvault.vault_io.note import ParsedNote
-from memvault.vault_io.secrets import redact
+from memvault.vault_io.secrets import REDACTED, private_key_lines, redact
 from memvault.vault_io.segment import collapse
 
 from .config import Config
@@ -198,14 +199,24 @@ class LLMExtractor:
     # -- the call ------------------------------------------------------------
 
     def prompt(self, note: ParsedNote) -> str:
-        """The user message: title, properties and numbered, redacted lines."""
+        """The user message: title, properties and numbered, redacted lines.
+
+        Redaction sees whole blocks, not single lines: every line of a PEM
+        private key block (BEGIN, the base64 lines, END) becomes
+        ``[redacted]`` one for one, so the line numbers the model is asked to
+        cite still match the note. The finished message is redacted once more
+        as a whole, so nothing that spans lines can slip through a per-line
+        pass (that last pass errs on hiding over keeping numbers).
+        """
         lines = [f"Note: {note.title}", f"Path: {note.path}", ""]
         for key, value in note.frontmatter.items():
             lines.append(redact(f"Property {key}: {value}")[0])
         lines.append("")
-        for i, text in enumerate(note.body.split("\n")):
-            lines.append(f"{note.body_line + i}: {redact(text)[0]}")
-        return "\n".join(lines)
+        body = note.body.split("\n")
+        in_key = private_key_lines(body)
+        for i, text in enumerate(body):
+            lines.append(f"{note.body_line + i}: {REDACTED if i in in_key else redact(text)[0]}")
+        return redact("\n".join(lines))[0]
 
     def request(self, note: ParsedNote) -> list[dict[str, Any]]:
         """Ask the endpoint (with retries); the validated facts, or :class:`LLMError`."""

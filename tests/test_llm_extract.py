@@ -346,3 +346,37 @@ def test_connection_refused_during_sync_falls_back(vault: Path, memvault_env: Pa
         assert len(Sources(v).facts("About me.md")[1]) == 4
     finally:
         v.close()
+
+
+# -- audit fixes ---------------------------------------------------------------------------
+
+KEY_BODY = ["MIIEvQIBADANBgkqhkiG9w0BAQEFAASCBKcwggSjAgEAAoIBAQC7VJTUt9Us8cKB",
+            "wQNRkFqg1pTb3JfbWF0ZXJpYWxfdGhhdF9tdXN0X25ldmVyX2xlYXZlX3RoZQ==",
+            "bWFjaGluZV9ldmVyX2V2ZXJfZXZlcl9ldmVyX2V2ZXJfZXZlcl9ldmVyX2V2ZXI="]
+KEY_NOTE = NOTE + "\n## Keys\nThe deploy key follows.\n-----BEGIN RSA PRIVATE KEY-----\n" + "\n".join(KEY_BODY) + \
+    "\n-----END RSA PRIVATE KEY-----\n- A fact after the key block stays\n"
+
+
+def test_private_key_blocks_never_reach_the_endpoint(llm: FakeLLM) -> None:
+    llm.script(Reply(GOOD))
+    n = note(KEY_NOTE)
+    extractor(llm.base_url).extract(n, "n-1")
+    (req,) = llm.requests
+    sent = json.dumps(req["json"])
+    for secret in [*KEY_BODY, "PRIVATE KEY", "BEGIN RSA", "END RSA"]:
+        assert secret not in sent
+    user = req["json"]["messages"][1]["content"]
+    # Line numbers still match the note: the block's lines are blanked one by one.
+    lines = KEY_NOTE.split("\n")
+    after = lines.index("- A fact after the key block stays") + 1
+    assert f"{after}: - A fact after the key block stays" in user
+    assert user.count("[redacted]") >= 5  # the key's five lines and the sk-proj key
+
+
+def test_a_private_key_in_a_property_is_not_sent(llm: FakeLLM) -> None:
+    llm.script(Reply(GOOD))
+    text = "---\nmemory: source\nssh_key: |\n  -----BEGIN OPENSSH PRIVATE KEY-----\n  " + KEY_BODY[0] + \
+        "\n  -----END OPENSSH PRIVATE KEY-----\n---\n- Prefers dark mode in every editor\n"
+    extractor(llm.base_url).extract(note(text), "n-1")
+    sent = json.dumps(llm.requests[0]["json"])
+    assert KEY_BODY[0] not in sent and "PRIVATE KEY" not in sent
