@@ -78,6 +78,12 @@ CASES = [
     ("vaultofknowledge", "Literature vs Code.md"),
     # hand-written: UTF-8 BOM + CRLF, and every construct the parser knows
     ("handwritten", "BOM and CRLF sampler.md"),
+    # hand-written: [[Note.md]], [[/Folder/Note]], [[Note#H1#H2]], [[image.png]]
+    # as a link, |300 on an image, inline math, indented code, an HTML block,
+    # a colour code in a code span
+    ("handwritten", "Link forms sampler.md"),
+    # hand-written: `aliases: - @x`, invalid YAML, indexed as raw text
+    ("handwritten", "Invalid aliases.md"),
 ]
 
 

@@ -272,6 +272,8 @@ HIDDEN = "[[hidden]] ![[hidden.png]] #hidden [md](hidden.md)"
         f"<script>\n{HIDDEN}\n\n{HIDDEN}\n</script>",
         f"$${HIDDEN}$$",
         f"$$\n{HIDDEN}\n$$",
+        f"${HIDDEN}$",
+        f"x ${HIDDEN}$.",
         f"> ```\n> {HIDDEN}\n> ```",
         f"- item\n  ```\n  {HIDDEN}\n  ```",
     ],
@@ -292,6 +294,14 @@ def test_text_after_masked_regions_still_counts() -> None:
         "<div>\nx\n</div>\n\n[[e]] $$x$$ [[f]]"
     )
     assert targets(text) == ["a", "b", "c", "d", "e", "f"]
+
+
+@pytest.mark.parametrize(
+    "text",
+    ["$5 and $10 [[Note]]", "$ x [[Note]] $", "$x [[Note]] $", "$x$5 [[Note]]", "\\$x [[Note]]$", "$x\n\n[[Note]]$"],
+)
+def test_dollars_that_are_not_inline_math_hide_nothing(text: str) -> None:
+    assert targets(text) == ["Note"]
 
 
 def test_unclosed_backticks_are_literal() -> None:

@@ -4,7 +4,7 @@ The parser never builds a Markdown syntax tree. Instead it makes one
 *masking* pass (:func:`mask_markdown`) that blanks out every region in which
 Obsidian does not see links, tags, headings or block ids: fenced and indented
 code, inline code spans, ``%% comments %%``, HTML comments, HTML tags and
-HTML blocks, and ``$$ math $$``. Masked characters become spaces and
+HTML blocks, and ``$$ math $$`` and ``$inline math$``. Masked characters become spaces and
 newlines are kept, so the masked text has the same length and the same line
 numbers as the body, and every extractor in :mod:`.markdown` is a plain
 regex over it.
@@ -193,8 +193,8 @@ def _backtick_closer(n: int) -> re.Pattern[str]:
     return re.compile(rf"(?<!`)`{{{n}}}(?!`)")
 
 
-def _mask_inline(text: str) -> str:
-    """Blank code spans, ``%%`` and HTML comments, HTML tags and ``$$`` math."""
+def _mask_inline(text: str, inline_math: bool = True) -> str:
+    """Blank code spans, ``%%`` and HTML comments, HTML tags and math."""
     spans: list[tuple[int, int]] = []
     cursor = 0
     # Caches that keep many backtick runs in one long paragraph linear:
@@ -202,6 +202,7 @@ def _mask_inline(text: str) -> str:
     # search for a closer that failed (from where, up to which limit).
     blank_from, blank_at = len(text) + 1, -1  # nothing cached yet
     failed: dict[int, tuple[int, int]] = {}
+    math_miss_until = -1  # many "$" in one paragraph stay linear too
     # Scanning for the four opening characters and deciding in Python is
     # several times faster than one alternation regex, which Python's engine
     # tries at every position.
@@ -236,13 +237,23 @@ def _mask_inline(text: str) -> str:
             found = text.find("%%", start + 2)
             end = len(text) if found < 0 else found + 2  # unclosed: rest of note
         elif first == "$":
+            if start and text[start - 1] == "\\":
+                continue  # "\$" is a dollar sign
             if not text.startswith("$$", start):
-                continue
-            found = text.find("$$", start + 2)
-            if found < 0:
-                cursor = start + 2  # a lone "$$" is just text
-                continue
-            end = found + 2
+                if not inline_math or math_miss_until > start:
+                    continue  # no closing "$" up to the paragraph's end
+                found = _inline_math_end(text, start)
+                if found < 0:
+                    if found == -2:
+                        math_miss_until = _paragraph_end(text, start)
+                    continue
+                end = found
+            else:
+                found = text.find("$$", start + 2)
+                if found < 0:
+                    cursor = start + 2  # a lone "$$" is just text
+                    continue
+                end = found + 2
         elif text.startswith("<!--", start):
             found = text.find("-->", start + 4)
             end = len(text) if found < 0 else found + 3
@@ -261,8 +272,34 @@ def _mask_inline(text: str) -> str:
     return blank_spans(text, spans)
 
 
-def mask_markdown(text: str) -> Masked:
+_INLINE_MATH_CLOSE_RE = re.compile(r"(?<=[^\s\\])\$(?![0-9$])")
+
+
+def _paragraph_end(text: str, pos: int) -> int:
+    blank = _BLANK_LINE_RE.search(text, pos)
+    return blank.start() if blank else len(text)
+
+
+def _inline_math_end(text: str, start: int) -> int:
+    """The end of inline math ``$...$`` opening at ``start``; -1 when this
+    ``$`` cannot open math, -2 when no ``$`` up to the paragraph's end can close it.
+
+    Pandoc's rule, which Obsidian follows: the opening ``$`` is followed by a
+    non-space, the closing one follows a non-space and is not followed by a
+    digit, and both lie in one paragraph; so "$5 and $10" is no math.
+    """
+    after = start + 1
+    if after >= len(text) or text[after].isspace() or text[after] == "$":
+        return -1
+    close = _INLINE_MATH_CLOSE_RE.search(text, after, _paragraph_end(text, after))
+    return -2 if close is None else close.end()
+
+
+def mask_markdown(text: str, inline_math: bool = True) -> Masked:
     """Blank every region of ``text`` in which Obsidian sees no links or tags.
+
+    ``inline_math=False`` keeps ``$...$`` (fact text keeps its formulas;
+    links and tags are never read from it).
 
     Block constructs (fenced and indented code, HTML blocks) are handled line
     by line first, then inline ones (code spans, comments, tags, math) in one
@@ -271,7 +308,7 @@ def mask_markdown(text: str) -> Masked:
     lines = text.split("\n")
     code = _mask_blocks(lines)
     blocked = "\n".join(lines) if code else text
-    return Masked(_mask_inline(blocked), frozenset(code))
+    return Masked(_mask_inline(blocked, inline_math), frozenset(code))
 
 
 def blank_spans(text: str, spans: list[tuple[int, int]]) -> str:

@@ -503,7 +503,7 @@ def segment_body(
     ``^block-id`` (both as :mod:`vault_io.parser` found them).
     """
     raw = body.split("\n")
-    masked = mask_markdown(body)
+    masked = mask_markdown(body, inline_math=False)
     mlines = masked.text.split("\n")
     secret: set[int] = set()
     keys = 0
