@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 import click
@@ -213,11 +214,23 @@ def _canonical_types(types: tuple[str, ...]) -> list[str]:
     return [NOTE_TYPE if t.strip().lower() == NOTE_TYPE else canonical_type(t) for t in types]
 
 
+def _vault_ref(app: AppContext, ref: str) -> str:
+    """``ref`` as given, or as a vault path when it names a file inside the
+    vault by an absolute or working-directory-relative path."""
+    import os
+
+    if os.path.exists(ref):
+        real, root = os.path.realpath(ref), os.path.realpath(app.vault.root)
+        if real.startswith(root + os.sep):
+            return Path(os.path.relpath(real, root)).as_posix()
+    return ref
+
+
 def _trace_or_fail(app: AppContext, ref: str) -> tuple[Any, Any]:
     from memvault.store.query import find_trace
 
     con = app.vault.read_con()
-    trace = find_trace(con, ref)
+    trace = find_trace(con, _vault_ref(app, ref))
     if trace is None:
         raise click.ClickException(f"no note or trace matches {ref!r} (give an id or a vault path)")
     return con, trace
@@ -295,8 +308,18 @@ def backlinks(app: AppContext, ref: str, as_json: bool) -> None:
     """Notes and traces that link to this one."""
     from memvault.store import records as rec
 
-    con, t = _trace_or_fail(app, ref)
-    for e in rec.edges_to(con, t.id):
+    con = app.vault.read_con()
+    path = _vault_ref(app, ref).lstrip("/")
+    attachment = con.execute(
+        "SELECT path FROM files WHERE path = ? COLLATE NOCASE AND kind = 'attachment'", (path,)
+    ).fetchone()
+    if attachment:  # an image or PDF: no trace, but notes embed and link it
+        from memvault.vault_io.resolve import path_key
+
+        incoming = rec.edges_to_path(con, attachment[0], path_key(attachment[0]))
+    else:
+        incoming = rec.edges_to(con, _trace_or_fail(app, ref)[1].id)
+    for e in incoming:
         d = _edge_dict(e, con, outgoing=False)
         if as_json:
             emit_json(d)

@@ -264,6 +264,18 @@ def edges_to(con: apsw.Connection, target_id: str) -> list[EdgeRow]:
     ]
 
 
+def edges_to_path(con: apsw.Connection, path: str, key: str) -> list[EdgeRow]:
+    """Incoming edges of a file that has no trace (an attachment), found by
+    its link ``key`` (indexed) and then its exact path."""
+    return [
+        _edge_from_row(r)
+        for r in con.execute(
+            f"SELECT {_EDGE_COLS} FROM edges WHERE target_key = ? AND target_path = ? ORDER BY source_id, id",
+            (key, path),
+        )
+    ]
+
+
 def edges_with_keys(con: apsw.Connection, keys: Iterable[str]) -> list[EdgeRow]:
     """Vault-link edges whose target name could match any of ``keys``."""
     keys = list(set(keys))

@@ -104,6 +104,30 @@ def test_links_and_backlinks(indexed: Path, runner: CliRunner) -> None:
     assert "Beta.md" in r.output
 
 
+def test_refs_by_absolute_and_working_dir_paths(indexed: Path, runner: CliRunner, monkeypatch: pytest.MonkeyPatch) -> None:
+    r = run(runner, indexed, "show", str(indexed / "Beta.md"), "--json")
+    assert r.exit_code == 0 and json.loads(r.output)["path"] == "Beta.md"
+    monkeypatch.chdir(indexed.parent)
+    r = run(runner, indexed, "links", f"{indexed.name}/Projects/Alpha.md", "--json")
+    assert r.exit_code == 0 and len(r.output.splitlines()) == 2
+    outside = indexed.parent / "Beta.md"
+    outside.write_text("not in the vault", encoding="utf-8")
+    r = run(runner, indexed, "show", str(outside))
+    assert r.exit_code == 1 and "no note or trace matches" in r.output
+
+
+def test_backlinks_of_an_attachment(vault: Path, runner: CliRunner) -> None:
+    write(vault, "img/Pic.png", b"\x89PNG")
+    write(vault, "A.md", "![[Pic.png|200]] and [[pic.png]]")
+    write(vault, "B.md", "no image here")
+    assert run(runner, vault, "sync").exit_code == 0
+    r = run(runner, vault, "backlinks", "img/Pic.png", "--json")
+    assert r.exit_code == 0, r.output
+    assert sorted((e["source_path"], e["kind"]) for e in map(json.loads, r.output.splitlines())) == [("A.md", "embed"), ("A.md", "link")]
+    r = run(runner, vault, "backlinks", "img/missing.png")
+    assert r.exit_code == 1
+
+
 def test_stats(indexed: Path, runner: CliRunner) -> None:
     r = run(runner, indexed, "stats", "--json")
     data = json.loads(r.output)
