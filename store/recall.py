@@ -32,6 +32,8 @@ ITEM_MAX_TOKENS = 120
 IDENTITY_SHARE = 0.4
 #: Strength gained each time a memory is recalled (capped at 1).
 RECALL_BOOST = 0.02
+#: Decimals a recalled strength is rounded to in the index.
+STRENGTH_DECIMALS = 6
 
 
 @dataclass
@@ -168,7 +170,9 @@ def record_recall(con: apsw.Connection, ids: Sequence[str]) -> int:
     with write_transaction(con):
         con.execute(
             f"UPDATE traces SET retrieval_count = retrieval_count + 1, last_access = ?, "
-            f"strength = min(1.0, coalesce(strength, 0.5) + ?) WHERE id IN ({marks}) AND kind IN ('memory', 'fact')",
+            # Rounded: repeated float additions would store 0.5800000000000001.
+            f"strength = round(min(1.0, coalesce(strength, 0.5) + ?), {STRENGTH_DECIMALS}) "
+            f"WHERE id IN ({marks}) AND kind IN ('memory', 'fact')",
             (now_iso(), RECALL_BOOST, *ids),
         )
         return con.changes()

@@ -117,3 +117,17 @@ def test_assemble_skips_what_does_not_fit_for_shorter_items() -> None:
     assert count_tokens([text])[0] <= 50
     assert "- [fact] Deploys happen on Fridays. (Note > H)" in text
     assert assemble([short], [], 800) == ("", [])  # identity alone is not relevance
+
+
+def test_recall_strength_is_rounded_in_the_index(own_vault: Path) -> None:
+    """0.56 + 0.02 in floating point is 0.5800000000000001; the index keeps 0.58."""
+    from memvault.store.recall import record_recall
+
+    v = Vault.open(str(own_vault))
+    v.con.execute("UPDATE traces SET strength = 0.56 WHERE id = 'm-sem-db'")
+    v.con.execute("UPDATE traces SET strength = NULL WHERE id = 'm-sem-coffee'")
+    record_recall(v.con, ["m-sem-db", "m-sem-coffee"])
+    strengths = dict(v.con.execute("SELECT id, strength FROM traces WHERE id IN ('m-sem-db', 'm-sem-coffee')"))
+    v.close()
+    assert strengths == {"m-sem-db": 0.58, "m-sem-coffee": 0.52}
+    assert repr(strengths["m-sem-db"]) == "0.58"
