@@ -64,17 +64,20 @@ def sync(app: AppContext, as_json: bool, no_embed: bool) -> None:
     for line in summary.parse_errors:
         warn(line)
     _embed_notice(embedding)
+    embedded = (
+        f"; embedded {embedding.embedded} texts in {embedding.seconds:.2f}s"
+        if embedding is not None and embedding.embedded
+        else ""
+    )
     if not summary.changed:
         extra = f", {summary.skipped} skipped" if summary.skipped else ""
-        click.echo(f"Index is up to date: nothing changed{extra} ({summary.seconds:.2f}s).")
+        click.echo(f"Index is up to date: nothing changed{extra} ({summary.seconds:.2f}s){embedded}.")
     else:
         click.echo(
             f"added {summary.added}, updated {summary.updated}, moved {summary.moved}, "
             f"deleted {summary.deleted}, skipped {summary.skipped}, errors {summary.errors} "
-            f"in {summary.seconds:.2f}s"
+            f"in {summary.seconds:.2f}s{embedded}"
         )
-    if embedding is not None and embedding.embedded:
-        click.echo(f"embedded {embedding.embedded} texts in {embedding.seconds:.2f}s")
 
 
 def _embed(vault: Any, show_bar: bool) -> Any:
@@ -110,11 +113,20 @@ def notice(message: str) -> None:
     click.echo(f"notice: {message}", err=True)
 
 
+def _check_tags(ctx: click.Context, param: click.Parameter, value: tuple[str, ...]) -> tuple[str, ...]:
+    for tag in value:
+        if not tag.strip().lstrip("#").strip("/"):
+            raise click.BadParameter(f"{tag!r} is not a tag", ctx=ctx, param=param)
+    return value
+
+
 @cli.command()
-@click.argument("query")
+@click.argument("query", nargs=-1, required=True)
 @click.option("-n", "--limit", default=10, show_default=True, type=click.IntRange(1, 1000), help="Most hits to show.")
-@click.option("--type", "types", multiple=True, metavar="T", help="Only traces of this type (repeatable).")
-@click.option("--tag", "tags", multiple=True, metavar="X", help="Only traces with this tag or a nested tag (repeatable).")
+@click.option("--type", "types", multiple=True, metavar="T",
+              help="Only traces of this type: note or a memory type such as semantic (repeatable).")
+@click.option("--tag", "tags", multiple=True, metavar="X", callback=_check_tags,
+              help="Only traces with this tag or a nested tag (repeatable).")
 @click.option("--path", "path_glob", metavar="GLOB", help="Only notes whose vault path matches this glob.")
 @click.option("--raw", is_flag=True, help="Pass QUERY to SQLite FTS5 as written (phrases, AND/OR/NOT, prefix*); keyword mode.")
 @click.option("--scope", "scope", type=click.Choice(["all", "notes", "memories", "facts"]), default="all",
@@ -129,7 +141,7 @@ def notice(message: str) -> None:
 @pass_app
 def search(
     app: AppContext,
-    query: str,
+    query: tuple[str, ...],
     limit: int,
     types: tuple[str, ...],
     tags: tuple[str, ...],
@@ -143,10 +155,11 @@ def search(
     include_superseded: bool,
     as_json: bool,
 ) -> None:
-    """Search the index by words and meaning. QUERY is plain language unless --raw is given."""
+    """Search the index by words and meaning. QUERY is plain language unless --raw is given
+    (several words need no quotes)."""
     vault = app.vault
     args = {
-        "query": query, "mode": mode, "limit": limit, "types": list(_canonical_types(types)), "tags": list(tags),
+        "query": " ".join(query), "mode": mode, "limit": limit, "types": list(_canonical_types(types)), "tags": list(tags),
         "path_glob": path_glob, "raw": raw, "scope": scope, "include_deleted": include_deleted,
         "include_superseded": include_superseded, "explain": explain, "record": record,
     }
@@ -209,9 +222,12 @@ def ask_daemon(vault: Any, op: str, args: dict[str, Any]) -> dict[str, Any] | No
 
 def _canonical_types(types: tuple[str, ...]) -> list[str]:
     """``--type`` values: ``note`` or a memory type (aliases accepted)."""
-    from memvault.store.memtypes import NOTE_TYPE, canonical_type
+    from memvault.store.memtypes import NOTE_TYPE, UnknownTypeError, canonical_type
 
-    return [NOTE_TYPE if t.strip().lower() == NOTE_TYPE else canonical_type(t) for t in types]
+    try:
+        return [NOTE_TYPE if t.strip().lower() == NOTE_TYPE else canonical_type(t) for t in types]
+    except UnknownTypeError as exc:
+        raise click.BadParameter(f"{exc} -- or {NOTE_TYPE!r} for ordinary notes", param_hint="'--type'") from None
 
 
 def _vault_ref(app: AppContext, ref: str) -> str:

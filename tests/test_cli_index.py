@@ -128,6 +128,25 @@ def test_backlinks_of_an_attachment(vault: Path, runner: CliRunner) -> None:
     assert r.exit_code == 1
 
 
+def test_search_words_need_no_quotes(indexed: Path, runner: CliRunner) -> None:
+    quoted = run(runner, indexed, "search", "retries backoff", "--json")
+    unquoted = run(runner, indexed, "search", "retries", "backoff", "--json")
+    assert unquoted.exit_code == 0 and unquoted.output == quoted.output and quoted.output
+
+
+@pytest.mark.parametrize("tag", ["", "#", "  ", "/"])
+def test_empty_tag_filter_is_usage_error(indexed: Path, runner: CliRunner, tag: str) -> None:
+    r = run(runner, indexed, "search", "alpha", "--tag", tag)
+    assert r.exit_code == 2 and "--tag" in r.output and "is not a tag" in r.output
+
+
+def test_unknown_type_filter_names_note_too(indexed: Path, runner: CliRunner) -> None:
+    r = run(runner, indexed, "search", "alpha", "--type", "bogus")
+    assert r.exit_code == 2 and "'bogus'" in r.output and "'note'" in r.output and "Traceback" not in r.output
+    assert run(runner, indexed, "search", "alpha", "--type", "note").exit_code == 0
+    assert run(runner, indexed, "search", "alpha", "--type", "preference").exit_code == 0
+
+
 def test_stats(indexed: Path, runner: CliRunner) -> None:
     r = run(runner, indexed, "stats", "--json")
     data = json.loads(r.output)

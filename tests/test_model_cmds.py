@@ -40,7 +40,10 @@ def test_status_counts_chunks_and_vectors(vault: Path) -> None:
     assert run(vault, "sync", "--no-embed").exit_code == 0
     before = json.loads(run(vault, "model", "status", "--json").stdout)
     assert before["model"] == "default" and before["embedded"] == 0 and before["queued"] == 1
-    assert run(vault, "sync").exit_code == 0
+    r = run(vault, "sync")
+    assert r.exit_code == 0
+    # One summary line, the embedding included.
+    assert r.stdout.count("\n") == 1 and "nothing changed" in r.stdout and "embedded 1 texts" in r.stdout
     after = json.loads(run(vault, "model", "status", "--json").stdout)
     assert after["embedded"] == after["chunks"] == 1 and after["queued"] == 0 and after["unavailable"] is None
     r = run(vault, "model", "status")
