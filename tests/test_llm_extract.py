@@ -68,6 +68,8 @@ class Reply:
     delay: float = 0.0
     raw: bytes | None = None
     headers: dict[str, str] = field(default_factory=dict)
+    trickle: float = 0.0  # seconds between single bytes of the answer
+    trickle_headers: bool = False  # trickle the status line and headers too, not just the body
 
     def body(self) -> bytes:
         if self.raw is not None:
@@ -83,6 +85,7 @@ class FakeLLM:
         self.replies: list[Reply] = []
         self.requests: list[dict[str, Any]] = []
         self.lock = threading.Lock()
+        self.stopping = threading.Event()  # set in teardown: trickling handlers give up
         outer = self
 
         class Handler(BaseHTTPRequestHandler):
@@ -95,6 +98,9 @@ class FakeLLM:
                 if reply.delay:
                     time.sleep(reply.delay)
                 body = reply.body()
+                if reply.trickle:
+                    self._trickle(reply, body)
+                    return
                 try:
                     self.send_response(reply.status)
                     for k, v in reply.headers.items():
@@ -105,6 +111,24 @@ class FakeLLM:
                     self.wfile.write(body)
                 except (BrokenPipeError, ConnectionResetError):
                     pass  # the client gave up (timeout tests)
+
+            def _trickle(self, reply: Reply, body: bytes) -> None:
+                """One byte every ``reply.trickle`` seconds (a stalled or very slow server)."""
+                head = (f"HTTP/1.1 {reply.status} OK\r\nContent-Type: application/json\r\n"
+                        f"Content-Length: {len(body)}\r\n\r\n").encode()
+                out = (head + body) if reply.trickle_headers else body
+                try:
+                    if not reply.trickle_headers:
+                        self.wfile.write(head)
+                        self.wfile.flush()
+                    for i in range(len(out)):
+                        if outer.stopping.wait(reply.trickle):
+                            break
+                        self.wfile.write(out[i : i + 1])
+                        self.wfile.flush()
+                except (BrokenPipeError, ConnectionResetError):
+                    pass
+                self.close_connection = True
 
             def log_message(self, *args: Any) -> None:
                 pass
@@ -131,6 +155,7 @@ def llm() -> Iterator[FakeLLM]:
     try:
         yield fake
     finally:
+        fake.stopping.set()
         fake.server.shutdown()
         fake.server.server_close()
         fake.thread.join(5)
@@ -309,8 +334,9 @@ def test_sync_uses_the_llm_and_stores_its_facts(vault: Path, llm: FakeLLM, memva
 
 @pytest.mark.parametrize(
     "reply",
-    [Reply("not json"), Reply({"facts": [{"text": "x"}]}), Reply(status=500, raw=b"oops"), Reply(GOOD, delay=0.8)],
-    ids=["malformed", "schema-invalid", "http-500", "slow"],
+    [Reply("not json"), Reply({"facts": [{"text": "x"}]}), Reply(status=500, raw=b"oops"), Reply(GOOD, delay=0.8),
+     Reply(GOOD, trickle=0.05)],
+    ids=["malformed", "schema-invalid", "http-500", "slow", "trickle"],
 )
 def test_failures_fall_back_to_the_default_extractor_with_a_warning(
     vault: Path, llm: FakeLLM, memvault_env: Path, reply: Reply
@@ -380,3 +406,58 @@ def test_a_private_key_in_a_property_is_not_sent(llm: FakeLLM) -> None:
     extractor(llm.base_url).extract(note(text), "n-1")
     sent = json.dumps(llm.requests[0]["json"])
     assert KEY_BODY[0] not in sent and "PRIVATE KEY" not in sent
+
+
+@pytest.mark.parametrize("headers", [False, True], ids=["body", "headers"])
+def test_a_trickling_answer_is_cut_at_the_timeout(llm: FakeLLM, headers: bool) -> None:
+    # One byte every 50 ms: each socket read succeeds, so only a deadline over
+    # the whole call (connect, send, every read) stops it; the answer would
+    # take ~25 s per attempt to arrive.
+    llm.script(Reply(GOOD, trickle=0.05, trickle_headers=headers))
+    x = extractor(llm.base_url, timeout=1.0, retries=1)
+    start = time.monotonic()
+    with pytest.raises(LLMError, match="within 1s"):
+        x.extract(note(), "n-1")
+    elapsed = time.monotonic() - start
+    assert elapsed < 1.0 * (1 + 1) + 2
+    assert len(llm.requests) == 2
+
+
+def test_retries_stay_within_the_total_budget(llm: FakeLLM) -> None:
+    # Every attempt times out: attempts plus backoff never exceed timeout x attempts.
+    llm.script(Reply(GOOD, trickle=0.05))
+    x = extractor(llm.base_url, timeout=0.5, retries=3, backoff=0.3)
+    start = time.monotonic()
+    with pytest.raises(LLMError):
+        x.extract(note(), "n-1")
+    assert time.monotonic() - start < 0.5 * 4 + 0.5
+
+
+def test_a_cancelled_call_stops_promptly(llm: FakeLLM) -> None:
+    from helpers import wait_for
+
+    llm.script(Reply(GOOD, trickle=0.05))
+    x = extractor(llm.base_url, timeout=30.0, retries=2)
+    x.cancel = threading.Event()
+    errors: list[BaseException] = []
+
+    def call() -> None:
+        try:
+            x.extract(note(), "n-1")
+        except BaseException as exc:  # handed to the test
+            errors.append(exc)
+
+    t = threading.Thread(target=call, name="llm-call")
+    t.start()
+    try:
+        wait_for(lambda: llm.requests)
+        start = time.monotonic()
+        x.cancel.set()
+        t.join(5)
+        assert not t.is_alive() and time.monotonic() - start < 2
+    finally:
+        x.cancel.set()
+        t.join(5)
+    assert len(errors) == 1 and isinstance(errors[0], llm_extract.LLMCancelled)
+    assert len(llm.requests) == 1  # no retry after a cancel
+    assert x._failures == 0  # a cancel is not the endpoint's fault
