@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -30,7 +31,7 @@ def sync(app: AppContext, as_json: bool, no_embed: bool) -> None:
     show_bar = stderr_is_tty() and not as_json
     bar = None
     if show_bar:
-        bar = click.progressbar(length=1, label="Indexing", file=click.get_text_stream("stderr"))
+        bar = click.progressbar(length=1, label="Indexing", file=sys.stderr)
 
     def progress(done: int, total: int) -> None:
         if bar is None or total < 50:
@@ -92,7 +93,7 @@ def _embed(vault: Any, show_bar: bool) -> Any:
         if not show_bar or total < 20:
             return
         if bar is None:
-            bar = click.progressbar(length=total, label="Embedding", file=click.get_text_stream("stderr"))
+            bar = click.progressbar(length=total, label="Embedding", file=sys.stderr)
         bar.update(done - bar.pos)
 
     try:

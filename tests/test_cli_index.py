@@ -128,6 +128,20 @@ def test_backlinks_of_an_attachment(vault: Path, runner: CliRunner) -> None:
     assert r.exit_code == 1
 
 
+def test_progress_bar_on_a_terminal_only(vault: Path, runner: CliRunner, monkeypatch: pytest.MonkeyPatch) -> None:
+    for i in range(60):
+        write(vault, f"n{i}.md", f"note {i}")
+    r = run(runner, vault, "sync", "--no-embed")
+    assert r.exit_code == 0 and "Indexing" not in r.stderr  # a pipe: quiet
+    import memvault.cli.index_cmds as cmds
+
+    monkeypatch.setattr(cmds, "stderr_is_tty", lambda: True)
+    for i in range(60):
+        write(vault, f"n{i}.md", f"note {i} edited")
+    r = run(runner, vault, "sync", "--no-embed")
+    assert r.exit_code == 0 and "Indexing" in r.stderr and "updated 60" in r.stdout
+
+
 def test_search_words_need_no_quotes(indexed: Path, runner: CliRunner) -> None:
     quoted = run(runner, indexed, "search", "retries backoff", "--json")
     unquoted = run(runner, indexed, "search", "retries", "backoff", "--json")

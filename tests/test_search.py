@@ -50,6 +50,26 @@ def test_tag_match_ranks_above_body_match(con: apsw.Connection) -> None:
     assert ids(hits) == ["b"]
 
 
+FILLER = " ".join(f"filler{i}" for i in range(20))
+
+
+@pytest.mark.parametrize("field", ["title", "tags"])
+def test_title_and_tag_weights_beat_a_body_full_of_the_word(tmp_path, field: str) -> None:
+    # Without the column weights the short body would win: BM25 favours
+    # short documents, and "marked" carries 20 words of filler.
+    c = connect(tmp_path / "index.db")
+    with write_transaction(c):
+        rec.put_trace(c, rec.TraceRow(
+            id="marked", kind="note", type="note", content=FILLER, path="marked.md",
+            title="Jitter" if field == "title" else "Marked", tags=["jitter"] if field == "tags" else []))
+        rec.put_trace(c, rec.TraceRow(id="body", kind="note", type="note", title="Body", path="body.md",
+                                      content="jitter retry backoff"))
+    try:
+        assert ids(keyword_search(c, "jitter")) == ["marked", "body"]
+    finally:
+        c.close()
+
+
 def test_porter_stemming_and_diacritics(con: apsw.Connection) -> None:
     assert "a" in ids(keyword_search(con, "retrying"))
     assert ids(keyword_search(con, "cafe resume")) == ["c"]
