@@ -212,3 +212,20 @@ def test_stats_show_facts_and_redacted_secrets(vault: Path, runner: CliRunner) -
     assert "secrets redacted:    1" in r.output and "facts:               2" in r.output
     r = run(runner, vault, "search", "token", "--scope", "facts", "--json")
     assert "sk-" not in r.output and "[redacted]" in r.output
+
+
+def test_stats_count_every_secret_of_a_line_once(vault: Path, runner: CliRunner) -> None:
+    # The audit's repro: four lines that join into one sentence, a password
+    # beside a key; and a password beside a token in one list item.
+    key = "sk-proj-" + "abcdefghijklmnopqrstuvwxyz012345"
+    token = "ghp_" + "abcdefghijklmnopqrstuvwxyz0123456789"
+    write(vault, "Servers.md", (
+        f"---\nmemory: source\n---\nStaging server\nuser: deploy\npassword: hunter2horse\nkey: {key}\n\n"
+        f"- password: hunter2horse, api token {token}\n"
+    ))
+    run(runner, vault, "sync")
+    data = json.loads(run(runner, vault, "stats", "--json").output)
+    assert data["secrets_redacted"] == 4
+    out = run(runner, vault, "facts", "Servers.md", "--json").output
+    assert "hunter2horse" not in out and key not in out and token not in out
+    assert "password: [redacted] key: [redacted]" in out

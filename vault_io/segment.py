@@ -17,7 +17,11 @@ thematic breaks, table delimiter rows, a callout's ``[!type]`` line, and
 private key blocks. The text of a segment is the Markdown as written (links,
 emphasis and inline code kept), with list markers, checkboxes, quote
 prefixes, ``^block-ids``, embeds, comments and HTML tags removed and
-whitespace collapsed. Filtering (too short, pure links) is the caller's job.
+whitespace collapsed. Filtering (too short, pure links) and redacting
+secrets in the text are the caller's job; context entries and heading paths,
+which are indexed with every fact below them, are redacted here (before a
+long one is cut, so no token is cut into an unrecognisable prefix), and a
+password value is never split into two sentences.
 """
 
 from __future__ import annotations
@@ -28,7 +32,7 @@ from dataclasses import dataclass
 
 from .mask import line_starts, mask_markdown
 from .note import Heading
-from .secrets import private_key_lines
+from .secrets import always_value_spans, private_key_lines, redact
 
 
 @dataclass(frozen=True)
@@ -103,6 +107,9 @@ def _clean(line: _Line) -> str:
 
 
 def _short(text: str) -> str:
+    """``text`` cut to :data:`CONTEXT_CHARS`, secrets redacted first (a cut
+    through a token would leave a prefix no pattern recognises)."""
+    text = redact(text)[0]
     return text if len(text) <= CONTEXT_CHARS else text[: CONTEXT_CHARS - 1].rstrip() + "…"
 
 
@@ -114,6 +121,14 @@ class _Segmenter:
         self.block_lines = block_lines  # file lines that end with a ^block-id
         self.stack: list[tuple[int, str]] = []
         self.out: list[Segment] = []
+        # Secrets redacted in text that is context but never a segment of its
+        # own (headings, lead-ins, callout titles), so the caller counts them.
+        self.redacted = 0
+
+    def _redact_counted(self, text: str) -> str:
+        text, n = redact(text)
+        self.redacted += n
+        return text
 
     # -- helpers ---------------------------------------------------------
 
@@ -145,7 +160,7 @@ class _Segmenter:
                 level, text, last = self.headings[line.no]
                 while self.stack and self.stack[-1][0] >= level:
                     self.stack.pop()
-                self.stack.append((level, collapse(text)))
+                self.stack.append((level, self._redact_counted(collapse(text))))
                 leadin = ()
                 while i < n and lines[i].no <= last:
                     i += 1
@@ -204,7 +219,7 @@ class _Segmenter:
             and _ITEM_RE.match(lines[j].text)
             and not _HR_RE.match(lines[j].text)
         ):
-            leadin = (_short(sentences.pop()[0]),)
+            leadin = (_short(self._redact_counted(sentences.pop()[0])),)
         for text, first, last in sentences:
             self.emit("sentence", text, first, last, context)
         return i, leadin
@@ -336,7 +351,7 @@ class _Segmenter:
                 continue
             callout = _CALLOUT_RE.match(line.text)
             if callout:
-                title = collapse(self.text_of(_Line(line.no, callout.group(2), callout.group(2))))
+                title = self._redact_counted(collapse(self.text_of(_Line(line.no, callout.group(2), callout.group(2)))))
                 inner[j] = _Line(line.no, "", "", True)
                 if title:
                     context = context + (_short(title),)
@@ -425,6 +440,10 @@ def split_sentences(text: str) -> list[tuple[int, int]]:
     protected: list[tuple[int, int]] = [m.span() for m in _PROTECT_RE.finditer(text)] if any(
         c in text for c in "`[:$"
     ) else []
+    if ":" in text or "=" in text:
+        secret = always_value_spans(text)  # a password value is redacted whole: never cut it
+        if secret:
+            protected = sorted(protected + secret)
     cuts: list[int] = []
     p = 0
     for m in _BOUNDARY_RE.finditer(text):
@@ -496,7 +515,10 @@ def segment_body(
     body: str, body_line: int = 1, headings: Sequence[Heading] = (), block_lines: Iterable[int] = ()
 ) -> tuple[list[Segment], int]:
     """All segments of a note body (LF line endings), in document order, and
-    the number of private key blocks skipped outside code.
+    the number of secrets redacted outside segment texts: private key blocks
+    skipped outside code, and secrets in headings, lead-ins and callout
+    titles (context and heading paths are redacted; segment texts are not,
+    the caller redacts and counts those).
 
     ``body_line`` is the file line the body starts on, ``headings`` the
     note's headings and ``block_lines`` the file lines that end with a
@@ -515,4 +537,4 @@ def segment_body(
     ]
     seg = _Segmenter(_heading_extents(raw, body_line, headings), set(block_lines))
     seg.blocks(lines, (), top=True)
-    return seg.out, keys
+    return seg.out, keys + seg.redacted
