@@ -229,8 +229,12 @@ def test_anchor_front_matter_is_an_error_in_the_note() -> None:
         ("title: My Title", "My Title"),
         ("title: '  Padded  '", "Padded"),
         ("title: ''", "Stem"),
-        ("title: 42", "Stem"),
+        ("title: 42", "42"),  # YAML reads a number: still the title
+        ("title: 2024-01-05", "2024-01-05"),  # and a date
+        ("title: true", "Stem"),
         ("title: [a]", "Stem"),
+        ("title: {a: 1}", "Stem"),
+        ("title:", "Stem"),
         ("Title: Other case", "Stem"),
         ("", "Stem"),
     ],

@@ -248,11 +248,14 @@ def _entries(frontmatter: dict[str, Any], pattern: str) -> list[Any]:
 
 
 def frontmatter_title(frontmatter: dict[str, Any]) -> str | None:
-    """The ``title`` property, if it is a non-empty string."""
+    """The ``title`` property, if it is a non-empty scalar: YAML reads
+    ``title: 1984`` as a number and ``title: 2024-01-05`` as a date, which
+    are still titles."""
     title = frontmatter.get("title")
-    if isinstance(title, str) and title.strip():
-        return title.strip()
-    return None
+    if isinstance(title, bool) or title is None or isinstance(title, (list, dict)):
+        return None
+    text = str(title).strip()
+    return text or None
 
 
 def frontmatter_aliases(frontmatter: dict[str, Any]) -> list[str]:
