@@ -140,6 +140,30 @@ def test_move_with_edit_is_matched_by_frontmatter_id(vault: Path) -> None:
     assert t and t.id == "keep-me" and "second" in t.content
 
 
+def test_rename_with_an_edit_is_still_a_move(vault: Path) -> None:
+    text = "A paragraph about sourdough starters, hydration and the long cold proof in the fridge overnight.\n"
+    write(vault, "Bread.md", text)
+    write(vault, "Other.md", "something else entirely, about bicycles")
+    sync(vault)
+    before = trace_at(vault, "Bread.md")
+    assert before
+    os.remove(vault / "Bread.md")
+    write(vault, "Baking/Sourdough.md", text + "Added later: rye flour speeds it up.\n")
+    s = sync(vault)
+    assert (s.moved, s.added, s.deleted) == (1, 0, 0)
+    after = trace_at(vault, "Baking/Sourdough.md")
+    assert after and after.id == before.id and "rye flour" in after.content
+
+
+def test_a_new_note_that_shares_little_with_a_deleted_one_is_no_move(vault: Path) -> None:
+    write(vault, "Bread.md", "sourdough starters hydration proof fridge overnight")
+    sync(vault)
+    os.remove(vault / "Bread.md")
+    write(vault, "Bikes.md", "bicycles chains gears and the proof of a fast fridge")
+    s = sync(vault)
+    assert (s.moved, s.added, s.deleted) == (0, 1, 1)
+
+
 def test_delete_removes_trace_and_unresolves_links(vault: Path) -> None:
     write(vault, "A.md", "see [[B]]")
     write(vault, "B.md", "beta")
