@@ -179,8 +179,26 @@ class Indexer:
         known = rec.load_files(self.con)
         absent = {p for p in known if p not in scan.files and scan.covers(p)}
         summary = self._reconcile(scan, absent, known, progress)
+        summary.warnings += self._remove_stale_temps(scan.temp_files)
         summary.seconds = time.perf_counter() - start
         return summary
+
+    def _remove_stale_temps(self, temps: list[str]) -> list[str]:
+        """Delete memvault's own temporary files that a writer killed mid-write
+        left behind (none younger than :data:`STALE_TEMP_S`: a writer may still
+        be at work on those)."""
+        out = []
+        now = time.time()
+        for rel in temps:
+            path = self.root / rel
+            try:
+                if now - path.stat().st_mtime < STALE_TEMP_S:
+                    continue
+                path.unlink()
+            except OSError:
+                continue
+            out.append(f"{rel}: removed a temporary file left by an interrupted write")
+        return out
 
     def sync_paths(self, paths: Iterable[str]) -> SyncSummary:
         """Reconcile only ``paths`` (from watcher events); others are untouched."""
@@ -542,6 +560,9 @@ class Indexer:
             if (hit.path, target_id, hit.ambiguous) != (edge.target_path, edge.target_id, edge.ambiguous):
                 rec.set_edge_target(self.con, edge.id or 0, hit.path, target_id, hit.ambiguous)
 
+
+#: memvault's temporary files older than this are leftovers of a dead writer.
+STALE_TEMP_S = 3600.0
 
 #: Share of words a vanished note and a new one must have in common to be
 #: taken for one note renamed and edited (git's rename threshold is 50%).

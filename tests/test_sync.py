@@ -164,6 +164,18 @@ def test_a_new_note_that_shares_little_with_a_deleted_one_is_no_move(vault: Path
     assert (s.moved, s.added, s.deleted) == (0, 1, 1)
 
 
+def test_leftover_temp_files_of_a_dead_writer_are_removed(vault: Path) -> None:
+    write(vault, "Memory/semantic/a.md", "a memory")
+    old = write(vault, "Memory/semantic/.a.md.1a2b3c4d.memvault-tmp", "half a wri")
+    young = write(vault, ".b.md.5e6f7a8b.memvault-tmp", "being written now")
+    mine = write(vault, ".my-own-file.tmp", "not memvault's")
+    os.utime(old, (time.time() - 7200, time.time() - 7200))
+    os.utime(mine, (time.time() - 7200, time.time() - 7200))
+    s = sync(vault)
+    assert not old.exists() and young.exists() and mine.exists()
+    assert any("Memory/semantic/.a.md.1a2b3c4d.memvault-tmp: removed" in w for w in s.warnings)
+
+
 def test_delete_removes_trace_and_unresolves_links(vault: Path) -> None:
     write(vault, "A.md", "see [[B]]")
     write(vault, "B.md", "beta")

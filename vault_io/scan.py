@@ -23,6 +23,11 @@ DEFAULT_MAX_FILE_SIZE = 5 * 1024 * 1024
 
 NOTE_SUFFIX = ".md"
 
+#: The name ending of memvault's own temporary files (see :mod:`.atomic`);
+#: they are hidden, so the scan skips them, but it reports them so that one
+#: left behind by a writer that died can be cleaned up.
+TEMP_SUFFIX = ".memvault-tmp"
+
 
 @dataclass(frozen=True)
 class FileStat:
@@ -58,6 +63,8 @@ class ScanResult:
     #: Folders that could not be listed ("" is the vault itself): what the
     #: index holds under them is unknown this time, not deleted.
     unlisted: set[str] = field(default_factory=set)
+    #: memvault's own temporary files found on the way (vault-relative).
+    temp_files: list[str] = field(default_factory=list)
 
     def covers(self, path: str) -> bool:
         """Whether the scan can vouch for ``path`` being absent (its folder was listed)."""
@@ -180,6 +187,8 @@ def scan_vault(
         for entry in entries:
             name = entry.name
             if name.startswith("."):
+                if name.endswith(TEMP_SUFFIX):
+                    result.temp_files.append(f"{rel_dir}/{name}" if rel_dir else name)
                 continue
             rel = f"{rel_dir}/{name}" if rel_dir else name
             try:
