@@ -101,10 +101,46 @@ def test_sentences_of_a_paragraph_with_line_numbers() -> None:
         ("A hard wrapped line\ncontinues in lower case", ["A hard wrapped line\ncontinues in lower case"]),
         ("Ends with a comma,\nNext Line", ["Ends with a comma,\nNext Line"]),
         ("Version 2. Next step.", ["Version 2.", "Next step."]),
+        # Ordinary words that used to be taken for abbreviations end sentences.
+        ("We enjoyed the sun. It was warm all day.", ["We enjoyed the sun.", "It was warm all day."]),
+        ("I said no. Then he left the room.", ["I said no.", "Then he left the room."]),
+        ("We sat. Nobody spoke.", ["We sat.", "Nobody spoke."]),
+        ("Turn it up to max. Wait a minute.", ["Turn it up to max.", "Wait a minute."]),
+        ("Let it rest for 5 min. Then serve.", ["Let it rest for 5 min.", "Then serve."]),
+        ("Here I am. You are there.", ["Here I am.", "You are there."]),
+        ("We met on wed. Then again.", ["We met on wed.", "Then again."]),
+        ("I work at Acme Inc. It is fine.", ["I work at Acme Inc.", "It is fine."]),
+        ("Apples, pears, etc. Then we left.", ["Apples, pears, etc.", "Then we left."]),
+        ("It was 5 pm. Then we left.", ["It was 5 pm.", "Then we left."]),
+        ("The next gen. Old ones fade.", ["The next gen.", "Old ones fade."]),
+        # A decimal at the end of a sentence ends it.
+        ("The total was 3.5. Next we tried 4.", ["The total was 3.5.", "Next we tried 4."]),
+        ("Upgrade to v1.2. It fixes the bug.", ["Upgrade to v1.2.", "It fixes the bug."]),
+        # True abbreviations, and words that are abbreviations in context.
+        ("See No. 5 for details.", ["See No. 5 for details."]),
+        ("Read p. 12 and Fig. 3 first.", ["Read p. 12 and Fig. 3 first."]),
+        ("Meet on Mon. 3 May at noon.", ["Meet on Mon. 3 May at noon."]),
+        ("Due on Sat. Jan 5 at the latest.", ["Due on Sat. Jan 5 at the latest."]),
+        ("Founded Sept. 2019 in Berlin.", ["Founded Sept. 2019 in Berlin."]),
+        ("Smith et al. The paper is old.", ["Smith et al. The paper is old."]),
+        ("Ask Brett al. Then go.", ["Ask Brett al.", "Then go."]),
+        ("We met on Sat. Maybe again.", ["We met on Sat.", "Maybe again."]),
+        ("Ask Gen. Patton and Prof. Xavier.", ["Ask Gen. Patton and Prof. Xavier."]),
+        ("Climb Mt. Everest vs. K2 later.", ["Climb Mt. Everest vs. K2 later."]),
+        ("Use tools, e.g. Python or i.e. Go.", ["Use tools, e.g. Python or i.e. Go."]),
+        ("It is approx. 5 km away.", ["It is approx. 5 km away."]),
+        ("Born in the U.K. Moved to the U.S. Later.", ["Born in the U.K. Moved to the U.S. Later."]),
+        ("A Ph.D. Student wrote it.", ["A Ph.D. Student wrote it."]),
     ],
 )
 def test_sentence_splitting(text: str, expected: list[str]) -> None:
     assert sentences(text) == expected
+
+
+def test_ordinary_words_end_paragraph_sentences_as_facts() -> None:
+    assert texts("We enjoyed the sun. It was warm all day.\n\nI said no. Then he left the room.\n") == [
+        "We enjoyed the sun.", "It was warm all day.", "I said no.", "Then he left the room.",
+    ]
 
 
 def test_table_rows_become_column_value_facts() -> None:

@@ -406,13 +406,53 @@ def _line_at(starts: list[int], offset: int) -> int:
 # Sentences
 # --------------------------------------------------------------------------
 
-#: Words that end with a period without ending a sentence (compared in lower case).
+#: Abbreviations that never end a sentence (compared in lower case). Only
+#: what is not also an ordinary English word: "no", "sun", "sat", "max",
+#: "am" or "etc." end sentences as often as not, so they are judged by what
+#: follows them (below) or not at all. A lower-case next word continues the
+#: sentence anyway, so these only matter before a capital, digit or symbol.
 ABBREVIATIONS = frozenset(
-    """mr mrs ms dr prof sr jr st mt ft vs etc eg ie cf al approx fig figs no nos vol vols pp p ch sec
-    ed eds inc ltd co corp dept est jan feb mar apr jun jul aug sep sept oct nov dec mon tue tues wed
-    thu thur thurs fri sat sun am pm viz resp ca gen gov lt col capt sgt rev hon op ref refs eq eqs
-    min max avg e.g i.e a.m p.m u.s u.k ph.d b.sc m.sc no approx dept misc incl excl""".split()
+    """mr mrs ms dr prof sr jr st mt capt sgt lt vs viz cf eg ie approx resp incl excl
+    e.g i.e a.m p.m u.s u.k ph.d b.sc m.sc""".split()
 )
+#: Titles that are also words, abbreviations only when capitalised ("Gen. Patton", "the next gen.").
+CAPITALISED_TITLES = frozenset("Ft Col Gen Gov Rev Hon Pres Sen Rep".split())
+#: Abbreviations only before a number ("No. 5", "p. 12", "Fig. 3", "ca. 1900", "min. 5").
+BEFORE_NUMBER = frozenset(
+    """no nos nr fig figs vol vols pp p ch chap sec sect eq eqs ref refs op est ca art para min max avg
+    tel ext""".split()
+)
+#: Capitalised months before a number ("Jan. 5", "Sept. 2019"), weekdays
+#: before a number or a month ("Mon. 3 May", "Sat. Jan 5").
+MONTHS = frozenset("Jan Feb Mar Apr Jun Jul Aug Sep Sept Oct Nov Dec".split())
+WEEKDAYS = frozenset("Mon Tue Tues Wed Thu Thur Thurs Fri Sat Sun".split())
+_MONTH_START_RE = re.compile(
+    r"(?:Jan(?:uary)?|Feb(?:ruary)?|Mar(?:ch)?|Apr(?:il)?|May|June?|July?|Aug(?:ust)?|Sep(?:t(?:ember)?)?"
+    r"|Oct(?:ober)?|Nov(?:ember)?|Dec(?:ember)?)\b"
+)
+_ET_RE = re.compile(r"(?i)\bet\s+$")
+
+
+def _is_abbreviation(word: str, rest: str, before: str) -> bool:
+    """Whether the period after ``word`` (as written, markup stripped) is an
+    abbreviation's, given the text after it (``rest``, stripped) and before it."""
+    low = word.lower()
+    if low in ABBREVIATIONS or word in CAPITALISED_TITLES:
+        return True
+    digit_next = rest[:1].isdigit()
+    if digit_next and (low in BEFORE_NUMBER or word in MONTHS or word in WEEKDAYS):
+        return True
+    if word in WEEKDAYS and _MONTH_START_RE.match(rest):
+        return True
+    if low == "al" and _ET_RE.search(before):
+        return True  # "et al."
+    if len(word) == 1:
+        return word.isalpha() and word.isupper()  # an initial: "J. R. R. Tolkien"
+    # A dotted acronym ("U.S.", "Ph.D.", "e.g."), not a number ("3.5.") or a
+    # version ("v1.2.") or a file or domain name ("example.com/a.b.").
+    parts = low.split(".")
+    return len(parts) > 1 and all(0 < len(part) <= 2 and part.isalpha() for part in parts)
+
 
 _BOUNDARY_RE = re.compile(r"[.!?…]+[\"'”’)\]*_]*(?=\s)|[。！？]+[\"'”’)\]]*|\n")
 _PROTECT_RE = re.compile(
@@ -429,10 +469,12 @@ def split_sentences(text: str) -> list[tuple[int, int]]:
 
     A sentence ends at ``.``, ``!``, ``?`` or ``…`` followed by white space
     and a character that is not a lower-case letter; a period does not end
-    one after an abbreviation (``e.g.``, ``Dr.``), an initial (``J.``) or a
-    dotted acronym (``U.S.``). Decimals (``3.14``) and URLs have no white
-    space after their periods, and links, inline code and ``$math$`` are
-    never split. ``。！？`` always end a sentence. A line break (``\\n``) ends
+    one after an abbreviation (``e.g.``, ``Dr.``; ``No.``, ``Fig.`` or
+    ``Jan.`` only before a number, ``Mon.`` before a number or a month), a
+    capital initial (``J.``) or a dotted acronym (``U.S.``). Decimals
+    (``3.14``) and URLs have no white space after their inner periods (a
+    decimal's final period does end a sentence), and links, inline code,
+    ``$math$`` and ``password:`` values are never split. ``。！？`` always end a sentence. A line break (``\\n``) ends
     one unless the next line starts in lower case or the line ends with a
     continuation mark (``,``, ``;``, ``-``...): a line per thought, as
     Obsidian shows them, makes one fact per line.
@@ -469,12 +511,8 @@ def split_sentences(text: str) -> list[tuple[int, int]]:
             # Only the word before the period matters: a bounded window keeps
             # long paragraphs linear (an unbounded search rescans from 0).
             word = _WORD_BEFORE_RE.search(text, max(0, start - 64), start + 1)
-            if word:
-                token = word.group(1).strip("*_`").lower()
-                if token in ABBREVIATIONS or (len(token) == 1 and token.isalpha()) or (
-                    "." in token and all(0 < len(part) <= 2 for part in token.split("."))
-                ):  # "Dr.", "J.", "U.S.", "Ph.D." (not "example.com/a.b.")
-                    continue
+            if word and _is_abbreviation(word.group(1).strip("*_`"), rest, text[max(0, word.start() - 8) : word.start()]):
+                continue  # "Dr.", "J.", "U.S.", "No. 5", "Mon. 3 May"
         cuts.append(end)
     spans: list[tuple[int, int]] = []
     last = 0
