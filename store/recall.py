@@ -7,10 +7,15 @@ block that fits a token budget, counted with the embedder's own tokenizer::
     - [identity] Works as a backend engineer in Lisbon. (Memory/identity/role.md)
     - [fact] Deploys happen on Fridays. (Runbook > Deploys)
 
-Identity memories come first (capped), then the relevant items best first;
-an item that does not fit is skipped for a shorter one after it. With no
-relevant item the block is empty, identity included: an agent gets nothing
-rather than noise.
+The best relevant item is placed first, so identity can never crowd it
+out: identity memories then get at most :data:`IDENTITY_SHARE` of what is
+left (they are listed first all the same), and the other relevant items,
+best first, fill the rest. An item longer than the room it has is cut at a
+word boundary and marked with an ellipsis; a lesser item that would keep
+fewer than :data:`MIN_TRUNCATED_WORDS` words is skipped for a shorter one
+after it. With no relevant item the block is empty, identity included: an
+agent gets nothing rather than noise. An identity memory that is itself
+relevant counts as relevant (it is shown once, with the identity lines).
 """
 
 from __future__ import annotations
@@ -28,8 +33,13 @@ from .records import now_iso
 HEADER = "## Recalled Memory"
 #: Longest single item, in tokens; longer memories are cut with an ellipsis.
 ITEM_MAX_TOKENS = 120
-#: Identity memories may take at most this share of the budget.
+#: Identity memories may take at most this share of the budget left after
+#: the best relevant item (so at a small budget relevance is not starved).
 IDENTITY_SHARE = 0.4
+#: A lesser item cut to fit keeps at least this many words, else it is
+#: skipped: a two-word fragment says nothing. (The best relevant item may be
+#: cut to one word: something relevant is better than an empty block.)
+MIN_TRUNCATED_WORDS = 4
 #: Strength gained each time a memory is recalled (capped at 1).
 RECALL_BOOST = 0.02
 #: Decimals a recalled strength is rounded to in the index.
@@ -69,21 +79,39 @@ def _label(item: RecallItem) -> str:
     return "fact" if item.kind == "fact" and item.type in ("", "semantic", "fact") else item.type
 
 
-def _line(item: RecallItem, max_tokens: int) -> str:
-    body = " ".join(item.content.split())
-    line = f"- [{_label(item)}] {body} ({item.source})"
-    if count_tokens([line])[0] <= max_tokens:
-        return line
-    words = body.split(" ")
-    lo, hi = 0, len(words)
-    while lo < hi:  # the longest prefix of words that fits
+def _render(item: RecallItem, words: list[str], cut: bool) -> str:
+    body = " ".join(words) + ("…" if cut else "")
+    return f"- [{_label(item)}] {body} ({item.source})" if body else f"- [{_label(item)}] ({item.source})"
+
+
+def _tokens(line: str) -> int:
+    return count_tokens([line])[0]
+
+
+def fit_line(item: RecallItem, max_tokens: int, min_words: int = 1) -> str | None:
+    """The item's line within ``max_tokens``: whole if it fits, else its
+    longest word prefix that does, marked with "…"; None when even
+    ``min_words`` words (or the whole line, if it has no more) do not fit."""
+    words = item.content.split()
+    whole = _render(item, words, False)
+    if _tokens(whole) <= max_tokens:
+        return whole
+    lo, hi = 0, len(words) - 1  # lo words are known to fit (0: unknown)
+    while lo < hi:
         mid = (lo + hi + 1) // 2
-        cand = f"- [{_label(item)}] {' '.join(words[:mid])}… ({item.source})"
-        if count_tokens([cand])[0] <= max_tokens:
+        if _tokens(_render(item, words[:mid], True)) <= max_tokens:
             lo = mid
         else:
             hi = mid - 1
-    return f"- [{_label(item)}] {' '.join(words[:lo])}… ({item.source})"
+    if lo < max(1, min_words):
+        return None
+    return _render(item, words[:lo], True)
+
+
+def min_item_tokens(item: RecallItem) -> int:
+    """Tokens of the shortest line the item can have (its first word, cut)."""
+    words = item.content.split()
+    return _tokens(_render(item, words[:1], len(words) > 1))
 
 
 def block_tokens(text: str) -> int:
@@ -91,48 +119,88 @@ def block_tokens(text: str) -> int:
     return count_tokens([text])[0] if text else 0
 
 
+def _join(lines: Sequence[str]) -> str:
+    return "\n".join([HEADER, *lines])
+
+
 def assemble(identity: Sequence[RecallItem], relevant: Sequence[RecallItem], budget: int) -> tuple[str, list[RecallItem]]:
-    """The block and the items in it, within ``budget`` tokens; empty when
-    ``relevant`` is empty or nothing fits."""
-    if not relevant or budget <= 0:
+    """The block and the items in it, within ``budget`` tokens of the
+    embedder's tokenizer; empty when ``relevant`` is empty or not even the
+    shortest cut of one relevant item fits beside the header.
+
+    ``identity`` is listed first and ``relevant`` (best first) after it; an
+    item in both is shown once, among the identity lines.
+    """
+    rel: list[RecallItem] = []
+    for item in relevant:  # a trace listed twice is shown once, at its best rank
+        if all(item.id != r.id for r in rel):
+            rel.append(item)
+    if not rel or budget <= 0:
         return "", []
-    used = block_tokens(HEADER)
-    chosen: list[RecallItem] = []
-    seen: set[str] = set()
-    id_budget = int(budget * IDENTITY_SHARE)
-    id_used = 0
-
-    def fits(item: RecallItem, cap: int) -> bool:
-        nonlocal used
-        item.text = _line(item, min(ITEM_MAX_TOKENS, cap))
-        item.tokens = block_tokens(item.text)
-        if used + item.tokens > budget or item.tokens > cap:
-            return False
-        used += item.tokens
-        return True
-
+    header = block_tokens(HEADER)
+    room = budget - header  # lines join with newlines, which add no tokens
+    # 1. The best relevant item that fits at all, cut down if need be: it is
+    # what makes the block worth having, so it is placed before identity.
+    anchor: RecallItem | None = None
+    for item in rel:
+        line = fit_line(item, min(ITEM_MAX_TOKENS, room))
+        if line is not None:
+            anchor, item.text, item.tokens = item, line, _tokens(line)
+            break
+    if anchor is None:
+        return "", []
+    room -= anchor.tokens
+    # 2. Identity: first in the block, but only a share of what is left.
+    id_ids = {i.id for i in identity}
+    id_room = int(room * IDENTITY_SHARE)
+    shown_identity: list[RecallItem] = []
+    seen = {anchor.id}
     for item in identity:
+        if item.id == anchor.id:
+            shown_identity.append(anchor)
+            continue
         if item.id in seen:
             continue
-        if fits(item, id_budget - id_used):
-            id_used += item.tokens
-            chosen.append(item)
-            seen.add(item.id)
-    n_identity = len(chosen)
-    for item in relevant:
+        line = fit_line(item, min(ITEM_MAX_TOKENS, id_room), MIN_TRUNCATED_WORDS)
+        if line is None:
+            continue
+        item.text, item.tokens = line, _tokens(line)
+        id_room -= item.tokens
+        room -= item.tokens
+        shown_identity.append(item)
+        seen.add(item.id)
+    # 3. The other relevant items, best first, in what remains.
+    shown_relevant: list[RecallItem] = []
+    for item in rel:
+        if item is anchor:
+            if anchor.id not in id_ids:
+                shown_relevant.append(anchor)
+            continue
         if item.id in seen:
             continue
-        if fits(item, ITEM_MAX_TOKENS):
-            chosen.append(item)
-            seen.add(item.id)
-    if len(chosen) == n_identity:  # nothing relevant fitted
+        line = fit_line(item, min(ITEM_MAX_TOKENS, room), MIN_TRUNCATED_WORDS)
+        if line is None:
+            continue
+        item.text, item.tokens = line, _tokens(line)
+        room -= item.tokens
+        shown_relevant.append(item)
+        seen.add(item.id)
+    # An identity memory let in on its relevance still reads best among the
+    # identity lines: identity first, in its own order, then the rest.
+    order = {i.id: n for n, i in enumerate(identity)}
+    chosen = sorted(shown_identity + [i for i in shown_relevant if i.id in order], key=lambda i: order[i.id])
+    chosen += [i for i in shown_relevant if i.id not in order]
+    text = _join([i.text for i in chosen])
+    # Lines tokenize independently (the tokenizer splits on whitespace), so
+    # the sum holds; should a tokenizer ever join across lines, shed the
+    # least important lines (never the anchor) rather than break the budget.
+    while block_tokens(text) > budget and len(chosen) > 1:
+        drop = next(i for i in reversed(chosen) if i is not anchor)
+        chosen.remove(drop)
+        text = _join([i.text for i in chosen])
+    if block_tokens(text) > budget:
         return "", []
-    text = "\n".join([HEADER, *(i.text for i in chosen)])
-    # Joined lines may tokenize a little differently from the parts: recheck.
-    while chosen and block_tokens(text) > budget:
-        chosen.pop()
-        text = "\n".join([HEADER, *(i.text for i in chosen)]) if len(chosen) > n_identity else ""
-    return (text, chosen) if text else ("", [])
+    return text, chosen
 
 
 def identity_items(con: apsw.Connection, limit: int) -> list[RecallItem]:

@@ -109,14 +109,67 @@ def test_search_record_flag(own_vault: Path) -> None:
     v.close()
 
 
-def test_assemble_skips_what_does_not_fit_for_shorter_items() -> None:
+def test_assemble_cuts_a_long_item_at_a_word_boundary() -> None:
     long = RecallItem("a", "memory", "semantic", "t", "a.md", "word " * 200)
     short = RecallItem("b", "fact", "semantic", "Note > H", "n.md", "Deploys happen on Fridays.")
     text, items = assemble([], [long, short], 50)
-    assert [i.id for i in items] == ["b"]  # the long one would not fit even cut to 120 tokens
+    assert [i.id for i in items] == ["a"]  # the best item, cut to the room it has
     assert count_tokens([text])[0] <= 50
+    line = text.splitlines()[1]
+    assert line.startswith("- [semantic] word word") and line.endswith("word… (a.md)")
+    text, items = assemble([], [long, short], 800)
+    assert [i.id for i in items] == ["a", "b"]
+    assert count_tokens([items[0].text])[0] <= 120  # no single item takes more than ITEM_MAX_TOKENS
     assert "- [fact] Deploys happen on Fridays. (Note > H)" in text
-    assert assemble([short], [], 800) == ("", [])  # identity alone is not relevance
+
+
+def test_assemble_skips_a_lesser_item_for_a_shorter_one_after_it() -> None:
+    best = RecallItem("a", "fact", "semantic", "Note > H", "n.md", "Deploys happen on Fridays.")
+    long = RecallItem("b", "memory", "semantic", "t", "Memory/semantic/a-long-winded-note-name.md", "word " * 200)
+    short = RecallItem("c", "fact", "semantic", "Note > H", "n.md", "Rollback keeps the previous image.")
+    head_and_best = count_tokens([f"{HEADER}\n- [fact] Deploys happen on Fridays. (Note > H)"])[0]
+    # room for "c" whole, not for four words of "b" beside it
+    budget = head_and_best + count_tokens(["- [fact] Rollback keeps the previous image. (Note > H)"])[0]
+    text, items = assemble([], [best, long, short], budget)
+    assert [i.id for i in items] == ["a", "c"]
+    assert count_tokens([text])[0] <= budget
+
+
+def test_identity_alone_is_not_relevance_but_a_relevant_identity_is() -> None:
+    lang = RecallItem("m-lang", "memory", "identity", "t", "Memory/identity/lang.md", "Speaks Portuguese and English.")
+    role = RecallItem("m-role", "memory", "identity", "t", "Memory/identity/role.md", "Works as a backend engineer.")
+    assert assemble([lang, role], [], 800) == ("", [])
+    text, items = assemble([lang, role], [lang], 800)
+    assert [i.id for i in items] == ["m-lang", "m-role"]  # shown once, identity order kept
+    assert text.splitlines()[1:] == [
+        "- [identity] Speaks Portuguese and English. (Memory/identity/lang.md)",
+        "- [identity] Works as a backend engineer. (Memory/identity/role.md)",
+    ]
+
+
+def test_context_for_a_message_only_an_identity_memory_answers(own_vault: Path) -> None:
+    """The audit's bug: the identity memory was the only relevant hit (search
+    has it at #1 over the floor) and context came back empty."""
+    message = "which languages do I speak"
+    hits = CliRunner().invoke(cli, ["--vault", str(own_vault), "search", message, "--scope", "memories", "--json", "--explain"])
+    top = json.loads(hits.stdout.splitlines()[0])
+    assert top["id"] == "m-id-lang" and top["explain"]["vector_similarity"] >= 0.3
+    data = json.loads(run(own_vault, message, "--json", "--no-record").stdout)
+    assert "m-id-lang" in [i["id"] for i in data["items"]]
+    assert data["text"].startswith(HEADER + "\n- [identity] Speaks Portuguese")
+
+
+def test_small_budget_keeps_the_relevant_item(own_vault: Path) -> None:
+    """At --budget 45 identity took 40% first and the relevant 34-token line
+    no longer fitted: the block came back empty."""
+    message = "how do I deploy the billing service"
+    for budget in (24, 30, 45, 60):  # 24: the header and "- [procedural] To… (its path)"
+        data = json.loads(run(own_vault, message, "--budget", str(budget), "--json", "--no-record").stdout)
+        assert "m-proc-deploy" in [i["id"] for i in data["items"]], budget
+        assert count_tokens([data["text"]])[0] == data["tokens"] <= budget
+    data = json.loads(run(own_vault, message, "--budget", "45", "--json", "--no-record").stdout)
+    deploy = next(i for i in data["items"] if i["id"] == "m-proc-deploy")
+    assert deploy["text"].startswith("- [procedural] To deploy the billing service")
 
 
 def test_recall_strength_is_rounded_in_the_index(own_vault: Path) -> None:

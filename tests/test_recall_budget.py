@@ -1,0 +1,84 @@
+"""The recall block's budget, property-tested: never over, never empty when
+something relevant fits."""
+
+from __future__ import annotations
+
+from hypothesis import given
+from hypothesis import strategies as st
+from memvault.store.embed import count_tokens
+from memvault.store.recall import HEADER, ITEM_MAX_TOKENS, RecallItem, assemble, min_item_tokens
+
+# Words of every shape the tokenizer meets: plain, long, digits, accents,
+# CJK (one token per character), punctuation glued on.
+WORD = st.one_of(
+    st.sampled_from(["deploy", "the", "billing", "service", "Postgres", "v14", "ERR_CONNECTION_RESET", "naïve",
+                     "café", "東京", "—", "it's", "(see", "notes)", "x" * 40, "supercalifragilistic"]),
+    st.text(st.characters(codec="utf-8", exclude_categories=("Cs", "Cc", "Zs", "Zl", "Zp")), min_size=1, max_size=12),
+)
+TYPES = ["semantic", "episodic", "procedural", "prospective", "fact", "note"]
+
+
+@st.composite
+def item(draw: st.DrawFn, prefix: str, n: int, type_: str | None = None) -> RecallItem:
+    words = draw(st.lists(WORD, max_size=80))
+    kind = draw(st.sampled_from(["memory", "fact", "note"]))
+    return RecallItem(
+        id=f"{prefix}{n}", kind=kind, type=type_ or draw(st.sampled_from(TYPES)),
+        title=draw(st.sampled_from(["Runbook > Deploys", "", "A rather long note title > With > Headings"])),
+        path=draw(st.sampled_from([None, "Memory/semantic/m.md", "Notes/deep/folder/structure/with a long name.md"])),
+        content=" ".join(words),
+    )
+
+
+@st.composite
+def memories(draw: st.DrawFn) -> tuple[list[RecallItem], list[RecallItem]]:
+    identity = [draw(item("id", n, "identity")) for n in range(draw(st.integers(0, 5)))]
+    relevant = [draw(item("r", n)) for n in range(draw(st.integers(0, 8)))]
+    # Identity memories can be relevant themselves, anywhere in the ranking.
+    for ident in identity:
+        if draw(st.booleans()):
+            relevant.insert(draw(st.integers(0, len(relevant))), ident)
+    return identity, relevant
+
+
+def tokens(text: str) -> int:
+    return count_tokens([text])[0] if text else 0
+
+
+@given(memories(), st.integers(10, 2000))
+def test_block_never_exceeds_the_budget_and_is_not_empty_when_something_fits(
+    mems: tuple[list[RecallItem], list[RecallItem]], budget: int
+) -> None:
+    identity, relevant = mems
+    text, items = assemble(identity, relevant, budget)
+    assert tokens(text) <= budget
+    if not text:
+        assert items == []
+        fits = [r for r in relevant if tokens(HEADER) + min_item_tokens(r) <= budget]
+        assert not fits, "something relevant would have fitted"
+        return
+    lines = text.split("\n")
+    assert lines[0] == HEADER and lines[1:] == [i.text for i in items]
+    ids = [i.id for i in items]
+    assert len(ids) == len(set(ids))
+    relevant_ids = {r.id for r in relevant}
+    assert relevant_ids & set(ids), "a block needs at least one relevant item"
+    assert set(ids) <= relevant_ids | {i.id for i in identity}
+    # Identity lines come first, in their own order.
+    identity_ids = [i.id for i in identity]
+    shown_identity = [i for i in ids if i in identity_ids]
+    assert ids[: len(shown_identity)] == sorted(shown_identity, key=identity_ids.index)
+    for it in items:
+        assert it.tokens == tokens(it.text) <= ITEM_MAX_TOKENS
+        whole = " ".join(it.content.split())
+        # whole, or cut at a word boundary and marked
+        assert f"] {whole} (" in it.text or f"] {whole}(" in it.text or "… (" in it.text
+        if "… (" in it.text and f"] {whole} (" not in it.text:
+            kept = it.text.split("] ", 1)[1].rsplit("… (", 1)[0]
+            assert whole.startswith(kept) and whole[len(kept)] == " "
+
+
+@given(memories())
+def test_no_relevant_item_means_no_block(mems: tuple[list[RecallItem], list[RecallItem]]) -> None:
+    identity, _ = mems
+    assert assemble(identity, [], 800) == ("", [])
