@@ -245,6 +245,21 @@ def test_inline_tags_and_links_of_a_fact() -> None:
     assert "img.png" not in f.text
 
 
+def test_lines_of_tags_alone_are_not_facts() -> None:
+    assert texts("#journal #memory/source\n\nTags: #work #memory\n\n- #a #b/c #d\n- Loved the film #movie\n") == [
+        "Loved the film #movie"
+    ]
+
+
+def test_every_fact_carries_the_notes_front_matter_and_body_tags() -> None:
+    note = "---\ntags: [work]\n---\n#journal #memory/source\n\n- Met the team in Berlin #travel\n- Wrote the quarterly report\n"
+    facts = extract(note).facts
+    assert [(f.text, f.tags) for f in facts] == [
+        ("Met the team in Berlin #travel", ("work", "journal", "travel")),
+        ("Wrote the quarterly report", ("work", "journal", "travel")),
+    ]
+
+
 def test_marker_tag_is_not_a_fact_tag() -> None:
     f = one("#memory/source\n\n- A fact with a #topic tag\n")
     assert f.tags == ("topic",)

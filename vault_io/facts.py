@@ -7,7 +7,9 @@ type of memory each is, where it points back to, and what its id is.
 
 Which segments are facts: those with at least three words (links count
 with their display text, a CJK character counts as a word) that are not
-pure links (nothing left once links and URLs are removed). Front-matter
+pure links or tags (nothing left once links, URLs and ``#tags`` are
+removed, or only a label: ``Tags: #a #b``). Every fact carries all of its
+note's tags, front-matter and inline (``#memory/source`` aside). Front-matter
 properties are facts too (``Birthday: 1990-04-02``), except memvault's own
 markers and bookkeeping keys (:data:`SKIPPED_PROPERTIES`).
 
@@ -44,7 +46,7 @@ from typing import Any
 from urllib.parse import quote
 
 from .frontmatter import frontmatter_tags
-from .markdown import find_markdown_links, find_tags, find_wikilinks
+from .markdown import TAG_BODY, find_markdown_links, find_tags, find_wikilinks, normalise_tag
 from .mask import blank_spans, mask_markdown
 from .note import Link, ParsedNote
 from .secrets import redact
@@ -91,6 +93,10 @@ _URL_RE = re.compile(r"\b[a-zA-Z][a-zA-Z0-9+.-]*://\S+")
 _WIKI_RE = re.compile(r"\[\[([^\[\]\n|#]*)(?:#[^\[\]\n|]*)?(?:\|([^\[\]\n]*))?\]\]")
 _MDLINK_RE = re.compile(r"\[([^\]\n]*)\]\([^)\n]*\)")
 _EMOJI_PREFIX_RE = re.compile(r"^[^\w]+", re.U)
+# A tag as Obsidian reads it: "#" at the start or after white space.
+_TAG_TOKEN_RE = re.compile(r"(?<!\S)#(" + TAG_BODY + ")")
+# What is left of "Tags: #a #b" once the tags are gone: a label alone.
+_LABEL_RE = re.compile(r"[^\w]*[^\W_]+[ \t]*:[^\w]*")
 
 
 @dataclass(frozen=True)
@@ -176,8 +182,24 @@ def word_count(text: str) -> int:
     return cjk + sum(1 for w in words if not _CJK_RE.search(w))
 
 
+def _without_tags(text: str) -> str:
+    """``text`` with its ``#tags`` blanked (``#123`` is no tag and stays)."""
+    return _TAG_TOKEN_RE.sub(lambda m: " " if normalise_tag(m.group(1)) else m.group(0), text)
+
+
 def is_fact_text(text: str) -> bool:
-    """At least :data:`MIN_WORDS` words, and more than links."""
+    """At least :data:`MIN_WORDS` words, and more than links and tags: a
+    line of tags (``#journal #memory/source``, ``Tags: #a #b``) is the
+    note's metadata, not a fact."""
+    if "#" in text:
+        untagged = _without_tags(text)
+        if untagged != text:
+            if "[" not in untagged and "://" not in untagged and (
+                not _WORD_RE.search(untagged) or _LABEL_RE.fullmatch(untagged.strip())
+            ):
+                return False
+            if not _WORD_RE.search(_URL_RE.sub(" ", _MDLINK_RE.sub(" ", _WIKI_RE.sub(" ", untagged)))):
+                return False  # links and tags only
     if "[" not in text and "://" not in text:
         return word_count(text) >= MIN_WORDS
     bare = _URL_RE.sub(" ", _MDLINK_RE.sub(" ", _WIKI_RE.sub(" ", text)))
@@ -287,7 +309,9 @@ class DraftBuilder:
         self.source_id = source_id
         self.facts: list[FactDraft] = []
         self._seen: dict[str, int] = {}
-        self._note_tags = frontmatter_tags(note.frontmatter)
+        # Every fact carries all of the note's tags, front-matter and inline
+        # (the parser's list, first spelling kept), then its own.
+        self._note_tags = note.tags or tuple(frontmatter_tags(note.frontmatter))
         last_line = note.body_line + note.body.count("\n")
         self._owner = _block_index(note.blocks, last_line) if note.blocks else None
 
