@@ -33,6 +33,12 @@ if TYPE_CHECKING:
     import numpy as np
     from tokenizers import Tokenizer
 
+# onnxruntime ships Microsoft's telemetry: on first use it writes /tmp/.ses
+# and ~/.cache/Microsoft/DeveloperTools/, and ~10 s later starts looking up
+# mobile.events.data.microsoft.com. It reads this switch when it is imported,
+# so it is set here, before anything can import it (fastembed does, below).
+os.environ["ORT_DISABLE_TELEMETRY"] = "1"
+
 #: The configured value that means "the bundled model".
 DEFAULT = "default"
 #: The configured value that turns vectors off.

@@ -110,3 +110,26 @@ def test_background_worker_gives_up_at_once_offline(small_vault: Path, tmp_path:
     assert r.returncode == 0, r.stderr
     assert "UNAVAILABLE" in r.stdout and "not available offline" in r.stdout
     assert seconds < 5.0, (seconds, r.stdout)
+
+
+def test_loading_the_model_leaves_no_telemetry_traces(tmp_path: Path) -> None:
+    """onnxruntime's telemetry is off: nothing in ~/.cache/Microsoft, no /tmp/.ses,
+    so no session for it to report over the network later."""
+    home = tmp_path / "home"
+    home.mkdir()
+    code = (
+        "from pathlib import Path; from memvault.store.embed import load_embedder, resolve_model; "
+        f"print(load_embedder(resolve_model('default'), Path({str(home / 'mv')!r})).embed(['a text']).shape)"
+    )
+    cmd = [sys.executable, "-c", code]
+    trace = tmp_path / "trace.txt"
+    if shutil.which("strace"):
+        cmd = ["strace", "-f", "-qq", "-e", "trace=openat,connect", "-o", str(trace), *cmd]
+    env = {k: v for k, v in os.environ.items() if not k.startswith("ORT_")}
+    r = subprocess.run(cmd, env={**env, "HOME": str(home)}, capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0 and "(1, 384)" in r.stdout, r.stderr
+    assert not (home / ".cache").exists()
+    if trace.exists():
+        calls = trace.read_text()
+        assert "/.ses" not in calls and "Microsoft" not in calls
+        assert "AF_INET" not in calls
