@@ -343,11 +343,48 @@ def _failure_message(spec: ModelSpec, downloading: bool, exc: Exception) -> str:
     return f"embedding model {spec.name!r} is not available offline; run `memvault model pull` to download it"
 
 
+def is_fastembed_model(name: str) -> bool:
+    """Whether fastembed knows ``name`` as a text embedding model."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        from fastembed import TextEmbedding
+
+    return name.lower() in {m["model"].lower() for m in TextEmbedding.list_supported_models()}
+
+
+#: Seconds to wait for a TCP connection to the model hub (or the proxy).
+HUB_CONNECT_TIMEOUT = 5.0
+
+
+def hub_unreachable(timeout: float = HUB_CONNECT_TIMEOUT) -> str | None:
+    """Why the model hub cannot be reached (one TCP connect to it, or to the
+    HTTPS proxy when one is set), or None when it can."""
+    import socket
+    from urllib.parse import urlsplit
+
+    proxy = os.environ.get("HTTPS_PROXY") or os.environ.get("https_proxy") or os.environ.get("ALL_PROXY")
+    url = proxy or os.environ.get("HF_ENDPOINT") or "https://huggingface.co"
+    parts = urlsplit(url if "://" in url else f"http://{url}")
+    host, port = parts.hostname or "", parts.port or (443 if parts.scheme == "https" else 80)
+    try:
+        socket.create_connection((host, port), timeout=timeout).close()
+    except OSError as exc:
+        what = f"proxy {host}:{port}" if proxy else f"{host}:{port}"
+        return f"cannot reach {what} ({exc.strerror or exc}); is there a network?"
+    return None
+
+
 def pull_model(spec: ModelSpec, home: Path) -> Path:
     """Download ``spec`` into fastembed's cache (the one command that uses the
     network) and return where it landed. The bundled model needs no download."""
     if spec.bundled:
         return prepare_bundled_model(home)
+    if not is_fastembed_model(spec.name):
+        raise ModelUnavailable(f"embedding model {spec.name!r} is not a fastembed text model")
+    problem = hub_unreachable()
+    if problem:
+        # huggingface_hub retries for ~40 s before giving up; say it at once.
+        raise ModelUnavailable(f"download of {spec.name!r} failed: {problem}")
     forget_failures()
     with _load_lock:
         _loaded.pop(spec.key, None)

@@ -48,3 +48,17 @@ def test_status_counts_chunks_and_vectors(vault: Path) -> None:
     assert after["embedded"] == after["chunks"] == 1 and after["queued"] == 0 and after["unavailable"] is None
     r = run(vault, "model", "status")
     assert r.exit_code == 0 and "all-MiniLM-L6-v2" in r.output
+
+
+def test_pull_without_a_network_fails_at_once(vault: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import socket
+    import time
+
+    with socket.socket() as s:  # a port nothing listens on: the "proxy" refuses at once
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    monkeypatch.setenv("HTTPS_PROXY", f"http://127.0.0.1:{port}")
+    start = time.monotonic()
+    r = run(vault, "model", "pull", "BAAI/bge-small-en-v1.5")
+    assert r.exit_code == 1 and "cannot reach proxy 127.0.0.1" in r.output and "Traceback" not in r.output
+    assert time.monotonic() - start < 10  # not huggingface_hub's ~40 s of retries
