@@ -13,6 +13,39 @@ import os
 import secrets
 from pathlib import Path
 
+#: Longest file name (in bytes) the usual Linux file systems accept (ext4,
+#: btrfs, xfs, tmpfs: NAME_MAX). Names are cut by bytes, not characters: 80
+#: CJK characters are 240 bytes.
+NAME_MAX = 255
+
+# Room left in a temp name for ".<hex>.memvault-tmp" and the leading dot.
+_TMP_NAME_BYTES = 200
+
+
+def truncate_utf8(text: str, max_bytes: int) -> str:
+    """``text`` cut to at most ``max_bytes`` UTF-8 bytes, on a character boundary."""
+    data = text.encode("utf-8", "surrogatepass")
+    if len(data) <= max_bytes:
+        return text
+    return data[:max_bytes].decode("utf-8", "ignore")
+
+
+def fit_name(stem: str, tail: str, max_bytes: int = NAME_MAX) -> str:
+    """``stem + tail`` as a file name of at most ``max_bytes`` bytes.
+
+    Only the stem is shortened (by bytes, on a character boundary, trailing
+    blanks and dots dropped) so that ``tail`` (an extension, a ``" 2.md"``
+    counter, a ``" (conflict ...).md"`` mark) stays whole. A stem cut to
+    nothing becomes ``"note"``.
+    """
+    room = max_bytes - len(tail.encode("utf-8", "surrogatepass"))
+    if room < 1:
+        raise ValueError(f"file name ending {tail!r} is too long by itself")
+    if len(stem.encode("utf-8", "surrogatepass")) <= room:
+        return stem + tail
+    short = truncate_utf8(stem, room).rstrip(" .") or truncate_utf8("note", room)
+    return short + tail
+
 
 def fsync_dir(folder: Path) -> None:
     """Flush a folder's entries (renames, creations) to disk."""
@@ -40,8 +73,10 @@ def atomic_write(path: Path, data: bytes, *, mode: int | None = None) -> bool:
     except FileNotFoundError:
         keep_mode = None
     path.parent.mkdir(parents=True, exist_ok=True)
-    # A dot-name keeps the temp file out of Obsidian's and our own scans.
-    tmp = path.parent / f".{path.name[:200]}.{secrets.token_hex(4)}.memvault-tmp"
+    # A dot-name keeps the temp file out of Obsidian's and our own scans; the
+    # name is cut by bytes so that a note whose own name is near the 255-byte
+    # limit (a long CJK title) still gets a legal temp name.
+    tmp = path.parent / f".{truncate_utf8(path.name, _TMP_NAME_BYTES)}.{secrets.token_hex(4)}.memvault-tmp"
     fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644 if mode is None else mode)
     try:
         with os.fdopen(fd, "wb") as fh:
@@ -76,12 +111,18 @@ def atomic_move(src: Path, dest: Path) -> None:
 
 
 def free_path(path: Path) -> Path:
-    """``path``, or ``name 2.md``, ``name 3.md``... whichever does not exist yet."""
-    if not path.exists():
-        return path
+    """``path``, or ``name 2.md``, ``name 3.md``... whichever does not exist yet.
+
+    Every candidate name fits in :data:`NAME_MAX` bytes: the stem is
+    shortened (by bytes) to make room for the counter and the extension.
+    """
+    stem, suffix = path.stem, path.suffix
+    first = path.with_name(fit_name(stem, suffix))
+    if not first.exists():
+        return first
     n = 2
     while True:
-        candidate = path.with_name(f"{path.stem} {n}{path.suffix}")
+        candidate = path.with_name(fit_name(stem, f" {n}{suffix}"))
         if not candidate.exists():
             return candidate
         n += 1
