@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from hypothesis import given
 from hypothesis import strategies as st
-from memvault.vault_io.fm_edit import edit_frontmatter, frontmatter_key_order
+from memvault.vault_io.fm_edit import duplicate_keys, edit_frontmatter, frontmatter_key_order
 
 KEY = st.text(alphabet="abcdefghijklmnopqrstuvwxyz_", min_size=1, max_size=8)
 VALUE = st.one_of(
@@ -66,3 +66,9 @@ def test_noop_edits_return_same_string() -> None:
 
 def test_new_block_keeps_bom_and_crlf() -> None:
     assert edit_frontmatter("\ufeffBody\r\n", {"memory": "source"}) == "\ufeff---\r\nmemory: source\r\n---\r\nBody\r\n"
+
+
+def test_duplicate_keys() -> None:
+    assert duplicate_keys("---\nmemory: a\ntitle: x\n'memory': b\n---\nbody") == ["memory"]
+    assert duplicate_keys("---\nmemory: a\nlist:\n  - memory: b\n---\n") == []
+    assert duplicate_keys("no front-matter\nmemory: a\nmemory: b\n") == []

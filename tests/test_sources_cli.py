@@ -36,7 +36,14 @@ MARK_CASES: dict[str, bytes] = {
     ),
     "empty_file": b"",
     "memory_source_key": b"---\nmemory_source: true\nowner: me\n---\n- Ship memory sources in February\n",
+    # A person's "memory_source: false" is no mark: remove leaves it.
+    "memory_source_false": b"---\nmemory_source: false\nowner: me\n---\n- Ship memory sources in February\n",
+    # A template's empty "memory:" stays as written; the mark is memory_source.
+    "empty_memory_key": b"---\nmemory:\nowner: me\n---\n- Ship memory sources in February\n",
+    "empty_memory_key_crlf": b"---\r\nmemory: ''\r\n---\r\n- Ship memory sources in February\r\n",
 }
+#: The marker key ``source add`` writes, when it is not ``memory: source``.
+MARKER_WRITTEN = {"empty_memory_key": b"memory_source: true", "empty_memory_key_crlf": b"memory_source: true"}
 
 
 @pytest.fixture
@@ -74,7 +81,7 @@ def test_source_add_and_remove_are_byte_exact(case: str, vault: Path, runner: Cl
     assert after_remove == (folder / "removed.md").read_bytes()
     if case != "memory_source_key":
         assert after_remove == before  # add then remove gives back every byte
-        assert b"memory: source" in after_add
+        assert MARKER_WRITTEN.get(case, b"memory: source") in after_add
     else:
         assert after_add == before  # already marked: not rewritten
     assert after_add.startswith(BOM) == before.startswith(BOM)
@@ -145,6 +152,41 @@ def test_source_remove_cases(vault: Path, runner: CliRunner, memvault_env: Path)
     (row,) = lines_json(r.output.split("warning:")[0])
     assert (row["action"], row["marks"], row["facts"]) == ("still-marked", ["tag"], 1)
     assert b"memory: source" not in (vault / "Both.md").read_bytes()
+
+
+def test_source_remove_deletes_only_marking_keys(vault: Path, runner: CliRunner) -> None:
+    both = b"---\nmemory: source\nmemory_source: false\nowner: me\n---\n- A fact in a marked note\n"
+    note = write(vault, "Both.md", both)
+    r = run(runner, vault, "source", "remove", "Both.md")
+    assert r.exit_code == 0, r.output
+    assert note.read_bytes() == b"---\nmemory_source: false\nowner: me\n---\n- A fact in a marked note\n"
+    yes = write(vault, "Yes.md", b"---\nmemory_source: yes\nmemory: semantic-ish\n---\n- A fact in a marked note\n")
+    r = run(runner, vault, "source", "remove", "Yes.md")
+    assert r.exit_code == 0, r.output
+    assert yes.read_bytes() == b"---\nmemory: semantic-ish\n---\n- A fact in a marked note\n"
+
+
+def test_source_add_and_remove_refuse_a_marker_key_written_twice(vault: Path, runner: CliRunner) -> None:
+    # YAML keeps the last "memory"; a line edit would touch the first.
+    text = b"---\nmemory: semantic\nmemory: source\n---\n- A fact in a marked note\n"
+    note = write(vault, "Twice.md", text)
+    r = run(runner, vault, "source", "remove", "Twice.md")
+    assert r.exit_code == 1 and "more than once" in r.output
+    assert note.read_bytes() == text
+    text2 = b"---\nmemory_source: false\nmemory_source: no\n---\n- A fact in a plain note\n"
+    note2 = write(vault, "Twice2.md", text2)
+    r = run(runner, vault, "source", "add", "Twice2.md")
+    assert r.exit_code == 1 and "more than once" in r.output
+    assert note2.read_bytes() == text2
+
+
+def test_source_add_refuses_a_non_type_memory_value_without_calling_it_a_memory_note(
+    vault: Path, runner: CliRunner
+) -> None:
+    write(vault, "False.md", "---\nmemory: false\n---\n- A fact in a plain note\n")
+    r = run(runner, vault, "source", "add", "False.md")
+    assert r.exit_code == 1 and "change or remove that key first" in r.output
+    assert (vault / "False.md").read_text() == "---\nmemory: false\n---\n- A fact in a plain note\n"
 
 
 def test_source_list(vault: Path, runner: CliRunner) -> None:

@@ -162,6 +162,25 @@ def edit_frontmatter(text: str, set_keys: Mapping[str, Any] | None = None, remov
     return "".join(out)
 
 
+def duplicate_keys(text: str) -> list[str]:
+    """Top-level keys written more than once in the file's front-matter.
+
+    YAML loaders keep the last one, but a line edit would touch the first:
+    callers refuse to edit such a key rather than change the wrong line.
+    """
+    lines = text.splitlines(keepends=True)
+    block = _find_block(lines)
+    if block is None:
+        return []
+    seen: dict[str, int] = {}
+    for i in range(block.start, block.end):
+        m = _KEY_LINE.match(lines[i])
+        if m:
+            key = _unquote(m.group(1))
+            seen[key] = seen.get(key, 0) + 1
+    return [k for k, n in seen.items() if n > 1]
+
+
 def frontmatter_key_order(text: str) -> list[str]:
     """The top-level keys of the file's front-matter, in file order."""
     lines = text.splitlines(keepends=True)

@@ -24,7 +24,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
 
-from .fm_edit import edit_frontmatter
+from .fm_edit import duplicate_keys, edit_frontmatter
 from .note import ParsedNote
 
 SOURCE_TAG = "memory/source"
@@ -84,13 +84,17 @@ def matching_glob(path: str, globs: Iterable[str]) -> str | None:
     return None
 
 
+def _marks_by_memory(value: object) -> bool:
+    return isinstance(value, str) and value.strip().lower() == MARKER_VALUE
+
+
+def _marks_by_alt(value: object) -> bool:
+    return value is True or (isinstance(value, str) and value.strip().lower() in _TRUE)
+
+
 def frontmatter_marked(frontmatter: dict) -> bool:
     """Whether the front-matter marks the note (``memory: source`` or ``memory_source: true``)."""
-    value = frontmatter.get(MARKER_KEY)
-    if isinstance(value, str) and value.strip().lower() == MARKER_VALUE:
-        return True
-    alt = frontmatter.get(ALT_MARKER_KEY)
-    return alt is True or (isinstance(alt, str) and alt.strip().lower() in _TRUE)
+    return _marks_by_memory(frontmatter.get(MARKER_KEY)) or _marks_by_alt(frontmatter.get(ALT_MARKER_KEY))
 
 
 def tag_marked(tags: Iterable[str]) -> bool:
@@ -136,46 +140,84 @@ def source_marks(note: ParsedNote, globs: Sequence[str] = ()) -> SourceMarks:
 
 
 def _marker_keys(frontmatter: dict) -> list[str]:
+    """The keys whose value marks the note: only those are removed.
+    ``memory_source: false`` (or ``memory: semantic``) is a person's
+    statement, not a mark, and stays."""
     keys = []
-    value = frontmatter.get(MARKER_KEY)
-    if isinstance(value, str) and value.strip().lower() == MARKER_VALUE:
+    if _marks_by_memory(frontmatter.get(MARKER_KEY)):
         keys.append(MARKER_KEY)
-    if ALT_MARKER_KEY in frontmatter:
+    if _marks_by_alt(frontmatter.get(ALT_MARKER_KEY)):
         keys.append(ALT_MARKER_KEY)
     return keys
+
+
+def _is_empty(value: object) -> bool:
+    return value is None or (isinstance(value, str) and not value.strip())
+
+
+def _refuse_duplicates(text: str, note: ParsedNote) -> None:
+    twice = [k for k in duplicate_keys(text) if k in (MARKER_KEY, ALT_MARKER_KEY)]
+    if twice:
+        raise MarkError(
+            f"{note.path}: its front-matter has the key {twice[0]!r} more than once; "
+            "fix the front-matter first"
+        )
 
 
 def mark_text(text: str, note: ParsedNote) -> str:
     """``text`` (the whole file, BOM and line ends as read) with ``memory: source`` added.
 
-    Unchanged when the front-matter already marks the note. Raises
+    Unchanged when the front-matter already marks the note. A ``memory``
+    key that is there but empty (a template's placeholder) is left as it
+    is and ``memory_source: true`` is added instead, so that ``remove``
+    (which deletes only that key) gives back every byte. Raises
     :class:`MarkError` for a note whose front-matter cannot be edited safely
-    (invalid YAML) or whose ``memory`` key already holds something else
-    (``memory: semantic`` makes it a memory note, not a source).
+    (invalid YAML, a marker key written twice) or whose ``memory`` key
+    already holds something else (``memory: semantic`` makes it a memory
+    note, not a source).
     """
     if note.error and "front-matter" in note.error:
         raise MarkError(f"{note.path}: {note.error}; fix the front-matter first")
     if frontmatter_marked(note.frontmatter):
         return text
+    _refuse_duplicates(text, note)
     existing = note.frontmatter.get(MARKER_KEY)
-    if existing not in (None, ""):
+    if not _is_empty(existing):
+        if isinstance(existing, str):
+            raise MarkError(
+                f"{note.path}: its front-matter already says memory: {existing!r} (a memory note); "
+                "memory notes are not memory sources"
+            )
         raise MarkError(
-            f"{note.path}: its front-matter already says memory: {existing!r} (a memory note); "
-            "memory notes are not memory sources"
+            f"{note.path}: its front-matter already says memory: {existing!r}; "
+            "change or remove that key first"
         )
+    if MARKER_KEY in note.frontmatter:
+        if ALT_MARKER_KEY in note.frontmatter:
+            # "memory:" empty and "memory_source: false": the person's own
+            # words on both keys; replacing either would lose one of them.
+            raise MarkError(
+                f"{note.path}: its front-matter says {ALT_MARKER_KEY}: "
+                f"{note.frontmatter[ALT_MARKER_KEY]!r}; change it to true to mark the note"
+            )
+        return edit_frontmatter(text, set_keys={ALT_MARKER_KEY: True})
     return edit_frontmatter(text, set_keys={MARKER_KEY: MARKER_VALUE})
 
 
 def unmark_text(text: str, note: ParsedNote) -> str:
-    """``text`` without the front-matter marker keys (``memory: source``,
-    ``memory_source``); unchanged when the front-matter has neither. A
-    front-matter block left empty (just its two ``---`` lines) is removed.
+    """``text`` without the front-matter keys that mark the note
+    (``memory: source``, ``memory_source: true``); unchanged when neither
+    marks it, and ``memory_source: false`` or any other key always stays. A
+    front-matter block left empty (just its two ``---`` lines) is removed:
+    ``add`` creates one on a note without front-matter. (A block the person
+    left empty themselves cannot be told apart from it after ``add``.)
     """
     if note.error and "front-matter" in note.error:
         raise MarkError(f"{note.path}: {note.error}; fix the front-matter first")
     keys = _marker_keys(note.frontmatter)
     if not keys:
         return text
+    _refuse_duplicates(text, note)
     edited = edit_frontmatter(text, remove=keys)
     # A block left with nothing but its fences goes too, so that `source add`
     # then `source remove` on a note without front-matter gives back its bytes.
