@@ -118,6 +118,37 @@ def _coerce(key: Key, value: Any, origin: str) -> Any:
         raise ConfigError(f"{origin}: {key.name} must be {kind}, not {value!r}") from None
 
 
+def check_memory_folder(value: str, origin: str) -> str:
+    """``value`` as a memory folder: a plain relative folder inside the vault.
+
+    Memory notes are written to ``<folder>/<type>/``, so the folder must not
+    leave the vault (absolute, ``..``), be empty, or be hidden (a ``.x``
+    component: scans skip hidden folders, so notes there would never be
+    read back). Leading and trailing slashes of a relative folder are
+    dropped (``Memory/`` is ``Memory``); ``a//b`` and ``a/./b`` are refused
+    rather than guessed at. Raises :class:`ConfigError` naming the key and
+    ``origin`` (where the value came from).
+    """
+    def bad(why: str) -> ConfigError:
+        return ConfigError(f"{origin}: memory_folder {why}, not {value!r}")
+
+    if value.lstrip().startswith(("/", "~")):
+        raise bad("must be a folder inside the vault (a relative path)")
+    folder = value.strip("/")
+    if not folder.strip():
+        raise bad("must name a folder inside the vault")
+    if "\\" in folder or any(ord(c) < 32 or c == "\x7f" for c in folder):
+        raise bad("must not contain backslashes or control characters")
+    for part in folder.split("/"):
+        if part in ("", ".", ".."):
+            raise bad("must be a plain relative folder (no '..', '.' or empty parts)")
+        if part.startswith("."):
+            raise bad("must not be a hidden folder (memvault and Obsidian skip those)")
+        if part != part.strip():
+            raise bad("must not have folder names with leading or trailing blanks")
+    return folder
+
+
 @dataclass(frozen=True)
 class Config:
     """The effective settings, after file, environment and flags."""
@@ -164,4 +195,10 @@ def load_config(overrides: dict[str, Any] | None = None) -> Config:
         if value is not None:
             values[name] = _coerce(_BY_NAME[name], value, f"option for {name}")
             origins[name] = "flag"
+    origin = {
+        "file": str(path),
+        "env": f"environment variable {_BY_NAME['memory_folder'].env}",
+        "flag": "option for memory_folder",
+    }.get(origins["memory_folder"], "default")
+    values["memory_folder"] = check_memory_folder(values["memory_folder"], origin)
     return Config(values, path, origins)
