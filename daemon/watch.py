@@ -45,7 +45,7 @@ from watchdog.events import (
 )
 from watchdog.observers import Observer
 from watchdog.observers.api import BaseObserver
-from watchdog.observers.polling import PollingObserver
+from watchdog.observers.polling import PollingEmitter
 
 log = logging.getLogger("memvault.daemon")
 
@@ -310,9 +310,45 @@ def start_inotify(root: Path, handler: FileSystemEventHandler) -> BaseObserver:
     return observer
 
 
+#: Share of one core the polling fallback may spend listing the vault: each
+#: full listing is followed by a pause of at least its CPU time / this share.
+POLL_CPU_SHARE = 0.005
+#: Longest pause between two listings, however large the vault.
+POLL_MAX_INTERVAL = 60.0
+
+
+class AdaptivePollingEmitter(PollingEmitter):
+    """watchdog's polling emitter, pausing longer on a vault whose listing is
+    expensive: re-listing 20,000 files every 5 s costs ~5% of a core, so the
+    pause grows with the measured cost of a listing (between the configured
+    interval and :data:`POLL_MAX_INTERVAL`) to stay near :data:`POLL_CPU_SHARE`."""
+
+    def __init__(self, *args: object, **kwargs: object) -> None:
+        super().__init__(*args, **kwargs)  # type: ignore[arg-type]
+        self.base_interval = float(self._timeout)
+
+    def queue_events(self, timeout: float) -> None:
+        """One pause and one listing, then the next pause from its CPU cost."""
+        before = time.thread_time()
+        super().queue_events(timeout)
+        cost = time.thread_time() - before
+        wanted = min(POLL_MAX_INTERVAL, max(self.base_interval, cost / POLL_CPU_SHARE))
+        if abs(wanted - self._timeout) > 0.5:
+            log.info("polling every %.0f s (listing the vault took %.0f ms of CPU)", wanted, cost * 1000)
+        self._timeout = wanted
+
+
+class AdaptivePollingObserver(BaseObserver):
+    """A polling observer built on :class:`AdaptivePollingEmitter`."""
+
+    def __init__(self, *, timeout: float) -> None:
+        super().__init__(AdaptivePollingEmitter, timeout=timeout)
+
+
 def start_polling(root: Path, handler: FileSystemEventHandler, interval: float) -> BaseObserver:
-    """Start a polling observer that re-lists the vault every ``interval`` seconds."""
-    observer = PollingObserver(timeout=interval)
+    """Start a polling observer that re-lists the vault every ``interval``
+    seconds, or less often when listing it is expensive."""
+    observer = AdaptivePollingObserver(timeout=interval)
     observer.schedule(handler, os.fspath(root), recursive=True, event_filter=EVENTS)
     observer.start()
     return observer
