@@ -271,3 +271,19 @@ def test_stats_count_every_secret_of_a_line_once(vault: Path, runner: CliRunner)
     out = run(runner, vault, "facts", "Servers.md", "--json").output
     assert "hunter2horse" not in out and key not in out and token not in out
     assert "password: [redacted] key: [redacted]" in out
+
+
+def test_source_list_follows_a_changed_sources_glob(vault: Path, runner: CliRunner, memvault_env: Path) -> None:
+    write(vault, "Daily/2025-01-10.md", "#memory/source\n- Went to the market in the morning\n")
+    write(vault, "Daily/2025-01-11.md", "- Went to the library in the evening\n")
+    run(runner, vault, "sync")
+    rows = lines_json(run(runner, vault, "source", "list", "--json").output)
+    assert [(r["path"], r["marks"]) for r in rows] == [("Daily/2025-01-10.md", ["tag"])]
+    (memvault_env / "config.toml").write_text('sources = ["Daily/**"]\n', "utf-8")
+    rows = lines_json(run(runner, vault, "source", "list", "--json").output)
+    assert [(r["path"], r["marks"], r["facts"]) for r in rows] == [
+        ("Daily/2025-01-10.md", ["tag", "glob"], 1), ("Daily/2025-01-11.md", ["glob"], 1),
+    ]
+    (memvault_env / "config.toml").write_text("sources = []\n", "utf-8")
+    rows = lines_json(run(runner, vault, "source", "list", "--json").output)
+    assert [(r["path"], r["marks"], r["facts"]) for r in rows] == [("Daily/2025-01-10.md", ["tag"], 1)]
