@@ -83,15 +83,33 @@ def daemon(app: AppContext, debounce_ms: int | None, rescan_interval: int | None
 @click.option("--json", "as_json", is_flag=True, help="Print the status as one JSON object.")
 @pass_app
 def status(app: AppContext, as_json: bool) -> None:
-    """Whether a daemon serves this vault, its queue and last sync, and index counts."""
-    from memvault.daemon.status import vault_status
+    """Whether a daemon serves this vault, its queue and last sync, and index counts.
 
-    data = vault_status(app.vault)
+    Works from memvault's data dir alone, so it also reports while the vault
+    folder is missing (an unmounted disk) and a daemon waits for it.
+    """
+    from memvault.daemon.app import VaultError
+    from memvault.daemon.status import vault_status, vault_without_folder
+
+    try:
+        data = vault_status(app.vault)
+    except VaultError:
+        vault = vault_without_folder(app.vault_arg)
+        if vault is None:  # not a vault memvault knows: the usage error stands
+            raise
+        try:
+            data = vault_status(vault)
+        finally:
+            vault.close()
     if as_json:
         emit_json(data)
         return
-    click.echo(f"{'vault:':12} {data['vault']}")
-    if data["running"]:
+    missing = " (missing: the folder does not exist)" if data["vault_missing"] else ""
+    click.echo(f"{'vault:':12} {data['vault']}{missing}")
+    if data["running"] and data["mode"] == "waiting":
+        click.echo(f"{'daemon:':12} running (pid {data['pid']}, since {data['since']}), "
+                   "waiting for the vault folder to come back")
+    elif data["running"]:
         mode = data["mode"] or "starting"
         queue = data["queue"] if data["queue"] is not None else "?"
         click.echo(f"{'daemon:':12} running (pid {data['pid']}, since {data['since']}, {mode} mode, queue {queue})")

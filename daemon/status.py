@@ -6,6 +6,9 @@ batch and rescan. It replaces the file atomically (temp file + ``os.replace``)
 so a reader never sees half of it, and at most about once a second, only when
 something changed. A reader trusts the file only while the daemon lock is
 held: a daemon that was killed leaves the file behind, and then it is stale.
+
+Status reads only the data dir, so it also answers while the vault folder is
+gone (an unmounted disk) and the daemon waits for it to come back.
 """
 
 from __future__ import annotations
@@ -20,6 +23,7 @@ from .lock import is_locked, read_holder
 
 if TYPE_CHECKING:
     from .app import Vault
+    from .config import Config
 
 STATE_FILE = "daemon.json"
 
@@ -63,6 +67,7 @@ def vault_status(vault: "Vault") -> dict[str, Any]:
     passed through whole (including ``conflicts`` once the store has it).
     """
     data_dir = vault.data_dir
+    missing = not vault.root.is_dir()
     running = is_locked(data_dir)
     state = read_state(data_dir) if running else None
     holder = read_holder(data_dir) if running else None
@@ -70,6 +75,7 @@ def vault_status(vault: "Vault") -> dict[str, Any]:
         state = None  # left by an earlier daemon that died before the current one published
     out: dict[str, Any] = {
         "vault": str(vault.root),
+        "vault_missing": missing,
         "running": running,
         "pid": holder.pid if holder else None,
         "since": holder.started if holder else None,
@@ -95,14 +101,36 @@ def vault_status(vault: "Vault") -> dict[str, Any]:
     return out
 
 
+def vault_without_folder(vault_arg: str | None, config: "Config | None" = None) -> "Vault | None":
+    """The selected vault when its folder is missing but memvault has data for
+    it (an index or a daemon lock): enough for ``status`` to report on.
+
+    None when the folder exists (any other problem with it stands) or
+    memvault never knew this vault.
+    """
+    from .app import Vault
+    from .config import load_config
+
+    config = config or load_config({"vault": vault_arg})
+    if not config.vault.strip():
+        return None
+    root = Path(os.path.expanduser(config.vault)).absolute()
+    if os.path.lexists(root):
+        return None
+    vault = Vault(root, config)
+    return vault if vault.data_dir.is_dir() else None
+
+
 def open_conflicts(vault: "Vault") -> list[dict[str, Any]]:
     """Recorded conflicts whose store copy is still in the vault (a person
     resolves one by merging and deleting the ``(conflict ...)`` note)."""
     from memvault.store.memories import conflicts
 
+    # Without the vault folder nobody can tell which were resolved: list all.
+    missing = not vault.root.is_dir()
     out = []
     for c in conflicts(vault.read_con()):
-        if c.conflict_path is None or (vault.root / c.conflict_path).exists():
+        if c.conflict_path is None or missing or (vault.root / c.conflict_path).exists():
             out.append({"id": c.trace_id, "note": c.path, "conflict_note": c.conflict_path,
                         "detail": c.detail, "when": c.created})
     return out
