@@ -20,18 +20,23 @@
 
 Reading and writing are inverse: ``read_memory(render_memory(doc)) == doc``.
 Rewriting an existing note changes only the managed keys whose values
-changed and the body when the content or links changed; keys a person
-added, comments and key order stay as they were.
+changed (as memvault reads them: ``created: 2024-01-05`` and
+``created: '2024-01-05'`` are the same value) and the body when the content
+or links changed; keys a person added, comments and key order stay as they
+were. A note written from scratch (a person deleted it, the store rewrites
+it) gets the person's extra keys back from :attr:`MemoryDoc.extra`.
 """
 
 from __future__ import annotations
 
+import datetime as _dt
 import re
 import unicodedata
 from dataclasses import dataclass, field
 from typing import Any
 
 from .fm_edit import dump_key, edit_frontmatter
+from .frontmatter import FrontmatterError, load_frontmatter, split_frontmatter
 
 #: Front-matter keys memvault owns on a memory note, in the order it writes them.
 MANAGED_KEYS: tuple[str, ...] = (
@@ -48,6 +53,11 @@ _WIKILINK_RE = re.compile(r"\[\[([^\[\]\n]+)\]\]")
 _UNSAFE_CHARS = re.compile(r'[\\/:*?"<>|#^\[\]`%{}\x00-\x1f\x7f]')
 _SLUG_WORDS = 8
 _SLUG_MAX_BYTES = 120  # well under the 255-byte name limit with the id and ".md"
+_DOTS = re.compile(r"\.{2,}")
+_DATE = re.compile(r"\d{4}-\d{2}-\d{2}")
+#: Decimals of ``strength`` written to a note: recall boosts add 0.02 at a
+#: time, and float sums (0.5 + 0.02 * 4 = 0.5800000000000001) are noise there.
+STRENGTH_DECIMALS = 3
 
 
 @dataclass
@@ -65,6 +75,8 @@ class MemoryDoc:
     source: str = "manual"
     supersedes: str | None = None
     related: list[str] = field(default_factory=list)  # link targets, as written inside [[ ]]
+    #: Front-matter keys a person added (not managed by memvault), as read.
+    extra: dict[str, Any] = field(default_factory=dict)
 
     def managed_values(self) -> dict[str, Any]:
         """The front-matter values memvault writes (None = key absent)."""
@@ -73,7 +85,7 @@ class MemoryDoc:
             "type": self.type,
             "scope": self.scope,
             "tags": list(self.tags),
-            "strength": self.strength,
+            "strength": None if self.strength is None else round(self.strength, STRENGTH_DECIMALS),
             "created": self.created or None,
             "updated": self.updated or None,
             "source": self.source or None,
@@ -122,22 +134,67 @@ def render_body(content: str, related: list[str], newline: str = "\n") -> str:
 
 
 def render_memory(doc: MemoryDoc, existing: str | None = None) -> str:
-    """The note text for ``doc``; with ``existing``, a minimal edit of it."""
+    """The note text for ``doc``; with ``existing``, a minimal edit of it.
+
+    Without ``existing`` the note is written whole: managed keys, then the
+    extra keys of ``doc.extra``. With it, the existing text is the truth for
+    everything memvault does not manage (extra keys, comments, key order);
+    a managed key whose value reads the same as ``doc``'s keeps its lines
+    byte for byte, even when spelled differently than memvault would.
+    """
     values = doc.managed_values()
     if existing is None:
         head = "".join(dump_key(k, v) for k, v in values.items() if v is not None)
+        head += "".join(
+            dump_key(k, _yaml_value(v)) for k, v in doc.extra.items() if k not in MANAGED_KEYS
+        )
         return f"---\n{head}---\n{render_body(doc.content, doc.related)}"
-    text = edit_frontmatter(
-        existing,
-        {k: v for k, v in values.items() if v is not None},
-        [k for k, v in values.items() if v is None],
-    )
+    current = _current_managed(existing)
+    set_keys: dict[str, Any] = {}
+    remove: list[str] = []
+    for key, value in values.items():
+        if current is not None and current[key] == value:
+            # Reads as the same value however it is spelled (or, absent, as
+            # the default it would read as): keep the person's bytes.
+            continue
+        if value is None:
+            remove.append(key)
+        else:
+            set_keys[key] = value
+    text = edit_frontmatter(existing, set_keys, remove)
     head, body = _split_head(text)
     newline = "\r\n" if "\r\n" in head else "\n"
     old_content, old_related = split_related(body.replace("\r\n", "\n"))
     if old_content == doc.content.strip("\n") and old_related == doc.related:
         return text
     return head + render_body(doc.content, doc.related, newline)
+
+
+def _current_managed(text: str) -> dict[str, Any] | None:
+    """The managed values of the note ``text`` as :func:`read_memory` reads
+    them (defaults for absent keys); None when its front-matter cannot be
+    read (then :func:`edit_frontmatter` compares each key line by line)."""
+    yaml_text, body, _ = split_frontmatter(text.lstrip("\ufeff").replace("\r\n", "\n"))
+    try:
+        fm = load_frontmatter(yaml_text) if yaml_text is not None else {}
+    except FrontmatterError:
+        return None
+    return read_memory(fm, body).managed_values()
+
+
+def _yaml_value(value: Any) -> Any:
+    """An extra key's value as it goes back into YAML.
+
+    Front-matter is stored as JSON, where a YAML date (``date: 2024-01-05``,
+    the way Obsidian writes date properties) became a string; writing it as
+    a date again keeps it a date property instead of a quoted string.
+    """
+    if isinstance(value, str) and _DATE.fullmatch(value):
+        try:
+            return _dt.date.fromisoformat(value)
+        except ValueError:
+            return value
+    return value
 
 
 def _split_head(text: str) -> tuple[str, str]:
@@ -153,8 +210,9 @@ def slugify(content: str) -> str:
     """A readable, safe file-name stem from the first words of ``content``.
 
     NFC, lower case, no path separators, control characters or characters
-    that break Obsidian links, no leading dots, at most a few words and
-    ``_SLUG_MAX_BYTES`` bytes; ``"memory"`` when nothing usable is left.
+    that break Obsidian links, no leading dots and no ``..`` anywhere, at
+    most a few words and ``_SLUG_MAX_BYTES`` bytes; ``"memory"`` when
+    nothing usable is left.
     """
     text = unicodedata.normalize("NFC", content)
     text = _WIKILINK_RE.sub(lambda m: m.group(1).split("|")[-1], text)
@@ -162,16 +220,19 @@ def slugify(content: str) -> str:
     words = [w.strip(".,;!'()&+=~$@") for w in text.split()]
     slug = "-".join(w for w in words if w)
     slug = "-".join(slug.split("-")[:_SLUG_WORDS]) if slug else ""
+    # "a..b" is a legal name, but ".." in a name is what path checks and
+    # people look for; one dot keeps "v1.2" readable.
+    slug = _DOTS.sub(".", slug)
     encoded = slug.encode("utf-8")[:_SLUG_MAX_BYTES]
     slug = encoded.decode("utf-8", "ignore").strip("-. ")
-    slug = unicodedata.normalize("NFC", slug)
+    slug = _DOTS.sub(".", unicodedata.normalize("NFC", slug))
     return slug or "memory"
 
 
 def memory_filename(content: str, short_id: str) -> str:
     """``<slug>-<short id>.md``: the file name of a new memory note."""
-    safe_id = _UNSAFE_CHARS.sub("", short_id).strip(".") or "x"
-    return f"{slugify(content)}-{safe_id[:16]}.md"
+    safe_id = _DOTS.sub(".", _UNSAFE_CHARS.sub("", short_id))[:16].strip(".") or "x"
+    return f"{slugify(content)}-{safe_id}.md"
 
 
 def read_memory(frontmatter: dict[str, Any], body: str) -> MemoryDoc:
@@ -206,4 +267,5 @@ def read_memory(frontmatter: dict[str, Any], body: str) -> MemoryDoc:
         source=text("source", "vault"),
         supersedes=text("supersedes") or None,
         related=related,
+        extra={k: v for k, v in frontmatter.items() if k not in MANAGED_KEYS},
     )
