@@ -22,7 +22,26 @@ Re-extraction is incremental. For one source note:
 4. old facts left unpaired are retired: "removed from source".
 
 A deleted note retires its facts ("source note deleted"), an unmarked one
-too ("no longer a memory source"). A note whose front-matter stops parsing
+too ("no longer a memory source").
+
+With the llm extractor, ``memvault sync`` asks the endpoint inline (bounded
+by ``llm.timeout`` x attempts). The daemon does not: an llm call can take
+seconds, and the daemon must keep every other note searchable within its
+debounce. There the observer hands each changed source to
+:class:`LLMFactWorker` (one background thread, a bounded queue that
+coalesces repeated changes of one note) and goes on at once:
+
+- a source that already has facts keeps them, unchanged, until the model
+  answers (its ``fact_sources.hash`` stays the old one: that mismatch is
+  the "llm extraction pending" mark, and every full sync re-queues such
+  sources, so a job lost to a full queue or a restart is picked up again);
+- a source with no facts yet gets the default extractor's facts at once,
+  so it is searchable within the debounce; the model's facts then replace
+  them through the usual pairing (unchanged texts keep their ids);
+- when the model answers, the worker writes the facts only if the note's
+  indexed hash is still the one it sent (else the answer is stale and
+  dropped: the newer change has its own job); a failed call falls back to
+  the default extractor, as in ``sync``. A note whose front-matter stops parsing
 keeps its facts until it parses again (a typo should not wipe them).
 Changing the ``sources`` globs of the config is noticed the next time the
 indexer is built (:meth:`FactObserver.refresh_globs`).
@@ -33,16 +52,17 @@ from __future__ import annotations
 import difflib
 import json
 import logging
+import threading
 from collections import defaultdict
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import apsw
 from memvault.store import facts as sf
 from memvault.store import records as rec
-from memvault.store.db import write_transaction
+from memvault.store.db import connect, write_transaction
 from memvault.vault_io.facts import Extraction, FactDraft, extract_facts, source_uri
 from memvault.vault_io.frontmatter import key_lines as fm_key_lines
 from memvault.vault_io.frontmatter import split_frontmatter
@@ -52,6 +72,10 @@ from memvault.vault_io.resolve import LinkResolver, link_key, path_key
 from memvault.vault_io.sources import SourceMarks, matching_glob, source_marks
 
 from .config import Config
+
+if TYPE_CHECKING:
+    from .app import Vault
+    from .indexer import Indexer
 
 log = logging.getLogger(__name__)
 
@@ -70,6 +94,17 @@ REASON_UNMARKED = "no longer a memory source"
 GLOBS_META = "fact_source_globs"
 #: Marks an extraction that was skipped because only the note's path changed.
 MOVED = "moved"
+#: Marks an extraction left to the daemon's llm worker (the facts stay as they are).
+DEFERRED = "deferred"
+#: Most source notes waiting for the daemon's llm worker.
+LLM_QUEUE_MAX = 1000
+#: Seconds between tries of a background fact write that found the index busy.
+LLM_WRITE_RETRY = 1.0
+LLM_WRITE_TRIES = 5
+
+#: ``defer(source_id, path)`` queues a source for background llm extraction;
+#: False when it could not be queued (full, stopping).
+Defer = Callable[[str, str], bool]
 
 
 @dataclass
@@ -371,6 +406,9 @@ class FactObserver:
         self.extractor_name: str = config["extractor"]
         self.llm = None
         self.pending_warnings: list[str] = []
+        #: Set by the daemon (see :class:`LLMFactWorker`): llm extraction is
+        #: queued there instead of run inline.
+        self.defer: Defer | None = None
         if self.extractor_name == "llm":
             from .llm_extract import LLMExtractor
 
@@ -424,9 +462,10 @@ class FactObserver:
                     state = sf.get_source(self.con, trace.id)
                     if state and state.hash == note.hash and state.path == note.path:
                         continue
-                    if extraction.extractor == MOVED:
-                        sf.repath(self.con, trace.id, note.path)
-                        self._repath_sources(note, trace.id, state, marks)
+                    if extraction.extractor in (MOVED, DEFERRED):
+                        if extraction.extractor == MOVED or (state and state.path != note.path):
+                            sf.repath(self.con, trace.id, note.path)
+                            self._repath_sources(note, trace.id, state, marks)
                         continue
                     result = sync_source_facts(self.con, note, trace.id, extraction, marks, resolver)
                     warnings += result.warnings
@@ -447,13 +486,25 @@ class FactObserver:
             except OSError:
                 pass
         if self.llm is not None:
+            from .llm_extract import LLMCancelled
+
             if state and state.hash == note.hash and state.extractor == "llm":
                 # Only the path changed: keep the facts, do not ask the model again.
                 return Extraction(extractor=MOVED)
-            try:
-                return self.llm.extract(note, trace.id, key_lines=key_lines)
-            except Exception as exc:
-                warnings.append(f"{note.path}: llm extractor failed ({exc}); used the default extractor")
+            if self.defer is not None:
+                # The daemon: the model is asked in the background (module docstring).
+                queued = self.defer(trace.id, note.path)
+                if queued and state is not None and state.facts > 0:
+                    return Extraction(extractor=DEFERRED)
+                if not queued:
+                    log.warning("%s: llm extraction queue full; used the default extractor", note.path)
+            else:
+                try:
+                    return self.llm.extract(note, trace.id, key_lines=key_lines)
+                except LLMCancelled:
+                    raise  # shutting down: write nothing for this note
+                except Exception as exc:
+                    warnings.append(f"{note.path}: llm extractor failed ({exc}); used the default extractor")
         try:
             return extract_facts(note, trace.id, key_lines=key_lines)
         except Exception as exc:  # a bug in the rules must not stop the other notes
@@ -510,6 +561,80 @@ class FactObserver:
                 for edge_id, path, trace_id, amb in changes:
                     rec.set_edge_target(self.con, edge_id, path, trace_id, amb)
 
+    # -- background llm extraction (the daemon) ---------------------------------
+
+    def llm_backlog(self, *, upgrade: bool = False) -> list[tuple[str, str]]:
+        """(source id, path) of the sources whose facts lag behind their note:
+        indexed with another hash than they were extracted from, and with
+        ``upgrade`` also those whose facts came from the default extractor
+        (a fallback, or the stand-in for a new source)."""
+        return [
+            (r[0], r[1])
+            for r in self.con.execute(
+                "SELECT s.source_id, f.path FROM fact_sources s JOIN files f ON f.trace_id = s.source_id "
+                "WHERE f.kind = 'note' AND (f.hash IS NOT s.hash OR (? AND s.extractor != 'llm'))",
+                (int(upgrade),),
+            )
+        ]
+
+    def extract_in_background(self, source_id: str) -> "str | _Extracted":
+        """Extract one queued source with the llm, inline (this runs on the
+        worker's thread and connection, never holding the write lock).
+
+        Returns what to write (:meth:`write_in_background`), or why there is
+        nothing to: ``stale`` (the file changed since it was indexed; that
+        change queued its own job), ``current``, ``gone`` or ``unmarked``.
+        Raises :class:`~.llm_extract.LLMCancelled` when the worker stops.
+        """
+        row = self.con.execute(
+            "SELECT path, hash FROM files WHERE trace_id = ? AND kind = 'note'", (source_id,)
+        ).fetchone()
+        trace = rec.get_trace(self.con, source_id)
+        if row is None or trace is None:
+            return "gone"
+        path, indexed_hash = row
+        try:
+            data = (self.root / path).read_bytes()
+            if content_hash(data) != indexed_hash:
+                return "stale"
+            note = parse_note(path, data)
+        except (OSError, NoteReadError):
+            return "stale"
+        marks = source_marks(note, self.globs)
+        if not marks:
+            return "unmarked"  # the indexer's observer retires its facts
+        state = sf.get_source(self.con, source_id)
+        if state and state.hash == note.hash and state.path == note.path and state.extractor == "llm":
+            return "current"
+        warnings: list[str] = []
+        extraction = self._extract(note, trace, state, warnings)
+        for w in [*warnings, *(f"{note.path}: {w}" for w in (extraction.warnings if extraction else []))]:
+            log.warning("%s", w)
+        if extraction is None:
+            return "failed"
+        return _Extracted(note, source_id, marks, extraction)
+
+    def write_in_background(self, job: "_Extracted") -> str:
+        """Write what :meth:`extract_in_background` got, unless the index has
+        moved on meanwhile (then the answer is stale and dropped). Returns
+        ``written``, ``stale`` or ``current``."""
+        note, source_id, marks, extraction = job.note, job.source_id, job.marks, job.extraction
+        with write_transaction(self.con):
+            now = self.con.execute("SELECT path, hash FROM files WHERE trace_id = ?", (source_id,)).fetchone()
+            if now is None or tuple(now) != (note.path, note.hash):
+                return "stale"
+            state = sf.get_source(self.con, source_id)
+            if state and (state.hash, state.path, state.extractor) == (note.hash, note.path, extraction.extractor):
+                return "current"  # someone (a CLI sync) wrote these facts already
+            if extraction.extractor == MOVED:
+                sf.repath(self.con, source_id, note.path)
+                self._repath_sources(note, source_id, state, marks)
+            else:
+                result = sync_source_facts(self.con, note, source_id, extraction, marks, _Resolver(self.con))
+                for w in result.warnings:
+                    log.warning("%s", w)
+        return "written"
+
     # -- config changes ------------------------------------------------------
 
     def refresh_globs(self) -> None:
@@ -538,3 +663,163 @@ class FactObserver:
             self.pending_warnings += self.notes_changed(written, [])
         with write_transaction(self.con):
             rec.set_meta(self.con, GLOBS_META, json.dumps(self.globs))
+
+
+
+@dataclass
+class _Extracted:
+    """A background extraction waiting to be written."""
+
+    note: ParsedNote
+    source_id: str
+    marks: SourceMarks
+    extraction: Extraction
+
+
+class LLMFactWorker:
+    """The daemon's llm extraction, off its hot path (see the module docstring).
+
+    One thread with its own index connection and its own extractor (and so
+    its own circuit breaker). Jobs are source trace ids in a bounded queue:
+    a note changed again before its turn is queued once. :meth:`stop` sets
+    the extractor's cancel event, so a call in flight is abandoned within
+    :data:`~.llm_extract.CANCEL_CHECK` seconds, and joins the thread.
+    """
+
+    def __init__(
+        self, vault: "Vault", *, max_pending: int = LLM_QUEUE_MAX, on_done: Callable[[str, str], None] | None = None
+    ) -> None:
+        self.vault = vault
+        self.max_pending = max_pending
+        self.on_done = on_done  # (source id, outcome), called on the worker thread
+        self.idle = threading.Event()  # nothing queued and nothing in flight
+        self.idle.set()
+        self.counts: dict[str, int] = defaultdict(int)
+        self.error: BaseException | None = None
+        self.observer: FactObserver | None = None  # the daemon's own (for the backlog query)
+        self._pending: dict[str, str] = {}  # source id -> path, oldest first
+        self._cond = threading.Condition()
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+
+    @classmethod
+    def attach(
+        cls, vault: "Vault", indexer: "Indexer", on_done: Callable[[str, str], None] | None = None
+    ) -> "LLMFactWorker | None":
+        """Start a worker for ``indexer``'s fact observer if it uses the llm
+        extractor, and route its llm extraction there; None otherwise."""
+        for observer in indexer.observers:
+            if isinstance(observer, FactObserver) and observer.llm is not None:
+                worker = cls(vault, on_done=on_done)
+                worker.observer = observer
+                worker.start()
+                observer.defer = worker.submit
+                return worker
+        return None
+
+    def start(self) -> None:
+        """Run the worker thread."""
+        if self._thread is None:
+            self._stop.clear()
+            self._thread = threading.Thread(target=self._main, name="memvault-llm-facts", daemon=True)
+            self._thread.start()
+
+    def submit(self, source_id: str, path: str) -> bool:
+        """Queue one source; False when the queue is full or the worker stopping."""
+        with self._cond:
+            if self._thread is None or self._stop.is_set():
+                return False
+            if source_id not in self._pending and len(self._pending) >= self.max_pending:
+                self.counts["dropped"] += 1
+                return False
+            self._pending[source_id] = path
+            self.idle.clear()
+            self._cond.notify()
+        return True
+
+    def submit_backlog(self, *, upgrade: bool = False) -> int:
+        """Queue every source whose facts lag behind its note (on the daemon's
+        thread, after a full sync); how many were queued. ``upgrade`` also
+        queues sources with default-extractor facts (at start-up)."""
+        if self.observer is None:
+            return 0
+        return sum(self.submit(sid, path) for sid, path in self.observer.llm_backlog(upgrade=upgrade))
+
+    def stop(self, timeout: float = 10.0) -> None:
+        """Abandon the call in flight, drop what is queued, join the thread."""
+        self._stop.set()
+        with self._cond:
+            self._pending.clear()
+            self._cond.notify_all()
+        if self._thread is not None:
+            self._thread.join(timeout)
+            if self._thread.is_alive():
+                raise RuntimeError("memvault llm fact worker did not stop")
+            self._thread = None
+
+    def status(self) -> dict[str, Any]:
+        """Queue length and outcome counts, for the daemon's status."""
+        with self._cond:
+            queued = len(self._pending)
+        return {"queued": queued, "idle": self.idle.is_set(), **self.counts}
+
+    def _main(self) -> None:
+        con: apsw.Connection | None = None
+        try:
+            con = connect(self.vault.index_path)
+            observer = FactObserver(self.vault.root, con, self.vault.config)
+            assert observer.llm is not None
+            observer.llm.cancel = self._stop
+            while True:
+                with self._cond:
+                    while not self._pending and not self._stop.is_set():
+                        self.idle.set()
+                        self._cond.wait()
+                    if self._stop.is_set():
+                        return
+                    source_id = next(iter(self._pending))
+                    del self._pending[source_id]
+                outcome = self._run(observer, source_id)
+                if outcome is None:
+                    return
+                self.counts[outcome] += 1
+                if self.on_done is not None:
+                    try:
+                        self.on_done(source_id, outcome)
+                    except Exception:
+                        log.exception("llm fact worker callback failed")
+        except BaseException as exc:  # the daemon keeps running; status reports it
+            self.error = exc
+            log.exception("memvault llm fact worker failed")
+        finally:
+            self.idle.set()
+            if con is not None:
+                con.close()
+
+    def _run(self, observer: FactObserver, source_id: str) -> str | None:
+        """One job; None when the worker is stopping."""
+        from .llm_extract import LLMCancelled
+
+        try:
+            job = observer.extract_in_background(source_id)
+        except LLMCancelled:
+            return None
+        except Exception:
+            log.exception("background fact extraction of %s failed", source_id)
+            return "failed"
+        if isinstance(job, str):
+            return job
+        for _ in range(LLM_WRITE_TRIES):
+            if self._stop.is_set():
+                return None  # the hash mismatch re-queues it at the next start
+            try:
+                return observer.write_in_background(job)
+            except apsw.BusyError:
+                # A long writer (a full sync, a CLI command) holds the index;
+                # the answer is kept and written when it lets go.
+                if self._stop.wait(LLM_WRITE_RETRY):
+                    return None
+            except Exception:
+                log.exception("writing background facts of %s failed", source_id)
+                return "failed"
+        return "busy"

@@ -37,6 +37,7 @@ from watchdog.observers.api import BaseObserver
 
 from .app import Vault
 from .embedding import EmbeddingWorker
+from .facts import LLMFactWorker
 from .indexer import Indexer, SyncSummary, VaultMissingError
 from .lock import DaemonLock
 from .memories import flush_outbox
@@ -117,6 +118,8 @@ class DaemonRunner:
         self.background = background
         self._embedder: EmbeddingWorker | None = None
         self._server: QueryServer | None = None
+        # With extractor = "llm": the model is asked off the hot path (daemon.facts).
+        self._llm_worker: LLMFactWorker | None = None
 
         self.queue = PathQueue(self.debounce)
         self.lock = DaemonLock(self.root, vault.data_dir)
@@ -415,7 +418,13 @@ class DaemonRunner:
     def _get_indexer(self) -> Indexer:
         if self._indexer is None:
             self._indexer = self.vault.indexer()
+            self._llm_worker = LLMFactWorker.attach(self.vault, self._indexer, on_done=self._llm_done)
         return self._indexer
+
+    def _llm_done(self, source_id: str, outcome: str) -> None:
+        """The llm worker wrote facts (its thread): embed them soon."""
+        if outcome == "written" and self._embedder is not None:
+            self._embedder.wake()
 
     def _full_sync(self, kind: str) -> None:
         """``Indexer.sync`` (raises VaultMissingError, _Stopped)."""
@@ -423,6 +432,10 @@ class DaemonRunner:
         summary = self._get_indexer().sync(progress=self._progress)
         with write_transaction(self.vault.con):
             rec.set_meta(self.vault.con, "last_sync", rec.now_iso())
+        if self._llm_worker is not None:
+            # Sources whose llm job was lost (full queue, a stop); at start
+            # also those holding default-extractor facts.
+            self._llm_worker.submit_backlog(upgrade=kind == "sync")
         self._last_rescan = _iso_now()
         if kind == "rescan":
             self.rescans += 1
@@ -553,6 +566,7 @@ class DaemonRunner:
             "debounce_ms": int(self.debounce * 1000),
             "rescan_interval": self.rescan_interval,
             "embedding": self._embedder.status() if self._embedder else None,
+            "llm_facts": self._llm_worker.status() if self._llm_worker else None,
             "query_socket": bool(self._server),
             "updated": _iso_now(),
         }
@@ -581,13 +595,13 @@ class DaemonRunner:
             pass
         except Exception:
             log.exception("could not apply the last queued changes; the next start's full sync will")
-        for service in (self._server, self._embedder):
+        for service in (self._llm_worker, self._server, self._embedder):
             if service is not None:
                 try:
                     service.stop()
                 except Exception:
                     log.exception("stopping %s failed", type(service).__name__)
-        self._server = self._embedder = None
+        self._server = self._embedder = self._llm_worker = None
         try:
             checkpoint(self.vault.con)
         except Exception as exc:  # a reader in the middle of a query; harmless

@@ -70,6 +70,7 @@ class Reply:
     headers: dict[str, str] = field(default_factory=dict)
     trickle: float = 0.0  # seconds between single bytes of the answer
     trickle_headers: bool = False  # trickle the status line and headers too, not just the body
+    gate: threading.Event | None = None  # answer only once this is set (a slow model the test controls)
 
     def body(self) -> bytes:
         if self.raw is not None:
@@ -97,6 +98,11 @@ class FakeLLM:
                     reply = outer.replies[min(len(outer.requests) - 1, len(outer.replies) - 1)]
                 if reply.delay:
                     time.sleep(reply.delay)
+                if reply.gate is not None:
+                    while not reply.gate.wait(0.02) and not outer.stopping.is_set():
+                        pass
+                    if outer.stopping.is_set() and not reply.gate.is_set():
+                        return
                 body = reply.body()
                 if reply.trickle:
                     self._trickle(reply, body)

@@ -1,0 +1,173 @@
+"""The daemon with the llm extractor: the model is asked off the hot path.
+
+A real :class:`DaemonRunner` (watchdog observer, debounce) and a real local
+HTTP server playing the model (``FakeLLM`` of test_llm_extract), whose
+answers the tests hold back with an event: while a call is pending, other
+notes still become searchable at once, the source keeps usable facts, a
+stale answer is dropped, and stopping the daemon abandons the call.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from pathlib import Path
+
+from helpers import wait_for, write
+from memvault.daemon.app import Vault
+from memvault.daemon.fact_sources import Sources
+from memvault.store import facts as sf
+from memvault.store.search import Filters, keyword_search
+from test_daemon_support import running
+from test_llm_extract import GOOD, NOTE, FakeLLM, Reply, configure, llm, quick_backoff  # noqa: F401
+
+OTHER = {"facts": [{"text": "The person writes everything in plain text files.", "type": "identity"}]}
+
+
+class opened:
+    """``with opened(root) as v``: a fresh connection, closed on exit."""
+
+    def __init__(self, root: Path) -> None:
+        self.v = Vault.open(str(root))
+
+    def __enter__(self) -> Vault:
+        return self.v
+
+    def __exit__(self, *exc: object) -> None:
+        self.v.close()
+
+
+def searchable(root: Path, word: str, kinds: tuple[str, ...] = ("note",)) -> bool:
+    with opened(root) as v:
+        if not v.has_index():
+            return False
+        return bool(keyword_search(v.con, word, filters=Filters(kinds=kinds)))
+
+
+def fact_rows(root: Path, path: str = "About me.md") -> list[dict]:
+    with opened(root) as v:
+        return Sources(v).facts(path)[1] if v.has_index() else []
+
+
+def source_state(root: Path) -> list[tuple[str, str | None]]:
+    with opened(root) as v:
+        return [(s.extractor, s.hash) for s in sf.all_sources(v.con)]
+
+
+def test_a_slow_model_does_not_hold_up_other_notes(vault: Path, llm: FakeLLM, memvault_env: Path) -> None:
+    gate = threading.Event()
+    llm.script(Reply(GOOD, gate=gate))
+    configure(memvault_env, llm.base_url, timeout=30, retries=0)
+    write(vault, "About me.md", NOTE)
+    with running(vault) as (runner, _):
+        # Ready without waiting for the model; the new source has the default
+        # extractor's facts meanwhile, searchable at once.
+        wait_for(lambda: llm.requests, timeout=5)
+        assert "Prefers dark mode in every editor" in {f["text"] for f in fact_rows(vault)}
+        assert [e for e, _ in source_state(vault)] == ["default"]
+        start = time.monotonic()
+        write(vault, "Plain.md", "A plain note about zebrafinch migration.\n")
+        wait_for(lambda: searchable(vault, "zebrafinch"), timeout=3)
+        took = time.monotonic() - start
+        assert not gate.is_set() and len(llm.requests) == 1  # the model has still not answered
+        assert took < 2.0, f"plain note searchable after {took:.2f}s"
+        gate.set()
+        wait_for(lambda: [e for e, _ in source_state(vault)] == ["llm"], timeout=5)
+        rows = fact_rows(vault)
+        assert {r["segment"] for r in rows} == {"llm"}
+        assert "The person prefers dark mode in every editor." in {r["text"] for r in rows}
+        assert runner.state()["llm_facts"]["written"] == 1
+
+
+def test_an_edit_keeps_the_facts_until_the_model_answers_and_stale_answers_are_dropped(
+    vault: Path, llm: FakeLLM, memvault_env: Path
+) -> None:
+    first, second, third = threading.Event(), threading.Event(), threading.Event()
+    stale = {"facts": [{"text": "This answer belongs to an old version of the note.", "type": "semantic"}]}
+    llm.script(Reply(GOOD, gate=first), Reply(stale, gate=second), Reply(OTHER, gate=third))
+    configure(memvault_env, llm.base_url, timeout=30, retries=0)
+    p = write(vault, "About me.md", NOTE)
+    with running(vault) as (runner, _):
+        first.set()
+        wait_for(lambda: [e for e, _ in source_state(vault)] == ["llm"], timeout=5)
+        before = {r["id"] for r in fact_rows(vault)}
+        # An edit: the llm facts stay as they are while the model thinks.
+        p.write_text(NOTE + "- Writes in plain text\n", "utf-8")
+        wait_for(lambda: len(llm.requests) == 2, timeout=5)
+        assert {r["id"] for r in fact_rows(vault)} == before
+        # A second edit while that call is pending: its answer is stale.
+        p.write_text(NOTE + "- Writes everything in plain text files\n", "utf-8")
+        wait_for(lambda: searchable(vault, "files"), timeout=5)
+        second.set()
+        wait_for(lambda: len(llm.requests) == 3, timeout=5)
+        third.set()
+        wait_for(lambda: {r["text"] for r in fact_rows(vault)} == {OTHER["facts"][0]["text"]}, timeout=5)
+        wait_for(lambda: runner._llm_worker is not None and runner._llm_worker.idle.is_set(), timeout=5)
+        assert runner.state()["llm_facts"]["stale"] == 1
+        with opened(vault) as v:
+            assert not keyword_search(v.con, "old version", filters=Filters(kinds=("fact",), statuses=("active", "superseded")))
+            (state,) = sf.all_sources(v.con)
+            assert state.hash == v.con.execute("SELECT hash FROM files WHERE path = 'About me.md'").fetchone()[0]
+
+
+def test_stopping_the_daemon_abandons_a_pending_call(vault: Path, llm: FakeLLM, memvault_env: Path) -> None:
+    gate = threading.Event()  # never set: the model never answers
+    llm.script(Reply(GOOD, gate=gate))
+    configure(memvault_env, llm.base_url, timeout=60, retries=2)
+    write(vault, "About me.md", NOTE)
+    with running(vault) as (runner, _):
+        wait_for(lambda: llm.requests, timeout=5)
+        start = time.monotonic()
+        runner.stop()
+        assert time.monotonic() - start < 3
+    assert source_state(vault)[0][0] == "default"  # the stand-in facts stay
+
+
+def test_a_job_lost_at_stop_is_picked_up_at_the_next_start(vault: Path, llm: FakeLLM, memvault_env: Path) -> None:
+    gate = threading.Event()
+    llm.script(Reply(GOOD, gate=gate))
+    configure(memvault_env, llm.base_url, timeout=60, retries=0)
+    write(vault, "About me.md", NOTE)
+    with running(vault):
+        wait_for(lambda: llm.requests, timeout=5)
+    gate.set()
+    with running(vault):
+        wait_for(lambda: [e for e, _ in source_state(vault)] == ["llm"], timeout=10)
+
+
+def test_one_shot_sync_stays_synchronous(vault: Path, llm: FakeLLM, memvault_env: Path) -> None:
+    llm.script(Reply(GOOD))
+    configure(memvault_env, llm.base_url)
+    write(vault, "About me.md", NOTE)
+    with opened(vault) as v:
+        v.indexer().sync()
+        assert [s.extractor for s in sf.all_sources(v.con)] == ["llm"]
+
+
+def test_the_queue_coalesces_changes_of_one_note_and_is_bounded(vault: Path, llm: FakeLLM, memvault_env: Path) -> None:
+    from memvault.daemon.facts import LLMFactWorker
+
+    write(vault, "About me.md", NOTE)
+    with opened(vault) as v:  # default facts first: the worker then has something to ask about
+        v.indexer().sync()
+        (source_id,) = [s.source_id for s in sf.all_sources(v.con)]
+    gate = threading.Event()
+    llm.script(Reply(GOOD, gate=gate))
+    configure(memvault_env, llm.base_url, timeout=30, retries=0)
+    worker = LLMFactWorker(Vault.open(str(vault)), max_pending=2)
+    worker.start()
+    try:
+        assert worker.submit(source_id, "About me.md")
+        wait_for(lambda: llm.requests, timeout=5)  # that job is in flight now
+        assert all(worker.submit(source_id, "About me.md") for _ in range(3))
+        assert worker.status()["queued"] == 1  # three changes, one job
+        assert worker.submit("n-gone", "Gone.md")
+        assert not worker.submit("n-other", "Other.md")  # full
+        gate.set()
+        wait_for(worker.idle.is_set, timeout=5)
+        status = worker.status()
+        assert (status["written"], status["current"], status["gone"], status["dropped"]) == (1, 1, 1, 1)
+        assert len(llm.requests) == 1
+    finally:
+        worker.stop()
+        worker.vault.close()
