@@ -5,6 +5,12 @@ or one whose front-matter says ``memory: <type>``. Its type comes from the
 front-matter ``type``, else from its folder (``Memory/procedural/...``),
 else from the ``memory:`` value, else ``semantic``. Everything else is an
 ordinary note of type ``note``.
+
+A conflict copy (front-matter ``conflict_of: <id>``, written beside a note a
+person changed while the store changed it too) is never a memory, wherever
+it lies: it holds the store's side of a clash for the person to merge, and
+as a memory it would be a second live copy of one (or bring back text that
+was forgotten). It is indexed as an ordinary note, so it stays searchable.
 """
 
 from __future__ import annotations
@@ -16,7 +22,7 @@ from datetime import datetime, timezone
 
 from memvault.store import records as rec
 from memvault.store.memtypes import NOTE_TYPE, maybe_type
-from memvault.vault_io.memory_note import MANAGED_KEYS, read_memory, related_section
+from memvault.vault_io.memory_note import read_memory, related_section
 from memvault.vault_io.note import ParsedNote
 from memvault.vault_io.resolve import LinkResolver, Resolution, link_key
 from memvault.vault_io.scan import FileStat
@@ -42,8 +48,20 @@ def in_memory_folder(path: str, memory_folder: str) -> bool:
     return bool(folder) and path.startswith(folder + "/")
 
 
+#: Front-matter key of a conflict copy: the id of the memory it clashed with.
+CONFLICT_KEY = "conflict_of"
+
+
+def is_conflict_copy(note: ParsedNote) -> bool:
+    """Whether the note is a conflict copy memvault wrote beside a memory note."""
+    return CONFLICT_KEY in note.frontmatter
+
+
 def is_memory_note(note: ParsedNote, memory_folder: str) -> bool:
-    """Whether the note is a memory (by folder or by ``memory: <type>``)."""
+    """Whether the note is a memory (by folder or by ``memory: <type>``, and
+    not a conflict copy)."""
+    if is_conflict_copy(note):
+        return False
     return in_memory_folder(note.path, memory_folder) or maybe_type(note.frontmatter.get("memory")) is not None
 
 
@@ -88,7 +106,7 @@ def note_trace(note: ParsedNote, trace_id: str, st: FileStat, memory_folder: str
         ), None
     doc = read_memory(note.frontmatter, note.body)
     type_, warning = memory_type(note, memory_folder)
-    extra = {k: v for k, v in note.frontmatter.items() if k not in MANAGED_KEYS}
+    extra = doc.extra
     title = note.frontmatter.get("title")
     return rec.TraceRow(
         id=trace_id,
@@ -102,6 +120,11 @@ def note_trace(note: ParsedNote, trace_id: str, st: FileStat, memory_folder: str
             "aliases": aliases,
             "related": doc.related,
             "fm_tags": doc.tags,
+            # The note's own `created`, as written: the trace's creation time
+            # is kept by the index across updates, but a person who edits the
+            # property must get it back as they wrote it on the next rewrite.
+            "fm_created": doc.created,
+            "fm_type": doc.type,  # as spelled ("goal"); the trace's type is canonical
             "supersedes": doc.supersedes,
         },
         path=note.path,

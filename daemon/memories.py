@@ -18,12 +18,18 @@ A writer that dies between 2 and 4 leaves the outbox entry behind;
 because step 3 is idempotent (identical bytes are not rewritten) finishing
 twice is harmless. The watcher recognises its own writes by the outbox's
 (path, hash), so one store change is one file write and no feedback loop.
+A write that fails (a full disk, a read-only folder) is the same case: the
+change stays in the index, the outbox entry stays as it was, the command
+ends with one line saying so (:class:`MemoryWriteError`), and the next
+``sync``, daemon batch or command on that memory tries the write again.
 """
 
 from __future__ import annotations
 
 import json
+import logging
 import secrets
+from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from datetime import datetime
 from pathlib import Path, PurePosixPath
@@ -31,9 +37,9 @@ from pathlib import Path, PurePosixPath
 from memvault.store import memories as mem
 from memvault.store import records as rec
 from memvault.store.db import write_transaction
-from memvault.store.memtypes import canonical_type
+from memvault.store.memtypes import canonical_type, maybe_type
 from memvault.store.query import find_trace
-from memvault.vault_io.atomic import atomic_move, atomic_write, free_path, fsync_dir
+from memvault.vault_io.atomic import atomic_move, atomic_write, fit_name, free_path, fsync_dir
 from memvault.vault_io.fm_edit import edit_frontmatter
 from memvault.vault_io.memory_note import MemoryDoc, memory_filename, render_memory
 from memvault.vault_io.note import content_hash
@@ -44,10 +50,22 @@ from .classify import content_key
 #: Strength a new memory starts with (0-1); recall nudges it up over time.
 DEFAULT_STRENGTH = 0.5
 TRASH = ".trash"
+#: Bytes kept free in a conflict copy's name for free_path's " 2" counter.
+_COUNTER_ROOM = 8
+
+log = logging.getLogger(__name__)
 
 
 class MemoryOpError(Exception):
     """A memory operation that cannot be done (unknown id, wrong state)."""
+
+
+class MemoryWriteError(MemoryOpError):
+    """The index has the change, but its note could not be written (yet).
+
+    The outbox entry is left as it was, so the write is retried by the next
+    ``sync``, the daemon, or the next command on the same memory.
+    """
 
 
 @dataclass
@@ -77,18 +95,24 @@ def new_memory_id() -> str:
 def doc_from_trace(t: rec.TraceRow) -> MemoryDoc:
     """The note form of a memory trace."""
     fm_tags = t.metadata.get("fm_tags")
+    # The note's own spelling of its type ("goal") while it still names the
+    # trace's type, so an unchanged type line is not rewritten as "prospective".
+    fm_type = t.metadata.get("fm_type")
     return MemoryDoc(
         id=t.id,
-        type=t.type,
+        type=fm_type if isinstance(fm_type, str) and maybe_type(fm_type) == t.type else t.type,
         content=t.content,
         scope=t.scope or "user",
         tags=list(fm_tags if isinstance(fm_tags, list) else t.tags),
         strength=t.strength,
-        created=t.created,
+        created=str(t.metadata.get("fm_created") or t.created),
         updated=t.updated,
         source=t.source or "manual",
         supersedes=t.metadata.get("supersedes"),
         related=list(t.metadata.get("related") or []),
+        # Keys a person added, for a note written from scratch (it was
+        # deleted): an existing note keeps its own lines instead.
+        extra=dict(extra) if isinstance(extra := t.metadata.get("frontmatter"), dict) else {},
     )
 
 
@@ -101,6 +125,11 @@ class Memories:
         self.con = vault.con
         self.indexer = vault.indexer()
         self.folder = vault.config["memory_folder"].strip("/") or "Memory"
+        #: Called with a note's vault path just before the writer checks that
+        #: the note is still as last indexed and replaces it: the moment a
+        #: person's save races the store's write. A test seam (the stateful
+        #: mirror test edits the note here to get real conflicts); None in use.
+        self.before_write: Callable[[str], None] | None = None
 
     # -- commands ------------------------------------------------------------
 
@@ -156,7 +185,7 @@ class Memories:
         change moves its note to the new type's folder."""
         new_type = canonical_type(type_) if type_ is not None else None
         trace = self._live_memory(ref)
-        trace = self._import_pending(trace)
+        trace, deleted_at = self._import_pending(trace)
         changed = replace(trace)
         if content is not None:
             if not content.strip():
@@ -170,31 +199,58 @@ class Memories:
         before = doc_from_trace(trace)
         after = doc_from_trace(changed)
         if (before.content, before.tags, before.type) == (after.content, after.tags, after.type):
+            if deleted_at is not None:  # no edit to win over the deletion
+                raise MemoryOpError(
+                    f"memory {trace.id} was deleted in the vault ({deleted_at}); `memvault restore {trace.id}` first"
+                )
             return WriteResult(trace.id, "unchanged", mem.trace_path(self.con, trace.id))
         changed.updated = rec.now_iso()
         changed.content_key = content_key(changed.type, changed.scope or "user", changed.content)
         if changed.content != trace.content:
             changed.title = changed.content.splitlines()[0][:80]
+        warnings: list[str] = []
         current = mem.trace_path(self.con, trace.id)
         target = current
-        if current is None or changed.type != trace.type:
+        if deleted_at is not None:
+            # The note was deleted in the vault and nobody had told the index
+            # yet: an edit beats a deletion, so the memory comes back with
+            # the new text, where its note was (or in its new type's folder).
+            changed.status, changed.reason = "active", None
+            if changed.type == trace.type:
+                target = free_path(self.root / deleted_at).relative_to(self.root).as_posix()
+            else:
+                target = self._new_note_path(changed.type, PurePosixPath(deleted_at).name)
+            warnings.append(
+                f"the note {deleted_at} had been deleted in the vault; the update wins "
+                f"(an edit beats a deletion) and writes the memory back to {target}"
+            )
+        elif current is None or changed.type != trace.type:
             name = PurePosixPath(current).name if current else memory_filename(changed.content, trace.id[2:10])
-            target = self._new_note_path(changed.type, name)
+            if current != f"{self.folder}/{changed.type}/{name}":  # already in that folder: stays put
+                target = self._new_note_path(changed.type, name)
         existing = self._read_text(current) if current else None
-        data = render_memory(doc_from_trace(changed), existing).encode("utf-8")
         with write_transaction(self.con):
-            mem.snapshot_version(self.con, trace, reason)
+            version_id = mem.snapshot_version(self.con, trace, reason)
+            # The note names the version it replaced (``supersedes``), so the
+            # chain can be followed from the vault too.
+            changed.metadata = dict(changed.metadata, supersedes=version_id)
+            data = render_memory(doc_from_trace(changed), existing).encode("utf-8")
             rec.put_trace(self.con, changed)
             mem.put_outbox(self.con, trace.id, "write", target, content_hash(data))
         result = self.flush(trace.id) or WriteResult(trace.id, "updated", target)
         if result.conflict is None:
             result.action = "updated"
+        result.warnings = warnings + result.warnings
         return result
 
     def forget(self, ref: str, reason: str | None = None) -> WriteResult:
         """Soft-delete a memory: the trace stays (``--include-deleted``), the
         note moves to the vault's ``.trash`` folder."""
-        trace = self._import_pending(self._live_memory(ref))
+        trace, deleted_at = self._import_pending(self._live_memory(ref))
+        if deleted_at is not None:
+            # Deleted in the vault a moment ago: already what forget asks for.
+            return WriteResult(trace.id, "forgotten", None,
+                               warnings=[f"the note {deleted_at} had already been deleted in the vault"])
         current = mem.trace_path(self.con, trace.id)
         with write_transaction(self.con):
             rec.set_status(self.con, trace.id, "deleted", reason or "forgotten")
@@ -243,12 +299,34 @@ class Memories:
             with write_transaction(self.con):
                 mem.clear_outbox(self.con, trace_id)
             return None
-        current = self._locate(trace_id)
-        if entry.action == "trash":
-            return self._trash(trace, current)
-        if entry.action == "restore":
-            return self._restore(trace)
-        return self._write(trace, current, entry.expected_path or current)
+        try:
+            current = self._locate(trace_id)
+            if entry.action == "trash":
+                return self._trash(trace, current)
+            if entry.action == "restore":
+                return self._restore(trace)
+            return self._write(trace, current, entry.expected_path or current)
+        except OSError as exc:
+            # The change is committed and its outbox entry untouched: the
+            # write is retried later, and the person gets one line, not a
+            # traceback.
+            raise MemoryWriteError(self._write_failure(trace_id, entry, exc)) from None
+
+    def _write_failure(self, trace_id: str, entry: mem.OutboxEntry, exc: OSError) -> str:
+        where = exc.filename or entry.expected_path or ""
+        try:
+            where = Path(where).relative_to(self.root).as_posix() if Path(where).is_absolute() else str(where)
+        except ValueError:
+            pass
+        # A temp file's name says nothing to a person: name the note.
+        if where and PurePosixPath(where).name.endswith(".memvault-tmp") and entry.expected_path:
+            where = entry.expected_path
+        why = exc.strerror or str(exc)
+        return (
+            f"memory {trace_id} is saved in the index, but its note could not be written"
+            f"{f' ({where})' if where else ''}: {why}; the next `memvault sync` or the running daemon "
+            f"tries again"
+        )
 
     def _write(self, trace: rec.TraceRow, current: str | None, target: str | None) -> WriteResult:
         if current and not (self.root / current).exists():
@@ -261,6 +339,8 @@ class Memories:
             target = self._new_note_path(trace.type, memory_filename(trace.content, trace.id[2:10]))
         existing: str | None = None
         mode = None
+        if self.before_write is not None and current:
+            self.before_write(current)
         if current and (self.root / current).exists():
             data = (self.root / current).read_bytes()
             if content_hash(data) != mem.synced_hash(self.con, current):
@@ -283,6 +363,8 @@ class Memories:
         return WriteResult(trace.id, "written", target)
 
     def _trash(self, trace: rec.TraceRow, current: str | None) -> WriteResult:
+        if self.before_write is not None and current:
+            self.before_write(current)
         if current is None or not (self.root / current).exists():
             with write_transaction(self.con):
                 mem.clear_outbox(self.con, trace.id)
@@ -341,7 +423,10 @@ class Memories:
         store_text = edit_frontmatter(store_text, {"conflict_of": trace.id}, ["id"])
         stamp = datetime.now().strftime("%Y-%m-%d %H%M%S")
         stem = PurePosixPath(current).stem
-        beside = free_path((self.root / current).with_name(f"{stem} (conflict {stamp}).md"))
+        # A note whose name is already near the 255-byte limit: shorten the
+        # stem (by bytes), never the conflict mark, and leave room for a counter.
+        name = fit_name(stem, f" (conflict {stamp}).md", 255 - _COUNTER_ROOM)
+        beside = free_path((self.root / current).with_name(name))
         atomic_write(beside, store_text.encode("utf-8"))
         rel = beside.relative_to(self.root).as_posix()
         with write_transaction(self.con):
@@ -384,16 +469,28 @@ class Memories:
             path = mem.trace_path(self.con, trace_id)
         return path
 
-    def _import_pending(self, trace: rec.TraceRow) -> rec.TraceRow:
+    def _import_pending(self, trace: rec.TraceRow) -> tuple[rec.TraceRow, str | None]:
         """Index the memory's note first, so a person's unsynced edit (or
-        rename) is the base of the change instead of being overwritten."""
+        rename) is the base of the change instead of being overwritten.
+
+        Returns the fresh trace, and the path its note had when this import
+        is what found the note deleted in the vault (else None): the caller
+        decides what a deletion it did not know about means for its change.
+        """
+        before = mem.trace_path(self.con, trace.id)
         path = self._locate(trace.id)
         if path:
             self.indexer.sync_paths([path])
         fresh = rec.get_trace(self.con, trace.id)
-        if fresh is None or fresh.status != "active":
-            raise MemoryOpError(f"memory {trace.id} was deleted in the vault; `memvault restore {trace.id}` first")
-        return fresh
+        if fresh is None:
+            raise MemoryOpError(f"memory {trace.id} is gone from the index")
+        if fresh.kind != "memory":
+            raise MemoryOpError(f"{trace.id} is no longer a memory: its note {path} is an ordinary note now")
+        if fresh.status == "deleted" and before is not None and path is None:
+            return fresh, before
+        if fresh.status != "active":
+            raise MemoryOpError(f"memory {trace.id} is {fresh.status}; `memvault restore {trace.id}` first")
+        return fresh, None
 
     def _new_note_path(self, type_: str, name: str) -> str:
         folder = self.root / self.folder / type_
@@ -402,7 +499,7 @@ class Memories:
         rel = path.relative_to(self.root).as_posix()
         n = 2
         while rel in taken:  # another writer has claimed this name but not written it yet
-            path = free_path(folder / f"{Path(name).stem} {n}.md")
+            path = free_path(folder / fit_name(Path(name).stem, f" {n}.md"))
             rel = path.relative_to(self.root).as_posix()
             n += 1
         return rel
@@ -432,12 +529,31 @@ def _clean_tags(tags: tuple[str, ...] | list[str]) -> list[str]:
     return out
 
 
-def flush_outbox(vault: Vault, older_than: float = 30.0) -> list[WriteResult]:
-    """Finish store-side writes whose writer died (older than ``older_than`` s)."""
+#: The last failure logged for each memory whose write keeps failing, so a
+#: daemon retrying every batch logs it once, not every batch.
+_reported: dict[str, str] = {}
+
+
+def flush_outbox(vault: Vault, older_than: float = 30.0, *, errors: list[str] | None = None) -> list[WriteResult]:
+    """Finish store-side writes whose writer died (older than ``older_than`` s).
+
+    A write that fails again stays in the outbox for the next try; its one-line
+    reason goes to ``errors`` when given, else to the log (once per memory and
+    reason). Returns the writes that were finished.
+    """
     memories = Memories(vault)
     results = []
     for entry in mem.stale_outbox(vault.con, older_than):
-        result = memories.flush(entry.trace_id)
+        try:
+            result = memories.flush(entry.trace_id)
+        except MemoryWriteError as exc:
+            if errors is not None:
+                errors.append(str(exc))
+            elif _reported.get(entry.trace_id) != str(exc):
+                _reported[entry.trace_id] = str(exc)
+                log.warning("%s", exc)
+            continue
+        _reported.pop(entry.trace_id, None)
         if result is not None:
             results.append(result)
     return results

@@ -123,9 +123,10 @@ def test_person_edits_flow_back_and_unknown_keys_survive(mv: Memories) -> None:
     after = p.read_text(encoding="utf-8")
     assert "mood: cheerful  # mine\n" in after and "Standup moved to 10:30." in after
     assert "  - team\n" not in after
-    # only the tags lines and `updated` changed
+    # only the tags lines, `updated` and `supersedes` (the version it replaced) changed
     diff = set(text.splitlines()) ^ set(after.splitlines())
-    assert {line.split(":")[0].strip() for line in diff} <= {"- team", "updated"}
+    assert {line.split(":")[0].strip() for line in diff} <= {"- team", "updated", "supersedes"}
+    assert f"supersedes: {r.id}.v1\n" in after
 
 
 def test_person_changes_type_in_frontmatter(mv: Memories) -> None:
@@ -137,6 +138,11 @@ def test_person_changes_type_in_frontmatter(mv: Memories) -> None:
     p.write_text(p.read_text(encoding="utf-8").replace("type: goal", "type: event"), encoding="utf-8")
     mv.indexer.sync()
     assert find_trace(mv.con, r.id).type == "episodic"
+    # a store change leaves the person's spelling of an unchanged type alone
+    mv.update(r.id, content="Renew passport before April.")
+    assert "\ntype: event\n" in p.read_text(encoding="utf-8")
+    mv.update(r.id, type_="todo")  # back to the type of the folder it is in: no move, no " 2" name
+    assert "\ntype: prospective\n" in p.read_text(encoding="utf-8") and memory_notes(mv.root) == [r.path]
 
 
 def test_rename_move_and_delete_in_vault(mv: Memories) -> None:
@@ -304,3 +310,250 @@ def test_cli_memory_errors(vault: Path) -> None:
     assert r.exit_code == 1 and "ordinary note" in r.output
     r = run(vault, "search", "x", "--type", "nonsense")
     assert r.exit_code == 2
+
+
+# -- audit fixes -------------------------------------------------------------------
+
+LONG_NAME = "漢" * 80 + ".md"  # 243 bytes: a legal name close to the 255-byte limit
+
+
+def _cli_id(vault: Path, ref: str) -> str:
+    r = run(vault, "show", ref, "--json")
+    assert r.exit_code == 0, r.output
+    return json.loads(r.output.splitlines()[0])["id"]
+
+
+def test_update_of_a_note_with_a_long_multibyte_name(vault: Path) -> None:
+    write(vault, f"Memory/semantic/{LONG_NAME}", "Some long named memory.\n")
+    assert run(vault, "sync", "--no-embed").exit_code == 0
+    mid = _cli_id(vault, f"Memory/semantic/{LONG_NAME}")
+    r = run(vault, "update", mid, "--content", "Rewritten through the store.")
+    assert r.exit_code == 0, r.output
+    assert "Rewritten through the store." in (vault / "Memory/semantic" / LONG_NAME).read_text(encoding="utf-8")
+    assert query_outbox(vault) == []
+    assert sorted(p.name for p in (vault / "Memory/semantic").iterdir()) == [LONG_NAME]  # no temp file left
+
+
+def test_conflict_copy_of_a_long_name_fits(mv: Memories) -> None:
+    p = write(mv.root, f"Memory/episodic/{LONG_NAME}", "Dentist on Friday.\n")
+    mv.indexer.sync()
+    mid = find_trace(mv.con, f"Memory/episodic/{LONG_NAME}").id
+    _stage_store_change(mv, mid, "Dentist moved to Monday.")
+    p.write_text("Dentist on Friday at 3pm.\n", encoding="utf-8")
+    res = mv.flush(mid)
+    assert res and res.conflict_path
+    name = Path(res.conflict_path).name
+    assert len(name.encode("utf-8")) <= 255 and " (conflict " in name and name.endswith(").md")
+    assert name.startswith("漢" * 60)  # the stem was shortened, on a character boundary
+    assert "Dentist moved to Monday." in (mv.root / res.conflict_path).read_text(encoding="utf-8")
+
+
+def query_outbox(vault: Path) -> list[tuple]:
+    v = Vault.open(str(vault))
+    try:
+        return v.con.execute("SELECT trace_id, action, expected_path FROM outbox").fetchall()
+    finally:
+        v.close()
+
+
+def test_a_failing_write_is_one_line_and_retried(vault: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import errno
+
+    from memvault.daemon import memories as memories_mod
+
+    assert run(vault, "sync").exit_code == 0
+    mid = json.loads(run(vault, "add", "Backups run on Sunday.", "--json").output)["id"]
+    path = vault / find_path(vault, mid)
+    real_write = memories_mod.atomic_write
+
+    def full_disk(target: Path, data: bytes, **kw: object) -> bool:
+        raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC), str(target.parent / f".{target.name}.0000.memvault-tmp"))
+
+    monkeypatch.setattr(memories_mod, "atomic_write", full_disk)
+    r = run(vault, "update", mid, "--content", "Backups run on Saturday.")
+    assert r.exit_code == 1, r.output
+    assert "Traceback" not in r.output and isinstance(r.exception, SystemExit)
+    err = r.output.strip()
+    assert len(err.splitlines()) == 1, err
+    assert "No space left on device" in err and mid in err and str(path.relative_to(vault)) in err
+    assert "Backups run on Sunday." in path.read_text(encoding="utf-8")  # the file is untouched
+    assert [row[:2] for row in query_outbox(vault)] == [(mid, "write")]  # kept for the retry
+    # every later command on it retries first, and fails the same clean way
+    r = run(vault, "update", mid, "--tag", "ops")
+    assert r.exit_code == 1 and "No space left on device" in r.output and "Traceback" not in r.output
+    # a sync finishing old writes reports it in one line and keeps going
+    errors: list[str] = []
+    v = Vault.open(str(vault))
+    try:
+        assert memories_mod.flush_outbox(v, older_than=0, errors=errors) == []
+    finally:
+        v.close()
+    assert len(errors) == 1 and "No space left on device" in errors[0]
+    # the disk has room again: the next command finishes the write, then applies its own
+    monkeypatch.setattr(memories_mod, "atomic_write", real_write)
+    r = run(vault, "update", mid, "--tag", "ops")
+    assert r.exit_code == 0, r.output
+    text = path.read_text(encoding="utf-8")
+    assert "Backups run on Saturday." in text and "  - ops\n" in text
+    assert query_outbox(vault) == []
+
+
+def test_daemon_style_flush_logs_a_failing_write_once(vault: Path, monkeypatch: pytest.MonkeyPatch, caplog) -> None:
+    import errno
+    import logging
+
+    from memvault.daemon import memories as memories_mod
+
+    v = Vault.open(str(vault))
+    try:
+        m = Memories(v)
+        r = m.add("Logs rotate weekly.", "fact")
+        _stage_store_change(m, r.id, "Logs rotate daily.")
+
+        def read_only(target: Path, data: bytes, **kw: object) -> bool:
+            raise OSError(errno.EROFS, os.strerror(errno.EROFS), str(target))
+
+        monkeypatch.setattr(memories_mod, "atomic_write", read_only)
+        caplog.set_level(logging.WARNING, logger="memvault")
+        for _ in range(3):  # three daemon batches
+            assert memories_mod.flush_outbox(v, older_than=0) == []
+        lines = [rec_ for rec_ in caplog.records if "Read-only file system" in rec_.getMessage()]
+        assert len(lines) == 1 and lines[0].exc_info is None
+        assert mem.get_outbox(v.con, r.id) is not None
+    finally:
+        v.close()
+
+
+def find_path(vault: Path, mid: str) -> str:
+    v = Vault.open(str(vault))
+    try:
+        return mem.trace_path(v.con, mid) or ""
+    finally:
+        v.close()
+
+
+def test_conflict_copy_is_an_ordinary_note_and_listed_until_deleted(mv: Memories) -> None:
+    r = mv.add("The spare key is under the mat.", "fact")
+    _stage_store_change(mv, r.id, "The spare key is with the neighbour.")
+    p = mv.root / r.path
+    p.write_text(p.read_text(encoding="utf-8").replace("under the mat", "in the shed"), encoding="utf-8")
+    res = mv.flush(r.id)
+    assert res and res.conflict_path
+    mv.indexer.sync()
+    copy = find_trace(mv.con, res.conflict_path)
+    assert copy and copy.kind == "note" and copy.type == "note"
+    live = mv.con.execute("SELECT id FROM traces WHERE kind = 'memory' AND status = 'active'").fetchall()
+    assert live == [(r.id,)]
+    # forgetting the memory does not leave the store's text live as a memory elsewhere
+    mv.forget(r.id)
+    mv.indexer.sync()
+    assert mv.con.execute("SELECT count(*) FROM traces WHERE kind = 'memory' AND status = 'active'").fetchone()[0] == 0
+    status = json.loads(run(mv.root, "status", "--json").output)
+    assert [c["conflict_note"] for c in status["conflict_list"]] == [res.conflict_path]
+    (mv.root / res.conflict_path).unlink()
+    mv.indexer.sync()
+    status = json.loads(run(mv.root, "status", "--json").output)
+    assert status["conflict_list"] == []
+
+
+def test_extra_keys_survive_a_rewrite_of_a_deleted_note(mv: Memories) -> None:
+    r = mv.add("Book the train early.", "todo")
+    p = mv.root / r.path
+    p.write_text(
+        p.read_text(encoding="utf-8").replace("scope: user\n", "scope: user\ndue: 2026-03-01\nproject: '[[Travel]]'\n"),
+        encoding="utf-8",
+    )
+    mv.indexer.sync()
+    # the store changes it while the person deletes it: the store's write brings it back whole
+    _stage_store_change(mv, r.id, "Book the train two weeks early.")
+    os.remove(p)
+    mv.flush(r.id)
+    text = p.read_text(encoding="utf-8")
+    assert "due: 2026-03-01\n" in text and "project: '[[Travel]]'\n" in text and "two weeks early" in text
+    # forgotten, its trash copy lost, restored: the keys come back too
+    mv.forget(r.id)
+    t = find_trace(mv.con, r.id)
+    (mv.root / t.metadata["trash_path"]).unlink()
+    back = mv.restore(r.id)
+    text = (mv.root / back.path).read_text(encoding="utf-8")
+    assert "due: 2026-03-01\n" in text and "project: '[[Travel]]'\n" in text
+    mv.indexer.sync()
+    assert find_trace(mv.con, r.id).metadata["frontmatter"] == {"due": "2026-03-01", "project": "[[Travel]]"}
+
+
+def test_update_beats_a_deletion_the_index_has_not_seen(vault: Path) -> None:
+    assert run(vault, "sync").exit_code == 0
+    data = json.loads(run(vault, "add", "Feed the cat at seven.", "--type", "todo", "--json").output)
+    mid, path = data["id"], data["path"]
+    (vault / ".trash").mkdir()
+    os.rename(vault / path, vault / ".trash" / Path(path).name)  # deleted in Obsidian, no daemon running
+    r = run(vault, "update", mid, "--content", "Feed the cat at eight.", "--reason", "new routine")
+    assert r.exit_code == 0, r.output
+    assert f"Updated {mid} -> {path}" in r.stdout
+    assert "deleted in the vault" in r.stderr and "update wins" in r.stderr
+    assert "Feed the cat at eight." in (vault / path).read_text(encoding="utf-8")
+    rows = [json.loads(x) for x in run(vault, "history", mid, "--json").output.splitlines()]
+    assert [(x["status"], x["content"]) for x in rows] == [
+        ("active", "Feed the cat at eight."), ("superseded", "Feed the cat at seven.")]
+    assert run(vault, "sync").exit_code == 0
+    assert json.loads(run(vault, "show", mid, "--json").output.splitlines()[0])["path"] == path
+
+
+def test_content_update_keeps_person_spelled_lines(mv: Memories) -> None:
+    r = mv.add("Water the garden.", "todo", tags=["home"])
+    p = mv.root / r.path
+    text = p.read_text(encoding="utf-8")
+    created = next(line for line in text.splitlines() if line.startswith("created:"))
+    text = text.replace(created, "created: 2024-01-05").replace("tags:\n  - home\n", "tags: [home]\n")
+    text = text.replace("strength: 0.5\n", "strength: .5\n")
+    p.write_text(text, encoding="utf-8")
+    mv.indexer.sync()
+    mv.update(r.id, content="Water the garden twice a week.")
+    after = p.read_text(encoding="utf-8")
+    head_before = text.split("---\n")[1].splitlines()
+    head_after = after.split("---\n")[1].splitlines()
+    changed = {line.split(":")[0] for line in set(head_before) ^ set(head_after)}
+    assert changed <= {"updated", "supersedes"}
+    assert "created: 2024-01-05\n" in after and "tags: [home]\n" in after and "strength: .5\n" in after
+
+
+def test_person_written_note_keeps_its_date_unquoted(vault: Path) -> None:
+    note = write(vault, "Memory/semantic/Tea.md", "---\ncreated: 2024-01-05\ntags: [drinks]\n---\nLikes green tea.\n")
+    assert run(vault, "sync").exit_code == 0
+    mid = _cli_id(vault, "Memory/semantic/Tea.md")
+    r = run(vault, "update", mid, "--content", "Likes green tea, no sugar.")
+    assert r.exit_code == 0, r.output
+    text = note.read_text(encoding="utf-8")
+    assert "\ncreated: 2024-01-05\ntags: [drinks]\n" in text and "'2024-01-05'" not in text
+
+
+def test_update_writes_supersedes_and_reads_it_back(mv: Memories) -> None:
+    r = mv.add("Prefers tabs.", "preference")
+    mv.update(r.id, content="Prefers spaces.")
+    mv.update(r.id, content="Prefers four spaces.")
+    text = (mv.root / r.path).read_text(encoding="utf-8")
+    assert f"\nsupersedes: {r.id}.v2\n" in text
+    mv.indexer.sync_paths([r.path])
+    t = find_trace(mv.con, r.id)
+    assert t.metadata["supersedes"] == f"{r.id}.v2"
+    assert [h.id for h in mv.history(r.id)] == [r.id, f"{r.id}.v2", f"{r.id}.v1"]
+    assert find_trace(mv.con, f"{r.id}.v2").content == "Prefers spaces."
+
+
+def test_strength_is_rounded_in_the_note(mv: Memories) -> None:
+    r = mv.add("Runs on Tuesdays.", "event")
+    with write_transaction(mv.con):  # four recalls: 0.5 + 0.02 * 4 in floating point
+        mv.con.execute("UPDATE traces SET strength = ? WHERE id = ?", (0.5 + 0.02 + 0.02 + 0.02 + 0.02, r.id))
+    mv.update(r.id, content="Runs on Tuesdays and Fridays.")
+    text = (mv.root / r.path).read_text(encoding="utf-8")
+    assert "\nstrength: 0.58\n" in text
+
+
+def test_forget_of_a_note_already_deleted_in_the_vault(mv: Memories) -> None:
+    r = mv.add("Old gym code 4411.", "fact")
+    os.remove(mv.root / r.path)  # deleted by hand, the index does not know yet
+    res = mv.forget(r.id)
+    assert res.action == "forgotten" and "already been deleted" in res.warnings[0]
+    t = find_trace(mv.con, r.id)
+    assert t.status == "deleted" and mem.get_outbox(mv.con, r.id) is None
+    assert mv.restore(r.id).action == "restored" and (mv.root / r.path).exists()

@@ -11,7 +11,13 @@ arbitrary points. After every step:
 * reading never writes: a sync leaves every file's bytes and mtime as they were,
   and an update that changes nothing writes nothing;
 * after a sync, every live memory has exactly one note, and every memory note
-  belongs to a live memory.
+  belongs to a live memory;
+* a conflict copy (``conflict_of:``) is never a memory: it is indexed as an
+  ordinary note and listed as an open conflict until the person deletes it.
+
+Real conflicts come from the writer's ``before_write`` seam: the person saves
+the note after the store committed its change and before the writer checks
+the note and replaces it, which is the race the check exists for.
 """
 
 from __future__ import annotations
@@ -34,6 +40,7 @@ from hypothesis.stateful import (
 )
 from memvault.daemon.app import Vault
 from memvault.daemon.memories import Memories, MemoryOpError
+from memvault.daemon.status import open_conflicts
 from memvault.vault_io.parser import parse_note
 
 _counter = itertools.count()
@@ -75,6 +82,31 @@ class MirrorMachine(RuleBasedStateMachine):
 
     # -- helpers -----------------------------------------------------------------
 
+    def conflict_copies(self) -> list[Path]:
+        out = []
+        for p in (self.root / "Memory").rglob("*.md") if (self.root / "Memory").exists() else []:
+            if "conflict_of" in parse_note(p.relative_to(self.root).as_posix(), p.read_bytes()).frontmatter:
+                out.append(p)
+        return out
+
+    def race_with_person(self) -> list[str]:
+        """Arm the writer's seam: the person saves the note between the
+        store's commit and its write. Returns the tokens written (filled in
+        when the race happened)."""
+        raced: list[str] = []
+
+        def edit(path: str) -> None:
+            self.mem.before_write = None  # one save per race
+            p = self.root / path
+            if p.exists():
+                word = token()
+                p.write_text(p.read_text(encoding="utf-8") + f"\nRaced {word} by hand.\n", encoding="utf-8")
+                self.written.add(word)
+                raced.append(word)
+
+        self.mem.before_write = edit
+        return raced
+
     def note_of(self, memory_id: str) -> Path | None:
         for p in (self.root / "Memory").rglob("*.md") if (self.root / "Memory").exists() else []:
             try:
@@ -106,6 +138,37 @@ class MirrorMachine(RuleBasedStateMachine):
         except MemoryOpError:
             return  # deleted: refused, and nothing was written
         self.written.add(word)
+
+    @precondition(lambda self: self.ids)
+    @rule(data=st.data())
+    def store_update_racing_person_save(self, data: st.DataObject) -> None:
+        memory_id = data.draw(st.sampled_from(self.ids))
+        word = token()
+        raced = self.race_with_person()
+        try:
+            result = self.mem.update(memory_id, content=f"Raced {word} store.", reason="test")
+        except MemoryOpError:
+            return  # deleted: refused, and nothing was written
+        finally:
+            self.mem.before_write = None
+        self.written.add(word)
+        if raced:
+            assert result.action == "conflict" and result.conflict_path, result
+            assert word in (self.root / result.conflict_path).read_text(encoding="utf-8")
+            assert raced[0] in (self.root / result.path).read_text(encoding="utf-8")
+
+    @precondition(lambda self: self.ids)
+    @rule(data=st.data())
+    def store_forget_racing_person_save(self, data: st.DataObject) -> None:
+        raced = self.race_with_person()
+        try:
+            result = self.mem.forget(data.draw(st.sampled_from(self.ids)))
+        except MemoryOpError:
+            return
+        finally:
+            self.mem.before_write = None
+        if raced:  # an edit beats a deletion: the note stays, live
+            assert result.action == "conflict" and (self.root / result.path).exists()
 
     @precondition(lambda self: self.ids)
     @rule(data=st.data())
@@ -170,6 +233,21 @@ class MirrorMachine(RuleBasedStateMachine):
             (self.root / ".trash").mkdir(exist_ok=True)
             os.rename(path, self.root / ".trash" / f"{token()}.md")
 
+    @rule(data=st.data())
+    def person_merges_conflict(self, data: st.DataObject) -> None:
+        # The person resolves a conflict: copies the store's text into the
+        # note (when it is still there) and deletes the conflict copy.
+        copies = self.conflict_copies()
+        if not copies:
+            return
+        copy = data.draw(st.sampled_from(copies))
+        note = parse_note(copy.relative_to(self.root).as_posix(), copy.read_bytes())
+        target = self.note_of(str(note.frontmatter["conflict_of"]))
+        if target is None:
+            return  # nothing to merge into: the copy stays
+        target.write_text(target.read_text(encoding="utf-8") + "\n" + note.body, encoding="utf-8")
+        copy.unlink()
+
     @rule()
     def sync(self) -> None:
         before = snapshot(self.root)
@@ -192,11 +270,20 @@ class MirrorMachine(RuleBasedStateMachine):
             r[0] for r in self.vault.con.execute("SELECT id FROM traces WHERE kind = 'memory' AND status = 'active'")
         }
         holders: dict[str, list[str]] = {}
+        listed = {c["conflict_note"] for c in open_conflicts(self.vault)}
         for p in (self.root / "Memory").rglob("*.md") if (self.root / "Memory").exists() else []:
-            note = parse_note(p.relative_to(self.root).as_posix(), p.read_bytes())
+            rel = p.relative_to(self.root).as_posix()
+            note = parse_note(rel, p.read_bytes())
             if "conflict_of" in note.frontmatter:
-                continue  # a store version set beside a person's edit
-            key = str(note.frontmatter.get("id", p.relative_to(self.root).as_posix()))
+                # The store's side of a clash: an ordinary note, never a
+                # second (or a forgotten) memory, and an open conflict.
+                kind = self.vault.con.execute(
+                    "SELECT t.kind FROM files f JOIN traces t ON t.id = f.trace_id WHERE f.path = ?", (rel,)
+                ).fetchone()
+                assert kind == ("note",), f"conflict copy {rel} is indexed as {kind}"
+                assert rel in listed, f"conflict copy {rel} is not listed by status"
+                continue
+            key = str(note.frontmatter.get("id", rel))
             holders.setdefault(key, []).append(p.name)
         for memory_id in live:
             indexed = self.vault.con.execute("SELECT path FROM files WHERE trace_id = ?", (memory_id,)).fetchall()
