@@ -288,6 +288,12 @@ def test_open_tasks_are_prospective_with_due_dates_done_tasks_episodic() -> None
         ("2025-01-31", "episodic"), ("31st Jan, 2025", "episodic"), ("March 12", "episodic"),
         ("About me", "identity"), ("Profile", "identity"), ("👤 About me", "identity"),
         ("Preferences", None), ("Projects", None), ("Decisions", None),
+        # A heading that merely mentions a setup is no how-to; guides, recipes are.
+        ("Setup of my desk", None), ("Desk setup", None), ("My setup", None), ("Setup", "procedural"),
+        ("Setup guide", "procedural"), ("Installation guide", "procedural"), ("Recipe: pancakes", "procedural"),
+        ("Instructions", "procedural"), ("Steps to deploy", "procedural"), ("Lessons from 2024", "procedural"),
+        ("Next steps", None), ("Learning Rust", None), ("Learnings", "procedural"), ("Tutorial", "procedural"),
+        ("Workflow ideas", None), ("My workflow", "procedural"),
     ],
 )
 def test_heading_types(heading: str, expected: str | None) -> None:
@@ -306,6 +312,19 @@ def test_note_level_types() -> None:
     assert one("- Paris is the capital of France\n", "Geography.md").type == "semantic"
     assert is_daily_note("Daily Notes/Entry of 31st Jan, 2025.md")
     assert not is_daily_note("Notes/Daily habits.md")
+
+
+@pytest.mark.parametrize(
+    ("path", "daily"),
+    [
+        ("Notes/2025/01/10.md", True), ("Journal/2025-01-10.md", True), ("2025/2025-01-10 Friday.md", True),
+        ("Logs/2025/01/10 Friday.md", True), ("2025/01/10.md", True), ("Notes/2025/01/Meeting.md", False),
+        ("Notes/2025/13/10.md", False), ("Projects/2025 plan.md", False), ("Archive/2025/Summary.md", False),
+    ],
+)
+def test_daily_notes_in_date_folders(path: str, daily: bool) -> None:
+    assert is_daily_note(path) is daily
+    assert one("- Went to the market today\n", path).type == ("episodic" if daily else "semantic")
 
 
 # -- anchors, ids ---------------------------------------------------------------------

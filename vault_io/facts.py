@@ -20,12 +20,14 @@ Types, first rule that applies:
    ``due:: 2026-01-31``; a done (``[x]``) or cancelled (``[-]``) task is
    ``episodic``;
 2. the nearest enclosing heading that says something decides:
-   Lessons / How-to / Steps / Instructions / Checklist... ``procedural``;
+   Lessons / How-to / Steps / Instructions / Guide / Recipe / Checklist...
+   ``procedural`` (also a heading that is just "Setup" or "Workflow", but
+   not one that merely mentions a setup, nor "Next steps");
    a date (``2025-01-31``, ``31st Jan, 2025``, ``March 12``) ``episodic``;
    About me / Profile / Bio / Who I am ``identity``;
 3. the note: an "About me"/"Profile" title is ``identity``; a daily note (a
-   name starting with a date, or a folder named Daily, Journal, Diary...)
-   is ``episodic``;
+   name starting with a date, date folders such as ``2025/01/10.md``, or a
+   folder named Daily, Journal, Diary...) is ``episodic``;
 4. otherwise ``semantic``.
 
 Ids: ``f-`` and 16 hex digits of sha256 over the source note's trace id, the
@@ -66,11 +68,18 @@ SKIPPED_PROPERTIES = frozenset(
 
 MIN_WORDS = 3
 
+# Words that make a heading a how-to wherever they stand in it.
 _PROCEDURAL_RE = re.compile(
-    r"\b(?:lessons?|learn(?:ed|t|ings?)|how[- ]?to'?s?|steps?|instructions?|procedures?|workflows?"
-    r"|recipes?|checklists?|playbooks?|runbooks?|tips|troubleshooting|setup)\b",
+    r"\b(?:lessons?|learnings|learn(?:ed|t)|how[- ]?to'?s?|howtos?|steps?|instructions?|procedures?"
+    r"|guides?|tutorials?|walk-?throughs?|recipes?|checklists?|playbooks?|runbooks?|tips|troubleshooting)\b",
     re.I,
 )
+# Words that name a how-to only as the whole heading: "Setup" is one; "My
+# setup", "Setup of my desk" or "Desk setup" describe a desk; "Workflow
+# ideas" are ideas, "My workflow" is how I work.
+_PROCEDURAL_WHOLE_RE = re.compile(r"^(?:set[- ]?up|(?:my |the )?workflows?)$", re.I)
+# "Next steps" lists what is to be done, not how to do something.
+_NEXT_STEPS_RE = re.compile(r"\bnext steps?\b", re.I)
 _IDENTITY_RE = re.compile(
     r"^(?:about me|about myself|me|myself|profile|my profile|user profile|bio|biography|who i am"
     r"|personal (?:info|information|details|profile|facts)|identity)$",
@@ -84,6 +93,10 @@ _DATE_RE = re.compile(
     re.I,
 )
 _DAILY_NAME_RE = re.compile(r"^\d{4}-\d{2}-\d{2}\b")
+# A date spelled by the folders: "Notes/2025/01/10.md", "2025/01/10 Friday.md".
+_DATE_PATH_RE = re.compile(
+    r"(?:^|/)(?:19|20)\d{2}/(?:0[1-9]|1[0-2])/(?:0[1-9]|[12]\d|3[01])(?:[ ._-][^/]*)?\.md$", re.I
+)
 _DAILY_FOLDERS = frozenset({"daily", "daily notes", "dailies", "journal", "journals", "diary", "daily-notes", "logbook"})
 _DUE_RE = re.compile(r"(?:📅|🗓️?)\s*(\d{4}-\d{2}-\d{2})|\bdue::\s*(\d{4}-\d{2}-\d{2})", re.I)
 _DONE = frozenset("xX-")
@@ -209,10 +222,11 @@ def is_fact_text(text: str) -> bool:
 
 
 def is_daily_note(path: str) -> bool:
-    """A note named after a date, or inside a Daily/Journal/Diary folder."""
+    """A note named after a date, one whose folders and name spell a date
+    (``2025/01/10.md``), or one inside a Daily/Journal/Diary folder."""
     parts = path.split("/")
     name = parts[-1]
-    if _DAILY_NAME_RE.match(name):
+    if _DAILY_NAME_RE.match(name) or _DATE_PATH_RE.search(path):
         return True
     return any(p.strip().lower() in _DAILY_FOLDERS for p in parts[:-1])
 
@@ -229,7 +243,7 @@ def heading_type(heading: str) -> str | None:
     bare = _bare(heading)
     if _IDENTITY_RE.match(bare):
         return IDENTITY
-    if _PROCEDURAL_RE.search(bare):
+    if _PROCEDURAL_RE.search(_NEXT_STEPS_RE.sub(" ", bare)) or _PROCEDURAL_WHOLE_RE.match(bare):
         return PROCEDURAL
     if _DATE_RE.search(bare):
         return EPISODIC
