@@ -23,6 +23,16 @@ Three measurements, each with a private MEMVAULT_HOME (never the real one):
    Reported: median and p95 of write -> found, and of the fact observer's
    part of it.
 
+4. **Large edits**: a source note of 3,000 list items under one heading,
+   and a ~2,100-line note of real vaultofknowledge notes, each indexed, then
+   rewritten with *every* item / sentence edited by one word and
+   re-indexed with ``sync_paths`` (the daemon's path). Reported: the
+   re-index time, the part spent pairing changed facts with their
+   predecessors (``pair_changed``), and how many were paired ("changed in
+   source") versus retired and added.
+
+``--only long,vault,edit`` runs some of them (default: all).
+
 Results: a summary on stdout and JSON in bench/out/bench_facts-*.json.
 """
 
@@ -210,29 +220,148 @@ def bench_vault(corpus: Path, workdir: Path, saves: int) -> dict[str, Any]:
     return result
 
 
+EDIT_ITEMS = 3000
+EDIT_REAL_LINES = 2100
+_WORDS = (
+    "alpha bravo charlie delta echo foxtrot golf hotel india juliet kilo lima mike november oscar papa quebec "
+    "romeo sierra tango uniform victor whiskey xray yankee zulu river stone cloud paper garden window silver "
+    "orange market engine forest bridge candle planet rocket summer winter autumn spring"
+).split()
+
+
+def items_note(n: int, edited: bool) -> str:
+    """``n`` list items under one heading (the worst case for pairing: every
+    old fact is a candidate); ``edited`` changes one word in every item."""
+    import random
+
+    rnd = random.Random(7)
+    lines = ["---", "memory: source", "---", "# Many items", "## Items"]
+    for i in range(n):
+        words = [rnd.choice(_WORDS) for _ in range(rnd.randint(5, 12))]
+        if edited:
+            words[len(words) // 2] = "changed"
+        lines.append(f"- Item {i} says " + " ".join(words))
+    return "\n".join(lines) + "\n"
+
+
+def real_note(corpus: Path, lines: int, edited: bool) -> str:
+    """Real notes laid end to end (~``lines`` lines); ``edited`` adds a word
+    to every sentence and every text line."""
+    import re
+
+    text = long_note_texts(corpus, lines)[0]
+    if not edited:
+        return text
+    fm = "---\nmemory: source\n---\n"
+    body = text[len(fm):]
+    out = []
+    fence = False
+    for line in body.split("\n"):
+        if line.lstrip().startswith("```"):
+            fence = not fence
+        if fence or not line.strip() or line.lstrip().startswith(("#", "|", "```", "---", "![[")):
+            out.append(line)
+            continue
+        line = re.sub(r"([A-Za-z])([.!?])(\s)", r"\1 indeed\2\3", line)
+        out.append(line + " indeed")
+    return fm + "\n".join(out)
+
+
+def bench_large_edit(corpus: Path, workdir: Path) -> dict[str, Any]:
+    """Every fact of a big source note edited at once: re-index and pairing time."""
+    from memvault.daemon import facts as dfacts
+    from memvault.daemon.app import Vault
+
+    out: dict[str, Any] = {}
+    cases = {
+        f"items{EDIT_ITEMS}": (items_note(EDIT_ITEMS, False), items_note(EDIT_ITEMS, True)),
+        f"real{EDIT_REAL_LINES}": (real_note(corpus, EDIT_REAL_LINES, False), real_note(corpus, EDIT_REAL_LINES, True)),
+    }
+    inner = dfacts.pair_changed
+    for name, (before, after) in cases.items():
+        root = workdir / f"edit-{name}"
+        root.mkdir()
+        C.isolate_env(workdir / f"home-edit-{name}")
+        os.environ["MEMVAULT_EMBEDDING_MODEL"] = "none"
+        path = root / "Big.md"
+        path.write_text(before, "utf-8")
+        v = Vault.open(str(root))
+        try:
+            indexer = v.indexer()
+            indexer.sync()
+            facts_before = int(v.con.execute("SELECT count(*) FROM traces WHERE kind = 'fact'").fetchone()[0])
+            box: list[float] = []
+
+            def timed(new, old, _box=box):
+                t0 = time.perf_counter()
+                try:
+                    return inner(new, old)
+                finally:
+                    _box.append(time.perf_counter() - t0)
+
+            dfacts.pair_changed = timed
+            path.write_text(after, "utf-8")
+            t = time.perf_counter()
+            indexer.sync_paths(["Big.md"])
+            seconds = time.perf_counter() - t
+            reasons = dict(v.con.execute(
+                "SELECT reason, count(*) FROM traces WHERE kind = 'fact' AND status = 'superseded' GROUP BY reason"
+            ).fetchall())
+            active = int(v.con.execute(
+                "SELECT count(*) FROM traces WHERE kind = 'fact' AND status = 'active'").fetchone()[0])
+        finally:
+            dfacts.pair_changed = inner
+            v.close()
+        out[name] = {
+            "lines": after.count("\n") + 1, "facts": facts_before, "reindex_s": seconds, "pair_changed_s": sum(box),
+            "paired": reasons.get("changed in source", 0), "retired": reasons.get("removed from source", 0),
+            "active_after": active,
+        }
+    return out
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--runs", type=int, default=5, help="runs of the long-note extraction")
     ap.add_argument("--saves", type=int, default=30, help="saves in the save-to-searchable loop")
+    ap.add_argument("--only", default="long,vault,edit", help="comma-separated parts to run: long, vault, edit")
     args = ap.parse_args()
+    only = {p.strip() for p in args.only.split(",") if p.strip()}
     if not C.CORPUS.is_dir():
         raise SystemExit(f"corpus missing: {C.CORPUS}")
     workdir = C.mktemp("memvault-bench-facts-")
     C.isolate_env(workdir / "home")
     try:
         data: dict[str, Any] = {"machine": C.machine_info()}
-        data["long_note"] = bench_long_note(C.CORPUS, args.runs)
-        data["vault"] = bench_vault(C.CORPUS, workdir, args.saves)
+        if "long" in only:
+            data["long_note"] = bench_long_note(C.CORPUS, args.runs)
+        if "vault" in only:
+            data["vault"] = bench_vault(C.CORPUS, workdir, args.saves)
+        if "edit" in only:
+            data["large_edit"] = bench_large_edit(C.CORPUS, workdir)
     finally:
         shutil.rmtree(workdir, ignore_errors=True)
     out = C.write_json("bench_facts", data)
 
-    ln, vt = data["long_note"], data["vault"]
-    print("One long note (default extractor, parse excluded):")
-    for name in ("real", "synthetic"):
-        d = ln[name]
-        print(f"  {name:9} {d['lines']} lines, {d['facts']} facts: median {C.ms(d['extract']['median'])}, "
-              f"max {C.ms(d['extract']['max'])} (parse {C.ms(d['parse_s'])})")
+    if "long_note" in data:
+        ln = data["long_note"]
+        print("One long note (default extractor, parse excluded):")
+        for name in ("real", "synthetic"):
+            d = ln[name]
+            print(f"  {name:9} {d['lines']} lines, {d['facts']} facts: median {C.ms(d['extract']['median'])}, "
+                  f"max {C.ms(d['extract']['max'])} (parse {C.ms(d['parse_s'])})")
+    if "vault" in data:
+        print_vault(data["vault"])
+    if "large_edit" in data:
+        print("Every fact of a big source note edited at once (sync_paths):")
+        for name, d in data["large_edit"].items():
+            print(f"  {name}: {d['lines']} lines, {d['facts']} facts: re-index {d['reindex_s']:.2f}s, "
+                  f"pairing {d['pair_changed_s']:.2f}s; {d['paired']} paired, {d['retired']} retired")
+    print(f"JSON: {out}")
+
+
+def print_vault(vt: dict[str, Any]) -> None:
+    """The whole-vault and save-to-searchable summary."""
     eo, sw = vt["extraction_only"], vt["sync_with_sources"]
     print(f"vaultofknowledge, {vt['notes']} notes, all memory sources:")
     print(f"  extraction only: {eo['facts']} facts in {eo['seconds']:.2f}s = {eo['facts_per_s']:.0f} facts/s")
@@ -244,7 +373,6 @@ def main() -> None:
     print(f"Save -> searchable ({st['note_lines']}-line source note, {st['saves']} saves, in process):")
     print(f"  median {C.ms(st['latency']['median'])}, p95 {C.ms(st['latency']['p95'])} "
           f"(fact observer median {C.ms(st['observer']['median'])})")
-    print(f"JSON: {out}")
 
 
 if __name__ == "__main__":

@@ -16,7 +16,9 @@ Re-extraction is incremental. For one source note:
 3. the remaining new facts are paired with the remaining old ones, first by
    block id (the same ``^id`` on both sides, used once on each side), then
    within the same heading path by text similarity (difflib ratio of at
-   least :data:`SIMILARITY`, best pairs first). A paired new fact gets an
+   least :data:`SIMILARITY`, best pairs first; each new fact is compared
+   with a few candidates found by shared words and position, so a rewrite
+   of thousands of lines is paired in well under a second). A paired new fact gets an
    ``updates`` edge to its predecessor, which is kept as superseded with
    reason "changed in source" (``memvault history`` follows the chain);
 4. old facts left unpaired are retired: "removed from source".
@@ -52,6 +54,7 @@ from __future__ import annotations
 import difflib
 import json
 import logging
+import re
 import threading
 from collections import defaultdict
 from collections.abc import Callable, Sequence
@@ -79,11 +82,22 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
+_WORD_RE = re.compile(r"[^\W_]+")
+
 #: Lowest difflib ratio at which an edited fact is taken for its predecessor.
 SIMILARITY = 0.6
-#: Most old facts a new one is compared with (nearest in note order first),
-#: so pairing stays fast when a whole long section is rewritten.
-MAX_CANDIDATES = 40
+#: Pairing work per changed fact is capped, so it stays near-linear when a
+#: whole long section is rewritten: at most MAX_LOOKUPS old facts found by
+#: shared words (only words in at most RARE_DF old facts of the heading are
+#: looked up) plus the three at the same rank, of which at most MAX_RATIOS
+#: (best word overlap first) get a full difflib ratio.
+MAX_LOOKUPS = 8
+RARE_DF = 32
+MAX_RATIOS = 4
+#: A ratio this high ends the search for a fact's predecessor.
+SURE = 0.85
+#: Candidates whose ratio cannot come within this of the best so far are skipped.
+BEST_MARGIN = 0.1
 #: Source notes written per transaction.
 BATCH = 200
 
@@ -171,46 +185,44 @@ def pair_changed(
     """Pair new facts with the old facts they replace: (new draft, old id).
 
     Same block id first (only when the id is used once on each side), then,
-    within one heading path, the most similar texts (ratio >= SIMILARITY).
+    within one heading path, the most similar texts (difflib ratio >=
+    :data:`SIMILARITY`, best pairs first).
+
+    Near-linear in the number of facts, so a note with thousands of edited
+    lines stays on the daemon's hot path: each new fact is compared with a
+    few candidates only (:func:`_candidates`: old facts sharing its rarer
+    words, and those at the same rank under the heading), best word overlap
+    first, with difflib's cheap upper bounds skipping hopeless ones, and at
+    most :data:`MAX_RATIOS` full ratios per fact.
     """
     pairs: list[tuple[FactDraft, str]] = []
-    free_new = list(new)
-    free_old = list(old)
-    new_blocks = defaultdict(list)
-    old_blocks = defaultdict(list)
-    for d in free_new:
+    new_blocks: dict[str, list[FactDraft]] = defaultdict(list)
+    old_blocks: dict[str, list[str]] = defaultdict(list)
+    for d in new:
         if d.block_id:
             new_blocks[d.block_id].append(d)
-    for t, m in free_old:
+    for t, m in old:
         if m.block_id:
-            old_blocks[m.block_id].append((t, m))
+            old_blocks[m.block_id].append(t.id)
     used_new: set[str] = set()
     used_old: set[str] = set()
     for block, ds in new_blocks.items():
         olds = old_blocks.get(block, [])
         if len(ds) == 1 and len(olds) == 1:
-            pairs.append((ds[0], olds[0][0].id))
+            pairs.append((ds[0], olds[0]))
             used_new.add(ds[0].id)
-            used_old.add(olds[0][0].id)
-    by_heading: dict[str, list[tuple[rec.TraceRow, sf.FactMeta]]] = defaultdict(list)
-    for t, m in free_old:
+            used_old.add(olds[0])
+    old_by_heading: dict[str, list[tuple[rec.TraceRow, sf.FactMeta]]] = defaultdict(list)
+    for t, m in old:
         if t.id not in used_old:
-            by_heading[m.heading_path].append((t, m))
+            old_by_heading[m.heading_path].append((t, m))
+    new_by_heading: dict[str, list[FactDraft]] = defaultdict(list)
+    for d in new:
+        if d.id not in used_new and d.heading_path in old_by_heading:
+            new_by_heading[d.heading_path].append(d)
     scored: list[tuple[float, int, int, FactDraft, str]] = []
-    for d in free_new:
-        if d.id in used_new:
-            continue
-        candidates = by_heading.get(d.heading_path, [])
-        if len(candidates) > MAX_CANDIDATES:
-            candidates = sorted(candidates, key=lambda tm: abs(tm[1].ordinal - d.ordinal))[:MAX_CANDIDATES]
-        a = d.text.lower()
-        for t, m in candidates:
-            sm = difflib.SequenceMatcher(None, a, t.content.lower(), autojunk=False)
-            if sm.real_quick_ratio() < SIMILARITY or sm.quick_ratio() < SIMILARITY:
-                continue
-            ratio = sm.ratio()
-            if ratio >= SIMILARITY:
-                scored.append((ratio, -abs(m.ordinal - d.ordinal), d.ordinal, d, t.id))
+    for heading, drafts in new_by_heading.items():
+        scored += _score_heading(drafts, old_by_heading[heading])
     scored.sort(key=lambda s: (-s[0], -s[1], s[2]))
     for _, _, _, d, old_id in scored:
         if d.id in used_new or old_id in used_old:
@@ -219,6 +231,69 @@ def pair_changed(
         used_new.add(d.id)
         used_old.add(old_id)
     return pairs
+
+
+def _words(text: str) -> frozenset[str]:
+    return frozenset(_WORD_RE.findall(text.lower()))
+
+
+def _score_heading(
+    drafts: list[FactDraft], olds: list[tuple[rec.TraceRow, sf.FactMeta]]
+) -> list[tuple[float, int, int, FactDraft, str]]:
+    """(ratio, -ordinal distance, new ordinal, draft, old id) for every
+    candidate pair under one heading with ratio >= SIMILARITY."""
+    drafts = sorted(drafts, key=lambda d: d.ordinal)
+    olds = sorted(olds, key=lambda tm: tm[1].ordinal)
+    old_texts = [t.content.lower() for t, _ in olds]
+    old_words = [_words(x) for x in old_texts]
+    # Inverted index of the old facts' words; words in more than RARE_DF
+    # facts (the heading's "stop words") are left out: they would make every
+    # lookup as long as the heading.
+    postings: dict[str, list[int]] = defaultdict(list)
+    for i, ws in enumerate(old_words):
+        for w in ws:
+            postings[w].append(i)
+    scale = len(olds) / len(drafts)
+    out: list[tuple[float, int, int, FactDraft, str]] = []
+    sm = difflib.SequenceMatcher(None, autojunk=False)
+    for rank, d in enumerate(drafts):
+        text = d.text.lower()
+        words = _words(d.text)
+        # Same rank among the unpaired facts: when a whole section is
+        # rewritten, the predecessor usually sits at the same place.
+        near = int(rank * scale)
+        cands = {i for i in (near - 1, near, near + 1) if 0 <= i < len(olds)}
+        shared: dict[int, int] = defaultdict(int)
+        for w in words:
+            hits = postings.get(w)
+            if hits is not None and len(hits) <= RARE_DF:
+                for i in hits:
+                    shared[i] += 1
+        if shared:
+            cands.update(sorted(shared, key=shared.__getitem__, reverse=True)[:MAX_LOOKUPS])
+
+        def jaccard(i: int) -> float:
+            ow = old_words[i]
+            inter = len(words & ow)
+            union = len(words) + len(ow) - inter
+            return inter / union if union else 1.0
+
+        ranked = sorted(cands, key=lambda i: (-jaccard(i), abs(olds[i][1].ordinal - d.ordinal)))
+        sm.set_seq2(text)  # difflib caches its analysis of seq2: one per new fact
+        best = 0.0
+        for i in ranked[:MAX_RATIOS]:
+            sm.set_seq1(old_texts[i])
+            floor = max(SIMILARITY, best - BEST_MARGIN)
+            if sm.real_quick_ratio() < floor or sm.quick_ratio() < floor:
+                continue
+            ratio = sm.ratio()
+            if ratio >= SIMILARITY:
+                t, m = olds[i]
+                out.append((ratio, -abs(m.ordinal - d.ordinal), d.ordinal, d, t.id))
+                best = max(best, ratio)
+                if ratio >= SURE:
+                    break  # the first candidate by word overlap nearly always is the one
+    return out
 
 
 def _same(t: rec.TraceRow, new: rec.TraceRow, m: sf.FactMeta | None, new_meta: sf.FactMeta) -> bool:
