@@ -469,3 +469,19 @@ def test_pairing_picks_the_most_similar_under_the_heading_not_the_nearest() -> N
         "How vexingly quick daft zebras jumped": "How vexingly quick daft zebras jump",
         "The quick brown fox jumped over the lazy dog": "The quick brown fox jumps over the lazy dog",
     }  # the item moved to heading B is new there, not an update
+
+
+def test_every_fact_carries_the_notes_front_matter_and_inline_tags(vault: Path, v: Vault) -> None:
+    write(vault, "Road map.md", "---\nmemory: source\ntags: [work]\n---\n# Road map #planning\n\n"
+          "- Ship memory sources in February #release\n- Write the documentation for users\n\n"
+          "Some closing words about #Team/Core here.\n")
+    sync(v)
+    got = {f["text"]: f["tags"] for f in facts(v, "Road map.md")}
+    assert got == {
+        "Ship memory sources in February #release": ["work", "planning", "release", "Team/Core"],
+        "Write the documentation for users": ["work", "planning", "release", "Team/Core"],
+        "Some closing words about #Team/Core here.": ["work", "planning", "release", "Team/Core"],
+    }
+    # The tags filter of search finds every fact of the note by an inline tag.
+    hits = keyword_search(v.con, "documentation", filters=Filters(kinds=("fact",), tags=("team",)))
+    assert len(hits) == 1
