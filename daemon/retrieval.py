@@ -166,6 +166,8 @@ class Retriever:
                 chosen = "keyword"
         if hits is None:
             hits = keyword_search(self.con, query, limit=limit, raw=raw, filters=filters)
+            if explain:
+                self._explain_keyword(query, raw, filters, hits)
         if record:
             from memvault.store.recall import record_recall
 
@@ -176,7 +178,27 @@ class Retriever:
         from memvault.store.rank import to_hits
 
         cands = self._rank(query, mode, filters, limit)
-        return to_hits(self.con, cands, explain)
+        return to_hits(self.con, cands, explain, mode)
+
+    def _explain_keyword(self, query: str, raw: bool, filters: Filters, hits: list[Hit]) -> None:
+        """Explain keyword-mode hits (also the fallback when the model is
+        unavailable): rank and BM25, nothing else. Keyword mode is BM25 order
+        alone; no similarity, graph, recency or strength takes part, and the
+        explanation says so rather than show neutral factors."""
+        from memvault.store.search import TITLE_TAGS, fts_top, natural_match_expressions
+
+        match = "raw"
+        if not raw and hits:
+            # keyword_search tries every word first and any word only when
+            # that finds nothing (within the filters): ask which it was.
+            exprs = natural_match_expressions(query, self.con)
+            strict = len(exprs) < 2 or exprs[0].startswith(TITLE_TAGS) or bool(fts_top(self.con, exprs[0], filters, 1))
+            match = "all" if strict else "any"
+        for n, h in enumerate(hits, 1):
+            h.extra["explain"] = {
+                "mode": "keyword", "keyword_rank": n, "keyword_match": match, "keyword_bm25": h.score,
+                "vector_rank": None, "vector_similarity": None, "not_applied": ["graph", "recency", "strength"],
+            }
 
     def _rank(self, query: str, mode: str, filters: Filters, limit: int) -> list[Any]:
         from memvault.store.rank import rank
@@ -248,12 +270,10 @@ class Retriever:
         }
 
     def _keyword_context(self, message: str, filters: Filters) -> list[tuple[str, float]]:
-        """Without vectors only hits matching every word count as relevant."""
-        from memvault.store.search import natural_match_expressions
+        """Relevant memories by words alone (no vectors): the hybrid keyword
+        lists without stop words, by BM25, each sharing at least half the
+        message's content words (:func:`~memvault.store.rank.keyword_recall`)."""
+        from memvault.store.rank import keyword_recall
 
-        exprs = natural_match_expressions(message)
-        if not exprs:
-            return []
-        hits = keyword_search(self.con, exprs[0], limit=20, filters=filters, raw=True)
-        return [(h.id, h.score) for h in hits]
+        return [(c.id, round(c.bm25 or 0.0, 6)) for c in keyword_recall(self.con, message, filters, 20)]
 

@@ -184,3 +184,30 @@ def test_recall_strength_is_rounded_in_the_index(own_vault: Path) -> None:
     v.close()
     assert strengths == {"m-sem-db": 0.58, "m-sem-coffee": 0.52}
     assert repr(strengths["m-sem-db"]) == "0.58"
+
+
+def test_context_without_a_model_uses_content_words(own_vault: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """embedding.model = "none": every word of the message used to be
+    required, stop words included, so "how should I test a capacitor" found
+    nothing. Now the hybrid keyword lists decide (stop words dropped), ranked
+    by BM25, each hit sharing at least half the message's content words."""
+    from helpers import write
+
+    monkeypatch.setenv("MEMVAULT_EMBEDDING_MODEL", "none")
+    write(own_vault, "Memory/procedural/m-proc-capacitor.md", (
+        "---\nid: m-proc-capacitor\ntype: procedural\nscope: user\nstrength: 0.5\n"
+        "created: '2026-10-01T09:00:00+00:00'\nupdated: '2026-10-01T09:00:00+00:00'\nsource: manual\n---\n"
+        "To test a capacitor, discharge it first, then measure it with the meter on its capacitance range.\n"
+    ))
+    v = Vault.open(str(own_vault))
+    v.indexer().sync()
+    v.close()
+    data = json.loads(run(own_vault, "how should I test a capacitor", "--json", "--no-record").stdout)
+    ids = [i["id"] for i in data["items"]]
+    assert ids[-1] == "m-proc-capacitor" and set(ids[:-1]) <= {"m-id-lang", "m-id-role"}
+    data = json.loads(run(own_vault, "how do I deploy the billing service", "--json", "--no-record").stdout)
+    assert "m-proc-deploy" in [i["id"] for i in data["items"]]
+    # one shared word out of several, or stop words alone, is no relevance
+    for message in ("how to change a flat tyre on a mountain bike", "what is it that you do", "mortgage refinancing interest rates"):
+        r = run(own_vault, message, "--no-record")
+        assert r.exit_code == 0 and r.stdout == "", message

@@ -59,6 +59,57 @@ def test_hybrid_finds_what_each_mode_finds_and_more(retriever: Retriever) -> Non
     assert para["hybrid"] >= 0.8 * len(q["paraphrase"])
 
 
+def top_paths(r: Retriever, query: str, mode: str, k: int = 10) -> list[str]:
+    return [h["path"] for h in r.search(query, mode=mode, limit=k)["hits"]]
+
+
+def test_hybrid_finds_per_query_whatever_a_single_mode_finds(retriever: Retriever) -> None:
+    """Query by query: a target in keyword's or semantic's top 10 is in
+    hybrid's top 10 too (weak keyword hits below the similarity floor were
+    dropped: "caching results in an array instead of recalculating" had
+    Lookup Tables at keyword #1 and hybrid returned nothing)."""
+    q = support.queries()
+    lost = []
+    for item in q["paraphrase"] + q["keyword"]:
+        rel = set(item["relevant"])
+        found_by = [m for m in ("keyword", "semantic") if rel & set(top_paths(retriever, item["query"], m))]
+        if found_by and not rel & set(top_paths(retriever, item["query"], "hybrid")):
+            lost.append((item["query"], found_by))
+    assert lost == []
+
+
+def mrr(r: Retriever, items: list[dict], mode: str) -> float:
+    total = 0.0
+    for item in items:
+        ranks = [n for n, p in enumerate(top_paths(r, item["query"], mode), 1) if p in item["relevant"]]
+        total += 1 / ranks[0] if ranks else 0.0
+    return total / len(items)
+
+
+def test_hybrid_ranks_paraphrase_targets_at_least_as_well_as_semantic(retriever: Retriever) -> None:
+    para = support.queries()["paraphrase"]
+    assert mrr(retriever, para, "hybrid") >= mrr(retriever, para, "semantic")
+
+
+def test_stop_and_common_words_do_not_skip_the_floor(retriever: Retriever) -> None:
+    """Every word of "what is the time" is in "Impulse" (keyword #1), but
+    three are stop words and "time" is in 17% of the notes: its similarity
+    (0.10) decides, and it is out. Only hits over the floor remain."""
+    hits = retriever.search("what is the time", mode="hybrid", explain=True)["hits"]
+    assert "Impulse" not in [h["title"] for h in hits]
+    assert all(h["explain"]["vector_similarity"] >= 0.3 and h["explain"]["passed"] == "similarity" for h in hits), hits
+    assert retriever.search("what is the", mode="hybrid")["hits"] == []
+
+
+def test_a_rare_word_matched_exactly_skips_the_floor(retriever: Retriever) -> None:
+    """"compersion" is in one note, whose similarity to the bare word is
+    0.16: the exact match on a rare word is the evidence."""
+    hits = retriever.search("compersion", mode="hybrid", explain=True)["hits"]
+    e = hits[0]["explain"]
+    assert hits[0]["title"] == "Non-Monogamous Relationships"
+    assert e["passed"] == "distinctive word" and e["keyword_match"] == "all" and e["vector_similarity"] < 0.3
+
+
 def test_unrelated_queries_return_nothing(retriever: Retriever) -> None:
     for query in support.queries()["unrelated"]:
         assert retriever.search(query, mode="hybrid")["hits"] == [], query
@@ -73,8 +124,42 @@ def test_default_mode_is_hybrid_when_vectors_exist(retriever: Retriever) -> None
 def test_explain_shows_every_signal(retriever: Retriever) -> None:
     hits = retriever.search("Diffie-Hellman shared secret", explain=True)["hits"]
     e = hits[0]["explain"]
-    assert set(e) == {"keyword_rank", "keyword_match", "vector_rank", "vector_similarity", "graph", "fused", "recency", "strength"}
-    assert e["keyword_rank"] == 1 and e["vector_similarity"] > 0.3 and e["recency"] == 1.0 and e["strength"] == 1.0
+    assert set(e) == {"mode", "keyword_rank", "keyword_match", "keyword_bm25", "vector_rank", "vector_similarity", "passed",
+                      "graph", "fused", "recency", "strength"}
+    assert e["mode"] == "hybrid" and e["keyword_rank"] == 1 and e["keyword_bm25"] > 0
+    assert e["vector_similarity"] > 0.3 and e["passed"] == "similarity" and e["recency"] == 1.0 and e["strength"] == 1.0
+
+
+def test_explain_in_keyword_mode_gives_rank_and_bm25(retriever: Retriever) -> None:
+    """Keyword mode used to explain its #1 hit as "keyword -, fused 0": it
+    now carries its rank, match and BM25, and says what it does not apply."""
+    for query, match in (("Dolby Atmos", "all"), ("Dolby surround zebra", "any")):
+        hits = retriever.search(query, mode="keyword", explain=True)["hits"]
+        assert hits
+        for n, h in enumerate(hits, 1):
+            e = h["explain"]
+            assert e == {"mode": "keyword", "keyword_rank": n, "keyword_match": match, "keyword_bm25": h["score"],
+                         "vector_rank": None, "vector_similarity": None, "not_applied": ["graph", "recency", "strength"]}
+    raw = retriever.search("dolby OR atmos", raw=True, explain=True)["hits"]
+    assert raw[0]["explain"]["keyword_match"] == "raw" and raw[0]["explain"]["keyword_rank"] == 1
+
+
+def test_explain_in_the_keyword_fallback(labelled, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A configured model that is not on this machine: hybrid falls back to
+    keyword search (no download), and explains it as keyword mode."""
+    root, home = labelled
+    monkeypatch.setenv("MEMVAULT_HOME", str(home))
+    monkeypatch.setenv("MEMVAULT_EMBEDDING_MODEL", "BAAI/bge-small-en-v1.5")
+    v = Vault.open(str(root))
+    r = Retriever(v, v.read_con())
+    try:
+        res = r.search("Dolby Atmos", mode="hybrid", explain=True)
+    finally:
+        r.close()
+        v.close()
+    assert res["mode"] == "keyword" and res["notices"]
+    e = res["hits"][0]["explain"]
+    assert e["mode"] == "keyword" and e["keyword_rank"] == 1 and e["keyword_bm25"] == res["hits"][0]["score"]
 
 
 def test_filters_apply_to_vector_hits(retriever: Retriever) -> None:
