@@ -18,9 +18,9 @@ Re-extraction is incremental. For one source note:
    within the same heading path by text similarity (difflib ratio of at
    least :data:`SIMILARITY`, best pairs first; each new fact is compared
    with a few candidates found by shared words and position, so a rewrite
-   of thousands of lines is paired in well under a second). A paired new fact gets an
-   ``updates`` edge to its predecessor, which is kept as superseded with
-   reason "changed in source" (``memvault history`` follows the chain);
+   of thousands of lines is paired in well under a second). A paired new
+   fact gets an ``updates`` edge to its predecessor, which is kept as
+   superseded with reason "changed in source" (``memvault history`` follows the chain);
 4. old facts left unpaired are retired: "removed from source".
 
 A deleted note retires its facts ("source note deleted"), an unmarked one
@@ -190,7 +190,7 @@ def pair_changed(
 
     Near-linear in the number of facts, so a note with thousands of edited
     lines stays on the daemon's hot path: each new fact is compared with a
-    few candidates only (:func:`_candidates`: old facts sharing its rarer
+    few candidates only (:func:`_score_heading`: old facts sharing its rarer
     words, and those at the same rank under the heading), best word overlap
     first, with difflib's cheap upper bounds skipping hopeless ones, and at
     most :data:`MAX_RATIOS` full ratios per fact.
