@@ -202,7 +202,7 @@ def _hyperfine(cmds: dict[str, list[str]], runs: int, work: Path, env: dict[str,
     return res
 
 
-def _subprocess_times(cmds: dict[str, list[str]], runs: int, env: dict[str, str]) -> dict[str, Any]:
+def _subprocess_times(cmds: dict[str, list[str]], runs: int, work: Path, env: dict[str, str]) -> dict[str, Any]:
     res = {}
     for name, cmd in cmds.items():
         for _ in range(3):

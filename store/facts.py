@@ -131,7 +131,8 @@ def insert_facts(con: apsw.Connection, items: Sequence[tuple[rec.TraceRow, FactM
         ],
     )
     con.executemany(
-        "INSERT OR IGNORE INTO trace_tags (trace_id, tag) VALUES (?, ?)",
+        "INSERT OR IGNORE INTO trace_tags (trace_id, tag, trace_rowid) "
+        "VALUES (?1, ?2, (SELECT rowid FROM traces WHERE id = ?1))",
         [(t.id, tag.lower()) for t, _ in items for tag in t.tags],
     )
     con.executemany(f"INSERT INTO facts ({_META_COLS}) VALUES ({_META_MARKS})", [_meta_values(m) for _, m in items])

@@ -289,12 +289,50 @@ def m005_file_ctime(con: apsw.Connection) -> None:
     con.execute("ALTER TABLE files ADD COLUMN ctime_ns INTEGER NOT NULL DEFAULT 0")
 
 
+def m006_tag_rowids(con: apsw.Connection) -> None:
+    """Each tag row also names its trace by rowid, indexed by tag.
+
+    A tag filter on a keyword search then lists the rowids of the tagged
+    traces from one index range, where going through the text ids cost a
+    lookup in the traces' id index per tagged trace (40 ms for 13,000).
+    """
+    con.execute(
+        """
+        ALTER TABLE trace_tags ADD COLUMN trace_rowid INTEGER;
+        UPDATE trace_tags SET trace_rowid = (SELECT rowid FROM traces WHERE traces.id = trace_tags.trace_id);
+        CREATE INDEX trace_tags_tag_rowid ON trace_tags(tag, trace_rowid);
+        DROP INDEX trace_tags_tag;
+        """
+    )
+
+
+def m007_recheck_conflict_copies(con: apsw.Connection) -> None:
+    """Read conflict copies again on the next sync.
+
+    Before this version a conflict copy (``conflict_of:`` in its front-matter)
+    was indexed as a live memory; forgetting the stored file state makes
+    the next sync classify it again, as an ordinary note.
+    """
+    con.execute(
+        """
+        UPDATE files SET hash = NULL, mtime_ns = 0, ctime_ns = 0
+        WHERE trace_id IN (
+            SELECT id FROM traces
+            WHERE kind = 'memory' AND json_valid(metadata)
+              AND json_extract(metadata, '$.frontmatter.conflict_of') IS NOT NULL
+        )
+        """
+    )
+
+
 MIGRATIONS: list[Callable[[apsw.Connection], None]] = [
     m001_foundation,
     m002_memories,
     m003_facts,
     m004_vectors,
     m005_file_ctime,
+    m006_tag_rowids,
+    m007_recheck_conflict_copies,
 ]
 
 

@@ -180,10 +180,13 @@ def put_trace(con: apsw.Connection, t: TraceRow, *, new: bool = False) -> None:
     )
     if not new:
         con.execute("DELETE FROM trace_tags WHERE trace_id = ?", (t.id,))
-    con.executemany(
-        "INSERT OR IGNORE INTO trace_tags (trace_id, tag) VALUES (?, ?)",
-        [(t.id, tag.lower()) for tag in t.tags],
-    )
+    if t.tags:
+        # An upsert that updated leaves last_insert_rowid alone: ask then.
+        rowid = con.last_insert_rowid() if new else con.execute("SELECT rowid FROM traces WHERE id = ?", (t.id,)).fetchone()[0]
+        con.executemany(
+            "INSERT OR IGNORE INTO trace_tags (trace_id, tag, trace_rowid) VALUES (?, ?, ?)",
+            [(t.id, tag.lower(), rowid) for tag in t.tags],
+        )
 
 
 def rename_trace(con: apsw.Connection, old_id: str, new_id: str) -> None:

@@ -142,8 +142,8 @@ def filter_sql(f: Filters) -> tuple[str, list[Any]]:
         # A tag filter also matches nested tags: "project" finds "project/x".
         # '0' is the character after '/', so the range covers "tag/..." only.
         clauses.append(
-            "EXISTS (SELECT 1 FROM trace_tags g WHERE g.trace_id = t.id AND "
-            "(g.tag = ? OR (g.tag >= ? AND g.tag < ?)))"
+            "t.rowid IN (SELECT trace_rowid FROM trace_tags WHERE tag = ? "
+            "UNION ALL SELECT trace_rowid FROM trace_tags WHERE tag >= ? AND tag < ?)"
         )
         params += [tag, tag + "/", tag + "0"]
     if f.path_glob:
@@ -160,30 +160,23 @@ def placeholders(n: int) -> str:
 def fts_top(con: apsw.Connection, match: str, filters: Filters, k: int) -> list[tuple[int, float]]:
     """The ``k`` best (trace rowid, BM25 score) for an FTS5 expression that pass ``filters``.
 
-    Ranks on the FTS table alone (no join, no snippet), then checks the
-    filters on the few rows that come back, asking for more when they
+    Ranks on the FTS table alone (no join, no snippet), among the traces a
+    selective filter lists from an index (:func:`prefilter_sql`), then checks
+    every filter on the few rows that come back, asking for more when they
     removed some: a query matching thousands of traces stays cheap.
     """
     w_title, w_content, w_tags = BM25_WEIGHTS
     fsql, fparams = filter_sql(filters)
-    if filters.types or filters.kinds or filters.tags or filters.path_glob:
-        # A selective filter would make the loop below walk most matches in
-        # growing windows; joining first ranks only the rows that pass.
-        return [
-            (r[0], -r[1])
-            for r in con.execute(
-                f"SELECT t.rowid, bm25(traces_fts, {w_title}, {w_content}, {w_tags}) AS score "
-                f"FROM traces_fts JOIN traces t ON t.rowid = traces_fts.rowid "
-                f"WHERE traces_fts MATCH ?{fsql} ORDER BY score LIMIT ?",
-                (match, *fparams, k),
-            )
-        ]
-    want = k
+    pre, pparams, share = prefilter_sql(con, filters)
+    # Every round ranks all matches (the LIMIT only bounds the sort), so ask
+    # at once for enough rows that the checks afterwards leave k, and widen
+    # fast when they do not.
+    want = k if share >= 1.0 else min(1000, int(2 * k / max(share, 0.01)))
     while True:
         rows = con.execute(
             f"SELECT rowid, bm25(traces_fts, {w_title}, {w_content}, {w_tags}) FROM traces_fts "
-            "WHERE traces_fts MATCH ? ORDER BY 2 LIMIT ?",
-            (match, want),
+            f"WHERE traces_fts MATCH ?{pre} ORDER BY 2 LIMIT ?",
+            (match, *pparams, want),
         ).fetchall()
         if not rows:
             return []
@@ -196,7 +189,62 @@ def fts_top(con: apsw.Connection, match: str, filters: Filters, k: int) -> list[
         kept = [(r[0], -r[1]) for r in rows if r[0] in ok]
         if len(kept) >= k or len(rows) < want:
             return kept[:k]
-        want *= 4
+        want *= 8
+
+
+#: A tag on more than this share of the traces is no help in narrowing a
+#: search down first: ranking and then checking the tag is cheaper.
+TAG_SHARE_MAX = 0.3
+
+
+def prefilter_sql(con: apsw.Connection, f: Filters) -> tuple[str, list[Any], float]:
+    """Conditions (each prefixed with AND) restricting an FTS5 query to the
+    traces that the selective parts of ``f`` allow, listed from an index: a
+    tag used by few traces, a path glob, kinds other than ordinary notes;
+    and the estimated share of what is left that the other filters pass.
+
+    Computing BM25 for matches among those only is what makes a filtered
+    search fast; the rest of ``f`` is checked afterwards (:func:`fts_top`).
+    The "+" keeps SQLite from handing each IN list to FTS5 as rowid lookups,
+    one full-text seek per listed trace. A tag and its nested tags are two
+    index ranges joined with UNION ALL: an OR of them makes SQLite collect
+    and de-duplicate keys, ten times slower.
+    """
+    clauses: list[str] = []
+    params: list[Any] = []
+    share = 1.0
+    if f.tags:
+        total = con.execute("SELECT max(rowid) FROM traces").fetchone()[0] or 0
+        for tag in f.tags:
+            tag = tag.lstrip("#").lower().rstrip("/")
+            args = [tag, tag + "/", tag + "0"]
+            n = con.execute(
+                "SELECT (SELECT count(*) FROM trace_tags WHERE tag = ?) "
+                "+ (SELECT count(*) FROM trace_tags WHERE tag >= ? AND tag < ?)",
+                args,
+            ).fetchone()[0]
+            if n <= TAG_SHARE_MAX * total:
+                clauses.append(
+                    "+rowid IN (SELECT trace_rowid FROM trace_tags WHERE tag = ? "
+                    "UNION ALL SELECT trace_rowid FROM trace_tags WHERE tag >= ? AND tag < ?)"
+                )
+                params += args
+            else:
+                share *= n / total
+    if f.path_glob:
+        # The path index holds every path: scanning it beats the table,
+        # whose rows carry the notes' text.
+        clauses.append("+rowid IN (SELECT rowid FROM traces INDEXED BY traces_path WHERE path GLOB ?)")
+        params.append(f.path_glob)
+    kinds = set(f.kinds) if f.kinds else {"note", "memory", "fact"}
+    if f.types and "note" not in f.types:
+        kinds.discard("note")  # only ordinary notes have the type "note"
+    if "note" not in kinds:
+        clauses.append(
+            f"+rowid IN (SELECT rowid FROM traces INDEXED BY traces_kind_status WHERE kind IN ({placeholders(len(kinds))}))"
+        )
+        params += sorted(kinds)
+    return "".join(" AND " + c for c in clauses), params, share
 
 
 def snippets(con: apsw.Connection, match: str, rowids: Sequence[int]) -> dict[int, str]:

@@ -158,3 +158,33 @@ def test_very_common_words_rank_only_where_they_stand_out(tmp_path, monkeypatch:
     assert ids(keyword_search(c, "the number7")) == ["n7"]
     assert natural_match_expressions("the number7", c) == ['"number7"']
     c.close()
+
+
+def test_filters_give_the_same_hits_whichever_way_they_are_applied(tmp_path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A tag used by few traces is listed from its index first; one used by
+    most is checked after ranking. Both ways must agree with a plain filter."""
+    import memvault.store.search as search
+
+    c = connect(tmp_path / "index.db")
+    with write_transaction(c):
+        for i in range(60):
+            tags = ["common"] + (["rare", "rare/nested"] if i % 10 == 0 else []) + (["rarer"] if i == 30 else [])
+            rec.put_trace(c, rec.TraceRow(id=f"n{i}", kind="note", type="note", title=f"Note {i}", path=f"D{i % 3}/n{i}.md",
+                                          content=("widget " * (1 + i % 7)) + f"filler {i}", tags=tags))
+        rec.set_status(c, "n20", "deleted")
+    try:
+        def hits(**f: object) -> list[str]:
+            return ids(keyword_search(c, "widget", limit=100, filters=Filters(**f)))
+
+        everything = hits()
+        assert "n20" not in everything and len(everything) == 59
+        for tag, expected in [("rare", {"n0", "n10", "n30", "n40", "n50"}), ("rarer", {"n30"}), ("common", set(everything)), ("rare/nested", {"n0", "n10", "n30", "n40", "n50"})]:
+            for share in (0.0, 1.0):  # never / always list the tag from its index first
+                monkeypatch.setattr(search, "TAG_SHARE_MAX", share)
+                got = hits(tags=(tag,))
+                assert set(got) == expected and got == [i for i in everything if i in expected], (tag, share)
+        got = hits(path_glob="D1/*", tags=("rare",))
+        assert got == [i for i in everything if i in {"n10", "n40"}]
+        assert hits(types=("semantic",)) == [] and hits(kinds=("memory",)) == []
+    finally:
+        c.close()
