@@ -49,7 +49,8 @@ def sync(app: AppContext, as_json: bool, no_embed: bool) -> None:
 
     # Store writes a crashed writer left half-done (older than 30 s, so a
     # writer still at work is not raced).
-    summary.warnings += [f"finished an interrupted write of {r.id}" for r in flush_outbox(vault, 30.0)]
+    unwritten: list[str] = []
+    summary.warnings += [f"finished an interrupted write of {r.id}" for r in flush_outbox(vault, 30.0, errors=unwritten)]
     with write_transaction(vault.con):
         rec.set_meta(vault.con, "last_sync", rec.now_iso())
     embedding = None if no_embed else _embed(vault, show_bar)
@@ -57,8 +58,10 @@ def sync(app: AppContext, as_json: bool, no_embed: bool) -> None:
         data = summary.as_dict()
         if embedding is not None:
             data["embedding"] = embedding.as_dict()
+        data["unwritten"] = unwritten
         emit_json(data)
         _embed_notice(embedding)
+        _fail_if_unwritten(unwritten)
         return
     for line in summary.warnings:
         warn(line)
@@ -79,6 +82,17 @@ def sync(app: AppContext, as_json: bool, no_embed: bool) -> None:
             f"deleted {summary.deleted}, skipped {summary.skipped}, errors {summary.errors} "
             f"in {summary.seconds:.2f}s{embedded}"
         )
+    _fail_if_unwritten(unwritten)
+
+
+def _fail_if_unwritten(errors: list[str]) -> None:
+    """Memory notes that still cannot be written: name each, exit 1 (they
+    stay pending in the index and are tried again by the next sync)."""
+    if not errors:
+        return
+    for line in errors:
+        click.echo(f"error: {line}", err=True)
+    raise click.ClickException(f"{len(errors)} memory note(s) could not be written; they stay pending")
 
 
 def _embed(vault: Any, show_bar: bool) -> Any:

@@ -389,6 +389,15 @@ def test_a_failing_write_is_one_line_and_retried(vault: Path, monkeypatch: pytes
     finally:
         v.close()
     assert len(errors) == 1 and "No space left on device" in errors[0]
+    # `memvault sync` names the write it could not finish and exits 1
+    v = Vault.open(str(vault))
+    try:
+        v.con.execute("UPDATE outbox SET created = created - 60")
+    finally:
+        v.close()
+    r = run(vault, "sync")
+    assert r.exit_code == 1 and "No space left on device" in r.stderr and "1 memory note(s) could not be written" in r.stderr
+    assert "Traceback" not in r.output and query_outbox(vault)
     # the disk has room again: the next command finishes the write, then applies its own
     monkeypatch.setattr(memories_mod, "atomic_write", real_write)
     r = run(vault, "update", mid, "--tag", "ops")
