@@ -209,14 +209,22 @@ def search(
 
 
 def _explain_line(e: dict[str, Any]) -> str:
+    """One line of ``--explain``: the signals that made the hit's rank."""
     kw = e.get("keyword_rank")
+    bm25 = e.get("keyword_bm25")
     kw_text = f"keyword #{kw} ({e.get('keyword_match')})" if kw else "keyword -"
+    if kw and bm25 is not None:
+        kw_text += f" bm25 {bm25:.3f}"
+    if e.get("mode") == "keyword":
+        skipped = ", ".join(e.get("not_applied") or ())
+        return f"{kw_text}  (keyword mode: BM25 order; {skipped} not applied)"
     sim = e.get("vector_similarity")
     vr = e.get("vector_rank")
     sim_text = f"similarity {sim:.3f}" + (f" (#{vr})" if vr else "") if sim is not None else "similarity -"
+    passed = f"  passed: {e['passed']}" if e.get("passed") else ""
     return (
-        f"{kw_text}  {sim_text}  graph +{e.get('graph', 0):.4f}  fused {e.get('fused', 0):.4f}  "
-        f"recency x{e.get('recency', 1):.3f}  strength x{e.get('strength', 1):.2f}"
+        f"{kw_text}  {sim_text}  graph +{e.get('graph') or 0:.4f}  fused {e.get('fused') or 0:.4f}  "
+        f"recency x{e.get('recency') or 1:.3f}  strength x{e.get('strength') or 1:.2f}{passed}"
     )
 
 

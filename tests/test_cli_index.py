@@ -142,6 +142,13 @@ def test_progress_bar_on_a_terminal_only(vault: Path, runner: CliRunner, monkeyp
     assert r.exit_code == 0 and "Indexing" in r.stderr and "updated 60" in r.stdout
 
 
+def test_explain_in_keyword_mode_prints_rank_and_bm25(indexed: Path, runner: CliRunner) -> None:
+    r = run(runner, indexed, "search", "backoff", "--mode", "keyword", "--explain")
+    assert r.exit_code == 0, r.output
+    assert "keyword #1 (all) bm25 " in r.output and "keyword mode: BM25 order; graph, recency, strength not applied" in r.output
+    assert "fused" not in r.output
+
+
 def test_search_words_need_no_quotes(indexed: Path, runner: CliRunner) -> None:
     quoted = run(runner, indexed, "search", "retries backoff", "--json")
     unquoted = run(runner, indexed, "search", "retries", "backoff", "--json")
