@@ -526,7 +526,14 @@ class FactObserver:
             for note, trace, marks in batch:
                 state = sf.get_source(self.con, trace.id)
                 if state and state.hash == note.hash and state.path == note.path:
-                    continue  # already extracted from these bytes (another writer got here first)
+                    # Already extracted from these bytes (another writer got
+                    # here first, or only the config's globs changed): the
+                    # facts stand, but how the note is marked may not.
+                    if state.marks != " ".join(marks.names):
+                        state.marks = " ".join(marks.names)
+                        with write_transaction(self.con):
+                            sf.put_source(self.con, state)
+                    continue
                 extraction = self._extract(note, trace, state, warnings)
                 if extraction is not None:
                     extracted.append((note, trace, marks, extraction))

@@ -312,6 +312,21 @@ def test_config_globs_and_their_changes(vault: Path, memvault_env: Path, monkeyp
         assert len(Sources(v3).list()) == 2
 
 
+def test_stored_marks_follow_a_glob_change_of_an_unchanged_note(vault: Path, memvault_env: Path) -> None:
+    from memvault.store import facts as sf_store
+
+    write(vault, "Daily/2025-01-10.md", "#memory/source\n- Went to the market in the morning\n")
+    with _opened(vault) as v:
+        sync(v)
+        tid = v.con.execute("SELECT trace_id FROM files WHERE path = 'Daily/2025-01-10.md'").fetchone()[0]
+        assert sf_store.get_source(v.con, tid).marks == "tag"
+    (memvault_env / "config.toml").write_text('sources = ["Daily/**"]\n', "utf-8")
+    with _opened(vault) as v:
+        sync(v)
+        state = sf_store.get_source(v.con, tid)
+        assert state.marks == "tag glob" and state.facts == 1
+
+
 class _opened:
     """``with _opened(root) as v``: a Vault closed on exit."""
 
