@@ -315,7 +315,7 @@ def real_note(corpus: Path, lines: int, edited: bool) -> str:
 
 def bench_large_edit(corpus: Path, workdir: Path) -> dict[str, Any]:
     """Every fact of a big source note edited at once: re-index and pairing time."""
-    from memvault.daemon import facts as dfacts
+    from memvault.daemon import fact_sync as dfacts
     from memvault.daemon.app import Vault
 
     out: dict[str, Any] = {}

@@ -37,7 +37,7 @@ from watchdog.observers.api import BaseObserver
 
 from .app import Vault
 from .embedding import EmbeddingWorker
-from .facts import LLMFactWorker
+from .llm_worker import LLMFactWorker
 from .indexer import Indexer, SyncSummary, VaultMissingError
 from .lock import DaemonLock
 from .memories import flush_outbox

@@ -145,7 +145,7 @@ def test_one_shot_sync_stays_synchronous(vault: Path, llm: FakeLLM, memvault_env
 
 
 def test_the_queue_coalesces_changes_of_one_note_and_is_bounded(vault: Path, llm: FakeLLM, memvault_env: Path) -> None:
-    from memvault.daemon.facts import LLMFactWorker
+    from memvault.daemon.llm_worker import LLMFactWorker
 
     write(vault, "About me.md", NOTE)
     with opened(vault) as v:  # default facts first: the worker then has something to ask about

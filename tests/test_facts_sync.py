@@ -441,7 +441,7 @@ def _items(n: int, edited: bool) -> str:
 
 
 def _old_and_new(before: str, after: str):
-    from memvault.daemon.facts import build_fact
+    from memvault.daemon.fact_sync import build_fact
     from memvault.vault_io.facts import extract_facts
     from memvault.vault_io.parser import parse_note
 
@@ -455,7 +455,7 @@ def _old_and_new(before: str, after: str):
 def test_every_item_of_a_3000_item_note_edited_is_paired_quickly_and_right() -> None:
     import time
 
-    from memvault.daemon.facts import pair_changed
+    from memvault.daemon.fact_sync import pair_changed
 
     new, old = _old_and_new(_items(3000, False), _items(3000, True))
     assert len(new) == len(old) == 3000
@@ -469,7 +469,7 @@ def test_every_item_of_a_3000_item_note_edited_is_paired_quickly_and_right() -> 
 
 
 def test_pairing_picks_the_most_similar_under_the_heading_not_the_nearest() -> None:
-    from memvault.daemon.facts import pair_changed
+    from memvault.daemon.fact_sync import pair_changed
 
     before = "---\nmemory: source\n---\n## A\n- The quick brown fox jumps over the lazy dog\n" \
         "- Pack my box with five dozen liquor jugs\n- How vexingly quick daft zebras jump\n## B\n" \
