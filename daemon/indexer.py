@@ -13,9 +13,7 @@ the vault whose targets appeared or disappeared.
 from __future__ import annotations
 
 import hashlib
-import re
 import time
-from collections import Counter
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -38,6 +36,7 @@ from memvault.vault_io.scan import (
 )
 
 from .classify import is_memory_note, note_edges, note_trace
+from .moves import pair_edited_moves
 
 #: Notes written per transaction: large enough to amortise the commit, small
 #: enough that a CLI writer never waits long for the daemon (or vice versa).
@@ -444,11 +443,9 @@ class Indexer:
         return moved_ids
 
     def _pair_edited_moves(self, changes: list[_Change], gone: dict[str, rec.FileRow], moved_ids: set[str]) -> None:
-        """Pair what is left by similarity: a note renamed *and* edited while
-        memvault was not looking is still a move (as git finds renames), so it
-        keeps its id, facts and history. Pairs need :data:`MOVE_SIMILARITY`
-        of their words in common; with many candidates on both sides only
-        notes with the same file name are compared, to bound the work."""
+        """Pair what is left by similarity (:func:`.moves.pair_edited_moves`):
+        a note renamed *and* edited while memvault was not looking keeps its
+        id, facts and history."""
         new = [c for c in changes if c.old_path is None and not frontmatter_id(c.note)]
         old = {
             p: row.trace_id
@@ -457,31 +454,17 @@ class Indexer:
         }
         if not new or not old:
             return
-        everything = len(new) * len(old) <= MOVE_PAIRS_MAX
-        contents = {
-            tid: text
-            for tid, text in self.con.execute(
+        contents = dict(
+            self.con.execute(
                 f"SELECT id, content FROM traces WHERE id IN ({','.join('?' * len(old))})", list(old.values())
             )
-        }
-        old_words = {p: _word_counts(contents.get(tid, "")) for p, tid in old.items()}
-        scored: list[tuple[float, str, int]] = []
-        for i, c in enumerate(new):
-            name = _file_name(c.stat.path)
-            words = _word_counts(c.note.body)
-            for p, counts in old_words.items():
-                same_name = _file_name(p) == name
-                if not (everything or same_name):
-                    continue
-                score = _overlap(words, counts) + (0.2 if same_name else 0.0)
-                if score >= MOVE_SIMILARITY:
-                    scored.append((score, p, i))
-        for _, p, i in sorted(scored, key=lambda s: (-s[0], s[1], s[2])):
-            c, tid = new[i], old[p]
-            if c.old_path is not None or tid in moved_ids:
-                continue
-            c.old_path, c.trace_id = p, tid
-            moved_ids.add(tid)
+        )
+        pairs = pair_edited_moves(
+            [(c.stat.path, c.note.body) for c in new], {p: contents.get(tid, "") for p, tid in old.items()}
+        )
+        for i, p in pairs:
+            new[i].old_path, new[i].trace_id = p, old[p]
+            moved_ids.add(old[p])
 
     def _assign_ids(self, changes: list[_Change], known: dict[str, rec.FileRow], taken: dict[str, str]) -> None:
         """Settle each changed note's trace id before anything is written.
@@ -563,29 +546,6 @@ class Indexer:
 
 #: memvault's temporary files older than this are leftovers of a dead writer.
 STALE_TEMP_S = 3600.0
-
-#: Share of words a vanished note and a new one must have in common to be
-#: taken for one note renamed and edited (git's rename threshold is 50%).
-MOVE_SIMILARITY = 0.5
-#: Compare every vanished note with every new one up to this many pairs.
-MOVE_PAIRS_MAX = 10_000
-
-_WORD_RE = re.compile(r"\w+")
-
-
-def _word_counts(text: str) -> Counter[str]:
-    return Counter(w.lower() for w in _WORD_RE.findall(text))
-
-
-def _overlap(a: Counter[str], b: Counter[str]) -> float:
-    """Words in common, as a share of both texts (difflib's quick_ratio on words)."""
-    total = sum(a.values()) + sum(b.values())
-    return 2 * sum((a & b).values()) / total if total else 0.0
-
-
-def _file_name(path: str) -> str:
-    return path.rsplit("/", 1)[-1].lower()
-
 
 #: A file changed less than this long before it was recorded may change again
 #: within the same timestamp tick (coarse kernel clocks; 2 s on FAT) without
