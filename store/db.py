@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -32,8 +33,23 @@ def _journal_mode_wal(con: apsw.Connection) -> None:
 
     The daemon indexes while ``memvault search`` reads; WAL makes that safe
     and keeps a crash from leaving a half-applied transaction.
+
+    Switching a new database to WAL needs it to itself, and SQLite reports
+    SQLITE_BUSY for that at once, without the busy handler: two connections
+    opening a fresh index together (the daemon's threads, a CLI command)
+    would fail. So the switch is retried for as long as the busy timeout.
     """
-    con.execute("PRAGMA journal_mode=WAL")
+    deadline = time.monotonic() + BUSY_TIMEOUT_MS / 1000
+    delay = 0.005
+    while True:
+        try:
+            con.execute("PRAGMA journal_mode=WAL")
+            return
+        except apsw.BusyError:
+            if time.monotonic() + delay > deadline:
+                raise
+            time.sleep(delay)
+            delay = min(delay * 2, 0.1)
 
 
 def _synchronous_normal(con: apsw.Connection) -> None:

@@ -42,7 +42,12 @@ def daemon(root: Path, tmp_path: Path, *args: str, **env: str) -> Iterator[tuple
         text=True,
     )
     try:
-        sock.wait_for("READY=1", timeout=30)
+        try:
+            sock.wait_for("READY=1", timeout=30)
+        except AssertionError as exc:
+            proc.kill()
+            _, err = proc.communicate(timeout=30)
+            raise AssertionError(f"{exc}; the daemon said:\n{err}") from None
         yield proc, sock
     finally:
         if proc.poll() is None:

@@ -120,3 +120,32 @@ def test_deleting_trace_cascades_edges_and_tags(con: apsw.Connection) -> None:
         rec.delete_trace(con, "a")
     assert con.execute("SELECT count(*) FROM edges").fetchone()[0] == 0
     assert con.execute("SELECT count(*) FROM trace_tags").fetchone()[0] == 0
+
+
+def test_fresh_index_opened_while_another_connection_creates_it(tmp_path: Path) -> None:
+    """Switching a new database to WAL gets SQLITE_BUSY at once (no busy
+    handler) while another connection writes it in rollback mode, as the
+    first connection to a new index does for an instant: connect() retries."""
+    import threading
+
+    path = tmp_path / "index.db"
+    creator = apsw.Connection(str(path))
+    creator.execute("CREATE TABLE early(x)")
+    creator.execute("BEGIN IMMEDIATE")
+    creator.execute("INSERT INTO early VALUES (1)")
+    released = threading.Event()
+
+    def release_soon() -> None:
+        released.wait(0.3)  # a deadline, not a sleep the test relies on: commit then
+        creator.execute("COMMIT")
+
+    t = threading.Thread(target=release_soon)
+    t.start()
+    try:
+        con = connect(path)
+        assert con.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
+        con.close()
+    finally:
+        released.set()
+        t.join()
+        creator.close()
