@@ -28,7 +28,7 @@ class IndexError_(Exception):
     """A problem with the index database itself (missing, unreadable, corrupt)."""
 
 
-def _journal_mode_wal(con: apsw.Connection) -> None:
+def journal_mode_wal(con: apsw.Connection) -> None:
     """Write-ahead logging: readers never block the writer and vice versa.
 
     The daemon indexes while ``memvault search`` reads; WAL makes that safe
@@ -124,7 +124,7 @@ def connect(path: Path | str, *, create: bool = True) -> apsw.Connection:
     try:
         con = apsw.Connection(str(path))
         _busy_timeout(con)
-        _journal_mode_wal(con)
+        journal_mode_wal(con)
         _synchronous_normal(con)
         _foreign_keys(con)
         _cache_size(con)

@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING, Any
 
 import apsw
 
-from .db import BUSY_TIMEOUT_MS, write_transaction
+from .db import BUSY_TIMEOUT_MS, journal_mode_wal, write_transaction
 from .records import get_meta, now_iso, set_meta
 
 if TYPE_CHECKING:
@@ -82,7 +82,7 @@ def open_cache(data_dir: Path, *, create: bool = True) -> apsw.Connection | None
         os.close(os.open(path, os.O_CREAT | os.O_WRONLY, 0o600))
     con = apsw.Connection(str(path))
     con.set_busy_timeout(BUSY_TIMEOUT_MS)
-    con.execute("PRAGMA journal_mode=WAL")
+    journal_mode_wal(con)
     con.execute("PRAGMA synchronous=NORMAL")
     _cache_schema(con)
     return con
