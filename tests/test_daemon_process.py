@@ -119,6 +119,10 @@ def test_killed_daemon_leaves_a_sound_index_and_the_next_start_reconciles(vault:
         proc.kill()  # SIGKILL, mid-burst: no cleanup at all
         proc.wait(timeout=30)
     assert integrity(vault) == "ok"
+    # Nothing half-written in the vault: every note whole, no temp files.
+    files = sorted(p for p in vault.rglob("*") if p.is_file())
+    assert [p.name for p in files] == [f"n{i:04}.md" for i in range(1000)]
+    assert all(p.read_text() == f"burst note {int(p.stem[1:])}" for p in files)
     # The lock died with the process: a new daemon starts and catches up.
     with daemon(vault, tmp_path) as (proc, _):
         assert len(indexed(vault)) == 1000  # the initial sync ran before READY
