@@ -248,13 +248,20 @@ def prefilter_sql(con: apsw.Connection, f: Filters) -> tuple[str, list[Any], flo
 
 
 def snippets(con: apsw.Connection, match: str, rowids: Sequence[int]) -> dict[int, str]:
-    """FTS5 snippets of ``rowids`` for ``match`` (computed for shown hits only)."""
+    """FTS5 snippets of ``rowids`` for ``match`` (computed for shown hits only).
+
+    A fact's snippet always comes from its text: its title is the note title
+    and heading path, which often holds the matched word ("About me >
+    Preferences") and would hide the fact itself.
+    """
     if not match or not rowids:
         return {}
     return dict(
         con.execute(
-            f"SELECT rowid, snippet(traces_fts, -1, '{MARK_START}', '{MARK_END}', '…', {SNIPPET_TOKENS}) "
-            f"FROM traces_fts WHERE traces_fts MATCH ? AND rowid IN ({placeholders(len(rowids))})",
+            "SELECT f.rowid, snippet(traces_fts, CASE WHEN t.kind = 'fact' THEN 1 ELSE -1 END, "
+            f"'{MARK_START}', '{MARK_END}', '…', {SNIPPET_TOKENS}) "
+            "FROM traces_fts f JOIN traces t ON t.rowid = f.rowid "
+            f"WHERE traces_fts MATCH ? AND f.rowid IN ({placeholders(len(rowids))})",
             (match, *rowids),
         ).fetchall()
     )
