@@ -83,7 +83,7 @@ def test_marked_note_gives_searchable_facts_with_anchors(vault: Path, v: Vault) 
     found = fact_search(v, "preferences")
     assert "Prefers dark mode in every editor" in [t.content for t in found]
     # ... and the hit's snippet shows the fact, not the heading it matched.
-    snippets = [h.snippet for h in keyword_search(v.con, "preferences", filters=Filters(kinds=("fact",)))]
+    snippets = [h.snippet.replace("**", "") for h in keyword_search(v.con, "preferences", filters=Filters(kinds=("fact",)))]
     assert "Prefers dark mode in every editor" in snippets
     t = rec.get_trace(v.con, dark["id"])
     assert (t.kind, t.type, t.path, t.title) == ("fact", "identity", "About me.md", "About me > Preferences")
