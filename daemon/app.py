@@ -102,15 +102,21 @@ class Vault:
         except IndexError_ as exc:
             raise NoIndexError(str(exc)) from exc
 
-    def indexer(self) -> "Indexer":
-        """The reconciler for this vault."""
+    def indexer(self, *, refresh_globs: bool = True) -> "Indexer":
+        """The reconciler for this vault.
+
+        ``refresh_globs=False`` leaves the re-evaluation of notes whose source
+        status changed with the config's ``sources`` globs to the caller (the
+        daemon first routes llm extraction to its background worker).
+        """
         from .facts import FactObserver
         from .indexer import Indexer
 
         facts = FactObserver(self.root, self.con, self.config)
         # A changed `sources` glob re-evaluates the notes it adds or drops;
         # a no-op (one meta read) when the globs are as last time.
-        facts.refresh_globs()
+        if refresh_globs:
+            facts.refresh_globs()
         return Indexer(
             self.root,
             self.con,

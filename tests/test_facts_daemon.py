@@ -171,3 +171,22 @@ def test_the_queue_coalesces_changes_of_one_note_and_is_bounded(vault: Path, llm
     finally:
         worker.stop()
         worker.vault.close()
+
+
+def test_a_sources_glob_added_while_stopped_does_not_hold_up_the_start(vault: Path, llm: FakeLLM, memvault_env: Path) -> None:
+    """The notes a changed `sources` glob makes sources are queued for the
+    background worker at start, not asked inline before the daemon is ready."""
+    gate = threading.Event()
+    llm.script(Reply(GOOD, gate=gate))
+    write(vault, "Profile/Me.md", NOTE.replace("memory: source\n", "title: Me\n"))
+    configure(memvault_env, llm.base_url, timeout=30, retries=0)
+    with running(vault):
+        pass  # indexed once, with no glob: not a source
+    config = memvault_env / "config.toml"
+    config.write_text(config.read_text("utf-8").replace("[llm]", 'sources = ["Profile/**"]\n[llm]'), "utf-8")
+    start = time.monotonic()
+    with running(vault):
+        assert time.monotonic() - start < 10 and not gate.is_set()  # ready while the model holds back
+        wait_for(lambda: llm.requests, timeout=5)
+        gate.set()
+        wait_for(lambda: [e for e, _ in source_state(vault)] == ["llm"], timeout=10)
