@@ -14,7 +14,7 @@
   synthetic indexes of N traces with random-but-realistic vectors (clustered
   unit vectors, so the top-k has structure), the model and matrix warm.
 * **process**: wall time of ``memvault search`` (hybrid) and ``memvault
-  context`` as whole processes, with and without a running QueryServer.
+  context`` as whole processes, with and without a running ``memvault daemon``.
 
 Results go to ``bench/out/bench_retrieval-<time>.json`` and a table on stdout.
 """
@@ -282,9 +282,10 @@ def _time_process(cmd: list[str], runs: int) -> dict[str, float]:
 
 def process_runs(root: Path, runs: int) -> dict[str, Any]:
     """``memvault search`` (hybrid, and keyword) and ``memvault context`` as
-    processes, without and then with a QueryServer for the vault."""
+    processes, without and then with a real ``memvault daemon`` process
+    serving the vault (model and vectors warm)."""
     from memvault.daemon.app import Vault
-    from memvault.daemon.serve import QueryServer
+    from memvault.daemon.client import ask
 
     base = [str(MEMVAULT), "--vault", str(root)]
     cmds = {
@@ -295,17 +296,24 @@ def process_runs(root: Path, runs: int) -> dict[str, Any]:
     out: dict[str, Any] = {}
     for name, cmd in cmds.items():
         out[f"{name} (no daemon)"] = _time_process(cmd, max(5, runs // 4) if name != "search keyword" else runs)
-    server = QueryServer(Vault.open(str(root)))
-    server.start()
+    v = Vault.open(str(root))
+    daemon = subprocess.Popen(base + ["daemon"], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
     try:
-        _time_process(cmds["search hybrid"], 1)  # waits for the warm-up
+        deadline = time.monotonic() + 120
+        probe = {"query": "warm", "mode": None, "limit": 1, "types": [], "tags": [], "path_glob": None, "raw": False,
+                 "scope": "all", "include_deleted": False, "include_superseded": False, "explain": False, "record": False}
+        while ask(v.data_dir, "search", probe, config=v.config.values) is None:  # ready and warm
+            if daemon.poll() is not None or time.monotonic() > deadline:
+                raise RuntimeError(f"memvault daemon did not answer: {daemon.stderr.read() if daemon.stderr else ''}")
+            time.sleep(0.2)
         for name, cmd in cmds.items():
             if name == "search keyword":
                 continue
-            out[f"{name} (QueryServer)"] = _time_process(cmd, runs)
+            out[f"{name} (daemon)"] = _time_process(cmd, runs)
     finally:
-        server.stop()
-        server.vault.close()
+        daemon.terminate()
+        daemon.wait(30)
+        v.close()
     for k, val in out.items():
         print(f"process {k:32} median {val['median_ms']:7.1f} ms  p95 {val['p95_ms']:7.1f} ms")
     return out
