@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import random
 import shutil
 import statistics
@@ -310,13 +311,37 @@ def process_runs(root: Path, runs: int) -> dict[str, Any]:
             if name == "search keyword":
                 continue
             out[f"{name} (daemon)"] = _time_process(cmd, runs)
+        out["daemon idle with the model loaded"] = _idle(daemon.pid, 20.0)
     finally:
         daemon.terminate()
         daemon.wait(30)
         v.close()
     for k, val in out.items():
-        print(f"process {k:32} median {val['median_ms']:7.1f} ms  p95 {val['p95_ms']:7.1f} ms")
+        if "median_ms" in val:
+            print(f"process {k:32} median {val['median_ms']:7.1f} ms  p95 {val['p95_ms']:7.1f} ms")
+        else:
+            print(f"{k}: {val}")
     return out
+
+
+def _idle(pid: int, seconds: float) -> dict[str, float]:
+    """CPU share and resident memory of process ``pid`` over ``seconds`` of quiet."""
+
+    def ticks() -> int:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+        return int(fields[11]) + int(fields[12])  # utime + stime
+
+    def rss_mib() -> float:
+        for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1]) / 1024
+        return 0.0
+
+    hz = os.sysconf("SC_CLK_TCK")
+    before, t = ticks(), time.monotonic()
+    time.sleep(seconds)  # the measurement window itself
+    used = (ticks() - before) / hz
+    return {"seconds": seconds, "cpu_percent": round(100 * used / (time.monotonic() - t), 3), "rss_mib": round(rss_mib(), 1)}
 
 
 def main() -> None:
