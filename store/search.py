@@ -278,7 +278,7 @@ def _hits(con: apsw.Connection, match: str, top: list[tuple[int, float]]) -> lis
     marks = snippets(con, match, rowids)
     return [
         Hit(id=rows[r][1], title=rows[r][2], type=rows[r][3], kind=rows[r][4], path=rows[r][5], status=rows[r][6],
-            score=round(score, 4), snippet=marks.get(r, ""))
+            score=float(f"{score:.4g}"), snippet=marks.get(r, ""))
         for r, score in top
         if r in rows
     ]
