@@ -279,12 +279,17 @@ class Indexer:
 
         # Store-side writes in flight: their events are our own, and their
         # writer (or the outbox flush) records them. See store.memories.
-        outbox = self.con.execute("SELECT trace_id, expected_path, expected_hash FROM outbox").fetchall()
-        pending = {(path, digest) for _, path, digest in outbox}
+        outbox = self.con.execute("SELECT trace_id, expected_path, expected_hash, action FROM outbox").fetchall()
+        pending = {(path, digest) for _, path, digest, _ in outbox}
+        # A memory whose store-side change is not written yet: a person's edit
+        # of its note is not imported here, or it would overwrite that change
+        # in the index; the writer's own check finds the edit and keeps both
+        # (the store's version as a conflict copy).
+        unwritten = {tid for tid, _, _, action in outbox if action == "write"}
         # A note that vanished while its memory's new note is already on disk
         # is the writer moving it (a type change): left to that writer. Any
         # other vanished note is a person's rename or deletion.
-        moving = {tid for tid, path, _ in outbox if path and (self.root / path).exists()}
+        moving = {tid for tid, path, _, _ in outbox if path and (self.root / path).exists()}
         gone = {p: known[p] for p in absent if known[p].trace_id not in moving}
 
         # The paths every link can point at once this reconcile is applied.
@@ -346,6 +351,11 @@ class Indexer:
                     read_errors.append((st.path, res.error))
                 elif res.note is None:
                     touched.append(st)
+                elif st.path in known and known[st.path].trace_id in unwritten and (st.path, res.digest) not in pending:
+                    summary.warnings.append(
+                        f"{st.path}: edited while memvault's own change of it waits to be written; "
+                        "both are kept when it is written"
+                    )
                 elif (st.path, res.digest) not in pending:
                     note = res.note
                     old = st.path if st.path in known else None
