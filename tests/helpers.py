@@ -4,10 +4,15 @@ from __future__ import annotations
 
 import shutil
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import pytest
+
+if TYPE_CHECKING:
+    from memvault.daemon.app import Vault
 
 CORPORA = Path(__file__).resolve().parent.parent.parent / "shared" / "corpora"
 FIXTURES = Path(__file__).resolve().parent / "fixtures"
@@ -47,3 +52,16 @@ def wait_for(condition: Callable[[], object], timeout: float = 10.0, interval: f
         if time.monotonic() > end:
             raise AssertionError(f"condition not met within {timeout}s: {condition}")
         time.sleep(interval)
+
+
+@contextmanager
+def opened(root: Path) -> "Iterator[Vault]":
+    """``with opened(root) as v``: the vault at ``root`` with a fresh index
+    connection, closed on exit."""
+    from memvault.daemon.app import Vault
+
+    v = Vault.open(str(root))
+    try:
+        yield v
+    finally:
+        v.close()

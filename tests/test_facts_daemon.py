@@ -13,7 +13,7 @@ import threading
 import time
 from pathlib import Path
 
-from helpers import wait_for, write
+from helpers import opened, wait_for, write
 from memvault.daemon.app import Vault
 from memvault.daemon.fact_sources import Sources
 from memvault.store import facts as sf
@@ -24,17 +24,6 @@ from test_llm_extract import GOOD, NOTE, FakeLLM, Reply, configure, llm, quick_b
 OTHER = {"facts": [{"text": "The person writes everything in plain text files.", "type": "identity"}]}
 
 
-class opened:
-    """``with opened(root) as v``: a fresh connection, closed on exit."""
-
-    def __init__(self, root: Path) -> None:
-        self.v = Vault.open(str(root))
-
-    def __enter__(self) -> Vault:
-        return self.v
-
-    def __exit__(self, *exc: object) -> None:
-        self.v.close()
 
 
 def searchable(root: Path, word: str, kinds: tuple[str, ...] = ("note",)) -> bool:

@@ -7,7 +7,7 @@ import shutil
 from pathlib import Path
 
 import pytest
-from helpers import wait_for, write
+from helpers import opened, wait_for, write
 from memvault.daemon.app import Vault
 from memvault.daemon.fact_sources import Sources
 from memvault.daemon.memories import Memories
@@ -298,19 +298,19 @@ def test_config_globs_and_their_changes(vault: Path, memvault_env: Path, monkeyp
     write(vault, "Projects/Alpha.md", "- Alpha ships in the spring\n")
     write(vault, "Other/Beta.md", "- Beta ships in the autumn\n")
     (memvault_env / "config.toml").write_text('sources = ["Projects/**"]\n', "utf-8")
-    with _opened(vault) as v1:
+    with opened(vault) as v1:
         sync(v1)
         assert [f["text"] for f in facts(v1, "Projects/Alpha.md")] == ["Alpha ships in the spring"]
         assert facts(v1, "Other/Beta.md") == []
     # A new glob: the next indexer extracts Beta and retires Alpha without any note changing.
     (memvault_env / "config.toml").write_text('sources = ["Other/*.md"]\n', "utf-8")
-    with _opened(vault) as v2:
+    with opened(vault) as v2:
         v2.indexer()
         assert facts(v2, "Projects/Alpha.md") == []
         assert [f["text"] for f in facts(v2, "Other/Beta.md")] == ["Beta ships in the autumn"]
         assert sync(v2).warnings == []
     monkeypatch.setenv("MEMVAULT_SOURCES", "**")
-    with _opened(vault) as v3:
+    with opened(vault) as v3:
         v3.indexer()
         assert len(Sources(v3).list()) == 2
 
@@ -319,28 +319,17 @@ def test_stored_marks_follow_a_glob_change_of_an_unchanged_note(vault: Path, mem
     from memvault.store import facts as sf_store
 
     write(vault, "Daily/2025-01-10.md", "#memory/source\n- Went to the market in the morning\n")
-    with _opened(vault) as v:
+    with opened(vault) as v:
         sync(v)
         tid = v.con.execute("SELECT trace_id FROM files WHERE path = 'Daily/2025-01-10.md'").fetchone()[0]
         assert sf_store.get_source(v.con, tid).marks == "tag"
     (memvault_env / "config.toml").write_text('sources = ["Daily/**"]\n', "utf-8")
-    with _opened(vault) as v:
+    with opened(vault) as v:
         sync(v)
         state = sf_store.get_source(v.con, tid)
         assert state.marks == "tag glob" and state.facts == 1
 
 
-class _opened:
-    """``with _opened(root) as v``: a Vault closed on exit."""
-
-    def __init__(self, root: Path) -> None:
-        self.v = Vault.open(str(root))
-
-    def __enter__(self) -> Vault:
-        return self.v
-
-    def __exit__(self, *exc: object) -> None:
-        self.v.close()
 
 
 # -- ids, links, stats -------------------------------------------------------------------
@@ -418,7 +407,7 @@ def test_daemon_updates_facts_on_save(vault: Path) -> None:
     p = write(vault, "About me.md", ABOUT)
     with running(vault):
         def current() -> set[str]:
-            with _opened(vault) as v:
+            with opened(vault) as v:
                 return {f["text"] for f in facts(v, "About me.md")} if v.has_index() else set()
 
         wait_for(lambda: "Drinks coffee black, no sugar" in current())

@@ -197,31 +197,30 @@ def _stage_store_change(mv: Memories, trace_id: str, new_content: str) -> None:
         mem.put_outbox(mv.con, trace_id, "write", t.path, "0" * 64)
 
 
-def test_an_edit_made_while_a_store_change_waits_is_not_imported_over_it(vault: Path) -> None:
-    v = Vault.open(str(vault))
-    try:
-        mv = Memories(v)
-        r = mv.add("Dentist on Friday.", "event")
-        _stage_store_change(mv, r.id, "Dentist moved to Monday.")  # its write failed or died
-        p = vault / r.path
-        p.write_text(p.read_text(encoding="utf-8").replace("Dentist on Friday.", "Dentist on Friday at 3pm."), encoding="utf-8")
-        s = v.indexer().sync()
-        assert any("waits to be written" in w for w in s.warnings)
-        assert find_trace(v.con, r.id).content == "Dentist moved to Monday."  # the store's change stands
-        res = mv.flush(r.id)
-        assert res and res.conflict and res.conflict_path
-        assert "Dentist on Friday at 3pm." in p.read_text(encoding="utf-8")
-        assert "Dentist moved to Monday." in (vault / res.conflict_path).read_text(encoding="utf-8")
-        assert not v.indexer().sync().changed or find_trace(v.con, r.id).content == "Dentist on Friday at 3pm."
-    finally:
-        v.close()
-
-
-def test_conflict_keeps_both_versions(mv: Memories) -> None:
+def _edit_dentist_note(mv: Memories) -> tuple[str, Path]:
+    """A memory with a store change not yet written, and a person's edit of its note."""
     r = mv.add("Dentist on Friday.", "event")
     _stage_store_change(mv, r.id, "Dentist moved to Monday.")
     p = mv.root / r.path
     p.write_text(p.read_text(encoding="utf-8").replace("Dentist on Friday.", "Dentist on Friday at 3pm."), encoding="utf-8")
+    return r.id, p
+
+
+def test_an_edit_made_while_a_store_change_waits_is_not_imported_over_it(mv: Memories) -> None:
+    mid, p = _edit_dentist_note(mv)
+    s = mv.vault.indexer().sync()
+    assert any("waits to be written" in w for w in s.warnings)
+    assert find_trace(mv.con, mid).content == "Dentist moved to Monday."  # the store's change stands
+    res = mv.flush(mid)
+    assert res and res.conflict and res.conflict_path
+    assert "Dentist on Friday at 3pm." in p.read_text(encoding="utf-8")
+    assert "Dentist moved to Monday." in (mv.root / res.conflict_path).read_text(encoding="utf-8")
+    assert find_trace(mv.con, mid).content == "Dentist on Friday at 3pm."
+
+
+def test_conflict_keeps_both_versions(mv: Memories) -> None:
+    mid, p = _edit_dentist_note(mv)
+    r = rec.get_trace(mv.con, mid)
     res = mv.flush(r.id)
     assert res and res.conflict and res.conflict_path
     assert "(conflict " in res.conflict_path and res.conflict_path.startswith("Memory/episodic/")
