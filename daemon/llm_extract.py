@@ -456,6 +456,12 @@ class _Deadline:
             raise TimeoutError("deadline passed")
         return min(left, CANCEL_CHECK) if self.cancel is not None else left
 
+    def remaining(self) -> float:
+        """Seconds to the deadline (raises once past it or cancelled), for a
+        step that cannot be sliced: the TLS handshake, a proxy's CONNECT."""
+        self.wait_slice()
+        return max(0.001, self.at - time.monotonic())
+
 
 def _connect(deadline: _Deadline, address: tuple[str, int], timeout: Any = None, source_address: Any = None,
              **_: Any) -> socket.socket:
@@ -479,7 +485,10 @@ def _connect(deadline: _Deadline, address: tuple[str, int], timeout: Any = None,
                 code = sock.getsockopt(socket.SOL_SOCKET, socket.SO_ERROR)
                 if code:
                     raise OSError(code, os.strerror(code))
-            sock.settimeout(deadline.wait_slice())  # the TLS handshake, if any
+            # The TLS handshake and a proxy tunnel run on this socket's own
+            # timeout: the whole remaining deadline (a slice would cut a
+            # handshake that takes longer than CANCEL_CHECK).
+            sock.settimeout(deadline.remaining())
             return sock
         except (TimeoutError, _CancelledIO):
             sock.close()

@@ -467,3 +467,37 @@ def test_a_cancelled_call_stops_promptly(llm: FakeLLM) -> None:
     assert len(errors) == 1 and isinstance(errors[0], llm_extract.LLMCancelled)
     assert len(llm.requests) == 1  # no retry after a cancel
     assert x._failures == 0  # a cancel is not the endpoint's fault
+
+
+def test_a_slow_tls_handshake_gets_the_whole_deadline_not_a_cancel_slice() -> None:
+    """With a cancel event (as in the daemon) reads wait in short slices, but
+    the TLS handshake cannot be sliced: it must get the remaining deadline."""
+    import socket
+    import ssl
+    import time
+
+    from memvault.daemon.llm_extract import CANCEL_CHECK, _connect, _Deadline
+
+    listener = socket.socket()
+    listener.bind(("127.0.0.1", 0))
+    listener.listen(1)
+    hold = 3 * CANCEL_CHECK
+
+    def silent_peer() -> None:
+        conn, _ = listener.accept()
+        with conn:
+            conn.recv(4096)  # the ClientHello
+            time.sleep(hold)  # the scenario itself: a peer slow to answer
+    t = threading.Thread(target=silent_peer)
+    t.start()
+    try:
+        sock = _connect(_Deadline(time.monotonic() + 10, threading.Event()), listener.getsockname())
+        ctx = ssl.create_default_context()
+        ctx.check_hostname, ctx.verify_mode = False, ssl.CERT_NONE
+        start = time.monotonic()
+        with pytest.raises(OSError):
+            ctx.wrap_socket(sock, server_hostname="localhost")  # the peer closes without answering
+        assert time.monotonic() - start >= hold * 0.9  # waited for the peer, not cut at one slice
+    finally:
+        t.join()
+        listener.close()
