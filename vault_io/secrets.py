@@ -99,7 +99,7 @@ _TOKEN_KEY = (
 # hunter2 key: ..."): a password value stops before them, so each value is
 # judged (and counted) on its own and the other keys stay readable.
 _NEXT_KEY = (
-    rf"[\s,]+(?:-\s+|[\[(])?{_MARKUP}(?:{_ALWAYS_KEY}|{_TOKEN_KEY}|(?:[A-Za-z0-9]+[_-])*(?:user(?:[_ -]?name)?"
+    rf"(?<![\s,])[\s,]+(?:-\s+|[\[(])?{_MARKUP}(?:{_ALWAYS_KEY}|{_TOKEN_KEY}|(?:[A-Za-z0-9]+[_-])*(?:user(?:[_ -]?name)?"
     rf"|login|e-?mail|host(?:name)?|port|url|uri|server|db|database|account|id|dsn|endpoint|region))"
     rf"{_MARKUP}\s*(?:::|:|=)"
 )
