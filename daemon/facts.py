@@ -190,7 +190,7 @@ class FactObserver:
                 if queued and state is not None and state.facts > 0:
                     return Extraction(extractor=DEFERRED)
                 if not queued:
-                    log.warning("%s: llm extraction queue full; used the default extractor", note.path)
+                    log.warning("%s: llm extraction queue full or stopped; used the default extractor", note.path)
             else:
                 try:
                     return self.llm.extract(note, trace.id, key_lines=key_lines)

@@ -81,9 +81,10 @@ class LLMFactWorker:
             self._thread.start()
 
     def submit(self, source_id: str, path: str) -> bool:
-        """Queue one source; False when the queue is full or the worker stopping."""
+        """Queue one source; False when the queue is full or the worker is
+        stopping or dead (the caller then extracts inline, as without it)."""
         with self._cond:
-            if self._thread is None or self._stop.is_set():
+            if self._thread is None or self._stop.is_set() or self.error is not None or not self._thread.is_alive():
                 return False
             if source_id not in self._pending and len(self._pending) >= self.max_pending:
                 self.counts["dropped"] += 1

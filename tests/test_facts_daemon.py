@@ -179,3 +179,26 @@ def test_a_sources_glob_added_while_stopped_does_not_hold_up_the_start(vault: Pa
         wait_for(lambda: llm.requests, timeout=5)
         gate.set()
         wait_for(lambda: [e for e, _ in source_state(vault)] == ["llm"], timeout=10)
+
+
+def test_a_dead_llm_worker_takes_no_jobs(vault: Path, llm: FakeLLM, memvault_env: Path, monkeypatch, caplog) -> None:  # type: ignore[no-untyped-def]
+    """A worker whose thread died would leave every deferred source's facts
+    stale for the rest of the run: it must refuse jobs, so the observer
+    extracts with the default rules instead."""
+    import memvault.daemon.llm_worker as worker_mod
+    from memvault.daemon.llm_worker import LLMFactWorker
+
+    configure(memvault_env, llm.base_url)
+
+    def broken_connect(path: object) -> None:
+        raise OSError("index unreadable")
+
+    monkeypatch.setattr(worker_mod, "connect", broken_connect)
+    with opened(vault) as v:
+        worker = LLMFactWorker(v)
+        worker.start()
+        try:
+            wait_for(lambda: worker.error is not None)
+            assert worker.submit("n-1", "About me.md") is False
+        finally:
+            worker.stop()
