@@ -417,14 +417,20 @@ class DaemonRunner:
 
     def _get_indexer(self) -> Indexer:
         if self._indexer is None:
-            self._indexer = self.vault.indexer(refresh_globs=False)
-            self._llm_worker = LLMFactWorker.attach(self.vault, self._indexer, on_done=self._llm_done)
-            # Only now, so that with the llm extractor the notes a changed
-            # `sources` glob adds are queued for the worker, not asked inline.
-            for observer in self._indexer.observers:
-                refresh = getattr(observer, "refresh_globs", None)
-                if refresh is not None:
-                    refresh()
+            indexer = self.vault.indexer(refresh_globs=False)
+            worker = LLMFactWorker.attach(self.vault, indexer, on_done=self._llm_done)
+            try:
+                # Only now, so that with the llm extractor the notes a changed
+                # `sources` glob adds are queued for the worker, not asked inline.
+                for observer in indexer.observers:
+                    refresh = getattr(observer, "refresh_globs", None)
+                    if refresh is not None:
+                        refresh()
+            except BaseException:
+                if worker is not None:
+                    worker.stop()
+                raise  # the next call builds the indexer again, and refreshes again
+            self._indexer, self._llm_worker = indexer, worker
         return self._indexer
 
     def _llm_done(self, source_id: str, outcome: str) -> None:
