@@ -455,8 +455,9 @@ class Indexer:
     def _pair_edited_moves(self, changes: list[_Change], gone: dict[str, rec.FileRow], moved_ids: set[str]) -> None:
         """Pair what is left by similarity (:func:`.moves.pair_edited_moves`):
         a note renamed *and* edited while memvault was not looking keeps its
-        id, facts and history."""
-        new = [c for c in changes if c.old_path is None and not frontmatter_id(c.note)]
+        id, facts and history. Ordinary notes only: a vanished memory note is
+        soft-deleted (and restorable), never taken over by a look-alike."""
+        new = [c for c in changes if c.old_path is None and not c.memory and not frontmatter_id(c.note)]
         old = {
             p: row.trace_id
             for p, row in gone.items()
@@ -466,11 +467,12 @@ class Indexer:
             return
         contents = dict(
             self.con.execute(
-                f"SELECT id, content FROM traces WHERE id IN ({','.join('?' * len(old))})", list(old.values())
+                f"SELECT id, content FROM traces WHERE kind = 'note' AND id IN ({','.join('?' * len(old))})",
+                list(old.values()),
             )
         )
         pairs = pair_edited_moves(
-            [(c.stat.path, c.note.body) for c in new], {p: contents.get(tid, "") for p, tid in old.items()}
+            [(c.stat.path, c.note.body) for c in new], {p: contents[tid] for p, tid in old.items() if tid in contents}
         )
         for i, p in pairs:
             new[i].old_path, new[i].trace_id = p, old[p]

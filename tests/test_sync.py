@@ -155,6 +155,25 @@ def test_rename_with_an_edit_is_still_a_move(vault: Path) -> None:
     assert after and after.id == before.id and "rye flour" in after.content
 
 
+def test_a_deleted_memory_is_never_taken_over_by_a_look_alike_note(vault: Path) -> None:
+    text = "Deploys go out on Fridays after the review meeting with the whole team present.\n"
+    write(vault, "Memory/semantic/deploys.md", text)
+    sync(vault)
+    memory = trace_at(vault, "Memory/semantic/deploys.md")
+    assert memory and memory.kind == "memory"
+    os.remove(vault / "Memory/semantic/deploys.md")
+    write(vault, "Notes/Deploys.md", text + "Copied here by hand.\n")
+    s = sync(vault)
+    assert (s.moved, s.added, s.deleted) == (0, 1, 1)
+    note = trace_at(vault, "Notes/Deploys.md")
+    assert note and note.id != memory.id
+    v = open_vault(vault)
+    try:
+        assert rec.get_trace(v.con, memory.id).status == "deleted"  # soft-deleted, restorable
+    finally:
+        v.close()
+
+
 def test_a_new_note_that_shares_little_with_a_deleted_one_is_no_move(vault: Path) -> None:
     write(vault, "Bread.md", "sourdough starters hydration proof fridge overnight")
     sync(vault)
