@@ -160,7 +160,7 @@ def put_trace(con: apsw.Connection, t: TraceRow, *, new: bool = False) -> None:
     tags = " ".join(t.tags)
     meta = json.dumps(t.metadata, ensure_ascii=False, sort_keys=True, default=str)
     now = now_iso()
-    con.execute(
+    rowid = con.execute(
         """
         INSERT INTO traces (id, kind, type, title, content, tags, metadata, path, source, scope,
                             strength, status, reason, created, updated, content_key)
@@ -172,17 +172,16 @@ def put_trace(con: apsw.Connection, t: TraceRow, *, new: bool = False) -> None:
             strength = coalesce(excluded.strength, traces.strength),
             status = excluded.status, reason = excluded.reason, updated = excluded.updated,
             content_key = excluded.content_key
+        RETURNING rowid
         """,
         (
             t.id, t.kind, t.type, t.title, t.content, tags, meta, t.path, t.source, t.scope,
             t.strength, t.status, t.reason, t.created or now, t.updated or now, t.content_key,
         ),
-    )
+    ).fetchone()[0]
     if not new:
         con.execute("DELETE FROM trace_tags WHERE trace_id = ?", (t.id,))
     if t.tags:
-        # An upsert that updated leaves last_insert_rowid alone: ask then.
-        rowid = con.last_insert_rowid() if new else con.execute("SELECT rowid FROM traces WHERE id = ?", (t.id,)).fetchone()[0]
         con.executemany(
             "INSERT OR IGNORE INTO trace_tags (trace_id, tag, trace_rowid) VALUES (?, ?, ?)",
             [(t.id, tag.lower(), rowid) for tag in t.tags],

@@ -149,3 +149,15 @@ def test_fresh_index_opened_while_another_connection_creates_it(tmp_path: Path) 
         released.set()
         t.join()
         creator.close()
+
+
+def test_tag_rows_name_their_trace_by_rowid_after_inserts_and_updates(con: apsw.Connection) -> None:
+    with write_transaction(con):
+        rec.put_trace(con, rec.TraceRow(id="a", kind="note", type="note", title="A", content="x", tags=["one"]), new=True)
+        rec.put_file(con, rec.FileRow("b.md", "attachment", None, 1, 1))  # moves last_insert_rowid elsewhere
+        rec.put_trace(con, rec.TraceRow(id="b", kind="note", type="note", title="B", content="y", tags=["two"]))
+        rec.put_trace(con, rec.TraceRow(id="a", kind="note", type="note", title="A", content="z", tags=["one", "three"]))
+    wrong = con.execute(
+        "SELECT count(*) FROM trace_tags g JOIN traces t ON t.id = g.trace_id WHERE g.trace_rowid IS NOT t.rowid"
+    ).fetchone()[0]
+    assert wrong == 0 and con.execute("SELECT count(*) FROM trace_tags").fetchone()[0] == 3
