@@ -47,9 +47,11 @@ from .search import (
     fts_top,
     natural_match_expressions,
     placeholders,
+    prefilter_sql,
     query_words,
     quoted,
     snippets,
+    trace_count_estimate,
 )
 from .vectors import VectorMatrix, chunk_rows
 
@@ -220,14 +222,15 @@ def keyword_hits(con: apsw.Connection, query: str, filters: Filters, k: int) -> 
         return KeywordLists([], [], "", "", [])
     common = common_words(con, words)
     strong_expr = natural_match_expressions(query, common=common)[0]
-    strong = fts_top(con, strong_expr, filters, k)
+    pre = prefilter_sql(con, filters)
+    strong = fts_top(con, strong_expr, filters, k, pre)
     # Neither stop words nor very common words are evidence on their own.
     content = content_words(words, common)
     weak: list[tuple[int, float]] = []
     weak_expr = " OR ".join(quoted(content))
     if len(words) > 1 and len(strong) < k and content:
         seen = {r for r, _ in strong}
-        weak = [h for h in fts_top(con, weak_expr, filters, k) if h[0] not in seen]
+        weak = [h for h in fts_top(con, weak_expr, filters, k, pre) if h[0] not in seen]
     return KeywordLists(strong, weak, strong_expr, weak_expr, content)
 
 
@@ -258,12 +261,8 @@ def rare_words(con: apsw.Connection, words: Sequence[str]) -> set[str]:
     list, as :func:`~store.search.common_words` does: no counting)."""
     if not words:
         return set()
-    total = con.execute("SELECT count(*) FROM traces").fetchone()[0]
-    limit = max(RARE_MIN_DOCS, int(RARE_SHARE * total))
-    return {
-        w for w, expr in zip(words, quoted(words))
-        if con.execute("SELECT rowid FROM traces_fts WHERE traces_fts MATCH ? LIMIT 1 OFFSET ?", (expr, limit)).fetchone() is None
-    }
+    limit = max(RARE_MIN_DOCS, int(RARE_SHARE * trace_count_estimate(con)))
+    return set(words) - common_words(con, words, limit)
 
 
 def keyword_relevant(words_matched: int, content: int) -> bool:

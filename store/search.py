@@ -77,20 +77,26 @@ def quoted(words: Sequence[str]) -> list[str]:
     return ['"' + w.replace('"', '""') + '"' for w in words]
 
 
-def common_words(con: apsw.Connection, words: Sequence[str]) -> set[str]:
-    """The words that match more than :data:`COMMON_DOCS` traces.
+def common_words(con: apsw.Connection, words: Sequence[str], limit: int | None = None) -> set[str]:
+    """The words that match more than ``limit`` (default :data:`COMMON_DOCS`) traces.
 
     Checked by stepping that far into the word's match list in rowid order
     (cheap, no ranking), so the test uses FTS5's own tokenizer and stemmer.
     """
+    limit = COMMON_DOCS if limit is None else limit
     out = set()
     for w in set(words):
         row = con.execute(
-            "SELECT rowid FROM traces_fts WHERE traces_fts MATCH ? LIMIT 1 OFFSET ?", (quoted([w])[0], COMMON_DOCS)
+            "SELECT rowid FROM traces_fts WHERE traces_fts MATCH ? LIMIT 1 OFFSET ?", (quoted([w])[0], limit)
         ).fetchone()
         if row is not None:
             out.add(w)
     return out
+
+
+def trace_count_estimate(con: apsw.Connection) -> int:
+    """About how many traces the index holds (the largest rowid: no scan)."""
+    return int(con.execute("SELECT max(rowid) FROM traces").fetchone()[0] or 0)
 
 
 def natural_match_expressions(
@@ -123,6 +129,24 @@ def natural_match_expressions(
 TITLE_TAGS = "{title tags} : "
 
 
+#: The rowids of traces with a tag or a tag nested under it ("project" finds
+#: "project/x"), from two ranges of the tag index: an OR of them makes SQLite
+#: collect and de-duplicate keys, ten times slower.
+TAGGED_SQL = (
+    "SELECT trace_rowid FROM trace_tags WHERE tag = ? "
+    "UNION ALL SELECT trace_rowid FROM trace_tags WHERE tag >= ? AND tag < ?"
+)
+
+
+def tag_params(tag: str) -> list[str]:
+    """The parameters of :data:`TAGGED_SQL` for ``tag`` (as typed: ``#A/b/``).
+
+    '0' is the character after '/', so the range covers "tag/..." only.
+    """
+    tag = tag.lstrip("#").lower().rstrip("/")
+    return [tag, tag + "/", tag + "0"]
+
+
 def filter_sql(f: Filters) -> tuple[str, list[Any]]:
     """SQL conditions (on ``traces t``) and parameters for ``f``, each
     prefixed with AND."""
@@ -138,14 +162,8 @@ def filter_sql(f: Filters) -> tuple[str, list[Any]]:
         clauses.append(f"t.kind IN ({','.join('?' * len(f.kinds))})")
         params += list(f.kinds)
     for tag in f.tags:
-        tag = tag.lstrip("#").lower().rstrip("/")
-        # A tag filter also matches nested tags: "project" finds "project/x".
-        # '0' is the character after '/', so the range covers "tag/..." only.
-        clauses.append(
-            "t.rowid IN (SELECT trace_rowid FROM trace_tags WHERE tag = ? "
-            "UNION ALL SELECT trace_rowid FROM trace_tags WHERE tag >= ? AND tag < ?)"
-        )
-        params += [tag, tag + "/", tag + "0"]
+        clauses.append(f"t.rowid IN ({TAGGED_SQL})")
+        params += tag_params(tag)
     if f.path_glob:
         clauses.append("t.path GLOB ?")
         params.append(f.path_glob)
@@ -157,17 +175,23 @@ def placeholders(n: int) -> str:
     return ",".join("?" * n)
 
 
-def fts_top(con: apsw.Connection, match: str, filters: Filters, k: int) -> list[tuple[int, float]]:
+Prefilter = tuple[str, list[Any], float]
+
+
+def fts_top(
+    con: apsw.Connection, match: str, filters: Filters, k: int, pre: Prefilter | None = None
+) -> list[tuple[int, float]]:
     """The ``k`` best (trace rowid, BM25 score) for an FTS5 expression that pass ``filters``.
 
     Ranks on the FTS table alone (no join, no snippet), among the traces a
     selective filter lists from an index (:func:`prefilter_sql`), then checks
     every filter on the few rows that come back, asking for more when they
-    removed some: a query matching thousands of traces stays cheap.
+    removed some: a query matching thousands of traces stays cheap. ``pre``
+    may pass :func:`prefilter_sql` already computed for this query.
     """
     w_title, w_content, w_tags = BM25_WEIGHTS
     fsql, fparams = filter_sql(filters)
-    pre, pparams, share = prefilter_sql(con, filters)
+    pre_sql, pparams, share = pre if pre is not None else prefilter_sql(con, filters)
     # Every round ranks all matches (the LIMIT only bounds the sort), so ask
     # at once for enough rows that the checks afterwards leave k, and widen
     # fast when they do not.
@@ -175,7 +199,7 @@ def fts_top(con: apsw.Connection, match: str, filters: Filters, k: int) -> list[
     while True:
         rows = con.execute(
             f"SELECT rowid, bm25(traces_fts, {w_title}, {w_content}, {w_tags}) FROM traces_fts "
-            f"WHERE traces_fts MATCH ?{pre} ORDER BY 2 LIMIT ?",
+            f"WHERE traces_fts MATCH ?{pre_sql} ORDER BY 2 LIMIT ?",
             (match, *pparams, want),
         ).fetchall()
         if not rows:
@@ -197,7 +221,7 @@ def fts_top(con: apsw.Connection, match: str, filters: Filters, k: int) -> list[
 TAG_SHARE_MAX = 0.3
 
 
-def prefilter_sql(con: apsw.Connection, f: Filters) -> tuple[str, list[Any], float]:
+def prefilter_sql(con: apsw.Connection, f: Filters) -> Prefilter:
     """Conditions (each prefixed with AND) restricting an FTS5 query to the
     traces that the selective parts of ``f`` allow, listed from an index: a
     tag used by few traces, a path glob, kinds other than ordinary notes;
@@ -206,28 +230,18 @@ def prefilter_sql(con: apsw.Connection, f: Filters) -> tuple[str, list[Any], flo
     Computing BM25 for matches among those only is what makes a filtered
     search fast; the rest of ``f`` is checked afterwards (:func:`fts_top`).
     The "+" keeps SQLite from handing each IN list to FTS5 as rowid lookups,
-    one full-text seek per listed trace. A tag and its nested tags are two
-    index ranges joined with UNION ALL: an OR of them makes SQLite collect
-    and de-duplicate keys, ten times slower.
+    one full-text seek per listed trace.
     """
     clauses: list[str] = []
     params: list[Any] = []
     share = 1.0
     if f.tags:
-        total = con.execute("SELECT max(rowid) FROM traces").fetchone()[0] or 0
+        total = trace_count_estimate(con)
         for tag in f.tags:
-            tag = tag.lstrip("#").lower().rstrip("/")
-            args = [tag, tag + "/", tag + "0"]
-            n = con.execute(
-                "SELECT (SELECT count(*) FROM trace_tags WHERE tag = ?) "
-                "+ (SELECT count(*) FROM trace_tags WHERE tag >= ? AND tag < ?)",
-                args,
-            ).fetchone()[0]
+            args = tag_params(tag)
+            n = con.execute(f"SELECT count(*) FROM ({TAGGED_SQL})", args).fetchone()[0]
             if n <= TAG_SHARE_MAX * total:
-                clauses.append(
-                    "+rowid IN (SELECT trace_rowid FROM trace_tags WHERE tag = ? "
-                    "UNION ALL SELECT trace_rowid FROM trace_tags WHERE tag >= ? AND tag < ?)"
-                )
+                clauses.append(f"+rowid IN ({TAGGED_SQL})")
                 params += args
             else:
                 share *= n / total
@@ -304,16 +318,17 @@ def keyword_search(
         except apsw.SQLError as exc:
             raise QuerySyntaxError(f"invalid FTS5 query {query!r}: {_clean_error(exc)}") from None
     exprs = natural_match_expressions(query, con)
+    pre = prefilter_sql(con, filters) if exprs else None
     if exprs and exprs[0].startswith(TITLE_TAGS):
         # Only very common words: where they are in a title or tag first,
         # then (only if that leaves room) wherever they are, fully ranked.
-        top = fts_top(con, exprs[0], filters, limit)
+        top = fts_top(con, exprs[0], filters, limit, pre)
         if len(top) < limit:
             seen = {r for r, _ in top}
-            top += [t for t in fts_top(con, exprs[1], filters, limit) if t[0] not in seen][: limit - len(top)]
+            top += [t for t in fts_top(con, exprs[1], filters, limit, pre) if t[0] not in seen][: limit - len(top)]
         return _hits(con, exprs[1], top)
     for expr in exprs:
-        top = fts_top(con, expr, filters, limit)
+        top = fts_top(con, expr, filters, limit, pre)
         if top:
             return _hits(con, expr, top)
     return []
