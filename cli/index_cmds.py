@@ -258,10 +258,11 @@ def _vault_ref(app: AppContext, ref: str) -> str:
     vault by an absolute or working-directory-relative path."""
     import os
 
-    if os.path.exists(ref):
-        real, root = os.path.realpath(ref), os.path.realpath(app.vault.root)
-        if real.startswith(root + os.sep):
-            return Path(os.path.relpath(real, root)).as_posix()
+    from memvault.store.location import inside
+
+    root = app.vault.root
+    if os.path.exists(ref) and inside(ref, root) and os.path.realpath(ref) != os.path.realpath(root):
+        return Path(os.path.relpath(os.path.realpath(ref), os.path.realpath(root))).as_posix()
     return ref
 
 
@@ -347,15 +348,14 @@ def backlinks(app: AppContext, ref: str, as_json: bool) -> None:
     """Notes and traces that link to this one."""
     from memvault.store import records as rec
 
+    from memvault.store.query import find_attachment
+
     con = app.vault.read_con()
-    path = _vault_ref(app, ref).lstrip("/")
-    attachment = con.execute(
-        "SELECT path FROM files WHERE path = ? COLLATE NOCASE AND kind = 'attachment'", (path,)
-    ).fetchone()
+    attachment = find_attachment(con, _vault_ref(app, ref))
     if attachment:  # an image or PDF: no trace, but notes embed and link it
         from memvault.vault_io.resolve import path_key
 
-        incoming = rec.edges_to_path(con, attachment[0], path_key(attachment[0]))
+        incoming = rec.edges_to_path(con, attachment, path_key(attachment))
     else:
         incoming = rec.edges_to(con, _trace_or_fail(app, ref)[1].id)
     for e in incoming:

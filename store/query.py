@@ -34,6 +34,16 @@ def find_trace(con: apsw.Connection, ref: str) -> rec.TraceRow | None:
     return None
 
 
+def find_attachment(con: apsw.Connection, ref: str) -> str | None:
+    """The tracked attachment (a file with no trace) at vault path ``ref``,
+    case-insensitively, as stored."""
+    row = con.execute(
+        "SELECT path FROM files WHERE path = ? COLLATE NOCASE AND kind = 'attachment'",
+        (ref.strip().lstrip("/").replace("\\", "/"),),
+    ).fetchone()
+    return row[0] if row else None
+
+
 def stats(con: apsw.Connection, db_path: Path | None = None) -> dict[str, Any]:
     """Counts of what the index holds, for ``memvault stats``."""
 
