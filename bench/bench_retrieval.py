@@ -252,14 +252,14 @@ def latency_at(work: Path, n: int, runs: int) -> dict[str, Any]:
 
     qv = r.embedder().embed_query(queries[0])
     parts: dict[str, list[float]] = {"embed_query": [], "matmul_topk": [], "keyword_lists": []}
-    from memvault.store.rank import keyword_lists
+    from memvault.store.rank import keyword_hits
     from memvault.store.search import Filters
 
     for i in range(min(runs, 100)):
         q = queries[i % len(queries)]
         t = time.perf_counter(); r.embedder().embed_query(q); parts["embed_query"].append(time.perf_counter() - t)
         t = time.perf_counter(); m = r.matrix(); s = m.similarities(qv); m.best_per_trace(s, 50); parts["matmul_topk"].append(time.perf_counter() - t)
-        t = time.perf_counter(); keyword_lists(r.con, q, Filters(), 50); parts["keyword_lists"].append(time.perf_counter() - t)
+        t = time.perf_counter(); keyword_hits(r.con, q, Filters(), 50); parts["keyword_lists"].append(time.perf_counter() - t)
     out["hybrid_parts"] = {k: summarize(v_) for k, v_ in parts.items()}
     print("   hybrid parts: " + ", ".join(f"{k} {v_['median_ms']} ms (p95 {v_['p95_ms']})" for k, v_ in out["hybrid_parts"].items()))
     r.close()

@@ -124,7 +124,7 @@ class Memories:
         self.root = vault.root
         self.con = vault.con
         self.indexer = vault.indexer()
-        self.folder = vault.config["memory_folder"].strip("/") or "Memory"
+        self.folder = vault.config["memory_folder"]  # checked and normalised by load_config
         #: Called with a note's vault path just before the writer checks that
         #: the note is still as last indexed and replaces it: the moment a
         #: person's save races the store's write. A test seam (the stateful

@@ -23,7 +23,6 @@ from .lock import is_locked, read_holder
 
 if TYPE_CHECKING:
     from .app import Vault
-    from .config import Config
 
 STATE_FILE = "daemon.json"
 
@@ -101,7 +100,7 @@ def vault_status(vault: "Vault") -> dict[str, Any]:
     return out
 
 
-def vault_without_folder(vault_arg: str | None, config: "Config | None" = None) -> "Vault | None":
+def vault_without_folder(vault_arg: str | None) -> "Vault | None":
     """The selected vault when its folder is missing but memvault has data for
     it (an index or a daemon lock): enough for ``status`` to report on.
 
@@ -111,7 +110,7 @@ def vault_without_folder(vault_arg: str | None, config: "Config | None" = None) 
     from .app import Vault
     from .config import load_config
 
-    config = config or load_config({"vault": vault_arg})
+    config = load_config({"vault": vault_arg})
     if not config.vault.strip():
         return None
     root = Path(os.path.expanduser(config.vault)).absolute()

@@ -234,14 +234,6 @@ def keyword_hits(con: apsw.Connection, query: str, filters: Filters, k: int) -> 
     return KeywordLists(strong, weak, strong_expr, weak_expr, content)
 
 
-def keyword_lists(con: apsw.Connection, query: str, filters: Filters, k: int) -> tuple[list[tuple[int, float]], list[tuple[int, float]], str, str]:
-    """(strong, weak) keyword hits as (rowid, BM25): every word matches / only
-    some content words do (stop words alone are no evidence); and the two
-    FTS5 expressions, for snippets."""
-    kw = keyword_hits(con, query, filters, k)
-    return kw.strong, kw.weak, kw.strong_expr, kw.weak_expr
-
-
 def matched_words(con: apsw.Connection, words: Sequence[str], rowids: Sequence[int]) -> dict[int, set[str]]:
     """Which of ``words`` each of ``rowids`` contains (FTS5's own tokenizer
     and stemmer decide: one lookup per word, on those rows only)."""
