@@ -134,6 +134,7 @@ class FactObserver:
         for i in range(0, len(todo), BATCH):
             batch = todo[i : i + BATCH]
             extracted = []
+            remarked = []
             for note, trace, marks in batch:
                 state = sf.get_source(self.con, trace.id)
                 if state and state.hash == note.hash and state.path == note.path:
@@ -142,12 +143,15 @@ class FactObserver:
                     # facts stand, but how the note is marked may not.
                     if state.marks != " ".join(marks.names):
                         state.marks = " ".join(marks.names)
-                        with write_transaction(self.con):
-                            sf.put_source(self.con, state)
+                        remarked.append(state)
                     continue
                 extraction = self._extract(note, trace, state, warnings)
                 if extraction is not None:
                     extracted.append((note, trace, marks, extraction))
+            if remarked:
+                with write_transaction(self.con):
+                    for state in remarked:
+                        sf.put_source(self.con, state)
             if not extracted:
                 continue
             with write_transaction(self.con):
