@@ -81,9 +81,7 @@ def source_remove(app: AppContext, paths: tuple[str, ...], as_json: bool) -> Non
 def source_list(app: AppContext, as_json: bool) -> None:
     """List the memory sources in the index, how each is marked, and its fact count."""
     rows = _sources(app).list()
-    globs = list(app.vault.config["sources"])
     for row in rows:
-        row["marks"] = _current_marks(row["marks"], row["path"], globs)
         if as_json:
             emit_json(row)
             continue
@@ -92,23 +90,6 @@ def source_list(app: AppContext, as_json: bool) -> None:
         click.echo(f"{row['path']}  ({marks}; {row['facts']} facts{secrets})")
     if not rows and not as_json:
         click.echo("No memory sources yet: mark a note with `memvault source add PATH`.", err=True)
-
-
-def _current_marks(stored: list[str], path: str, globs: list[str]) -> list[str]:
-    """``stored`` (the marks recorded at the note's last extraction) with the
-    glob mark judged against the config as it is now.
-
-    Why: the fact observer skips a note whose bytes did not change, so after
-    a ``sources`` glob change a note that was already a source (by tag or
-    front-matter) keeps its old marks in the index. Front-matter and tag
-    marks change only with the note's bytes, so they are current.
-    """
-    from memvault.vault_io.sources import matching_glob
-
-    marks = [m for m in stored if m != "glob"]
-    if matching_glob(path, globs) is not None:
-        marks.append("glob")
-    return marks
 
 
 @cli.command()
