@@ -7,6 +7,7 @@ lives, opens it lazily, and hands out the indexer.
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
 from functools import cached_property
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -59,6 +60,10 @@ class Vault:
     def __init__(self, root: Path, config: Config) -> None:
         self.root = root
         self.config = config
+        #: Where llm fact extraction goes instead of being asked inline: the
+        #: daemon's background worker (see llm_worker), for every indexer
+        #: this vault builds (the memory writer's too).
+        self.fact_defer: Callable[[str, str], bool] | None = None
 
     @classmethod
     def open(cls, vault: str | None = None, overrides: dict[str, Any] | None = None) -> "Vault":
@@ -113,6 +118,7 @@ class Vault:
         from .indexer import Indexer
 
         facts = FactObserver(self.root, self.con, self.config)
+        facts.defer = self.fact_defer
         # A changed `sources` glob re-evaluates the notes it adds or drops;
         # a no-op (one meta read) when the globs are as last time.
         if refresh_globs:

@@ -69,7 +69,7 @@ class LLMFactWorker:
                 worker = cls(vault, on_done=on_done)
                 worker.observer = observer
                 worker.start()
-                observer.defer = worker.submit
+                observer.defer = vault.fact_defer = worker.submit
                 return worker
         return None
 

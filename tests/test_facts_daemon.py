@@ -202,3 +202,17 @@ def test_a_dead_llm_worker_takes_no_jobs(vault: Path, llm: FakeLLM, memvault_env
             assert worker.submit("n-1", "About me.md") is False
         finally:
             worker.stop()
+
+
+def test_every_indexer_of_the_daemons_vault_defers_to_the_worker(vault: Path, llm: FakeLLM, memvault_env: Path) -> None:
+    """The memory writer builds its own indexer: its fact observer must send
+    llm work to the daemon's worker too, never ask the model inline."""
+    from memvault.daemon.facts import FactObserver
+
+    configure(memvault_env, llm.base_url)
+    with running(vault) as (runner, _):
+        worker = runner._llm_worker
+        assert worker is not None
+        other = runner.vault.indexer()  # as Memories(vault) does on every flush
+        (observer,) = [o for o in other.observers if isinstance(o, FactObserver)]
+        assert observer.defer == worker.submit
