@@ -29,6 +29,7 @@ import shutil
 import tempfile
 from pathlib import Path
 
+import pytest
 from hypothesis import HealthCheck, settings
 from hypothesis import strategies as st
 from hypothesis.stateful import (
@@ -39,7 +40,7 @@ from hypothesis.stateful import (
     rule,
 )
 from memvault.daemon.app import Vault
-from memvault.daemon.memories import Memories, MemoryOpError
+from memvault.daemon.memories import Memories, MemoryOpError, MemoryWriteError
 from memvault.daemon.status import open_conflicts
 from memvault.vault_io.parser import parse_note
 
@@ -56,6 +57,11 @@ def snapshot(root: Path) -> dict[str, tuple[bytes, int]]:
         p.relative_to(root).as_posix(): (p.read_bytes(), p.stat().st_mtime_ns)
         for p in root.rglob("*.md")
     }
+
+
+#: How many machines ran and how many person-store races they staged, for
+#: :func:`test_the_machine_staged_real_races` (run after TestMirror).
+RUNS = {"machines": 0, "races": 0}
 
 
 class MirrorMachine(RuleBasedStateMachine):
@@ -79,6 +85,7 @@ class MirrorMachine(RuleBasedStateMachine):
     @initialize()
     def first_sync(self) -> None:
         self.mem.indexer.sync()
+        RUNS["machines"] += 1
 
     # -- helpers -----------------------------------------------------------------
 
@@ -103,6 +110,7 @@ class MirrorMachine(RuleBasedStateMachine):
                 p.write_text(p.read_text(encoding="utf-8") + f"\nRaced {word} by hand.\n", encoding="utf-8")
                 self.written.add(word)
                 raced.append(word)
+                RUNS["races"] += 1
 
         self.mem.before_write = edit
         return raced
@@ -135,6 +143,8 @@ class MirrorMachine(RuleBasedStateMachine):
         try:
             self.mem.update(memory_id, content=f"Now {word} instead.", type_="event" if change_type else None,
                             reason="test")
+        except MemoryWriteError:
+            raise  # a note that could not be written is a failure here, not a refusal
         except MemoryOpError:
             return  # deleted: refused, and nothing was written
         self.written.add(word)
@@ -147,6 +157,8 @@ class MirrorMachine(RuleBasedStateMachine):
         raced = self.race_with_person()
         try:
             result = self.mem.update(memory_id, content=f"Raced {word} store.", reason="test")
+        except MemoryWriteError:
+            raise  # a note that could not be written is a failure here, not a refusal
         except MemoryOpError:
             return  # deleted: refused, and nothing was written
         finally:
@@ -163,6 +175,8 @@ class MirrorMachine(RuleBasedStateMachine):
         raced = self.race_with_person()
         try:
             result = self.mem.forget(data.draw(st.sampled_from(self.ids)))
+        except MemoryWriteError:
+            raise  # a note that could not be written is a failure here, not a refusal
         except MemoryOpError:
             return
         finally:
@@ -182,6 +196,8 @@ class MirrorMachine(RuleBasedStateMachine):
         before = snapshot(self.root)
         try:
             result = self.mem.update(memory_id, content=row[0])
+        except MemoryWriteError:
+            raise  # a note that could not be written is a failure here, not a refusal
         except MemoryOpError:
             return
         assert result.action == "unchanged"
@@ -192,6 +208,8 @@ class MirrorMachine(RuleBasedStateMachine):
     def store_forget(self, data: st.DataObject) -> None:
         try:
             self.mem.forget(data.draw(st.sampled_from(self.ids)))
+        except MemoryWriteError:
+            raise  # a note that could not be written is a failure here, not a refusal
         except MemoryOpError:
             pass
 
@@ -200,6 +218,8 @@ class MirrorMachine(RuleBasedStateMachine):
     def store_restore(self, data: st.DataObject) -> None:
         try:
             self.mem.restore(data.draw(st.sampled_from(self.ids)))
+        except MemoryWriteError:
+            raise  # a note that could not be written is a failure here, not a refusal
         except MemoryOpError:
             pass
 
@@ -300,3 +320,10 @@ MirrorMachine.TestCase.settings = settings(
     suppress_health_check=[HealthCheck.too_slow],
 )
 TestMirror = MirrorMachine.TestCase
+
+
+def test_the_machine_staged_real_races() -> None:
+    """The race rules assert only when a race happened: make sure they did."""
+    if RUNS["machines"] == 0:
+        pytest.skip("runs after TestMirror in this file")
+    assert RUNS["races"] > 0

@@ -11,6 +11,7 @@ from helpers import write
 from memvault.daemon.app import Vault
 from memvault.store import records as rec
 from memvault.store.query import find_trace
+from memvault.store.db import write_transaction
 from memvault.store.search import keyword_search
 
 
@@ -108,11 +109,24 @@ def test_same_size_swap_of_old_files_is_seen_by_ctime(vault: Path, monkeypatch: 
     assert search(vault, "two") == ["S1.md"]
 
 
-def test_racy_entry_is_read_again_but_reported_unchanged(vault: Path) -> None:
-    write(vault, "A.md", "fresh")
+def test_an_edit_within_the_tick_of_its_indexing_is_caught(vault: Path) -> None:
+    """A file indexed right after a write may be written again within the same
+    timestamp tick: same size, mtime and ctime, new bytes. Such a racy entry
+    is recorded with ctime 0, so the next sync reads it again."""
+    p = write(vault, "A.md", "one\n")
     assert sync(vault).added == 1
-    s = sync(vault)  # A.md was just written: hashed again, same bytes
-    assert not s.changed
+    v = open_vault(vault)
+    try:
+        assert rec.get_file(v.con, "A.md").ctime_ns == 0  # racy: written < 2 s before it was recorded
+        p.write_text("two\n", encoding="utf-8")
+        st = p.stat()
+        # What a same-tick edit looks like to the scan: nothing moved.
+        with write_transaction(v.con):
+            v.con.execute("UPDATE files SET mtime_ns = ?, size = ? WHERE path = 'A.md'", (st.st_mtime_ns, st.st_size))
+    finally:
+        v.close()
+    assert sync(vault).updated == 1
+    assert search(vault, "two") == ["A.md"]
 
 
 def test_rename_and_move_keep_identity(vault: Path) -> None:
