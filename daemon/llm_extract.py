@@ -17,7 +17,7 @@ timeouts, HTTP 429 and 5xx, malformed or schema-invalid answers) are retried
 ``llm.retries`` times with a short backoff, and then :class:`LLMError` tells
 the caller to use the default extractor for that note. An extractor given a
 ``cancel`` event (the daemon's background worker) gives up within
-:data:`CANCEL_CHECK` seconds once it is set, with :class:`LLMCancelled`. After :data:`BREAKER_FAILURES` notes in a row
+:data:`~.http_deadline.CANCEL_CHECK` seconds once it is set, with :class:`LLMCancelled`. After :data:`BREAKER_FAILURES` notes in a row
 failed, the endpoint is not asked again for :data:`BREAKER_SECONDS` seconds,
 so a dead server cannot stall a sync of many notes.
 
@@ -28,22 +28,17 @@ credentials never leave the machine.
 
 from __future__ import annotations
 
-import errno
 import http.client
-import io
 import json
 import os
 import re
-import selectors
 import socket
-import ssl
 import threading
 import time
 import urllib.error
 import urllib.request
 from dataclasses import dataclass
 from difflib import SequenceMatcher
-from functools import partial
 from typing import Any
 
 from memvault.store.memtypes import MEMORY_TYPES, maybe_type
@@ -60,6 +55,7 @@ from memvault.vault_io.secrets import REDACTED, private_key_lines, redact
 from memvault.vault_io.segment import collapse
 
 from .config import Config
+from .http_deadline import CancelledIO, Deadline, deadline_opener
 
 #: Consecutive failed notes after which the endpoint is left alone for a while.
 BREAKER_FAILURES = 3
@@ -71,9 +67,6 @@ MAX_TEXT = 2000
 MAX_TOPICS = 20
 #: Wait before the first retry (doubling for each further one, at most 4 s).
 BACKOFF = 0.5
-#: Longest a blocking socket operation waits before the deadline and the
-#: cancel event are looked at again.
-CANCEL_CHECK = 0.2
 #: An attempt is not started with less time than this left in the budget.
 MIN_ATTEMPT = 0.05
 
@@ -289,8 +282,8 @@ class LLMExtractor:
         """One POST whose whole exchange ends within ``timeout`` seconds."""
         limit = self.settings.timeout if timeout is None else timeout
         shown = self.settings.timeout  # messages name the configured timeout
-        deadline = _Deadline(time.monotonic() + limit, self.cancel)
-        opener = urllib.request.build_opener(_HTTPHandler(deadline), _HTTPSHandler(deadline))
+        deadline = Deadline(time.monotonic() + limit, self.cancel)
+        opener = deadline_opener(deadline)
         req = urllib.request.Request(url, data=body, headers=headers, method="POST")
         try:
             with opener.open(req, timeout=limit) as resp:
@@ -310,13 +303,13 @@ class LLMExtractor:
             if exc.code == 429 or exc.code >= 500:
                 raise LLMError(f"HTTP {exc.code} from {url}") from None
             raise _Permanent(f"HTTP {exc.code} from {url}") from None
-        except _CancelledIO:
+        except CancelledIO:
             raise LLMCancelled(f"request to {url} cancelled") from None
         except (TimeoutError, socket.timeout):
             raise LLMError(f"no answer within {shown:g}s from {url}") from None
         except urllib.error.URLError as exc:
             reason = exc.reason
-            if isinstance(reason, _CancelledIO):
+            if isinstance(reason, CancelledIO):
                 raise LLMCancelled(f"request to {url} cancelled") from None
             if isinstance(reason, (TimeoutError, socket.timeout)):
                 raise LLMError(f"no answer within {shown:g}s from {url}") from None
@@ -423,197 +416,3 @@ def overlap_score(a: set[str], b: set[str]) -> float:
 
 class _Permanent(Exception):
     """A failure retrying will not fix (HTTP 4xx other than 429, huge answer)."""
-
-
-# -- a deadline over the whole HTTP exchange -------------------------------------------
-#
-# urllib's ``timeout`` bounds each socket operation, not the call: a server
-# that sends one byte just before every timeout keeps a read going forever
-# (and ``HTTPResponse.read(n)`` loops until it has n bytes). Here the socket
-# the connection reads and writes through checks one absolute deadline (and
-# the cancel event) before every recv/send, and waits at most CANCEL_CHECK
-# seconds at a time. The handlers below plug it into urllib, so proxies,
-# redirects and HTTPError handling stay urllib's.
-
-
-class _CancelledIO(OSError):
-    """Raised inside the socket layer when the cancel event is set."""
-
-
-class _Deadline:
-    """An absolute monotonic deadline plus an optional cancel event."""
-
-    def __init__(self, at: float, cancel: threading.Event | None) -> None:
-        self.at = at
-        self.cancel = cancel
-
-    def wait_slice(self) -> float:
-        """Seconds the next blocking step may wait; raises once past the deadline or cancelled."""
-        if self.cancel is not None and self.cancel.is_set():
-            raise _CancelledIO("cancelled")
-        left = self.at - time.monotonic()
-        if left <= 0:
-            raise TimeoutError("deadline passed")
-        return min(left, CANCEL_CHECK) if self.cancel is not None else left
-
-    def remaining(self) -> float:
-        """Seconds to the deadline (raises once past it or cancelled), for a
-        step that cannot be sliced: the TLS handshake, a proxy's CONNECT."""
-        self.wait_slice()
-        return max(0.001, self.at - time.monotonic())
-
-
-def _connect(deadline: _Deadline, address: tuple[str, int], timeout: Any = None, source_address: Any = None,
-             **_: Any) -> socket.socket:
-    """``socket.create_connection`` with a non-blocking connect that honours the deadline and cancel."""
-    host, port = address
-    error: OSError | None = None
-    for family, kind, proto, _name, addr in socket.getaddrinfo(host, port, 0, socket.SOCK_STREAM):
-        sock = socket.socket(family, kind, proto)
-        try:
-            if source_address:
-                sock.bind(source_address)
-            sock.setblocking(False)
-            code = sock.connect_ex(addr)
-            if code not in (0, errno.EINPROGRESS, errno.EWOULDBLOCK, errno.EALREADY):
-                raise OSError(code, os.strerror(code))
-            if code != 0:
-                with selectors.DefaultSelector() as sel:
-                    sel.register(sock, selectors.EVENT_WRITE)
-                    while not sel.select(deadline.wait_slice()):
-                        pass
-                code = sock.getsockopt(socket.SOL_SOCKET, socket.SO_ERROR)
-                if code:
-                    raise OSError(code, os.strerror(code))
-            # The TLS handshake and a proxy tunnel run on this socket's own
-            # timeout: the whole remaining deadline (a slice would cut a
-            # handshake that takes longer than CANCEL_CHECK).
-            sock.settimeout(deadline.remaining())
-            return sock
-        except (TimeoutError, _CancelledIO):
-            sock.close()
-            raise
-        except OSError as exc:
-            sock.close()
-            error = exc
-    raise error if error is not None else OSError(f"cannot resolve {host}")
-
-
-class _DeadlineSocket:
-    """Wraps a connected socket: every send and recv checks the deadline."""
-
-    def __init__(self, sock: socket.socket, deadline: _Deadline) -> None:
-        self._sock = sock
-        self._deadline = deadline
-        self._readers = 0
-        self._closed = False
-
-    def sendall(self, data: Any) -> None:
-        """Send everything before the deadline (``socket.sendall`` cannot be
-        resumed after a timeout, so this loops over ``send``)."""
-        view = memoryview(data).cast("B")
-        while view:
-            self._sock.settimeout(self._deadline.wait_slice())
-            try:
-                sent = self._sock.send(view)
-            except TimeoutError:
-                continue
-            view = view[sent:]
-
-    def recv_into(self, buffer: Any) -> int:
-        """One ``recv_into`` that waits no longer than the deadline allows."""
-        while True:
-            self._sock.settimeout(self._deadline.wait_slice())
-            try:
-                return self._sock.recv_into(buffer)
-            except TimeoutError:
-                continue
-
-    def makefile(self, mode: str = "rb", *args: Any, **kwargs: Any) -> io.BufferedReader:
-        """A buffered reader whose every raw read goes through :meth:`recv_into`."""
-        self._readers += 1
-        return io.BufferedReader(_DeadlineReader(self))
-
-    def reader_closed(self) -> None:
-        """A reader from :meth:`makefile` was closed."""
-        self._readers -= 1
-        if self._closed and self._readers <= 0:
-            self._sock.close()
-
-    def close(self) -> None:
-        """Close once no reader needs the socket (as ``socket.makefile`` does:
-        urllib closes the connection's socket before the body is read)."""
-        self._closed = True
-        if self._readers <= 0:
-            self._sock.close()
-
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self._sock, name)
-
-
-class _DeadlineReader(io.RawIOBase):
-    """The raw stream under an ``HTTPResponse``."""
-
-    def __init__(self, sock: _DeadlineSocket) -> None:
-        self._dsock: _DeadlineSocket | None = sock
-
-    def readable(self) -> bool:
-        return True
-
-    def readinto(self, buffer: Any) -> int:
-        if self._dsock is None:
-            raise ValueError("read from a closed response")
-        return self._dsock.recv_into(buffer)
-
-    def close(self) -> None:
-        if self._dsock is not None:
-            self._dsock.reader_closed()
-            self._dsock = None
-        super().close()
-
-
-class _DeadlineMixin:
-    """Connections whose socket connects, sends and reads under one deadline."""
-
-    _deadline: _Deadline
-    sock: Any
-
-    def _use_deadline(self, deadline: _Deadline) -> None:
-        self._deadline = deadline
-        # http.client opens the TCP connection through this attribute.
-        self._create_connection = partial(_connect, deadline)
-
-    def connect(self) -> None:
-        super().connect()  # type: ignore[misc]
-        self.sock = _DeadlineSocket(self.sock, self._deadline)
-
-
-class _HTTPConnection(_DeadlineMixin, http.client.HTTPConnection):
-    def __init__(self, *args: Any, deadline: _Deadline, **kwargs: Any) -> None:
-        super().__init__(*args, **kwargs)
-        self._use_deadline(deadline)
-
-
-class _HTTPSConnection(_DeadlineMixin, http.client.HTTPSConnection):
-    def __init__(self, *args: Any, deadline: _Deadline, **kwargs: Any) -> None:
-        super().__init__(*args, **kwargs)
-        self._use_deadline(deadline)
-
-
-class _HTTPHandler(urllib.request.HTTPHandler):
-    def __init__(self, deadline: _Deadline) -> None:
-        super().__init__()
-        self._deadline = deadline
-
-    def http_open(self, req: urllib.request.Request) -> http.client.HTTPResponse:
-        return self.do_open(partial(_HTTPConnection, deadline=self._deadline), req)
-
-
-class _HTTPSHandler(urllib.request.HTTPSHandler):
-    def __init__(self, deadline: _Deadline) -> None:
-        super().__init__()
-        self._deadline = deadline
-        self._ctx = ssl.create_default_context()
-
-    def https_open(self, req: urllib.request.Request) -> http.client.HTTPResponse:
-        return self.do_open(partial(_HTTPSConnection, deadline=self._deadline, context=self._ctx), req)

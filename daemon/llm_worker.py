@@ -39,7 +39,7 @@ class LLMFactWorker:
     its own circuit breaker). Jobs are source trace ids in a bounded queue:
     a note changed again before its turn is queued once. :meth:`stop` sets
     the extractor's cancel event, so a call in flight is abandoned within
-    :data:`~.llm_extract.CANCEL_CHECK` seconds, and joins the thread.
+    :data:`~.http_deadline.CANCEL_CHECK` seconds, and joins the thread.
     """
 
     def __init__(

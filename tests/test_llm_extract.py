@@ -476,7 +476,7 @@ def test_a_slow_tls_handshake_gets_the_whole_deadline_not_a_cancel_slice() -> No
     import ssl
     import time
 
-    from memvault.daemon.llm_extract import CANCEL_CHECK, _connect, _Deadline
+    from memvault.daemon.http_deadline import CANCEL_CHECK, Deadline, _connect
 
     listener = socket.socket()
     listener.bind(("127.0.0.1", 0))
@@ -491,7 +491,7 @@ def test_a_slow_tls_handshake_gets_the_whole_deadline_not_a_cancel_slice() -> No
     t = threading.Thread(target=silent_peer)
     t.start()
     try:
-        sock = _connect(_Deadline(time.monotonic() + 10, threading.Event()), listener.getsockname())
+        sock = _connect(Deadline(time.monotonic() + 10, threading.Event()), listener.getsockname())
         ctx = ssl.create_default_context()
         ctx.check_hostname, ctx.verify_mode = False, ssl.CERT_NONE
         start = time.monotonic()
