@@ -19,6 +19,7 @@ from pathlib import Path
 import apsw
 
 from . import migrations
+from .location import ensure_private_dir
 
 #: How long a connection waits for another writer before giving up.
 BUSY_TIMEOUT_MS = 10_000
@@ -97,13 +98,14 @@ def _no_double_quoted_strings(con: apsw.Connection) -> None:
     con.config(apsw.SQLITE_DBCONFIG_DQS_DDL, 0)
 
 
-def _private_file(path: Path) -> None:
-    """Create the database file owner-only (0600) before SQLite opens it.
+def private_file(path: Path) -> None:
+    """Create a database file owner-only (0600), in a 0700 folder, before
+    SQLite opens it.
 
     SQLite gives the -wal and -shm files the same mode as the database, so
     this one call keeps all three private.
     """
-    path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+    ensure_private_dir(path.parent)
     if not path.exists():
         fd = os.open(path, os.O_CREAT | os.O_WRONLY, 0o600)
         os.close(fd)
@@ -118,7 +120,7 @@ def connect(path: Path | str, *, create: bool = True) -> apsw.Connection:
     """
     path = Path(path)
     if create:
-        _private_file(path)
+        private_file(path)
     elif not path.exists():
         raise IndexError_(f"no index at {path}")
     try:

@@ -18,7 +18,6 @@ no numpy; :class:`VectorMatrix` imports it when built.
 from __future__ import annotations
 
 import json
-import os
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -26,7 +25,7 @@ from typing import TYPE_CHECKING, Any
 
 import apsw
 
-from .db import BUSY_TIMEOUT_MS, journal_mode_wal, write_transaction
+from .db import BUSY_TIMEOUT_MS, journal_mode_wal, private_file, write_transaction
 from .records import get_meta, now_iso, set_meta
 
 if TYPE_CHECKING:
@@ -78,8 +77,7 @@ def open_cache(data_dir: Path, *, create: bool = True) -> apsw.Connection | None
     if not path.exists():
         if not create:
             return None
-        path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
-        os.close(os.open(path, os.O_CREAT | os.O_WRONLY, 0o600))
+        private_file(path)
     con = apsw.Connection(str(path))
     con.set_busy_timeout(BUSY_TIMEOUT_MS)
     journal_mode_wal(con)
