@@ -39,7 +39,7 @@ from memvault.store import records as rec
 from memvault.store.db import write_transaction
 from memvault.store.memtypes import canonical_type, maybe_type
 from memvault.store.query import find_trace
-from memvault.vault_io.atomic import atomic_move, atomic_write, fit_name, free_path, fsync_dir
+from memvault.vault_io.atomic import NAME_MAX, atomic_move, atomic_write, fit_name, free_path, fsync_dir
 from memvault.vault_io.fm_edit import edit_frontmatter
 from memvault.vault_io.memory_note import MemoryDoc, memory_filename, render_memory
 from memvault.vault_io.note import content_hash
@@ -425,7 +425,7 @@ class Memories:
         stem = PurePosixPath(current).stem
         # A note whose name is already near the 255-byte limit: shorten the
         # stem (by bytes), never the conflict mark, and leave room for a counter.
-        name = fit_name(stem, f" (conflict {stamp}).md", 255 - _COUNTER_ROOM)
+        name = fit_name(stem, f" (conflict {stamp}).md", NAME_MAX - _COUNTER_ROOM)
         beside = free_path((self.root / current).with_name(name))
         atomic_write(beside, store_text.encode("utf-8"))
         rel = beside.relative_to(self.root).as_posix()

@@ -78,8 +78,13 @@ def test_related_section_only_when_it_holds_links_only() -> None:
     assert split_related("Body.\n\n## Related\nSome prose [[A]].\n") == ("Body.\n\n## Related\nSome prose [[A]].", [])
 
 
-# Arbitrary text, and text dense in what makes names unsafe (dots, separators, blanks).
-CONTENT = st.one_of(st.text(max_size=400), st.text(alphabet=". /\\-a\u0301", max_size=40))
+# Arbitrary text, text dense in what makes names unsafe (dots, separators,
+# blanks), and lone surrogates (undecodable bytes of a command line).
+CONTENT = st.one_of(
+    st.text(max_size=400),
+    st.text(alphabet=". /\\-a\u0301", max_size=40),
+    st.text(alphabet=st.characters(categories=["Cs", "Ll", "Zs"]), max_size=40),
+)
 
 
 @given(CONTENT, st.text(alphabet="0123456789abcdef", min_size=8, max_size=8))

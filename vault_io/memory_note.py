@@ -35,6 +35,7 @@ import unicodedata
 from dataclasses import dataclass, field
 from typing import Any
 
+from .atomic import truncate_utf8
 from .fm_edit import dump_key, edit_frontmatter
 from .frontmatter import FrontmatterError, load_frontmatter, split_frontmatter
 
@@ -50,7 +51,9 @@ _WIKILINK_RE = re.compile(r"\[\[([^\[\]\n]+)\]\]")
 
 # Characters that cannot be in a file name, or that break Obsidian links
 # to it ([[ ]], #heading, ^block, |alias) or Markdown around it.
-_UNSAFE_CHARS = re.compile(r'[\\/:*?"<>|#^\[\]`%{}\x00-\x1f\x7f]')
+# Lone surrogates (from undecodable command-line bytes) would make a file
+# name that is not UTF-8, which scans skip: they go too.
+_UNSAFE_CHARS = re.compile(r'[\\/:*?"<>|#^\[\]`%{}\x00-\x1f\x7f\ud800-\udfff]')
 _SLUG_WORDS = 8
 _SLUG_MAX_BYTES = 120  # well under the 255-byte name limit with the id and ".md"
 _DOTS = re.compile(r"\.{2,}")
@@ -223,8 +226,7 @@ def slugify(content: str) -> str:
     # "a..b" is a legal name, but ".." in a name is what path checks and
     # people look for; one dot keeps "v1.2" readable.
     slug = _DOTS.sub(".", slug)
-    encoded = slug.encode("utf-8")[:_SLUG_MAX_BYTES]
-    slug = encoded.decode("utf-8", "ignore").strip("-. ")
+    slug = truncate_utf8(slug, _SLUG_MAX_BYTES).strip("-. ")
     slug = _DOTS.sub(".", unicodedata.normalize("NFC", slug))
     return slug or "memory"
 
