@@ -90,7 +90,7 @@ def wait_ready(sock: socket.socket, proc: subprocess.Popen[bytes], timeout: floa
 
 def searchable(index: Path, word: str) -> bool:
     """Whether a fresh read-only connection finds ``word``."""
-    from memvault.store.search import keyword_search
+    from memvault.store.retrieval.keyword import keyword_search
 
     con = apsw.Connection(str(index), flags=apsw.SQLITE_OPEN_READONLY)
     try:
@@ -155,7 +155,7 @@ def main() -> None:
     root = copy_vault(src, tmp, "vault")
     n_notes = count_notes(root)
 
-    from memvault.daemon.app import Vault
+    from memvault.store.memory_store import Vault
 
     print(f"indexing {n_notes} notes (cold, in-process) ...", flush=True)
     t = time.perf_counter()

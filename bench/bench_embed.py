@@ -58,9 +58,9 @@ def main() -> None:
 
 
 def run(work: Path, n: int, seed: int) -> dict[str, object]:
-    from memvault.daemon.app import Vault
-    from memvault.daemon.embedding import EmbeddingPipeline
-    from memvault.store import vectors as vec
+    from memvault.store.memory_store import Vault
+    from memvault.store.embedding.pipeline import EmbeddingPipeline
+    from memvault.store.embedding import vectors as vec
 
     root = work / "vault"
     shutil.copytree(FIXTURE / "vault", root)

@@ -56,7 +56,7 @@ import _common as C  # noqa: E402
 
 def _timed_observer(indexer: Any, box: list[float]) -> None:
     """Wrap the fact observer of ``indexer`` so its time lands in ``box``."""
-    from memvault.daemon.facts import FactObserver
+    from memvault.store.facts.observer import FactObserver
 
     for obs in indexer.observers:
         if isinstance(obs, FactObserver):
@@ -145,9 +145,9 @@ def source_note(i: int) -> str:
 def bench_daemon_saves(vault: Path, rel: str, saves: int, first: int) -> dict[str, Any]:
     """Save -> searchable through a running daemon (watcher + debounce)."""
     import apsw
-    from memvault.daemon.app import Vault
+    from memvault.store.memory_store import Vault
     from memvault.daemon.runner import DaemonRunner
-    from memvault.store.search import Filters, keyword_search
+    from memvault.store.retrieval.keyword import Filters, keyword_search
 
     runner = DaemonRunner(Vault.open(str(vault)), rescan_interval=0, background=False)
     runner.start()
@@ -181,8 +181,8 @@ def bench_daemon_saves(vault: Path, rel: str, saves: int, first: int) -> dict[st
 
 
 def bench_vault(corpus: Path, workdir: Path, saves: int, daemon_saves: int = 0) -> dict[str, Any]:
-    from memvault.daemon.app import Vault
-    from memvault.store.search import Filters, keyword_search
+    from memvault.store.memory_store import Vault
+    from memvault.store.retrieval.keyword import Filters, keyword_search
     from memvault.vault_io.facts import extract_facts
     from memvault.vault_io.parser import parse_note
 
@@ -315,8 +315,8 @@ def real_note(corpus: Path, lines: int, edited: bool) -> str:
 
 def bench_large_edit(corpus: Path, workdir: Path) -> dict[str, Any]:
     """Every fact of a big source note edited at once: re-index and pairing time."""
-    from memvault.daemon import fact_sync as dfacts
-    from memvault.daemon.app import Vault
+    from memvault.store.facts import reextract as dfacts
+    from memvault.store.memory_store import Vault
 
     out: dict[str, Any] = {}
     cases = {

@@ -57,7 +57,7 @@ NOCHANGE_BAR_S = 1.0
 
 
 def _open_vault(path: Path):
-    from memvault.daemon.app import Vault
+    from memvault.store.memory_store import Vault
 
     return Vault.open(str(path))
 
@@ -104,7 +104,7 @@ def nochange_inprocess(vault: Path, runs: int) -> dict[str, Any]:
         totals.append(elapsed)
         syncs.append(s.seconds)
     # The two parts every full sync pays whatever changed.
-    from memvault.store import records as rec
+    from memvault.store.db import records as rec
     from memvault.vault_io.scan import scan_vault
 
     v = _open_vault(vault)
@@ -168,7 +168,7 @@ def _note_paths(vault: Path) -> list[str]:
 
 
 def one_changed(vault: Path, runs: int) -> dict[str, Any]:
-    from memvault.store.search import keyword_search
+    from memvault.store.retrieval.keyword import keyword_search
 
     paths = _note_paths(vault)
     picks = [paths[(i * 7919 + 13) % len(paths)] for i in range(runs + 1)]

@@ -63,9 +63,10 @@ FIXTURE_CACHE = FIXTURE / "embeddings.db"
 def labelled_vault(work: Path, save_cache: bool = False) -> Path:
     """A copy of the labelled vault, synced and embedded (seeded from the
     shipped embedding cache; ``save_cache`` writes the cache back)."""
-    from memvault.daemon.app import Vault
-    from memvault.daemon.embedding import EmbeddingPipeline
-    from memvault.store import location, vectors
+    from memvault.store.memory_store import Vault
+    from memvault.store.embedding.pipeline import EmbeddingPipeline
+    from memvault.store import location
+    from memvault.store.embedding import vectors
 
     root = work / "retrieval-vault"
     if not root.exists():
@@ -90,8 +91,8 @@ def labelled_vault(work: Path, save_cache: bool = False) -> Path:
 
 def evaluate(root: Path, min_similarity: float | None = None) -> dict[str, Any]:
     """recall@5/@10 and MRR per mode and query set, and unrelated-query silence."""
-    from memvault.daemon.app import Vault
-    from memvault.daemon.retrieval import Retriever
+    from memvault.store.memory_store import Vault
+    from memvault.store.retrieval.retriever import Retriever
 
     overrides = {"recall.min_similarity": min_similarity} if min_similarity is not None else None
     v = Vault.open(str(root), overrides)
@@ -125,8 +126,8 @@ def evaluate(root: Path, min_similarity: float | None = None) -> dict[str, Any]:
 def calibrate(root: Path) -> dict[str, Any]:
     """Target similarities of paraphrase queries against the best similarity
     of unrelated ones: the floor must sit between the two."""
-    from memvault.daemon.app import Vault
-    from memvault.daemon.retrieval import Retriever
+    from memvault.store.memory_store import Vault
+    from memvault.store.retrieval.retriever import Retriever
 
     v = Vault.open(str(root))
     r = Retriever(v, v.read_con())
@@ -178,11 +179,11 @@ def synthetic_index(work: Path, n: int, dim: int = 384, clusters: int = 256, see
     import hashlib
 
     import numpy as np
-    from memvault.daemon.app import Vault
-    from memvault.store import records as rec
-    from memvault.store import vectors as vec
-    from memvault.store.db import write_transaction
-    from memvault.store.embed import resolve_model
+    from memvault.store.memory_store import Vault
+    from memvault.store.db import records as rec
+    from memvault.store.embedding import vectors as vec
+    from memvault.store.db.connection import write_transaction
+    from memvault.store.embedding.model import resolve_model
 
     root = work / f"synthetic-{n}"
     root.mkdir(parents=True, exist_ok=True)
@@ -223,8 +224,8 @@ def synthetic_index(work: Path, n: int, dim: int = 384, clusters: int = 256, see
 
 def latency_at(work: Path, n: int, runs: int) -> dict[str, Any]:
     """In-process search latency per mode over ``n`` traces (model and matrix warm)."""
-    from memvault.daemon.app import Vault
-    from memvault.daemon.retrieval import Retriever
+    from memvault.store.memory_store import Vault
+    from memvault.store.retrieval.retriever import Retriever
 
     root = synthetic_index(work, n)
     v = Vault.open(str(root))
@@ -252,8 +253,8 @@ def latency_at(work: Path, n: int, runs: int) -> dict[str, Any]:
 
     qv = r.embedder().embed_query(queries[0])
     parts: dict[str, list[float]] = {"embed_query": [], "matmul_topk": [], "keyword_lists": []}
-    from memvault.store.rank import keyword_hits
-    from memvault.store.search import Filters
+    from memvault.store.retrieval.rank import keyword_hits
+    from memvault.store.retrieval.keyword import Filters
 
     for i in range(min(runs, 100)):
         q = queries[i % len(queries)]
@@ -285,7 +286,7 @@ def process_runs(root: Path, runs: int) -> dict[str, Any]:
     """``memvault search`` (hybrid, and keyword) and ``memvault context`` as
     processes, without and then with a real ``memvault daemon`` process
     serving the vault (model and vectors warm)."""
-    from memvault.daemon.app import Vault
+    from memvault.store.memory_store import Vault
     from memvault.daemon.client import ask
 
     base = [str(MEMVAULT), "--vault", str(root)]

@@ -4,7 +4,7 @@
     python bench/bench_search.py                      # 20,000-note generated vault
     python bench/bench_search.py --notes 20000 --seed 1 --rounds 5 --cli-runs 30
 
-1. In-process: ``memvault.store.search.keyword_search(con, q, limit=10,
+1. In-process: ``memvault.store.retrieval.keyword.keyword_search(con, q, limit=10,
    filters=...)`` -- the call ``memvault search`` makes -- over a fixed,
    seeded set of ~200 queries (single common words, rare words, 2-4 word
    natural queries, odd characters, tag filters, path filters). One untimed
@@ -123,8 +123,8 @@ def build_queries(manifest: dict[str, Any], seed: int) -> list[Query]:
 
 def inprocess(vault: Path, queries: list[Query], rounds: int, search_fn=None, setup=None) -> dict[str, Any]:
     """Latency of ``search_fn`` (default: memvault's keyword_search) over ``queries``."""
-    from memvault.daemon.app import Vault
-    from memvault.store.search import Filters, keyword_search
+    from memvault.store.memory_store import Vault
+    from memvault.store.retrieval.keyword import Filters, keyword_search
 
     keyword_search = search_fn or keyword_search
     v = Vault.open(str(vault))
@@ -319,7 +319,7 @@ def main(argv: list[str] | None = None) -> int:
         shutil.rmtree(home)
     C.isolate_env(home)
     info = C.machine_info()
-    from memvault.daemon.app import Vault
+    from memvault.store.memory_store import Vault
 
     v = Vault.open(str(vault))
     t0 = time.perf_counter()

@@ -99,9 +99,9 @@ def cold_run(vault: Path, home: Path, *, after_connect=None, batch: int | None =
              statement_profile: bool = False, step_timers: bool = False, finish=None,
              parallel_parse: int = 0) -> dict[str, Any]:
     C.isolate_env(home)
-    import memvault.daemon.app as app
-    import memvault.daemon.indexer as ix
-    import memvault.store.records as rec
+    import memvault.store.memory_store as app
+    import memvault.store.index.reconcile as ix
+    import memvault.store.db.records as rec
 
     orig_connect = app.connect
     orig_batch = ix.BATCH
@@ -309,9 +309,9 @@ def _bulk_finish(con) -> None:
 
 def edges_only(vault: Path, work: Path) -> dict[str, Any]:
     """Cost of writing the vault's edges alone, with and without the target indexes."""
-    from memvault.daemon import indexer as ix
-    from memvault.store import records as rec
-    from memvault.store.db import connect, write_transaction
+    from memvault.store.index import reconcile as ix
+    from memvault.store.db import records as rec
+    from memvault.store.db.connection import connect, write_transaction
     from memvault.vault_io.parser import parse_note
     from memvault.vault_io.resolve import LinkResolver
 

@@ -7,7 +7,7 @@ bench_search query set (run bench_search.py first: it builds the index).
 Variants, each over the same ~200 queries (latency median/p95 per category)
 and checked against memvault's own results (same ids in the same order):
 
-* ``current``: ``memvault.store.search.keyword_search`` as it is;
+* ``current``: ``memvault.store.retrieval.keyword.keyword_search`` as it is;
 * ``no snippet``: the current SQL without the ``snippet()`` column -- SQLite
   evaluates the select list for *every* match before ORDER BY ... LIMIT, so
   this is the cost of snippets for rows that are then thrown away;
@@ -43,7 +43,7 @@ import bench_search as BS  # noqa: E402  (the query set)
 
 
 def _variants():
-    from memvault.store import search as S
+    from memvault.store.retrieval import keyword as S
 
     w_title, w_content, w_tags = S.BM25_WEIGHTS
     bm25 = f"bm25(traces_fts, {w_title}, {w_content}, {w_tags})"
@@ -124,8 +124,8 @@ def interleaved(vault: Path, queries: list, rounds: int, variants: dict) -> dict
     import statistics
     import time
 
-    from memvault.daemon.app import Vault
-    from memvault.store.search import Filters
+    from memvault.store.memory_store import Vault
+    from memvault.store.retrieval.keyword import Filters
 
     filters = [Filters(tags=q.tags, path_glob=q.path_glob) for q in queries]
     cons = {}

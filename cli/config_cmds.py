@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import click
 
-from .main import AppContext, cli, emit_json, pass_app
+from memvault.cli.main import AppContext, cli, emit_json, pass_app
 
 
 @cli.command("config")
@@ -16,7 +16,7 @@ def config_cmd(app: AppContext, as_json: bool) -> None:
     Values come from, highest first: command-line flags, MEMVAULT_* environment
     variables, the config file, the defaults.
     """
-    from memvault.daemon.config import KEYS, load_config
+    from memvault.store.settings import KEYS, load_config
 
     config = load_config({"vault": app.vault_arg})
     if not as_json:

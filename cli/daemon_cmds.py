@@ -12,7 +12,7 @@ from typing import Any
 
 import click
 
-from .main import AppContext, cli, emit_json, pass_app, warn
+from memvault.cli.main import AppContext, cli, emit_json, pass_app, warn
 
 # Priority prefixes journald understands on a service's stderr (sd-daemon(3)).
 _JOURNAL_PRIORITY = {logging.DEBUG: 7, logging.INFO: 6, logging.WARNING: 4, logging.ERROR: 3, logging.CRITICAL: 2}
@@ -88,7 +88,7 @@ def status(app: AppContext, as_json: bool) -> None:
     Works from memvault's data dir alone, so it also reports while the vault
     folder is missing (an unmounted disk) and a daemon waits for it.
     """
-    from memvault.daemon.app import VaultError
+    from memvault.store.memory_store import VaultError
     from memvault.daemon.status import vault_status, vault_without_folder
 
     try:
@@ -167,7 +167,7 @@ def service_install(app: AppContext, enable: bool, exe: Path | None) -> None:
     Exits 0 once the unit file is written, even where systemctl is missing or
     cannot reach your user manager: it then prints the commands to run.
     """
-    from memvault.daemon import service as svc
+    from memvault.daemon import systemd as svc
 
     vault = app.vault
     try:
@@ -186,7 +186,7 @@ def service_install(app: AppContext, enable: bool, exe: Path | None) -> None:
 @service.command("uninstall")
 def service_uninstall() -> None:
     """Stop and disable the service and remove its unit file."""
-    from memvault.daemon import service as svc
+    from memvault.daemon import systemd as svc
 
     try:
         outcome = svc.uninstall()

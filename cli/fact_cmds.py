@@ -6,11 +6,11 @@ from typing import Any
 
 import click
 
-from .main import AppContext, cli, emit_json, pass_app, warn
+from memvault.cli.main import AppContext, cli, emit_json, pass_app, warn
 
 
 def _sources(app: AppContext) -> Any:
-    from memvault.daemon.fact_sources import Sources
+    from memvault.store.facts.source_notes import Sources
 
     return Sources(app.vault)
 

@@ -9,7 +9,7 @@ from typing import Any
 import click
 from memvault.vault_io.uri import obsidian_uri
 
-from .main import AppContext, cli, emit_json, pass_app, stderr_is_tty, warn
+from memvault.cli.main import AppContext, cli, emit_json, pass_app, stderr_is_tty, warn
 
 
 @cli.command()
@@ -23,8 +23,8 @@ def sync(app: AppContext, as_json: bool, no_embed: bool) -> None:
     changed notes, memories and facts are embedded for semantic search
     (unchanged text is never embedded twice).
     """
-    from memvault.store import records as rec
-    from memvault.store.db import write_transaction
+    from memvault.store.db import records as rec
+    from memvault.store.db.connection import write_transaction
 
     vault = app.vault
     indexer = vault.indexer()
@@ -45,7 +45,7 @@ def sync(app: AppContext, as_json: bool, no_embed: bool) -> None:
     finally:
         if bar is not None:
             bar.render_finish()
-    from memvault.daemon.memories import flush_outbox
+    from memvault.store.memories.mirror import flush_outbox
 
     # Store writes a crashed writer left half-done (older than 30 s, so a
     # writer still at work is not raced).
@@ -97,7 +97,7 @@ def _fail_if_unwritten(errors: list[str]) -> None:
 
 def _embed(vault: Any, show_bar: bool) -> Any:
     """Chunk and embed whatever the sync changed (a progress bar on a terminal)."""
-    from memvault.daemon.embedding import EmbeddingPipeline
+    from memvault.store.embedding.pipeline import EmbeddingPipeline
 
     pipeline = EmbeddingPipeline.for_vault(vault, vault.con)
     bar = None
@@ -182,7 +182,7 @@ def search(
     if mode != "keyword" and not raw:
         result = ask_daemon(vault, "search", args)
     if result is None:
-        from memvault.daemon.retrieval import Retriever
+        from memvault.store.retrieval.retriever import Retriever
 
         retriever = Retriever(vault, vault.read_con())
         try:
@@ -233,7 +233,7 @@ def ask_daemon(vault: Any, op: str, args: dict[str, Any]) -> dict[str, Any] | No
     (the caller then answers in-process). Errors it reports are raised here."""
     from memvault.daemon.client import RemoteError, ask
 
-    from .main import _EXIT_CODES, UsageFailure
+    from memvault.cli.main import _EXIT_CODES, UsageFailure
 
     try:
         return ask(vault.data_dir, op, args, config=vault.config.values)
@@ -245,7 +245,7 @@ def ask_daemon(vault: Any, op: str, args: dict[str, Any]) -> dict[str, Any] | No
 
 def _canonical_types(types: tuple[str, ...]) -> list[str]:
     """``--type`` values: ``note`` or a memory type (aliases accepted)."""
-    from memvault.store.memtypes import NOTE_TYPE, UnknownTypeError, canonical_type
+    from memvault.store.memories.memtypes import NOTE_TYPE, UnknownTypeError, canonical_type
 
     try:
         return [NOTE_TYPE if t.strip().lower() == NOTE_TYPE else canonical_type(t) for t in types]
@@ -267,7 +267,7 @@ def _vault_ref(app: AppContext, ref: str) -> str:
 
 
 def _trace_or_fail(app: AppContext, ref: str) -> tuple[Any, Any]:
-    from memvault.store.query import find_trace
+    from memvault.store.index.lookup import find_trace
 
     con = app.vault.read_con()
     trace = find_trace(con, _vault_ref(app, ref))
@@ -282,7 +282,7 @@ def _trace_or_fail(app: AppContext, ref: str) -> tuple[Any, Any]:
 @pass_app
 def show(app: AppContext, ref: str, as_json: bool) -> None:
     """Show one note or trace: metadata, tags and content."""
-    from memvault.store import records as rec
+    from memvault.store.db import records as rec
 
     con, t = _trace_or_fail(app, ref)
     f = con.execute("SELECT parse_error FROM files WHERE trace_id = ?", (t.id,)).fetchone()
@@ -326,7 +326,7 @@ def _edge_dict(e: Any, con: Any, outgoing: bool) -> dict[str, Any]:
 @pass_app
 def links(app: AppContext, ref: str, as_json: bool) -> None:
     """Outgoing links, embeds and property links of a note, with resolution status."""
-    from memvault.store import records as rec
+    from memvault.store.db import records as rec
 
     con, t = _trace_or_fail(app, ref)
     for e in rec.edges_from(con, t.id):
@@ -346,9 +346,9 @@ def links(app: AppContext, ref: str, as_json: bool) -> None:
 @pass_app
 def backlinks(app: AppContext, ref: str, as_json: bool) -> None:
     """Notes and traces that link to this one."""
-    from memvault.store import records as rec
+    from memvault.store.db import records as rec
 
-    from memvault.store.query import find_attachment
+    from memvault.store.index.lookup import find_attachment
 
     con = app.vault.read_con()
     attachment = find_attachment(con, _vault_ref(app, ref))
@@ -373,8 +373,8 @@ def backlinks(app: AppContext, ref: str, as_json: bool) -> None:
 @pass_app
 def stats(app: AppContext, as_json: bool, list_errors: bool) -> None:
     """Counts: notes, traces, edges, unresolved and ambiguous links, parse errors, index size."""
-    from memvault.store.query import parse_errors
-    from memvault.store.query import stats as index_stats
+    from memvault.store.index.lookup import parse_errors
+    from memvault.store.index.lookup import stats as index_stats
 
     vault = app.vault
     con = vault.read_con()

@@ -15,7 +15,7 @@ from typing import Any
 
 import click
 
-from memvault.daemon.app import Vault
+from memvault.store.memory_store import Vault
 
 
 class UsageFailure(click.ClickException):
@@ -27,17 +27,17 @@ class UsageFailure(click.ClickException):
 #: Library exceptions (by module and name, so that mapping them imports
 #: nothing a command does not need) and the exit code each maps to.
 _EXIT_CODES: dict[str, int] = {
-    "memvault.daemon.app.VaultError": 2,
-    "memvault.daemon.config.ConfigError": 2,
-    "memvault.store.search.QuerySyntaxError": 2,
-    "memvault.store.memtypes.UnknownTypeError": 2,
-    "memvault.daemon.app.NoIndexError": 1,
-    "memvault.store.db.IndexError_": 1,
-    "memvault.daemon.memories.MemoryOpError": 1,
-    "memvault.daemon.indexer.VaultMissingError": 1,
+    "memvault.store.memory_store.VaultError": 2,
+    "memvault.store.settings.ConfigError": 2,
+    "memvault.store.retrieval.keyword.QuerySyntaxError": 2,
+    "memvault.store.memories.memtypes.UnknownTypeError": 2,
+    "memvault.store.memory_store.NoIndexError": 1,
+    "memvault.store.db.connection.IndexError_": 1,
+    "memvault.store.memories.mirror.MemoryOpError": 1,
+    "memvault.store.index.reconcile.VaultMissingError": 1,
     "memvault.daemon.serve.ServerRunningError": 1,
-    "memvault.daemon.fact_sources.SourcePathError": 2,
-    "memvault.daemon.fact_sources.SourceError": 1,
+    "memvault.store.facts.source_notes.SourcePathError": 2,
+    "memvault.store.facts.source_notes.SourceError": 1,
 }
 
 

@@ -6,11 +6,11 @@ from typing import Any
 
 import click
 
-from .main import AppContext, cli, emit_json, pass_app, warn
+from memvault.cli.main import AppContext, cli, emit_json, pass_app, warn
 
 
 def _memories(app: AppContext) -> Any:
-    from memvault.daemon.memories import Memories
+    from memvault.store.memories.mirror import Memories
 
     return Memories(app.vault)
 

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import click
 
-from .index_cmds import ask_daemon, notice
-from .main import AppContext, cli, emit_json, pass_app
+from memvault.cli.index_cmds import ask_daemon, notice
+from memvault.cli.main import AppContext, cli, emit_json, pass_app
 
 
 @cli.command()
@@ -28,7 +28,7 @@ def context(app: AppContext, message: str, budget: int | None, scope: str, no_re
     args = {"message": message, "budget": budget, "scope": scope, "record": not no_record}
     result = ask_daemon(vault, "context", args)
     if result is None:
-        from memvault.daemon.retrieval import Retriever
+        from memvault.store.retrieval.retriever import Retriever
 
         retriever = Retriever(vault, vault.read_con())
         try:
@@ -57,9 +57,9 @@ def model_pull(app: AppContext, name: str | None) -> None:
     The only command that uses the network. The default model ships with
     memvault and needs no download.
     """
-    from memvault.daemon.config import load_config
+    from memvault.store.settings import load_config
     from memvault.store import location
-    from memvault.store.embed import ModelUnavailable, pull_model, resolve_model
+    from memvault.store.embedding.model import ModelUnavailable, pull_model, resolve_model
 
     value = name or load_config({"vault": app.vault_arg})["embedding.model"]
     spec = resolve_model(value)
@@ -80,8 +80,8 @@ def model_pull(app: AppContext, name: str | None) -> None:
 @pass_app
 def model_status(app: AppContext, as_json: bool) -> None:
     """The configured model and how much of the vault has its vectors."""
-    from memvault.store import vectors as vec
-    from memvault.store.embed import resolve_model
+    from memvault.store.embedding import vectors as vec
+    from memvault.store.embedding.model import resolve_model
 
     vault = app.vault
     spec = resolve_model(vault.config["embedding.model"])

@@ -5,7 +5,7 @@ data dir, one request per connection::
 
     -> {"v": 1, "op": "search", "args": {...}, "config": "<fingerprint>"}
     <- {"ok": true, "result": {...}}
-    <- {"ok": false, "error": {"type": "memvault.store.search.QuerySyntaxError", "message": "..."}}
+    <- {"ok": false, "error": {"type": "memvault.store.retrieval.keyword.QuerySyntaxError", "message": "..."}}
     <- {"ok": false, "fallback": true}          (answer in-process instead)
 
 :func:`ask` returns None whenever the daemon cannot answer (no socket, a

@@ -15,13 +15,13 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 import apsw
-from memvault.store.db import connect
+from memvault.store.db.connection import connect
 
-from .facts import FactObserver
+from memvault.store.facts.observer import FactObserver
 
 if TYPE_CHECKING:
-    from .app import Vault
-    from .indexer import Indexer
+    from memvault.store.memory_store import Vault
+    from memvault.store.index.reconcile import Indexer
 
 log = logging.getLogger(__name__)
 
@@ -155,7 +155,7 @@ class LLMFactWorker:
 
     def _run(self, observer: FactObserver, source_id: str) -> str | None:
         """One job; None when the worker is stopping."""
-        from .llm_extract import LLMCancelled
+        from memvault.store.facts.llm_extract import LLMCancelled
 
         try:
             job = observer.extract_in_background(source_id)

@@ -30,21 +30,21 @@ from pathlib import Path
 from typing import Any
 
 import apsw
-from memvault.store import records as rec
-from memvault.store.db import checkpoint, write_transaction
+from memvault.store.db import records as rec
+from memvault.store.db.connection import checkpoint, write_transaction
 from memvault.vault_io.scan import IgnoreRules, excluded, vault_rules
 from watchdog.observers.api import BaseObserver
 
-from .app import Vault
-from .embedding import EmbeddingWorker
-from .llm_worker import LLMFactWorker
-from .indexer import Indexer, SyncSummary, VaultMissingError
-from .lock import DaemonLock
-from .memories import flush_outbox
-from .notify import Notifier
-from .serve import QueryServer, ServerRunningError
-from .status import write_state
-from .watch import (
+from memvault.store.memory_store import Vault
+from memvault.store.embedding.pipeline import EmbeddingWorker
+from memvault.daemon.llm_worker import LLMFactWorker
+from memvault.store.index.reconcile import Indexer, SyncSummary, VaultMissingError
+from memvault.daemon.lock import DaemonLock
+from memvault.store.memories.mirror import flush_outbox
+from memvault.daemon.notify import Notifier
+from memvault.daemon.serve import QueryServer, ServerRunningError
+from memvault.daemon.status import write_state
+from memvault.daemon.watch import (
     OverflowListener,
     PathQueue,
     VaultEventHandler,
@@ -197,7 +197,7 @@ class DaemonRunner:
         try:
             log.info("memvault daemon starting for %s (pid %d)", self.root, os.getpid())
             if self.background:
-                from memvault.store.embed import set_threads
+                from memvault.store.embedding.model import set_threads
 
                 set_threads(self.vault.config["embedding.daemon_threads"])
                 self._start_server()

@@ -28,13 +28,13 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from memvault.store import location
-from memvault.store.db import connect
+from memvault.store.db.connection import connect
 
-from .client import PROTOCOL, config_fingerprint, read_line, socket_address, socket_path
+from memvault.daemon.client import PROTOCOL, config_fingerprint, read_line, socket_address, socket_path
 
 if TYPE_CHECKING:
-    from .app import Vault
-    from .retrieval import Retriever
+    from memvault.store.memory_store import Vault
+    from memvault.store.retrieval.retriever import Retriever
 
 log = logging.getLogger("memvault.serve")
 
@@ -147,7 +147,7 @@ class QueryServer:
     def retriever(self) -> "Retriever":
         """The warm retriever (created on first use; callers hold the answer lock)."""
         if self._retriever is None:
-            from .retrieval import Retriever
+            from memvault.store.retrieval.retriever import Retriever
 
             self._retriever = Retriever(self.vault, connect(self.vault.index_path))
         return self._retriever

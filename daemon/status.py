@@ -19,10 +19,10 @@ import tempfile
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from .lock import is_locked, read_holder
+from memvault.daemon.lock import is_locked, read_holder
 
 if TYPE_CHECKING:
-    from .app import Vault
+    from memvault.store.memory_store import Vault
 
 STATE_FILE = "daemon.json"
 
@@ -62,7 +62,7 @@ def vault_status(vault: "Vault") -> dict[str, Any]:
 
     ``running`` comes from the lock (the only reliable witness); the rest of
     the daemon fields come from its state file when the lock is held, and are
-    None otherwise. Index counts come from :func:`memvault.store.query.stats`,
+    None otherwise. Index counts come from :func:`memvault.store.index.lookup.stats`,
     passed through whole (including ``conflicts`` once the store has it).
     """
     data_dir = vault.data_dir
@@ -90,7 +90,7 @@ def vault_status(vault: "Vault") -> dict[str, Any]:
         "index": None,
     }
     if vault.has_index():
-        from memvault.store.query import stats
+        from memvault.store.index.lookup import stats
 
         counts = stats(vault.read_con(), vault.index_path)
         out["index"] = counts
@@ -107,8 +107,8 @@ def vault_without_folder(vault_arg: str | None) -> "Vault | None":
     None when the folder exists (any other problem with it stands) or
     memvault never knew this vault.
     """
-    from .app import Vault
-    from .config import load_config
+    from memvault.store.memory_store import Vault
+    from memvault.store.settings import load_config
 
     config = load_config({"vault": vault_arg})
     if not config.vault.strip():
@@ -123,7 +123,7 @@ def vault_without_folder(vault_arg: str | None) -> "Vault | None":
 def open_conflicts(vault: "Vault") -> list[dict[str, Any]]:
     """Recorded conflicts whose store copy is still in the vault (a person
     resolves one by merging and deleting the ``(conflict ...)`` note)."""
-    from memvault.store.memories import conflicts
+    from memvault.store.memories.rows import conflicts
 
     # Without the vault folder nobody can tell which were resolved: list all.
     missing = not vault.root.is_dir()

@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING
 import pytest
 
 if TYPE_CHECKING:
-    from memvault.daemon.app import Vault
+    from memvault.store.memory_store import Vault
 
 CORPORA = Path(__file__).resolve().parent.parent.parent / "shared" / "corpora"
 FIXTURES = Path(__file__).resolve().parent / "fixtures"
@@ -58,7 +58,7 @@ def wait_for(condition: Callable[[], object], timeout: float = 10.0, interval: f
 def opened(root: Path) -> "Iterator[Vault]":
     """``with opened(root) as v``: the vault at ``root`` with a fresh index
     connection, closed on exit."""
-    from memvault.daemon.app import Vault
+    from memvault.store.memory_store import Vault
 
     v = Vault.open(str(root))
     try:

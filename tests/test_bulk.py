@@ -7,11 +7,11 @@ from pathlib import Path
 
 import pytest
 from helpers import write
-from memvault.daemon.app import Vault
-from memvault.daemon.indexer import BATCH, BULK_MIN
-from memvault.store import records as rec
-from memvault.store.db import write_transaction
-from memvault.store.search import keyword_search
+from memvault.store.memory_store import Vault
+from memvault.store.index.reconcile import BATCH, BULK_MIN
+from memvault.store.db import records as rec
+from memvault.store.db.connection import write_transaction
+from memvault.store.retrieval.keyword import keyword_search
 
 
 def make_vault(root: Path, n: int) -> None:
@@ -42,7 +42,7 @@ def test_bulk_load_equals_row_by_row(tmp_path: Path, monkeypatch: pytest.MonkeyP
         return edges
 
     bulk_edges = index(bulk_root)
-    monkeypatch.setattr("memvault.daemon.indexer.BULK_MIN", 10**9)
+    monkeypatch.setattr("memvault.store.index.reconcile.BULK_MIN", 10**9)
     monkeypatch.setattr("memvault.vault_io.bulk.POOL_MIN", 10**9)
     small_edges = index(small_root)
     assert bulk_edges == small_edges

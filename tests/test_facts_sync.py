@@ -8,14 +8,14 @@ from pathlib import Path
 
 import pytest
 from helpers import opened, wait_for, write
-from memvault.daemon.app import Vault
-from memvault.daemon.fact_sources import Sources
-from memvault.daemon.memories import Memories
-from memvault.store import facts as sf
-from memvault.store import records as rec
-from memvault.store.db import write_transaction
-from memvault.store.query import stats
-from memvault.store.search import Filters, keyword_search
+from memvault.store.memory_store import Vault
+from memvault.store.facts.source_notes import Sources
+from memvault.store.memories.mirror import Memories
+from memvault.store.facts import rows as sf
+from memvault.store.db import records as rec
+from memvault.store.db.connection import write_transaction
+from memvault.store.index.lookup import stats
+from memvault.store.retrieval.keyword import Filters, keyword_search
 
 ABOUT = """---
 memory: source
@@ -316,7 +316,7 @@ def test_config_globs_and_their_changes(vault: Path, memvault_env: Path, monkeyp
 
 
 def test_stored_marks_follow_a_glob_change_of_an_unchanged_note(vault: Path, memvault_env: Path) -> None:
-    from memvault.store import facts as sf_store
+    from memvault.store.facts import rows as sf_store
 
     write(vault, "Daily/2025-01-10.md", "#memory/source\n- Went to the market in the morning\n")
     with opened(vault) as v:
@@ -433,7 +433,7 @@ def _items(n: int, edited: bool) -> str:
 
 
 def _old_and_new(before: str, after: str):
-    from memvault.daemon.fact_sync import build_fact
+    from memvault.store.facts.reextract import build_fact
     from memvault.vault_io.facts import extract_facts
     from memvault.vault_io.parser import parse_note
 
@@ -447,7 +447,7 @@ def _old_and_new(before: str, after: str):
 def test_every_item_of_a_3000_item_note_edited_is_paired_quickly_and_right() -> None:
     import time
 
-    from memvault.daemon.fact_sync import pair_changed
+    from memvault.store.facts.reextract import pair_changed
 
     new, old = _old_and_new(_items(3000, False), _items(3000, True))
     assert len(new) == len(old) == 3000
@@ -461,7 +461,7 @@ def test_every_item_of_a_3000_item_note_edited_is_paired_quickly_and_right() -> 
 
 
 def test_pairing_picks_the_most_similar_under_the_heading_not_the_nearest() -> None:
-    from memvault.daemon.fact_sync import pair_changed
+    from memvault.store.facts.reextract import pair_changed
 
     before = "---\nmemory: source\n---\n## A\n- The quick brown fox jumps over the lazy dog\n" \
         "- Pack my box with five dozen liquor jugs\n- How vexingly quick daft zebras jump\n## B\n" \

@@ -21,10 +21,10 @@ from typing import Any
 
 import pytest
 from helpers import write
-from memvault.daemon import llm_extract
-from memvault.daemon.app import Vault
-from memvault.daemon.fact_sources import Sources
-from memvault.daemon.llm_extract import (
+from memvault.store.facts import llm_extract
+from memvault.store.memory_store import Vault
+from memvault.store.facts.source_notes import Sources
+from memvault.store.facts.llm_extract import (
     LLMError,
     LLMExtractor,
     LLMSettings,
@@ -32,7 +32,7 @@ from memvault.daemon.llm_extract import (
     parse_answer,
     validate_facts,
 )
-from memvault.store import facts as sf
+from memvault.store.facts import rows as sf
 from memvault.vault_io.parser import parse_note
 
 NOTE = """---
@@ -476,7 +476,7 @@ def test_a_slow_tls_handshake_gets_the_whole_deadline_not_a_cancel_slice() -> No
     import ssl
     import time
 
-    from memvault.daemon.http_deadline import CANCEL_CHECK, Deadline, _connect
+    from memvault.store.facts.http_deadline import CANCEL_CHECK, Deadline, _connect
 
     listener = socket.socket()
     listener.bind(("127.0.0.1", 0))

@@ -11,13 +11,13 @@ import pytest
 from click.testing import CliRunner
 from helpers import write
 from memvault.cli.main import cli
-from memvault.daemon.app import Vault
-from memvault.daemon.memories import Memories, MemoryOpError
-from memvault.store import memories as mem
-from memvault.store import records as rec
-from memvault.store.db import write_transaction
-from memvault.store.memtypes import UnknownTypeError
-from memvault.store.query import find_trace
+from memvault.store.memory_store import Vault
+from memvault.store.memories.mirror import Memories, MemoryOpError
+from memvault.store.memories import rows as mem
+from memvault.store.db import records as rec
+from memvault.store.db.connection import write_transaction
+from memvault.store.memories.memtypes import UnknownTypeError
+from memvault.store.index.lookup import find_trace
 from memvault.vault_io.note import content_hash
 
 
@@ -378,7 +378,7 @@ def query_outbox(vault: Path) -> list[tuple]:
 def test_a_failing_write_is_one_line_and_retried(vault: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     import errno
 
-    from memvault.daemon import memories as memories_mod
+    from memvault.store.memories import mirror as memories_mod
 
     assert run(vault, "sync").exit_code == 0
     mid = json.loads(run(vault, "add", "Backups run on Sunday.", "--json").output)["id"]
@@ -430,7 +430,7 @@ def test_daemon_style_flush_logs_a_failing_write_once(vault: Path, monkeypatch: 
     import errno
     import logging
 
-    from memvault.daemon import memories as memories_mod
+    from memvault.store.memories import mirror as memories_mod
 
     v = Vault.open(str(vault))
     try:

@@ -11,9 +11,9 @@ from click.testing import CliRunner
 from hypothesis import given
 from hypothesis import strategies as st
 from memvault.cli.main import cli
-from memvault.daemon.app import Vault
-from memvault.daemon.config import ConfigError, check_memory_folder, load_config
-from memvault.daemon.memories import Memories, MemoryOpError
+from memvault.store.memory_store import Vault
+from memvault.store.settings import ConfigError, check_memory_folder, load_config
+from memvault.store.memories.mirror import Memories, MemoryOpError
 
 BAD = ["../escaped", "/abs/x", "a/../b", "..", ".hidden", "Notes/.secret", "a//b", "./Memory", "~/x", " ", "a\\b", "x\ny"]
 

@@ -39,8 +39,8 @@ from hypothesis.stateful import (
     precondition,
     rule,
 )
-from memvault.daemon.app import Vault
-from memvault.daemon.memories import Memories, MemoryOpError, MemoryWriteError
+from memvault.store.memory_store import Vault
+from memvault.store.memories.mirror import Memories, MemoryOpError, MemoryWriteError
 from memvault.daemon.status import open_conflicts
 from memvault.vault_io.parser import parse_note
 

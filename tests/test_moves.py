@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from hypothesis import given
 from hypothesis import strategies as st
-from memvault.daemon.moves import MOVE_SIMILARITY, overlap, pair_edited_moves, word_counts
+from memvault.store.index.moves import MOVE_SIMILARITY, overlap, pair_edited_moves, word_counts
 
 TEXT = "sourdough starters need flour water patience and a warm kitchen overnight"
 
@@ -22,7 +22,7 @@ def test_the_best_pair_wins_and_each_note_is_used_once() -> None:
 
 
 def test_with_many_candidates_only_same_names_are_compared(monkeypatch) -> None:  # type: ignore[no-untyped-def]
-    import memvault.daemon.moves as moves
+    import memvault.store.index.moves as moves
 
     monkeypatch.setattr(moves, "MOVE_PAIRS_MAX", 0)
     assert pair_edited_moves([("New/Other.md", TEXT)], {"Old.md": TEXT}) == []

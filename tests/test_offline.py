@@ -99,8 +99,8 @@ def test_background_worker_gives_up_at_once_offline(small_vault: Path, tmp_path:
     env = offline_env(tmp_path / "home", MISSING_MODELS[0])
     code = (
         "import time, sys\n"
-        "from memvault.daemon.app import Vault\n"
-        "from memvault.daemon.embedding import EmbeddingWorker\n"
+        "from memvault.store.memory_store import Vault\n"
+        "from memvault.store.embedding.pipeline import EmbeddingWorker\n"
         f"v = Vault.open({str(small_vault)!r}); v.indexer().sync()\n"
         "w = EmbeddingWorker(v, poll_interval=0.05); t = time.monotonic(); w.start()\n"
         "while not w.status()['unavailable'] and time.monotonic() - t < 30: time.sleep(0.02)\n"
@@ -118,7 +118,7 @@ def test_loading_the_model_leaves_no_telemetry_traces(tmp_path: Path) -> None:
     home = tmp_path / "home"
     home.mkdir()
     code = (
-        "from pathlib import Path; from memvault.store.embed import load_embedder, resolve_model; "
+        "from pathlib import Path; from memvault.store.embedding.model import load_embedder, resolve_model; "
         f"print(load_embedder(resolve_model('default'), Path({str(home / 'mv')!r})).embed(['a text']).shape)"
     )
     cmd = [sys.executable, "-c", code]

@@ -8,9 +8,9 @@ from pathlib import Path
 import pytest
 from fixtures.retrieval import support
 from helpers import write
-from memvault.daemon.app import Vault
-from memvault.daemon.retrieval import Retriever
-from memvault.store import rank as R
+from memvault.store.memory_store import Vault
+from memvault.store.retrieval.retriever import Retriever
+from memvault.store.retrieval import rank as R
 
 FLOOR = R.MIN_SIMILARITY
 

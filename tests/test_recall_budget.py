@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from hypothesis import given
 from hypothesis import strategies as st
-from memvault.store.embed import count_tokens
-from memvault.store.recall import HEADER, ITEM_MAX_TOKENS, RecallItem, assemble, min_item_tokens
+from memvault.store.embedding.model import count_tokens
+from memvault.store.retrieval.recall import HEADER, ITEM_MAX_TOKENS, RecallItem, assemble, min_item_tokens
 
 # Words of every shape the tokenizer meets: plain, long, digits, accents,
 # CJK (one token per character), punctuation glued on.

@@ -12,8 +12,8 @@ from click.testing import CliRunner
 from fixtures.retrieval import support
 from helpers import write
 from memvault.cli.main import cli
-from memvault.daemon.app import Vault
-from memvault.daemon.retrieval import Retriever
+from memvault.store.memory_store import Vault
+from memvault.store.retrieval.retriever import Retriever
 
 
 @pytest.fixture(scope="session")
@@ -206,8 +206,8 @@ def test_keyword_search_process_imports_no_heavy_modules(labelled) -> None:
 
 
 def test_superseded_and_deleted_versions(vault: Path) -> None:
-    from memvault.daemon.embedding import EmbeddingPipeline
-    from memvault.daemon.memories import Memories
+    from memvault.store.embedding.pipeline import EmbeddingPipeline
+    from memvault.store.memories.mirror import Memories
 
     v = Vault.open(str(vault))
     v.indexer().sync()
@@ -235,9 +235,9 @@ def test_superseded_and_deleted_versions(vault: Path) -> None:
 def test_facts_embed_with_their_note_context(vault: Path) -> None:
     """A fact trace (title "Note > Heading") is embedded with that context and
     brings its source note in through the derived_from edge."""
-    from memvault.daemon.embedding import EmbeddingPipeline
-    from memvault.store import records as rec
-    from memvault.store.db import write_transaction
+    from memvault.store.embedding.pipeline import EmbeddingPipeline
+    from memvault.store.db import records as rec
+    from memvault.store.db.connection import write_transaction
 
     write(vault, "Runbook.md", "# Deploys\nWe ship on Fridays after the freeze lifts.\n\n# Rollback\nKeep the previous image tagged.\n")
     v = Vault.open(str(vault))

@@ -6,9 +6,9 @@ import apsw
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
-from memvault.store import records as rec
-from memvault.store.db import connect, write_transaction
-from memvault.store.search import (
+from memvault.store.db import records as rec
+from memvault.store.db.connection import connect, write_transaction
+from memvault.store.retrieval.keyword import (
     Filters,
     QuerySyntaxError,
     keyword_search,
@@ -143,7 +143,7 @@ def _shared(con: apsw.Connection) -> None:
 
 
 def test_very_common_words_rank_only_where_they_stand_out(tmp_path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr("memvault.store.search.COMMON_DOCS", 5)
+    monkeypatch.setattr("memvault.store.retrieval.keyword.COMMON_DOCS", 5)
     c = connect(tmp_path / "common.db")
     with write_transaction(c):
         for i in range(20):
@@ -163,7 +163,7 @@ def test_very_common_words_rank_only_where_they_stand_out(tmp_path, monkeypatch:
 def test_filters_give_the_same_hits_whichever_way_they_are_applied(tmp_path, monkeypatch: pytest.MonkeyPatch) -> None:
     """A tag used by few traces is listed from its index first; one used by
     most is checked after ranking. Both ways must agree with a plain filter."""
-    import memvault.store.search as search
+    import memvault.store.retrieval.keyword as search
 
     c = connect(tmp_path / "index.db")
     with write_transaction(c):

@@ -17,7 +17,7 @@ from click.testing import CliRunner
 from fixtures.retrieval import support
 from memvault.cli.main import cli
 from memvault.daemon import client, serve
-from memvault.daemon.app import Vault
+from memvault.store.memory_store import Vault
 from memvault.daemon.serve import QueryServer, ServerRunningError
 
 
@@ -130,7 +130,7 @@ def test_silent_client_times_out(own_vault: Path, monkeypatch: pytest.MonkeyPatc
 def test_library_errors_come_back_typed(server: QueryServer, own_vault: Path) -> None:
     with pytest.raises(client.RemoteError) as err:
         client.ask(server.vault.data_dir, "search", {"query": '"unbalanced', "raw": True}, config=server.vault.config.values)
-    assert err.value.type == "memvault.store.search.QuerySyntaxError"
+    assert err.value.type == "memvault.store.retrieval.keyword.QuerySyntaxError"
     r = CliRunner().invoke(cli, ["--vault", str(own_vault), "search", "--raw", '"unbalanced'])
     assert r.exit_code == 2 and "Traceback" not in r.output
 

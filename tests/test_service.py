@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 from memvault.cli.main import cli
-from memvault.daemon import service
+from memvault.daemon import systemd as service
 from memvault.store.location import data_home
 
 REPO = Path(__file__).resolve().parent.parent

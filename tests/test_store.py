@@ -7,10 +7,11 @@ from pathlib import Path
 
 import apsw
 import pytest
-from memvault.store import location, migrations
-from memvault.store import records as rec
-from memvault.store.db import BUSY_TIMEOUT_MS, IndexError_, connect, write_transaction
-from memvault.store.search import keyword_search
+from memvault.store import location
+from memvault.store.db import index_schema as migrations
+from memvault.store.db import records as rec
+from memvault.store.db.connection import BUSY_TIMEOUT_MS, IndexError_, connect, write_transaction
+from memvault.store.retrieval.keyword import keyword_search
 
 
 @pytest.fixture

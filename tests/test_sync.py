@@ -8,11 +8,11 @@ from pathlib import Path
 
 import pytest
 from helpers import write
-from memvault.daemon.app import Vault
-from memvault.store import records as rec
-from memvault.store.query import find_trace
-from memvault.store.db import write_transaction
-from memvault.store.search import keyword_search
+from memvault.store.memory_store import Vault
+from memvault.store.db import records as rec
+from memvault.store.index.lookup import find_trace
+from memvault.store.db.connection import write_transaction
+from memvault.store.retrieval.keyword import keyword_search
 
 
 def open_vault(root: Path) -> Vault:
@@ -95,7 +95,7 @@ def test_same_size_swap_within_a_timestamp_tick_is_seen(vault: Path) -> None:
 
 
 def test_same_size_swap_of_old_files_is_seen_by_ctime(vault: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    from memvault.daemon import indexer
+    from memvault.store.index import reconcile as indexer
 
     monkeypatch.setattr(indexer, "RACY_NS", 0)  # as if the files were indexed long after their last change
     one, two = write(vault, "S1.md", "one\n"), write(vault, "S2.md", "two\n")

@@ -19,9 +19,9 @@ from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 
-from .note import NoteReadError, ParsedNote, content_hash
-from .parser import parse_note
-from .resolve import LinkResolver, Resolution, link_key
+from memvault.vault_io.note import NoteReadError, ParsedNote, content_hash
+from memvault.vault_io.parser import parse_note
+from memvault.vault_io.resolve import LinkResolver, Resolution, link_key
 
 #: Fewer notes than this are read in-process.
 POOL_MIN = 400

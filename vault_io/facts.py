@@ -47,13 +47,13 @@ from functools import lru_cache
 from typing import Any
 from urllib.parse import quote
 
-from .frontmatter import frontmatter_tags
-from .markdown import TAG_BODY, find_markdown_links, find_tags, find_wikilinks, normalise_tag
-from .mask import blank_spans, mask_markdown
-from .note import Link, ParsedNote
-from .secrets import redact
-from .segment import Segment, collapse, segment_body
-from .sources import SOURCE_TAG
+from memvault.vault_io.frontmatter import frontmatter_tags
+from memvault.vault_io.markdown import TAG_BODY, find_markdown_links, find_tags, find_wikilinks, normalise_tag
+from memvault.vault_io.mask import blank_spans, mask_markdown
+from memvault.vault_io.note import Link, ParsedNote
+from memvault.vault_io.secrets import redact
+from memvault.vault_io.segment import Segment, collapse, segment_body
+from memvault.vault_io.sources import SOURCE_TAG
 
 IDENTITY, SEMANTIC, EPISODIC, PROCEDURAL, PROSPECTIVE = (
     "identity", "semantic", "episodic", "procedural", "prospective",

@@ -22,8 +22,8 @@ from typing import Any
 import yaml
 from frontmatter.default_handlers import YAMLHandler
 
-from .markdown import WIKILINK_RE, normalise_tag, wikilink
-from .note import Link
+from memvault.vault_io.markdown import WIKILINK_RE, normalise_tag, wikilink
+from memvault.vault_io.note import Link
 
 DEFAULT_MAX_BYTES = 65536
 MAX_DEPTH = 100  # nesting levels; real front-matter uses two or three

@@ -13,7 +13,7 @@ import re
 from dataclasses import dataclass
 from urllib.parse import unquote
 
-from .mask import (
+from memvault.vault_io.mask import (
     ATX_LINE_RE,
     LIST_ITEM_RE,
     indent_width,

@@ -35,9 +35,9 @@ import unicodedata
 from dataclasses import dataclass, field
 from typing import Any
 
-from .atomic import truncate_utf8
-from .fm_edit import dump_key, edit_frontmatter
-from .frontmatter import FrontmatterError, load_frontmatter, split_frontmatter
+from memvault.vault_io.atomic import truncate_utf8
+from memvault.vault_io.fm_edit import dump_key, edit_frontmatter
+from memvault.vault_io.frontmatter import FrontmatterError, load_frontmatter, split_frontmatter
 
 #: Front-matter keys memvault owns on a memory note, in the order it writes them.
 MANAGED_KEYS: tuple[str, ...] = (

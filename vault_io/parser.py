@@ -15,7 +15,7 @@ from __future__ import annotations
 import logging
 from typing import Any
 
-from .frontmatter import (
+from memvault.vault_io.frontmatter import (
     DEFAULT_MAX_BYTES,
     FrontmatterError,
     frontmatter_aliases,
@@ -26,7 +26,7 @@ from .frontmatter import (
     load_frontmatter,
     split_frontmatter,
 )
-from .markdown import (
+from memvault.vault_io.markdown import (
     RawLink,
     find_blocks,
     find_headings,
@@ -34,8 +34,8 @@ from .markdown import (
     find_tags,
     find_wikilinks,
 )
-from .mask import blank_spans, line_index, line_starts, mask_markdown
-from .note import Block, Heading, Link, NoteReadError, ParsedNote, content_hash
+from memvault.vault_io.mask import blank_spans, line_index, line_starts, mask_markdown
+from memvault.vault_io.note import Block, Heading, Link, NoteReadError, ParsedNote, content_hash
 
 log = logging.getLogger(__name__)
 

@@ -30,9 +30,9 @@ import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
-from .mask import line_starts, mask_markdown
-from .note import Heading
-from .secrets import always_value_spans, private_key_lines, redact
+from memvault.vault_io.mask import line_starts, mask_markdown
+from memvault.vault_io.note import Heading
+from memvault.vault_io.secrets import always_value_spans, private_key_lines, redact
 
 
 @dataclass(frozen=True)

@@ -24,8 +24,8 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
 
-from .fm_edit import duplicate_keys, edit_frontmatter
-from .note import ParsedNote
+from memvault.vault_io.fm_edit import duplicate_keys, edit_frontmatter
+from memvault.vault_io.note import ParsedNote
 
 SOURCE_TAG = "memory/source"
 MARKER_KEY = "memory"

@@ -8,8 +8,8 @@ from typing import Any
 
 import apsw
 
-from . import records as rec
-from .facts import fact_stats
+from memvault.store.db import records as rec
+from memvault.store.facts.rows import fact_stats
 
 
 def find_trace(con: apsw.Connection, ref: str) -> rec.TraceRow | None:
@@ -68,7 +68,7 @@ def stats(con: apsw.Connection, db_path: Path | None = None) -> dict[str, Any]:
         "last_sync": rec.get_meta(con, "last_sync"),
     }
     # Facts from memory sources: active and superseded, sources, and secrets
-    # redacted out of fact text (see memvault.store.facts).
+    # redacted out of fact text (see memvault.store.facts.rows).
     out.update(fact_stats(con))
     if db_path is not None:
         out["index_path"] = str(db_path)

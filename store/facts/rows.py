@@ -15,7 +15,7 @@ from typing import Any
 
 import apsw
 
-from . import records as rec
+from memvault.store.db import records as rec
 
 ACTIVE, SUPERSEDED = "active", "superseded"
 

@@ -20,8 +20,8 @@ from pathlib import Path
 from typing import Protocol
 
 import apsw
-from memvault.store import records as rec
-from memvault.store.db import write_transaction
+from memvault.store.db import records as rec
+from memvault.store.db.connection import write_transaction
 from memvault.vault_io.bulk import read_notes
 from memvault.vault_io.note import ParsedNote
 from memvault.vault_io.resolve import LinkResolver, Resolution, path_key
@@ -35,8 +35,8 @@ from memvault.vault_io.scan import (
     vault_rules,
 )
 
-from .classify import is_memory_note, note_edges, note_trace
-from .moves import pair_edited_moves
+from memvault.store.index.classify import is_memory_note, note_edges, note_trace
+from memvault.store.index.moves import pair_edited_moves
 
 #: Notes written per transaction: large enough to amortise the commit, small
 #: enough that a CLI writer never waits long for the daemon (or vice versa).

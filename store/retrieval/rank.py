@@ -39,7 +39,7 @@ from typing import TYPE_CHECKING, Any
 
 import apsw
 
-from .search import (
+from memvault.store.retrieval.keyword import (
     Filters,
     Hit,
     common_words,
@@ -53,7 +53,7 @@ from .search import (
     snippets,
     trace_count_estimate,
 )
-from .vectors import VectorMatrix, chunk_rows
+from memvault.store.embedding.vectors import VectorMatrix, chunk_rows
 
 if TYPE_CHECKING:  # numpy is imported where vectors are used: keyword recall runs without it
     import numpy as np

@@ -14,12 +14,12 @@ from typing import TYPE_CHECKING, Any
 
 import apsw
 from memvault.store import location
-from memvault.store.db import IndexError_, connect
+from memvault.store.db.connection import IndexError_, connect
 
-from .config import Config, load_config
+from memvault.store.settings import Config, load_config
 
 if TYPE_CHECKING:
-    from .indexer import Indexer
+    from memvault.store.index.reconcile import Indexer
 
 
 class VaultError(Exception):
@@ -114,8 +114,8 @@ class Vault:
         status changed with the config's ``sources`` globs to the caller (the
         daemon first routes llm extraction to its background worker).
         """
-        from .facts import FactObserver
-        from .indexer import Indexer
+        from memvault.store.facts.observer import FactObserver
+        from memvault.store.index.reconcile import Indexer
 
         facts = FactObserver(self.root, self.con, self.config)
         facts.defer = self.fact_defer

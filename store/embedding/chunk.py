@@ -21,7 +21,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from .embed import MAX_TOKENS, text_hash, tokenizer
+from memvault.store.embedding.model import MAX_TOKENS, text_hash, tokenizer
 
 #: Tokens repeated at the start of the next chunk of the same section.
 OVERLAP_TOKENS = 32

@@ -226,7 +226,7 @@ def m004_vectors(con: apsw.Connection) -> None:
 
     The vectors themselves live in the embedding cache (``embeddings.db``
     beside the index, keyed by model and text hash) so that a rebuilt index
-    finds them again; see :mod:`memvault.store.vectors`.
+    finds them again; see :mod:`memvault.store.embedding.vectors`.
     """
     con.execute(
         """

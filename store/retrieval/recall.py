@@ -26,9 +26,9 @@ from typing import Any
 
 import apsw
 
-from .db import write_transaction
-from .embed import count_tokens
-from .records import now_iso
+from memvault.store.db.connection import write_transaction
+from memvault.store.embedding.model import count_tokens
+from memvault.store.db.records import now_iso
 
 HEADER = "## Recalled Memory"
 #: Longest single item, in tokens; longer memories are cut with an ellipsis.

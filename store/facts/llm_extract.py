@@ -41,7 +41,7 @@ from dataclasses import dataclass
 from difflib import SequenceMatcher
 from typing import Any
 
-from memvault.store.memtypes import MEMORY_TYPES, maybe_type
+from memvault.store.memories.memtypes import MEMORY_TYPES, maybe_type
 from memvault.vault_io.facts import (
     PROSPECTIVE,
     DraftBuilder,
@@ -54,8 +54,8 @@ from memvault.vault_io.note import ParsedNote
 from memvault.vault_io.secrets import REDACTED, private_key_lines, redact
 from memvault.vault_io.segment import collapse
 
-from .config import Config
-from .http_deadline import CancelledIO, Deadline, deadline_opener
+from memvault.store.settings import Config
+from memvault.store.facts.http_deadline import CancelledIO, Deadline, deadline_opener
 
 #: Consecutive failed notes after which the endpoint is left alone for a while.
 BREAKER_FAILURES = 3

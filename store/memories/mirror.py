@@ -34,18 +34,18 @@ from dataclasses import dataclass, field, replace
 from datetime import datetime
 from pathlib import Path, PurePosixPath
 
-from memvault.store import memories as mem
-from memvault.store import records as rec
-from memvault.store.db import write_transaction
-from memvault.store.memtypes import canonical_type, maybe_type
-from memvault.store.query import find_trace
+from memvault.store.memories import rows as mem
+from memvault.store.db import records as rec
+from memvault.store.db.connection import write_transaction
+from memvault.store.memories.memtypes import canonical_type, maybe_type
+from memvault.store.index.lookup import find_trace
 from memvault.vault_io.atomic import NAME_MAX, atomic_move, atomic_write, fit_name, free_path, fsync_dir
 from memvault.vault_io.fm_edit import edit_frontmatter
 from memvault.vault_io.memory_note import MemoryDoc, memory_filename, render_memory
 from memvault.vault_io.note import content_hash
 
-from .app import Vault
-from .classify import content_key
+from memvault.store.memory_store import Vault
+from memvault.store.index.classify import content_key
 
 #: Strength a new memory starts with (0-1); recall nudges it up over time.
 DEFAULT_STRENGTH = 0.5

@@ -18,16 +18,16 @@ from typing import TYPE_CHECKING, Any
 
 import apsw
 from memvault.store import location
-from memvault.store import vectors as vec
-from memvault.store.embed import ModelUnavailable, load_embedder, resolve_model
-from memvault.store.search import Filters, Hit, keyword_search
+from memvault.store.embedding import vectors as vec
+from memvault.store.embedding.model import ModelUnavailable, load_embedder, resolve_model
+from memvault.store.retrieval.keyword import Filters, Hit, keyword_search
 from memvault.vault_io.uri import obsidian_uri
 
 if TYPE_CHECKING:
-    from memvault.store.embed import Embedder
-    from memvault.store.rank import RankParams
+    from memvault.store.embedding.model import Embedder
+    from memvault.store.retrieval.rank import RankParams
 
-    from .app import Vault
+    from memvault.store.memory_store import Vault
 
 MODES = ("keyword", "semantic", "hybrid")
 #: Trace kinds each scope covers (empty: every kind).
@@ -41,7 +41,7 @@ SCOPE_KINDS: dict[str, tuple[str, ...]] = {
 
 def rank_params(vault: "Vault") -> "RankParams":
     """Ranking knobs from the vault's configuration."""
-    from memvault.store.rank import RankParams
+    from memvault.store.retrieval.rank import RankParams
 
     c = vault.config
     return RankParams(
@@ -169,13 +169,13 @@ class Retriever:
             if explain:
                 self._explain_keyword(query, raw, filters, hits)
         if record:
-            from memvault.store.recall import record_recall
+            from memvault.store.retrieval.recall import record_recall
 
             record_recall(self.con, [h.id for h in hits if h.kind in ("memory", "fact")])
         return {"mode": chosen, "hits": [self._hit_dict(h, explain) for h in hits], "notices": notices}
 
     def _ranked_hits(self, query: str, mode: str, filters: Filters, limit: int, explain: bool) -> list[Hit]:
-        from memvault.store.rank import to_hits
+        from memvault.store.retrieval.rank import to_hits
 
         cands = self._rank(query, mode, filters, limit)
         return to_hits(self.con, cands, explain, mode)
@@ -185,7 +185,7 @@ class Retriever:
         unavailable): rank and BM25, nothing else. Keyword mode is BM25 order
         alone; no similarity, graph, recency or strength takes part, and the
         explanation says so rather than show neutral factors."""
-        from memvault.store.search import TITLE_TAGS, fts_top, natural_match_expressions
+        from memvault.store.retrieval.keyword import TITLE_TAGS, fts_top, natural_match_expressions
 
         match = "raw"
         if not raw and hits:
@@ -201,7 +201,7 @@ class Retriever:
             }
 
     def _rank(self, query: str, mode: str, filters: Filters, limit: int) -> list[Any]:
-        from memvault.store.rank import rank
+        from memvault.store.retrieval.rank import rank
 
         qvec = self.embedder().embed_query(query) if query.strip() else None
         matrix = self.matrix()
@@ -215,7 +215,7 @@ class Retriever:
     def _hit_dict(self, h: Hit, explain: bool) -> dict[str, Any]:
         anchor = None
         if h.kind == "fact":
-            from memvault.store.facts import fact_anchor  # only facts need it
+            from memvault.store.facts.rows import fact_anchor  # only facts need it
 
             anchor = fact_anchor(self.con, h.id)
         uri = obsidian_uri(self.vault.name, h.path, anchor.anchor if anchor else None) if h.path else None
@@ -236,7 +236,7 @@ class Retriever:
 
     def context(self, message: str, *, budget: int | None = None, scope: str = "memories", record: bool = True) -> dict[str, Any]:
         """The recall block for ``message``: ``{"text", "tokens", "budget", "items", "notices"}``."""
-        from memvault.store.recall import (
+        from memvault.store.retrieval.recall import (
             assemble,
             block_tokens,
             identity_items,
@@ -272,8 +272,8 @@ class Retriever:
     def _keyword_context(self, message: str, filters: Filters) -> list[tuple[str, float]]:
         """Relevant memories by words alone (no vectors): the hybrid keyword
         lists without stop words, by BM25, each sharing at least half the
-        message's content words (:func:`~memvault.store.rank.keyword_recall`)."""
-        from memvault.store.rank import keyword_recall
+        message's content words (:func:`~memvault.store.retrieval.rank.keyword_recall`)."""
+        from memvault.store.retrieval.rank import keyword_recall
 
         return [(c.id, round(c.bm25 or 0.0, 6)) for c in keyword_recall(self.con, message, filters, 20)]
 

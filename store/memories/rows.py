@@ -14,7 +14,7 @@ from dataclasses import dataclass, replace
 
 import apsw
 
-from . import records as rec
+from memvault.store.db import records as rec
 
 
 @dataclass

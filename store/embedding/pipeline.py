@@ -30,9 +30,9 @@ from typing import TYPE_CHECKING, Any
 
 import apsw
 from memvault.store import location
-from memvault.store import vectors as vec
-from memvault.store.db import connect
-from memvault.store.embed import (
+from memvault.store.embedding import vectors as vec
+from memvault.store.db.connection import connect
+from memvault.store.embedding.model import (
     Embedder,
     ModelSpec,
     ModelUnavailable,
@@ -42,7 +42,7 @@ from memvault.store.embed import (
 )
 
 if TYPE_CHECKING:
-    from .app import Vault
+    from memvault.store.memory_store import Vault
 
 log = logging.getLogger("memvault.embedding")
 

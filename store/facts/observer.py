@@ -1,7 +1,7 @@
 """Keeping facts in step with their source notes.
 
 :class:`FactObserver` is an indexer observer (see
-:class:`~memvault.daemon.indexer.NoteObserver`): after every reconcile it is
+:class:`~memvault.store.index.reconcile.NoteObserver`): after every reconcile it is
 told which notes were (re)indexed and which disappeared, and brings the
 facts of each memory source up to date. ``memvault sync`` and the daemon both
 go through it.
@@ -44,9 +44,9 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import apsw
-from memvault.store import facts as sf
-from memvault.store import records as rec
-from memvault.store.db import write_transaction
+from memvault.store.facts import rows as sf
+from memvault.store.db import records as rec
+from memvault.store.db.connection import write_transaction
 from memvault.vault_io.facts import Extraction, extract_facts, source_uri
 from memvault.vault_io.frontmatter import key_lines as fm_key_lines
 from memvault.vault_io.frontmatter import split_frontmatter
@@ -55,8 +55,8 @@ from memvault.vault_io.parser import parse_note
 from memvault.vault_io.resolve import path_key
 from memvault.vault_io.sources import SourceMarks, matching_glob, source_marks
 
-from .config import Config
-from .fact_sync import FactLinks, fact_title, sync_source_facts
+from memvault.store.settings import Config
+from memvault.store.facts.reextract import FactLinks, fact_title, sync_source_facts
 
 log = logging.getLogger(__name__)
 
@@ -96,7 +96,7 @@ class FactObserver:
         #: queued there instead of run inline.
         self.defer: Defer | None = None
         if self.extractor_name == "llm":
-            from .llm_extract import LLMExtractor
+            from memvault.store.facts.llm_extract import LLMExtractor
 
             self.llm = LLMExtractor.from_config(config)
 
@@ -183,7 +183,7 @@ class FactObserver:
             except OSError:
                 pass
         if self.llm is not None:
-            from .llm_extract import LLMCancelled
+            from memvault.store.facts.llm_extract import LLMCancelled
 
             if state and state.hash == note.hash and state.extractor == "llm":
                 # Only the path changed: keep the facts, do not ask the model again.

@@ -18,8 +18,8 @@ from pathlib import Path
 
 import apsw
 
-from . import migrations
-from .location import ensure_private_dir
+from memvault.store.db import index_schema as migrations
+from memvault.store.location import ensure_private_dir
 
 #: How long a connection waits for another writer before giving up.
 BUSY_TIMEOUT_MS = 10_000

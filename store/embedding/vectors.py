@@ -25,8 +25,8 @@ from typing import TYPE_CHECKING, Any
 
 import apsw
 
-from .db import BUSY_TIMEOUT_MS, journal_mode_wal, private_file, write_transaction
-from .records import get_meta, now_iso, set_meta
+from memvault.store.db.connection import BUSY_TIMEOUT_MS, journal_mode_wal, private_file, write_transaction
+from memvault.store.db.records import get_meta, now_iso, set_meta
 
 if TYPE_CHECKING:
     import numpy as np
@@ -200,7 +200,7 @@ def rechunk(con: apsw.Connection, rowids: Sequence[int]) -> int:
     """Chunk the queued traces ``rowids`` and take them off the queue, in one
     write transaction; a trace whose chunks did not change is left alone (no
     generation bump). Returns the number of traces whose chunks changed."""
-    from .chunk import chunk_trace
+    from memvault.store.embedding.chunk import chunk_trace
 
     if not rowids:
         return 0
@@ -261,7 +261,7 @@ def pending_chunks(con: apsw.Connection, cache: apsw.Connection, model: str) -> 
 def chunk_texts(con: apsw.Connection, ids: Sequence[int]) -> dict[int, tuple[bytes, str]]:
     """(stored hash, rebuilt text) of chunks ``ids``; a chunk whose trace changed
     since it was cut rebuilds to another text, which the caller detects by hash."""
-    from .chunk import chunk_text
+    from memvault.store.embedding.chunk import chunk_text
 
     if not ids:
         return {}

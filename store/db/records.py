@@ -1,7 +1,7 @@
 """Reading and writing the rows of the index: files, traces, tags, edges.
 
 These functions run inside a transaction the caller opened with
-:func:`memvault.store.db.write_transaction`; none of them commits. They
+:func:`memvault.store.db.connection.write_transaction`; none of them commits. They
 treat paths as opaque strings: the store never looks at the vault itself.
 """
 

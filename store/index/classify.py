@@ -20,8 +20,8 @@ import re
 from collections.abc import Sequence
 from datetime import datetime, timezone
 
-from memvault.store import records as rec
-from memvault.store.memtypes import NOTE_TYPE, maybe_type
+from memvault.store.db import records as rec
+from memvault.store.memories.memtypes import NOTE_TYPE, maybe_type
 from memvault.vault_io.memory_note import read_memory, related_section
 from memvault.vault_io.note import ParsedNote
 from memvault.vault_io.resolve import LinkResolver, Resolution, link_key
