@@ -231,16 +231,10 @@ def _explain_line(e: dict[str, Any]) -> str:
 def ask_daemon(vault: Any, op: str, args: dict[str, Any]) -> dict[str, Any] | None:
     """The daemon's answer to ``op``, or None when no daemon serves this vault
     (the caller then answers in-process). Errors it reports are raised here."""
-    from memvault.daemon.client import RemoteError, ask
+    from memvault.daemon.client import ask
 
-    from memvault.cli.main import _EXIT_CODES, UsageFailure
-
-    try:
-        return ask(vault.data_dir, op, args, config=vault.config.values)
-    except RemoteError as exc:
-        if _EXIT_CODES.get(exc.type) == 2:
-            raise UsageFailure(str(exc)) from None
-        raise click.ClickException(str(exc)) from None
+    # A RemoteError carries the exit code the failure has in-process.
+    return ask(vault.data_dir, op, args, config=vault.config.values)
 
 
 def _canonical_types(types: tuple[str, ...]) -> list[str]:

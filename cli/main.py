@@ -1,9 +1,10 @@
 """The ``memvault`` command: a thin Click layer over the library.
 
-Commands parse their arguments, call into ``memvault.daemon`` / ``store``,
-and print. Library errors become one clear line on stderr and an exit code:
-2 for usage problems (bad vault path, bad option, bad query syntax), 1 for
-runtime failures; never a traceback.
+Commands parse their arguments, call the vault's :class:`MemoryStore` (or
+the daemon's socket), and print. Every library error is a
+:class:`~memvault.vault_io.errors.MemvaultError` and becomes one clear line
+on stderr and its exit code: 2 for usage problems (bad vault path, bad
+option, bad query syntax), 1 for runtime failures; never a traceback.
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ import sys
 from typing import Any
 
 import click
+from memvault.vault_io.errors import MemvaultError
 
 from memvault.store.memory_store import Vault
 
@@ -24,30 +26,11 @@ class UsageFailure(click.ClickException):
     exit_code = 2
 
 
-#: Library exceptions (by module and name, so that mapping them imports
-#: nothing a command does not need) and the exit code each maps to.
-_EXIT_CODES: dict[str, int] = {
-    "memvault.store.memory_store.VaultError": 2,
-    "memvault.store.settings.ConfigError": 2,
-    "memvault.store.retrieval.keyword.QuerySyntaxError": 2,
-    "memvault.store.memories.memtypes.UnknownTypeError": 2,
-    "memvault.store.memory_store.NoIndexError": 1,
-    "memvault.store.db.connection.IndexError_": 1,
-    "memvault.store.memories.mirror.MemoryOpError": 1,
-    "memvault.store.index.reconcile.VaultMissingError": 1,
-    "memvault.daemon.serve.ServerRunningError": 1,
-    "memvault.store.facts.source_notes.SourcePathError": 2,
-    "memvault.store.facts.source_notes.SourceError": 1,
-}
-
-
-def exit_code_for(exc: BaseException) -> int | None:
-    """The exit code for a known library error, None for anything else (a bug)."""
-    for cls in type(exc).__mro__:
-        code = _EXIT_CODES.get(f"{cls.__module__}.{cls.__qualname__}")
-        if code is not None:
-            return code
-    return None
+def as_click_error(exc: MemvaultError) -> click.ClickException:
+    """One line on stderr and the error's own exit code (1 runtime, 2 usage)."""
+    error = click.ClickException(str(exc))
+    error.exit_code = exc.exit_code
+    return error
 
 
 #: The module that defines each command. A command imports only its own
@@ -78,13 +61,8 @@ class MemvaultGroup(click.Group):
     def invoke(self, ctx: click.Context) -> Any:
         try:
             return super().invoke(ctx)
-        except click.ClickException:
-            raise
-        except Exception as exc:
-            code = exit_code_for(exc)
-            if code is None:
-                raise
-            raise (UsageFailure(str(exc)) if code == 2 else click.ClickException(str(exc))) from None
+        except MemvaultError as exc:
+            raise as_click_error(exc) from None
 
 
 class AppContext:

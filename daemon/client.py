@@ -27,8 +27,10 @@ from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
+from memvault.vault_io.errors import MemvaultError
+
 SOCKET_NAME = "query.sock"
-PROTOCOL = 1
+PROTOCOL = 2
 #: Longest reply accepted (a page of hits with snippets is a few KB).
 MAX_REPLY = 16 * 1024 * 1024
 #: Connecting to a live local server takes microseconds; a stale socket
@@ -43,12 +45,13 @@ ANSWER_KEYS = ("embedding.model", "recall.")
 _MAX_SUN_PATH = 100
 
 
-class RemoteError(Exception):
-    """The daemon ran the request and it failed the way it would in-process."""
+class RemoteError(MemvaultError):
+    """The daemon ran the request and it failed the way it would in-process;
+    it carries that failure's exit code."""
 
-    def __init__(self, message: str, type_: str) -> None:
+    def __init__(self, message: str, exit_code: int) -> None:
         super().__init__(message)
-        self.type = type_
+        self.exit_code = exit_code
 
 
 def socket_path(data_dir: Path) -> Path:
@@ -131,6 +134,6 @@ def ask(
     if reply.get("ok") is True and isinstance(reply.get("result"), dict):
         return reply["result"]
     error = reply.get("error")
-    if isinstance(error, dict) and error.get("type") and error.get("type") != "internal":
-        raise RemoteError(str(error.get("message", "")), str(error["type"]))
+    if isinstance(error, dict) and error.get("code") in (1, 2):
+        raise RemoteError(str(error.get("message", "")), int(error["code"]))
     return None

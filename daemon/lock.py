@@ -9,6 +9,8 @@ while another process opens it lets two processes each "hold" a lock.
 
 from __future__ import annotations
 
+from memvault.vault_io.errors import MemvaultError
+
 import fcntl
 import json
 import os
@@ -31,7 +33,7 @@ class Holder:
     vault: str | None = None
 
 
-class DaemonRunningError(Exception):
+class DaemonRunningError(MemvaultError):
     """Another daemon already holds the lock for this vault."""
 
     def __init__(self, vault: Path, holder: Holder) -> None:

@@ -18,6 +18,8 @@ a time.
 
 from __future__ import annotations
 
+from memvault.vault_io.errors import MemvaultError
+
 import json
 import logging
 import os
@@ -53,7 +55,7 @@ _SEARCH_ARGS = {
 _CONTEXT_ARGS = {"message", "budget", "scope", "record"}
 
 
-class ServerRunningError(Exception):
+class ServerRunningError(MemvaultError):
     """Another query server already listens on this vault's socket."""
 
 
@@ -188,7 +190,7 @@ class QueryServer:
                 except OSError:
                     return
                 if line is None:
-                    self._reply(conn, {"ok": False, "error": {"type": "internal", "message": "request too large or incomplete"}})
+                    self._reply(conn, _internal("request too large or incomplete"))
                     return
                 self._reply(conn, self.answer(line))
         finally:
@@ -226,17 +228,19 @@ class QueryServer:
                 result = r.search(**args) if req["op"] == "search" else r.context(**args)
             except TypeError as exc:
                 return _internal(f"bad arguments: {exc}")
+            except MemvaultError as exc:
+                # Failed the way it would in-process: the client exits with this code.
+                return {"ok": False, "error": {"code": exc.exit_code, "message": str(exc)}}
             except Exception as exc:
-                name = f"{type(exc).__module__}.{type(exc).__qualname__}"
-                if name.startswith("memvault."):
-                    return {"ok": False, "error": {"type": name, "message": str(exc)}}
                 log.exception("query failed")
                 return _internal(str(exc))
         return {"ok": True, "result": result}
 
 
 def _internal(message: str) -> dict[str, Any]:
-    return {"ok": False, "error": {"type": "internal", "message": message}}
+    """A reply that makes the client answer in-process (a fault of this
+    server, or a request it does not understand)."""
+    return {"ok": False, "internal": True, "message": message}
 
 
 def _same_user(conn: socket.socket) -> bool:

@@ -12,6 +12,8 @@ to run are returned instead: writing the file is the part memvault owns.
 
 from __future__ import annotations
 
+from memvault.vault_io.errors import MemvaultError
+
 import os
 import shutil
 import subprocess
@@ -60,7 +62,7 @@ WantedBy=default.target
 CARRIED_ENV = ("MEMVAULT_HOME", "MEMVAULT_CONFIG")
 
 
-class ServiceError(Exception):
+class ServiceError(MemvaultError):
     """The unit cannot be rendered or written."""
 
 

@@ -22,6 +22,8 @@ not to hand over a path before the editor that is writing it has finished:
 
 from __future__ import annotations
 
+from memvault.vault_io.errors import MemvaultError
+
 import errno
 import logging
 import os
@@ -232,7 +234,7 @@ class OverflowListener(logging.Handler):
 # -- observers -------------------------------------------------------------
 
 
-class WatchLimitError(Exception):
+class WatchLimitError(MemvaultError):
     """inotify cannot watch every folder of the vault."""
 
 

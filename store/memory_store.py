@@ -6,6 +6,8 @@ lives, opens it lazily, and hands out the indexer.
 
 from __future__ import annotations
 
+from memvault.vault_io.errors import MemvaultError, UsageError
+
 import os
 from collections.abc import Callable
 from functools import cached_property
@@ -14,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 import apsw
 from memvault.store import location
-from memvault.store.db.connection import IndexError_, connect
+from memvault.store.db.connection import IndexDatabaseError, connect
 
 from memvault.store.settings import Config, load_config
 
@@ -22,11 +24,11 @@ if TYPE_CHECKING:
     from memvault.store.index.reconcile import Indexer
 
 
-class VaultError(Exception):
+class VaultError(UsageError):
     """The vault cannot be used (missing, not a folder, unreadable)."""
 
 
-class NoIndexError(Exception):
+class NoIndexError(MemvaultError):
     """A read-only command ran before the vault was ever indexed."""
 
 
@@ -104,7 +106,7 @@ class Vault:
             )
         try:
             return self.con
-        except IndexError_ as exc:
+        except IndexDatabaseError as exc:
             raise NoIndexError(str(exc)) from exc
 
     def indexer(self, *, refresh_globs: bool = True) -> "Indexer":

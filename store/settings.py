@@ -11,6 +11,8 @@ Environment variables are named after the key: ``MEMVAULT_VAULT``,
 
 from __future__ import annotations
 
+from memvault.vault_io.errors import UsageError
+
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -19,7 +21,7 @@ from typing import Any
 from memvault.store.location import user_dir
 
 
-class ConfigError(Exception):
+class ConfigError(UsageError):
     """The configuration cannot be used; the message names the file and key."""
 
 

@@ -94,14 +94,14 @@ def test_client_falls_back_without_a_server(own_vault: Path, tmp_path: Path) -> 
 
 
 def test_protocol_errors_and_limits(server: QueryServer, monkeypatch: pytest.MonkeyPatch) -> None:
-    assert server.answer(b"not json")["error"]["type"] == "internal"
+    assert server.answer(b"not json")["internal"] is True
     assert server.answer(json.dumps({"v": 99, "op": "search"}).encode())["ok"] is False
-    assert server.answer(json.dumps({"v": 1, "op": "drop tables"}).encode())["ok"] is False
-    bad = {"v": 1, "op": "search", "args": {"query": "x", "evil": 1}}
-    assert server.answer(json.dumps(bad).encode())["error"]["message"] == "bad arguments"
-    assert server.answer(json.dumps({"v": 1, "op": "ping"}).encode())["ok"] is True
+    assert server.answer(json.dumps({"v": client.PROTOCOL, "op": "drop tables"}).encode())["ok"] is False
+    bad = {"v": client.PROTOCOL, "op": "search", "args": {"query": "x", "evil": 1}}
+    assert server.answer(json.dumps(bad).encode())["message"] == "bad arguments"
+    assert server.answer(json.dumps({"v": client.PROTOCOL, "op": "ping"}).encode())["ok"] is True
     # a different configuration gets no answer: the client computes its own
-    other = {"v": 1, "op": "search", "args": {"query": "x"}, "config": "0" * 16}
+    other = {"v": client.PROTOCOL, "op": "search", "args": {"query": "x"}, "config": "0" * 16}
     assert server.answer(json.dumps(other).encode()) == {"ok": False, "fallback": True}
     # oversized request: refused without reading it all
     with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as s:
@@ -130,7 +130,7 @@ def test_silent_client_times_out(own_vault: Path, monkeypatch: pytest.MonkeyPatc
 def test_library_errors_come_back_typed(server: QueryServer, own_vault: Path) -> None:
     with pytest.raises(client.RemoteError) as err:
         client.ask(server.vault.data_dir, "search", {"query": '"unbalanced', "raw": True}, config=server.vault.config.values)
-    assert err.value.type == "memvault.store.retrieval.keyword.QuerySyntaxError"
+    assert err.value.exit_code == 2
     r = CliRunner().invoke(cli, ["--vault", str(own_vault), "search", "--raw", '"unbalanced'])
     assert r.exit_code == 2 and "Traceback" not in r.output
 

@@ -10,7 +10,7 @@ import pytest
 from memvault.store import location
 from memvault.store.db import index_schema as migrations
 from memvault.store.db import records as rec
-from memvault.store.db.connection import BUSY_TIMEOUT_MS, IndexError_, connect, write_transaction
+from memvault.store.db.connection import BUSY_TIMEOUT_MS, IndexDatabaseError, connect, write_transaction
 from memvault.store.retrieval.keyword import keyword_search
 
 
@@ -55,12 +55,12 @@ def test_migrations_are_idempotent_and_newer_schema_refused(tmp_path: Path) -> N
     assert migrations.user_version(c) == len(migrations.MIGRATIONS)
     c.execute(f"PRAGMA user_version={len(migrations.MIGRATIONS) + 1}")
     c.close()
-    with pytest.raises(IndexError_, match="newer"):
+    with pytest.raises(IndexDatabaseError, match="newer"):
         connect(path)
 
 
 def test_connect_without_create_refuses_missing(tmp_path: Path) -> None:
-    with pytest.raises(IndexError_):
+    with pytest.raises(IndexDatabaseError):
         connect(tmp_path / "nope.db", create=False)
 
 

@@ -13,6 +13,8 @@ values, so ``ParsedNote.frontmatter`` can always be stored as JSON.
 
 from __future__ import annotations
 
+from memvault.vault_io.errors import MemvaultError
+
 import base64
 import datetime as _dt
 import math
@@ -46,7 +48,7 @@ _SPLIT_TAGS_RE = re.compile(r"[,\s]+")
 _COMPACT_RE = re.compile(r"(?:[ \t]*[-?](?:[ \t]+|$))*")
 
 
-class FrontmatterError(Exception):
+class FrontmatterError(MemvaultError):
     """Front-matter that cannot be used; the message says why (and where)."""
 
 

@@ -6,13 +6,15 @@ beyond what :func:`read_note` reads, and nothing here knows about SQLite.
 
 from __future__ import annotations
 
+from memvault.vault_io.errors import MemvaultError
+
 import hashlib
 from dataclasses import dataclass
 from pathlib import PurePosixPath
 from typing import Any
 
 
-class NoteReadError(Exception):
+class NoteReadError(MemvaultError):
     """A note that cannot be indexed at all (not UTF-8, too large, unreadable).
 
     The message names the file; the sync keeps any earlier index entry.

@@ -19,6 +19,8 @@ Marking and unmarking edit one front-matter key with
 
 from __future__ import annotations
 
+from memvault.vault_io.errors import MemvaultError
+
 import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
@@ -36,7 +38,7 @@ _TRUE = {"true", "yes", "on", "1"}
 _EMPTY_BLOCK_RE = re.compile(r"(\ufeff?)(---[ \t]*\r?\n---[ \t]*(?:\r?\n|\Z))")
 
 
-class MarkError(Exception):
+class MarkError(MemvaultError):
     """A note that cannot be marked or unmarked by editing its front-matter."""
 
 

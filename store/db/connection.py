@@ -10,6 +10,8 @@ busy timeout instead of failing half-way with ``SQLITE_BUSY`` on upgrade.
 
 from __future__ import annotations
 
+from memvault.vault_io.errors import MemvaultError
+
 import contextlib
 import os
 import time
@@ -25,7 +27,7 @@ from memvault.store.location import ensure_private_dir
 BUSY_TIMEOUT_MS = 10_000
 
 
-class IndexError_(Exception):
+class IndexDatabaseError(MemvaultError):
     """A problem with the index database itself (missing, unreadable, corrupt)."""
 
 
@@ -115,14 +117,14 @@ def private_file(path: Path) -> None:
 def connect(path: Path | str, *, create: bool = True) -> apsw.Connection:
     """Open (and if needed create and migrate) the index at ``path``.
 
-    With ``create=False`` a missing database raises :class:`IndexError_`
+    With ``create=False`` a missing database raises :class:`IndexDatabaseError`
     instead of creating an empty one, for read-only commands.
     """
     path = Path(path)
     if create:
         private_file(path)
     elif not path.exists():
-        raise IndexError_(f"no index at {path}")
+        raise IndexDatabaseError(f"no index at {path}")
     try:
         con = apsw.Connection(str(path))
         _busy_timeout(con)
@@ -134,7 +136,7 @@ def connect(path: Path | str, *, create: bool = True) -> apsw.Connection:
         _no_double_quoted_strings(con)
         migrations.migrate(con)
     except apsw.Error as exc:
-        raise IndexError_(f"cannot open index {path}: {exc}") from exc
+        raise IndexDatabaseError(f"cannot open index {path}: {exc}") from exc
     return con
 
 

@@ -18,6 +18,8 @@ them: keyword search imports this module's light half only.
 
 from __future__ import annotations
 
+from memvault.vault_io.errors import MemvaultError
+
 import hashlib
 import json
 import os
@@ -59,7 +61,7 @@ DEFAULT_ONNX_SHA256 = "8199be6f699a395f99f89df973f9dc5285fbcfcdb2ae1a4e1201dab01
 DEFAULT_ONNX_SIZE = 22_928_619
 
 
-class ModelUnavailable(Exception):
+class ModelUnavailable(MemvaultError):
     """The configured embedding model cannot be loaded here and now (not pulled,
     corrupted, or vectors turned off); semantic search is skipped."""
 

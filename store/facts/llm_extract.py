@@ -28,6 +28,8 @@ credentials never leave the machine.
 
 from __future__ import annotations
 
+from memvault.vault_io.errors import MemvaultError
+
 import http.client
 import json
 import os
@@ -90,7 +92,7 @@ _WORDS_RE = re.compile(r"[^\W_]+")
 _TOPIC_RE = re.compile(r"[^\w/-]+")
 
 
-class LLMError(Exception):
+class LLMError(MemvaultError):
     """The llm extractor could not produce facts for a note (the caller falls back)."""
 
 

@@ -14,6 +14,8 @@ the note, or change the glob in the config.
 
 from __future__ import annotations
 
+from memvault.vault_io.errors import MemvaultError, UsageError
+
 import posixpath
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -36,11 +38,11 @@ from memvault.vault_io.sources import (
 from memvault.store.memory_store import Vault
 
 
-class SourceError(Exception):
+class SourceError(MemvaultError):
     """A source operation that cannot be done (runtime problem, exit code 1)."""
 
 
-class SourcePathError(Exception):
+class SourcePathError(UsageError):
     """A PATH argument that does not name a note of the vault (exit code 2)."""
 
 

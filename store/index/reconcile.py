@@ -12,6 +12,8 @@ the vault whose targets appeared or disappeared.
 
 from __future__ import annotations
 
+from memvault.vault_io.errors import MemvaultError
+
 import hashlib
 import time
 from collections.abc import Callable, Iterable, Sequence
@@ -53,7 +55,7 @@ WAL_AUTOCHECKPOINT = 1000
 Progress = Callable[[int, int], None]
 
 
-class VaultMissingError(Exception):
+class VaultMissingError(MemvaultError):
     """The vault folder is gone; nothing was changed in the index."""
 
 

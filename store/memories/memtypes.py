@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from memvault.vault_io.errors import UsageError
+
 #: The canonical memory types, in the order they are shown.
 MEMORY_TYPES: tuple[str, ...] = ("identity", "semantic", "episodic", "procedural", "prospective")
 
@@ -29,7 +31,7 @@ _ALIASES: dict[str, str] = {
 }
 
 
-class UnknownTypeError(ValueError):
+class UnknownTypeError(UsageError, ValueError):
     """A memory type that is neither canonical nor a known alias."""
 
 

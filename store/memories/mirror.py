@@ -26,6 +26,8 @@ ends with one line saying so (:class:`MemoryWriteError`), and the next
 
 from __future__ import annotations
 
+from memvault.vault_io.errors import MemvaultError
+
 import json
 import logging
 import secrets
@@ -56,7 +58,7 @@ _COUNTER_ROOM = 8
 log = logging.getLogger(__name__)
 
 
-class MemoryOpError(Exception):
+class MemoryOpError(MemvaultError):
     """A memory operation that cannot be done (unknown id, wrong state)."""
 
 

@@ -9,6 +9,8 @@ into :class:`QuerySyntaxError`.
 
 from __future__ import annotations
 
+from memvault.vault_io.errors import UsageError
+
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -31,7 +33,7 @@ MARK_START, MARK_END = "**", "**"
 _WORD = re.compile(r"[^\W_]+", re.UNICODE)
 
 
-class QuerySyntaxError(Exception):
+class QuerySyntaxError(UsageError):
     """A ``--raw`` query that FTS5 cannot parse."""
 
 
