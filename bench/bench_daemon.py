@@ -155,12 +155,12 @@ def main() -> None:
     root = copy_vault(src, tmp, "vault")
     n_notes = count_notes(root)
 
-    from memvault.store.memory_store import Vault
+    from memvault.store.memory_store import MemoryStore
 
     print(f"indexing {n_notes} notes (cold, in-process) ...", flush=True)
     t = time.perf_counter()
-    v = Vault.open(str(root))
-    v.indexer().sync()
+    v = MemoryStore.open(str(root))
+    v.sync()
     index = v.index_path
     v.close()
     cold = time.perf_counter() - t

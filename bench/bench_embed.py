@@ -58,15 +58,15 @@ def main() -> None:
 
 
 def run(work: Path, n: int, seed: int) -> dict[str, object]:
-    from memvault.store.memory_store import Vault
-    from memvault.store.embedding.pipeline import EmbeddingPipeline
     from memvault.store.embedding import vectors as vec
+    from memvault.store.embedding.pipeline import EmbeddingPipeline
+    from memvault.store.memory_store import MemoryStore
 
     root = work / "vault"
     shutil.copytree(FIXTURE / "vault", root)
-    v = Vault.open(str(root))
-    v.indexer().sync()
-    p = EmbeddingPipeline.for_vault(v, v.con)
+    v = MemoryStore.open(str(root))
+    v.sync()
+    p = EmbeddingPipeline.for_store(v, v.con)
     t = time.perf_counter()
     chunked = p.chunk_queued()
     chunk_s = time.perf_counter() - t

@@ -145,11 +145,12 @@ def source_note(i: int) -> str:
 def bench_daemon_saves(vault: Path, rel: str, saves: int, first: int) -> dict[str, Any]:
     """Save -> searchable through a running daemon (watcher + debounce)."""
     import apsw
-    from memvault.store.memory_store import Vault
+
     from memvault.daemon.runner import DaemonRunner
+    from memvault.store.memory_store import MemoryStore
     from memvault.store.retrieval.keyword import Filters, keyword_search
 
-    runner = DaemonRunner(Vault.open(str(vault)), rescan_interval=0, background=False)
+    runner = DaemonRunner(MemoryStore.open(str(vault)), rescan_interval=0, background=False)
     runner.start()
     latencies: list[float] = []
     try:
@@ -157,7 +158,7 @@ def bench_daemon_saves(vault: Path, rel: str, saves: int, first: int) -> dict[st
         while not runner.ready.wait(0.05):
             if runner.error is not None or time.monotonic() > end:
                 raise SystemExit(f"daemon did not become ready: {runner.error!r}")
-        con = apsw.Connection(str(runner.vault.index_path), flags=apsw.SQLITE_OPEN_READONLY)
+        con = apsw.Connection(str(runner.store.index_path), flags=apsw.SQLITE_OPEN_READONLY)
         try:
             for i in range(first, first + saves):
                 word = f"zqmark{i}"
@@ -181,7 +182,7 @@ def bench_daemon_saves(vault: Path, rel: str, saves: int, first: int) -> dict[st
 
 
 def bench_vault(corpus: Path, workdir: Path, saves: int, daemon_saves: int = 0) -> dict[str, Any]:
-    from memvault.store.memory_store import Vault
+    from memvault.store.memory_store import MemoryStore
     from memvault.store.retrieval.keyword import Filters, keyword_search
     from memvault.vault_io.facts import extract_facts
     from memvault.vault_io.parser import parse_note
@@ -194,8 +195,8 @@ def bench_vault(corpus: Path, workdir: Path, saves: int, daemon_saves: int = 0) 
     C.isolate_env(workdir / "home-plain")
     os.environ["MEMVAULT_EMBEDDING_MODEL"] = "none"
     t = time.perf_counter()
-    v = Vault.open(str(vault))
-    v.indexer().sync()
+    v = MemoryStore.open(str(vault))
+    v.sync()
     v.close()
     result["sync_without_sources_s"] = time.perf_counter() - t
 
@@ -218,8 +219,8 @@ def bench_vault(corpus: Path, workdir: Path, saves: int, daemon_saves: int = 0) 
     os.environ["MEMVAULT_SOURCES"] = "**"
     box: list[float] = []
     t = time.perf_counter()
-    v = Vault.open(str(vault))
-    indexer = v.indexer()
+    v = MemoryStore.open(str(vault))
+    indexer = v.reconciler
     _timed_observer(indexer, box)
     summary = indexer.sync()
     sync_s = time.perf_counter() - t
@@ -253,7 +254,7 @@ def bench_vault(corpus: Path, workdir: Path, saves: int, daemon_saves: int = 0) 
     v.close()
     if daemon_saves:
         result["daemon_save_to_searchable"] = bench_daemon_saves(vault, rel, daemon_saves, saves + 1)
-    v = Vault.open(str(vault))
+    v = MemoryStore.open(str(vault))
     versions = int(v.con.execute(
         "SELECT count(*) FROM traces t JOIN facts f ON f.trace_id = t.id JOIN fact_sources s ON s.source_id = f.source_id "
         "WHERE s.path = ? AND t.status = 'superseded'", (rel,)
@@ -316,7 +317,7 @@ def real_note(corpus: Path, lines: int, edited: bool) -> str:
 def bench_large_edit(corpus: Path, workdir: Path) -> dict[str, Any]:
     """Every fact of a big source note edited at once: re-index and pairing time."""
     from memvault.store.facts import reextract as dfacts
-    from memvault.store.memory_store import Vault
+    from memvault.store.memory_store import MemoryStore
 
     out: dict[str, Any] = {}
     cases = {
@@ -331,9 +332,9 @@ def bench_large_edit(corpus: Path, workdir: Path) -> dict[str, Any]:
         os.environ["MEMVAULT_EMBEDDING_MODEL"] = "none"
         path = root / "Big.md"
         path.write_text(before, "utf-8")
-        v = Vault.open(str(root))
+        v = MemoryStore.open(str(root))
         try:
-            indexer = v.indexer()
+            indexer = v.reconciler
             indexer.sync()
             facts_before = int(v.con.execute("SELECT count(*) FROM traces WHERE kind = 'fact'").fetchone()[0])
             box: list[float] = []

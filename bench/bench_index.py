@@ -11,7 +11,7 @@ copied to a temp folder for each benchmark run, so edits never touch it).
 
 For each vault, with a fresh private MEMVAULT_HOME (never the real one):
 
-* cold index, in-process: ``Vault.open(...).indexer().sync()`` into an empty
+* cold index, in-process: ``MemoryStore.open(...).sync()`` into an empty
   index (``--cold-runs`` times, each into a fresh home); notes/s = notes added
   / wall seconds including opening and creating the index;
 * no-change re-sync, in-process: ``Vault.open`` + ``indexer().sync()`` +
@@ -57,9 +57,9 @@ NOCHANGE_BAR_S = 1.0
 
 
 def _open_vault(path: Path):
-    from memvault.store.memory_store import Vault
+    from memvault.store.memory_store import MemoryStore
 
-    return Vault.open(str(path))
+    return MemoryStore.open(str(path))
 
 
 def _data_dir_bytes(v) -> int:
@@ -71,7 +71,7 @@ def cold_index(vault: Path, home: Path) -> dict[str, Any]:
     C.isolate_env(home)
     t0 = time.perf_counter()
     v = _open_vault(vault)
-    summary = v.indexer().sync()
+    summary = v.sync()
     elapsed = time.perf_counter() - t0
     attachments = v.con.execute("SELECT count(*) FROM files WHERE kind = 'attachment'").fetchone()[0]
     size = _data_dir_bytes(v)
@@ -94,7 +94,7 @@ def nochange_inprocess(vault: Path, runs: int) -> dict[str, Any]:
     for i in range(runs + 1):
         t0 = time.perf_counter()
         v = _open_vault(vault)
-        s = v.indexer().sync()
+        s = v.sync()
         v.close()
         elapsed = time.perf_counter() - t0
         assert not s.changed, f"no-change sync changed the index: {s.as_dict()}"
@@ -111,7 +111,7 @@ def nochange_inprocess(vault: Path, runs: int) -> dict[str, Any]:
     scans, loads = [], []
     for _ in range(runs):
         t0 = time.perf_counter()
-        scan_vault(v.root, ignore=v.config["ignore"], max_file_size=v.config["max_file_size"])
+        scan_vault(v.root, ignore=v.settings.ignore, max_file_size=v.settings.max_file_size)
         scans.append(time.perf_counter() - t0)
         t0 = time.perf_counter()
         rec.load_files(v.con)
@@ -179,7 +179,7 @@ def one_changed(vault: Path, runs: int) -> dict[str, Any]:
             f.write(f"\nedited by the benchmark: {word}\n".encode())
         t0 = time.perf_counter()
         v = _open_vault(vault)
-        s = v.indexer().sync()
+        s = v.sync()
         totals.append(time.perf_counter() - t0)
         syncs.append(s.seconds)
         assert (s.updated, s.added, s.deleted, s.moved) == (1, 0, 0, 0), s.as_dict()
@@ -192,7 +192,7 @@ def one_changed(vault: Path, runs: int) -> dict[str, Any]:
         f.write(b"\nedited by the benchmark: zqxbenchpaths\n")
     v = _open_vault(vault)
     t0 = time.perf_counter()
-    s = v.indexer().sync_paths([rel])
+    s = v.sync_paths([rel])
     sp = time.perf_counter() - t0
     assert s.updated == 1, s.as_dict()
     v.close()
@@ -215,7 +215,7 @@ def profile_runs(vault: Path, work: Path, label: str) -> dict[str, str]:
         prof = cProfile.Profile()
         prof.enable()
         v = _open_vault(vault)
-        v.indexer().sync()
+        v.sync()
         v.close()
         prof.disable()
         base = C.OUT / f"profile-index-{label}-{name}"

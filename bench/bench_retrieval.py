@@ -63,10 +63,10 @@ FIXTURE_CACHE = FIXTURE / "embeddings.db"
 def labelled_vault(work: Path, save_cache: bool = False) -> Path:
     """A copy of the labelled vault, synced and embedded (seeded from the
     shipped embedding cache; ``save_cache`` writes the cache back)."""
-    from memvault.store.memory_store import Vault
-    from memvault.store.embedding.pipeline import EmbeddingPipeline
     from memvault.store import location
     from memvault.store.embedding import vectors
+    from memvault.store.embedding.pipeline import EmbeddingPipeline
+    from memvault.store.memory_store import MemoryStore
 
     root = work / "retrieval-vault"
     if not root.exists():
@@ -74,9 +74,9 @@ def labelled_vault(work: Path, save_cache: bool = False) -> Path:
     data_dir = location.ensure_private_dir(location.vault_data_dir(root))
     if FIXTURE_CACHE.exists():
         shutil.copyfile(FIXTURE_CACHE, vectors.cache_path(data_dir))
-    v = Vault.open(str(root))
-    v.indexer().sync()
-    p = EmbeddingPipeline.for_vault(v, v.con)
+    v = MemoryStore.open(str(root))
+    v.sync()
+    p = EmbeddingPipeline.for_store(v, v.con)
     report = p.run()
     print(f"labelled vault: embedded {report.embedded} texts in {report.seconds:.1f}s")
     if save_cache:
@@ -91,11 +91,11 @@ def labelled_vault(work: Path, save_cache: bool = False) -> Path:
 
 def evaluate(root: Path, min_similarity: float | None = None) -> dict[str, Any]:
     """recall@5/@10 and MRR per mode and query set, and unrelated-query silence."""
-    from memvault.store.memory_store import Vault
+    from memvault.store.memory_store import MemoryStore
     from memvault.store.retrieval.retriever import Retriever
 
     overrides = {"recall.min_similarity": min_similarity} if min_similarity is not None else None
-    v = Vault.open(str(root), overrides)
+    v = MemoryStore.open(str(root), overrides)
     r = Retriever(v, v.read_con())
     sets = json.loads((FIXTURE / "queries.json").read_text(encoding="utf-8"))
     out: dict[str, Any] = {}
@@ -126,10 +126,10 @@ def evaluate(root: Path, min_similarity: float | None = None) -> dict[str, Any]:
 def calibrate(root: Path) -> dict[str, Any]:
     """Target similarities of paraphrase queries against the best similarity
     of unrelated ones: the floor must sit between the two."""
-    from memvault.store.memory_store import Vault
+    from memvault.store.memory_store import MemoryStore
     from memvault.store.retrieval.retriever import Retriever
 
-    v = Vault.open(str(root))
+    v = MemoryStore.open(str(root))
     r = Retriever(v, v.read_con())
     m = r.matrix()
     e = r.embedder()
@@ -179,15 +179,16 @@ def synthetic_index(work: Path, n: int, dim: int = 384, clusters: int = 256, see
     import hashlib
 
     import numpy as np
-    from memvault.store.memory_store import Vault
+
     from memvault.store.db import records as rec
-    from memvault.store.embedding import vectors as vec
     from memvault.store.db.connection import write_transaction
+    from memvault.store.embedding import vectors as vec
     from memvault.store.embedding.model import resolve_model
+    from memvault.store.memory_store import MemoryStore
 
     root = work / f"synthetic-{n}"
     root.mkdir(parents=True, exist_ok=True)
-    v = Vault.open(str(root))
+    v = MemoryStore.open(str(root))
     con = v.con
     rng = random.Random(seed)
     texts = _sample_texts(n, rng)
@@ -224,11 +225,11 @@ def synthetic_index(work: Path, n: int, dim: int = 384, clusters: int = 256, see
 
 def latency_at(work: Path, n: int, runs: int) -> dict[str, Any]:
     """In-process search latency per mode over ``n`` traces (model and matrix warm)."""
-    from memvault.store.memory_store import Vault
+    from memvault.store.memory_store import MemoryStore
     from memvault.store.retrieval.retriever import Retriever
 
     root = synthetic_index(work, n)
-    v = Vault.open(str(root))
+    v = MemoryStore.open(str(root))
     r = Retriever(v, v.read_con())
     t = time.perf_counter()
     r.warm()
@@ -253,8 +254,8 @@ def latency_at(work: Path, n: int, runs: int) -> dict[str, Any]:
 
     qv = r.embedder().embed_query(queries[0])
     parts: dict[str, list[float]] = {"embed_query": [], "matmul_topk": [], "keyword_lists": []}
-    from memvault.store.retrieval.rank import keyword_hits
     from memvault.store.retrieval.keyword import Filters
+    from memvault.store.retrieval.rank import keyword_hits
 
     for i in range(min(runs, 100)):
         q = queries[i % len(queries)]
@@ -286,8 +287,8 @@ def process_runs(root: Path, runs: int) -> dict[str, Any]:
     """``memvault search`` (hybrid, and keyword) and ``memvault context`` as
     processes, without and then with a real ``memvault daemon`` process
     serving the vault (model and vectors warm)."""
-    from memvault.store.memory_store import Vault
     from memvault.daemon.client import ask
+    from memvault.store.memory_store import MemoryStore
 
     base = [str(MEMVAULT), "--vault", str(root)]
     cmds = {
@@ -298,13 +299,13 @@ def process_runs(root: Path, runs: int) -> dict[str, Any]:
     out: dict[str, Any] = {}
     for name, cmd in cmds.items():
         out[f"{name} (no daemon)"] = _time_process(cmd, max(5, runs // 4) if name != "search keyword" else runs)
-    v = Vault.open(str(root))
+    v = MemoryStore.open(str(root))
     daemon = subprocess.Popen(base + ["daemon"], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
     try:
         deadline = time.monotonic() + 120
         probe = {"query": "warm", "mode": None, "limit": 1, "types": [], "tags": [], "path_glob": None, "raw": False,
                  "scope": "all", "include_deleted": False, "include_superseded": False, "explain": False, "record": False}
-        while ask(v.data_dir, "search", probe, config=v.config.values) is None:  # ready and warm
+        while ask(v.data_dir, "search", probe, config=v.settings.values) is None:  # ready and warm
             if daemon.poll() is not None or time.monotonic() > deadline:
                 raise RuntimeError(f"memvault daemon did not answer: {daemon.stderr.read() if daemon.stderr else ''}")
             time.sleep(0.2)

@@ -123,11 +123,11 @@ def build_queries(manifest: dict[str, Any], seed: int) -> list[Query]:
 
 def inprocess(vault: Path, queries: list[Query], rounds: int, search_fn=None, setup=None) -> dict[str, Any]:
     """Latency of ``search_fn`` (default: memvault's keyword_search) over ``queries``."""
-    from memvault.store.memory_store import Vault
+    from memvault.store.memory_store import MemoryStore
     from memvault.store.retrieval.keyword import Filters, keyword_search
 
     keyword_search = search_fn or keyword_search
-    v = Vault.open(str(vault))
+    v = MemoryStore.open(str(vault))
     con = v.read_con()
     if setup:
         setup(con)
@@ -319,11 +319,11 @@ def main(argv: list[str] | None = None) -> int:
         shutil.rmtree(home)
     C.isolate_env(home)
     info = C.machine_info()
-    from memvault.store.memory_store import Vault
+    from memvault.store.memory_store import MemoryStore
 
-    v = Vault.open(str(vault))
+    v = MemoryStore.open(str(vault))
     t0 = time.perf_counter()
-    s = v.indexer().sync()
+    s = v.sync()
     print(f"index {home}: {'built' if s.added else 'up to date'} in {time.perf_counter() - t0:.1f}s "
           f"({s.added} added)", flush=True)
     notes = v.con.execute("SELECT count(*) FROM traces").fetchone()[0]

@@ -99,9 +99,9 @@ def cold_run(vault: Path, home: Path, *, after_connect=None, batch: int | None =
              statement_profile: bool = False, step_timers: bool = False, finish=None,
              parallel_parse: int = 0) -> dict[str, Any]:
     C.isolate_env(home)
-    import memvault.store.memory_store as app
-    import memvault.store.index.reconcile as ix
     import memvault.store.db.records as rec
+    import memvault.store.index.reconcile as ix
+    import memvault.store.memory_store as app
 
     orig_connect = app.connect
     orig_batch = ix.BATCH
@@ -147,8 +147,8 @@ def cold_run(vault: Path, home: Path, *, after_connect=None, batch: int | None =
             real_parse = ix.parse_note
             ix.parse_note = lambda path, data, **k: parsed.pop(path, None) or real_parse(path, data, **k)
         try:
-            v = app.Vault.open(str(vault))
-            s = v.indexer().sync()
+            v = app.MemoryStore.open(str(vault))
+            s = v.sync()
             if finish:
                 finish(v.con)
         finally:
@@ -242,6 +242,7 @@ FTS_VARIANTS = {
 def fts_options(vault: Path, work: Path) -> dict[str, Any]:
     """Cost of FTS5 indexing alone, per configuration, on the vault's own texts."""
     import apsw
+
     from memvault.vault_io.parser import parse_note
 
     docs = []
@@ -309,9 +310,9 @@ def _bulk_finish(con) -> None:
 
 def edges_only(vault: Path, work: Path) -> dict[str, Any]:
     """Cost of writing the vault's edges alone, with and without the target indexes."""
-    from memvault.store.index import reconcile as ix
     from memvault.store.db import records as rec
     from memvault.store.db.connection import connect, write_transaction
+    from memvault.store.index import reconcile as ix
     from memvault.vault_io.parser import parse_note
     from memvault.vault_io.resolve import LinkResolver
 

@@ -124,14 +124,14 @@ def interleaved(vault: Path, queries: list, rounds: int, variants: dict) -> dict
     import statistics
     import time
 
-    from memvault.store.memory_store import Vault
+    from memvault.store.memory_store import MemoryStore
     from memvault.store.retrieval.keyword import Filters
 
     filters = [Filters(tags=q.tags, path_glob=q.path_glob) for q in queries]
     cons = {}
     vaults = []
     for name, (_fn, setup) in variants.items():
-        v = Vault.open(str(vault))
+        v = MemoryStore.open(str(vault))
         vaults.append(v)
         con = v.read_con()
         if setup:

@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import click
 
-from memvault.cli.main import AppContext, cli, emit_json, pass_app
+from memvault.cli.main import AppContext, cli, emit_json, json_option, pass_app
 
 
 @cli.command("config")
-@click.option("--json", "as_json", is_flag=True, help="One JSON object per setting.")
+@json_option
 @pass_app
 def config_cmd(app: AppContext, as_json: bool) -> None:
     """List every configuration key with its effective value, origin and meaning.
@@ -16,14 +16,14 @@ def config_cmd(app: AppContext, as_json: bool) -> None:
     Values come from, highest first: command-line flags, MEMVAULT_* environment
     variables, the config file, the defaults.
     """
-    from memvault.store.settings import KEYS, load_config
+    from memvault.store.settings import KEYS, load_settings
 
-    config = load_config({"vault": app.vault_arg})
+    config = load_settings({"vault": app.vault_arg})
     if not as_json:
         exists = "" if config.file.exists() else " (does not exist; defaults apply)"
         click.echo(f"config file: {config.file}{exists}\n")
     for key in KEYS:
-        value, origin = config[key.name], config.origins[key.name]
+        value, origin = config.values[key.name], config.origins[key.name]
         if as_json:
             emit_json({"key": key.name, "value": value, "default": key.default, "origin": origin,
                        "env": key.env, "doc": key.doc})

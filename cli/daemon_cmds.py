@@ -12,7 +12,7 @@ from typing import Any
 
 import click
 
-from memvault.cli.main import AppContext, cli, emit_json, pass_app, warn
+from memvault.cli.main import AppContext, cli, emit_json, json_option, pass_app, warn
 
 # Priority prefixes journald understands on a service's stderr (sd-daemon(3)).
 _JOURNAL_PRIORITY = {logging.DEBUG: 7, logging.INFO: 6, logging.WARNING: 4, logging.ERROR: 3, logging.CRITICAL: 2}
@@ -62,7 +62,7 @@ def daemon(app: AppContext, debounce_ms: int | None, rescan_interval: int | None
     from memvault.daemon.runner import DaemonRunner
 
     setup_logging(verbose)
-    runner = DaemonRunner(app.vault, debounce_ms=debounce_ms, rescan_interval=rescan_interval, polling=poll)
+    runner = DaemonRunner(app.store, debounce_ms=debounce_ms, rescan_interval=rescan_interval, polling=poll)
 
     def on_signal(signum: int, _frame: Any) -> None:
         logging.getLogger("memvault.daemon").info("received %s; stopping", signal.Signals(signum).name)
@@ -72,15 +72,15 @@ def daemon(app: AppContext, debounce_ms: int | None, rescan_interval: int | None
     signal.signal(signal.SIGINT, on_signal)
     try:
         runner.run()
-    except DaemonRunningError as exc:
-        raise click.ClickException(str(exc)) from None
+    except DaemonRunningError:
+        raise
     except Exception as exc:
         logging.getLogger("memvault.daemon").error("memvault daemon failed", exc_info=True)
         raise click.ClickException(f"memvault daemon failed: {exc}") from None
 
 
 @cli.command()
-@click.option("--json", "as_json", is_flag=True, help="Print the status as one JSON object.")
+@json_option
 @pass_app
 def status(app: AppContext, as_json: bool) -> None:
     """Whether a daemon serves this vault, its queue and last sync, and index counts.
@@ -88,11 +88,11 @@ def status(app: AppContext, as_json: bool) -> None:
     Works from memvault's data dir alone, so it also reports while the vault
     folder is missing (an unmounted disk) and a daemon waits for it.
     """
-    from memvault.store.memory_store import VaultError
     from memvault.daemon.status import vault_status, vault_without_folder
+    from memvault.store.memory_store import VaultError
 
     try:
-        data = vault_status(app.vault)
+        data = vault_status(app.store)
     except VaultError:
         vault = vault_without_folder(app.vault_arg)
         if vault is None:  # not a vault memvault knows: the usage error stands
@@ -128,16 +128,26 @@ def status(app: AppContext, as_json: bool) -> None:
     click.echo(f"{'conflicts:':12} {len(open_list)} open ({data['conflicts']} recorded)")
     for item in open_list:
         click.echo(f"  {item['note']}: {item['detail']}; store version in {item['conflict_note']}")
-    emb = data.get("embedding")
-    if emb:
-        last = emb.get("last_run") or {}
-        state = "model unavailable: " + emb["unavailable"] if emb.get("unavailable") else (
-            "idle" if emb.get("idle") else f"embedding ({last.get('pending', '?')} pending)")
-        click.echo(f"{'embedding:':12} {state}")
+    _print_services(data.get("services") or {})
     click.echo(
         f"{'index:':12} {index['notes']} notes, {index['attachments']} attachments, {index['traces']} traces, "
         f"{index['edges']} edges, {index['parse_errors']} parse errors"
     )
+
+
+def _print_services(services: dict[str, Any]) -> None:
+    """One line per background service: its state, and what it is doing."""
+    for name, s in services.items():
+        state = s.get("state") or "?"
+        if name == "embedding" and state == "running":
+            last = s.get("last_run") or {}
+            if s.get("unavailable"):
+                state = "model unavailable: " + s["unavailable"]
+            else:
+                state = "idle" if s.get("idle") else f"embedding ({last.get('pending', '?')} pending)"
+        elif name == "llm_facts" and state == "running":
+            state = f"running, {s.get('queued', 0)} queued"
+        click.echo(f"{name + ':':12} {state}")
 
 
 @cli.group()
@@ -168,19 +178,14 @@ def service_install(app: AppContext, enable: bool, exe: Path | None) -> None:
     cannot reach your user manager: it then prints the commands to run.
     """
     from memvault.daemon import systemd as svc
+    from memvault.store.location import data_home
 
-    vault = app.vault
-    try:
-        exe_path = exe.absolute() if exe else svc.memvault_executable()
-        # The whole data dir, not only this vault's folder: the embedding
-        # model is unpacked and verified under it on first use.
-        from memvault.store.location import data_home
-
-        network = vault.config["extractor"] == "llm"  # the llm extractor calls an HTTP endpoint
-        outcome = svc.install(exe_path, vault.root, data_home(), enable=enable, network=network)
-    except svc.ServiceError as exc:
-        raise click.ClickException(str(exc)) from None
-    _print_outcome(outcome)
+    store = app.store
+    exe_path = exe.absolute() if exe else svc.memvault_executable()
+    # The whole data dir, not only this vault's folder: the embedding
+    # model is unpacked and verified under it on first use.
+    network = store.settings.extractor == "llm"  # the llm extractor calls an HTTP endpoint
+    _print_outcome(svc.install(exe_path, store.root, data_home(), enable=enable, network=network))
 
 
 @service.command("uninstall")
@@ -188,8 +193,4 @@ def service_uninstall() -> None:
     """Stop and disable the service and remove its unit file."""
     from memvault.daemon import systemd as svc
 
-    try:
-        outcome = svc.uninstall()
-    except svc.ServiceError as exc:
-        raise click.ClickException(str(exc)) from None
-    _print_outcome(outcome)
+    _print_outcome(svc.uninstall())

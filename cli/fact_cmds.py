@@ -2,17 +2,9 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 import click
 
-from memvault.cli.main import AppContext, cli, emit_json, pass_app, warn
-
-
-def _sources(app: AppContext) -> Any:
-    from memvault.store.facts.source_notes import Sources
-
-    return Sources(app.vault)
+from memvault.cli.main import AppContext, cli, emit_json, json_option, pass_app, warn
 
 
 @cli.group()
@@ -28,11 +20,11 @@ def source() -> None:
 
 @source.command("add")
 @click.argument("paths", nargs=-1, required=True, metavar="PATH...")
-@click.option("--json", "as_json", is_flag=True, help="One JSON object per note.")
+@json_option
 @pass_app
 def source_add(app: AppContext, paths: tuple[str, ...], as_json: bool) -> None:
     """Add `memory: source` to each note's front-matter and extract its facts."""
-    results, warnings = _sources(app).add(list(paths))
+    results, warnings = app.store.source_add(paths)
     for r in results:
         if as_json:
             emit_json(r.as_dict())
@@ -46,7 +38,7 @@ def source_add(app: AppContext, paths: tuple[str, ...], as_json: bool) -> None:
 
 @source.command("remove")
 @click.argument("paths", nargs=-1, required=True, metavar="PATH...")
-@click.option("--json", "as_json", is_flag=True, help="One JSON object per note.")
+@json_option
 @pass_app
 def source_remove(app: AppContext, paths: tuple[str, ...], as_json: bool) -> None:
     """Remove `memory: source` from each note; its facts are retired (kept as superseded).
@@ -55,7 +47,7 @@ def source_remove(app: AppContext, paths: tuple[str, ...], as_json: bool) -> Non
     alone and the command exits with status 1: remove the tag, or change
     the glob.
     """
-    results, warnings = _sources(app).remove(list(paths))
+    results, warnings = app.store.source_remove(paths)
     refused = False
     for r in results:
         if as_json:
@@ -76,11 +68,11 @@ def source_remove(app: AppContext, paths: tuple[str, ...], as_json: bool) -> Non
 
 
 @source.command("list")
-@click.option("--json", "as_json", is_flag=True, help="One JSON object per source note.")
+@json_option
 @pass_app
 def source_list(app: AppContext, as_json: bool) -> None:
     """List the memory sources in the index, how each is marked, and its fact count."""
-    rows = _sources(app).list()
+    rows = app.store.source_list()
     for row in rows:
         if as_json:
             emit_json(row)
@@ -95,11 +87,11 @@ def source_list(app: AppContext, as_json: bool) -> None:
 @cli.command()
 @click.argument("path", metavar="PATH")
 @click.option("--all", "include_all", is_flag=True, help="Also list superseded facts (changed or removed).")
-@click.option("--json", "as_json", is_flag=True, help="One JSON object per fact.")
+@json_option
 @pass_app
 def facts(app: AppContext, path: str, include_all: bool, as_json: bool) -> None:
     """List the facts extracted from the source note PATH: id, type, anchor, lines."""
-    rel, found, indexed = _sources(app).facts(path, include_all)
+    rel, found, indexed = app.store.facts(path, include_all)
     if not found:
         if not indexed:
             raise click.ClickException(f"{rel} is not in the index: run `memvault sync` first")

@@ -2,18 +2,16 @@
 
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 from typing import Any
 
 import click
-from memvault.vault_io.uri import obsidian_uri
 
-from memvault.cli.main import AppContext, cli, emit_json, pass_app, stderr_is_tty, warn
+from memvault.cli.main import AppContext, cli, emit_json, json_option, pass_app, progress_bar, stderr_is_tty, warn
 
 
 @cli.command()
-@click.option("--json", "as_json", is_flag=True, help="Print the summary as one JSON object.")
+@json_option
 @click.option("--no-embed", is_flag=True, help="Index text only; leave embedding to the daemon or a later sync.")
 @pass_app
 def sync(app: AppContext, as_json: bool, no_embed: bool) -> None:
@@ -23,45 +21,15 @@ def sync(app: AppContext, as_json: bool, no_embed: bool) -> None:
     changed notes, memories and facts are embedded for semantic search
     (unchanged text is never embedded twice).
     """
-    from memvault.store.db import records as rec
-    from memvault.store.db.connection import write_transaction
-
-    vault = app.vault
-    indexer = vault.indexer()
     show_bar = stderr_is_tty() and not as_json
-    bar = None
-    if show_bar:
-        bar = click.progressbar(length=1, label="Indexing", file=sys.stderr)
-
-    def progress(done: int, total: int) -> None:
-        if bar is None or total < 50:
-            return
-        if bar.length != total:
-            bar.length = total
-        bar.update(done - bar.pos)
-
-    try:
-        summary = indexer.sync(progress=progress)
-    finally:
-        if bar is not None:
-            bar.render_finish()
-    from memvault.store.memories.mirror import flush_outbox
-
-    # Store writes a crashed writer left half-done (older than 30 s, so a
-    # writer still at work is not raced).
-    unwritten: list[str] = []
-    summary.warnings += [f"finished an interrupted write of {r.id}" for r in flush_outbox(vault, 30.0, errors=unwritten)]
-    with write_transaction(vault.con):
-        rec.set_meta(vault.con, "last_sync", rec.now_iso())
-    embedding = None if no_embed else _embed(vault, show_bar)
+    with progress_bar("Indexing", show_bar, minimum=50) as index_progress, \
+            progress_bar("Embedding", show_bar, minimum=20) as embed_progress:
+        report = app.store.sync(index_progress, embed=not no_embed, embed_progress=embed_progress)
+    summary, embedding = report.summary, report.embedding
     if as_json:
-        data = summary.as_dict()
-        if embedding is not None:
-            data["embedding"] = embedding.as_dict()
-        data["unwritten"] = unwritten
-        emit_json(data)
+        emit_json(report.as_dict())
         _embed_notice(embedding)
-        _fail_if_unwritten(unwritten)
+        _fail_if_unwritten(report.unwritten)
         return
     for line in summary.warnings:
         warn(line)
@@ -82,7 +50,7 @@ def sync(app: AppContext, as_json: bool, no_embed: bool) -> None:
             f"deleted {summary.deleted}, skipped {summary.skipped}, errors {summary.errors} "
             f"in {summary.seconds:.2f}s{embedded}"
         )
-    _fail_if_unwritten(unwritten)
+    _fail_if_unwritten(report.unwritten)
 
 
 def _fail_if_unwritten(errors: list[str]) -> None:
@@ -93,29 +61,6 @@ def _fail_if_unwritten(errors: list[str]) -> None:
     for line in errors:
         click.echo(f"error: {line}", err=True)
     raise click.ClickException(f"{len(errors)} memory note(s) could not be written; they stay pending")
-
-
-def _embed(vault: Any, show_bar: bool) -> Any:
-    """Chunk and embed whatever the sync changed (a progress bar on a terminal)."""
-    from memvault.store.embedding.pipeline import EmbeddingPipeline
-
-    pipeline = EmbeddingPipeline.for_vault(vault, vault.con)
-    bar = None
-
-    def progress(done: int, total: int) -> None:
-        nonlocal bar
-        if not show_bar or total < 20:
-            return
-        if bar is None:
-            bar = click.progressbar(length=total, label="Embedding", file=sys.stderr)
-        bar.update(done - bar.pos)
-
-    try:
-        return pipeline.run(progress)
-    finally:
-        if bar is not None:
-            bar.render_finish()
-        pipeline.close()
 
 
 def _embed_notice(report: Any) -> None:
@@ -152,7 +97,7 @@ def _check_tags(ctx: click.Context, param: click.Parameter, value: tuple[str, ..
 @click.option("--record", is_flag=True, help="Count the memories and facts found as recalled (strength, last access).")
 @click.option("--include-deleted", is_flag=True, help="Also find forgotten (soft-deleted) memories.")
 @click.option("--include-superseded", is_flag=True, help="Also find old versions of memories and facts.")
-@click.option("--json", "as_json", is_flag=True, help="One JSON object per hit.")
+@json_option
 @pass_app
 def search(
     app: AppContext,
@@ -172,7 +117,7 @@ def search(
 ) -> None:
     """Search the index by words and meaning. QUERY is plain language unless --raw is given
     (several words need no quotes)."""
-    vault = app.vault
+    store = app.store
     args = {
         "query": " ".join(query), "mode": mode, "limit": limit, "types": list(_canonical_types(types)), "tags": list(tags),
         "path_glob": path_glob, "raw": raw, "scope": scope, "include_deleted": include_deleted,
@@ -180,15 +125,9 @@ def search(
     }
     result = None
     if mode != "keyword" and not raw:
-        result = ask_daemon(vault, "search", args)
+        result = ask_daemon(store, "search", args)
     if result is None:
-        from memvault.store.retrieval.retriever import Retriever
-
-        retriever = Retriever(vault, vault.read_con())
-        try:
-            result = retriever.search(**args)
-        finally:
-            retriever.close()
+        result = store.search(**args)
     for line in result["notices"]:
         notice(line)
     hits = result["hits"]
@@ -228,13 +167,13 @@ def _explain_line(e: dict[str, Any]) -> str:
     )
 
 
-def ask_daemon(vault: Any, op: str, args: dict[str, Any]) -> dict[str, Any] | None:
+def ask_daemon(store: Any, op: str, args: dict[str, Any]) -> dict[str, Any] | None:
     """The daemon's answer to ``op``, or None when no daemon serves this vault
-    (the caller then answers in-process). Errors it reports are raised here."""
+    (the caller then answers in-process). Errors it reports are raised here
+    (a RemoteError carries the exit code the failure has in-process)."""
     from memvault.daemon.client import ask
 
-    # A RemoteError carries the exit code the failure has in-process.
-    return ask(vault.data_dir, op, args, config=vault.config.values)
+    return ask(store.data_dir, op, args, config=store.settings.values)
 
 
 def _canonical_types(types: tuple[str, ...]) -> list[str]:
@@ -254,128 +193,68 @@ def _vault_ref(app: AppContext, ref: str) -> str:
 
     from memvault.store.location import inside
 
-    root = app.vault.root
+    root = app.store.root
     if os.path.exists(ref) and inside(ref, root) and os.path.realpath(ref) != os.path.realpath(root):
         return Path(os.path.relpath(os.path.realpath(ref), os.path.realpath(root))).as_posix()
     return ref
 
 
-def _trace_or_fail(app: AppContext, ref: str) -> tuple[Any, Any]:
-    from memvault.store.index.lookup import find_trace
-
-    con = app.vault.read_con()
-    trace = find_trace(con, _vault_ref(app, ref))
-    if trace is None:
-        raise click.ClickException(f"no note or trace matches {ref!r} (give an id or a vault path)")
-    return con, trace
-
-
 @cli.command()
 @click.argument("ref", metavar="ID|PATH")
-@click.option("--json", "as_json", is_flag=True, help="Print the trace as one JSON object.")
+@json_option
 @pass_app
 def show(app: AppContext, ref: str, as_json: bool) -> None:
     """Show one note or trace: metadata, tags and content."""
-    from memvault.store.db import records as rec
-
-    con, t = _trace_or_fail(app, ref)
-    f = con.execute("SELECT parse_error FROM files WHERE trace_id = ?", (t.id,)).fetchone()
-    data = {
-        "id": t.id, "kind": t.kind, "type": t.type, "title": t.title, "path": t.path,
-        "uri": obsidian_uri(app.vault.name, t.path) if t.path else None,
-        "status": t.status, "tags": t.tags, "created": t.created, "updated": t.updated,
-        "source": t.source, "scope": t.scope, "strength": t.strength,
-        "metadata": t.metadata, "parse_error": f[0] if f else None, "content": t.content,
-        "links": len(rec.edges_from(con, t.id)),
-    }
+    data = app.store.show(_vault_ref(app, ref))
     if as_json:
         emit_json(data)
         return
-    click.echo(click.style(t.title, bold=True))
+    click.echo(click.style(data["title"], bold=True))
     for key in ("id", "type", "path", "status", "tags", "created", "updated", "source", "parse_error"):
         value = data[key]
         if value:
             click.echo(f"{key + ':':12} {', '.join(value) if isinstance(value, list) else value}")
     click.echo("")
-    click.echo(t.content)
-
-
-def _edge_dict(e: Any, con: Any, outgoing: bool) -> dict[str, Any]:
-    status = "resolved" if e.target_path or e.target_id else "unresolved"
-    if e.ambiguous:
-        status = "ambiguous"
-    out = {"kind": e.kind, "target": e.target_name, "anchor": e.anchor, "display": e.display,
-           "property": e.prop, "line": e.line, "status": status, "target_path": e.target_path,
-           "target_id": e.target_id}
-    if not outgoing:
-        row = con.execute("SELECT path, title FROM traces WHERE id = ?", (e.source_id,)).fetchone()
-        out = {"source_id": e.source_id, "source_path": row[0] if row else None,
-               "source_title": row[1] if row else None, **out}
-    return out
+    click.echo(data["content"])
 
 
 @cli.command()
 @click.argument("ref", metavar="ID|PATH")
-@click.option("--json", "as_json", is_flag=True, help="One JSON object per link.")
+@json_option
 @pass_app
 def links(app: AppContext, ref: str, as_json: bool) -> None:
     """Outgoing links, embeds and property links of a note, with resolution status."""
-    from memvault.store.db import records as rec
-
-    con, t = _trace_or_fail(app, ref)
-    for e in rec.edges_from(con, t.id):
-        d = _edge_dict(e, con, outgoing=True)
+    for d in app.store.links(_vault_ref(app, ref)):
         if as_json:
             emit_json(d)
             continue
-        anchor = f"#{e.anchor}" if e.anchor else ""
-        where = e.target_path or "—"
-        prop = f" ({e.prop})" if e.prop else ""
-        click.echo(f"{e.kind:8} {d['status']:10} {e.target_name}{anchor}{prop} -> {where}")
+        anchor = f"#{d['anchor']}" if d["anchor"] else ""
+        where = d["target_path"] or "—"
+        prop = f" ({d['property']})" if d["property"] else ""
+        click.echo(f"{d['kind']:8} {d['status']:10} {d['target']}{anchor}{prop} -> {where}")
 
 
 @cli.command()
 @click.argument("ref", metavar="ID|PATH")
-@click.option("--json", "as_json", is_flag=True, help="One JSON object per incoming link.")
+@json_option
 @pass_app
 def backlinks(app: AppContext, ref: str, as_json: bool) -> None:
     """Notes and traces that link to this one."""
-    from memvault.store.db import records as rec
-
-    from memvault.store.index.lookup import find_attachment
-
-    con = app.vault.read_con()
-    attachment = find_attachment(con, _vault_ref(app, ref))
-    if attachment:  # an image or PDF: no trace, but notes embed and link it
-        from memvault.vault_io.resolve import path_key
-
-        incoming = rec.edges_to_path(con, attachment, path_key(attachment))
-    else:
-        incoming = rec.edges_to(con, _trace_or_fail(app, ref)[1].id)
-    for e in incoming:
-        d = _edge_dict(e, con, outgoing=False)
+    for d in app.store.backlinks(_vault_ref(app, ref)):
         if as_json:
             emit_json(d)
             continue
-        line = f":{e.line}" if e.line else ""
-        click.echo(f"{e.kind:8} {d['source_path'] or d['source_id']}{line}")
+        line = f":{d['line']}" if d["line"] else ""
+        click.echo(f"{d['kind']:8} {d['source_path'] or d['source_id']}{line}")
 
 
 @cli.command()
-@click.option("--json", "as_json", is_flag=True, help="Print the counts as one JSON object.")
+@json_option
 @click.option("--errors", "list_errors", is_flag=True, help="Also list every note with a parse error.")
 @pass_app
 def stats(app: AppContext, as_json: bool, list_errors: bool) -> None:
     """Counts: notes, traces, edges, unresolved and ambiguous links, parse errors, index size."""
-    from memvault.store.index.lookup import parse_errors
-    from memvault.store.index.lookup import stats as index_stats
-
-    vault = app.vault
-    con = vault.read_con()
-    data = index_stats(con, vault.index_path)
-    data["vault"] = str(vault.root)
-    if list_errors:
-        data["parse_error_list"] = [{"path": p, "error": e} for p, e in parse_errors(con)]
+    data = app.store.stats(parse_errors=list_errors)
     if as_json:
         emit_json(data)
         return

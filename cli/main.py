@@ -9,15 +9,17 @@ option, bad query syntax), 1 for runtime failures; never a traceback.
 
 from __future__ import annotations
 
+import contextlib
 import importlib
 import json
 import sys
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import click
-from memvault.vault_io.errors import MemvaultError
 
-from memvault.store.memory_store import Vault
+from memvault.store.memory_store import MemoryStore
+from memvault.vault_io.errors import MemvaultError
 
 
 class UsageFailure(click.ClickException):
@@ -66,27 +68,32 @@ class MemvaultGroup(click.Group):
 
 
 class AppContext:
-    """Per-invocation state: the vault is opened on first use only, so
-    ``memvault --help`` and ``memvault config`` work without one."""
+    """Per-invocation state: the vault's store is opened on first use only,
+    so ``memvault --help`` and ``memvault config`` work without one."""
 
     def __init__(self, vault_arg: str | None) -> None:
         self.vault_arg = vault_arg
-        self._vault: Vault | None = None
+        self._store: MemoryStore | None = None
 
     @property
-    def vault(self) -> Vault:
-        """The selected vault (flag, environment, config), checked."""
-        if self._vault is None:
-            self._vault = Vault.open(self.vault_arg)
-        return self._vault
+    def store(self) -> MemoryStore:
+        """The selected vault's store (flag, environment, config), checked."""
+        if self._store is None:
+            self._store = MemoryStore.open(self.vault_arg)
+        return self._store
 
     def close(self) -> None:
-        """Release the index connection."""
-        if self._vault is not None:
-            self._vault.close()
+        """Release the store's connections."""
+        if self._store is not None:
+            self._store.close()
 
 
 pass_app = click.make_pass_decorator(AppContext)
+
+#: The one ``--json`` option every command shares: one JSON object per line.
+json_option = click.option(
+    "--json", "as_json", is_flag=True, help="Print one JSON object per line instead of text for people."
+)
 
 
 @click.group(cls=MemvaultGroup, context_settings={"help_option_names": ["-h", "--help"]})
@@ -118,6 +125,30 @@ def emit_json(obj: Any) -> None:
 def stderr_is_tty() -> bool:
     """Whether progress bars and colours make sense (an interactive terminal)."""
     return sys.stderr.isatty()
+
+
+@contextlib.contextmanager
+def progress_bar(label: str, show: bool, *, minimum: int = 0) -> Iterator[Callable[[int, int], None]]:
+    """A ``progress(done, total)`` callback drawing a bar on stderr when
+    ``show`` (a terminal) and the work has at least ``minimum`` steps;
+    silent otherwise (pipes, ``--json``, small jobs)."""
+    bar: Any = None
+
+    def progress(done: int, total: int) -> None:
+        nonlocal bar
+        if not show or total < minimum:
+            return
+        if bar is None:
+            bar = click.progressbar(length=total, label=label, file=sys.stderr)
+        if bar.length != total:
+            bar.length = total
+        bar.update(done - bar.pos)
+
+    try:
+        yield progress
+    finally:
+        if bar is not None:
+            bar.render_finish()
 
 
 def warn(message: str) -> None:

@@ -6,13 +6,7 @@ from typing import Any
 
 import click
 
-from memvault.cli.main import AppContext, cli, emit_json, pass_app, warn
-
-
-def _memories(app: AppContext) -> Any:
-    from memvault.store.memories.mirror import Memories
-
-    return Memories(app.vault)
+from memvault.cli.main import AppContext, cli, emit_json, json_option, pass_app, warn
 
 
 def _report(result: Any, as_json: bool, verb: str) -> None:
@@ -36,12 +30,12 @@ def _report(result: Any, as_json: bool, verb: str) -> None:
 @click.option("--scope", default="user", show_default=True, help="Whose memory this is (user, a project, an agent...).")
 @click.option("--link", "links", multiple=True, metavar="NOTE", help="A note this memory relates to (repeatable).")
 @click.option("--source", default="manual", show_default=True, help="Where the memory came from (manual, agent, import...).")
-@click.option("--json", "as_json", is_flag=True, help="Print the result as one JSON object.")
+@json_option
 @pass_app
 def add(app: AppContext, content: str, type_: str, tags: tuple[str, ...], scope: str,
         links: tuple[str, ...], source: str, as_json: bool) -> None:
     """Remember CONTENT: store it and write it as a note under Memory/<type>/."""
-    result = _memories(app).add(content, type_, tags=tags, scope=scope, links=links, source=source)
+    result = app.store.add(content, type_, tags=tags, scope=scope, links=links, source=source)
     if result.action == "exists" and not as_json:
         click.echo(f"Already remembered as {result.id} -> {result.path}")
         return
@@ -54,14 +48,14 @@ def add(app: AppContext, content: str, type_: str, tags: tuple[str, ...], scope:
 @click.option("--tag", "tags", multiple=True, metavar="X", help="Replace the tags with these (repeatable).")
 @click.option("--type", "type_", help="New memory type (moves the note to that type's folder).")
 @click.option("--reason", help="Why it changed; kept with the previous version.")
-@click.option("--json", "as_json", is_flag=True, help="Print the result as one JSON object.")
+@json_option
 @pass_app
 def update(app: AppContext, ref: str, content: str | None, tags: tuple[str, ...], type_: str | None,
            reason: str | None, as_json: bool) -> None:
     """Change a memory; the previous version is kept (see `memvault history`)."""
     if content is None and not tags and type_ is None:
         raise click.UsageError("nothing to update: give --content, --tag or --type")
-    result = _memories(app).update(ref, content=content, tags=list(tags) if tags else None, type_=type_, reason=reason)
+    result = app.store.update(ref, content=content, tags=list(tags) if tags else None, type_=type_, reason=reason)
     if result.action == "unchanged" and not as_json:
         click.echo(f"{result.id} already says that; nothing changed")
         return
@@ -71,34 +65,33 @@ def update(app: AppContext, ref: str, content: str | None, tags: tuple[str, ...]
 @cli.command()
 @click.argument("ref", metavar="ID")
 @click.option("--reason", help="Why it is forgotten.")
-@click.option("--json", "as_json", is_flag=True, help="Print the result as one JSON object.")
+@json_option
 @pass_app
 def forget(app: AppContext, ref: str, reason: str | None, as_json: bool) -> None:
     """Soft-delete a memory: its note moves to .trash/, `restore` brings it back."""
-    _report(_memories(app).forget(ref, reason), as_json, "Forgot")
+    _report(app.store.forget(ref, reason), as_json, "Forgot")
 
 
 @cli.command()
 @click.argument("ref", metavar="ID")
-@click.option("--json", "as_json", is_flag=True, help="Print the result as one JSON object.")
+@json_option
 @pass_app
 def restore(app: AppContext, ref: str, as_json: bool) -> None:
     """Bring back a forgotten memory and its note."""
-    _report(_memories(app).restore(ref), as_json, "Restored")
+    _report(app.store.restore(ref), as_json, "Restored")
 
 
 @cli.command()
 @click.argument("ref", metavar="ID")
-@click.option("--json", "as_json", is_flag=True, help="One JSON object per version, newest first.")
+@json_option
 @pass_app
 def history(app: AppContext, ref: str, as_json: bool) -> None:
     """The versions of a memory or fact, newest first."""
-    for t in _memories(app).history(ref):
+    for v in app.store.history(ref):
         if as_json:
-            emit_json({"id": t.id, "status": t.status, "reason": t.reason, "type": t.type,
-                       "updated": t.updated, "content": t.content, "tags": t.tags})
+            emit_json(v)
             continue
-        why = f" ({t.reason})" if t.reason else ""
-        click.echo(f"{t.id}  {t.status}{why}  {t.updated}")
-        for line in t.content.splitlines()[:3]:
+        why = f" ({v['reason']})" if v["reason"] else ""
+        click.echo(f"{v['id']}  {v['status']}{why}  {v['updated']}")
+        for line in v["content"].splitlines()[:3]:
             click.echo(f"    {line}")

@@ -5,7 +5,7 @@ from __future__ import annotations
 import click
 
 from memvault.cli.index_cmds import ask_daemon, notice
-from memvault.cli.main import AppContext, cli, emit_json, pass_app
+from memvault.cli.main import AppContext, cli, emit_json, json_option, pass_app
 
 
 @cli.command()
@@ -15,7 +15,7 @@ from memvault.cli.main import AppContext, cli, emit_json, pass_app
 @click.option("--scope", type=click.Choice(["memories", "all"]), default="memories", show_default=True,
               help="Recall memories and facts only, or ordinary notes too.")
 @click.option("--no-record", is_flag=True, help="Do not count this recall (strength, last access).")
-@click.option("--json", "as_json", is_flag=True, help="Print the block, its token count and its items as one JSON object.")
+@json_option
 @pass_app
 def context(app: AppContext, message: str, budget: int | None, scope: str, no_record: bool, as_json: bool) -> None:
     """The memories that matter for MESSAGE, as a `## Recalled Memory` block for a prompt.
@@ -24,17 +24,11 @@ def context(app: AppContext, message: str, budget: int | None, scope: str, no_re
     the token budget is used. Prints nothing (and exits 0) when nothing is
     relevant enough.
     """
-    vault = app.vault
+    store = app.store
     args = {"message": message, "budget": budget, "scope": scope, "record": not no_record}
-    result = ask_daemon(vault, "context", args)
+    result = ask_daemon(store, "context", args)
     if result is None:
-        from memvault.store.retrieval.retriever import Retriever
-
-        retriever = Retriever(vault, vault.read_con())
-        try:
-            result = retriever.context(**args)
-        finally:
-            retriever.close()
+        result = store.context(**args)
     for line in result["notices"]:
         notice(line)
     if as_json:
@@ -57,18 +51,15 @@ def model_pull(app: AppContext, name: str | None) -> None:
     The only command that uses the network. The default model ships with
     memvault and needs no download.
     """
-    from memvault.store.settings import load_config
     from memvault.store import location
-    from memvault.store.embedding.model import ModelUnavailable, pull_model, resolve_model
+    from memvault.store.embedding.model import pull_model, resolve_model
+    from memvault.store.settings import load_settings
 
-    value = name or load_config({"vault": app.vault_arg})["embedding.model"]
+    value = name or load_settings({"vault": app.vault_arg}).embedding.model
     spec = resolve_model(value)
     if spec is None:
         raise click.ClickException("embedding.model is none: vectors are turned off, nothing to pull")
-    try:
-        where = pull_model(spec, location.data_home())
-    except ModelUnavailable as exc:
-        raise click.ClickException(str(exc)) from None
+    where = pull_model(spec, location.data_home())
     if spec.bundled:
         click.echo(f"The default model is bundled and verified: {where}")
     else:
@@ -76,24 +67,11 @@ def model_pull(app: AppContext, name: str | None) -> None:
 
 
 @model.command("status")
-@click.option("--json", "as_json", is_flag=True, help="Print the status as one JSON object.")
+@json_option
 @pass_app
 def model_status(app: AppContext, as_json: bool) -> None:
     """The configured model and how much of the vault has its vectors."""
-    from memvault.store.embedding import vectors as vec
-    from memvault.store.embedding.model import resolve_model
-
-    vault = app.vault
-    spec = resolve_model(vault.config["embedding.model"])
-    data: dict[str, object] = {"model": vault.config["embedding.model"], "key": spec.key if spec else None}
-    if spec is not None:
-        con = vault.read_con()
-        cache = vec.open_cache(vault.data_dir, create=False)
-        done, total = vec.coverage(con, cache, spec.key)
-        data.update(chunks=total, embedded=done, queued=vec.queue_size(con),
-                    unavailable=vec.recorded_unavailable(con, spec.key))
-        if cache is not None:
-            cache.close()
+    data = app.store.model_status()
     if as_json:
         emit_json(data)
         return

@@ -14,77 +14,66 @@ from collections import defaultdict
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-import apsw
-from memvault.store.db.connection import connect
-
+from memvault.daemon.services import Service
 from memvault.store.facts.observer import FactObserver
 
 if TYPE_CHECKING:
-    from memvault.store.memory_store import Vault
-    from memvault.store.index.reconcile import Indexer
+    from memvault.store.memory_store import MemoryStore
 
 log = logging.getLogger(__name__)
 
 #: Most source notes waiting for the daemon's llm worker.
 LLM_QUEUE_MAX = 1000
-#: Seconds between tries of a background fact write that found the index busy.
-LLM_WRITE_RETRY = 1.0
-LLM_WRITE_TRIES = 5
 
 
-class LLMFactWorker:
+class LLMFactWorker(Service):
     """The daemon's llm extraction, off its hot path (see the module docstring).
 
-    One thread with its own index connection and its own extractor (and so
-    its own circuit breaker). Jobs are source trace ids in a bounded queue:
-    a note changed again before its turn is queued once. :meth:`stop` sets
+    A supervised service with its own index connection and its own extractor
+    (and so its own circuit breaker). Jobs are source trace ids in a bounded
+    queue: a note changed again before its turn is queued once. Stopping sets
     the extractor's cancel event, so a call in flight is abandoned within
-    :data:`~.http_deadline.CANCEL_CHECK` seconds, and joins the thread.
+    :data:`~memvault.store.facts.http_deadline.CANCEL_CHECK` seconds.
     """
 
+    name = "llm_facts"
+    sets_ready = True
+
     def __init__(
-        self, vault: "Vault", *, max_pending: int = LLM_QUEUE_MAX, on_done: Callable[[str, str], None] | None = None
+        self, store: "MemoryStore", *, max_pending: int = LLM_QUEUE_MAX,
+        on_done: Callable[[str, str], None] | None = None,
     ) -> None:
-        self.vault = vault
+        self.store = store
         self.max_pending = max_pending
         self.on_done = on_done  # (source id, outcome), called on the worker thread
         self.idle = threading.Event()  # nothing queued and nothing in flight
         self.idle.set()
         self.counts: dict[str, int] = defaultdict(int)
-        self.error: BaseException | None = None
-        self.observer: FactObserver | None = None  # the daemon's own (for the backlog query)
+        self.observer: FactObserver | None = None  # the reconciler's own (for the backlog query)
         self._pending: dict[str, str] = {}  # source id -> path, oldest first
         self._cond = threading.Condition()
-        self._stop = threading.Event()
-        self._thread: threading.Thread | None = None
+        self.accepting = threading.Event()  # set only while run() takes jobs
+        self._cancel: threading.Event | None = None
 
     @classmethod
-    def attach(
-        cls, vault: "Vault", indexer: "Indexer", on_done: Callable[[str, str], None] | None = None
-    ) -> "LLMFactWorker | None":
-        """Start a worker for ``indexer``'s fact observer if it uses the llm
-        extractor, and route its llm extraction there; None otherwise."""
-        for observer in indexer.observers:
+    def for_store(cls, store: "MemoryStore", on_done: Callable[[str, str], None] | None = None) -> "LLMFactWorker | None":
+        """A worker for the store's fact observer when it uses the llm
+        extractor, with the store's llm extraction routed to it; else None.
+        The caller supervises it."""
+        for observer in store.reconciler.observers:
             if isinstance(observer, FactObserver) and observer.llm is not None:
-                worker = cls(vault, on_done=on_done)
+                worker = cls(store, on_done=on_done)
                 worker.observer = observer
-                worker.start()
-                observer.defer = vault.fact_defer = worker.submit
+                observer.defer = store.fact_defer = worker.submit
                 return worker
         return None
 
-    def start(self) -> None:
-        """Run the worker thread."""
-        if self._thread is None:
-            self._stop.clear()
-            self._thread = threading.Thread(target=self._main, name="memvault-llm-facts", daemon=True)
-            self._thread.start()
-
     def submit(self, source_id: str, path: str) -> bool:
         """Queue one source; False when the queue is full or the worker is
-        stopping or dead (the caller then extracts inline, as without it)."""
+        not running (stopping, or dead and waiting to restart): the caller
+        then extracts with the default rules, as without it."""
         with self._cond:
-            if self._thread is None or self._stop.is_set() or self.error is not None or not self._thread.is_alive():
+            if not self.accepting.is_set():
                 return False
             if source_id not in self._pending and len(self._pending) >= self.max_pending:
                 self.counts["dropped"] += 1
@@ -102,17 +91,14 @@ class LLMFactWorker:
             return 0
         return sum(self.submit(sid, path) for sid, path in self.observer.llm_backlog(upgrade=upgrade))
 
-    def stop(self, timeout: float = 10.0) -> None:
-        """Abandon the call in flight, drop what is queued, join the thread."""
-        self._stop.set()
+    def interrupt(self) -> None:
+        """Abandon the call in flight and drop what is queued."""
         with self._cond:
+            self.accepting.clear()
             self._pending.clear()
+            if self._cancel is not None:
+                self._cancel.set()
             self._cond.notify_all()
-        if self._thread is not None:
-            self._thread.join(timeout)
-            if self._thread.is_alive():
-                raise RuntimeError("memvault llm fact worker did not stop")
-            self._thread = None
 
     def status(self) -> dict[str, Any]:
         """Queue length and outcome counts, for the daemon's status."""
@@ -120,23 +106,28 @@ class LLMFactWorker:
             queued = len(self._pending)
         return {"queued": queued, "idle": self.idle.is_set(), **self.counts}
 
-    def _main(self) -> None:
-        con: apsw.Connection | None = None
+    def run(self, stop: threading.Event) -> None:
+        """Take jobs until ``stop``, each extracted and written on this
+        thread's own connection."""
+        con = self.store.connect()
         try:
-            con = connect(self.vault.index_path)
-            observer = FactObserver(self.vault.root, con, self.vault.config)
+            observer = self.store.fact_observer(con)
+            observer.defer = None  # this is where deferred work is done
             assert observer.llm is not None
-            observer.llm.cancel = self._stop
+            observer.llm.cancel = self._cancel = stop
+            if not stop.is_set():
+                self.accepting.set()
+            self._ready_event().set()
             while True:
                 with self._cond:
-                    while not self._pending and not self._stop.is_set():
+                    while not self._pending and not stop.is_set():
                         self.idle.set()
                         self._cond.wait()
-                    if self._stop.is_set():
+                    if stop.is_set():
                         return
                     source_id = next(iter(self._pending))
                     del self._pending[source_id]
-                outcome = self._run(observer, source_id)
+                outcome = self._run(observer, source_id, stop)
                 if outcome is None:
                     return
                 self.counts[outcome] += 1
@@ -145,15 +136,12 @@ class LLMFactWorker:
                         self.on_done(source_id, outcome)
                     except Exception:
                         log.exception("llm fact worker callback failed")
-        except BaseException as exc:  # the daemon keeps running; status reports it
-            self.error = exc
-            log.exception("memvault llm fact worker failed")
         finally:
+            self.accepting.clear()
             self.idle.set()
-            if con is not None:
-                con.close()
+            con.close()
 
-    def _run(self, observer: FactObserver, source_id: str) -> str | None:
+    def _run(self, observer: FactObserver, source_id: str, stop: threading.Event) -> str | None:
         """One job; None when the worker is stopping."""
         from memvault.store.facts.llm_extract import LLMCancelled
 
@@ -166,17 +154,12 @@ class LLMFactWorker:
             return "failed"
         if isinstance(job, str):
             return job
-        for _ in range(LLM_WRITE_TRIES):
-            if self._stop.is_set():
-                return None  # the hash mismatch re-queues it at the next start
-            try:
-                return observer.write_in_background(job)
-            except apsw.BusyError:
-                # A long writer (a full sync, a CLI command) holds the index;
-                # the answer is kept and written when it lets go.
-                if self._stop.wait(LLM_WRITE_RETRY):
-                    return None
-            except Exception:
-                log.exception("writing background facts of %s failed", source_id)
-                return "failed"
-        return "busy"
+        if stop.is_set():
+            return None  # the hash mismatch re-queues it at the next start
+        try:
+            # write_transaction waits out a long writer (a full sync, a CLI
+            # command) by the store's one retry policy.
+            return observer.write_in_background(job)
+        except Exception:
+            log.exception("writing background facts of %s failed", source_id)
+            return "failed"

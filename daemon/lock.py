@@ -9,8 +9,6 @@ while another process opens it lets two processes each "hold" a lock.
 
 from __future__ import annotations
 
-from memvault.vault_io.errors import MemvaultError
-
 import fcntl
 import json
 import os
@@ -20,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from memvault.store import location
+from memvault.vault_io.errors import MemvaultError
 
 LOCK_FILE = "daemon.lock"
 

@@ -1,18 +1,23 @@
 """The daemon: keep the index in line with the vault while it runs.
 
 One thread (the caller's for ``memvault daemon``, a private one for
-:meth:`DaemonRunner.start`) owns the index connection and does all writing:
+:meth:`DaemonRunner.start`) runs the watch loop and does all reconciling,
+always through the vault's :class:`~memvault.store.memory_store.MemoryStore`:
 
-1. full sync (``Indexer.sync``), then ``READY=1`` to systemd;
-2. a watchdog observer queues hinted paths (see :mod:`.watch`); when their
-   debounce window has passed they are confirmed and applied in one batch
-   by ``Indexer.sync_paths``;
+1. the file watcher starts (a supervised service, :class:`.watch.WatchService`),
+   then a full sync (``MemoryStore.sync``), then ``READY=1`` to systemd;
+2. the watcher queues hinted paths; when their debounce window has passed
+   they are confirmed and applied in one batch (``MemoryStore.sync_paths``);
 3. every ``rescan_interval`` seconds a full sync catches what events missed;
-4. if the vault folder disappears the observer stops and the daemon waits
+4. if the vault folder disappears the watcher stops and the daemon waits
    for it to come back, then starts again at 1 (no note is ever deleted
    because the whole vault vanished);
 5. on stop (SIGTERM/SIGINT): no more events, the queue is applied at once,
-   the WAL is checkpointed, ``STOPPING=1``.
+   the services stop, the WAL is checkpointed, ``STOPPING=1``.
+
+The background services (the watcher, the llm fact worker, the query server
+and the embedding worker) run under one :class:`.services.Supervisor`, which
+restarts a failed one with backoff and reports each one's state.
 
 Between deadlines the thread sleeps on a condition with a timeout equal to
 the time to the next deadline (debounce, rescan, watchdog ping, vault check,
@@ -30,30 +35,19 @@ from pathlib import Path
 from typing import Any
 
 import apsw
-from memvault.store.db import records as rec
-from memvault.store.db.connection import checkpoint, write_transaction
-from memvault.vault_io.scan import IgnoreRules, excluded, vault_rules
-from watchdog.observers.api import BaseObserver
 
-from memvault.store.memory_store import Vault
-from memvault.store.embedding.pipeline import EmbeddingWorker
+from memvault.daemon.embedding_service import EmbeddingService
 from memvault.daemon.llm_worker import LLMFactWorker
-from memvault.store.index.reconcile import Indexer, SyncSummary, VaultMissingError
 from memvault.daemon.lock import DaemonLock
-from memvault.store.memories.mirror import flush_outbox
 from memvault.daemon.notify import Notifier
-from memvault.daemon.serve import QueryServer, ServerRunningError
+from memvault.daemon.serve import QueryServer
+from memvault.daemon.services import Supervisor
 from memvault.daemon.status import write_state
-from memvault.daemon.watch import (
-    OverflowListener,
-    PathQueue,
-    VaultEventHandler,
-    WatchLimitError,
-    check_watch_coverage,
-    start_inotify,
-    start_polling,
-    stop_observer,
-)
+from memvault.daemon.watch import OverflowListener, PathQueue, VaultEventHandler, WatchService
+from memvault.store.db.connection import StoreBusyError
+from memvault.store.index.reconcile import SyncSummary, VaultMissingError
+from memvault.store.memory_store import MemoryStore
+from memvault.vault_io.scan import IgnoreRules, excluded, vault_rules
 
 log = logging.getLogger("memvault.daemon")
 
@@ -69,6 +63,8 @@ OUTBOX_AGE = 30.0
 BUSY_RETRY = 10.0
 #: Seconds between keep-alives sent from inside a long full sync.
 PROGRESS_INTERVAL = 10.0
+#: Longest wait for the watcher (and the llm worker) to start.
+START_WAIT = 30.0
 
 BatchHook = Callable[[str, set[str], SyncSummary], None]
 
@@ -91,7 +87,7 @@ class DaemonRunner:
 
     def __init__(
         self,
-        vault: Vault,
+        store: MemoryStore,
         *,
         debounce_ms: int | None = None,
         rescan_interval: float | None = None,
@@ -102,27 +98,36 @@ class DaemonRunner:
         publish_interval: float = 1.0,
         background: bool = True,
     ) -> None:
-        self.vault = vault
-        self.root = vault.root
-        debounce_ms = vault.config["debounce_ms"] if debounce_ms is None else debounce_ms
+        self.store = store
+        self.root = store.root
+        debounce_ms = store.settings.debounce_ms if debounce_ms is None else debounce_ms
         self.debounce = max(0, int(debounce_ms)) / 1000
-        interval = vault.config["rescan_interval"] if rescan_interval is None else rescan_interval
+        interval = store.settings.rescan_interval if rescan_interval is None else rescan_interval
         self.rescan_interval = max(0.0, float(interval))
-        self.force_polling = polling
-        self.poll_interval = poll_interval
         self.notifier = notifier if notifier is not None else Notifier()
         self.on_batch = on_batch
         self.publish_interval = publish_interval
-        # The embedding worker and the query server: a real daemon runs both;
+        # The query server and the embedding worker: a real daemon runs both;
         # tests of the watch loop alone leave them out.
         self.background = background
-        self._embedder: EmbeddingWorker | None = None
-        self._server: QueryServer | None = None
-        # With extractor = "llm": the model is asked off the hot path (daemon.facts).
-        self._llm_worker: LLMFactWorker | None = None
 
         self.queue = PathQueue(self.debounce)
-        self.lock = DaemonLock(self.root, vault.data_dir)
+        self.handler = VaultEventHandler(
+            self.root, self.queue, self._rules(),
+            on_root_gone=self._on_root_gone, on_rules_changed=self._on_rules_changed,
+        )
+        self.services = Supervisor(on_change=self._service_changed)
+        self.watcher = WatchService(
+            self.root, self.handler, force_polling=polling, poll_interval=poll_interval, on_watching=self._on_watching
+        )
+        self.services.add(self.watcher)
+        self._embedder: EmbeddingService | None = None
+        self._server: QueryServer | None = None
+        # With extractor = "llm": the model is asked off the hot path.
+        self._llm_worker: LLMFactWorker | None = None
+        store.sync_listeners.append(self._synced)
+
+        self.lock = DaemonLock(self.root, store.data_dir)
         self.ready = threading.Event()  # set after the first full sync
         self.mode = "starting"  # starting, watch, poll, waiting, stopping
         self.batches = 0
@@ -132,9 +137,6 @@ class DaemonRunner:
 
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
-        self._observer: BaseObserver | None = None
-        self._handler: VaultEventHandler | None = None
-        self._indexer: Indexer | None = None
         self._root_gone = False
         self._rules_changed = False
         self._overflowed = False
@@ -196,11 +198,7 @@ class DaemonRunner:
     def _run_locked(self) -> None:
         try:
             log.info("memvault daemon starting for %s (pid %d)", self.root, os.getpid())
-            if self.background:
-                from memvault.store.embedding.model import set_threads
-
-                set_threads(self.vault.config["embedding.daemon_threads"])
-                self._start_server()
+            self._start_services()
             with OverflowListener(self._on_overflow):
                 self._serve()
         finally:
@@ -208,6 +206,24 @@ class DaemonRunner:
                 self._shutdown()
             finally:
                 self.lock.release()
+
+    def _start_services(self) -> None:
+        """The llm worker (so that even the first sync defers to it) and the
+        query server start now; the embedding worker after the first sync."""
+        self._llm_worker = LLMFactWorker.for_store(self.store, on_done=self._llm_done)
+        if self._llm_worker is not None:
+            self.services.add(self._llm_worker)
+            self.services.start_service(self._llm_worker.name)
+            self._llm_worker.accepting.wait(START_WAIT)
+        if self.background:
+            from memvault.store.embedding.model import set_threads
+
+            set_threads(self.store.settings.embedding.daemon_threads)
+            self._server = QueryServer(self.store)
+            self.services.add(self._server)
+            self.services.start_service(self._server.name)
+            self._embedder = EmbeddingService(self.store)
+            self.services.add(self._embedder)
 
     def _serve(self) -> None:
         while not self._stop.is_set():
@@ -219,29 +235,26 @@ class DaemonRunner:
                 # Watch first, then sync: a change made during a long sync is
                 # queued rather than left for the next rescan.
                 self._set_mode("starting")
-                watch_mode = self._start_watching()
+                self._start_watching()
                 self._full_sync("sync")
-                self._set_mode(watch_mode)
+                self._set_mode(self.watcher.mode or "watch")
             except (VaultMissingError, OSError) as exc:
-                stop_observer(self._observer)
-                self._observer = None
+                self.services.stop_service(self.watcher.name)
                 if isinstance(exc, VaultMissingError) or not self.root.is_dir():
                     continue
                 raise
             except _Stopped:
                 return
             if not self.ready.is_set():
-                if self.background and self._embedder is None:
-                    self._embedder = EmbeddingWorker(self.vault)
-                    self._embedder.start()
+                if self._embedder is not None:
+                    self.services.start_service(self._embedder.name)
                 self.notifier.ready(self._status_line())
                 self.ready.set()
                 log.info("memvault daemon ready: watching %s (%s mode)", self.root, self.mode)
             if self._watch_loop() == "stop":
                 return
             # The vault vanished: what was queued is moot, the next full sync decides.
-            stop_observer(self._observer)
-            self._observer = None
+            self.services.stop_service(self.watcher.name)
             self.queue.pop_all()
             log.warning("vault folder %s is gone; watching stopped until it is back", self.root)
 
@@ -268,7 +281,8 @@ class DaemonRunner:
     def _tick(self, now: float) -> None:
         if self._rules_changed:
             self._rules_changed = False
-            self._reload_rules()
+            self.handler.rules = self._rules()
+            log.info("Obsidian's excluded files changed; rescanning the vault")
             self._next_rescan = now  # what is excluded changed: reconcile everything
         if self._overflowed:
             self._overflowed = False
@@ -276,44 +290,49 @@ class DaemonRunner:
             self._next_rescan = now
         batch = self.queue.take(now)
         if batch is not None:
-            files, dirs = batch
-            try:
-                self._apply(files, dirs, "batch")
-            except apsw.BusyError:
-                # A CLI writer held the index longer than the busy timeout:
-                # keep the hints and try again after another debounce.
-                log.warning("index busy; %d queued paths retried shortly", len(files) + len(dirs))
-                for p in files:
-                    self.queue.add(p)
-                for d in dirs:
-                    self.queue.add(d, is_dir=True)
-            except VaultMissingError:
-                raise
-            except Exception:
-                # One bad batch must not end the daemon (systemd would only
-                # restart it into the same error): log it, let a rescan retry.
-                self.failures += 1
-                log.exception("indexing %d changed paths failed; the next rescan retries them", len(files) + len(dirs))
+            self._apply_batch(*batch)
         if now >= self._next_rescan:
-            try:
-                self._full_sync("rescan")
-            except apsw.BusyError:
-                log.warning("index busy; rescan retried in %g s", BUSY_RETRY)
-                self._next_rescan = now + BUSY_RETRY
-            except (VaultMissingError, _Stopped):
-                raise
-            except Exception:
-                self.failures += 1
-                log.exception("rescan failed; retried in %g s", self.rescan_interval or BUSY_RETRY)
-                self._next_rescan = now + (self.rescan_interval or BUSY_RETRY)
-            else:
-                self._recheck_coverage()
+            self._rescan(now)
         if now >= self._next_ping:
             self._ping()
         if now >= self._next_root_check:
             self._next_root_check = now + ROOT_CHECK_INTERVAL
         if self.queue.changed and now - self._last_publish >= self.publish_interval:
             self._publish()
+
+    def _apply_batch(self, files: set[str], dirs: set[str]) -> None:
+        try:
+            self._apply(files, dirs, "batch")
+        except (StoreBusyError, apsw.BusyError):
+            # A CLI writer held the index longer than the write timeout:
+            # keep the hints and try again after another debounce.
+            log.warning("index busy; %d queued paths retried shortly", len(files) + len(dirs))
+            for p in files:
+                self.queue.add(p)
+            for d in dirs:
+                self.queue.add(d, is_dir=True)
+        except VaultMissingError:
+            raise
+        except Exception:
+            # One bad batch must not end the daemon (systemd would only
+            # restart it into the same error): log it, let a rescan retry.
+            self.failures += 1
+            log.exception("indexing %d changed paths failed; the next rescan retries them", len(files) + len(dirs))
+
+    def _rescan(self, now: float) -> None:
+        try:
+            self._full_sync("rescan")
+        except (StoreBusyError, apsw.BusyError):
+            log.warning("index busy; rescan retried in %g s", BUSY_RETRY)
+            self._next_rescan = now + BUSY_RETRY
+        except (VaultMissingError, _Stopped):
+            raise
+        except Exception:
+            self.failures += 1
+            log.exception("rescan failed; retried in %g s", self.rescan_interval or BUSY_RETRY)
+            self._next_rescan = now + (self.rescan_interval or BUSY_RETRY)
+        else:
+            self.watcher.check_coverage()
 
     def _next_deadline(self) -> float:
         deadlines = [self._next_rescan, self._next_ping, self._next_root_check]
@@ -339,12 +358,7 @@ class DaemonRunner:
     # -- watching --------------------------------------------------------------
 
     def _rules(self) -> IgnoreRules:
-        return vault_rules(self.root, self.vault.config["ignore"])
-
-    def _reload_rules(self) -> None:
-        if self._handler is not None:
-            self._handler.rules = self._rules()
-        log.info("Obsidian's excluded files changed; rescanning the vault")
+        return vault_rules(self.root, self.store.settings.ignore)
 
     def _on_root_gone(self) -> None:
         self._root_gone = True
@@ -358,6 +372,20 @@ class DaemonRunner:
         self._overflowed = True
         self._wake()
 
+    def _on_watching(self, mode: str) -> None:
+        """The watcher (re)started (its thread): after a restart or a switch
+        to polling, events may have been missed, so rescan soon."""
+        if self.ready.is_set():
+            self.mode = mode
+            self._next_rescan = time.monotonic()
+            self.queue.changed = True
+            self._wake()
+
+    def _service_changed(self, name: str, state: str) -> None:
+        """A service started, failed or stopped (its thread): publish soon."""
+        self.queue.changed = True
+        self._wake()
+
     def _root_unchanged(self) -> bool:
         """Whether the vault folder is still the very folder being watched
         (a folder deleted and made anew has a new inode and no watches)."""
@@ -367,71 +395,27 @@ class DaemonRunner:
             return False
         return (st.st_dev, st.st_ino) == self._root_id
 
-    def _start_watching(self) -> str:
-        """Start the observer; returns the mode it runs in, "watch" or "poll"."""
+    def _start_watching(self) -> None:
+        """Start the watcher service and wait until events flow."""
         st = os.stat(self.root)
         self._root_id = (st.st_dev, st.st_ino)
-        self._handler = VaultEventHandler(
-            self.root,
-            self.queue,
-            self._rules(),
-            on_root_gone=self._on_root_gone,
-            on_rules_changed=self._on_rules_changed,
-        )
-        observer, mode = None, "watch"
-        if not self.force_polling:
-            try:
-                observer = start_inotify(self.root, self._handler)
-            except WatchLimitError as exc:
-                log.warning("%s; falling back to polling every %g s", exc, self.poll_interval)
-        if observer is None:
-            observer, mode = start_polling(self.root, self._handler, self.poll_interval), "poll"
-        self._observer = observer
+        self.handler.rules = self._rules()
+        self.services.start_service(self.watcher.name)
+        end = time.monotonic() + START_WAIT
+        while not self.watcher.watching.wait(0.05):
+            if self._stop.is_set() or time.monotonic() > end:
+                raise OSError(f"the file watcher did not start: {self.services.status()['watch']['state']}")
         now = time.monotonic()
         self._next_root_check = now + ROOT_CHECK_INTERVAL
         if self.notifier.watchdog_interval:
             self._next_ping = min(self._next_ping, now + self.notifier.watchdog_interval)
-        return mode
-
-    def _recheck_coverage(self) -> None:
-        """Fall back to polling if folders made since the start went unwatched.
-
-        watchdog adds a watch for each new folder but ignores a failure to
-        (the limit may be reached long after start-up); the rescan has just
-        caught up on what those folders missed, this keeps it from recurring.
-        """
-        if self.mode != "watch" or self._observer is None:
-            return
-        try:
-            check_watch_coverage(self._observer, self.root)
-        except WatchLimitError as exc:
-            log.warning("%s; falling back to polling every %g s", exc, self.poll_interval)
-            stop_observer(self._observer)
-            assert self._handler is not None
-            self._observer = start_polling(self.root, self._handler, self.poll_interval)
-            self._set_mode("poll")
-        except OSError:
-            pass  # the vault is vanishing; the root check handles that
 
     # -- reconciling -------------------------------------------------------------
 
-    def _get_indexer(self) -> Indexer:
-        if self._indexer is None:
-            indexer = self.vault.indexer(refresh_globs=False)
-            worker = LLMFactWorker.attach(self.vault, indexer, on_done=self._llm_done)
-            try:
-                # Only now, so that with the llm extractor the notes a changed
-                # `sources` glob adds are queued for the worker, not asked inline.
-                for observer in indexer.observers:
-                    refresh = getattr(observer, "refresh_globs", None)
-                    if refresh is not None:
-                        refresh()
-            except BaseException:
-                if worker is not None:
-                    worker.stop()
-                raise  # the next call builds the indexer again, and refreshes again
-            self._indexer, self._llm_worker = indexer, worker
-        return self._indexer
+    def _synced(self, kind: str, summary: SyncSummary) -> None:
+        """The store finished a sync (a store listener): embed what changed."""
+        if self._embedder is not None and summary.changed:
+            self._embedder.wake()
 
     def _llm_done(self, source_id: str, outcome: str) -> None:
         """The llm worker wrote facts (its thread): embed them soon."""
@@ -439,11 +423,9 @@ class DaemonRunner:
             self._embedder.wake()
 
     def _full_sync(self, kind: str) -> None:
-        """``Indexer.sync`` (raises VaultMissingError, _Stopped)."""
+        """``MemoryStore.sync`` (raises VaultMissingError, _Stopped)."""
         started = time.monotonic()
-        summary = self._get_indexer().sync(progress=self._progress)
-        with write_transaction(self.vault.con):
-            rec.set_meta(self.vault.con, "last_sync", rec.now_iso())
+        summary = self.store.sync(progress=self._progress, stale_after=OUTBOX_AGE).summary
         if self._llm_worker is not None:
             # Sources whose llm job was lost (full queue, a stop); at start
             # also those holding default-extractor facts.
@@ -480,7 +462,7 @@ class DaemonRunner:
             paths |= self._expand_dir(d)
         if not paths:
             return
-        summary = self._get_indexer().sync_paths(paths)
+        summary = self.store.sync_paths(paths, stale_after=OUTBOX_AGE).summary
         self.batches += 1
         self._last_batch = _iso_now()
         self._log_summary("batch", summary, len(paths))
@@ -490,32 +472,18 @@ class DaemonRunner:
         """The files under folder ``rel`` on disk now, plus the indexed paths
         under it: together they cover a folder created, filled, moved in,
         moved out or deleted."""
-        rules = self._handler.rules if self._handler else self._rules()
+        rules = self.handler.rules
         out: set[str] = set()
-        top = self.root / rel
-        for dirpath, dirnames, filenames in os.walk(top):
+        for dirpath, dirnames, filenames in os.walk(self.root / rel):
             base = Path(dirpath).relative_to(self.root).as_posix()
             dirnames[:] = [d for d in dirnames if not excluded(rules, f"{base}/{d}", is_dir=True)]
             for name in filenames:
                 if not excluded(rules, f"{base}/{name}"):
                     out.add(f"{base}/{name}")
-        rows = self.vault.con.execute("SELECT path FROM files WHERE path >= ? AND path < ?", (rel + "/", rel + "0"))
-        out.update(r[0] for r in rows)
+        out.update(self.store.indexed_paths_under(rel))
         return out
 
-    def _start_server(self) -> None:
-        """Answer ``search``/``context`` warm over the vault's socket."""
-        try:
-            self._server = QueryServer(self.vault)
-            self._server.start()
-        except (OSError, ServerRunningError) as exc:
-            self._server = None
-            log.warning("query socket unavailable, commands will work in-process: %s", exc)
-
     def _report(self, kind: str, paths: set[str], summary: SyncSummary) -> None:
-        self._flush_outbox()
-        if self._embedder is not None and summary.changed:
-            self._embedder.wake()
         if self.on_batch is not None:
             self.on_batch(kind, paths, summary)
         self.queue.changed = True  # publish the new state
@@ -537,13 +505,6 @@ class DaemonRunner:
         else:
             log.debug("checked %d paths: nothing changed (%.2fs)", checked, summary.seconds)
 
-    def _flush_outbox(self) -> None:
-        """Write memory notes whose CLI writer died (see daemon.memories)."""
-        try:
-            flush_outbox(self.vault, older_than=OUTBOX_AGE)
-        except Exception:
-            log.exception("flushing the memory outbox failed")
-
     # -- reporting -----------------------------------------------------------------
 
     def _ping(self) -> None:
@@ -557,13 +518,14 @@ class DaemonRunner:
 
     def _status_line(self) -> str:
         try:
-            notes = self.vault.con.execute("SELECT count(*) FROM files WHERE kind = 'note'").fetchone()[0]
+            notes: object = self.store.note_count()
         except Exception:
             notes = "?"
         return f"{self.mode}: {notes} notes indexed, queue {len(self.queue)}, {self.batches} batches, {self.rescans} rescans"
 
     def state(self) -> dict[str, Any]:
         """The live state, as published for ``memvault status``."""
+        services = self.services.status()
         return {
             "pid": os.getpid(),
             "started": self.lock.started,
@@ -577,9 +539,10 @@ class DaemonRunner:
             "last_rescan": self._last_rescan,
             "debounce_ms": int(self.debounce * 1000),
             "rescan_interval": self.rescan_interval,
-            "embedding": self._embedder.status() if self._embedder else None,
-            "llm_facts": self._llm_worker.status() if self._llm_worker else None,
-            "query_socket": bool(self._server),
+            "services": services,
+            "embedding": services.get("embedding"),
+            "llm_facts": services.get("llm_facts"),
+            "query_socket": services.get("query", {}).get("socket", False),
             "updated": _iso_now(),
         }
 
@@ -587,7 +550,7 @@ class DaemonRunner:
         self.queue.changed = False
         self._last_publish = time.monotonic()
         try:
-            write_state(self.vault.data_dir, self.state())
+            write_state(self.store.data_dir, self.state())
         except OSError as exc:
             log.warning("cannot write daemon state file: %s", exc)
 
@@ -596,9 +559,8 @@ class DaemonRunner:
     def _shutdown(self) -> None:
         self.notifier.stopping()
         self.mode = "stopping"
-        self.queue.close()  # no more hints, even from an observer still winding down
-        stop_observer(self._observer)
-        self._observer = None
+        self.queue.close()  # no more hints, even from a watcher still winding down
+        self.services.stop_service(self.watcher.name)
         files, dirs = self.queue.pop_all()
         try:
             if (files or dirs) and self.root.is_dir():
@@ -607,18 +569,13 @@ class DaemonRunner:
             pass
         except Exception:
             log.exception("could not apply the last queued changes; the next start's full sync will")
-        for service in (self._llm_worker, self._server, self._embedder):
-            if service is not None:
-                try:
-                    service.stop()
-                except Exception:
-                    log.exception("stopping %s failed", type(service).__name__)
-        self._server = self._embedder = self._llm_worker = None
+        self.services.stop()
         try:
-            checkpoint(self.vault.con)
+            self.store.checkpoint()
         except Exception as exc:  # a reader in the middle of a query; harmless
             log.warning("WAL checkpoint at shutdown failed: %s", exc)
         self._publish()
-        self.vault.close()
+        self.store.sync_listeners.remove(self._synced)
+        self.store.close()
         self.notifier.close()
         log.info("memvault daemon stopped")

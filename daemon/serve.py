@@ -2,10 +2,9 @@
 
 ::
 
-    server = QueryServer(vault)
-    server.start()      # binds <data dir>/query.sock (0600), warms the model in the background
-    ...
-    server.stop()       # closes the socket, waits for its threads, removes the file
+    supervisor.add(QueryServer(store))   # a service (see .services): run() binds
+    supervisor.start()                   # <data dir>/query.sock (0600), warms the model,
+    ...                                  # answers until stopped, then removes the file
 
 One request per connection, one JSON line each way (see :mod:`.client` for
 the format). Requests are size-limited and every read has a timeout, so a
@@ -18,8 +17,6 @@ a time.
 
 from __future__ import annotations
 
-from memvault.vault_io.errors import MemvaultError
-
 import json
 import logging
 import os
@@ -29,13 +26,13 @@ import threading
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from memvault.store import location
-from memvault.store.db.connection import connect
-
 from memvault.daemon.client import PROTOCOL, config_fingerprint, read_line, socket_address, socket_path
+from memvault.daemon.services import Service
+from memvault.store import location
+from memvault.vault_io.errors import MemvaultError
 
 if TYPE_CHECKING:
-    from memvault.store.memory_store import Vault
+    from memvault.store.memory_store import MemoryStore
     from memvault.store.retrieval.retriever import Retriever
 
 log = logging.getLogger("memvault.serve")
@@ -59,30 +56,50 @@ class ServerRunningError(MemvaultError):
     """Another query server already listens on this vault's socket."""
 
 
-class QueryServer:
-    """Serves one vault's queries until :meth:`stop`."""
+class QueryServer(Service):
+    """Serves one vault's queries while the supervisor runs it."""
 
-    def __init__(self, vault: "Vault", *, warm: bool = True) -> None:
-        self.vault = vault
-        self.path: Path = socket_path(vault.data_dir)
+    name = "query"
+    sets_ready = True
+
+    def __init__(self, store: "MemoryStore", *, warm: bool = True) -> None:
+        self.store = store
+        self.path: Path = socket_path(store.data_dir)
         self.warm = warm
         self.requests = 0
         self._sock: socket.socket | None = None
-        self._thread: threading.Thread | None = None
         self._handlers: set[threading.Thread] = set()
         self._handlers_lock = threading.Lock()
         self._slots = threading.BoundedSemaphore(MAX_CLIENTS)
-        self._stop = threading.Event()
         self._retriever: "Retriever | None" = None
         self._answer_lock = threading.Lock()
-        self._fingerprint = config_fingerprint(vault.config.values)
+        self._fingerprint = config_fingerprint(store.settings.values)
         self._inode: tuple[int, int] | None = None
 
-    # -- control -----------------------------------------------------------
+    # -- the service ---------------------------------------------------------
 
-    def start(self) -> None:
-        """Bind the socket and serve in a background thread."""
-        location.ensure_private_dir(self.vault.data_dir)
+    def run(self, stop: threading.Event) -> None:
+        """Bind the socket, warm the model, answer until ``stop``; then close
+        the socket, wait for requests in flight and remove the file."""
+        self._bind()
+        self._ready_event().set()  # the socket takes connections; answers wait for the warm-up
+        try:
+            if self.warm:
+                with self._answer_lock:
+                    try:
+                        self.retriever().warm()
+                    except Exception:  # a cold answer later is still an answer
+                        log.exception("warming the query server failed")
+            self._accept_until(stop)
+        finally:
+            self._close()
+
+    def status(self) -> dict[str, Any]:
+        """Requests answered so far."""
+        return {"requests": self.requests, "socket": self._sock is not None}
+
+    def _bind(self) -> None:
+        location.ensure_private_dir(self.store.data_dir)
         self._clear_stale()
         sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
         try:
@@ -97,16 +114,8 @@ class QueryServer:
             sock.close()
             raise
         self._sock = sock
-        self._stop.clear()
-        self._thread = threading.Thread(target=self._serve, name="memvault-query-server", daemon=True)
-        self._thread.start()
 
-    def stop(self, timeout: float = 10.0) -> None:
-        """Stop accepting, wait for requests in flight, remove the socket file."""
-        self._stop.set()
-        if self._thread is not None:
-            self._thread.join(timeout)
-            self._thread = None
+    def _close(self, timeout: float = 10.0) -> None:
         with self._handlers_lock:
             handlers = list(self._handlers)
         for t in handlers:
@@ -147,30 +156,21 @@ class QueryServer:
     # -- serving -----------------------------------------------------------------
 
     def retriever(self) -> "Retriever":
-        """The warm retriever (created on first use; callers hold the answer lock)."""
+        """The warm retriever on a connection of its own (created on first
+        use; callers hold the answer lock)."""
         if self._retriever is None:
             from memvault.store.retrieval.retriever import Retriever
 
-            self._retriever = Retriever(self.vault, connect(self.vault.index_path))
+            self._retriever = Retriever(self.store, self.store.connect())
         return self._retriever
 
-    def _serve(self) -> None:
-        if self.warm:
-            with self._answer_lock:
-                try:
-                    self.retriever().warm()
-                except Exception:  # a cold answer later is still an answer
-                    log.exception("warming the query server failed")
+    def _accept_until(self, stop: threading.Event) -> None:
         assert self._sock is not None
-        while not self._stop.is_set():
+        while not stop.is_set():
             try:
                 conn, _ = self._sock.accept()
             except TimeoutError:
                 continue
-            except OSError:
-                if self._stop.is_set():
-                    break
-                raise
             if not self._slots.acquire(timeout=READ_TIMEOUT):
                 conn.close()  # overloaded: the client answers in-process
                 continue

@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Any
 from memvault.daemon.lock import is_locked, read_holder
 
 if TYPE_CHECKING:
-    from memvault.store.memory_store import Vault
+    from memvault.store.memory_store import MemoryStore
 
 STATE_FILE = "daemon.json"
 
@@ -57,7 +57,7 @@ def read_state(data_dir: Path) -> dict[str, Any] | None:
     return data if isinstance(data, dict) else None
 
 
-def vault_status(vault: "Vault") -> dict[str, Any]:
+def vault_status(store: "MemoryStore") -> dict[str, Any]:
     """Everything ``memvault status`` reports about one vault.
 
     ``running`` comes from the lock (the only reliable witness); the rest of
@@ -65,15 +65,15 @@ def vault_status(vault: "Vault") -> dict[str, Any]:
     None otherwise. Index counts come from :func:`memvault.store.index.lookup.stats`,
     passed through whole (including ``conflicts`` once the store has it).
     """
-    data_dir = vault.data_dir
-    missing = not vault.root.is_dir()
+    data_dir = store.data_dir
+    missing = not store.root.is_dir()
     running = is_locked(data_dir)
     state = read_state(data_dir) if running else None
     holder = read_holder(data_dir) if running else None
     if state is not None and holder is not None and state.get("pid") != holder.pid:
         state = None  # left by an earlier daemon that died before the current one published
     out: dict[str, Any] = {
-        "vault": str(vault.root),
+        "vault": str(store.root),
         "vault_missing": missing,
         "running": running,
         "pid": holder.pid if holder else None,
@@ -84,52 +84,37 @@ def vault_status(vault: "Vault") -> dict[str, Any]:
         "last_rescan": state.get("last_rescan") if state else None,
         "failures": state.get("failures") if state else None,
         "embedding": state.get("embedding") if state else None,
+        "services": state.get("services") if state else None,
         "query_socket": state.get("query_socket") if state else None,
         "last_sync": None,
         "conflicts": None,
         "index": None,
     }
-    if vault.has_index():
-        from memvault.store.index.lookup import stats
-
-        counts = stats(vault.read_con(), vault.index_path)
+    if store.has_index():
+        counts = store.stats()
+        counts.pop("vault", None)
         out["index"] = counts
         out["last_sync"] = counts.get("last_sync")
         out["conflicts"] = counts.get("conflicts", 0)
-        out["conflict_list"] = open_conflicts(vault)
+        out["conflict_list"] = store.conflicts()
     return out
 
 
-def vault_without_folder(vault_arg: str | None) -> "Vault | None":
+def vault_without_folder(vault_arg: str | None) -> "MemoryStore | None":
     """The selected vault when its folder is missing but memvault has data for
     it (an index or a daemon lock): enough for ``status`` to report on.
 
     None when the folder exists (any other problem with it stands) or
     memvault never knew this vault.
     """
-    from memvault.store.memory_store import Vault
-    from memvault.store.settings import load_config
+    from memvault.store.memory_store import MemoryStore
+    from memvault.store.settings import load_settings
 
-    config = load_config({"vault": vault_arg})
-    if not config.vault.strip():
+    settings = load_settings({"vault": vault_arg})
+    if not settings.vault.strip():
         return None
-    root = Path(os.path.expanduser(config.vault)).absolute()
+    root = Path(os.path.expanduser(settings.vault)).absolute()
     if os.path.lexists(root):
         return None
-    vault = Vault(root, config)
-    return vault if vault.data_dir.is_dir() else None
-
-
-def open_conflicts(vault: "Vault") -> list[dict[str, Any]]:
-    """Recorded conflicts whose store copy is still in the vault (a person
-    resolves one by merging and deleting the ``(conflict ...)`` note)."""
-    from memvault.store.memories.rows import conflicts
-
-    # Without the vault folder nobody can tell which were resolved: list all.
-    missing = not vault.root.is_dir()
-    out = []
-    for c in conflicts(vault.read_con()):
-        if c.conflict_path is None or missing or (vault.root / c.conflict_path).exists():
-            out.append({"id": c.trace_id, "note": c.path, "conflict_note": c.conflict_path,
-                        "detail": c.detail, "when": c.created})
-    return out
+    store = MemoryStore(root, settings)
+    return store if store.data_dir.is_dir() else None

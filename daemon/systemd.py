@@ -12,14 +12,14 @@ to run are returned instead: writing the file is the part memvault owns.
 
 from __future__ import annotations
 
-from memvault.vault_io.errors import MemvaultError
-
 import os
 import shutil
 import subprocess
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
+
+from memvault.vault_io.errors import MemvaultError
 
 UNIT_NAME = "memvault.service"
 

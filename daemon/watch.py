@@ -22,8 +22,6 @@ not to hand over a path before the editor that is writing it has finished:
 
 from __future__ import annotations
 
-from memvault.vault_io.errors import MemvaultError
-
 import errno
 import logging
 import os
@@ -31,8 +29,8 @@ import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
-from memvault.vault_io.scan import IgnoreRules, excluded
 from watchdog.events import (
     DirCreatedEvent,
     DirDeletedEvent,
@@ -48,6 +46,10 @@ from watchdog.events import (
 from watchdog.observers import Observer
 from watchdog.observers.api import BaseObserver
 from watchdog.observers.polling import PollingEmitter
+
+from memvault.daemon.services import Service
+from memvault.vault_io.errors import MemvaultError
+from memvault.vault_io.scan import IgnoreRules, excluded
 
 log = logging.getLogger("memvault.daemon")
 
@@ -367,3 +369,95 @@ def stop_observer(observer: BaseObserver | None, timeout: float = 10.0) -> None:
     observer.stop()
     if observer.is_alive():
         observer.join(timeout)
+
+
+class WatcherDied(Exception):
+    """The file watcher's thread ended on its own."""
+
+
+class WatchService(Service):
+    """The vault's file watcher as a supervised service.
+
+    ``run`` starts an inotify observer over the whole vault (or, at the
+    inotify limit or when polling is forced, an adaptive polling one) that
+    feeds ``handler``, then keeps an eye on it: an observer whose thread died
+    ends ``run`` with :class:`WatcherDied`, and the supervisor starts it
+    again. ``on_watching(mode)`` is called each time watching starts, so the
+    daemon can catch up (rescan) on what a restart may have missed.
+    """
+
+    name = "watch"
+    sets_ready = True
+
+    def __init__(
+        self,
+        root: Path,
+        handler: FileSystemEventHandler,
+        *,
+        force_polling: bool = False,
+        poll_interval: float = 5.0,
+        on_watching: Callable[[str], None] | None = None,
+    ) -> None:
+        self.root = root
+        self.handler = handler
+        self.force_polling = force_polling
+        self.poll_interval = poll_interval
+        self.on_watching = on_watching
+        self.mode: str | None = None  # "watch" or "poll" while running
+        self.watching = self._ready_event()  # set once events flow
+        self._observer: BaseObserver | None = None
+        self._to_polling = threading.Event()
+
+    def run(self, stop: threading.Event) -> None:
+        """Watch until ``stop``; raise when the observer dies."""
+        self._observer, self.mode = self._start(self.force_polling)
+        try:
+            self.watching.set()
+            if self.on_watching is not None:
+                self.on_watching(self.mode)
+            while not stop.wait(1.0):
+                if self._to_polling.is_set() and self.mode == "watch":
+                    self._to_polling.clear()
+                    stop_observer(self._observer)
+                    self._observer, self.mode = self._start(True)
+                    if self.on_watching is not None:
+                        self.on_watching(self.mode)
+                if not self._observer.is_alive():
+                    raise WatcherDied(f"the file watcher ({self.mode} mode) stopped")
+        finally:
+            self.watching.clear()
+            stop_observer(self._observer)
+            self._observer = None
+
+    def interrupt(self) -> None:
+        """Nothing to wake: run() looks at its stop event every second."""
+
+    def status(self) -> dict[str, Any]:
+        """The watch mode."""
+        return {"mode": self.mode}
+
+    def check_coverage(self) -> None:
+        """Fall back to polling if folders made since the start went unwatched.
+
+        watchdog adds a watch for each new folder but ignores a failure to
+        (the limit may be reached long after start-up); the caller has just
+        rescanned, this keeps it from recurring.
+        """
+        observer = self._observer
+        if self.mode != "watch" or observer is None:
+            return
+        try:
+            check_watch_coverage(observer, self.root)
+        except WatchLimitError as exc:
+            log.warning("%s; falling back to polling every %g s", exc, self.poll_interval)
+            self._to_polling.set()
+        except OSError:
+            pass  # the vault is vanishing; the daemon's root check handles that
+
+    def _start(self, polling: bool) -> tuple[BaseObserver, str]:
+        if not polling:
+            try:
+                return start_inotify(self.root, self.handler), "watch"
+            except WatchLimitError as exc:
+                log.warning("%s; falling back to polling every %g s", exc, self.poll_interval)
+        return start_polling(self.root, self.handler, self.poll_interval), "poll"

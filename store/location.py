@@ -14,6 +14,8 @@ import sys
 from pathlib import Path
 
 INDEX_FILE = "index.db"
+#: The durable state beside it (see memvault.store.db.state_schema).
+STATE_FILE = "state.db"
 
 
 def user_dir(kind: str) -> Path:

@@ -1,27 +1,61 @@
-"""One vault, its configuration and its index, opened together.
+"""The memory store of one vault: the one object every front end calls.
 
-This is what the CLI talks to: :class:`Vault` knows where the vault's index
-lives, opens it lazily, and hands out the indexer.
+The CLI, the daemon, the MCP server, importers and consolidation all go
+through a :class:`MemoryStore`; none of them assembles the pipeline itself::
+
+    store = MemoryStore.open("~/Notes")        # settings from flags, env, file
+    report = store.sync(embed=True)            # reconcile, facts, pending writes, vectors
+    hits = store.search("weekly review")
+    store.add("Prefers dark mode", "preference")
+    store.close()
+
+What it holds: the vault folder, the effective :class:`Settings`, and the
+vault's private data dir with its two databases (see :mod:`.db.connection`):
+``index.db``, the *derived* index that can be dropped and rebuilt from the
+vault at any time, and ``state.db``, the *durable* state only memvault knows
+(memory versions, forgets, recall statistics, fact history, conflicts, the
+outbox). The collaborators that do the work (the reconciler, the memory
+mirror, the fact sources, the retriever) are built once per store and share
+its connection; a long-running caller (the daemon) keeps one store and asks
+:meth:`connect` for extra connections for its background threads.
+
+The post-sync sequence lives here once (:meth:`_after_sync`): after a
+reconcile (whose observers extract facts) the outbox of store-side writes
+that a dead writer left behind is finished, ``last_sync`` is recorded, and
+whoever listens (the daemon's embedding service) is told.
 """
 
 from __future__ import annotations
 
-from memvault.vault_io.errors import MemvaultError, UsageError
-
 import os
-from collections.abc import Callable
+import time
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import apsw
+
 from memvault.store import location
 from memvault.store.db.connection import IndexDatabaseError, connect
-
-from memvault.store.settings import Config, load_config
+from memvault.store.settings import Settings, load_settings
+from memvault.vault_io.errors import MemvaultError, UsageError
 
 if TYPE_CHECKING:
-    from memvault.store.index.reconcile import Indexer
+    from memvault.store.embedding.pipeline import EmbedReport
+    from memvault.store.facts.observer import Defer, FactObserver
+    from memvault.store.facts.source_notes import Sources
+    from memvault.store.index.reconcile import Indexer, SyncSummary
+    from memvault.store.memories.mirror import Memories, WriteResult
+    from memvault.store.retrieval.retriever import Retriever
+
+#: Store-side writes older than this (seconds) are taken for a dead writer's
+#: and finished by the next sync; younger ones may still be in progress.
+STALE_WRITE_S = 30.0
+
+Progress = Callable[[int, int], None]
+SyncListener = Callable[[str, "SyncSummary"], None]
 
 
 class VaultError(UsageError):
@@ -56,22 +90,50 @@ def resolve_vault_path(value: str | os.PathLike[str] | None) -> Path:
     return path
 
 
-class Vault:
-    """A vault folder and its index."""
+@dataclass
+class SyncReport:
+    """What one sync did: the reconcile's summary, the store-side writes it
+    finished or could not finish, and the embedding run (when asked for)."""
 
-    def __init__(self, root: Path, config: Config) -> None:
+    summary: "SyncSummary"
+    finished: list[str] = field(default_factory=list)  # ids whose interrupted write was finished
+    unwritten: list[str] = field(default_factory=list)  # one line per note that still cannot be written
+    embedding: "EmbedReport | None" = None
+
+    def __getattr__(self, name: str) -> Any:
+        # A report reads like its reconcile summary: report.added, report.warnings.
+        if name == "summary":
+            raise AttributeError(name)
+        return getattr(self.summary, name)
+
+    def as_dict(self) -> dict[str, Any]:
+        """JSON-ready form (the summary's keys, plus ``unwritten`` and ``embedding``)."""
+        data = self.summary.as_dict()
+        data["unwritten"] = list(self.unwritten)
+        if self.embedding is not None:
+            data["embedding"] = self.embedding.as_dict()
+        return data
+
+
+class MemoryStore:
+    """One vault's memory: index, durable state, and every operation on them."""
+
+    def __init__(self, root: Path, settings: Settings) -> None:
         self.root = root
-        self.config = config
+        self.settings = settings
         #: Where llm fact extraction goes instead of being asked inline: the
-        #: daemon's background worker (see llm_worker), for every indexer
-        #: this vault builds (the memory writer's too).
-        self.fact_defer: Callable[[str, str], bool] | None = None
+        #: daemon's background worker, for every fact observer of this store.
+        self.fact_defer: "Defer | None" = None
+        #: Called after every sync with (kind, summary); kind is "sync" or "paths".
+        self.sync_listeners: list[SyncListener] = []
 
     @classmethod
-    def open(cls, vault: str | None = None, overrides: dict[str, Any] | None = None) -> "Vault":
-        """Load configuration (flags in ``overrides``) and check the vault path."""
-        config = load_config({"vault": vault, **(overrides or {})})
-        return cls(resolve_vault_path(config.vault), config)
+    def open(cls, vault: str | None = None, overrides: dict[str, Any] | None = None) -> "MemoryStore":
+        """Load settings (flags in ``overrides``) and check the vault path."""
+        settings = load_settings({"vault": vault, **(overrides or {})})
+        return cls(resolve_vault_path(settings.vault), settings)
+
+    # -- where things live -------------------------------------------------
 
     @property
     def name(self) -> str:
@@ -80,26 +142,37 @@ class Vault:
 
     @cached_property
     def data_dir(self) -> Path:
-        """The private folder that holds this vault's index."""
+        """The private folder that holds this vault's databases, lock and socket."""
         return location.vault_data_dir(self.root)
 
     @property
     def index_path(self) -> Path:
-        """The index database file."""
+        """The derived index database."""
         return self.data_dir / location.INDEX_FILE
+
+    @property
+    def state_path(self) -> Path:
+        """The durable state database."""
+        return self.data_dir / location.STATE_FILE
 
     def has_index(self) -> bool:
         """Whether this vault has been indexed before."""
         return self.index_path.exists()
 
+    # -- connections ----------------------------------------------------------
+
     @cached_property
     def con(self) -> apsw.Connection:
-        """The index connection, creating the index if needed."""
+        """The store's own connection (index with state attached), creating both if needed."""
+        return self.connect()
+
+    def connect(self) -> apsw.Connection:
+        """A new connection for a background thread (each thread its own)."""
         location.ensure_private_dir(self.data_dir)
-        return connect(self.index_path)
+        return connect(self.index_path, state=self.state_path)
 
     def read_con(self) -> apsw.Connection:
-        """The index connection for read-only commands; refuses to create one."""
+        """The connection for read-only commands; refuses to create an index."""
         if not self.has_index():
             raise NoIndexError(
                 f"vault {self.root} has no index yet: run `memvault --vault {self.root} sync` first"
@@ -109,33 +182,270 @@ class Vault:
         except IndexDatabaseError as exc:
             raise NoIndexError(str(exc)) from exc
 
-    def indexer(self, *, refresh_globs: bool = True) -> "Indexer":
-        """The reconciler for this vault.
-
-        ``refresh_globs=False`` leaves the re-evaluation of notes whose source
-        status changed with the config's ``sources`` globs to the caller (the
-        daemon first routes llm extraction to its background worker).
-        """
-        from memvault.store.facts.observer import FactObserver
-        from memvault.store.index.reconcile import Indexer
-
-        facts = FactObserver(self.root, self.con, self.config)
-        facts.defer = self.fact_defer
-        # A changed `sources` glob re-evaluates the notes it adds or drops;
-        # a no-op (one meta read) when the globs are as last time.
-        if refresh_globs:
-            facts.refresh_globs()
-        return Indexer(
-            self.root,
-            self.con,
-            ignore=self.config["ignore"],
-            max_file_size=self.config["max_file_size"],
-            memory_folder=self.config["memory_folder"],
-            observers=[facts],
-        )
-
     def close(self) -> None:
-        """Close the index connection if it was opened."""
+        """Close the store's connections (it can be used again: they reopen)."""
+        retriever = self.__dict__.pop("retriever", None)
+        if retriever is not None:
+            retriever.close()
+        for name in ("reconciler", "memories", "sources"):
+            self.__dict__.pop(name, None)
         con = self.__dict__.pop("con", None)
         if con is not None:
             con.close()
+
+    # -- collaborators (one each per store) -------------------------------------
+
+    def fact_observer(self, con: apsw.Connection | None = None) -> "FactObserver":
+        """A fact observer on ``con`` (default: the store's own connection)."""
+        from memvault.store.facts.observer import FactObserver
+
+        observer = FactObserver(self.root, con or self.con, self.settings)
+        observer.defer = self.fact_defer
+        return observer
+
+    @cached_property
+    def reconciler(self) -> "Indexer":
+        """The reconciler of vault and index, with the fact observer attached."""
+        from memvault.store.index.reconcile import Indexer
+
+        return Indexer(
+            self.root, self.con, ignore=self.settings.ignore, max_file_size=self.settings.max_file_size,
+            memory_folder=self.settings.memory_folder, observers=[self.fact_observer()],
+        )
+
+    def refresh_source_globs(self) -> None:
+        """Extract (or retire) notes whose source status changed because the
+        ``sources`` globs changed since the last run (a no-op otherwise)."""
+        from memvault.store.facts.observer import FactObserver
+
+        for observer in self.reconciler.observers:
+            if isinstance(observer, FactObserver):
+                observer.refresh_globs()
+
+    @cached_property
+    def memories(self) -> "Memories":
+        """The memory mirror: store-side changes written to the vault."""
+        from memvault.store.memories.mirror import Memories
+
+        return Memories(self)
+
+    @cached_property
+    def sources(self) -> "Sources":
+        """Memory-source marking and fact listing."""
+        from memvault.store.facts.source_notes import Sources
+
+        return Sources(self)
+
+    @cached_property
+    def retriever(self) -> "Retriever":
+        """Search and recall over this store (model and vectors loaded lazily)."""
+        from memvault.store.retrieval.retriever import Retriever
+
+        return Retriever(self, self.read_con())
+
+    # -- syncing --------------------------------------------------------------------
+
+    def sync(
+        self,
+        progress: Progress | None = None,
+        *,
+        embed: bool = False,
+        embed_progress: Progress | None = None,
+        stale_after: float = STALE_WRITE_S,
+    ) -> SyncReport:
+        """Bring the index in line with the whole vault, then (``embed``)
+        embed what changed. ``progress(done, total)`` is called per note read."""
+        self.refresh_source_globs()
+        report = self._after_sync("sync", self.reconciler.sync(progress=progress), stale_after)
+        if embed:
+            report.embedding = self.embed(embed_progress)
+        return report
+
+    def sync_paths(self, paths: Iterable[str], *, stale_after: float = STALE_WRITE_S) -> SyncReport:
+        """Reconcile only ``paths`` (a watcher's hints); others are untouched."""
+        self.refresh_source_globs()  # one meta read while the globs stay as they were
+        return self._after_sync("paths", self.reconciler.sync_paths(paths), stale_after)
+
+    def _after_sync(self, kind: str, summary: "SyncSummary", stale_after: float) -> SyncReport:
+        """The one post-sync sequence (module docstring)."""
+        from memvault.store.db import records as rec
+        from memvault.store.db.connection import write_transaction
+        from memvault.store.memories.mirror import flush_outbox
+
+        report = SyncReport(summary)
+        for result in flush_outbox(self, stale_after, errors=report.unwritten):
+            report.finished.append(result.id)
+            summary.warnings.append(f"finished an interrupted write of {result.id}")
+        if kind == "sync":
+            with write_transaction(self.con):
+                rec.set_meta(self.con, "last_sync", rec.now_iso())
+        for listener in list(self.sync_listeners):
+            listener(kind, summary)
+        return report
+
+    def embed(self, progress: Progress | None = None, should_stop: Callable[[], bool] = lambda: False) -> "EmbedReport":
+        """Chunk and embed whatever has no vector yet (a missing model is
+        reported in the result, not raised)."""
+        from memvault.store.embedding.pipeline import EmbeddingPipeline
+
+        pipeline = EmbeddingPipeline.for_store(self, self.con)
+        try:
+            return pipeline.run(progress, should_stop)
+        finally:
+            pipeline.close()
+
+    # -- reading ---------------------------------------------------------------------
+
+    def search(self, query: str, **options: Any) -> dict[str, Any]:
+        """Hits for ``query``: ``{"mode", "hits", "notices"}`` (see :meth:`Retriever.search`)."""
+        return self.retriever.search(query, **options)
+
+    def context(self, message: str, **options: Any) -> dict[str, Any]:
+        """The recall block for ``message`` (see :meth:`Retriever.context`)."""
+        return self.retriever.context(message, **options)
+
+    def show(self, ref: str) -> dict[str, Any]:
+        """One note, memory or fact by id, vault path or title, as a dict."""
+        from memvault.store.index import lookup
+
+        return lookup.describe(self.read_con(), self._trace(ref), self.name)
+
+    def links(self, ref: str) -> list[dict[str, Any]]:
+        """Outgoing links, embeds and property links of a trace, resolved."""
+        from memvault.store.index import lookup
+
+        return lookup.outgoing(self.read_con(), self._trace(ref).id)
+
+    def backlinks(self, ref: str) -> list[dict[str, Any]]:
+        """Traces that link to ``ref`` (a trace, or an attachment by path)."""
+        from memvault.store.index import lookup
+
+        con = self.read_con()
+        attachment = lookup.find_attachment(con, ref)
+        if attachment:  # an image or PDF: no trace, but notes embed and link it
+            return lookup.incoming_to_path(con, attachment)
+        return lookup.incoming(con, self._trace(ref).id)
+
+    def stats(self, *, parse_errors: bool = False) -> dict[str, Any]:
+        """Counts of what the index holds (and every parse error, if asked)."""
+        from memvault.store.index import lookup
+
+        con = self.read_con()
+        data = lookup.stats(con, self.index_path)
+        data["vault"] = str(self.root)
+        if parse_errors:
+            data["parse_error_list"] = [{"path": p, "error": e} for p, e in lookup.parse_errors(con)]
+        return data
+
+    def history(self, ref: str) -> list[dict[str, Any]]:
+        """The versions of a memory or fact, newest first."""
+        return [
+            {"id": t.id, "status": t.status, "reason": t.reason, "type": t.type,
+             "updated": t.updated, "content": t.content, "tags": t.tags}
+            for t in self.memories.history(ref)
+        ]
+
+    def model_status(self) -> dict[str, Any]:
+        """The configured embedding model and how much of the vault has its vectors."""
+        from memvault.store.embedding import vectors as vec
+        from memvault.store.embedding.model import resolve_model
+
+        spec = resolve_model(self.settings.embedding.model)
+        data: dict[str, Any] = {"model": self.settings.embedding.model, "key": spec.key if spec else None}
+        if spec is not None:
+            con = self.read_con()
+            cache = vec.open_cache(self.data_dir, create=False)
+            try:
+                done, total = vec.coverage(con, cache, spec.key)
+            finally:
+                if cache is not None:
+                    cache.close()
+            data.update(chunks=total, embedded=done, queued=vec.queue_size(con),
+                        unavailable=vec.recorded_unavailable(con, spec.key))
+        return data
+
+    def conflicts(self) -> list[dict[str, Any]]:
+        """Recorded conflicts whose store copy is still in the vault (a person
+        resolves one by merging and deleting the ``(conflict ...)`` note)."""
+        from memvault.store.memories.rows import conflicts
+
+        # Without the vault folder nobody can tell which were resolved: list all.
+        missing = not self.root.is_dir()
+        return [
+            {"id": c.trace_id, "note": c.path, "conflict_note": c.conflict_path,
+             "detail": c.detail, "when": c.created}
+            for c in conflicts(self.read_con())
+            if c.conflict_path is None or missing or (self.root / c.conflict_path).exists()
+        ]
+
+    def note_count(self) -> int:
+        """How many notes the index holds."""
+        from memvault.store.index import lookup
+
+        return lookup.count_notes(self.con)
+
+    def indexed_paths_under(self, folder: str) -> set[str]:
+        """Every indexed vault path under ``folder`` (a daemon's folder event)."""
+        from memvault.store.index import lookup
+
+        return lookup.paths_under(self.con, folder)
+
+    def checkpoint(self) -> None:
+        """Fold the WAL files back into the databases (a daemon's shutdown)."""
+        from memvault.store.db.connection import checkpoint
+
+        checkpoint(self.con)
+
+    def _trace(self, ref: str) -> Any:
+        from memvault.store.index.lookup import find_trace
+
+        trace = find_trace(self.read_con(), ref)
+        if trace is None:
+            raise MemvaultError(f"no note or trace matches {ref!r} (give an id or a vault path)")
+        return trace
+
+    # -- memories ------------------------------------------------------------------------
+
+    def add(self, content: str, type_: str = "semantic", **options: Any) -> "WriteResult":
+        """Remember ``content`` (options: tags, scope, links, source)."""
+        return self.memories.add(content, type_, **options)
+
+    def update(self, ref: str, **changes: Any) -> "WriteResult":
+        """Change a memory (content, tags, type_, reason); the old version is kept."""
+        return self.memories.update(ref, **changes)
+
+    def forget(self, ref: str, reason: str | None = None) -> "WriteResult":
+        """Soft-delete a memory: its note moves to ``.trash/``."""
+        return self.memories.forget(ref, reason)
+
+    def restore(self, ref: str) -> "WriteResult":
+        """Bring back a forgotten memory and its note."""
+        return self.memories.restore(ref)
+
+    # -- memory sources ---------------------------------------------------------------------
+
+    def source_add(self, paths: Sequence[str]) -> tuple[list[Any], list[str]]:
+        """Mark notes as memory sources and extract their facts: (results, warnings)."""
+        return self.sources.add(list(paths))
+
+    def source_remove(self, paths: Sequence[str]) -> tuple[list[Any], list[str]]:
+        """Unmark notes; their facts are retired: (results, warnings)."""
+        return self.sources.remove(list(paths))
+
+    def source_list(self) -> list[dict[str, Any]]:
+        """Every memory source, how it is marked, and its fact count."""
+        return self.sources.list()
+
+    def facts(self, path: str, include_superseded: bool = False) -> tuple[str, list[dict[str, Any]], bool]:
+        """The facts of one source note: (vault path, facts, whether the note is indexed)."""
+        return self.sources.facts(path, include_superseded)
+
+
+def wait_for(condition: Callable[[], bool], timeout: float, interval: float = 0.05) -> bool:
+    """Poll ``condition`` until true or ``timeout`` seconds pass; its last value."""
+    end = time.monotonic() + timeout
+    while not condition():
+        if time.monotonic() > end:
+            return False
+        time.sleep(interval)
+    return True

@@ -11,14 +11,15 @@ Environment variables are named after the key: ``MEMVAULT_VAULT``,
 
 from __future__ import annotations
 
-from memvault.vault_io.errors import UsageError
-
 import os
-from dataclasses import dataclass, field
+from collections.abc import Mapping
+from dataclasses import dataclass
 from pathlib import Path
+from types import MappingProxyType
 from typing import Any
 
 from memvault.store.location import user_dir
+from memvault.vault_io.errors import UsageError
 
 
 class ConfigError(UsageError):
@@ -152,24 +153,101 @@ def check_memory_folder(value: str, origin: str) -> str:
 
 
 @dataclass(frozen=True)
-class Config:
-    """The effective settings, after file, environment and flags."""
+class LLMSettings:
+    """``[llm]``: the OpenAI-compatible endpoint of the llm fact extractor."""
 
-    values: dict[str, Any]
+    base_url: str
+    model: str
+    api_key_env: str
+    timeout: float
+    retries: int
+    max_chars: int
+
+
+@dataclass(frozen=True)
+class EmbeddingSettings:
+    """``[embedding]``: the model that embeds text for semantic search."""
+
+    model: str
+    daemon_threads: int
+    batch_tokens: int
+
+
+@dataclass(frozen=True)
+class RecallSettings:
+    """``[recall]``: ranking and the ``context`` block."""
+
+    budget: int
+    min_similarity: float
+    identity_max: int
+    #: Days for the recency factor of each memory type (and "note") to halve; 0: never.
+    half_life: Mapping[str, float]
+    evergreen_tags: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class Settings:
+    """The effective settings after file, environment and flags: a typed,
+    read-only view (``settings.recall.budget``), plus every raw value and
+    where it came from for ``memvault config``."""
+
     file: Path
-    #: Where each value came from: "default", "file", "env" or "flag".
-    origins: dict[str, str] = field(default_factory=dict)
+    #: Every key's value by dotted name (read-only), and its origin:
+    #: "default", "file", "env" or "flag".
+    values: Mapping[str, Any]
+    origins: Mapping[str, str]
+    vault: str
+    ignore: tuple[str, ...]
+    max_file_size: int
+    memory_folder: str
+    debounce_ms: int
+    rescan_interval: int
+    sources: tuple[str, ...]
+    extractor: str
+    llm: LLMSettings
+    embedding: EmbeddingSettings
+    recall: RecallSettings
 
-    def __getitem__(self, name: str) -> Any:
-        return self.values[name]
+    @classmethod
+    def from_values(cls, values: dict[str, Any], file: Path, origins: dict[str, str]) -> "Settings":
+        """The typed view of checked ``values`` (one per key of :data:`KEYS`)."""
+        v = values
+        return cls(
+            file=file,
+            values=MappingProxyType(dict(v)),
+            origins=MappingProxyType(dict(origins)),
+            vault=str(v["vault"]),
+            ignore=tuple(v["ignore"]),
+            max_file_size=int(v["max_file_size"]),
+            memory_folder=str(v["memory_folder"]),
+            debounce_ms=int(v["debounce_ms"]),
+            rescan_interval=int(v["rescan_interval"]),
+            sources=tuple(v["sources"]),
+            extractor=str(v["extractor"]),
+            llm=LLMSettings(
+                base_url=v["llm.base_url"], model=v["llm.model"], api_key_env=v["llm.api_key_env"],
+                timeout=float(v["llm.timeout"]), retries=max(0, int(v["llm.retries"])),
+                max_chars=int(v["llm.max_chars"]),
+            ),
+            embedding=EmbeddingSettings(
+                model=v["embedding.model"], daemon_threads=int(v["embedding.daemon_threads"]),
+                batch_tokens=int(v["embedding.batch_tokens"]),
+            ),
+            recall=RecallSettings(
+                budget=int(v["recall.budget"]),
+                min_similarity=float(v["recall.min_similarity"]),
+                identity_max=int(v["recall.identity_max"]),
+                half_life=MappingProxyType({
+                    k.rsplit(".", 1)[1]: float(v[k])
+                    for k in v if k.startswith("recall.half_life.")
+                }),
+                evergreen_tags=tuple(t.lower().lstrip("#") for t in v["recall.evergreen_tags"]),
+            ),
+        )
 
-    @property
-    def vault(self) -> str:
-        return str(self.values["vault"])
 
-
-def load_config(overrides: dict[str, Any] | None = None) -> Config:
-    """Read the effective configuration; ``overrides`` are CLI flags (None = unset)."""
+def load_settings(overrides: dict[str, Any] | None = None) -> Settings:
+    """Read the effective settings; ``overrides`` are CLI flags (None = unset)."""
     path = config_path()
     values = {k.name: k.default for k in KEYS}
     origins = dict.fromkeys(values, "default")
@@ -203,4 +281,4 @@ def load_config(overrides: dict[str, Any] | None = None) -> Config:
         "flag": "option for memory_folder",
     }.get(origins["memory_folder"], "default")
     values["memory_folder"] = check_memory_folder(values["memory_folder"], origin)
-    return Config(values, path, origins)
+    return Settings.from_values(values, path, origins)

@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING
 import pytest
 
 if TYPE_CHECKING:
-    from memvault.store.memory_store import Vault
+    from memvault.store.memory_store import MemoryStore
 
 CORPORA = Path(__file__).resolve().parent.parent.parent / "shared" / "corpora"
 FIXTURES = Path(__file__).resolve().parent / "fixtures"
@@ -55,12 +55,12 @@ def wait_for(condition: Callable[[], object], timeout: float = 10.0, interval: f
 
 
 @contextmanager
-def opened(root: Path) -> "Iterator[Vault]":
+def opened(root: Path) -> "Iterator[MemoryStore]":
     """``with opened(root) as v``: the vault at ``root`` with a fresh index
     connection, closed on exit."""
-    from memvault.store.memory_store import Vault
+    from memvault.store.memory_store import MemoryStore
 
-    v = Vault.open(str(root))
+    v = MemoryStore.open(str(root))
     try:
         yield v
     finally:

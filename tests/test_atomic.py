@@ -10,6 +10,7 @@ from pathlib import Path
 
 from hypothesis import given
 from hypothesis import strategies as st
+
 from memvault.vault_io.atomic import NAME_MAX, atomic_write, fit_name, free_path, truncate_utf8
 
 # File-name characters of every width in UTF-8: ASCII, Latin, CJK (3 bytes), emoji (4 bytes).

@@ -7,10 +7,11 @@ from pathlib import Path
 
 import pytest
 from helpers import write
-from memvault.store.memory_store import Vault
-from memvault.store.index.reconcile import BATCH, BULK_MIN
+
 from memvault.store.db import records as rec
 from memvault.store.db.connection import write_transaction
+from memvault.store.index.reconcile import BATCH, BULK_MIN
+from memvault.store.memory_store import MemoryStore
 from memvault.store.retrieval.keyword import keyword_search
 
 
@@ -27,8 +28,8 @@ def test_bulk_load_equals_row_by_row(tmp_path: Path, monkeypatch: pytest.MonkeyP
     make_vault(small_root, n)
 
     def index(root: Path) -> list[tuple]:
-        v = Vault.open(str(root))
-        s = v.indexer().sync()
+        v = MemoryStore.open(str(root))
+        s = v.sync()
         assert s.added == n and not rec.bulk_load_pending(v.con)
         v.con.execute("INSERT INTO traces_fts(traces_fts) VALUES ('integrity-check')")
         assert {r[0] for r in v.con.execute("SELECT name FROM sqlite_master WHERE type='index'")} >= {
@@ -51,13 +52,13 @@ def test_bulk_load_equals_row_by_row(tmp_path: Path, monkeypatch: pytest.MonkeyP
 
 def test_interrupted_bulk_load_is_finished_by_next_sync(vault: Path) -> None:
     write(vault, "a.md", "alpha words")
-    v = Vault.open(str(vault))
-    v.indexer().sync()
+    v = MemoryStore.open(str(vault))
+    v.sync()
     with write_transaction(v.con):  # a loader that died after writing rows without FTS
         rec.begin_bulk_load(v.con)
         rec.put_trace(v.con, rec.TraceRow(id="x", kind="note", type="note", title="Orphan", content="zeta words"))
     assert keyword_search(v.con, "zeta") == []
-    v.indexer().sync()
+    v.sync()
     assert not rec.bulk_load_pending(v.con)
     assert [h.id for h in keyword_search(v.con, "zeta")] == ["x"]
     v.close()
@@ -74,9 +75,9 @@ def test_stop_during_pooled_read_leaves_no_workers(tmp_path: Path) -> None:
         if done > 100:
             raise Stop
 
-    v = Vault.open(str(root))
+    v = MemoryStore.open(str(root))
     with pytest.raises(Stop):
-        v.indexer().sync(progress=progress)
+        v.sync(progress=progress)
     assert multiprocessing.active_children() == []
     assert v.con.execute("SELECT count(*) FROM files").fetchone()[0] <= BATCH
     v.close()

@@ -9,9 +9,10 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 from fixtures.retrieval import support
+
 from memvault.cli.main import cli
-from memvault.store.memory_store import Vault
 from memvault.store.embedding.model import count_tokens
+from memvault.store.memory_store import MemoryStore
 from memvault.store.retrieval.recall import HEADER, RecallItem, assemble
 
 MESSAGE = "the checkout keeps failing with SSL handshake errors, what happened last time?"
@@ -75,7 +76,7 @@ def test_recall_feedback_updates_the_index_only(own_vault: Path) -> None:
     ids = [i["id"] for i in data["items"]]
     assert "m-epi-outage" in ids
     run(own_vault, MESSAGE)
-    v = Vault.open(str(own_vault))
+    v = MemoryStore.open(str(own_vault))
     count, last, strength = v.con.execute(
         "SELECT retrieval_count, last_access, strength FROM traces WHERE id = 'm-epi-outage'").fetchone()
     assert count == 2 and last and strength == pytest.approx(0.54)
@@ -85,7 +86,7 @@ def test_recall_feedback_updates_the_index_only(own_vault: Path) -> None:
     assert (note.read_bytes(), note.stat().st_mtime_ns) == before
     # --no-record leaves the counts alone
     run(own_vault, MESSAGE, "--no-record")
-    v = Vault.open(str(own_vault))
+    v = MemoryStore.open(str(own_vault))
     assert v.con.execute("SELECT retrieval_count FROM traces WHERE id = 'm-epi-outage'").fetchone()[0] == 2
     v.close()
 
@@ -93,7 +94,7 @@ def test_recall_feedback_updates_the_index_only(own_vault: Path) -> None:
 def test_strength_caps_at_one(own_vault: Path) -> None:
     from memvault.store.retrieval.recall import record_recall
 
-    v = Vault.open(str(own_vault))
+    v = MemoryStore.open(str(own_vault))
     v.con.execute("UPDATE traces SET strength = 0.99 WHERE id = 'm-sem-db'")
     record_recall(v.con, ["m-sem-db", "m-sem-db"])
     assert v.con.execute("SELECT strength FROM traces WHERE id = 'm-sem-db'").fetchone()[0] == 1.0
@@ -104,7 +105,7 @@ def test_search_record_flag(own_vault: Path) -> None:
     r = CliRunner().invoke(cli, ["--vault", str(own_vault), "search", "which database do we use for new services",
                                  "--scope", "memories", "--record", "--json"])
     assert r.exit_code == 0
-    v = Vault.open(str(own_vault))
+    v = MemoryStore.open(str(own_vault))
     assert v.con.execute("SELECT retrieval_count FROM traces WHERE id = 'm-sem-db'").fetchone()[0] == 1
     v.close()
 
@@ -176,7 +177,7 @@ def test_recall_strength_is_rounded_in_the_index(own_vault: Path) -> None:
     """0.56 + 0.02 in floating point is 0.5800000000000001; the index keeps 0.58."""
     from memvault.store.retrieval.recall import record_recall
 
-    v = Vault.open(str(own_vault))
+    v = MemoryStore.open(str(own_vault))
     v.con.execute("UPDATE traces SET strength = 0.56 WHERE id = 'm-sem-db'")
     v.con.execute("UPDATE traces SET strength = NULL WHERE id = 'm-sem-coffee'")
     record_recall(v.con, ["m-sem-db", "m-sem-coffee"])
@@ -199,8 +200,8 @@ def test_context_without_a_model_uses_content_words(own_vault: Path, monkeypatch
         "created: '2026-10-01T09:00:00+00:00'\nupdated: '2026-10-01T09:00:00+00:00'\nsource: manual\n---\n"
         "To test a capacitor, discharge it first, then measure it with the meter on its capacitance range.\n"
     ))
-    v = Vault.open(str(own_vault))
-    v.indexer().sync()
+    v = MemoryStore.open(str(own_vault))
+    v.sync()
     v.close()
     data = json.loads(run(own_vault, "how should I test a capacitor", "--json", "--no-record").stdout)
     ids = [i["id"] for i in data["items"]]

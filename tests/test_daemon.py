@@ -11,10 +11,11 @@ from pathlib import Path
 
 import pytest
 from helpers import wait_for, write
-from memvault.daemon import watch
-from memvault.store.memory_store import Vault
-from memvault.store.index.reconcile import Indexer
 from test_daemon_support import content, indexed, on_disk, query, running
+
+from memvault.daemon import watch
+from memvault.store.index.reconcile import Indexer
+from memvault.store.memory_store import MemoryStore
 
 # watchdog re-adds the watch of a folder it saw both by event and by walking
 # (mkdir -p, then files): a harmless RuntimeWarning from its internals.
@@ -22,9 +23,9 @@ pytestmark = pytest.mark.filterwarnings("ignore:Callback with id:RuntimeWarning"
 
 
 def presync(root: Path) -> None:
-    v = Vault.open(str(root))
+    v = MemoryStore.open(str(root))
     try:
-        v.indexer().sync()
+        v.sync()
     finally:
         v.close()
 
@@ -296,7 +297,7 @@ def test_inotify_watches_cover_every_folder(vault: Path) -> None:
         write(vault, rel, "x")
     with running(vault) as (runner, _):
         assert runner.mode == "watch"
-        assert watch.inotify_watches(runner._observer) == watch.watchable_dirs(vault) == 8
+        assert watch.inotify_watches(runner.watcher._observer) == watch.watchable_dirs(vault) == 8
 
 
 # -- shutdown and hooks ------------------------------------------------------------------
@@ -311,23 +312,22 @@ def test_stop_applies_the_pending_queue_at_once(vault: Path) -> None:
 
 
 def test_interrupted_memory_write_is_finished_by_the_daemon(vault: Path) -> None:
-    from memvault.store.memories.mirror import Memories
-    from memvault.store.memories import rows as mem
     from memvault.store.db import records as rec
     from memvault.store.db.connection import write_transaction
+    from memvault.store.memories import rows as mem
 
-    v = Vault.open(str(vault))
-    r = Memories(v).add("Water the ferns.", "todo")
+    v = MemoryStore.open(str(vault))
+    r = v.memories.add("Water the ferns.", "todo")
     t = rec.get_trace(v.con, r.id)
     t.content = "Water the ferns every Friday."
     with write_transaction(v.con):  # a CLI writer that died before writing the note
         rec.put_trace(v.con, t)
         mem.put_outbox(v.con, r.id, "write", r.path, "0" * 64)
-        v.con.execute("UPDATE outbox SET created = created - 60")
+        v.con.execute("UPDATE state.outbox SET created = created - 60")
     v.close()
     with running(vault):
         wait_for(lambda: "every Friday" in (vault / r.path).read_text(encoding="utf-8"))
-        wait_for(lambda: query(vault, "SELECT count(*) FROM outbox")[0][0] == 0)
+        wait_for(lambda: v.con.execute("SELECT count(*) FROM state.outbox").fetchone()[0] == 0)
 
 
 def test_state_file_published(vault: Path) -> None:
@@ -336,11 +336,11 @@ def test_state_file_published(vault: Path) -> None:
     with running(vault, publish_interval=0.05) as (runner, rec):
         write(vault, "a.md", "x")
         try:
-            wait_for(lambda: (read_state(runner.vault.data_dir) or {}).get("batches") == 1, timeout=3)
+            wait_for(lambda: (read_state(runner.store.data_dir) or {}).get("batches") == 1, timeout=3)
         except AssertionError:
-            print(read_state(runner.vault.data_dir), runner.batches, rec.calls)
+            print(read_state(runner.store.data_dir), runner.batches, rec.calls)
             raise
-        state = read_state(runner.vault.data_dir)
+        state = read_state(runner.store.data_dir)
         assert state["pid"] == os.getpid() and state["mode"] == "watch" and state["queue"] == 0
 
 
@@ -353,17 +353,19 @@ def test_indexer_is_the_one_used(vault: Path) -> None:
         (vault / "same.md").write_text("unchanged")
         wait_for(lambda: rec.of("batch") and settled(runner))
         assert rec.reindexed() == {}
-    assert isinstance(Vault.open(str(vault)).indexer(), Indexer)
+    assert isinstance(MemoryStore.open(str(vault)).reconciler, Indexer)
 
 
 def test_busy_index_keeps_the_hints_and_retries(vault: Path, monkeypatch, caplog) -> None:
     import apsw
+
     from memvault.store.db import connection as db
 
     monkeypatch.setattr(db, "BUSY_TIMEOUT_MS", 50)  # the daemon's connection gives up fast
+    monkeypatch.setattr(db, "WRITE_WAIT_S", 0.2)
     caplog.set_level(logging.WARNING, logger="memvault.daemon")
     with running(vault) as (runner, _):
-        other = apsw.Connection(str(runner.vault.index_path))
+        other = apsw.Connection(str(runner.store.index_path))
         other.execute("BEGIN IMMEDIATE")  # a CLI writer holding the write lock
         try:
             write(vault, "waits.md", "written while the index is locked")
@@ -404,12 +406,11 @@ def test_a_failing_batch_is_logged_and_the_daemon_goes_on(vault: Path, monkeypat
 
 
 def test_store_write_with_daemon_running_is_one_file_write(vault: Path) -> None:
-    from memvault.store.memories.mirror import Memories
 
     with running(vault) as (runner, rec):
-        v = Vault.open(str(vault))
+        v = MemoryStore.open(str(vault))
         try:
-            result = Memories(v).add("Tea at four, every day.", "event")
+            result = v.memories.add("Tea at four, every day.", "event")
         finally:
             v.close()
         note = vault / result.path

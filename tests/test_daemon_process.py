@@ -14,9 +14,10 @@ from pathlib import Path
 import apsw
 from click.testing import CliRunner
 from helpers import wait_for, write
+from test_daemon_support import NotifySocket, indexed, query, running
+
 from memvault.cli.main import cli
 from memvault.store.location import index_path
-from test_daemon_support import NotifySocket, indexed, query, running
 
 MEMVAULT = [sys.executable, "-c", "from memvault.cli.main import main; main()"]
 

@@ -13,10 +13,11 @@ from pathlib import Path
 from typing import Any
 
 import apsw
-from memvault.store.memory_store import Vault
-from memvault.store.index.reconcile import SyncSummary
+
 from memvault.daemon.runner import DaemonRunner
+from memvault.store.index.reconcile import SyncSummary
 from memvault.store.location import index_path
+from memvault.store.memory_store import MemoryStore
 
 
 class Recorder:
@@ -61,7 +62,7 @@ def running(root: Path, **kwargs: Any) -> Iterator[tuple[DaemonRunner, Recorder]
     kwargs.setdefault("debounce_ms", 100)
     kwargs.setdefault("rescan_interval", 0)
     kwargs.setdefault("background", False)  # the watch loop alone; see test_daemon_services
-    runner = DaemonRunner(Vault.open(str(root)), on_batch=rec, **kwargs)
+    runner = DaemonRunner(MemoryStore.open(str(root)), on_batch=rec, **kwargs)
     runner.start()
     try:
         end = time.monotonic() + 30

@@ -1,4 +1,4 @@
-"""Embedding: the bundled model, chunking, the embedding cache, the pipeline and worker."""
+"""Embedding: the bundled model, chunking, the embedding cache, the pipeline and the daemon's service."""
 
 from __future__ import annotations
 
@@ -9,8 +9,7 @@ from pathlib import Path
 
 import pytest
 from helpers import wait_for, write
-from memvault.store.memory_store import Vault
-from memvault.store.embedding.pipeline import EmbeddingPipeline, EmbeddingWorker, batches
+
 from memvault.store.db import records as rec
 from memvault.store.embedding import vectors as vec
 from memvault.store.embedding.chunk import chunk_trace, clean_markup, sections
@@ -24,6 +23,10 @@ from memvault.store.embedding.model import (
     resolve_model,
     verify_onnx,
 )
+from memvault.daemon.embedding_service import EmbeddingService
+from memvault.daemon.services import Supervisor
+from memvault.store.embedding.pipeline import EmbeddingPipeline, batches
+from memvault.store.memory_store import MemoryStore
 
 REPO = Path(__file__).resolve().parent.parent
 
@@ -34,10 +37,10 @@ def embedder(tmp_path_factory: pytest.TempPathFactory):
     return load_embedder(resolve_model("default"), tmp_path_factory.mktemp("model-home"))
 
 
-def pipeline(root: Path) -> tuple[Vault, EmbeddingPipeline]:
-    v = Vault.open(str(root))
-    v.indexer().sync()
-    return v, EmbeddingPipeline.for_vault(v, v.con)
+def pipeline(root: Path) -> tuple[MemoryStore, EmbeddingPipeline]:
+    v = MemoryStore.open(str(root))
+    v.sync()
+    return v, EmbeddingPipeline.for_store(v, v.con)
 
 
 # -- the model ---------------------------------------------------------------------
@@ -152,11 +155,11 @@ def test_sync_then_embed_and_cache_survives_rename_rebuild_and_restart(vault: Pa
     # title, which every chunk of a note starts with, so that one re-embeds)
     (vault / "Archive").mkdir()
     (vault / "A.md").rename(vault / "Archive" / "A.md")
-    v.indexer().sync()
+    v.sync()
     assert p.run().embedded == 0
     # an edit embeds only the changed text
     write(vault, "B.md", "Beta is about schema migrations in PostgreSQL.\n")
-    v.indexer().sync()
+    v.sync()
     assert p.run().embedded == 1
     p.close()
     v.close()
@@ -229,7 +232,7 @@ def test_generation_moves_when_chunks_or_vectors_change(vault: Path, embedder) -
     g2 = vec.generation(v.con)
     assert g2 > g1
     (vault / "A.md").unlink()
-    v.indexer().sync()  # trace deleted -> chunks cascade -> generation bumps
+    v.sync()  # trace deleted -> chunks cascade -> generation bumps
     assert vec.generation(v.con) > g2
     assert v.con.execute("SELECT count(*) FROM chunks").fetchone()[0] == 0
     p.close()
@@ -238,23 +241,25 @@ def test_generation_moves_when_chunks_or_vectors_change(vault: Path, embedder) -
 
 def test_worker_embeds_in_background_and_stops(vault: Path, embedder) -> None:
     write(vault, "A.md", "Alpha retries with exponential backoff.\n")
-    v = Vault.open(str(vault))
-    v.indexer().sync()
+    v = MemoryStore.open(str(vault))
+    v.sync()
     runs = []
-    worker = EmbeddingWorker(v, poll_interval=30.0, on_run=runs.append)
-    worker.start()
+    worker = EmbeddingService(v, poll_interval=30.0, on_run=runs.append)
+    services = Supervisor()
+    services.add(worker)
+    services.start()
     try:
         wait_for(lambda: worker.idle.is_set() and runs and runs[-1].embedded == 1, timeout=30)
         # keyword search works on the main connection while the worker writes
         write(vault, "B.md", "Beta covers PostgreSQL schema migrations.\n")
-        v.indexer().sync()
+        v.sync()
         assert rec.get_trace(v.con, v.con.execute("SELECT id FROM traces WHERE path='B.md'").fetchone()[0])
         worker.wake()
         wait_for(lambda: any(r.embedded == 1 and r.chunked == 1 for r in runs[1:]), timeout=30)
         assert worker.status()["unavailable"] is None
     finally:
-        worker.stop()
-    assert worker.error is None
+        services.stop()
+    assert services.status()["embedding"]["restarts"] == 0
     cache = vec.open_cache(v.data_dir, create=False)
     assert vec.coverage(v.con, cache, resolve_model("default").key) == (2, 2)
     cache.close()
@@ -264,9 +269,9 @@ def test_worker_embeds_in_background_and_stops(vault: Path, embedder) -> None:
 def test_worker_with_missing_model_reports_once_and_does_not_hang(vault: Path, monkeypatch, caplog) -> None:
     monkeypatch.setenv("MEMVAULT_EMBEDDING_MODEL", "no-such/model-xyz")
     write(vault, "A.md", "Alpha.\n")
-    v = Vault.open(str(vault))
-    v.indexer().sync()
-    worker = EmbeddingWorker(v, poll_interval=0.05, retry_interval=600)
+    v = MemoryStore.open(str(vault))
+    v.sync()
+    worker = EmbeddingService(v, poll_interval=0.05, retry_interval=600)
     worker.start()
     try:
         wait_for(lambda: worker.status()["unavailable"], timeout=10)

@@ -14,12 +14,12 @@ import time
 from pathlib import Path
 
 from helpers import opened, wait_for, write
-from memvault.store.memory_store import Vault
-from memvault.store.facts.source_notes import Sources
-from memvault.store.facts import rows as sf
-from memvault.store.retrieval.keyword import Filters, keyword_search
 from test_daemon_support import running
 from test_llm_extract import GOOD, NOTE, FakeLLM, Reply, configure, llm, quick_backoff  # noqa: F401
+
+from memvault.store.facts import rows as sf
+from memvault.store.memory_store import MemoryStore
+from memvault.store.retrieval.keyword import Filters, keyword_search
 
 OTHER = {"facts": [{"text": "The person writes everything in plain text files.", "type": "identity"}]}
 
@@ -35,7 +35,7 @@ def searchable(root: Path, word: str, kinds: tuple[str, ...] = ("note",)) -> boo
 
 def fact_rows(root: Path, path: str = "About me.md") -> list[dict]:
     with opened(root) as v:
-        return Sources(v).facts(path)[1] if v.has_index() else []
+        return v.sources.facts(path)[1] if v.has_index() else []
 
 
 def source_state(root: Path) -> list[tuple[str, str | None]]:
@@ -129,7 +129,7 @@ def test_one_shot_sync_stays_synchronous(vault: Path, llm: FakeLLM, memvault_env
     configure(memvault_env, llm.base_url)
     write(vault, "About me.md", NOTE)
     with opened(vault) as v:
-        v.indexer().sync()
+        v.sync()
         assert [s.extractor for s in sf.all_sources(v.con)] == ["llm"]
 
 
@@ -138,12 +138,12 @@ def test_the_queue_coalesces_changes_of_one_note_and_is_bounded(vault: Path, llm
 
     write(vault, "About me.md", NOTE)
     with opened(vault) as v:  # default facts first: the worker then has something to ask about
-        v.indexer().sync()
+        v.sync()
         (source_id,) = [s.source_id for s in sf.all_sources(v.con)]
     gate = threading.Event()
     llm.script(Reply(GOOD, gate=gate))
     configure(memvault_env, llm.base_url, timeout=30, retries=0)
-    worker = LLMFactWorker(Vault.open(str(vault)), max_pending=2)
+    worker = LLMFactWorker(MemoryStore.open(str(vault)), max_pending=2)
     worker.start()
     try:
         assert worker.submit(source_id, "About me.md")
@@ -159,7 +159,7 @@ def test_the_queue_coalesces_changes_of_one_note_and_is_bounded(vault: Path, llm
         assert len(llm.requests) == 1
     finally:
         worker.stop()
-        worker.vault.close()
+        worker.store.close()
 
 
 def test_a_sources_glob_added_while_stopped_does_not_hold_up_the_start(vault: Path, llm: FakeLLM, memvault_env: Path) -> None:
@@ -185,23 +185,25 @@ def test_a_dead_llm_worker_takes_no_jobs(vault: Path, llm: FakeLLM, memvault_env
     """A worker whose thread died would leave every deferred source's facts
     stale for the rest of the run: it must refuse jobs, so the observer
     extracts with the default rules instead."""
-    import memvault.daemon.llm_worker as worker_mod
     from memvault.daemon.llm_worker import LLMFactWorker
+    from memvault.daemon.services import Supervisor
 
     configure(memvault_env, llm.base_url)
-
-    def broken_connect(path: object) -> None:
-        raise OSError("index unreadable")
-
-    monkeypatch.setattr(worker_mod, "connect", broken_connect)
     with opened(vault) as v:
+        def broken_connect() -> None:
+            raise OSError("index unreadable")
+
+        monkeypatch.setattr(v, "connect", broken_connect)
         worker = LLMFactWorker(v)
-        worker.start()
+        services = Supervisor(backoff_start=30)
+        services.add(worker)
+        services.start()
         try:
-            wait_for(lambda: worker.error is not None)
+            wait_for(lambda: services.status()["llm_facts"]["restarts"] >= 1)
+            assert services.status()["llm_facts"]["state"] == "restarting after OSError (1st time)"
             assert worker.submit("n-1", "About me.md") is False
         finally:
-            worker.stop()
+            services.stop()
 
 
 def test_every_indexer_of_the_daemons_vault_defers_to_the_worker(vault: Path, llm: FakeLLM, memvault_env: Path) -> None:
@@ -213,6 +215,6 @@ def test_every_indexer_of_the_daemons_vault_defers_to_the_worker(vault: Path, ll
     with running(vault) as (runner, _):
         worker = runner._llm_worker
         assert worker is not None
-        other = runner.vault.indexer()  # as Memories(vault) does on every flush
+        other = runner.store.reconciler  # as vault.memories does on every flush
         (observer,) = [o for o in other.observers if isinstance(o, FactObserver)]
         assert observer.defer == worker.submit

@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+
 from memvault.store.facts.observer import frontmatter_key_lines
 from memvault.store.index.reconcile import derived_id
 from memvault.vault_io.facts import extract_facts, source_uri

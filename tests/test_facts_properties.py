@@ -26,6 +26,7 @@ import re
 
 from hypothesis import given
 from hypothesis import strategies as st
+
 from memvault.vault_io.facts import extract_facts
 from memvault.vault_io.mask import mask_markdown
 from memvault.vault_io.parser import parse_note

@@ -5,6 +5,7 @@ from __future__ import annotations
 import time
 
 import pytest
+
 from memvault.vault_io.facts import (
     Extraction,
     extract_facts,

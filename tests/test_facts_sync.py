@@ -8,13 +8,12 @@ from pathlib import Path
 
 import pytest
 from helpers import opened, wait_for, write
-from memvault.store.memory_store import Vault
-from memvault.store.facts.source_notes import Sources
-from memvault.store.memories.mirror import Memories
-from memvault.store.facts import rows as sf
+
 from memvault.store.db import records as rec
 from memvault.store.db.connection import write_transaction
+from memvault.store.facts import rows as sf
 from memvault.store.index.lookup import stats
+from memvault.store.memory_store import MemoryStore
 from memvault.store.retrieval.keyword import Filters, keyword_search
 
 ABOUT = """---
@@ -39,24 +38,24 @@ I work as a software engineer in Lisbon. I mostly write Python and SQL.
 @pytest.fixture
 def v(vault: Path):
     """The vault opened, closed after the test."""
-    opened = Vault.open(str(vault))
+    opened = MemoryStore.open(str(vault))
     yield opened
     opened.close()
 
 
-def sync(v: Vault):
-    return v.indexer().sync()
+def sync(v: MemoryStore):
+    return v.sync()
 
 
-def facts(v: Vault, path: str, include_all: bool = False) -> list[dict]:
-    return Sources(v).facts(path, include_all)[1]
+def facts(v: MemoryStore, path: str, include_all: bool = False) -> list[dict]:
+    return v.sources.facts(path, include_all)[1]
 
 
-def ids_by_text(v: Vault, path: str) -> dict[str, str]:
+def ids_by_text(v: MemoryStore, path: str) -> dict[str, str]:
     return {f["text"]: f["id"] for f in facts(v, path)}
 
 
-def fact_search(v: Vault, query: str, statuses=("active",)) -> list[rec.TraceRow]:
+def fact_search(v: MemoryStore, query: str, statuses=("active",)) -> list[rec.TraceRow]:
     hits = keyword_search(v.con, query, filters=Filters(kinds=("fact",), statuses=statuses))
     return [rec.get_trace(v.con, h.id) for h in hits]
 
@@ -64,7 +63,7 @@ def fact_search(v: Vault, query: str, statuses=("active",)) -> list[rec.TraceRow
 # -- appearing, searching ---------------------------------------------------------
 
 
-def test_marked_note_gives_searchable_facts_with_anchors(vault: Path, v: Vault) -> None:
+def test_marked_note_gives_searchable_facts_with_anchors(vault: Path, v: MemoryStore) -> None:
     write(vault, "About me.md", ABOUT)
     write(vault, "Plain.md", "- An ordinary note with a list item\n")
     summary = sync(v)
@@ -92,7 +91,7 @@ def test_marked_note_gives_searchable_facts_with_anchors(vault: Path, v: Vault) 
     assert [(e.kind, e.target_id, e.target_path) for e in edges] == [("derived_from", note_id, "About me.md")]
 
 
-def test_fact_anchor(vault: Path, v: Vault) -> None:
+def test_fact_anchor(vault: Path, v: MemoryStore) -> None:
     write(vault, "About me.md", ABOUT)
     sync(v)
     by = ids_by_text(v, "About me.md")
@@ -109,7 +108,7 @@ def test_fact_anchor(vault: Path, v: Vault) -> None:
 # -- edit sequences ------------------------------------------------------------------
 
 
-def test_insert_a_line_at_the_top_keeps_every_id_and_retrieval_stats(vault: Path, v: Vault) -> None:
+def test_insert_a_line_at_the_top_keeps_every_id_and_retrieval_stats(vault: Path, v: MemoryStore) -> None:
     p = write(vault, "About me.md", ABOUT)
     sync(v)
     before = ids_by_text(v, "About me.md")
@@ -129,7 +128,7 @@ def test_insert_a_line_at_the_top_keeps_every_id_and_retrieval_stats(vault: Path
     assert not any(f["status"] != "active" for f in facts(v, "About me.md", True))
 
 
-def test_reordering_list_items_keeps_ids(vault: Path, v: Vault) -> None:
+def test_reordering_list_items_keeps_ids(vault: Path, v: MemoryStore) -> None:
     p = write(vault, "About me.md", ABOUT)
     sync(v)
     before = ids_by_text(v, "About me.md")
@@ -142,7 +141,7 @@ def test_reordering_list_items_keeps_ids(vault: Path, v: Vault) -> None:
     assert [f["text"] for f in facts(v, "About me.md")][:2] == ["Drinks coffee black, no sugar", "Prefers dark mode in every editor"]
 
 
-def test_editing_one_sentence_makes_a_new_version_with_history(vault: Path, v: Vault) -> None:
+def test_editing_one_sentence_makes_a_new_version_with_history(vault: Path, v: MemoryStore) -> None:
     p = write(vault, "About me.md", ABOUT)
     sync(v)
     before = ids_by_text(v, "About me.md")
@@ -158,25 +157,25 @@ def test_editing_one_sentence_makes_a_new_version_with_history(vault: Path, v: V
     old = rec.get_trace(v.con, old_id)
     assert (old.status, old.reason) == ("superseded", "changed in source")
     assert [(e.kind, e.target_id) for e in rec.edges_from(v.con, new_id) if e.kind == "updates"] == [("updates", old_id)]
-    history = Memories(v).history(new_id)
+    history = v.memories.history(new_id)
     assert [(t.id, t.status) for t in history] == [(new_id, "active"), (old_id, "superseded")]
-    assert [t.id for t in Memories(v).history(old_id)] == [new_id, old_id]
+    assert [t.id for t in v.memories.history(old_id)] == [new_id, old_id]
     # Superseded facts are not found by default, but with the superseded status.
     assert old_id not in [t.id for t in fact_search(v, "Python SQL")]
     assert old_id in [t.id for t in fact_search(v, "Python SQL", ("active", "superseded"))]
 
 
-def test_a_changed_fact_with_a_block_id_is_paired_by_it(vault: Path, v: Vault) -> None:
+def test_a_changed_fact_with_a_block_id_is_paired_by_it(vault: Path, v: MemoryStore) -> None:
     p = write(vault, "About me.md", ABOUT)
     sync(v)
     old_id = ids_by_text(v, "About me.md")["Use SQLite with FTS5 for the index"]
     p.write_text(ABOUT.replace("Use SQLite with FTS5 for the index", "Store everything in one embedded database file"), "utf-8")
     sync(v)
     new_id = ids_by_text(v, "About me.md")["Store everything in one embedded database file"]
-    assert [t.id for t in Memories(v).history(new_id)] == [new_id, old_id]
+    assert [t.id for t in v.memories.history(new_id)] == [new_id, old_id]
 
 
-def test_deleting_a_section_retires_its_facts_only(vault: Path, v: Vault) -> None:
+def test_deleting_a_section_retires_its_facts_only(vault: Path, v: MemoryStore) -> None:
     p = write(vault, "About me.md", ABOUT)
     sync(v)
     before = ids_by_text(v, "About me.md")
@@ -190,7 +189,7 @@ def test_deleting_a_section_retires_its_facts_only(vault: Path, v: Vault) -> Non
     assert rec.edges_from(v.con, gone.id)[0].kind == "derived_from"
 
 
-def test_renaming_the_note_keeps_ids_and_follows_the_path(vault: Path, v: Vault) -> None:
+def test_renaming_the_note_keeps_ids_and_follows_the_path(vault: Path, v: MemoryStore) -> None:
     write(vault, "About me.md", ABOUT)
     sync(v)
     before = ids_by_text(v, "About me.md")
@@ -207,7 +206,7 @@ def test_renaming_the_note_keeps_ids_and_follows_the_path(vault: Path, v: Vault)
     assert [s.path for s in sf.all_sources(v.con)] == ["People/Myself.md"]
 
 
-def test_a_reverted_edit_brings_the_old_fact_back(vault: Path, v: Vault) -> None:
+def test_a_reverted_edit_brings_the_old_fact_back(vault: Path, v: MemoryStore) -> None:
     p = write(vault, "About me.md", ABOUT)
     sync(v)
     old_id = ids_by_text(v, "About me.md")["Drinks coffee black, no sugar"]
@@ -218,11 +217,11 @@ def test_a_reverted_edit_brings_the_old_fact_back(vault: Path, v: Vault) -> None
     sync(v)
     assert ids_by_text(v, "About me.md")["Drinks coffee black, no sugar"] == old_id
     assert rec.get_trace(v.con, old_id).status == "active"
-    history = Memories(v).history(old_id)
+    history = v.memories.history(old_id)
     assert [(t.id, t.status) for t in history] == [(old_id, "active"), (mid_id, "superseded")]
 
 
-def test_gaining_a_front_matter_id_renames_facts_keeping_their_stats(vault: Path, v: Vault) -> None:
+def test_gaining_a_front_matter_id_renames_facts_keeping_their_stats(vault: Path, v: MemoryStore) -> None:
     p = write(vault, "About me.md", ABOUT)
     sync(v)
     before = ids_by_text(v, "About me.md")
@@ -241,7 +240,7 @@ def test_gaining_a_front_matter_id_renames_facts_keeping_their_stats(vault: Path
 # -- retiring ----------------------------------------------------------------------------
 
 
-def test_unmarking_retires_and_remarking_restores_the_same_facts(vault: Path, v: Vault) -> None:
+def test_unmarking_retires_and_remarking_restores_the_same_facts(vault: Path, v: MemoryStore) -> None:
     p = write(vault, "About me.md", ABOUT)
     sync(v)
     before = ids_by_text(v, "About me.md")
@@ -256,7 +255,7 @@ def test_unmarking_retires_and_remarking_restores_the_same_facts(vault: Path, v:
     assert ids_by_text(v, "About me.md") == before
 
 
-def test_deleting_the_note_retires_its_facts(vault: Path, v: Vault) -> None:
+def test_deleting_the_note_retires_its_facts(vault: Path, v: MemoryStore) -> None:
     write(vault, "About me.md", ABOUT)
     sync(v)
     n = len(facts(v, "About me.md"))
@@ -268,7 +267,7 @@ def test_deleting_the_note_retires_its_facts(vault: Path, v: Vault) -> None:
     assert stats(v.con)["facts"] == 0 and stats(v.con)["facts_superseded"] == n
 
 
-def test_broken_front_matter_keeps_facts_until_it_parses_again(vault: Path, v: Vault) -> None:
+def test_broken_front_matter_keeps_facts_until_it_parses_again(vault: Path, v: MemoryStore) -> None:
     p = write(vault, "About me.md", ABOUT)
     sync(v)
     before = ids_by_text(v, "About me.md")
@@ -278,7 +277,7 @@ def test_broken_front_matter_keeps_facts_until_it_parses_again(vault: Path, v: V
     assert ids_by_text(v, "About me.md") == before
 
 
-def test_memory_notes_are_never_sources(vault: Path, v: Vault) -> None:
+def test_memory_notes_are_never_sources(vault: Path, v: MemoryStore) -> None:
     write(vault, "Memory/semantic/x.md", "---\nmemory: semantic\ntags: [memory/source]\n---\n- A memory note with a list item\n")
     sync(v)
     assert stats(v.con)["facts"] == 0
@@ -287,11 +286,11 @@ def test_memory_notes_are_never_sources(vault: Path, v: Vault) -> None:
 # -- markers ------------------------------------------------------------------------------
 
 
-def test_tag_marks_a_source(vault: Path, v: Vault) -> None:
+def test_tag_marks_a_source(vault: Path, v: MemoryStore) -> None:
     write(vault, "Road map.md", "#memory/source\n\n- Ship memory sources in February\n")
     sync(v)
     assert [f["text"] for f in facts(v, "Road map.md")] == ["Ship memory sources in February"]
-    assert Sources(v).list()[0]["marks"] == ["tag"]
+    assert v.sources.list()[0]["marks"] == ["tag"]
 
 
 def test_config_globs_and_their_changes(vault: Path, memvault_env: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -302,17 +301,16 @@ def test_config_globs_and_their_changes(vault: Path, memvault_env: Path, monkeyp
         sync(v1)
         assert [f["text"] for f in facts(v1, "Projects/Alpha.md")] == ["Alpha ships in the spring"]
         assert facts(v1, "Other/Beta.md") == []
-    # A new glob: the next indexer extracts Beta and retires Alpha without any note changing.
+    # A new glob: the next sync extracts Beta and retires Alpha without any note changing.
     (memvault_env / "config.toml").write_text('sources = ["Other/*.md"]\n', "utf-8")
     with opened(vault) as v2:
-        v2.indexer()
+        v2.refresh_source_globs()
         assert facts(v2, "Projects/Alpha.md") == []
         assert [f["text"] for f in facts(v2, "Other/Beta.md")] == ["Beta ships in the autumn"]
         assert sync(v2).warnings == []
     monkeypatch.setenv("MEMVAULT_SOURCES", "**")
     with opened(vault) as v3:
-        v3.indexer()
-        assert len(Sources(v3).list()) == 2
+        assert len(v3.sources.list()) == 2
 
 
 def test_stored_marks_follow_a_glob_change_of_an_unchanged_note(vault: Path, memvault_env: Path) -> None:
@@ -335,7 +333,7 @@ def test_stored_marks_follow_a_glob_change_of_an_unchanged_note(vault: Path, mem
 # -- ids, links, stats -------------------------------------------------------------------
 
 
-def test_ids_are_stable_across_a_full_rebuild(vault: Path, v: Vault, memvault_env: Path) -> None:
+def test_ids_are_stable_across_a_full_rebuild(vault: Path, v: MemoryStore, memvault_env: Path) -> None:
     write(vault, "About me.md", ABOUT)
     write(vault, "Notes/Road map.md", "#memory/source\n- Ship it in spring\n- Ship it in spring\n- Test it well first\n")
     sync(v)
@@ -343,7 +341,7 @@ def test_ids_are_stable_across_a_full_rebuild(vault: Path, v: Vault, memvault_en
     all_ids = [r[0] for r in v.con.execute("SELECT id FROM traces WHERE kind = 'fact' ORDER BY id")]
     v.close()
     shutil.rmtree(v.data_dir)
-    v2 = Vault.open(str(vault))
+    v2 = MemoryStore.open(str(vault))
     try:
         sync(v2)
         assert {p: ids_by_text(v2, p) for p in first} == first
@@ -353,7 +351,7 @@ def test_ids_are_stable_across_a_full_rebuild(vault: Path, v: Vault, memvault_en
         v2.close()
 
 
-def test_fact_links_resolve_and_follow_their_targets(vault: Path, v: Vault) -> None:
+def test_fact_links_resolve_and_follow_their_targets(vault: Path, v: MemoryStore) -> None:
     write(vault, "Hub.md", "#memory/source\n\n- Alice leads the [[Later note]] project now\n")
     sync(v)
     fid = facts(v, "Hub.md")[0]["id"]
@@ -363,20 +361,20 @@ def test_fact_links_resolve_and_follow_their_targets(vault: Path, v: Vault) -> N
 
     assert (link().target_name, link().target_path) == ("Later note", None)
     write(vault, "Sub/Later note.md", "the target")
-    v.indexer().sync_paths(["Sub/Later note.md"])
+    v.sync_paths(["Sub/Later note.md"])
     later_id = v.con.execute("SELECT trace_id FROM files WHERE path = 'Sub/Later note.md'").fetchone()[0]
     assert (link().target_path, link().target_id) == ("Sub/Later note.md", later_id)
     assert fid in [e.source_id for e in rec.edges_to(v.con, later_id)]
     (vault / "Elsewhere").mkdir()
     os.rename(vault / "Sub" / "Later note.md", vault / "Elsewhere" / "Later note.md")
-    v.indexer().sync_paths(["Sub/Later note.md", "Elsewhere/Later note.md"])
+    v.sync_paths(["Sub/Later note.md", "Elsewhere/Later note.md"])
     assert (link().target_path, link().target_id) == ("Elsewhere/Later note.md", later_id)
     (vault / "Elsewhere" / "Later note.md").unlink()
-    v.indexer().sync_paths(["Elsewhere/Later note.md"])
+    v.sync_paths(["Elsewhere/Later note.md"])
     assert (link().target_path, link().target_id) == (None, None)
 
 
-def test_stats_count_facts_sources_and_redacted_secrets(vault: Path, v: Vault) -> None:
+def test_stats_count_facts_sources_and_redacted_secrets(vault: Path, v: MemoryStore) -> None:
     write(vault, "About me.md", ABOUT + "\n- The API token is ghp_abcdefghijklmnopqrstuvwxyz0123456789 for CI\n")
     sync(v)
     s = stats(v.con)
@@ -385,7 +383,7 @@ def test_stats_count_facts_sources_and_redacted_secrets(vault: Path, v: Vault) -
     assert s["traces_by_kind"]["fact"] == 8
 
 
-def test_second_run_writes_nothing(vault: Path, v: Vault) -> None:
+def test_second_run_writes_nothing(vault: Path, v: MemoryStore) -> None:
     write(vault, "About me.md", ABOUT)
     sync(v)
     before = v.con.execute("SELECT id, updated, rowid FROM traces ORDER BY id").fetchall()
@@ -393,7 +391,7 @@ def test_second_run_writes_nothing(vault: Path, v: Vault) -> None:
     from memvault.vault_io.parser import parse_note
 
     parsed = parse_note("About me.md", (vault / "About me.md").read_bytes())
-    observer = v.indexer().observers[0]
+    observer = v.reconciler.observers[0]
     assert observer.notes_changed([(parsed, rec.get_trace(v.con, note))], []) == []
     assert v.con.execute("SELECT id, updated, rowid FROM traces ORDER BY id").fetchall() == before
 
@@ -478,7 +476,7 @@ def test_pairing_picks_the_most_similar_under_the_heading_not_the_nearest() -> N
     }  # the item moved to heading B is new there, not an update
 
 
-def test_every_fact_carries_the_notes_front_matter_and_inline_tags(vault: Path, v: Vault) -> None:
+def test_every_fact_carries_the_notes_front_matter_and_inline_tags(vault: Path, v: MemoryStore) -> None:
     write(vault, "Road map.md", "---\nmemory: source\ntags: [work]\n---\n# Road map #planning\n\n"
           "- Ship memory sources in February #release\n- Write the documentation for users\n\n"
           "Some closing words about #Team/Core here.\n")

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from hypothesis import given
 from hypothesis import strategies as st
+
 from memvault.vault_io.fm_edit import duplicate_keys, edit_frontmatter, frontmatter_key_order
 
 KEY = st.text(alphabet="abcdefghijklmnopqrstuvwxyz_", min_size=1, max_size=8)

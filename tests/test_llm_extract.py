@@ -21,18 +21,18 @@ from typing import Any
 
 import pytest
 from helpers import write
+
 from memvault.store.facts import llm_extract
-from memvault.store.memory_store import Vault
-from memvault.store.facts.source_notes import Sources
+from memvault.store.facts import rows as sf
 from memvault.store.facts.llm_extract import (
+    LLMEndpoint,
     LLMError,
     LLMExtractor,
-    LLMSettings,
     SchemaError,
     parse_answer,
     validate_facts,
 )
-from memvault.store.facts import rows as sf
+from memvault.store.memory_store import MemoryStore
 from memvault.vault_io.parser import parse_note
 
 NOTE = """---
@@ -175,7 +175,7 @@ def quick_backoff(monkeypatch: pytest.MonkeyPatch) -> None:
 def extractor(base_url: str, **kw: Any) -> LLMExtractor:
     settings = dict(base_url=base_url, model="test-model", api_key="k-test", timeout=2.0, retries=1, backoff=0.01)
     settings.update(kw)
-    return LLMExtractor(LLMSettings(**settings))
+    return LLMExtractor(LLMEndpoint(**settings))
 
 
 def note(text: str = NOTE, path: str = "About me.md"):
@@ -316,11 +316,11 @@ def test_sync_uses_the_llm_and_stores_its_facts(vault: Path, llm: FakeLLM, memva
     configure(memvault_env, llm.base_url)
     llm.script(Reply(GOOD))
     write(vault, "About me.md", NOTE)
-    v = Vault.open(str(vault))
+    v = MemoryStore.open(str(vault))
     try:
-        summary = v.indexer().sync()
+        summary = v.sync()
         assert summary.warnings == []
-        rows = Sources(v).facts("About me.md")[1]
+        rows = v.sources.facts("About me.md")[1]
         assert [(r["type"], r["segment"], r["heading_path"]) for r in rows] == [
             ("semantic", "llm", "About me > Preferences"), ("identity", "llm", "About me > Preferences"),
             ("prospective", "llm", "About me > Plans"),
@@ -330,9 +330,9 @@ def test_sync_uses_the_llm_and_stores_its_facts(vault: Path, llm: FakeLLM, memva
         assert llm.requests[0]["headers"]["Authorization"] == "Bearer secret-key-1"
         # A rename with the same bytes does not ask the model again.
         (vault / "About me.md").rename(vault / "Me.md")
-        v.indexer().sync()
+        v.sync()
         assert len(llm.requests) == 1
-        assert [r["id"] for r in Sources(v).facts("Me.md")[1]] == [r["id"] for r in rows]
+        assert [r["id"] for r in v.sources.facts("Me.md")[1]] == [r["id"] for r in rows]
         assert sf.fact_anchor(v.con, rows[0]["id"]).source_uri == "vault://Me.md#Preferences"
     finally:
         v.close()
@@ -350,15 +350,15 @@ def test_failures_fall_back_to_the_default_extractor_with_a_warning(
     configure(memvault_env, llm.base_url, timeout=0.3, retries=1)
     llm.script(reply)
     write(vault, "About me.md", NOTE)
-    v = Vault.open(str(vault))
+    v = MemoryStore.open(str(vault))
     try:
         start = time.monotonic()
-        summary = v.indexer().sync()
+        summary = v.sync()
         assert time.monotonic() - start < 3
         assert len(summary.warnings) == 1
         assert summary.warnings[0].startswith("About me.md: llm extractor failed (")
         assert summary.warnings[0].endswith("used the default extractor")
-        texts = [r["text"] for r in Sources(v).facts("About me.md")[1]]
+        texts = [r["text"] for r in v.sources.facts("About me.md")[1]]
         assert "Prefers dark mode in every editor" in texts  # the default extractor's facts
         assert [s.extractor for s in sf.all_sources(v.con)] == ["default"]
     finally:
@@ -371,11 +371,11 @@ def test_connection_refused_during_sync_falls_back(vault: Path, memvault_env: Pa
         port = s.getsockname()[1]
     configure(memvault_env, f"http://127.0.0.1:{port}/v1")
     write(vault, "About me.md", NOTE)
-    v = Vault.open(str(vault))
+    v = MemoryStore.open(str(vault))
     try:
-        summary = v.indexer().sync()
+        summary = v.sync()
         assert "cannot reach" in summary.warnings[0]
-        assert len(Sources(v).facts("About me.md")[1]) == 4
+        assert len(v.sources.facts("About me.md")[1]) == 4
     finally:
         v.close()
 

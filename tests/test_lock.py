@@ -9,6 +9,7 @@ import sys
 from pathlib import Path
 
 import pytest
+
 from memvault.daemon.lock import (
     DaemonLock,
     DaemonRunningError,

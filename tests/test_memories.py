@@ -10,23 +10,24 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 from helpers import write
+
 from memvault.cli.main import cli
-from memvault.store.memory_store import Vault
-from memvault.store.memories.mirror import Memories, MemoryOpError
-from memvault.store.memories import rows as mem
 from memvault.store.db import records as rec
 from memvault.store.db.connection import write_transaction
-from memvault.store.memories.memtypes import UnknownTypeError
 from memvault.store.index.lookup import find_trace
+from memvault.store.memories import rows as mem
+from memvault.store.memories.memtypes import UnknownTypeError
+from memvault.store.memories.mirror import Memories, MemoryOpError
+from memvault.store.memory_store import MemoryStore
 from memvault.vault_io.note import content_hash
 
 
 @pytest.fixture
 def mv(vault: Path):
     write(vault, "Editor setup.md", "# Editor setup\n")
-    v = Vault.open(str(vault))
-    v.indexer().sync()
-    m = Memories(v)
+    v = MemoryStore.open(str(vault))
+    v.sync()
+    m = v.memories
     yield m
     v.close()
 
@@ -126,7 +127,13 @@ def test_person_edits_flow_back_and_unknown_keys_survive(mv: Memories) -> None:
     # only the tags lines, `updated` and `supersedes` (the version it replaced) changed
     diff = set(text.splitlines()) ^ set(after.splitlines())
     assert {line.split(":")[0].strip() for line in diff} <= {"- team", "updated", "supersedes"}
-    assert f"supersedes: {r.id}.v1\n" in after
+    # the person's edit kept the first text as version 1; the update kept theirs as version 2
+    assert f"supersedes: {r.id}.v2\n" in after
+    versions = mv.history(r.id)
+    assert [(v.id, v.content, v.reason) for v in versions[1:]] == [
+        (f"{r.id}.v2", "Standup moved to 10:30.", None or versions[1].reason),
+        (f"{r.id}.v1", "Standup is at 10:00.", "edited in the vault"),
+    ]
 
 
 def test_person_changes_type_in_frontmatter(mv: Memories) -> None:
@@ -208,7 +215,7 @@ def _edit_dentist_note(mv: Memories) -> tuple[str, Path]:
 
 def test_an_edit_made_while_a_store_change_waits_is_not_imported_over_it(mv: Memories) -> None:
     mid, p = _edit_dentist_note(mv)
-    s = mv.vault.indexer().sync()
+    s = mv.store.sync()
     assert any("waits to be written" in w for w in s.warnings)
     assert find_trace(mv.con, mid).content == "Dentist moved to Monday."  # the store's change stands
     res = mv.flush(mid)
@@ -257,11 +264,11 @@ def test_interrupted_write_is_finished_by_sync(mv: Memories, runner: CliRunner |
     r = mv.add("Water the plants.", "todo")
     _stage_store_change(mv, r.id, "Water the plants twice a week.")
     with write_transaction(mv.con):
-        mv.con.execute("UPDATE outbox SET created = created - 60")
+        mv.con.execute("UPDATE state.outbox SET created = created - 60")
     res = CliRunner().invoke(cli, ["--vault", str(mv.root), "sync"])
     assert res.exit_code == 0, res.output
     assert "twice a week" in (mv.root / r.path).read_text(encoding="utf-8")
-    assert mv.con.execute("SELECT count(*) FROM outbox").fetchone()[0] == 0
+    assert mv.con.execute("SELECT count(*) FROM state.outbox").fetchone()[0] == 0
 
 
 def test_watcher_style_reindex_skips_own_pending_write(mv: Memories) -> None:
@@ -368,7 +375,7 @@ def test_conflict_copy_of_a_long_name_fits(mv: Memories) -> None:
 
 
 def query_outbox(vault: Path) -> list[tuple]:
-    v = Vault.open(str(vault))
+    v = MemoryStore.open(str(vault))
     try:
         return v.con.execute("SELECT trace_id, action, expected_path FROM outbox").fetchall()
     finally:
@@ -402,14 +409,14 @@ def test_a_failing_write_is_one_line_and_retried(vault: Path, monkeypatch: pytes
     assert r.exit_code == 1 and "No space left on device" in r.output and "Traceback" not in r.output
     # a sync finishing old writes reports it in one line and keeps going
     errors: list[str] = []
-    v = Vault.open(str(vault))
+    v = MemoryStore.open(str(vault))
     try:
         assert memories_mod.flush_outbox(v, older_than=0, errors=errors) == []
     finally:
         v.close()
     assert len(errors) == 1 and "No space left on device" in errors[0]
     # `memvault sync` names the write it could not finish and exits 1
-    v = Vault.open(str(vault))
+    v = MemoryStore.open(str(vault))
     try:
         v.con.execute("UPDATE outbox SET created = created - 60")
     finally:
@@ -432,9 +439,9 @@ def test_daemon_style_flush_logs_a_failing_write_once(vault: Path, monkeypatch: 
 
     from memvault.store.memories import mirror as memories_mod
 
-    v = Vault.open(str(vault))
+    v = MemoryStore.open(str(vault))
     try:
-        m = Memories(v)
+        m = v.memories
         r = m.add("Logs rotate weekly.", "fact")
         _stage_store_change(m, r.id, "Logs rotate daily.")
 
@@ -453,7 +460,7 @@ def test_daemon_style_flush_logs_a_failing_write_once(vault: Path, monkeypatch: 
 
 
 def find_path(vault: Path, mid: str) -> str:
-    v = Vault.open(str(vault))
+    v = MemoryStore.open(str(vault))
     try:
         return mem.trace_path(v.con, mid) or ""
     finally:

@@ -10,10 +10,11 @@ import pytest
 from click.testing import CliRunner
 from hypothesis import given
 from hypothesis import strategies as st
+
 from memvault.cli.main import cli
-from memvault.store.memory_store import Vault
-from memvault.store.settings import ConfigError, check_memory_folder, load_config
-from memvault.store.memories.mirror import Memories, MemoryOpError
+from memvault.store.memories.mirror import MemoryOpError
+from memvault.store.memory_store import MemoryStore
+from memvault.store.settings import ConfigError, check_memory_folder, load_settings
 
 BAD = ["../escaped", "/abs/x", "a/../b", "..", ".hidden", "Notes/.secret", "a//b", "./Memory", "~/x", " ", "a\\b", "x\ny"]
 
@@ -64,14 +65,14 @@ def test_memory_notes_always_land_inside_the_vault(tmp_path_factory: pytest.Temp
     root = base / "vault"
     root.mkdir()
     try:
-        config = load_config({"vault": str(root), "memory_folder": folder})
+        config = load_settings({"vault": str(root), "memory_folder": folder})
     except ConfigError as exc:
         assert "memory_folder" in str(exc)
         return
-    vault = Vault(root, config)
+    vault = MemoryStore(root, config)
     try:
         try:
-            result = Memories(vault).add(f"Remember {folder!r} well.", "fact")
+            result = vault.memories.add(f"Remember {folder!r} well.", "fact")
         except MemoryOpError:  # e.g. a folder name over 255 bytes: refused by the file system, cleanly
             return
         written = list(base.rglob("*.md"))
@@ -80,6 +81,6 @@ def test_memory_notes_always_land_inside_the_vault(tmp_path_factory: pytest.Temp
         assert real.is_relative_to(Path(os.path.realpath(root)))
         rel = real.relative_to(os.path.realpath(root))
         assert not any(part.startswith(".") for part in rel.parts)
-        assert rel.parts[:-2] == tuple(config["memory_folder"].split("/"))
+        assert rel.parts[:-2] == tuple(config.memory_folder.split("/"))
     finally:
         vault.close()

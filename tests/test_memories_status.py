@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 from helpers import wait_for, write
+
 from memvault.cli.main import cli
 from memvault.daemon.status import read_state
 
@@ -48,7 +49,7 @@ def test_status_shows_the_daemon_waiting_for_its_vault(vault: Path, tmp_path: Pa
     with running(vault, publish_interval=0.05) as (runner, _):
         os.rename(vault, away)
         try:
-            wait_for(lambda: (read_state(runner.vault.data_dir) or {}).get("mode") == "waiting", timeout=15)
+            wait_for(lambda: (read_state(runner.store.data_dir) or {}).get("mode") == "waiting", timeout=15)
             r = status(vault, "--json")
             assert r.exit_code == 0, r.output
             data = json.loads(r.output)

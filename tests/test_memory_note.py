@@ -9,6 +9,7 @@ from pathlib import Path
 
 from hypothesis import given
 from hypothesis import strategies as st
+
 from memvault.vault_io.memory_note import (
     MemoryDoc,
     memory_filename,

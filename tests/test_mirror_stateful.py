@@ -39,9 +39,9 @@ from hypothesis.stateful import (
     precondition,
     rule,
 )
-from memvault.store.memory_store import Vault
+
 from memvault.store.memories.mirror import Memories, MemoryOpError, MemoryWriteError
-from memvault.daemon.status import open_conflicts
+from memvault.store.memory_store import MemoryStore
 from memvault.vault_io.parser import parse_note
 
 _counter = itertools.count()
@@ -73,7 +73,7 @@ class MirrorMachine(RuleBasedStateMachine):
         self.root = self.tmp / "vault"
         self.root.mkdir()
         os.environ["MEMVAULT_HOME"] = str(self.tmp / "home")
-        self.vault = Vault.open(str(self.root))
+        self.vault = MemoryStore.open(str(self.root))
         self.mem = Memories(self.vault)
         self.written: set[str] = set()  # every token either side wrote
         self.ids: list[str] = []
@@ -290,7 +290,7 @@ class MirrorMachine(RuleBasedStateMachine):
             r[0] for r in self.vault.con.execute("SELECT id FROM traces WHERE kind = 'memory' AND status = 'active'")
         }
         holders: dict[str, list[str]] = {}
-        listed = {c["conflict_note"] for c in open_conflicts(self.vault)}
+        listed = {c["conflict_note"] for c in self.vault.conflicts()}
         for p in (self.root / "Memory").rglob("*.md") if (self.root / "Memory").exists() else []:
             rel = p.relative_to(self.root).as_posix()
             note = parse_note(rel, p.read_bytes())

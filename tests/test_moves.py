@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from hypothesis import given
 from hypothesis import strategies as st
+
 from memvault.store.index.moves import MOVE_SIMILARITY, overlap, pair_edited_moves, word_counts
 
 TEXT = "sourdough starters need flour water patience and a warm kitchen overnight"

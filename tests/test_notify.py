@@ -6,8 +6,9 @@ import os
 import socket
 from pathlib import Path
 
-from memvault.daemon.notify import Notifier
 from test_daemon_support import NotifySocket
+
+from memvault.daemon.notify import Notifier
 
 
 def test_messages_reach_a_path_socket(tmp_path: Path) -> None:

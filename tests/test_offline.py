@@ -99,10 +99,10 @@ def test_background_worker_gives_up_at_once_offline(small_vault: Path, tmp_path:
     env = offline_env(tmp_path / "home", MISSING_MODELS[0])
     code = (
         "import time, sys\n"
-        "from memvault.store.memory_store import Vault\n"
-        "from memvault.store.embedding.pipeline import EmbeddingWorker\n"
-        f"v = Vault.open({str(small_vault)!r}); v.indexer().sync()\n"
-        "w = EmbeddingWorker(v, poll_interval=0.05); t = time.monotonic(); w.start()\n"
+        "from memvault.store.memory_store import MemoryStore\n"
+        "from memvault.daemon.embedding_service import EmbeddingService\n"
+        f"v = MemoryStore.open({str(small_vault)!r}); v.sync()\n"
+        "w = EmbeddingService(v, poll_interval=0.05); t = time.monotonic(); w.start()\n"
         "while not w.status()['unavailable'] and time.monotonic() - t < 30: time.sleep(0.02)\n"
         "w.stop(); print('UNAVAILABLE', round(time.monotonic() - t, 2), w.status()['unavailable'])\n"
     )

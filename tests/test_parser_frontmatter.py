@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 
 import pytest
+
 from memvault.vault_io.frontmatter import (
     FrontmatterError,
     key_lines,

@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+
 from memvault.vault_io.parser import parse_note
 
 FIXTURES = Path(__file__).parent / "fixtures" / "corpora"

@@ -13,6 +13,7 @@ from urllib.parse import unquote
 
 from hypothesis import given
 from hypothesis import strategies as st
+
 from memvault.vault_io.note import NoteReadError, ParsedNote
 from memvault.vault_io.parser import parse_note
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 import dataclasses
 
 import pytest
+
 from memvault.vault_io import mask
 from memvault.vault_io.note import Block, Heading, Link, NoteReadError, ParsedNote
 from memvault.vault_io.parser import parse_note

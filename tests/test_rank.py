@@ -6,8 +6,9 @@ from datetime import datetime, timedelta, timezone
 
 import numpy as np
 import pytest
-from memvault.store.retrieval import rank as R
+
 from memvault.store.embedding.vectors import VectorMatrix
+from memvault.store.retrieval import rank as R
 
 NOW = datetime(2026, 11, 22, tzinfo=timezone.utc)
 

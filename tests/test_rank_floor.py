@@ -8,9 +8,10 @@ from pathlib import Path
 import pytest
 from fixtures.retrieval import support
 from helpers import write
-from memvault.store.memory_store import Vault
-from memvault.store.retrieval.retriever import Retriever
+
+from memvault.store.memory_store import MemoryStore
 from memvault.store.retrieval import rank as R
+from memvault.store.retrieval.retriever import Retriever
 
 FLOOR = R.MIN_SIMILARITY
 
@@ -72,7 +73,7 @@ def vault_with_an_identifier(tmp_path: Path, memvault_env: Path) -> Path:
 
 
 def test_an_identifier_matched_exactly_is_found_below_the_floor(vault_with_an_identifier: Path) -> None:
-    v = Vault.open(str(vault_with_an_identifier))
+    v = MemoryStore.open(str(vault_with_an_identifier))
     r = Retriever(v, v.read_con())
     try:
         hits = r.search("ERR_CONNECTION_RESET", mode="hybrid", explain=True)["hits"]

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from hypothesis import given
 from hypothesis import strategies as st
+
 from memvault.store.embedding.model import count_tokens
 from memvault.store.retrieval.recall import HEADER, ITEM_MAX_TOKENS, RecallItem, assemble, min_item_tokens
 

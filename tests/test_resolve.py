@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from hypothesis import given
 from hypothesis import strategies as st
+
 from memvault.vault_io.resolve import LinkResolver, link_key, path_key
 
 PATHS = [

@@ -11,8 +11,9 @@ import pytest
 from click.testing import CliRunner
 from fixtures.retrieval import support
 from helpers import write
+
 from memvault.cli.main import cli
-from memvault.store.memory_store import Vault
+from memvault.store.memory_store import MemoryStore
 from memvault.store.retrieval.retriever import Retriever
 
 
@@ -26,7 +27,7 @@ def labelled(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
 def retriever(labelled, monkeypatch: pytest.MonkeyPatch):
     root, home = labelled
     monkeypatch.setenv("MEMVAULT_HOME", str(home))
-    v = Vault.open(str(root))
+    v = MemoryStore.open(str(root))
     r = Retriever(v, v.read_con())
     yield r
     r.close()
@@ -150,7 +151,7 @@ def test_explain_in_the_keyword_fallback(labelled, monkeypatch: pytest.MonkeyPat
     root, home = labelled
     monkeypatch.setenv("MEMVAULT_HOME", str(home))
     monkeypatch.setenv("MEMVAULT_EMBEDDING_MODEL", "BAAI/bge-small-en-v1.5")
-    v = Vault.open(str(root))
+    v = MemoryStore.open(str(root))
     r = Retriever(v, v.read_con())
     try:
         res = r.search("Dolby Atmos", mode="hybrid", explain=True)
@@ -207,16 +208,15 @@ def test_keyword_search_process_imports_no_heavy_modules(labelled) -> None:
 
 def test_superseded_and_deleted_versions(vault: Path) -> None:
     from memvault.store.embedding.pipeline import EmbeddingPipeline
-    from memvault.store.memories.mirror import Memories
 
-    v = Vault.open(str(vault))
-    v.indexer().sync()
-    mem = Memories(v)
+    v = MemoryStore.open(str(vault))
+    v.sync()
+    mem = v.memories
     res = mem.add("Prefers window seats on long flights.", "semantic")
     mem.update(res.id, content="Prefers aisle seats on long flights.")
     other = mem.add("Keeps a paper notebook for meeting notes.", "semantic")
     mem.forget(other.id)
-    p = EmbeddingPipeline.for_vault(v, v.con)
+    p = EmbeddingPipeline.for_store(v, v.con)
     p.run()
     r = Retriever(v, v.con)
     hits = r.search("where does she like to sit on a plane", mode="semantic")["hits"]
@@ -235,19 +235,19 @@ def test_superseded_and_deleted_versions(vault: Path) -> None:
 def test_facts_embed_with_their_note_context(vault: Path) -> None:
     """A fact trace (title "Note > Heading") is embedded with that context and
     brings its source note in through the derived_from edge."""
-    from memvault.store.embedding.pipeline import EmbeddingPipeline
     from memvault.store.db import records as rec
     from memvault.store.db.connection import write_transaction
+    from memvault.store.embedding.pipeline import EmbeddingPipeline
 
     write(vault, "Runbook.md", "# Deploys\nWe ship on Fridays after the freeze lifts.\n\n# Rollback\nKeep the previous image tagged.\n")
-    v = Vault.open(str(vault))
-    v.indexer().sync()
+    v = MemoryStore.open(str(vault))
+    v.sync()
     note_id = v.con.execute("SELECT id FROM traces WHERE path = 'Runbook.md'").fetchone()[0]
     with write_transaction(v.con):
         rec.put_trace(v.con, rec.TraceRow(id="f-1", kind="fact", type="semantic", title="Runbook > Deploys",
                                           content="Releases go out on Fridays.", path="Runbook.md"))
         rec.add_edges(v.con, "f-1", [rec.EdgeRow(kind="derived_from", target_id=note_id, target_path="Runbook.md")])
-    p = EmbeddingPipeline.for_vault(v, v.con)
+    p = EmbeddingPipeline.for_store(v, v.con)
     p.run()
     text = v.con.execute("SELECT c.start, c.stop FROM chunks c JOIN traces t ON t.rowid = c.trace_rowid WHERE t.id = 'f-1'").fetchall()
     assert text == [(0, len("Releases go out on Fridays."))]

@@ -7,6 +7,7 @@ import os
 from pathlib import Path
 
 from helpers import write
+
 from memvault.vault_io.scan import IgnoreRules, scan_vault
 
 

@@ -6,6 +6,7 @@ import apsw
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
+
 from memvault.store.db import records as rec
 from memvault.store.db.connection import connect, write_transaction
 from memvault.store.retrieval.keyword import (

@@ -7,6 +7,7 @@ from __future__ import annotations
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
+
 from memvault.vault_io.facts import extract_facts
 from memvault.vault_io.parser import parse_note
 from memvault.vault_io.secrets import REDACTED, redact

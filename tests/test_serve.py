@@ -15,10 +15,11 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 from fixtures.retrieval import support
+
 from memvault.cli.main import cli
 from memvault.daemon import client, serve
-from memvault.store.memory_store import Vault
 from memvault.daemon.serve import QueryServer, ServerRunningError
+from memvault.store.memory_store import MemoryStore
 
 
 @pytest.fixture
@@ -31,11 +32,11 @@ def own_vault(tmp_path: Path, memvault_env: Path) -> Path:
 
 @pytest.fixture
 def server(own_vault: Path):
-    srv = QueryServer(Vault.open(str(own_vault)))
+    srv = QueryServer(MemoryStore.open(str(own_vault)))
     srv.start()
     yield srv
     srv.stop()
-    srv.vault.close()
+    srv.store.close()
 
 
 def cli_json(root: Path, *args: str) -> list[dict]:
@@ -50,7 +51,7 @@ QUERIES = ["low latency sound server for making music on linux", "Dolby Atmos", 
 def test_answers_are_identical_with_and_without_the_server(own_vault: Path) -> None:
     cold = {q: cli_json(own_vault, "search", q, "--explain") for q in QUERIES}
     cold_ctx = cli_json(own_vault, "context", "how do I ship the billing service", "--no-record")
-    srv = QueryServer(Vault.open(str(own_vault)))
+    srv = QueryServer(MemoryStore.open(str(own_vault)))
     srv.start()
     try:
         warm = {q: cli_json(own_vault, "search", q, "--explain") for q in QUERIES}
@@ -58,7 +59,7 @@ def test_answers_are_identical_with_and_without_the_server(own_vault: Path) -> N
         assert srv.requests == len(QUERIES) + 1  # they really went to the server
     finally:
         srv.stop()
-        srv.vault.close()
+        srv.store.close()
     assert warm == cold
     assert warm_ctx == cold_ctx and cold_ctx[0]["items"]
 
@@ -73,7 +74,7 @@ def test_socket_is_private_and_removed_on_stop(server: QueryServer) -> None:
 
 def test_a_second_server_is_refused_and_a_stale_socket_is_cleared(server: QueryServer, own_vault: Path) -> None:
     with pytest.raises(ServerRunningError):
-        QueryServer(server.vault).start()
+        QueryServer(server.store).start()
     server.stop()
     # a crashed daemon leaves its socket file behind: nobody listens on it
     s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
@@ -82,7 +83,7 @@ def test_a_second_server_is_refused_and_a_stale_socket_is_cleared(server: QueryS
     assert server.path.exists()
     rows = cli_json(own_vault, "search", "Dolby Atmos")  # falls back silently
     assert rows and rows[0]["path"].endswith("Surround Sound Formats.md")
-    again = QueryServer(server.vault)
+    again = QueryServer(server.store)
     again.start()
     again.stop()
 
@@ -113,7 +114,7 @@ def test_protocol_errors_and_limits(server: QueryServer, monkeypatch: pytest.Mon
 
 def test_silent_client_times_out(own_vault: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(serve, "READ_TIMEOUT", 0.3)
-    srv = QueryServer(Vault.open(str(own_vault)), warm=False)
+    srv = QueryServer(MemoryStore.open(str(own_vault)), warm=False)
     srv.start()
     try:
         with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as s:
@@ -124,12 +125,12 @@ def test_silent_client_times_out(own_vault: Path, monkeypatch: pytest.MonkeyPatc
             assert time.monotonic() - start < 3
     finally:
         srv.stop()
-        srv.vault.close()
+        srv.store.close()
 
 
 def test_library_errors_come_back_typed(server: QueryServer, own_vault: Path) -> None:
     with pytest.raises(client.RemoteError) as err:
-        client.ask(server.vault.data_dir, "search", {"query": '"unbalanced', "raw": True}, config=server.vault.config.values)
+        client.ask(server.store.data_dir, "search", {"query": '"unbalanced', "raw": True}, config=server.store.settings.values)
     assert err.value.exit_code == 2
     r = CliRunner().invoke(cli, ["--vault", str(own_vault), "search", "--raw", '"unbalanced'])
     assert r.exit_code == 2 and "Traceback" not in r.output

@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
+
 from memvault.cli.main import cli
 from memvault.daemon import systemd as service
 from memvault.store.location import data_home

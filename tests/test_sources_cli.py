@@ -16,6 +16,7 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 from helpers import write
+
 from memvault.cli.main import cli
 
 GOLDEN = Path(__file__).parent / "golden" / "facts" / "sources"

@@ -7,10 +7,11 @@ from pathlib import Path
 
 import apsw
 import pytest
+
 from memvault.store import location
 from memvault.store.db import index_schema as migrations
 from memvault.store.db import records as rec
-from memvault.store.db.connection import BUSY_TIMEOUT_MS, IndexDatabaseError, connect, write_transaction
+from memvault.store.db.connection import BUSY_TIMEOUT_MS, IndexDatabaseError, connect, user_version, write_transaction
 from memvault.store.retrieval.keyword import keyword_search
 
 
@@ -29,7 +30,7 @@ def test_pragmas_applied(con: apsw.Connection) -> None:
     assert con.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
     assert con.execute("PRAGMA foreign_keys").fetchone()[0] == 1
     assert con.execute("PRAGMA busy_timeout").fetchone()[0] == BUSY_TIMEOUT_MS
-    assert migrations.user_version(con) == len(migrations.MIGRATIONS)
+    assert user_version(con) == len(migrations.MIGRATIONS)
 
 
 def test_private_permissions(tmp_path: Path) -> None:
@@ -52,7 +53,7 @@ def test_migrations_are_idempotent_and_newer_schema_refused(tmp_path: Path) -> N
     path = tmp_path / "index.db"
     connect(path).close()
     c = connect(path)  # second open applies nothing and does not fail
-    assert migrations.user_version(c) == len(migrations.MIGRATIONS)
+    assert user_version(c) == len(migrations.MIGRATIONS)
     c.execute(f"PRAGMA user_version={len(migrations.MIGRATIONS) + 1}")
     c.close()
     with pytest.raises(IndexDatabaseError, match="newer"):

@@ -8,21 +8,22 @@ from pathlib import Path
 
 import pytest
 from helpers import write
-from memvault.store.memory_store import Vault
+
 from memvault.store.db import records as rec
-from memvault.store.index.lookup import find_trace
 from memvault.store.db.connection import write_transaction
+from memvault.store.index.lookup import find_trace
+from memvault.store.memory_store import MemoryStore
 from memvault.store.retrieval.keyword import keyword_search
 
 
-def open_vault(root: Path) -> Vault:
-    return Vault.open(str(root))
+def open_vault(root: Path) -> MemoryStore:
+    return MemoryStore.open(str(root))
 
 
 def sync(root: Path):
     v = open_vault(root)
     try:
-        return v.indexer().sync()
+        return v.sync()
     finally:
         v.close()
 
@@ -354,7 +355,7 @@ def test_watcher_hint_for_an_ignored_path_is_not_indexed(vault: Path, monkeypatc
     write(vault, ".obsidian/x.md", "config words")
     v = open_vault(vault)
     try:
-        s = v.indexer().sync_paths(["Private/diary.md", ".obsidian/x.md"])
+        s = v.sync_paths(["Private/diary.md", ".obsidian/x.md"])
         assert not s.changed and keyword_search(v.con, "hidden") == []
     finally:
         v.close()

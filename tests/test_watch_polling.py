@@ -7,8 +7,9 @@ from pathlib import Path
 
 import pytest
 from helpers import wait_for, write
-from memvault.daemon import watch
 from watchdog.events import FileSystemEventHandler
+
+from memvault.daemon import watch
 
 
 class Recorder(FileSystemEventHandler):

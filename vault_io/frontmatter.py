@@ -13,8 +13,6 @@ values, so ``ParsedNote.frontmatter`` can always be stored as JSON.
 
 from __future__ import annotations
 
-from memvault.vault_io.errors import MemvaultError
-
 import base64
 import datetime as _dt
 import math
@@ -24,6 +22,7 @@ from typing import Any
 import yaml
 from frontmatter.default_handlers import YAMLHandler
 
+from memvault.vault_io.errors import MemvaultError
 from memvault.vault_io.markdown import WIKILINK_RE, normalise_tag, wikilink
 from memvault.vault_io.note import Link
 

@@ -6,12 +6,12 @@ beyond what :func:`read_note` reads, and nothing here knows about SQLite.
 
 from __future__ import annotations
 
-from memvault.vault_io.errors import MemvaultError
-
 import hashlib
 from dataclasses import dataclass
 from pathlib import PurePosixPath
 from typing import Any
+
+from memvault.vault_io.errors import MemvaultError
 
 
 class NoteReadError(MemvaultError):

@@ -19,13 +19,12 @@ Marking and unmarking edit one front-matter key with
 
 from __future__ import annotations
 
-from memvault.vault_io.errors import MemvaultError
-
 import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
 
+from memvault.vault_io.errors import MemvaultError
 from memvault.vault_io.fm_edit import duplicate_keys, edit_frontmatter
 from memvault.vault_io.note import ParsedNote
 

@@ -1,37 +1,53 @@
-"""Opening the index database: the one place pragmas and transactions live.
+"""Opening memvault's databases: the one place pragmas and transactions live.
 
-Every connection to a memvault index comes from :func:`connect`, which applies
-the pragmas below (one small function each, in the spirit of
-``apsw.bestpractice``) and brings the schema up to date. Every writing
-transaction goes through :func:`write_transaction`, which starts with
-``BEGIN IMMEDIATE`` so two writers (the daemon and a CLI command) queue on the
-busy timeout instead of failing half-way with ``SQLITE_BUSY`` on upgrade.
+A vault has two SQLite databases in its data dir, always opened together:
+``index.db`` (the main schema), the *derived* index of the vault that can be
+dropped and rebuilt from the notes at any time, and ``state.db`` (attached as
+``state``), the *durable* state only memvault knows: memory versions, forgets,
+recall statistics, fact history, conflicts and the outbox of pending note
+writes (see :mod:`.state_schema`). Every connection comes from :func:`connect`, which
+applies the pragmas below (one small function each, in the spirit of
+``apsw.bestpractice``) and brings both schemas up to date.
+
+Every writing transaction goes through :func:`write_transaction`: one writer
+discipline for the whole process (a lock per database, so the daemon's
+threads queue on it instead of on SQLite's lock) and one retry policy
+against writers in other processes (``BEGIN IMMEDIATE`` with the busy
+timeout, retried until :data:`WRITE_WAIT_S`, then :class:`StoreBusyError`).
 """
 
 from __future__ import annotations
 
-from memvault.vault_io.errors import MemvaultError
-
 import contextlib
 import os
+import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 
 import apsw
 
-from memvault.store.db import index_schema as migrations
-from memvault.store.location import ensure_private_dir
+from memvault.store.db import index_schema, state_schema
+from memvault.store.location import STATE_FILE, ensure_private_dir
+from memvault.vault_io.errors import MemvaultError
 
-#: How long a connection waits for another writer before giving up.
+Migration = Callable[[apsw.Connection], None]
+
+#: How long one attempt waits for another process's writer (SQLite's busy handler).
 BUSY_TIMEOUT_MS = 10_000
+#: How long a write transaction waits in all for the write lock before giving up.
+WRITE_WAIT_S = 60.0
 
 
 class IndexDatabaseError(MemvaultError):
     """A problem with the index database itself (missing, unreadable, corrupt)."""
 
 
-def journal_mode_wal(con: apsw.Connection) -> None:
+class StoreBusyError(MemvaultError):
+    """Another process held the write lock for longer than :data:`WRITE_WAIT_S`."""
+
+
+def journal_mode_wal(con: apsw.Connection, schema: str = "main") -> None:
     """Write-ahead logging: readers never block the writer and vice versa.
 
     The daemon indexes while ``memvault search`` reads; WAL makes that safe
@@ -46,7 +62,7 @@ def journal_mode_wal(con: apsw.Connection) -> None:
     delay = 0.005
     while True:
         try:
-            con.execute("PRAGMA journal_mode=WAL")
+            con.execute(f"PRAGMA {schema}.journal_mode=WAL")
             return
         except apsw.BusyError:
             if time.monotonic() + delay > deadline:
@@ -114,13 +130,28 @@ def private_file(path: Path) -> None:
     os.chmod(path, 0o600)
 
 
-def connect(path: Path | str, *, create: bool = True) -> apsw.Connection:
-    """Open (and if needed create and migrate) the index at ``path``.
+def _attach_state(con: apsw.Connection, path: Path) -> None:
+    """Attach the durable state database as schema ``state``.
 
-    With ``create=False`` a missing database raises :class:`IndexDatabaseError`
+    WAL like the index, but ``synchronous=FULL``: unlike the index, what is
+    committed there cannot be rebuilt from the vault, so a commit waits for
+    its fsync. One ``BEGIN IMMEDIATE`` takes the write lock of both files.
+    """
+    private_file(path)
+    con.execute("ATTACH DATABASE ? AS state", (str(path),))
+    journal_mode_wal(con, "state")
+    con.execute("PRAGMA state.synchronous=FULL")
+
+
+def connect(path: Path | str, *, create: bool = True, state: Path | str | None = None) -> apsw.Connection:
+    """Open (and if needed create and migrate) the index at ``path``, with
+    the durable state (``state``, default ``state.db`` beside it) attached.
+
+    With ``create=False`` a missing index raises :class:`IndexDatabaseError`
     instead of creating an empty one, for read-only commands.
     """
     path = Path(path)
+    state_path = Path(state) if state is not None else path.with_name(STATE_FILE)
     if create:
         private_file(path)
     elif not path.exists():
@@ -134,10 +165,74 @@ def connect(path: Path | str, *, create: bool = True) -> apsw.Connection:
         _cache_size(con)
         _journal_size_limit(con)
         _no_double_quoted_strings(con)
-        migrations.migrate(con)
+        _attach_state(con, state_path)
+        # State first: the index's migrations may move durable rows into it.
+        migrate(con, state_schema.MIGRATIONS, "state")
+        migrate(con, index_schema.MIGRATIONS, "main")
     except apsw.Error as exc:
         raise IndexDatabaseError(f"cannot open index {path}: {exc}") from exc
     return con
+
+
+def migrate(con: apsw.Connection, migrations: Sequence[Migration], schema: str) -> int:
+    """Apply every pending migration of ``schema`` ("main" or "state"), each
+    in its own immediate transaction, recording it in ``PRAGMA user_version``.
+
+    Returns the resulting version. A database from a newer memvault (a
+    higher version than this code knows) is refused rather than guessed at.
+    """
+    current = user_version(con, schema)
+    if current > len(migrations):
+        raise apsw.SQLError(
+            f"{schema} schema version {current} is newer than this memvault understands "
+            f"({len(migrations)}); upgrade memvault"
+        )
+    for number in range(current + 1, len(migrations) + 1):
+        with write_transaction(con):
+            # Re-check under the write lock: another process may have migrated.
+            if user_version(con, schema) < number:
+                migrations[number - 1](con)
+                con.execute(f"PRAGMA {schema}.user_version={number}")
+    return len(migrations)
+
+
+def user_version(con: apsw.Connection, schema: str = "main") -> int:
+    """The number of migrations applied to ``schema``."""
+    return int(con.execute(f"PRAGMA {schema}.user_version").fetchone()[0])
+
+
+_WRITERS: dict[str, threading.RLock] = {}
+_WRITERS_LOCK = threading.Lock()
+
+
+def _writer_lock(con: apsw.Connection) -> threading.RLock:
+    """The process-wide lock of the database ``con`` writes to."""
+    key = os.path.realpath(con.filename)
+    with _WRITERS_LOCK:
+        lock = _WRITERS.get(key)
+        if lock is None:
+            lock = _WRITERS[key] = threading.RLock()
+        return lock
+
+
+def _begin_immediate(con: apsw.Connection) -> None:
+    """``BEGIN IMMEDIATE``, retried while another process holds the lock.
+
+    Each attempt already waits the busy timeout; a daemon's full sync or a
+    long import may hold the lock longer than that, so a writer tries again
+    until :data:`WRITE_WAIT_S` have passed in all.
+    """
+    deadline = time.monotonic() + WRITE_WAIT_S
+    while True:
+        try:
+            con.execute("BEGIN IMMEDIATE")
+            return
+        except apsw.BusyError:
+            if time.monotonic() >= deadline:
+                raise StoreBusyError(
+                    "the index is busy: another memvault process has been writing to it for "
+                    f"{WRITE_WAIT_S:.0f} s; try again"
+                ) from None
 
 
 @contextlib.contextmanager
@@ -146,16 +241,18 @@ def write_transaction(con: apsw.Connection) -> Iterator[apsw.Connection]:
 
     IMMEDIATE takes the write lock up front, so the busy timeout applies to
     the whole transaction rather than to a later read-to-write upgrade that
-    SQLite cannot wait for.
+    SQLite cannot wait for. Threads of this process queue on a lock of their
+    own first, so they never spin on SQLite's busy handler against each other.
     """
-    con.execute("BEGIN IMMEDIATE")
-    try:
-        yield con
-    except BaseException:
-        con.execute("ROLLBACK")
-        raise
-    else:
-        con.execute("COMMIT")
+    with _writer_lock(con):
+        _begin_immediate(con)
+        try:
+            yield con
+        except BaseException:
+            con.execute("ROLLBACK")
+            raise
+        else:
+            con.execute("COMMIT")
 
 
 def checkpoint(con: apsw.Connection) -> None:

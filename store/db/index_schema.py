@@ -1,12 +1,16 @@
-"""Schema migrations: ordered, named functions recorded in ``PRAGMA user_version``.
+"""The index's schema: ordered, named migrations recorded in ``PRAGMA user_version``.
 
-Migration *n* (1-based) is ``MIGRATIONS[n - 1]``. A database at
-``user_version == k`` has had the first *k* applied. Never edit a migration
-that has shipped; append a new one.
+Migration *n* (1-based) is ``MIGRATIONS[n - 1]``. An index at
+``user_version == k`` has had the first *k* applied
+(:func:`memvault.store.db.connection.migrate` applies the rest). Never edit a
+migration that has shipped; append a new one. Everything here can be rebuilt
+from the vault (``memvault rebuild``); what cannot lives in
+:mod:`.state_schema`.
 """
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable
 
 import apsw
@@ -325,6 +329,82 @@ def m007_recheck_conflict_copies(con: apsw.Connection) -> None:
     )
 
 
+def m008_durable_state_apart(con: apsw.Connection) -> None:
+    """Move what only memvault knows out of the index into ``state.db``.
+
+    Before this version the outbox, conflicts, memory versions, forgotten
+    memories, recall statistics and fact history lived only in the index, so
+    a rebuild lost them. They are copied into the durable state (created by
+    its own first migration, which runs before this one), and the outbox and
+    conflicts tables leave the index. Written against the schema as of
+    m007, independently of the live code.
+    """
+    cols = (
+        "id, kind, type, title, content, tags, metadata, path, source, scope, strength, "
+        "status, reason, created, updated, retrieval_count, last_access"
+    )
+    names = [c.strip() for c in cols.split(",")]
+
+    def trace_json(row: tuple) -> str:
+        d = dict(zip(names, row))
+        d["tags"] = d["tags"].split(" ") if d["tags"] else []
+        d["metadata"] = json.loads(d["metadata"]) if d["metadata"] else {}
+        return json.dumps(d, ensure_ascii=False, sort_keys=True)
+
+    def traces(where: str, params: tuple = ()) -> list[tuple]:
+        return con.execute(f"SELECT {cols} FROM traces WHERE {where}", params).fetchall()
+
+    for row in traces("kind = 'memory' AND status = 'superseded'"):
+        meta = json.loads(row[6] or "{}")
+        if meta.get("version_of") and meta.get("version"):
+            con.execute(
+                "INSERT OR IGNORE INTO state.memory_versions (id, memory_id, version, trace, reason, superseded_at) "
+                "VALUES (?,?,?,?,?,?)",
+                (row[0], meta["version_of"], int(meta["version"]), trace_json(row), row[12], row[14]),
+            )
+    for row in traces("kind = 'memory' AND status = 'deleted'"):
+        con.execute(
+            "INSERT OR IGNORE INTO state.forgotten (memory_id, reason, at, trace) VALUES (?,?,?,?)",
+            (row[0], row[12], row[14], trace_json(row)),
+        )
+    con.execute(
+        "INSERT OR IGNORE INTO state.recall (trace_id, retrieval_count, last_access, strength) "
+        "SELECT id, retrieval_count, last_access, strength FROM traces "
+        "WHERE kind IN ('memory', 'fact') AND (retrieval_count > 0 OR last_access IS NOT NULL)"
+    )
+    anchor_cols = [
+        "trace_id", "source_id", "ordinal", "segment", "heading_path", "heading", "block_id", "line_start",
+        "line_end", "source_uri", "context", "due", "text_key", "extractor", "redacted",
+    ]
+    for row in traces("kind = 'fact' AND status = 'superseded'"):
+        anchor = con.execute(f"SELECT {', '.join(anchor_cols)} FROM facts WHERE trace_id = ?", (row[0],)).fetchone()
+        if anchor is None:
+            continue
+        newer = con.execute(
+            "SELECT source_id FROM edges WHERE target_id = ? AND kind = 'updates' LIMIT 1", (row[0],)
+        ).fetchone()
+        con.execute(
+            "INSERT OR IGNORE INTO state.fact_history "
+            "(fact_id, source_id, trace, anchor, reason, replaced_by, retired_at) VALUES (?,?,?,?,?,?,?)",
+            (row[0], anchor[1], trace_json(row), json.dumps(dict(zip(anchor_cols, anchor)), ensure_ascii=False),
+             row[12] or "superseded", newer[0] if newer else None, row[14]),
+        )
+    con.execute(
+        """
+        INSERT OR IGNORE INTO state.outbox (trace_id, action, expected_path, expected_hash, created)
+            SELECT trace_id, action, expected_path, expected_hash, created FROM main.outbox;
+        INSERT INTO state.conflicts (trace_id, path, conflict_path, kind, detail, created)
+            SELECT trace_id, path, conflict_path, kind, detail, created FROM main.conflicts ORDER BY id;
+        DROP TABLE main.outbox;
+        DROP TABLE main.conflicts;
+        """
+    )
+    for (trace_id,) in con.execute("SELECT trace_id FROM state.outbox WHERE trace IS NULL").fetchall():
+        row = traces("id = ?", (trace_id,))
+        if row:
+            con.execute("UPDATE state.outbox SET trace = ? WHERE trace_id = ?", (trace_json(row[0]), trace_id))
+
+
 MIGRATIONS: list[Callable[[apsw.Connection], None]] = [
     m001_foundation,
     m002_memories,
@@ -333,37 +413,5 @@ MIGRATIONS: list[Callable[[apsw.Connection], None]] = [
     m005_file_ctime,
     m006_tag_rowids,
     m007_recheck_conflict_copies,
+    m008_durable_state_apart,
 ]
-
-
-def user_version(con: apsw.Connection) -> int:
-    """The number of migrations applied to this database."""
-    return int(con.execute("PRAGMA user_version").fetchone()[0])
-
-
-def migrate(con: apsw.Connection) -> int:
-    """Apply every pending migration, each in its own immediate transaction.
-
-    Returns the resulting schema version. A database from a newer memvault
-    (higher version than this code knows) is refused rather than guessed at.
-    """
-    current = user_version(con)
-    if current > len(MIGRATIONS):
-        raise apsw.SQLError(
-            f"index schema version {current} is newer than this memvault "
-            f"understands ({len(MIGRATIONS)}); upgrade memvault or delete the index"
-        )
-    for number in range(current + 1, len(MIGRATIONS) + 1):
-        con.execute("BEGIN IMMEDIATE")
-        try:
-            # Re-check under the write lock: another process may have migrated.
-            if user_version(con) >= number:
-                con.execute("COMMIT")
-                continue
-            MIGRATIONS[number - 1](con)
-            con.execute(f"PRAGMA user_version={number}")
-        except BaseException:
-            con.execute("ROLLBACK")
-            raise
-        con.execute("COMMIT")
-    return len(MIGRATIONS)

@@ -142,6 +142,25 @@ def _trace_from_row(row: Sequence[Any]) -> TraceRow:
     return TraceRow(*values)
 
 
+#: The fields of a trace that a JSON snapshot keeps (not its rowid, nor the
+#: content key, which is derived from type, scope and content).
+_SNAPSHOT_FIELDS = (
+    "id", "kind", "type", "title", "content", "tags", "metadata", "path", "source", "scope", "strength",
+    "status", "reason", "created", "updated", "retrieval_count", "last_access",
+)
+
+
+def trace_json(t: TraceRow) -> str:
+    """A trace as a JSON snapshot (for the durable state)."""
+    return json.dumps({f: getattr(t, f) for f in _SNAPSHOT_FIELDS}, ensure_ascii=False, sort_keys=True, default=str)
+
+
+def trace_from_json(text: str) -> TraceRow:
+    """The trace a :func:`trace_json` snapshot holds."""
+    data = json.loads(text)
+    return TraceRow(**{f: data[f] for f in _SNAPSHOT_FIELDS if f in data})
+
+
 def get_trace(con: apsw.Connection, trace_id: str) -> TraceRow | None:
     """The trace with id ``trace_id``, if any."""
     row = con.execute(f"SELECT {_TRACE_COLS} FROM traces WHERE id = ?", (trace_id,)).fetchone()
@@ -169,7 +188,11 @@ def put_trace(con: apsw.Connection, t: TraceRow, *, new: bool = False) -> None:
             kind = excluded.kind, type = excluded.type, title = excluded.title,
             content = excluded.content, tags = excluded.tags, metadata = excluded.metadata,
             path = excluded.path, source = excluded.source, scope = excluded.scope,
-            strength = coalesce(excluded.strength, traces.strength),
+            -- Recall moves strength in the durable state; the note's value is
+            -- only a snapshot from the store's last write of it.
+            strength = coalesce(
+                (SELECT r.strength FROM state.recall r WHERE r.trace_id = excluded.id),
+                excluded.strength, traces.strength),
             status = excluded.status, reason = excluded.reason, updated = excluded.updated,
             content_key = excluded.content_key
         RETURNING rowid

@@ -18,8 +18,6 @@ them: keyword search imports this module's light half only.
 
 from __future__ import annotations
 
-from memvault.vault_io.errors import MemvaultError
-
 import hashlib
 import json
 import os
@@ -30,6 +28,8 @@ from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
+
+from memvault.vault_io.errors import MemvaultError
 
 if TYPE_CHECKING:
     import numpy as np

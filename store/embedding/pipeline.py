@@ -2,15 +2,8 @@
 
 :class:`EmbeddingPipeline` is the one code path, used in the foreground by
 ``memvault sync`` (after the text index is written, so keyword search is
-ready first) and in the background by :class:`EmbeddingWorker`, the thread
-the daemon runs::
-
-    worker = EmbeddingWorker(vault)
-    worker.start()      # embeds whatever is pending, then waits
-    ...
-    worker.wake()       # after a reconcile wrote traces: look again now
-    ...
-    worker.stop()       # finishes the current batch, closes its connections
+ready first, see :meth:`MemoryStore.embed`) and in the background by the
+daemon's embedding service (:mod:`memvault.daemon.embedding_service`).
 
 Both use their own database connections and short write transactions, so
 keyword search (a reader under WAL) is never blocked. Batches are sized by
@@ -21,7 +14,6 @@ memory stays bounded whatever the vault holds.
 from __future__ import annotations
 
 import logging
-import threading
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
@@ -29,9 +21,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import apsw
+
 from memvault.store import location
 from memvault.store.embedding import vectors as vec
-from memvault.store.db.connection import connect
 from memvault.store.embedding.model import (
     Embedder,
     ModelSpec,
@@ -42,7 +34,7 @@ from memvault.store.embedding.model import (
 )
 
 if TYPE_CHECKING:
-    from memvault.store.memory_store import Vault
+    from memvault.store.memory_store import MemoryStore
 
 log = logging.getLogger("memvault.embedding")
 
@@ -75,9 +67,9 @@ class EmbedReport:
         return {k: getattr(self, k) for k in ("chunked", "embedded", "skipped", "pending", "seconds", "model", "unavailable")}
 
 
-def model_spec(vault: "Vault") -> ModelSpec | None:
-    """The embedding model the vault is configured with (None: vectors off)."""
-    return resolve_model(vault.config["embedding.model"])
+def model_spec(store: "MemoryStore") -> ModelSpec | None:
+    """The embedding model the store is configured with (None: vectors off)."""
+    return resolve_model(store.settings.embedding.model)
 
 
 def batches(pending: list[vec.PendingChunk], batch_tokens: int) -> Iterator[list[vec.PendingChunk]]:
@@ -116,11 +108,10 @@ class EmbeddingPipeline:
         self._cache: apsw.Connection | None = None
 
     @classmethod
-    def for_vault(cls, vault: "Vault", index: apsw.Connection | None = None, **kw: Any) -> "EmbeddingPipeline":
-        """A pipeline over ``vault`` (its own index connection unless given)."""
-        location.ensure_private_dir(vault.data_dir)
-        con = index if index is not None else connect(vault.index_path)
-        return cls(con, vault.data_dir, model_spec(vault), batch_tokens=vault.config["embedding.batch_tokens"], **kw)
+    def for_store(cls, store: "MemoryStore", index: apsw.Connection | None = None, **kw: Any) -> "EmbeddingPipeline":
+        """A pipeline over ``store`` (on a connection of its own unless given)."""
+        con = index if index is not None else store.connect()
+        return cls(con, store.data_dir, model_spec(store), batch_tokens=store.settings.embedding.batch_tokens, **kw)
 
     @property
     def cache(self) -> apsw.Connection:
@@ -227,112 +218,3 @@ class EmbeddingPipeline:
         report.chunked = chunked
         report.seconds = time.perf_counter() - start
         return report
-
-
-class EmbeddingWorker:
-    """Embeds a vault's pending texts in a background thread.
-
-    Wakes on :meth:`wake` (call it after a reconcile wrote traces) and every
-    ``poll_interval`` seconds otherwise; a cheap count query decides whether
-    there is work. A model that cannot be loaded is logged once and retried
-    only after ``retry_interval`` seconds or a :meth:`wake`.
-    """
-
-    def __init__(
-        self,
-        vault: "Vault",
-        *,
-        poll_interval: float = 5.0,
-        retry_interval: float = 600.0,
-        on_run: Callable[[EmbedReport], None] | None = None,
-    ) -> None:
-        self.vault = vault
-        self.poll_interval = poll_interval
-        self.retry_interval = retry_interval
-        self.on_run = on_run
-        self.last_report: EmbedReport | None = None
-        self.error: BaseException | None = None
-        self._stop = threading.Event()
-        self._wake = threading.Event()
-        self._thread: threading.Thread | None = None
-        self._unavailable: str | None = None
-        self._retry_at = 0.0
-        self.idle = threading.Event()  # set while nothing is pending (tests, status)
-
-    def start(self) -> None:
-        """Run the worker thread."""
-        if self._thread is not None:
-            return
-        self._stop.clear()
-        self._thread = threading.Thread(target=self._main, name="memvault-embedding", daemon=True)
-        self._thread.start()
-
-    def wake(self) -> None:
-        """Look for work now (new or changed traces)."""
-        self._retry_at = 0.0
-        self._wake.set()
-
-    def stop(self, timeout: float = 30.0) -> None:
-        """Stop after the current batch and wait for the thread."""
-        self._stop.set()
-        self._wake.set()
-        if self._thread is not None:
-            self._thread.join(timeout)
-            if self._thread.is_alive():
-                raise RuntimeError("memvault embedding worker did not stop")
-            self._thread = None
-
-    def status(self) -> dict[str, Any]:
-        """What the worker last did, for the daemon's status."""
-        r = self.last_report
-        return {
-            "running": self._thread is not None,
-            "idle": self.idle.is_set(),
-            "unavailable": self._unavailable,
-            "last_run": r.as_dict() if r else None,
-        }
-
-    def _main(self) -> None:
-        pipeline: EmbeddingPipeline | None = None
-        try:
-            pipeline = EmbeddingPipeline.for_vault(self.vault)
-            while not self._stop.is_set():
-                self._wake.clear()
-                self._once(pipeline)
-                if self._stop.is_set():
-                    break
-                self._wake.wait(self.poll_interval)
-        except BaseException as exc:  # reported by status; the daemon keeps running
-            self.error = exc
-            log.exception("memvault embedding worker failed")
-        finally:
-            if pipeline is not None:
-                pipeline.close(index_too=True)
-
-    def _once(self, pipeline: EmbeddingPipeline) -> None:
-        stopping = self._stop.is_set
-        start = time.perf_counter()
-        chunked = pipeline.chunk_queued(stopping)
-        pending = pipeline.pending()
-        report = EmbedReport(model=pipeline.spec.key if pipeline.spec else None, chunked=chunked, pending=len(pending))
-        if pending and time.monotonic() >= self._retry_at:
-            self.idle.clear()
-            try:
-                report = pipeline.embed_pending(None, stopping, pending)
-                report.chunked = chunked
-                if self._unavailable:
-                    vec.note_unavailable(pipeline.con, report.model, None)
-                self._unavailable = None
-            except ModelUnavailable as exc:
-                if self._unavailable != str(exc):
-                    log.warning("semantic search unavailable: %s", exc)
-                    vec.note_unavailable(pipeline.con, report.model, str(exc))
-                self._unavailable = report.unavailable = str(exc)
-                self._retry_at = time.monotonic() + self.retry_interval
-        if not report.pending or self._unavailable:
-            self.idle.set()
-        report.seconds = time.perf_counter() - start
-        if chunked or report.embedded or report.unavailable or self.last_report is None:
-            self.last_report = report
-            if self.on_run:
-                self.on_run(report)

@@ -28,8 +28,6 @@ credentials never leave the machine.
 
 from __future__ import annotations
 
-from memvault.vault_io.errors import MemvaultError
-
 import http.client
 import json
 import os
@@ -43,7 +41,10 @@ from dataclasses import dataclass
 from difflib import SequenceMatcher
 from typing import Any
 
+from memvault.store.facts.http_deadline import CancelledIO, Deadline, deadline_opener
 from memvault.store.memories.memtypes import MEMORY_TYPES, maybe_type
+from memvault.store.settings import Settings
+from memvault.vault_io.errors import MemvaultError
 from memvault.vault_io.facts import (
     PROSPECTIVE,
     DraftBuilder,
@@ -55,9 +56,6 @@ from memvault.vault_io.facts import (
 from memvault.vault_io.note import ParsedNote
 from memvault.vault_io.secrets import REDACTED, private_key_lines, redact
 from memvault.vault_io.segment import collapse
-
-from memvault.store.settings import Config
-from memvault.store.facts.http_deadline import CancelledIO, Deadline, deadline_opener
 
 #: Consecutive failed notes after which the endpoint is left alone for a while.
 BREAKER_FAILURES = 3
@@ -105,7 +103,7 @@ class LLMCancelled(LLMError):
 
 
 @dataclass(frozen=True)
-class LLMSettings:
+class LLMEndpoint:
     """Connection settings for the endpoint (from the ``llm.*`` config keys)."""
 
     base_url: str
@@ -196,7 +194,7 @@ def _topic(value: str) -> str:
 class LLMExtractor:
     """Extract facts through an OpenAI-compatible ``/chat/completions`` endpoint."""
 
-    def __init__(self, settings: LLMSettings, cancel: threading.Event | None = None) -> None:
+    def __init__(self, settings: LLMEndpoint, cancel: threading.Event | None = None) -> None:
         self.settings = settings
         #: Set from another thread to abandon a call in flight (daemon shutdown).
         self.cancel = cancel
@@ -204,14 +202,14 @@ class LLMExtractor:
         self._closed_until = 0.0
 
     @classmethod
-    def from_config(cls, config: Config) -> "LLMExtractor":
-        """Settings from the ``llm.*`` keys; the API key is read from the
+    def from_settings(cls, settings: Settings) -> "LLMExtractor":
+        """The endpoint of the ``[llm]`` settings; the API key is read from the
         environment variable ``llm.api_key_env`` names (may be unset)."""
-        env = config["llm.api_key_env"]
-        return cls(LLMSettings(
-            base_url=config["llm.base_url"], model=config["llm.model"],
-            api_key=os.environ.get(env) if env else None, timeout=float(config["llm.timeout"]),
-            retries=max(0, int(config["llm.retries"])), max_chars=int(config["llm.max_chars"]), backoff=BACKOFF,
+        llm = settings.llm
+        return cls(LLMEndpoint(
+            base_url=llm.base_url, model=llm.model,
+            api_key=os.environ.get(llm.api_key_env) if llm.api_key_env else None, timeout=llm.timeout,
+            retries=llm.retries, max_chars=llm.max_chars, backoff=BACKOFF,
         ))
 
     # -- the call ------------------------------------------------------------

@@ -44,9 +44,12 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import apsw
-from memvault.store.facts import rows as sf
+
 from memvault.store.db import records as rec
 from memvault.store.db.connection import write_transaction
+from memvault.store.facts import rows as sf
+from memvault.store.facts.reextract import FactLinks, fact_title, sync_source_facts
+from memvault.store.settings import Settings
 from memvault.vault_io.facts import Extraction, extract_facts, source_uri
 from memvault.vault_io.frontmatter import key_lines as fm_key_lines
 from memvault.vault_io.frontmatter import split_frontmatter
@@ -54,9 +57,6 @@ from memvault.vault_io.note import NoteReadError, ParsedNote, content_hash
 from memvault.vault_io.parser import parse_note
 from memvault.vault_io.resolve import path_key
 from memvault.vault_io.sources import SourceMarks, matching_glob, source_marks
-
-from memvault.store.settings import Config
-from memvault.store.facts.reextract import FactLinks, fact_title, sync_source_facts
 
 log = logging.getLogger(__name__)
 
@@ -85,11 +85,11 @@ def frontmatter_key_lines(data: bytes) -> dict[str, int]:
 class FactObserver:
     """The indexer observer that extracts and updates facts of memory sources."""
 
-    def __init__(self, root: Path, con: apsw.Connection, config: Config) -> None:
+    def __init__(self, root: Path, con: apsw.Connection, settings: Settings) -> None:
         self.root = root
         self.con = con
-        self.globs: list[str] = list(config["sources"])
-        self.extractor_name: str = config["extractor"]
+        self.globs: list[str] = list(settings.sources)
+        self.extractor_name: str = settings.extractor
         self.llm = None
         self.pending_warnings: list[str] = []
         #: Set by the daemon (see :class:`LLMFactWorker`): llm extraction is
@@ -98,7 +98,7 @@ class FactObserver:
         if self.extractor_name == "llm":
             from memvault.store.facts.llm_extract import LLMExtractor
 
-            self.llm = LLMExtractor.from_config(config)
+            self.llm = LLMExtractor.from_settings(settings)
 
     # -- the observer protocol ---------------------------------------------
 

@@ -31,8 +31,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import apsw
-from memvault.store.facts import rows as sf
+
 from memvault.store.db import records as rec
+from memvault.store.facts import rows as sf
 from memvault.vault_io.facts import Extraction, FactDraft, source_uri
 from memvault.vault_io.note import ParsedNote
 from memvault.vault_io.resolve import LinkResolver, link_key

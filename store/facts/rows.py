@@ -176,20 +176,32 @@ def get_meta(con: apsw.Connection, trace_id: str) -> FactMeta | None:
 
 def retire(con: apsw.Connection, trace_id: str, reason: str) -> None:
     """Keep a fact as superseded with ``reason``; its link edges go (a
-    superseded fact is history, not a backlink), its source edge stays."""
+    superseded fact is history, not a backlink), its source edge stays.
+    The durable state keeps it too, so a rebuilt index has its history."""
     rec.set_status(con, trace_id, SUPERSEDED, reason)
     con.execute("DELETE FROM edges WHERE source_id = ? AND kind = ?", (trace_id, LINK))
+    t, m = rec.get_trace(con, trace_id), get_meta(con, trace_id)
+    if t is not None and m is not None:
+        con.execute(
+            "INSERT OR REPLACE INTO state.fact_history (fact_id, source_id, trace, anchor, reason, replaced_by, retired_at) "
+            "VALUES (?,?,?,?,?,NULL,?)",
+            (trace_id, m.source_id, rec.trace_json(t), json.dumps(asdict(m), ensure_ascii=False), reason, rec.now_iso()),
+        )
 
 
 def reactivate_cleanup(con: apsw.Connection, trace_id: str) -> None:
     """A superseded fact's text is back: drop the ``updates`` edges that
-    pointed at it, so its history does not loop back onto itself."""
+    pointed at it, so its history does not loop back onto itself, and its
+    history row (it is live again)."""
     con.execute("DELETE FROM edges WHERE target_id = ? AND kind = ?", (trace_id, UPDATES))
+    con.execute("DELETE FROM state.fact_history WHERE fact_id = ?", (trace_id,))
+    con.execute("UPDATE state.fact_history SET replaced_by = NULL WHERE replaced_by = ?", (trace_id,))
 
 
 def link_update(con: apsw.Connection, new_id: str, old_id: str) -> None:
     """Record that ``new_id`` replaced ``old_id`` (``updates`` edge, new -> old)."""
     rec.add_edges(con, new_id, [rec.EdgeRow(kind=UPDATES, target_id=old_id, target_name=old_id)])
+    con.execute("UPDATE state.fact_history SET replaced_by = ? WHERE fact_id = ?", (new_id, old_id))
 
 
 def repath(con: apsw.Connection, source_id: str, path: str) -> None:

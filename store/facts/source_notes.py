@@ -14,16 +14,15 @@ the note, or change the glob in the config.
 
 from __future__ import annotations
 
-from memvault.vault_io.errors import MemvaultError, UsageError
-
 import posixpath
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from memvault.store.facts import rows as sf
 from memvault.store.db import records as rec
+from memvault.store.facts import rows as sf
 from memvault.vault_io.atomic import atomic_write
+from memvault.vault_io.errors import MemvaultError, UsageError
 from memvault.vault_io.note import NoteReadError, ParsedNote
 from memvault.vault_io.parser import parse_note
 from memvault.vault_io.scan import is_hidden
@@ -35,7 +34,8 @@ from memvault.vault_io.sources import (
     unmark_text,
 )
 
-from memvault.store.memory_store import Vault
+if TYPE_CHECKING:
+    from memvault.store.memory_store import MemoryStore
 
 
 class SourceError(MemvaultError):
@@ -96,10 +96,10 @@ def vault_relative(root: Path, arg: str, *, must_exist: bool = True) -> str:
 class Sources:
     """Mark, unmark and list memory sources of one vault."""
 
-    def __init__(self, vault: Vault) -> None:
-        self.vault = vault
-        self.root = vault.root
-        self.globs: list[str] = list(vault.config["sources"])
+    def __init__(self, store: "MemoryStore") -> None:
+        self.store = store
+        self.root = store.root
+        self.globs: list[str] = list(store.settings.sources)
 
     def _read(self, rel: str) -> tuple[bytes, ParsedNote]:
         try:
@@ -120,11 +120,11 @@ class Sources:
             raise SourceError(f"{rel}: cannot write: {exc.strerror}") from None
 
     def _index(self, paths: list[str]) -> list[str]:
-        summary = self.vault.indexer().sync_paths(paths)
-        return summary.warnings
+        report = self.store.sync_paths(paths)
+        return report.summary.warnings + report.unwritten
 
     def _count(self, rel: str) -> int:
-        row = self.vault.con.execute(
+        row = self.store.con.execute(
             "SELECT count(*) FROM facts f JOIN traces t ON t.id = f.trace_id "
             "WHERE t.path = ? AND t.kind = 'fact' AND t.status = 'active'",
             (rel,),
@@ -190,8 +190,8 @@ class Sources:
 
     def list(self) -> list[dict[str, Any]]:
         """Every memory source in the index, with how it is marked and its fact count."""
-        con = self.vault.read_con()
-        self.vault.indexer()  # picks up a changed `sources` glob before listing
+        con = self.store.read_con()
+        self.store.refresh_source_globs()  # a changed `sources` glob, before listing
         counts = dict(con.execute(
             "SELECT f.source_id, count(*) FROM facts f JOIN traces t ON t.id = f.trace_id "
             "WHERE t.status = 'active' GROUP BY f.source_id"
@@ -204,7 +204,7 @@ class Sources:
 
     def facts(self, arg: str, include_superseded: bool = False) -> tuple[str, list[dict[str, Any]], bool]:
         """The facts of one source note: (path, facts as dicts, is it indexed)."""
-        con = self.vault.read_con()
+        con = self.store.read_con()
         rel = vault_relative(self.root, arg, must_exist=False)
         ids: list[str] = []
         row = con.execute("SELECT trace_id FROM files WHERE path = ?", (rel,)).fetchone()

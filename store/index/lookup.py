@@ -63,8 +63,8 @@ def stats(con: apsw.Connection, db_path: Path | None = None) -> dict[str, Any]:
         "tags": one("SELECT count(DISTINCT tag) FROM trace_tags"),
         "parse_errors": one("SELECT count(*) FROM files WHERE parse_error IS NOT NULL"),
         "read_errors": one("SELECT count(*) FROM files WHERE read_error IS NOT NULL"),
-        "conflicts": one("SELECT count(*) FROM conflicts"),
-        "pending_writes": one("SELECT count(*) FROM outbox"),
+        "conflicts": one("SELECT count(*) FROM state.conflicts"),
+        "pending_writes": one("SELECT count(*) FROM state.outbox"),
         "last_sync": rec.get_meta(con, "last_sync"),
     }
     # Facts from memory sources: active and superseded, sources, and secrets
@@ -81,3 +81,61 @@ def stats(con: apsw.Connection, db_path: Path | None = None) -> dict[str, Any]:
 def parse_errors(con: apsw.Connection) -> list[tuple[str, str]]:
     """Every note indexed with a parse error, with the error."""
     return con.execute("SELECT path, parse_error FROM files WHERE parse_error IS NOT NULL ORDER BY path").fetchall()
+
+
+def count_notes(con: apsw.Connection) -> int:
+    """How many notes the index holds."""
+    return int(con.execute("SELECT count(*) FROM files WHERE kind = 'note'").fetchone()[0])
+
+
+def paths_under(con: apsw.Connection, folder: str) -> set[str]:
+    """Every indexed path under ``folder`` (vault-relative, no trailing slash)."""
+    # "/" + 1 is "0": the range holds exactly the paths that start with "folder/".
+    rows = con.execute("SELECT path FROM files WHERE path >= ? AND path < ?", (folder + "/", folder + "0"))
+    return {r[0] for r in rows}
+
+
+def describe(con: apsw.Connection, t: rec.TraceRow, vault_name: str) -> dict[str, Any]:
+    """One trace as ``memvault show`` prints it."""
+    from memvault.vault_io.uri import obsidian_uri
+
+    f = con.execute("SELECT parse_error FROM files WHERE trace_id = ?", (t.id,)).fetchone()
+    return {
+        "id": t.id, "kind": t.kind, "type": t.type, "title": t.title, "path": t.path,
+        "uri": obsidian_uri(vault_name, t.path) if t.path else None,
+        "status": t.status, "tags": t.tags, "created": t.created, "updated": t.updated,
+        "source": t.source, "scope": t.scope, "strength": t.strength,
+        "metadata": t.metadata, "parse_error": f[0] if f else None, "content": t.content,
+        "links": len(rec.edges_from(con, t.id)),
+    }
+
+
+def _edge_dict(con: apsw.Connection, e: rec.EdgeRow, outgoing: bool) -> dict[str, Any]:
+    status = "resolved" if e.target_path or e.target_id else "unresolved"
+    if e.ambiguous:
+        status = "ambiguous"
+    out = {"kind": e.kind, "target": e.target_name, "anchor": e.anchor, "display": e.display,
+           "property": e.prop, "line": e.line, "status": status, "target_path": e.target_path,
+           "target_id": e.target_id}
+    if not outgoing:
+        row = con.execute("SELECT path, title FROM traces WHERE id = ?", (e.source_id,)).fetchone()
+        out = {"source_id": e.source_id, "source_path": row[0] if row else None,
+               "source_title": row[1] if row else None, **out}
+    return out
+
+
+def outgoing(con: apsw.Connection, trace_id: str) -> list[dict[str, Any]]:
+    """The outgoing edges of a trace, in document order, with resolution status."""
+    return [_edge_dict(con, e, True) for e in rec.edges_from(con, trace_id)]
+
+
+def incoming(con: apsw.Connection, trace_id: str) -> list[dict[str, Any]]:
+    """The edges that point at a trace, with their sources."""
+    return [_edge_dict(con, e, False) for e in rec.edges_to(con, trace_id)]
+
+
+def incoming_to_path(con: apsw.Connection, path: str) -> list[dict[str, Any]]:
+    """The edges that point at an attachment (no trace) by its path."""
+    from memvault.vault_io.resolve import path_key
+
+    return [_edge_dict(con, e, False) for e in rec.edges_to_path(con, path, path_key(path))]

@@ -12,8 +12,6 @@ the vault whose targets appeared or disappeared.
 
 from __future__ import annotations
 
-from memvault.vault_io.errors import MemvaultError
-
 import hashlib
 import time
 from collections.abc import Callable, Iterable, Sequence
@@ -22,9 +20,14 @@ from pathlib import Path
 from typing import Protocol
 
 import apsw
+
 from memvault.store.db import records as rec
 from memvault.store.db.connection import write_transaction
+from memvault.store.index.classify import is_memory_note, note_edges, note_trace
+from memvault.store.index.moves import pair_edited_moves
+from memvault.store.memories import rows as mem
 from memvault.vault_io.bulk import read_notes
+from memvault.vault_io.errors import MemvaultError
 from memvault.vault_io.note import ParsedNote
 from memvault.vault_io.resolve import LinkResolver, Resolution, path_key
 from memvault.vault_io.scan import (
@@ -36,9 +39,6 @@ from memvault.vault_io.scan import (
     stat_file,
     vault_rules,
 )
-
-from memvault.store.index.classify import is_memory_note, note_edges, note_trace
-from memvault.store.index.moves import pair_edited_moves
 
 #: Notes written per transaction: large enough to amortise the commit, small
 #: enough that a CLI writer never waits long for the daemon (or vice versa).
@@ -281,7 +281,7 @@ class Indexer:
 
         # Store-side writes in flight: their events are our own, and their
         # writer (or the outbox flush) records them. See store.memories.
-        outbox = self.con.execute("SELECT trace_id, expected_path, expected_hash, action FROM outbox").fetchall()
+        outbox = self.con.execute("SELECT trace_id, expected_path, expected_hash, action FROM state.outbox").fetchall()
         pending = {(path, digest) for _, path, digest, _ in outbox}
         # A memory whose store-side change is not written yet: a person's edit
         # of its note is not imported here, or it would overwrite that change
@@ -425,9 +425,9 @@ class Indexer:
         back with ``memvault restore``)."""
         row = self.con.execute("SELECT kind FROM traces WHERE id = ?", (trace_id,)).fetchone()
         if row and row[0] == "memory":
-            rec.set_status(self.con, trace_id, "deleted", "note deleted in the vault")
             self.con.execute("UPDATE traces SET path = NULL WHERE id = ?", (trace_id,))
             self.con.execute("UPDATE edges SET target_path = NULL WHERE target_id = ?", (trace_id,))
+            mem.mark_deleted(self.con, trace_id, "note deleted in the vault")
         else:
             rec.delete_trace(self.con, trace_id)
 
@@ -530,6 +530,8 @@ class Indexer:
         trace, warning = note_trace(note, c.trace_id, st, self.memory_folder)
         if warning:
             c.note = note = _with_error(note, warning)
+        if trace.kind == "memory" and not fresh:
+            self._keep_version(trace)
         rec.put_file(
             self.con,
             rec.FileRow(st.path, "note", c.trace_id, st.mtime_ns, st.size, note.hash, note.error, ctime_ns=trusted_ctime(st)),
@@ -541,6 +543,19 @@ class Indexer:
         else:
             rec.replace_edges(self.con, c.trace_id, edges)
         return trace
+
+    def _keep_version(self, trace: rec.TraceRow) -> None:
+        """A memory note changed in the vault: keep the version it replaces,
+        exactly as ``memvault update`` does (the store's own writes read back
+        unchanged, so they make none), and a note that comes back live ends
+        its memory's deletion."""
+        old = rec.get_trace(self.con, trace.id)
+        if old is None or old.kind != "memory":
+            return
+        if old.status == "deleted":
+            mem.clear_deleted(self.con, trace.id)
+        elif old.status == "active" and mem.meaningfully_changed(old, trace):
+            trace.metadata = dict(trace.metadata, supersedes=mem.snapshot_version(self.con, old, EDITED_IN_VAULT))
 
     def _reresolve(
         self, keys: set[str], resolver: LinkResolver, all_files: dict[str, str | None], written: set[str]
@@ -557,6 +572,9 @@ class Indexer:
             if (hit.path, target_id, hit.ambiguous) != (edge.target_path, edge.target_id, edge.ambiguous):
                 rec.set_edge_target(self.con, edge.id or 0, hit.path, target_id, hit.ambiguous)
 
+
+#: The reason kept with a memory version a person replaced in the vault.
+EDITED_IN_VAULT = "edited in the vault"
 
 #: memvault's temporary files older than this are leftovers of a dead writer.
 STALE_TEMP_S = 3600.0

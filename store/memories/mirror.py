@@ -26,28 +26,25 @@ ends with one line saying so (:class:`MemoryWriteError`), and the next
 
 from __future__ import annotations
 
-from memvault.vault_io.errors import MemvaultError
-
-import json
 import logging
 import secrets
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from datetime import datetime
 from pathlib import Path, PurePosixPath
+from typing import TYPE_CHECKING
 
-from memvault.store.memories import rows as mem
 from memvault.store.db import records as rec
 from memvault.store.db.connection import write_transaction
-from memvault.store.memories.memtypes import canonical_type, maybe_type
+from memvault.store.index.classify import content_key
 from memvault.store.index.lookup import find_trace
+from memvault.store.memories import rows as mem
+from memvault.store.memories.memtypes import canonical_type, maybe_type
 from memvault.vault_io.atomic import NAME_MAX, atomic_move, atomic_write, fit_name, free_path, fsync_dir
+from memvault.vault_io.errors import MemvaultError
 from memvault.vault_io.fm_edit import edit_frontmatter
 from memvault.vault_io.memory_note import MemoryDoc, memory_filename, render_memory
 from memvault.vault_io.note import content_hash
-
-from memvault.store.memory_store import Vault
-from memvault.store.index.classify import content_key
 
 #: Strength a new memory starts with (0-1); recall nudges it up over time.
 DEFAULT_STRENGTH = 0.5
@@ -56,6 +53,9 @@ TRASH = ".trash"
 _COUNTER_ROOM = 8
 
 log = logging.getLogger(__name__)
+
+if TYPE_CHECKING:
+    from memvault.store.memory_store import MemoryStore
 
 
 class MemoryOpError(MemvaultError):
@@ -121,12 +121,12 @@ def doc_from_trace(t: rec.TraceRow) -> MemoryDoc:
 class Memories:
     """Add, update, forget and restore memories of one vault."""
 
-    def __init__(self, vault: Vault) -> None:
-        self.vault = vault
-        self.root = vault.root
-        self.con = vault.con
-        self.indexer = vault.indexer()
-        self.folder = vault.config["memory_folder"]  # checked and normalised by load_config
+    def __init__(self, store: "MemoryStore") -> None:
+        self.store = store
+        self.root = store.root
+        self.con = store.con
+        self.indexer = store.reconciler
+        self.folder = store.settings.memory_folder  # checked and normalised by load_settings
         #: Called with a note's vault path just before the writer checks that
         #: the note is still as last indexed and replaces it: the moment a
         #: person's save races the store's write. A test seam (the stateful
@@ -255,7 +255,7 @@ class Memories:
                                warnings=[f"the note {deleted_at} had already been deleted in the vault"])
         current = mem.trace_path(self.con, trace.id)
         with write_transaction(self.con):
-            rec.set_status(self.con, trace.id, "deleted", reason or "forgotten")
+            mem.mark_deleted(self.con, trace.id, reason or "forgotten")
             mem.put_outbox(self.con, trace.id, "trash", current, None)
         return self.flush(trace.id) or WriteResult(trace.id, "forgotten")
 
@@ -277,6 +277,7 @@ class Memories:
             raise MemoryOpError(f"memory {trace.id} is {trace.status}, not deleted")
         with write_transaction(self.con):
             rec.set_status(self.con, trace.id, "active", None)
+            mem.clear_deleted(self.con, trace.id)
             mem.put_outbox(self.con, trace.id, "restore", None, None)
         return self.flush(trace.id) or WriteResult(trace.id, "restored")
 
@@ -388,15 +389,10 @@ class Memories:
     def _set_deleted(self, trace: rec.TraceRow, trashed_from: str | None, trash_path: str | None) -> None:
         """Record the forget reason and where the note went (the indexer's
         own deletion handling only knows the file disappeared)."""
-        meta = dict((rec.get_trace(self.con, trace.id) or trace).metadata)
-        if trashed_from:
-            meta.update(trashed_from=trashed_from, trash_path=trash_path)
+        where = {"trashed_from": trashed_from, "trash_path": trash_path} if trashed_from else {}
         with write_transaction(self.con):
-            rec.set_status(self.con, trace.id, "deleted", trace.reason or "forgotten")
-            self.con.execute(
-                "UPDATE traces SET metadata = ?, path = NULL WHERE id = ?",
-                (json.dumps(meta, ensure_ascii=False, sort_keys=True), trace.id),
-            )
+            self.con.execute("UPDATE traces SET path = NULL WHERE id = ?", (trace.id,))
+            mem.mark_deleted(self.con, trace.id, trace.reason or "forgotten", **where)
 
     def _restore(self, trace: rec.TraceRow) -> WriteResult:
         origin = trace.metadata.get("trashed_from") or (
@@ -496,7 +492,7 @@ class Memories:
 
     def _new_note_path(self, type_: str, name: str) -> str:
         folder = self.root / self.folder / type_
-        taken = {r[0] for r in self.con.execute("SELECT expected_path FROM outbox WHERE expected_path IS NOT NULL")}
+        taken = {r[0] for r in self.con.execute("SELECT expected_path FROM state.outbox WHERE expected_path IS NOT NULL")}
         path = free_path(folder / name)
         rel = path.relative_to(self.root).as_posix()
         n = 2
@@ -536,16 +532,16 @@ def _clean_tags(tags: tuple[str, ...] | list[str]) -> list[str]:
 _reported: dict[str, str] = {}
 
 
-def flush_outbox(vault: Vault, older_than: float = 30.0, *, errors: list[str] | None = None) -> list[WriteResult]:
+def flush_outbox(store: "MemoryStore", older_than: float = 30.0, *, errors: list[str] | None = None) -> list[WriteResult]:
     """Finish store-side writes whose writer died (older than ``older_than`` s).
 
     A write that fails again stays in the outbox for the next try; its one-line
     reason goes to ``errors`` when given, else to the log (once per memory and
     reason). Returns the writes that were finished.
     """
-    memories = Memories(vault)
+    memories = store.memories
     results = []
-    for entry in mem.stale_outbox(vault.con, older_than):
+    for entry in mem.stale_outbox(store.con, older_than):
         try:
             result = memories.flush(entry.trace_id)
         except MemoryWriteError as exc:

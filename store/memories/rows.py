@@ -1,14 +1,20 @@
-"""Index-side bookkeeping for memories written through the store.
+"""Bookkeeping for memories: versions, forgets, the outbox, conflicts.
 
-Versions: updating a memory keeps the old text as a superseded snapshot
-trace (``<id>.v<n>``) linked from the live trace by a ``supersedes`` edge.
-Outbox: every store-side change that must reach the vault is recorded here
-in the same transaction as the change, and cleared once its note is written.
-Conflicts: where a store version had to be written beside a person's edit.
+Versions: changing a memory (through the store or in the vault) keeps the
+old text as a superseded snapshot trace (``<id>.v<n>``) linked from the live
+trace by a ``supersedes`` edge, and as a row of the durable state.
+Forgotten: a deleted memory's last text and reason, in the durable state.
+Outbox: every store-side change that must reach the vault is recorded (with
+the memory as it must be written) in the same transaction as the change,
+and cleared once its note is written. Conflicts: where a store version had
+to be written beside a person's edit. Outbox and conflicts live only in the
+durable state; versions and forgets in both, so a rebuilt index gets them
+back (:mod:`memvault.store.index.rebuild`).
 """
 
 from __future__ import annotations
 
+import json
 import time
 from dataclasses import dataclass, replace
 
@@ -63,7 +69,7 @@ def snapshot_version(con: apsw.Connection, current: rec.TraceRow, reason: str | 
     """Keep ``current`` as a superseded version before it changes; return its id."""
     n = 1 + int(
         con.execute(
-            "SELECT count(*) FROM edges WHERE source_id = ? AND kind = 'supersedes'", (current.id,)
+            "SELECT coalesce(max(version), 0) FROM state.memory_versions WHERE memory_id = ?", (current.id,)
         ).fetchone()[0]
     )
     version_id = f"{current.id}.v{n}"
@@ -72,11 +78,67 @@ def snapshot_version(con: apsw.Connection, current: rec.TraceRow, reason: str | 
         current, id=version_id, status="superseded", reason=reason or "updated", path=None,
         metadata=meta, content_key=None, rowid=None,
     )
+    con.execute(
+        "INSERT OR REPLACE INTO state.memory_versions (id, memory_id, version, trace, reason, superseded_at) "
+        "VALUES (?,?,?,?,?,?)",
+        (version_id, current.id, n, rec.trace_json(snap), snap.reason, rec.now_iso()),
+    )
+    put_version(con, snap)
+    return version_id
+
+
+def put_version(con: apsw.Connection, snap: rec.TraceRow) -> None:
+    """Index one version snapshot and its ``supersedes`` edge from the memory."""
     rec.put_trace(con, snap)
     # put_trace keeps an existing row's created time; a snapshot is new.
-    con.execute("UPDATE traces SET created = ? WHERE id = ?", (current.created, version_id))
-    rec.add_edges(con, current.id, [rec.EdgeRow(kind="supersedes", target_id=version_id, target_name=version_id)])
-    return version_id
+    con.execute("UPDATE traces SET created = ? WHERE id = ?", (snap.created or rec.now_iso(), snap.id))
+    memory_id = snap.metadata.get("version_of")
+    if memory_id and rec.get_trace(con, memory_id) is not None:
+        rec.add_edges(con, memory_id, [rec.EdgeRow(kind="supersedes", target_id=snap.id, target_name=snap.id)])
+
+
+def _normalised(text: str) -> str:
+    """Content as the note format normalises it: trailing blanks of lines
+    and blank lines around it do not count."""
+    return "\n".join(line.rstrip() for line in text.strip().splitlines())
+
+
+def meaningfully_changed(old: rec.TraceRow, new: rec.TraceRow) -> bool:
+    """Whether ``new`` changes the content, tags or type of memory ``old``
+    (whitespace the note format normalises, and tag case, do not count)."""
+    def tags(t: rec.TraceRow) -> list[str]:
+        # The front-matter tags: inline #tags change only with the content.
+        fm = t.metadata.get("fm_tags")
+        return [x.casefold() for x in (fm if isinstance(fm, list) else t.tags)]
+
+    return _normalised(old.content) != _normalised(new.content) or old.type != new.type or tags(old) != tags(new)
+
+
+# -- forgotten ---------------------------------------------------------------
+
+
+def mark_deleted(con: apsw.Connection, trace_id: str, reason: str, **metadata: object) -> None:
+    """A memory is deleted (forgotten, or its note deleted in the vault):
+    soft-delete its trace and remember it durably with its last text."""
+    rec.set_status(con, trace_id, "deleted", reason)
+    t = rec.get_trace(con, trace_id)
+    if t is None:
+        return
+    if metadata:
+        t.metadata = dict(t.metadata, **metadata)
+        con.execute(
+            "UPDATE traces SET metadata = ? WHERE id = ?",
+            (json.dumps(t.metadata, ensure_ascii=False, sort_keys=True, default=str), trace_id),
+        )
+    con.execute(
+        "INSERT OR REPLACE INTO state.forgotten (memory_id, reason, at, trace) VALUES (?,?,?,?)",
+        (trace_id, reason, rec.now_iso(), rec.trace_json(t)),
+    )
+
+
+def clear_deleted(con: apsw.Connection, trace_id: str) -> None:
+    """The memory is live again (restored, or its note is back in the vault)."""
+    con.execute("DELETE FROM state.forgotten WHERE memory_id = ?", (trace_id,))
 
 
 def versions(con: apsw.Connection, trace_id: str) -> list[rec.TraceRow]:
@@ -129,17 +191,20 @@ def newer_versions(con: apsw.Connection, trace_id: str) -> list[rec.TraceRow]:
 def put_outbox(
     con: apsw.Connection, trace_id: str, action: str, expected_path: str | None, expected_hash: str | None
 ) -> None:
-    """Record (or replace) the pending vault write for a trace."""
+    """Record (or replace) the pending vault write for a trace, with the
+    trace as it stands now (the caller has just written it to the index)."""
+    t = rec.get_trace(con, trace_id)
     con.execute(
-        "INSERT OR REPLACE INTO outbox (trace_id, action, expected_path, expected_hash, created) VALUES (?,?,?,?,?)",
-        (trace_id, action, expected_path, expected_hash, time.time()),
+        "INSERT OR REPLACE INTO state.outbox (trace_id, action, expected_path, expected_hash, created, trace) "
+        "VALUES (?,?,?,?,?,?)",
+        (trace_id, action, expected_path, expected_hash, time.time(), rec.trace_json(t) if t else None),
     )
 
 
 def get_outbox(con: apsw.Connection, trace_id: str) -> OutboxEntry | None:
     """The pending write of one trace."""
     row = con.execute(
-        "SELECT trace_id, action, expected_path, expected_hash, created FROM outbox WHERE trace_id = ?", (trace_id,)
+        "SELECT trace_id, action, expected_path, expected_hash, created FROM state.outbox WHERE trace_id = ?", (trace_id,)
     ).fetchone()
     return OutboxEntry(*row) if row else None
 
@@ -150,7 +215,7 @@ def stale_outbox(con: apsw.Connection, older_than: float) -> list[OutboxEntry]:
     return [
         OutboxEntry(*r)
         for r in con.execute(
-            "SELECT trace_id, action, expected_path, expected_hash, created FROM outbox WHERE created <= ? "
+            "SELECT trace_id, action, expected_path, expected_hash, created FROM state.outbox WHERE created <= ? "
             "ORDER BY created",
             (cutoff,),
         )
@@ -159,7 +224,7 @@ def stale_outbox(con: apsw.Connection, older_than: float) -> list[OutboxEntry]:
 
 def clear_outbox(con: apsw.Connection, trace_id: str) -> None:
     """The write is done (or settled as a conflict)."""
-    con.execute("DELETE FROM outbox WHERE trace_id = ?", (trace_id,))
+    con.execute("DELETE FROM state.outbox WHERE trace_id = ?", (trace_id,))
 
 
 # -- conflicts ---------------------------------------------------------------
@@ -170,7 +235,7 @@ def add_conflict(
 ) -> None:
     """Remember a conflict so ``memvault status`` can report it."""
     con.execute(
-        "INSERT INTO conflicts (trace_id, path, conflict_path, kind, detail, created) VALUES (?,?,?,?,?,?)",
+        "INSERT INTO state.conflicts (trace_id, path, conflict_path, kind, detail, created) VALUES (?,?,?,?,?,?)",
         (trace_id, path, conflict_path, kind, detail, rec.now_iso()),
     )
 
@@ -180,11 +245,11 @@ def conflicts(con: apsw.Connection) -> list[Conflict]:
     return [
         Conflict(*r)
         for r in con.execute(
-            "SELECT id, trace_id, path, conflict_path, kind, detail, created FROM conflicts ORDER BY id DESC"
+            "SELECT id, trace_id, path, conflict_path, kind, detail, created FROM state.conflicts ORDER BY id DESC"
         )
     ]
 
 
 def resolve_conflict(con: apsw.Connection, conflict_id: int) -> None:
     """Forget a conflict (its conflict file was merged or deleted)."""
-    con.execute("DELETE FROM conflicts WHERE id = ?", (conflict_id,))
+    con.execute("DELETE FROM state.conflicts WHERE id = ?", (conflict_id,))

@@ -9,14 +9,14 @@ into :class:`QuerySyntaxError`.
 
 from __future__ import annotations
 
-from memvault.vault_io.errors import UsageError
-
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 import apsw
+
+from memvault.vault_io.errors import UsageError
 
 #: BM25 column weights for (title, content, tags): a title or tag match
 #: counts for much more than a word somewhere in the body.

@@ -39,6 +39,7 @@ from typing import TYPE_CHECKING, Any
 
 import apsw
 
+from memvault.store.embedding.vectors import VectorMatrix, chunk_rows
 from memvault.store.retrieval.keyword import (
     Filters,
     Hit,
@@ -53,7 +54,6 @@ from memvault.store.retrieval.keyword import (
     snippets,
     trace_count_estimate,
 )
-from memvault.store.embedding.vectors import VectorMatrix, chunk_rows
 
 if TYPE_CHECKING:  # numpy is imported where vectors are used: keyword recall runs without it
     import numpy as np

@@ -27,8 +27,8 @@ from typing import Any
 import apsw
 
 from memvault.store.db.connection import write_transaction
-from memvault.store.embedding.model import count_tokens
 from memvault.store.db.records import now_iso
+from memvault.store.embedding.model import count_tokens
 
 HEADER = "## Recalled Memory"
 #: Longest single item, in tokens; longer memories are cut with an ellipsis.
@@ -231,7 +231,7 @@ def items_for(con: apsw.Connection, ranked: Sequence[tuple[str, float]]) -> list
 def record_recall(con: apsw.Connection, ids: Sequence[str]) -> int:
     """Count a recall of each memory or fact in ``ids``: retrieval count + 1,
     last access now, strength + :data:`RECALL_BOOST` (capped at 1). Written to
-    the index only; the notes are never rewritten for it."""
+    the index and the durable state; the notes are never rewritten for it."""
     if not ids:
         return 0
     marks = ",".join("?" * len(ids))
@@ -243,4 +243,15 @@ def record_recall(con: apsw.Connection, ids: Sequence[str]) -> int:
             f"WHERE id IN ({marks}) AND kind IN ('memory', 'fact')",
             (now_iso(), RECALL_BOOST, *ids),
         )
-        return con.changes()
+        changed = con.changes()
+        # Recall statistics are memvault's own: kept durably, so a rebuilt
+        # index (and the note's strength after a person's edit) gets them back.
+        con.execute(
+            "INSERT INTO state.recall (trace_id, retrieval_count, last_access, strength) "
+            f"SELECT id, retrieval_count, last_access, strength FROM traces WHERE id IN ({marks}) "
+            "AND kind IN ('memory', 'fact') "
+            "ON CONFLICT(trace_id) DO UPDATE SET retrieval_count = excluded.retrieval_count, "
+            "last_access = excluded.last_access, strength = excluded.strength",
+            ids,
+        )
+        return changed

@@ -17,6 +17,7 @@ from datetime import datetime, timezone
 from typing import TYPE_CHECKING, Any
 
 import apsw
+
 from memvault.store import location
 from memvault.store.embedding import vectors as vec
 from memvault.store.embedding.model import ModelUnavailable, load_embedder, resolve_model
@@ -25,9 +26,9 @@ from memvault.vault_io.uri import obsidian_uri
 
 if TYPE_CHECKING:
     from memvault.store.embedding.model import Embedder
+    from memvault.store.memory_store import MemoryStore
     from memvault.store.retrieval.rank import RankParams
-
-    from memvault.store.memory_store import Vault
+    from memvault.store.settings import RecallSettings
 
 MODES = ("keyword", "semantic", "hybrid")
 #: Trace kinds each scope covers (empty: every kind).
@@ -39,25 +40,25 @@ SCOPE_KINDS: dict[str, tuple[str, ...]] = {
 }
 
 
-def rank_params(vault: "Vault") -> "RankParams":
-    """Ranking knobs from the vault's configuration."""
+def rank_params(recall: "RecallSettings") -> "RankParams":
+    """Ranking knobs from the ``[recall]`` settings."""
     from memvault.store.retrieval.rank import RankParams
 
-    c = vault.config
     return RankParams(
-        min_similarity=float(c["recall.min_similarity"]),
-        half_lives={t: float(c[f"recall.half_life.{t}"]) for t in ("identity", "semantic", "procedural", "episodic", "prospective", "note")},
-        evergreen_tags=frozenset(t.lower().lstrip("#") for t in c["recall.evergreen_tags"]),
+        min_similarity=recall.min_similarity,
+        half_lives=dict(recall.half_life),
+        evergreen_tags=frozenset(recall.evergreen_tags),
     )
 
 
 class Retriever:
     """Search and recall over one vault's index (not thread-safe: callers serialise)."""
 
-    def __init__(self, vault: "Vault", con: apsw.Connection) -> None:
-        self.vault = vault
+    def __init__(self, store: "MemoryStore", con: apsw.Connection) -> None:
+        self.store = store
+        self.settings = store.settings
         self.con = con
-        self.spec = resolve_model(vault.config["embedding.model"])
+        self.spec = resolve_model(store.settings.embedding.model)
         self._cache: apsw.Connection | None = None
         self._matrix: vec.VectorMatrix | None = None
         self._embedder: "Embedder | None" = None
@@ -73,7 +74,7 @@ class Retriever:
     def cache(self) -> apsw.Connection | None:
         """The embedding cache, if it exists."""
         if self._cache is None:
-            self._cache = vec.open_cache(self.vault.data_dir, create=False)
+            self._cache = vec.open_cache(self.store.data_dir, create=False)
         return self._cache
 
     def has_vectors(self) -> bool:
@@ -209,7 +210,7 @@ class Retriever:
             return []
         return rank(
             self.con, query, matrix=matrix, query_vector=qvec, mode=mode, filters=filters, limit=limit,
-            params=rank_params(self.vault), now=datetime.now(timezone.utc),
+            params=rank_params(self.settings.recall), now=datetime.now(timezone.utc),
         )
 
     def _hit_dict(self, h: Hit, explain: bool) -> dict[str, Any]:
@@ -218,7 +219,7 @@ class Retriever:
             from memvault.store.facts.rows import fact_anchor  # only facts need it
 
             anchor = fact_anchor(self.con, h.id)
-        uri = obsidian_uri(self.vault.name, h.path, anchor.anchor if anchor else None) if h.path else None
+        uri = obsidian_uri(self.store.name, h.path, anchor.anchor if anchor else None) if h.path else None
         row: dict[str, Any] = {
             "id": h.id, "title": h.title, "type": h.type, "path": h.path, "uri": uri, "score": h.score, "snippet": h.snippet,
         }
@@ -244,7 +245,7 @@ class Retriever:
             record_recall,
         )
 
-        budget = int(self.vault.config["recall.budget"] if budget is None else budget)
+        budget = self.settings.recall.budget if budget is None else int(budget)
         filters = Filters(kinds=SCOPE_KINDS[scope])
         notices: list[str] = []
         ranked: list[tuple[str, float]] = []
@@ -260,7 +261,7 @@ class Retriever:
             if self.spec is None:
                 notices = []
             ranked = self._keyword_context(message, filters)
-        identity = identity_items(self.con, int(self.vault.config["recall.identity_max"]))
+        identity = identity_items(self.con, self.settings.recall.identity_max)
         text, items = assemble(identity, items_for(self.con, ranked), budget)
         if record and items:
             record_recall(self.con, [i.id for i in items])

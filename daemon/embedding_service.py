@@ -1,0 +1,117 @@
+"""The daemon's embedding service: embeds pending texts in the background.
+
+A supervised service (see :mod:`.services`)::
+
+    service = EmbeddingService(store)
+    supervisor.add(service)      # run(): embeds whatever is pending, then waits
+    ...
+    service.wake()               # after a reconcile wrote traces: look again now
+
+It wakes on :meth:`EmbeddingService.wake` and every ``poll_interval``
+seconds otherwise; a cheap count decides whether there is work. A model that
+cannot be loaded is logged once and retried only after ``retry_interval``
+seconds or a wake. Any other failure (the index busy for longer than the
+write timeout, say) ends ``run``; the supervisor reports it and starts it
+again, and the pending texts are still pending.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
+
+from memvault.daemon.services import Service
+from memvault.store.embedding import vectors as vec
+from memvault.store.embedding.model import ModelUnavailable
+from memvault.store.embedding.pipeline import EmbeddingPipeline, EmbedReport
+
+if TYPE_CHECKING:
+    from memvault.store.memory_store import MemoryStore
+
+log = logging.getLogger("memvault.embedding")
+
+
+class EmbeddingService(Service):
+    """Embeds one store's pending texts while the supervisor runs it."""
+
+    name = "embedding"
+
+    def __init__(
+        self,
+        store: "MemoryStore",
+        *,
+        poll_interval: float = 5.0,
+        retry_interval: float = 600.0,
+        on_run: Callable[[EmbedReport], None] | None = None,
+    ) -> None:
+        self.store = store
+        self.poll_interval = poll_interval
+        self.retry_interval = retry_interval
+        self.on_run = on_run
+        self.last_report: EmbedReport | None = None
+        self._wake = threading.Event()
+        self._unavailable: str | None = None
+        self._retry_at = 0.0
+        self.idle = threading.Event()  # set while nothing is pending (tests, status)
+
+    def wake(self) -> None:
+        """Look for work now (new or changed traces)."""
+        self._retry_at = 0.0
+        self._wake.set()
+
+    def interrupt(self) -> None:
+        """Cut the wait short on stop."""
+        self._wake.set()
+
+    def status(self) -> dict[str, Any]:
+        """What the service last did."""
+        r = self.last_report
+        return {
+            "idle": self.idle.is_set(),
+            "unavailable": self._unavailable,
+            "last_run": r.as_dict() if r else None,
+        }
+
+    def run(self, stop: threading.Event) -> None:
+        """Embed, wait for a wake or the poll interval, again, until ``stop``."""
+        self.idle.clear()
+        pipeline = EmbeddingPipeline.for_store(self.store)
+        try:
+            while not stop.is_set():
+                self._wake.clear()
+                self._once(pipeline, stop)
+                if stop.is_set():
+                    break
+                self._wake.wait(self.poll_interval)
+        finally:
+            pipeline.close(index_too=True)
+
+    def _once(self, pipeline: EmbeddingPipeline, stop: threading.Event) -> None:
+        start = time.perf_counter()
+        chunked = pipeline.chunk_queued(stop.is_set)
+        pending = pipeline.pending()
+        report = EmbedReport(model=pipeline.spec.key if pipeline.spec else None, chunked=chunked, pending=len(pending))
+        if pending and time.monotonic() >= self._retry_at:
+            self.idle.clear()
+            try:
+                report = pipeline.embed_pending(None, stop.is_set, pending)
+                report.chunked = chunked
+                if self._unavailable:
+                    vec.note_unavailable(pipeline.con, report.model, None)
+                self._unavailable = None
+            except ModelUnavailable as exc:
+                if self._unavailable != str(exc):
+                    log.warning("semantic search unavailable: %s", exc)
+                    vec.note_unavailable(pipeline.con, report.model, str(exc))
+                self._unavailable = report.unavailable = str(exc)
+                self._retry_at = time.monotonic() + self.retry_interval
+        if not report.pending or self._unavailable:
+            self.idle.set()
+        report.seconds = time.perf_counter() - start
+        if chunked or report.embedded or report.unavailable or self.last_report is None:
+            self.last_report = report
+            if self.on_run:
+                self.on_run(report)

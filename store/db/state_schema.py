@@ -1,0 +1,105 @@
+"""The durable state's schema: what only memvault knows, never rebuilt.
+
+``state.db`` sits beside the index and is attached to every connection as
+schema ``state`` (see :mod:`.connection`). Its tables hold what the vault
+cannot give back: earlier versions of memories, forgotten memories, recall
+statistics and strength, the history of facts, conflicts, and the outbox of
+store-side note writes not yet confirmed. Each row carries enough (a trace
+as JSON) to be put back into a freshly rebuilt index (:mod:`.state`).
+
+Migrations are ordered, named functions recorded in ``PRAGMA
+state.user_version``; never edit one that has shipped, append a new one.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import apsw
+
+
+def m001_durable_state(con: apsw.Connection) -> None:
+    """Memory versions, forgotten memories, recall statistics, fact history,
+    conflicts and the outbox."""
+    con.execute(
+        """
+        CREATE TABLE state.meta (
+            key   TEXT PRIMARY KEY,
+            value TEXT NOT NULL
+        );
+
+        -- An earlier version of a memory, kept when it changed (through the
+        -- store or in the vault). trace: the version as a trace, JSON.
+        CREATE TABLE state.memory_versions (
+            id            TEXT PRIMARY KEY,          -- '<memory id>.v<n>'
+            memory_id     TEXT NOT NULL,
+            version       INTEGER NOT NULL,
+            trace         TEXT NOT NULL,
+            reason        TEXT,
+            superseded_at TEXT NOT NULL,
+            UNIQUE (memory_id, version)
+        );
+
+        -- A memory that is deleted: forgotten through the store, or its note
+        -- deleted in the vault. trace: the memory as it was, JSON (its note
+        -- may be gone from .trash too).
+        CREATE TABLE state.forgotten (
+            memory_id TEXT PRIMARY KEY,
+            reason    TEXT,
+            at        TEXT NOT NULL,
+            trace     TEXT NOT NULL
+        );
+
+        -- How often and when a memory or fact was recalled, and its strength.
+        CREATE TABLE state.recall (
+            trace_id        TEXT PRIMARY KEY,
+            retrieval_count INTEGER NOT NULL DEFAULT 0,
+            last_access     TEXT,
+            strength        REAL
+        );
+
+        -- A fact that is no longer in its source note (changed or removed),
+        -- or that a person retired. anchor: where it was, JSON.
+        CREATE TABLE state.fact_history (
+            fact_id     TEXT PRIMARY KEY,
+            source_id   TEXT NOT NULL,
+            trace       TEXT NOT NULL,
+            anchor      TEXT NOT NULL,
+            reason      TEXT NOT NULL,
+            replaced_by TEXT,
+            retired_at  TEXT NOT NULL
+        );
+        CREATE INDEX state.fact_history_source ON fact_history(source_id);
+
+        -- A store-side change waiting to be mirrored into the vault. It is
+        -- recorded in the same transaction as the change and cleared once
+        -- the note is written, so a writer that dies in between leaves work
+        -- that the next writer (or the daemon) finishes. trace: the memory as
+        -- the store wants it written, JSON (a rebuilt index gets it back).
+        CREATE TABLE state.outbox (
+            trace_id      TEXT PRIMARY KEY,
+            action        TEXT NOT NULL CHECK (action IN ('write', 'trash', 'restore')),
+            expected_path TEXT,
+            expected_hash TEXT,
+            created       REAL NOT NULL,
+            trace         TEXT
+        );
+        CREATE INDEX state.outbox_path ON outbox(expected_path);
+
+        -- A store version written beside a note a person had changed.
+        CREATE TABLE state.conflicts (
+            id            INTEGER PRIMARY KEY,
+            trace_id      TEXT NOT NULL,
+            path          TEXT NOT NULL,
+            conflict_path TEXT,
+            kind          TEXT NOT NULL,
+            detail        TEXT NOT NULL,
+            created       TEXT NOT NULL
+        );
+        """
+    )
+
+
+MIGRATIONS: list[Callable[[apsw.Connection], None]] = [
+    m001_durable_state,
+]
