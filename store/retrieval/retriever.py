@@ -12,7 +12,7 @@ only once a semantic or hybrid answer is actually computed.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from datetime import datetime, timezone
 from typing import TYPE_CHECKING, Any
 
@@ -63,6 +63,8 @@ class Retriever:
         self._matrix: vec.VectorMatrix | None = None
         self._embedder: "Embedder | None" = None
         self._unavailable: str | None = None
+        #: The time recency is measured from (benchmarks fix it).
+        self.clock: Callable[[], datetime] = lambda: datetime.now(timezone.utc)
 
     # -- state -------------------------------------------------------------
 
@@ -210,7 +212,7 @@ class Retriever:
             return []
         return rank(
             self.con, query, matrix=matrix, query_vector=qvec, mode=mode, filters=filters, limit=limit,
-            params=rank_params(self.settings.recall), now=datetime.now(timezone.utc),
+            params=rank_params(self.settings.recall), now=self.clock(),
         )
 
     def _hit_dict(self, h: Hit, explain: bool) -> dict[str, Any]:
