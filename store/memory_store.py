@@ -46,6 +46,8 @@ if TYPE_CHECKING:
     from memvault.store.embedding.pipeline import EmbedReport
     from memvault.store.facts.observer import Defer, FactObserver
     from memvault.store.facts.source_notes import Sources
+    from memvault.store.index.doctor import DoctorReport
+    from memvault.store.index.rebuild import Restored
     from memvault.store.index.reconcile import Indexer, SyncSummary
     from memvault.store.memories.mirror import Memories, WriteResult
     from memvault.store.retrieval.retriever import Retriever
@@ -96,6 +98,7 @@ class SyncReport:
     finished or could not finish, and the embedding run (when asked for)."""
 
     summary: "SyncSummary"
+    restored: "Restored | None" = None  # what a fresh index got back from the durable state
     finished: list[str] = field(default_factory=list)  # ids whose interrupted write was finished
     unwritten: list[str] = field(default_factory=list)  # one line per note that still cannot be written
     embedding: "EmbedReport | None" = None
@@ -110,6 +113,8 @@ class SyncReport:
         """JSON-ready form (the summary's keys, plus ``unwritten`` and ``embedding``)."""
         data = self.summary.as_dict()
         data["unwritten"] = list(self.unwritten)
+        if self.restored is not None:
+            data["restored"] = self.restored.as_dict()
         if self.embedding is not None:
             data["embedding"] = self.embedding.as_dict()
         return data
@@ -270,9 +275,15 @@ class MemoryStore:
         """The one post-sync sequence (module docstring)."""
         from memvault.store.db import records as rec
         from memvault.store.db.connection import write_transaction
+        from memvault.store.index.rebuild import apply_state, recover_trash, state_applied
         from memvault.store.memories.mirror import flush_outbox
 
         report = SyncReport(summary)
+        if kind == "sync" and not state_applied(self.con):
+            # A fresh index (first sync, rebuild, deleted index.db): give it
+            # back what only the durable state (or the vault's .trash) knows,
+            # before pending writes are finished on top of it.
+            report.restored = recover_trash(self.con, self.root, apply_state(self.con))
         for result in flush_outbox(self, stale_after, errors=report.unwritten):
             report.finished.append(result.id)
             summary.warnings.append(f"finished an interrupted write of {result.id}")
@@ -281,6 +292,29 @@ class MemoryStore:
                 rec.set_meta(self.con, "last_sync", rec.now_iso())
         for listener in list(self.sync_listeners):
             listener(kind, summary)
+        return report
+
+    def rebuild(
+        self, progress: Progress | None = None, *, embed: bool = False, embed_progress: Progress | None = None
+    ) -> SyncReport:
+        """Drop the derived index and build it again from the vault and the
+        durable state (nothing only memvault knows is lost; vectors come back
+        from the embedding cache). The caller makes sure no daemon uses it."""
+        from memvault.store.index.doctor import data_files
+
+        self.close()
+        for path in data_files(self.data_dir):
+            path.unlink(missing_ok=True)
+        return self.sync(progress, embed=embed, embed_progress=embed_progress)
+
+    def doctor(self, *, repair: bool = False, progress: Progress | None = None) -> "DoctorReport":
+        """Check both databases and the vault; with ``repair``, fix what can be."""
+        from memvault.store.index import doctor
+
+        report = doctor.DoctorReport(doctor.diagnose(self))
+        if repair and report.findings:
+            report.repaired = doctor.repair(self, report.findings, progress)
+            report.findings = doctor.diagnose(self)
         return report
 
     def embed(self, progress: Progress | None = None, should_stop: Callable[[], bool] = lambda: False) -> "EmbedReport":
