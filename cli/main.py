@@ -43,6 +43,7 @@ COMMAND_MODULES: dict[str, str] = {
     **dict.fromkeys(["daemon", "status", "service"], "daemon_cmds"),
     **dict.fromkeys(["source", "facts"], "fact_cmds"),
     **dict.fromkeys(["context", "model"], "recall_cmds"),
+    **dict.fromkeys(["rebuild", "doctor"], "maintenance_cmds"),
     "config": "config_cmds",
 }
 

@@ -46,6 +46,8 @@ if TYPE_CHECKING:
     from memvault.store.embedding.pipeline import EmbedReport
     from memvault.store.facts.observer import Defer, FactObserver
     from memvault.store.facts.source_notes import Sources
+    from memvault.store.index.doctor import DoctorReport
+    from memvault.store.index.rebuild import Restored
     from memvault.store.index.reconcile import Indexer, SyncSummary
     from memvault.store.memories.mirror import Memories, WriteResult
     from memvault.store.retrieval.retriever import Retriever
@@ -96,6 +98,7 @@ class SyncReport:
     finished or could not finish, and the embedding run (when asked for)."""
 
     summary: "SyncSummary"
+    restored: "Restored | None" = None  # what a fresh index got back from the durable state
     finished: list[str] = field(default_factory=list)  # ids whose interrupted write was finished
     unwritten: list[str] = field(default_factory=list)  # one line per note that still cannot be written
     embedding: "EmbedReport | None" = None
@@ -110,6 +113,8 @@ class SyncReport:
         """JSON-ready form (the summary's keys, plus ``unwritten`` and ``embedding``)."""
         data = self.summary.as_dict()
         data["unwritten"] = list(self.unwritten)
+        if self.restored is not None:
+            data["restored"] = self.restored.as_dict()
         if self.embedding is not None:
             data["embedding"] = self.embedding.as_dict()
         return data
@@ -256,10 +261,40 @@ class MemoryStore:
         """Bring the index in line with the whole vault, then (``embed``)
         embed what changed. ``progress(done, total)`` is called per note read."""
         self.refresh_source_globs()
+        dialect = self._glob_dialect_check()
         report = self._after_sync("sync", self.reconciler.sync(progress=progress), stale_after)
+        if dialect is not None:
+            report.summary.warnings += dialect(report)
         if embed:
             report.embedding = self.embed(embed_progress)
         return report
+
+    def _glob_dialect_check(self) -> "Callable[[SyncReport], list[str]] | None":
+        """Once per set of ``ignore``/``sources`` patterns on an existing
+        index: a check, run after the sync, of patterns that match the paths
+        seen before or after it differently than memvault 0.1's dialects did."""
+        import json
+
+        from memvault.store.db import records as rec
+        from memvault.store.db.connection import write_transaction
+        from memvault.store.index import lookup
+        from memvault.vault_io.globs import old_dialect_differences
+
+        patterns = json.dumps([self.settings.ignore, self.settings.sources])
+        if not (self.settings.ignore or self.settings.sources) or rec.get_meta(self.con, "globs_checked") == patterns:
+            return None
+        before = lookup.paths_under(self.con, "")
+
+        def check(report: SyncReport) -> list[str]:
+            with write_transaction(self.con):
+                rec.set_meta(self.con, "globs_checked", patterns)
+            if not before:
+                return []  # a first index: nothing was ever matched the old way
+            seen = before | lookup.paths_under(self.con, "")
+            return (old_dialect_differences("ignore", self.settings.ignore, seen)
+                    + old_dialect_differences("sources", self.settings.sources, seen))
+
+        return check
 
     def sync_paths(self, paths: Iterable[str], *, stale_after: float = STALE_WRITE_S) -> SyncReport:
         """Reconcile only ``paths`` (a watcher's hints); others are untouched."""
@@ -270,9 +305,15 @@ class MemoryStore:
         """The one post-sync sequence (module docstring)."""
         from memvault.store.db import records as rec
         from memvault.store.db.connection import write_transaction
+        from memvault.store.index.rebuild import apply_state, recover_trash, state_applied
         from memvault.store.memories.mirror import flush_outbox
 
         report = SyncReport(summary)
+        if kind == "sync" and not state_applied(self.con):
+            # A fresh index (first sync, rebuild, deleted index.db): give it
+            # back what only the durable state (or the vault's .trash) knows,
+            # before pending writes are finished on top of it.
+            report.restored = recover_trash(self.con, self.root, apply_state(self.con))
         for result in flush_outbox(self, stale_after, errors=report.unwritten):
             report.finished.append(result.id)
             summary.warnings.append(f"finished an interrupted write of {result.id}")
@@ -281,6 +322,29 @@ class MemoryStore:
                 rec.set_meta(self.con, "last_sync", rec.now_iso())
         for listener in list(self.sync_listeners):
             listener(kind, summary)
+        return report
+
+    def rebuild(
+        self, progress: Progress | None = None, *, embed: bool = False, embed_progress: Progress | None = None
+    ) -> SyncReport:
+        """Drop the derived index and build it again from the vault and the
+        durable state (nothing only memvault knows is lost; vectors come back
+        from the embedding cache). The caller makes sure no daemon uses it."""
+        from memvault.store.index.doctor import data_files
+
+        self.close()
+        for path in data_files(self.data_dir):
+            path.unlink(missing_ok=True)
+        return self.sync(progress, embed=embed, embed_progress=embed_progress)
+
+    def doctor(self, *, repair: bool = False, progress: Progress | None = None) -> "DoctorReport":
+        """Check both databases and the vault; with ``repair``, fix what can be."""
+        from memvault.store.index import doctor
+
+        report = doctor.DoctorReport(doctor.diagnose(self))
+        if repair and report.findings:
+            report.repaired = doctor.repair(self, report.findings, progress)
+            report.findings = doctor.diagnose(self)
         return report
 
     def embed(self, progress: Progress | None = None, should_stop: Callable[[], bool] = lambda: False) -> "EmbedReport":

@@ -18,6 +18,12 @@ arbitrary points. After every step:
 Real conflicts come from the writer's ``before_write`` seam: the person saves
 the note after the store committed its change and before the writer checks
 the note and replaces it, which is the race the check exists for.
+
+Two steps throw state away: dropping the derived index and rebuilding it
+(live memories, their histories, vault edits included, and the forgotten set
+must come back unchanged from the durable state), and dropping the whole data
+dir and rebuilding from the vault alone (every memory the vault holds, live
+notes and ``.trash/``, must come back with the same id).
 """
 
 from __future__ import annotations
@@ -74,13 +80,17 @@ class MirrorMachine(RuleBasedStateMachine):
         self.root.mkdir()
         os.environ["MEMVAULT_HOME"] = str(self.tmp / "home")
         self.vault = MemoryStore.open(str(self.root))
-        self.mem = Memories(self.vault)
         self.written: set[str] = set()  # every token either side wrote
         self.ids: list[str] = []
 
     def teardown(self) -> None:
         self.vault.close()
         shutil.rmtree(self.tmp, ignore_errors=True)
+
+    @property
+    def mem(self) -> Memories:
+        """The store's memory writer (a rebuild replaces it)."""
+        return self.vault.memories
 
     @initialize()
     def first_sync(self) -> None:
@@ -275,14 +285,65 @@ class MirrorMachine(RuleBasedStateMachine):
         assert snapshot(self.root) == before, "a sync (reading) changed a file"
         self.check_one_note_per_live_memory()
 
+    # -- throwing state away -------------------------------------------------------------
+
+    def remembered(self) -> tuple[dict[str, str], dict[str, list[tuple]], set[str]]:
+        """Live memories (id -> content), their histories, and the forgotten ids."""
+        con = self.vault.con
+        live = dict(con.execute("SELECT id, content FROM traces WHERE kind = 'memory' AND status = 'active'"))
+        histories = {
+            i: [(v["id"], v["status"], v["reason"], v["content"], v["type"]) for v in self.vault.history(i)]
+            for i in live
+        }
+        forgotten = {r[0] for r in con.execute("SELECT id FROM traces WHERE kind = 'memory' AND status = 'deleted'")}
+        return live, histories, forgotten
+
+    @rule()
+    def drop_the_index_and_rebuild(self) -> None:
+        self.vault.sync()  # what a person changed is part of what must survive
+        before = self.remembered()
+        files = snapshot(self.root)
+        self.vault.rebuild()
+        assert self.remembered() == before
+        assert snapshot(self.root) == files, "a rebuild (reading) changed a file"
+
+    @rule()
+    def drop_everything_and_rebuild_from_the_vault(self) -> None:
+        self.vault.sync()
+        held = self.memory_notes()
+        self.vault.close()
+        shutil.rmtree(self.vault.data_dir)
+        self.vault.rebuild()
+        live, _, forgotten = self.remembered()
+        assert live == {i: c for i, (where, c) in held.items() if where == "live"}
+        assert {i for i, (where, _) in held.items() if where == "trash"} <= forgotten | set(live)
+        # Versions were only memvault's: what survives is what the vault holds.
+        self.written &= self.tokens_held()
+
+    def memory_notes(self) -> dict[str, tuple[str, str]]:
+        """Memory ids in the vault: id -> ("live" | "trash", content as the index reads it)."""
+        out: dict[str, tuple[str, str]] = {}
+        con = self.vault.con
+        for where, folder in (("trash", self.root / ".trash"), ("live", self.root / "Memory")):
+            for p in folder.rglob("*.md") if folder.exists() else []:
+                note = parse_note(p.relative_to(self.root).as_posix(), p.read_bytes())
+                if "conflict_of" in note.frontmatter or not note.frontmatter.get("id"):
+                    continue
+                mid = str(note.frontmatter["id"])
+                row = con.execute("SELECT content FROM traces WHERE id = ?", (mid,)).fetchone()
+                out[mid] = (where, row[0] if row else "")
+        return out
+
+    def tokens_held(self) -> set[str]:
+        on_disk = " ".join(p.read_text(encoding="utf-8", errors="replace") for p in self.root.rglob("*.md"))
+        in_index = " ".join(c for (c,) in self.vault.con.execute("SELECT content FROM traces"))
+        return set(re.findall(r"tok\d+x", on_disk + " " + in_index))
+
     # -- invariants ------------------------------------------------------------------------
 
     @invariant()
     def nothing_written_is_lost(self) -> None:
-        on_disk = " ".join(p.read_text(encoding="utf-8", errors="replace") for p in self.root.rglob("*.md"))
-        in_index = " ".join(c for (c,) in self.vault.con.execute("SELECT content FROM traces"))
-        found = set(re.findall(r"tok\d+x", on_disk + " " + in_index))
-        missing = self.written - found
+        missing = self.written - self.tokens_held()
         assert not missing, f"lost text: {sorted(missing)}"
 
     def check_one_note_per_live_memory(self) -> None:

@@ -306,7 +306,7 @@ class Indexer:
 
         notes: list[FileStat] = []
         for st in scan.files.values():
-            if _needs_look(st, known.get(st.path)):
+            if needs_look(st, known.get(st.path)):
                 (notes if st.is_note else attachments).append(st)
         items = []
         for st in notes:
@@ -593,7 +593,7 @@ def trusted_ctime(st: FileStat) -> int:
     return st.ctime_ns
 
 
-def _needs_look(st: FileStat, row: rec.FileRow | None) -> bool:
+def needs_look(st: FileStat, row: rec.FileRow | None) -> bool:
     # mtime and size catch edits; ctime catches a same-size file renamed onto
     # the path (mv keeps mtime); ctime 0 marks a racy or pre-ctime entry.
     return (

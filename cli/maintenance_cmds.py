@@ -1,0 +1,78 @@
+"""Maintenance commands: ``rebuild`` (the derived index from scratch) and ``doctor``."""
+
+from __future__ import annotations
+
+import click
+
+from memvault.cli.main import AppContext, cli, emit_json, json_option, pass_app, progress_bar, stderr_is_tty, warn
+
+
+def _refuse_while_a_daemon_runs(app: AppContext, what: str) -> None:
+    """A rebuild replaces the index file under the daemon's open connections."""
+    from memvault.daemon.lock import is_locked, read_holder
+
+    data_dir = app.store.data_dir
+    if is_locked(data_dir):
+        holder = read_holder(data_dir)
+        pid = f" (pid {holder.pid})" if holder else ""
+        raise click.ClickException(
+            f"a memvault daemon{pid} serves this vault: stop it before {what} "
+            "(systemctl --user stop memvault), then start it again"
+        )
+
+
+@cli.command()
+@click.option("--no-embed", is_flag=True, help="Do not match vectors now; the daemon or the next sync will.")
+@json_option
+@pass_app
+def rebuild(app: AppContext, no_embed: bool, as_json: bool) -> None:
+    """Drop the derived index and build it again from the vault and the durable state.
+
+    Nothing only memvault knows is lost: memory versions, forgotten memories,
+    recall strength, fact history and conflicts live in state.db and come
+    back; vectors come back from the embedding cache without re-embedding.
+    Memory notes in the vault's .trash/ come back as forgotten memories.
+    """
+    _refuse_while_a_daemon_runs(app, "rebuilding its index")
+    show = stderr_is_tty() and not as_json
+    with progress_bar("Indexing", show, minimum=50) as index_progress, \
+            progress_bar("Embedding", show, minimum=20) as embed_progress:
+        report = app.store.rebuild(index_progress, embed=not no_embed, embed_progress=embed_progress)
+    if as_json:
+        emit_json(report.as_dict())
+        return
+    for line in report.summary.warnings:
+        warn(line)
+    r = report.restored
+    back = (f"; from the durable state: {r.versions} versions, {r.forgotten} forgotten memories, "
+            f"{r.facts} old facts, {r.recall} recall records; {r.from_trash} memories from .trash") if r else ""
+    click.echo(f"Rebuilt the index: {report.summary.added} notes in {report.summary.seconds:.2f}s{back}.")
+
+
+@cli.command()
+@click.option("--repair", is_flag=True, help="Also fix what can be fixed (a sync, a rebuild, pruning).")
+@json_option
+@pass_app
+def doctor(app: AppContext, repair: bool, as_json: bool) -> None:
+    """Check the index, the durable state and the vault; say what a repair would do.
+
+    Exits 0 when everything is sound, 1 when problems remain.
+    """
+    if repair:
+        _refuse_while_a_daemon_runs(app, "repairing its index")
+    store = app.store
+    store.read_con()  # no index yet: say so (exit 1) rather than create one
+    report = store.doctor(repair=repair)
+    if as_json:
+        emit_json({"healthy": report.healthy, "repaired": report.repaired,
+                   "findings": [f.as_dict() for f in report.findings]})
+    else:
+        for name in report.repaired:
+            click.echo(f"repaired: {name}")
+        for f in report.findings:
+            fix = f"  -> would repair with: {f.repair}" if f.repair and not repair else ""
+            click.echo(f"{f.check}: {f.detail}{fix}")
+        if report.healthy:
+            click.echo("Everything is in order: index, durable state and vault agree.")
+    if not report.healthy:
+        raise click.exceptions.Exit(1)

@@ -1,0 +1,222 @@
+"""``memvault doctor``: check both databases and the vault, say what to repair.
+
+Each check returns findings; a finding names what is wrong and the repair
+that fixes it. Repairs are the store's ordinary operations (a sync, a
+rebuild of the derived index, applying the durable state, pruning rows that
+point at nothing), so a repair is never more dangerous than using memvault:
+
+- **integrity**: ``PRAGMA integrity_check`` of the index and of the state;
+  the FTS index against its table. A damaged index is rebuilt from the vault
+  and the state; a damaged state cannot be rebuilt (restore a backup).
+- **orphans**: rows that point at nothing (recall statistics of traces that
+  exist nowhere, notes' traces with no file), pruned.
+- **state vs index**: versions, forgets and fact history the index lacks
+  (the state is applied again) or that the state lacks (copied into it).
+- **vault vs index**: notes changed, added or gone since the last sync (a
+  sync), and store-side writes still pending (a sync finishes them).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import apsw
+
+from memvault.store.db import records as rec
+from memvault.store.db.connection import write_transaction
+
+if TYPE_CHECKING:
+    from memvault.store.memory_store import MemoryStore
+
+#: Repairs in the order they must run (a rebuild first makes the others moot).
+REPAIRS = ("rebuild", "fts", "state", "backfill", "prune", "sync")
+
+
+@dataclass
+class Finding:
+    """One problem and the repair that fixes it (None: nothing memvault can do)."""
+
+    check: str
+    detail: str
+    repair: str | None
+
+    def as_dict(self) -> dict[str, Any]:
+        """JSON-ready form."""
+        return {"check": self.check, "detail": self.detail, "repair": self.repair}
+
+
+@dataclass
+class DoctorReport:
+    """Every finding, and what ``--repair`` did."""
+
+    findings: list[Finding] = field(default_factory=list)
+    repaired: list[str] = field(default_factory=list)
+
+    @property
+    def healthy(self) -> bool:
+        """Whether nothing is wrong."""
+        return not self.findings
+
+
+def _one(con: apsw.Connection, sql: str) -> int:
+    return int(con.execute(sql).fetchone()[0])
+
+
+def check_integrity(con: apsw.Connection) -> list[Finding]:
+    """SQLite's own checks of both databases, and of the FTS index."""
+    out = []
+    for schema, repair, what in (("main", "rebuild", "index"), ("state", None, "durable state")):
+        rows = [r[0] for r in con.execute(f"PRAGMA {schema}.integrity_check(20)")]
+        if rows != ["ok"]:
+            hint = "" if repair else " (it cannot be rebuilt: restore a backup)"
+            out.append(Finding("integrity", f"the {what} database is damaged: {'; '.join(rows[:3])}{hint}", repair))
+    try:
+        con.execute("INSERT INTO traces_fts(traces_fts, rank) VALUES ('integrity-check', 1)")
+    except apsw.Error as exc:
+        out.append(Finding("integrity", f"the full-text index disagrees with its table: {exc}", "fts"))
+    return out
+
+
+def check_state(con: apsw.Connection) -> list[Finding]:
+    """The durable state and the index tell the same story."""
+    out = []
+    missing = _one(con, "SELECT count(*) FROM state.memory_versions v WHERE NOT EXISTS "
+                        "(SELECT 1 FROM traces t WHERE t.id = v.id)")
+    missing += _one(con, "SELECT count(*) FROM state.fact_history h WHERE NOT EXISTS "
+                         "(SELECT 1 FROM traces t WHERE t.id = h.fact_id)")
+    missing += _one(con, "SELECT count(*) FROM state.forgotten f WHERE NOT EXISTS "
+                         "(SELECT 1 FROM traces t WHERE t.id = f.memory_id)")
+    if missing:
+        out.append(Finding("state", f"{missing} versions, forgotten memories or old facts of the durable state "
+                                    "are missing from the index", "state"))
+    unsaved = _one(con, "SELECT count(*) FROM traces t WHERE t.kind = 'memory' AND t.status = 'superseded' "
+                        "AND NOT EXISTS (SELECT 1 FROM state.memory_versions v WHERE v.id = t.id)")
+    unsaved += _one(con, "SELECT count(*) FROM traces t WHERE t.kind = 'memory' AND t.status = 'deleted' "
+                         "AND NOT EXISTS (SELECT 1 FROM state.forgotten f WHERE f.memory_id = t.id)")
+    if unsaved:
+        out.append(Finding("state", f"{unsaved} versions or forgotten memories are only in the index, "
+                                    "not in the durable state", "backfill"))
+    return out
+
+
+def check_orphans(con: apsw.Connection) -> list[Finding]:
+    """Rows that point at nothing."""
+    out = []
+    stale = _one(con, _STALE_RECALL.replace("DELETE", "SELECT count(*)"))
+    if stale:
+        out.append(Finding("orphans", f"{stale} recall statistics belong to traces that exist nowhere", "prune"))
+    lost = _one(con, _LOST_NOTES.replace("DELETE", "SELECT count(*)"))
+    if lost:
+        out.append(Finding("orphans", f"{lost} note traces have no file", "prune"))
+    return out
+
+
+_STALE_RECALL = (
+    "DELETE FROM state.recall WHERE trace_id NOT IN (SELECT id FROM traces) "
+    "AND trace_id NOT IN (SELECT fact_id FROM state.fact_history) "
+    "AND trace_id NOT IN (SELECT memory_id FROM state.forgotten)"
+)
+_LOST_NOTES = "DELETE FROM traces WHERE kind = 'note' AND id NOT IN (SELECT trace_id FROM files WHERE trace_id IS NOT NULL)"
+
+
+def check_vault(store: "MemoryStore") -> list[Finding]:
+    """Notes that changed since the last sync, and writes still pending."""
+    from memvault.store.index.reconcile import needs_look
+    from memvault.vault_io.scan import scan_vault
+
+    out = []
+    if not store.root.is_dir():
+        return [Finding("vault", f"the vault folder {store.root} is missing", None)]
+    con = store.con
+    scan = scan_vault(store.root, ignore=store.settings.ignore, max_file_size=store.settings.max_file_size)
+    known = rec.load_files(con)
+    changed = sum(1 for st in scan.files.values() if needs_look(st, known.get(st.path))
+                  and not _same_bytes(store.root, st.path, known.get(st.path)))
+    gone = sum(1 for p in known if p not in scan.files and scan.covers(p))
+    if changed or gone:
+        out.append(Finding("vault", f"{changed} files changed or new and {gone} gone since the last sync", "sync"))
+    pending = _one(con, "SELECT count(*) FROM state.outbox")
+    if pending:
+        out.append(Finding("vault", f"{pending} memory notes wait to be written", "sync"))
+    return out
+
+
+def _same_bytes(root: Path, path: str, row: rec.FileRow | None) -> bool:
+    """Whether a file whose timestamps moved still holds the bytes last
+    indexed (a touch, or an entry recorded too recently to trust)."""
+    from memvault.vault_io.note import content_hash
+
+    if row is None or row.hash is None:
+        return row is not None and row.kind == "attachment"
+    try:
+        return content_hash((root / path).read_bytes()) == row.hash
+    except OSError:
+        return False
+
+
+def diagnose(store: "MemoryStore") -> list[Finding]:
+    """Every check, in order; an index too damaged to query stops after integrity."""
+    con = store.con
+    findings = check_integrity(con)
+    if any(f.repair == "rebuild" for f in findings):
+        return findings
+    return findings + check_state(con) + check_orphans(con) + check_vault(store)
+
+
+def repair(store: "MemoryStore", findings: list[Finding], progress: Callable[[int, int], None] | None = None) -> list[str]:
+    """Run each repair the findings ask for, once, in :data:`REPAIRS` order."""
+    from memvault.store.index.rebuild import apply_state
+
+    wanted = {f.repair for f in findings if f.repair}
+    done: list[str] = []
+    if "rebuild" in wanted:
+        store.rebuild(progress)
+        return ["rebuild"]
+    con = store.con
+    if "fts" in wanted:
+        with write_transaction(con):
+            con.execute("INSERT INTO traces_fts(traces_fts) VALUES ('rebuild')")
+        done.append("fts")
+    if "state" in wanted:
+        apply_state(con)
+        done.append("state")
+    if "backfill" in wanted:
+        _backfill(con)
+        done.append("backfill")
+    if "prune" in wanted:
+        with write_transaction(con):
+            con.execute(_STALE_RECALL)
+            con.execute(_LOST_NOTES)
+        done.append("prune")
+    if "sync" in wanted:
+        store.sync(progress)
+        done.append("sync")
+    return done
+
+
+def _backfill(con: apsw.Connection) -> None:
+    """Copy versions and forgets the index has and the state lacks into the state."""
+    from memvault.store.memories import rows as mem
+
+    with write_transaction(con):
+        for t in rec.get_traces(con, "kind = 'memory' AND status = 'superseded' AND id NOT IN "
+                                     "(SELECT id FROM state.memory_versions)"):
+            memory_id, version = t.metadata.get("version_of"), t.metadata.get("version")
+            if memory_id and version:
+                con.execute(
+                    "INSERT OR IGNORE INTO state.memory_versions (id, memory_id, version, trace, reason, superseded_at) "
+                    "VALUES (?,?,?,?,?,?)", (t.id, memory_id, int(version), rec.trace_json(t), t.reason, t.updated))
+        for t in rec.get_traces(con, "kind = 'memory' AND status = 'deleted' AND id NOT IN "
+                                     "(SELECT memory_id FROM state.forgotten)"):
+            mem.mark_deleted(con, t.id, t.reason or "deleted")
+
+
+def data_files(data_dir: Path) -> list[Path]:
+    """The index's files (database, WAL, shared memory), which a rebuild replaces."""
+    from memvault.store.location import INDEX_FILE
+
+    base = data_dir / INDEX_FILE
+    return [base, Path(f"{base}-wal"), Path(f"{base}-shm")]

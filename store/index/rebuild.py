@@ -1,0 +1,200 @@
+"""Giving a freshly built index back what only the durable state knows.
+
+The index is derived: a full sync rebuilds every live note, memory and fact
+from the vault. What the vault does not hold lives in ``state.db`` (see
+:mod:`memvault.store.db.state_schema`), and :func:`apply_state` puts it back
+into an index built from scratch (``memvault rebuild``, a deleted
+``index.db``, a schema change that chose a rebuild over a migration):
+
+- forgotten memories, as deleted traces (a note live in the vault wins);
+- earlier versions of memories, with their ``supersedes`` edges;
+- the history of facts (changed, removed, retired), with ``updates`` edges;
+- recall statistics and strength;
+- store-side writes still pending in the outbox, as the traces to write;
+- conflict copies in the vault the state has no record of, as open conflicts.
+
+:func:`recover_trash` then reads the vault's ``.trash/`` for memory notes
+(front-matter ``id`` and a memory ``type``) that neither the index nor the
+state knows: when the state is lost too (a new machine, a deleted data
+dir), forgotten memories come back from the vault alone, with their ids.
+
+Both are idempotent; :func:`apply_state` runs once per index (a ``meta``
+mark records that it did).
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, replace
+from pathlib import Path
+
+import apsw
+
+from memvault.store.db import records as rec
+from memvault.store.db.connection import write_transaction
+from memvault.store.facts import rows as sf
+from memvault.store.memories import rows as mem
+from memvault.store.memories.memtypes import maybe_type
+from memvault.vault_io.errors import MemvaultError
+from memvault.vault_io.memory_note import read_memory
+from memvault.vault_io.parser import parse_note
+
+#: The ``meta`` key that says the durable state was applied to this index.
+APPLIED = "state_applied"
+TRASH = ".trash"
+FOUND_IN_TRASH = "found in .trash"
+
+
+@dataclass
+class Restored:
+    """What :func:`apply_state` and :func:`recover_trash` put back."""
+
+    forgotten: int = 0
+    versions: int = 0
+    facts: int = 0
+    recall: int = 0
+    pending: int = 0
+    from_trash: int = 0
+    conflicts: int = 0
+
+    def as_dict(self) -> dict[str, int]:
+        """JSON-ready form."""
+        return dict(self.__dict__)
+
+
+def state_applied(con: apsw.Connection) -> bool:
+    """Whether this index has had the durable state applied."""
+    return rec.get_meta(con, APPLIED) is not None
+
+
+def apply_state(con: apsw.Connection, done: Restored | None = None) -> Restored:
+    """Put the durable state into the index (after a full sync built it)."""
+    done = done or Restored()
+    with write_transaction(con):
+        _forgotten(con, done)
+        _versions(con, done)
+        _fact_history(con, done)
+        _pending_writes(con, done)
+        _conflict_copies(con, done)
+        done.recall = _recall(con)
+        rec.set_meta(con, APPLIED, rec.now_iso())
+    return done
+
+
+def _forgotten(con: apsw.Connection, done: Restored) -> None:
+    for memory_id, snapshot in con.execute("SELECT memory_id, trace FROM state.forgotten").fetchall():
+        now = rec.get_trace(con, memory_id)
+        if now is not None:
+            if now.status == "active" and now.kind == "memory":
+                mem.clear_deleted(con, memory_id)  # its note is live in the vault: the vault wins
+            continue
+        t = rec.trace_from_json(snapshot)
+        rec.put_trace(con, replace(t, status="deleted", path=None))
+        done.forgotten += 1
+
+
+def _versions(con: apsw.Connection, done: Restored) -> None:
+    rows = con.execute("SELECT id, trace FROM state.memory_versions ORDER BY memory_id, version").fetchall()
+    for version_id, snapshot in rows:
+        if rec.get_trace(con, version_id) is None:
+            mem.put_version(con, rec.trace_from_json(snapshot))
+            done.versions += 1
+
+
+def _fact_history(con: apsw.Connection, done: Restored) -> None:
+    rows = con.execute("SELECT fact_id, trace, anchor, replaced_by FROM state.fact_history").fetchall()
+    added = []
+    for fact_id, snapshot, anchor, replaced_by in rows:
+        if rec.get_trace(con, fact_id) is not None:
+            continue
+        t = rec.trace_from_json(snapshot)
+        meta = sf.FactMeta(**json.loads(anchor))
+        sf.put_fact(con, t, meta)
+        rec.add_edges(con, fact_id, [rec.EdgeRow(
+            kind=sf.DERIVED_FROM, target_name=t.path or "", target_path=t.path,
+            target_id=meta.source_id, anchor=meta.anchor, line=meta.line_start,
+        )])
+        added.append((fact_id, replaced_by))
+        done.facts += 1
+    # Edges last: a fact may have been replaced by another retired fact.
+    for fact_id, replaced_by in added:
+        if replaced_by and rec.get_trace(con, replaced_by) is not None:
+            rec.add_edges(con, replaced_by, [rec.EdgeRow(kind=sf.UPDATES, target_id=fact_id, target_name=fact_id)])
+
+
+def _pending_writes(con: apsw.Connection, done: Restored) -> None:
+    """A store-side change not yet in its note: the index gets the trace as
+    the store wants it, so the next flush writes that (the note holds the old)."""
+    for (snapshot,) in con.execute(
+        "SELECT trace FROM state.outbox WHERE action = 'write' AND trace IS NOT NULL"
+    ).fetchall():
+        t = rec.trace_from_json(snapshot)
+        current = rec.get_trace(con, t.id)
+        rec.put_trace(con, replace(t, path=current.path if current else None))
+        done.pending += 1
+
+
+def _conflict_copies(con: apsw.Connection, done: Restored) -> None:
+    """Conflict copies in the vault that the state has no record of (it was
+    lost) are open conflicts again: the person still has to merge them."""
+    rows = con.execute(
+        "SELECT t.path, json_extract(t.metadata, '$.frontmatter.conflict_of') FROM traces t "
+        "WHERE t.kind = 'note' AND json_valid(t.metadata) "
+        "AND json_extract(t.metadata, '$.frontmatter.conflict_of') IS NOT NULL "
+        "AND t.path NOT IN (SELECT conflict_path FROM state.conflicts WHERE conflict_path IS NOT NULL)"
+    ).fetchall()
+    for path, memory_id in rows:
+        note = mem.trace_path(con, str(memory_id)) or path
+        mem.add_conflict(con, str(memory_id), note, path, "edit", "a conflict copy found in the vault")
+        done.conflicts += 1
+
+
+def _recall(con: apsw.Connection) -> int:
+    con.execute(
+        "UPDATE traces SET retrieval_count = r.retrieval_count, last_access = r.last_access, "
+        "strength = coalesce(r.strength, traces.strength) FROM state.recall r WHERE r.trace_id = traces.id"
+    )
+    return con.changes()
+
+
+def recover_trash(con: apsw.Connection, root: Path, done: Restored | None = None) -> Restored:
+    """Memory notes in the vault's ``.trash/`` that neither the index nor the
+    state knows come back as forgotten memories with their own ids (the
+    newest copy when several hold one id)."""
+    done = done or Restored()
+    folder = root / TRASH
+    if not folder.is_dir():
+        return done
+    found: dict[str, tuple[float, str, rec.TraceRow]] = {}
+    for path in folder.rglob("*.md"):
+        rel = path.relative_to(root).as_posix()
+        try:
+            data = path.read_bytes()
+            note = parse_note(rel, data)
+        except (OSError, MemvaultError):
+            continue
+        memory_id, type_ = note.frontmatter.get("id"), maybe_type(note.frontmatter.get("type"))
+        if not isinstance(memory_id, str) or not memory_id.strip() or type_ is None or "conflict_of" in note.frontmatter:
+            continue
+        doc = read_memory(note.frontmatter, note.body)
+        trace = rec.TraceRow(
+            id=memory_id.strip(), kind="memory", type=type_, title=(doc.content.splitlines() or [""])[0][:80],
+            content=doc.content, tags=list(doc.tags), scope=doc.scope, source=doc.source or "vault",
+            strength=doc.strength, status="deleted", reason=FOUND_IN_TRASH, created=doc.created,
+            updated=doc.updated or doc.created,
+            metadata={"frontmatter": doc.extra, "aliases": [], "related": doc.related, "fm_tags": doc.tags,
+                      "trash_path": rel},
+        )
+        mtime = path.stat().st_mtime
+        if trace.id not in found or found[trace.id][0] < mtime:
+            found[trace.id] = (mtime, rel, trace)
+    if not found:
+        return done
+    with write_transaction(con):
+        for memory_id, (_, _, trace) in sorted(found.items()):
+            if rec.get_trace(con, memory_id) is not None:
+                continue
+            rec.put_trace(con, trace)
+            mem.mark_deleted(con, memory_id, FOUND_IN_TRASH)
+            done.from_trash += 1
+    return done
