@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import click
 
-from memvault.cli.index_cmds import ask_daemon, notice
+from memvault.cli.index_cmds import ask_daemon, notice, since_until_options, time_args
 from memvault.cli.main import AppContext, cli, emit_json, json_option, pass_app
 
 
@@ -15,9 +15,13 @@ from memvault.cli.main import AppContext, cli, emit_json, json_option, pass_app
 @click.option("--scope", type=click.Choice(["memories", "all"]), default="memories", show_default=True,
               help="Recall memories and facts only, or ordinary notes too.")
 @click.option("--no-record", is_flag=True, help="Do not count this recall (strength, last access).")
+@since_until_options
 @json_option
 @pass_app
-def context(app: AppContext, message: str, budget: int | None, scope: str, no_record: bool, as_json: bool) -> None:
+def context(
+    app: AppContext, message: str, budget: int | None, scope: str, no_record: bool, since: str | None,
+    until: str | None, as_json: bool,
+) -> None:
     """The memories that matter for MESSAGE, as a `## Recalled Memory` block for a prompt.
 
     Identity memories first, then the most relevant memories and facts until
@@ -25,7 +29,7 @@ def context(app: AppContext, message: str, budget: int | None, scope: str, no_re
     relevant enough.
     """
     store = app.store
-    args = {"message": message, "budget": budget, "scope": scope, "record": not no_record}
+    args = {"message": message, "budget": budget, "scope": scope, "record": not no_record, **time_args(since, until)}
     result = ask_daemon(store, "context", args)
     if result is None:
         result = store.context(**args)

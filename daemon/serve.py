@@ -47,9 +47,9 @@ OPS = ("ping", "search", "context")
 
 _SEARCH_ARGS = {
     "query", "mode", "limit", "types", "tags", "path_glob", "raw", "scope",
-    "include_deleted", "include_superseded", "explain", "record",
+    "include_deleted", "include_superseded", "explain", "record", "since", "until",
 }
-_CONTEXT_ARGS = {"message", "budget", "scope", "record"}
+_CONTEXT_ARGS = {"message", "budget", "scope", "record", "since", "until"}
 
 
 class ServerRunningError(MemvaultError):

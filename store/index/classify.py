@@ -21,6 +21,7 @@ from collections.abc import Sequence
 from datetime import datetime, timezone
 
 from memvault.store.db import records as rec
+from memvault.store.index.event_time import time_metadata
 from memvault.store.memories.memtypes import NOTE_TYPE, maybe_type
 from memvault.vault_io.memory_note import read_memory, related_section
 from memvault.vault_io.note import ParsedNote
@@ -98,7 +99,7 @@ def note_trace(note: ParsedNote, trace_id: str, st: FileStat, memory_folder: str
             title=note.title,
             content=note.body,
             tags=list(note.tags),
-            metadata={"frontmatter": note.frontmatter, "aliases": aliases},
+            metadata={"frontmatter": note.frontmatter, "aliases": aliases, **time_metadata(note.frontmatter, note.path)},
             path=note.path,
             source="vault",
             created=str(created) if isinstance(created, str) and created else "",
@@ -126,6 +127,8 @@ def note_trace(note: ParsedNote, trace_id: str, st: FileStat, memory_folder: str
             "fm_created": doc.created,
             "fm_type": doc.type,  # as spelled ("goal"); the trace's type is canonical
             "supersedes": doc.supersedes,
+            # When it happened and the conversation it is part of (event_time.py).
+            **time_metadata(note.frontmatter, note.path),
         },
         path=note.path,
         source=doc.source or "vault",

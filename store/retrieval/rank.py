@@ -44,6 +44,7 @@ from memvault.store.retrieval.keyword import (
     Filters,
     Hit,
     common_words,
+    content_words,
     filter_sql,
     fts_top,
     natural_match_expressions,
@@ -53,19 +54,28 @@ from memvault.store.retrieval.keyword import (
     quoted,
     snippets,
     trace_count_estimate,
+    with_neighbours,
 )
+from memvault.store.retrieval.when import RECENCY_FLOOR, TIME_MATCH_BOOST, named_period
 
 if TYPE_CHECKING:  # numpy is imported where vectors are used: keyword recall runs without it
     import numpy as np
 
+    from memvault.store.retrieval.neighbours import ContextVectors
+
 #: Reciprocal-rank-fusion constant. The usual 60 flattens ranks so much that
-#: a note in both lists at rank 8 beats the semantic #1; 10 keeps the top of
-#: each list decisive (MRR on the labelled paraphrase set: 0.645 at 60,
-#: 0.70 at 10, equal recall).
-RRF_K = 10.0
+#: a note in both lists at rank 8 beats the semantic #1; a small k keeps the
+#: top of each list decisive (MRR on the labelled paraphrase set: 0.645 at
+#: 60, 0.70 at 10). Chosen with WEAK_KEYWORD_WEIGHT on the conversational
+#: dev split (bench/bench_recall.py): recall@10 0.683-0.713 over k 3-20 and
+#: weak weights 0.25-0.75; 0.713 at weight 0.5 with k 5-7, and k 7 keeps the
+#: paraphrase MRR (0.738; 0.728 at k 10).
+RRF_K = 7.0
 #: Weight of a rank in the weak (any-word) keyword list: one shared content
-#: word is thin evidence next to meaning.
-WEAK_KEYWORD_WEIGHT = 0.25
+#: word is thinner evidence than meaning (see RRF_K).
+WEAK_KEYWORD_WEIGHT = 0.5
+#: Weight of a rank in the vector list.
+VECTOR_WEIGHT = 1.0
 #: How many hits each signal contributes before fusion.
 CANDIDATES = 50
 #: Strongest fused hits whose neighbours the graph signal looks at.
@@ -122,6 +132,7 @@ class RankParams:
     half_lives: Mapping[str, float] = field(default_factory=lambda: dict(DEFAULT_HALF_LIVES))
     evergreen_tags: frozenset[str] = frozenset({"evergreen"})
     candidates: int = CANDIDATES
+    recency_floor: float = field(default_factory=lambda: RECENCY_FLOOR)
 
 
 @dataclass
@@ -152,6 +163,16 @@ class Candidate:
     recency: float = 1.0
     strength_factor: float = 1.0
     score: float = 0.0
+    event_time: str | None = None
+    #: Its place in time: event time, else creation, else last change.
+    happened: str = ""
+    #: Similarity of the best chunk alone, when its conversation neighbours
+    #: made ``similarity`` (the one ranked on) differ.
+    own_similarity: float | None = None
+    #: BM25 the keyword score gained from conversation neighbours.
+    keyword_neighbours: float = 0.0
+    #: Factor for falling in the period the query names (1: none named, or outside).
+    time_match: float = 1.0
 
     def explain(self, mode: str = "hybrid") -> dict[str, Any]:
         """Every signal, for ``--explain``; ``passed`` names the rule that let
@@ -164,30 +185,31 @@ class Candidate:
             "vector_rank": self.vector_rank,
             "vector_similarity": None if self.similarity is None else round(self.similarity, 4),
             "passed": self.passed,
+            "similarity_alone": None if self.own_similarity is None else round(self.own_similarity, 4),
+            "keyword_neighbours": round(self.keyword_neighbours, 4),
             "graph": round(self.graph, 6),
             "fused": round(self.fused, 6),
+            "time_match": round(self.time_match, 4),
+            "event_time": self.event_time,
             "recency": round(self.recency, 4),
             "strength": round(self.strength_factor, 4),
         }
 
 
-_COLS = "t.rowid, t.id, t.title, t.type, t.kind, t.path, t.status, t.tags, t.strength, coalesce(nullif(t.updated, ''), t.created)"
+#: A candidate's time for recency: when it happened, else when it last changed.
+_COLS = (
+    "t.rowid, t.id, t.title, t.type, t.kind, t.path, t.status, t.tags, t.strength, "
+    "coalesce(t.event_time, nullif(t.updated, ''), t.created), t.event_time, t.happened"
+)
 
 
 def _fetch(con: apsw.Connection, where: str, params: Sequence[Any], filters: Filters) -> dict[int, Candidate]:
     fsql, fparams = filter_sql(filters)
     out: dict[int, Candidate] = {}
     for r in con.execute(f"SELECT {_COLS} FROM traces t WHERE {where}{fsql}", [*params, *fparams]):
-        out[r[0]] = Candidate(r[0], r[1], r[2], r[3], r[4], r[5], r[6], r[7].split(" ") if r[7] else [], r[8], r[9] or "")
+        out[r[0]] = Candidate(r[0], r[1], r[2], r[3], r[4], r[5], r[6], r[7].split(" ") if r[7] else [], r[8], r[9] or "",
+                              event_time=r[10], happened=r[11] or "")
     return out
-
-
-#: Words too common to be evidence on their own in the any-word list.
-STOPWORDS = frozenset(
-    "a am an and are as at be been but by can could did do does for from had has have how i if in into is it its "
-    "may me might must my no not of on or our shall should so than that the their them then there these they this "
-    "to was we were what when where which who why will with would you your".split()
-)
 
 
 @dataclass
@@ -202,17 +224,8 @@ class KeywordLists:
     #: Distinct query words that can be evidence: neither stop words nor
     #: very common words (lower-cased).
     content: list[str]
-
-
-def content_words(words: Sequence[str], common: set[str]) -> list[str]:
-    """The distinct words of a query that can be evidence, lower-cased:
-    no stop words, no words in more than COMMON_DOCS traces."""
-    out: list[str] = []
-    for w in words:
-        low = w.lower()
-        if low not in STOPWORDS and w not in common and low not in out:
-            out.append(low)
-    return out
+    #: What each hit gained from its conversation neighbours (neighbours.py).
+    gains: dict[int, float] = field(default_factory=dict)
 
 
 def keyword_hits(con: apsw.Connection, query: str, filters: Filters, k: int) -> KeywordLists:
@@ -228,10 +241,14 @@ def keyword_hits(con: apsw.Connection, query: str, filters: Filters, k: int) -> 
     content = content_words(words, common)
     weak: list[tuple[int, float]] = []
     weak_expr = " OR ".join(quoted(content))
+    gains: dict[int, float] = {}
     if len(words) > 1 and len(strong) < k and content:
         seen = {r for r, _ in strong}
-        weak = [h for h in fts_top(con, weak_expr, filters, k, pre) if h[0] not in seen]
-    return KeywordLists(strong, weak, strong_expr, weak_expr, content)
+        # Turns of a conversation score with their neighbours; strong hits
+        # lend their any-word score to the turns around them.
+        ranked, gains = with_neighbours(con, weak_expr, fts_top(con, weak_expr, filters, k, pre), filters, k + len(strong))
+        weak = [h for h in ranked if h[0] not in seen][:k]
+    return KeywordLists(strong, weak, strong_expr, weak_expr, content, gains)
 
 
 def matched_words(con: apsw.Connection, words: Sequence[str], rowids: Sequence[int]) -> dict[int, set[str]]:
@@ -320,25 +337,11 @@ def _best_chunk(matrix: VectorMatrix, sims: np.ndarray, rowid: int) -> tuple[flo
     return float(sims[i]), int(matrix.chunk_ids[i])
 
 
-def _parse_time(value: str) -> datetime | None:
-    try:
-        dt = datetime.fromisoformat(value.replace("Z", "+00:00"))
-    except (ValueError, AttributeError):
-        return None
-    return dt if dt.tzinfo else dt.replace(tzinfo=timezone.utc)
-
-
 def recency_factor(c: Candidate, params: RankParams, now: datetime) -> float:
-    """0.5 ** (age in days / half-life of the trace's type); 1 when exempt."""
-    kind_key = "note" if c.kind == "note" else c.type
-    half = float(params.half_lives.get(kind_key, 0.0) or 0.0)
-    if half <= 0 or any(t.lower() in params.evergreen_tags for t in c.tags):
-        return 1.0
-    when = _parse_time(c.stamp)
-    if when is None:
-        return 1.0
-    age = max(0.0, (now - when).total_seconds() / 86400.0)
-    return math.pow(0.5, age / half)
+    """The candidate's recency factor (:func:`~memvault.store.retrieval.when.recency_factor`)."""
+    from memvault.store.retrieval.when import recency_factor as factor
+
+    return factor(c.kind, c.type, c.tags, c.stamp, params.half_lives, params.evergreen_tags, now, params.recency_floor)
 
 
 def strength_factor(strength: float | None) -> float:
@@ -417,34 +420,88 @@ def rank(
     limit: int = 10,
     params: RankParams | None = None,
     now: datetime | None = None,
+    context: ContextVectors | None = None,
+    for_context: bool = False,
 ) -> list[Candidate]:
-    """Ranked candidates for ``query`` in ``mode`` "hybrid" or "semantic"."""
+    """Ranked candidates for ``query`` in ``mode`` "hybrid" or "semantic".
+
+    ``context`` gives conversation turns their similarity in context
+    (neighbours.py). For ``search`` the relevance floor decides whether the
+    query finds anything at all: when some candidate passes it, the best
+    ``limit`` candidates are returned in score order, whether they pass or
+    not (the floor must not cut evidence from a result list). For ``context``
+    (``for_context``) only candidates that pass count, and MMR orders them.
+    """
     filters = filters or Filters()
     params = params or RankParams()
     now = now or datetime.now(timezone.utc)
     k = max(params.candidates, limit)
     cands: dict[int, Candidate] = {}
     use_vectors = matrix is not None and query_vector is not None and len(matrix) > 0
-    sims = matrix.similarities(query_vector) if use_vectors else None  # type: ignore[union-attr,arg-type]
+    sims = own = None
+    if use_vectors:
+        own = matrix.similarities(query_vector)  # type: ignore[union-attr,arg-type]
+        sims = context.apply(own) if context is not None else own
 
     kw = KeywordLists([], [], "", "", [])
     if mode == "hybrid":
         kw = keyword_hits(con, query, filters, k)
         cands.update(_keyword_candidates(con, kw, filters))
     if use_vectors:
-        best, rows = _allowed_vector_hits(con, matrix, sims, filters, k)  # type: ignore[arg-type]
-        for n, (rowid, sim, chunk_id) in enumerate(best, 1):
-            c = cands.get(rowid) or rows[rowid]
-            c.vector_rank, c.similarity, c.chunk_id = n, sim, chunk_id
-            cands[rowid] = c
-        for c in cands.values():  # keyword-only candidates: their own best chunk
-            if c.similarity is None:
-                found = _best_chunk(matrix, sims, c.rowid)  # type: ignore[arg-type]
-                if found:
-                    c.similarity, c.chunk_id = found
+        _vector_candidates(con, cands, matrix, sims, own, filters, k)  # type: ignore[arg-type]
 
     floor = params.min_similarity
-    kept: dict[int, Candidate] = {}
+    passed = _apply_floor(con, cands, kw, floor)
+    if not passed:
+        return []
+    kept = passed if for_context else cands
+    for c in kept.values():
+        c.fused = _rrf(c)
+
+    if mode == "hybrid" and use_vectors:
+        _add_graph(con, kept, matrix, sims, filters, floor - GRAPH_FLOOR_MARGIN)  # type: ignore[arg-type]
+
+    period = named_period(query, now) if mode == "hybrid" else None
+    for c in kept.values():
+        if period is not None and period.start <= c.happened < period.end:
+            c.time_match = 1.0 + TIME_MATCH_BOOST
+        c.recency = recency_factor(c, params, now)
+        c.strength_factor = strength_factor(c.strength)
+        c.score = (c.fused + c.graph) * c.time_match * c.recency * c.strength_factor
+    ordered = sorted(kept.values(), key=lambda c: (-c.score, c.id))
+    picked = mmr(ordered, matrix, limit) if use_vectors and for_context else ordered[:limit]
+    for expr, strong in ((kw.strong_expr, True), (kw.weak_expr, False)):
+        found = snippets(con, expr, [c.rowid for c in picked if c.keyword_rank is not None and c.keyword_strong == strong])
+        for c in picked:
+            if c.rowid in found:
+                c.snippet = found[c.rowid]
+    return picked
+
+
+def _vector_candidates(
+    con: apsw.Connection, cands: dict[int, Candidate], matrix: VectorMatrix, sims: np.ndarray, own: np.ndarray,
+    filters: Filters, k: int,
+) -> None:
+    """Add the ``k`` most similar traces to ``cands``, and give every
+    candidate its best chunk's similarity (in context, and alone)."""
+    best, rows = _allowed_vector_hits(con, matrix, sims, filters, k)
+    for n, (rowid, sim, chunk_id) in enumerate(best, 1):
+        c = cands.get(rowid) or rows[rowid]
+        c.vector_rank, c.similarity, c.chunk_id = n, sim, chunk_id
+        cands[rowid] = c
+    for c in cands.values():
+        if c.similarity is None:  # keyword-only candidates: their own best chunk
+            found = _best_chunk(matrix, sims, c.rowid)
+            if found:
+                c.similarity, c.chunk_id = found
+        if c.chunk_id is not None and sims is not own:
+            row = matrix.row_of_chunk(c.chunk_id)
+            if row is not None and abs(float(own[row]) - (c.similarity or 0.0)) > 1e-6:
+                c.own_similarity = float(own[row])
+
+
+def _apply_floor(con: apsw.Connection, cands: dict[int, Candidate], kw: KeywordLists, floor: float) -> dict[int, Candidate]:
+    """Set each candidate's floor rule (:func:`floor_rule`); the ones that pass."""
     # Words are weighed only for keyword hits the similarity alone would
     # drop and a word rule could still keep: a strong hit contains every
     # content word by definition; a weak one is looked up only when it has
@@ -458,6 +515,7 @@ def rank(
 
     words = matched_words(con, kw.content, [c.rowid for c in cands.values() if needs_words(c)])
     rare: set[str] | None = None
+    passed: dict[int, Candidate] = {}
     for rowid, c in cands.items():
         rare_matched = False
         if c.keyword_strong:
@@ -469,24 +527,8 @@ def rank(
             c.words_matched = len(words[rowid])
         c.passed = floor_rule(c, floor, len(kw.content), rare_matched)
         if c.passed:
-            c.fused = _rrf(c)
-            kept[rowid] = c
-
-    if mode == "hybrid" and kept and use_vectors:
-        _add_graph(con, kept, matrix, sims, filters, floor - GRAPH_FLOOR_MARGIN)  # type: ignore[arg-type]
-
-    for c in kept.values():
-        c.recency = recency_factor(c, params, now)
-        c.strength_factor = strength_factor(c.strength)
-        c.score = (c.fused + c.graph) * c.recency * c.strength_factor
-    ordered = sorted(kept.values(), key=lambda c: (-c.score, c.id))
-    picked = mmr(ordered, matrix, limit) if use_vectors else ordered[:limit]
-    for expr, strong in ((kw.strong_expr, True), (kw.weak_expr, False)):
-        found = snippets(con, expr, [c.rowid for c in picked if c.keyword_rank is not None and c.keyword_strong == strong])
-        for c in picked:
-            if c.rowid in found:
-                c.snippet = found[c.rowid]
-    return picked
+            passed[rowid] = c
+    return passed
 
 
 def _rrf(c: Candidate) -> float:
@@ -494,7 +536,7 @@ def _rrf(c: Candidate) -> float:
     if c.keyword_rank is not None:
         s += (1.0 if c.keyword_strong else WEAK_KEYWORD_WEIGHT) / (RRF_K + c.keyword_rank)
     if c.vector_rank is not None:
-        s += 1.0 / (RRF_K + c.vector_rank)
+        s += VECTOR_WEIGHT / (RRF_K + c.vector_rank)
     return s
 
 

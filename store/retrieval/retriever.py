@@ -61,6 +61,7 @@ class Retriever:
         self.spec = resolve_model(store.settings.embedding.model)
         self._cache: apsw.Connection | None = None
         self._matrix: vec.VectorMatrix | None = None
+        self._context: tuple[vec.VectorMatrix, Any] | None = None
         self._embedder: "Embedder | None" = None
         self._unavailable: str | None = None
         #: The time recency is measured from (benchmarks fix it).
@@ -105,13 +106,24 @@ class Retriever:
             self._matrix = vec.VectorMatrix.load(self.con, self.cache(), self.spec.key)
         return self._matrix
 
+    def context_vectors(self) -> Any:
+        """The conversation-neighbour mixing for the current matrix (built once per matrix)."""
+        from memvault.store.retrieval.neighbours import ContextVectors
+
+        matrix = self.matrix()
+        if matrix is None:
+            return None
+        if self._context is None or self._context[0] is not matrix:
+            self._context = (matrix, ContextVectors.build(self.con, matrix))
+        return self._context[1]
+
     def warm(self) -> None:
         """Load the model and the matrix now (the daemon does, before queries come)."""
         try:
             self.embedder().embed_query("warm up")
         except ModelUnavailable:
             return
-        self.matrix()
+        self.context_vectors()
 
     def close(self) -> None:
         """Close the cache connection (the index connection is the caller's)."""
@@ -155,10 +167,15 @@ class Retriever:
         include_superseded: bool = False,
         explain: bool = False,
         record: bool = False,
+        since: str | None = None,
+        until: str | None = None,
     ) -> dict[str, Any]:
-        """Hits for ``query`` as JSON-ready dicts: ``{"mode", "hits", "notices"}``."""
+        """Hits for ``query`` as JSON-ready dicts: ``{"mode", "hits", "notices"}``.
+
+        ``since``/``until`` bound when the hits happened (:func:`~.when.parse_bound`)."""
         statuses = ("active",) + (("deleted",) if include_deleted else ()) + (("superseded",) if include_superseded else ())
-        filters = Filters(types=tuple(types), tags=tuple(tags), path_glob=path_glob, statuses=statuses, kinds=SCOPE_KINDS[scope])
+        filters = Filters(types=tuple(types), tags=tuple(tags), path_glob=path_glob, statuses=statuses, kinds=SCOPE_KINDS[scope],
+                          **self.time_bounds(since, until))
         chosen, notices = self.choose_mode(mode, raw)
         hits: list[Hit] | None = None
         if chosen != "keyword":
@@ -170,12 +187,20 @@ class Retriever:
         if hits is None:
             hits = keyword_search(self.con, query, limit=limit, raw=raw, filters=filters)
             if explain:
-                self._explain_keyword(query, raw, filters, hits)
+                self._explain_keyword(raw, hits)
         if record:
             from memvault.store.retrieval.recall import record_recall
 
             record_recall(self.con, [h.id for h in hits if h.kind in ("memory", "fact")])
         return {"mode": chosen, "hits": [self._hit_dict(h, explain) for h in hits], "notices": notices}
+
+    def time_bounds(self, since: str | None, until: str | None) -> dict[str, str | None]:
+        """``since``/``until`` as written by a person, as :class:`Filters` bounds."""
+        from memvault.store.retrieval.when import parse_bound
+
+        now = self.clock()
+        return {"since": parse_bound(since, now) if since else None,
+                "until": parse_bound(until, now, end=True) if until else None}
 
     def _ranked_hits(self, query: str, mode: str, filters: Filters, limit: int, explain: bool) -> list[Hit]:
         from memvault.store.retrieval.rank import to_hits
@@ -183,27 +208,21 @@ class Retriever:
         cands = self._rank(query, mode, filters, limit)
         return to_hits(self.con, cands, explain, mode)
 
-    def _explain_keyword(self, query: str, raw: bool, filters: Filters, hits: list[Hit]) -> None:
+    def _explain_keyword(self, raw: bool, hits: list[Hit]) -> None:
         """Explain keyword-mode hits (also the fallback when the model is
         unavailable): rank and BM25, nothing else. Keyword mode is BM25 order
         alone; no similarity, graph, recency or strength takes part, and the
         explanation says so rather than show neutral factors."""
-        from memvault.store.retrieval.keyword import TITLE_TAGS, fts_top, natural_match_expressions
-
-        match = "raw"
-        if not raw and hits:
-            # keyword_search tries every word first and any word only when
-            # that finds nothing (within the filters): ask which it was.
-            exprs = natural_match_expressions(query, self.con)
-            strict = len(exprs) < 2 or exprs[0].startswith(TITLE_TAGS) or bool(fts_top(self.con, exprs[0], filters, 1))
-            match = "all" if strict else "any"
         for n, h in enumerate(hits, 1):
+            # keyword_search says which hits matched every word and which
+            # only some (they fill the page after the first).
             h.extra["explain"] = {
-                "mode": "keyword", "keyword_rank": n, "keyword_match": match, "keyword_bm25": h.score,
+                "mode": "keyword", "keyword_rank": n, "keyword_match": "raw" if raw else h.extra.get("match", "all"),
+                "keyword_bm25": h.score, "keyword_neighbours": round(h.extra.get("neighbours", 0.0), 4),
                 "vector_rank": None, "vector_similarity": None, "not_applied": ["graph", "recency", "strength"],
             }
 
-    def _rank(self, query: str, mode: str, filters: Filters, limit: int) -> list[Any]:
+    def _rank(self, query: str, mode: str, filters: Filters, limit: int, for_context: bool = False) -> list[Any]:
         from memvault.store.retrieval.rank import rank
 
         qvec = self.embedder().embed_query(query) if query.strip() else None
@@ -212,7 +231,8 @@ class Retriever:
             return []
         return rank(
             self.con, query, matrix=matrix, query_vector=qvec, mode=mode, filters=filters, limit=limit,
-            params=rank_params(self.settings.recall), now=self.clock(),
+            params=rank_params(self.settings.recall), now=self.clock(), context=self.context_vectors(),
+            for_context=for_context,
         )
 
     def _hit_dict(self, h: Hit, explain: bool) -> dict[str, Any]:
@@ -237,8 +257,12 @@ class Retriever:
 
     # -- context ---------------------------------------------------------------
 
-    def context(self, message: str, *, budget: int | None = None, scope: str = "memories", record: bool = True) -> dict[str, Any]:
-        """The recall block for ``message``: ``{"text", "tokens", "budget", "items", "notices"}``."""
+    def context(
+        self, message: str, *, budget: int | None = None, scope: str = "memories", record: bool = True,
+        since: str | None = None, until: str | None = None,
+    ) -> dict[str, Any]:
+        """The recall block for ``message``: ``{"text", "tokens", "budget", "items", "notices"}``
+        (``since``/``until`` bound when the recalled memories happened)."""
         from memvault.store.retrieval.recall import (
             assemble,
             block_tokens,
@@ -248,12 +272,12 @@ class Retriever:
         )
 
         budget = self.settings.recall.budget if budget is None else int(budget)
-        filters = Filters(kinds=SCOPE_KINDS[scope])
+        filters = Filters(kinds=SCOPE_KINDS[scope], **self.time_bounds(since, until))
         notices: list[str] = []
         ranked: list[tuple[str, float]] = []
         if self.spec is not None and self.has_vectors():
             try:
-                cands = self._rank(message, "hybrid", filters, 20)
+                cands = self._rank(message, "hybrid", filters, 20, for_context=True)
                 ranked = [(c.id, round(c.score, 6)) for c in cands]
             except ModelUnavailable as exc:
                 notices = [f"semantic search unavailable: {exc}; using keyword search"]
@@ -263,8 +287,10 @@ class Retriever:
             if self.spec is None:
                 notices = []
             ranked = self._keyword_context(message, filters)
+        from memvault.store.retrieval.neighbours import with_turn_context
+
         identity = identity_items(self.con, self.settings.recall.identity_max)
-        text, items = assemble(identity, items_for(self.con, ranked), budget)
+        text, items = assemble(identity, items_for(self.con, with_turn_context(self.con, ranked)), budget)
         if record and items:
             record_recall(self.con, [i.id for i in items])
         return {
