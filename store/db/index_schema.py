@@ -416,9 +416,9 @@ SELECT
     rowid AS rowid,
     CASE
         WHEN kind = 'fact' THEN ''
-        WHEN kind = 'memory' AND NOT (json_valid(metadata)
+        WHEN kind = 'memory' AND NOT coalesce(json_valid(metadata)
             AND json_type(metadata, '$.frontmatter.title') = 'text'
-            AND trim(json_extract(metadata, '$.frontmatter.title')) <> '') THEN ''
+            AND trim(json_extract(metadata, '$.frontmatter.title')) <> '', 0) THEN ''
         ELSE title
     END AS title,
     content,
