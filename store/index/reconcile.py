@@ -240,8 +240,10 @@ class Indexer:
         known: dict[str, rec.FileRow],
         progress: Progress | None,
     ) -> SyncSummary:
+        from memvault.store.index.reconcile_pass import ReconcilePass
+
         try:
-            return self._reconcile_inner(scan, absent, known, progress)
+            return ReconcilePass(self, scan, absent, known).run(progress)
         except BaseException:
             self._paths = None  # the cached path index may be half-updated
             self.con.execute(f"PRAGMA wal_autocheckpoint={WAL_AUTOCHECKPOINT}")  # if a bulk load paused it
@@ -262,17 +264,6 @@ class Indexer:
             self._paths = (files, LinkResolver(files))
             self._paths_gen = gen
         return self._paths
-
-    def _reconcile_inner(
-        self,
-        scan: ScanResult,
-        absent: set[str],
-        known: dict[str, rec.FileRow],
-        progress: Progress | None,
-    ) -> SyncSummary:
-        from memvault.store.index.reconcile_pass import ReconcilePass
-
-        return ReconcilePass(self, scan, absent, known).run(progress)
 
     def _remove_trace(self, trace_id: str) -> None:
         """A note's file is gone: drop its trace, but only soft-delete a
