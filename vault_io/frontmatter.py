@@ -22,7 +22,8 @@ from typing import Any
 import yaml
 from frontmatter.default_handlers import YAMLHandler
 
-from .markdown import WIKILINK_RE, normalise_tag, wikilink
+from .markdown import normalise_tag, wikilink
+from .syntax import WIKILINK_RE
 from .note import Link
 
 DEFAULT_MAX_BYTES = 65536

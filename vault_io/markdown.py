@@ -1,9 +1,9 @@
-"""Body-level scanners for Obsidian-flavoured Markdown: links, embeds, tags,
-headings and block ids, each a plain regex over the masked text
-(:mod:`.mask`).
+"""Inline scanners for Obsidian-flavoured Markdown: links, embeds and tags,
+each a plain regex (from :mod:`.syntax`) over the masked text (:mod:`.mask`).
+Headings and block ids are read off the blocks (:mod:`.blocks`).
 
-All functions here work on LF-normalised text (no ``\\r``) and return 0-based
-line indexes *within the text they were given*; :mod:`vault_io.parser` turns
+All functions here work on LF-normalised text (no ``\\r``) and return
+offsets *within the text they were given*; :mod:`vault_io.parser` turns
 them into file line numbers.
 """
 
@@ -13,42 +13,18 @@ import re
 from dataclasses import dataclass
 from urllib.parse import unquote
 
-from .mask import (
-    ATX_LINE_RE,
-    LIST_ITEM_RE,
-    indent_width,
-    line_index,
-    line_starts,
-)
+from .syntax import MD_LINK, MD_LINK_RE, SCHEME_RE, TAG_BODY_RE, TAG_RE, WIKILINK, WIKILINK_RE
 
-# --------------------------------------------------------------------------
-# Links and embeds
-# --------------------------------------------------------------------------
-
-# Wikilink content: no brackets and no newline, so ``[[a [[b]]`` finds
-# ``[[b]]`` and a stray ``[[`` cannot swallow the rest of a paragraph.  The
-# "!" of an embed is checked by hand: an optional first character would cost
-# Python's regex engine its fast literal-prefix search.
-WIKILINK_RE = re.compile(r"\[\[([^\[\]\n]*)\]\]")
-
-# [text](destination "title"), one level of brackets inside the text, one
-# level of balanced parentheses inside a bare destination.  The blanks are
-# possessive ("*+"): an empty destination between two runs of spaces would
-# otherwise let the engine try every way of splitting them.
-_MD_LINK_RE = re.compile(
-    r"\[((?:[^\[\]\n]|\[[^\[\]\n]*\])*)\]"
-    r"\([ \t]*+(?:<([^<>\n]*)>|([^\s()<>]*+(?:\([^\s()]*\)[^\s()<>]*+)*+))"
-    r"(?:[ \t]++(?:\"[^\"\n]*\"|'[^'\n]*'|\([^()\n]*\)))?[ \t]*+\)"
-)
-_SCHEME_RE = re.compile(r"[a-zA-Z][a-zA-Z0-9+.-]*:")
 _SIZE_RE = re.compile(r"\d+(?:x\d+)?")
 
 IMAGE_EXTENSIONS = frozenset({"png", "jpg", "jpeg", "gif", "bmp", "svg", "webp", "avif"})
 
 
-@dataclass(frozen=True)
+@dataclass(slots=True)
 class RawLink:
-    """A link found in text, before it is turned into a :class:`~vault_io.note.Link`."""
+    """A link found in text, before it is turned into a :class:`~vault_io.note.Link`
+    (short-lived, so not frozen: a frozen dataclass is four times slower to
+    make, and a note holds many links)."""
 
     offset: int  # where the link starts in the scanned text
     embed: bool
@@ -140,7 +116,7 @@ def find_wikilinks(scan: str, source: str) -> tuple[list[RawLink], list[tuple[in
 def _markdown_link(offset: int, embed: bool, label: str, dest: str) -> RawLink | None:
     """The vault link a Markdown link stands for, or None for URLs and blanks."""
     dest = dest.strip()
-    if not dest or _SCHEME_RE.match(dest):
+    if not dest or SCHEME_RE.match(dest):
         return None
     path, _, fragment = dest.partition("#")
     target = unquote(path).strip()
@@ -161,7 +137,7 @@ def find_markdown_links(scan: str, source: str) -> tuple[list[RawLink], list[tup
     """
     links: list[RawLink] = []
     spans: list[tuple[int, int]] = []
-    for m in _MD_LINK_RE.finditer(scan):
+    for m in MD_LINK_RE.finditer(scan):
         start = m.start()
         embed = start > 0 and scan[start - 1] == "!"
         if embed:
@@ -185,14 +161,6 @@ def find_markdown_links(scan: str, source: str) -> tuple[list[RawLink], list[tup
 # Tags
 # --------------------------------------------------------------------------
 
-# Obsidian's own tag body: anything but whitespace, ASCII punctuation other
-# than "-", "_" and "/", and the Unicode general/supplemental punctuation
-# blocks.  So letters and digits of any script, marks, and emoji are in.
-TAG_BODY = r"[^\s\u2000-\u206F\u2E00-\u2E7F'!\"#$%&()*+,.:;<=>?@^`{|}~\[\]\\]+"
-_TAG_RE = re.compile("#(" + TAG_BODY + ")")
-_TAG_BODY_RE = re.compile(TAG_BODY)
-
-
 def normalise_tag(raw: str) -> str | None:
     """``raw`` (without ``#``) as a tag, or None if Obsidian would not take it.
 
@@ -200,7 +168,7 @@ def normalise_tag(raw: str) -> str | None:
     must hold at least one character that is not a digit (``1984`` is not a
     tag, ``y1984`` and ``2024/05`` are).
     """
-    if not _TAG_BODY_RE.fullmatch(raw):
+    if not TAG_BODY_RE.fullmatch(raw):
         return None
     tag = raw.rstrip("/")
     if not tag or tag.isdigit() or not tag.strip("0123456789"):
@@ -216,7 +184,7 @@ def find_tags(scan: str, source: str) -> list[str]:
     nor is ``` `x`#b ``` although its code span is blank in ``scan``.
     """
     tags: list[str] = []
-    for m in _TAG_RE.finditer(scan):
+    for m in TAG_RE.finditer(scan):
         start = m.start()
         if start and not source[start - 1].isspace():
             continue
@@ -227,203 +195,29 @@ def find_tags(scan: str, source: str) -> list[str]:
 
 
 # --------------------------------------------------------------------------
-# Headings
+# Links as read
 # --------------------------------------------------------------------------
 
-# Line-start patterns begin with a literal "\n" and run over "\n" + text:
-# Python's engine tries a re.M "^" at every position, but jumps between
-# occurrences of a literal first character.
-_ATX_RE = re.compile(r"\n {0,3}(#{1,6})(?:[ \t]([^\n]*))?(?=\n|\Z)")
-_SETEXT_RE = re.compile(r"\n {0,3}(=+|-+)[ \t]*(?=\n|\Z)")
-_SETEXT_LINE_RE = re.compile(r" {0,3}(?:=+|-+)[ \t]*$")
-_THEMATIC_RE = re.compile(r" {0,3}(?:(?:\*[ \t]*){3,}|(?:-[ \t]*){3,}|(?:_[ \t]*){3,})$")
+
+# An optional "!": the links as read drop the embed mark too.
+_ANY_WIKILINK_RE = re.compile(rf"!?{WIKILINK}")
+_ANY_MD_LINK_RE = re.compile(rf"!?{MD_LINK}")
 
 
-def _line_kind(line: str) -> str:
-    """Classify a (masked, non-blank) line for block structure.
-
-    Returns one of "list", "quote", "table", "heading", "hr" and "text".
-    """
-    stripped = line.lstrip(" \t")
-    first = stripped[:1]
-    if first == ">":
-        return "quote"
-    if first == "|":
-        return "table"
-    if first == "#" and ATX_LINE_RE.match(stripped) and indent_width(line) < 4:
-        return "heading"
-    if first in "-*_" and _THEMATIC_RE.match(line):
-        return "hr"
-    if LIST_ITEM_RE.match(line):
-        return "list"
-    return "text"
+def _wikilink_as_read(m: re.Match[str]) -> str:
+    target, _, display = split_wikilink(m.group(1))
+    return display or target
 
 
-def find_headings(
-    scan: str,
-    source_lines: list[str],
-    code_lines: frozenset[int],
-    start_line: int = 0,
-    starts: list[int] | None = None,
-) -> list[tuple[int, str, int]]:
-    """ATX and setext headings of ``scan``, as (level, text, 0-based line).
-
-    The text comes from ``source_lines`` (so inline code in a heading keeps
-    its letters), without the closing ``#``s and surrounding whitespace.
-    Lines before ``start_line`` are ignored; ``starts`` is
-    :func:`line_starts` of ``scan``, if the caller has it already.
-    """
-    starts = starts or line_starts(scan)
-    found: list[tuple[int, str, int]] = []
-    padded = "\n" + scan  # offsets in padded are one past those in scan
-    if "#" in scan:
-        for m in _ATX_RE.finditer(padded):
-            i = line_index(starts, m.start())
-            if i < start_line:
-                continue
-            text = ""
-            if m.group(2) is not None:
-                offset = m.start(2) - 1 - starts[i]
-                text = _atx_text(source_lines[i][offset:])
-            found.append((len(m.group(1)), text, i))
-    masked_lines: list[str] = []
-    if "\n" in scan and ("-" in scan or "=" in scan):
-        for m in _SETEXT_RE.finditer(padded):
-            i = line_index(starts, m.start())
-            masked_lines = masked_lines or scan.split("\n")
-            first = _setext_paragraph_start(masked_lines, code_lines, i, start_line)
-            if first is None:
-                continue
-            text = " ".join(source_lines[j].strip() for j in range(first, i))
-            found.append((1 if m.group(1)[0] == "=" else 2, text, first))
-    found.sort(key=lambda h: h[2])
-    return found
-
-
-def _atx_text(text: str) -> str:
-    """ATX heading text without its optional closing ``#`` run and blanks.
-
-    Done with string methods: a regex for "blanks, hashes, blanks, end"
-    retried at every blank of a long heading is quadratic.
-    """
-    text = text.strip(" \t")
-    bare = text.rstrip("#")
-    if len(bare) < len(text) and (not bare or bare[-1] in " \t"):
-        text = bare.rstrip(" \t")
+def links_as_read(text: str) -> str:
+    """``text`` with every link and embed as a reader sees it:
+    ``[[Note#Part|shown]]`` as "shown", ``[[Note#Part]]`` as "Note",
+    ``![label](dest)`` as "label" (a link to a part of the same note,
+    ``[[#Part]]``, as nothing)."""
+    if "[" not in text:
+        return text
+    if "[[" in text:
+        text = _ANY_WIKILINK_RE.sub(_wikilink_as_read, text)
+    if "](" in text:
+        text = _ANY_MD_LINK_RE.sub(lambda m: m.group(1), text)
     return text
-
-
-def _setext_paragraph_start(
-    lines: list[str], code: frozenset[int], underline: int, start_line: int
-) -> int | None:
-    """First line of the paragraph a setext underline closes, or None if none.
-
-    The underline must directly follow paragraph text that is not a lazy
-    continuation of a list item or blockquote.
-    """
-    j = underline - 1
-    while j >= start_line and j not in code and lines[j].strip(" \t"):
-        kind = "hr" if _SETEXT_LINE_RE.match(lines[j]) else _line_kind(lines[j])
-        if kind != "text":
-            if kind in ("heading", "hr") and j < underline - 1:
-                return j + 1
-            return None
-        j -= 1
-    return j + 1 if j + 1 < underline else None
-
-
-# --------------------------------------------------------------------------
-# Block ids
-# --------------------------------------------------------------------------
-
-# Obsidian: "Latin letters, numbers, and dashes", after a space or alone.
-_BLOCK_ID_RE = re.compile(r"\^([A-Za-z0-9-]+)[ \t]*(?=\n|\Z)")
-
-
-def _block_owners(
-    lines: list[str], code: frozenset[int], start_line: int
-) -> tuple[list[int], list[int]]:
-    """For every line, the first line of its block and of its "owner".
-
-    One forward pass.  A block is a paragraph, a whole list, a blockquote, a
-    table, a code block, or a heading.  The owner is the list item for lines
-    of a list, and the block itself otherwise.  Blank lines get -1.  Lazy
-    continuation follows CommonMark: an unindented text line directly after
-    a paragraph, list, quote or table line belongs to that block.
-    """
-    n = len(lines)
-    block = [-1] * n
-    owner = [-1] * n
-    kind = ""
-    first = item = -1
-    prev_blank = True
-    for i in range(start_line, n):
-        if i not in code and not lines[i].strip(" \t"):
-            prev_blank = True
-            continue
-        this = "code" if i in code else _line_kind(lines[i])
-        indented = this != "code" and indent_width(lines[i]) > 0
-        if this == "code":
-            if not (kind == "code" and (i - 1) in code):
-                kind, first = "code", i
-        elif this in ("heading", "hr"):
-            kind, first = "heading", i
-        elif this == "list":
-            if kind != "list":
-                kind, first = "list", i
-            item = i
-        elif kind == "list" and indented:
-            pass  # list content, across blank lines too
-        elif not prev_blank and kind in ("para", "list", "quote", "table") and (
-            this == "text" or this == kind
-        ):
-            pass  # lazy continuation, or the next line of a quote or table
-        else:
-            kind, first = ("para" if this == "text" else this), i
-        block[i] = first
-        owner[i] = item if kind == "list" else first
-        prev_blank = False
-    return block, owner
-
-
-def find_blocks(
-    scan: str,
-    code_lines: frozenset[int],
-    start_line: int = 0,
-    starts: list[int] | None = None,
-) -> list[tuple[str, int, int]]:
-    """Block ids ``^id`` of ``scan``, as (id, first line, id line), 0-based.
-
-    ``text ^id`` names what its line belongs to: a paragraph (from its first
-    line), a list item, a heading, a whole quote or table.  So does ``^id``
-    alone on a line that continues a block (``para`` then ``^id``).  ``^id`` alone
-    after a blank line names the whole block above it: a list, quote, table,
-    code block, paragraph or heading.
-    """
-    if "^" not in scan:
-        return []
-    starts = starts or line_starts(scan)
-    candidates: list[tuple[str, int, bool]] = []
-    for m in _BLOCK_ID_RE.finditer(scan):
-        caret = m.start()
-        if caret and scan[caret - 1] not in " \t\n":
-            continue  # "x^2" and "[[a#^b]]" name no block
-        i = line_index(starts, caret)
-        if i >= start_line:
-            alone = not scan[starts[i] : caret].strip(" \t")
-            candidates.append((m.group(1), i, alone))
-    if not candidates:
-        return []
-    lines = scan.split("\n")
-    block, owner = _block_owners(lines, code_lines, start_line)
-    found: list[tuple[str, int, int]] = []
-    for block_id, i, alone in candidates:
-        if not alone or block[i] != i:
-            first = owner[i]
-        else:
-            j = i - 1
-            while j >= start_line and block[j] < 0:
-                j -= 1
-            first = block[j] if j >= start_line else i
-        found.append((block_id, first, i))
-    return found

@@ -3,8 +3,9 @@
 The steps: decode UTF-8 (or raise :class:`NoteReadError`), drop a BOM and
 normalise line endings to LF, split off and load the front-matter, mask the
 regions of the body where Obsidian sees no syntax (code, comments, HTML,
-math), then run the link, tag, heading and block-id scanners over the masked
-body.  Line numbers are file lines: the body's offset in the file is added.
+math), run the link and tag scanners over the masked body, and read the
+headings and block ids off its blocks (:mod:`.blocks`).  Line numbers are
+file lines: the body's offset in the file is added.
 
 Invalid front-matter never stops indexing: the note is then parsed as if the
 whole file were body, with ``frontmatter={}`` and the reason in ``error``.
@@ -26,18 +27,15 @@ from .frontmatter import (
     load_frontmatter,
     split_frontmatter,
 )
-from .markdown import (
-    RawLink,
-    find_blocks,
-    find_headings,
-    find_markdown_links,
-    find_tags,
-    find_wikilinks,
-)
+from .blocks import find_block_ids, headings_of, scan_blocks
+from .markdown import RawLink, find_markdown_links, find_tags, find_wikilinks
 from .mask import blank_spans, line_index, line_starts, mask_markdown
 from .note import Block, Heading, Link, NoteReadError, ParsedNote, content_hash
 
 log = logging.getLogger(__name__)
+
+#: How ``ParsedNote.error`` starts when a scanner failed (a bug, not the note).
+INTERNAL_ERROR = "internal parser error"
 
 
 def parse_note(
@@ -73,7 +71,7 @@ def parse_note(
             body=text,
             body_line=1,
             hash=content_hash(data),
-            error=f"internal parser error: {type(exc).__name__}: {exc}",
+            error=f"{INTERNAL_ERROR}: {type(exc).__name__}: {exc}",
             crlf=crlf,
             bom=bom,
         )
@@ -87,12 +85,14 @@ def _parse_text(
     frontmatter: dict[str, Any] = {}
     error: str | None = None
     property_links: list[Link] = []
+    lines_of_keys: dict[str, int] = {}
     structure_start = 0  # body lines before this hold no headings or block ids
     if yaml_text is not None:
         try:
             frontmatter = load_frontmatter(yaml_text, max_bytes=max_frontmatter_bytes)
             if frontmatter:
-                property_links = frontmatter_links(frontmatter, key_lines(yaml_text))
+                lines_of_keys = key_lines(yaml_text)
+                property_links = frontmatter_links(frontmatter, lines_of_keys)
         except FrontmatterError as exc:
             # Index the whole file as body, but do not read headings out of
             # the broken YAML (a "key: value" line above "---" is no heading).
@@ -114,18 +114,19 @@ def _parse_text(
         (embeds if raw.embed else links).append(link)
 
     tags = _dedupe_tags(frontmatter_tags(frontmatter) + find_tags(scan, body))
+    structure = scan_blocks(body, masked, headings_from=structure_start)
     headings = tuple(
         Heading(level=level, text=htext, line=body_line + i)
-        for level, htext, i in find_headings(
-            masked.text, body.split("\n"), masked.code_lines, structure_start, starts
-        )
+        for level, htext, i in headings_of(structure)
     )
-    blocks = tuple(
-        Block(id=block_id, line=body_line + first, end_line=body_line + last)
-        for block_id, first, last in find_blocks(
-            masked.text, masked.code_lines, structure_start, starts
+    blocks = ()
+    if "^" in masked.text:
+        blocks = tuple(
+            Block(id=block_id, line=body_line + first, end_line=body_line + last)
+            for block_id, first, last in find_block_ids(
+                masked.text, structure, starts, structure_start
+            )
         )
-    )
     return ParsedNote(
         path=path,
         title=frontmatter_title(frontmatter) or _stem(path),
@@ -139,10 +140,21 @@ def _parse_text(
         embeds=tuple(embeds),
         headings=headings,
         blocks=blocks,
+        key_lines=lines_of_keys,
         error=error,
         crlf=crlf,
         bom=bom,
     )
+
+
+def structure_start(note: ParsedNote) -> int:
+    """The body line (0-based) from which the parser read headings and block
+    ids: past the front-matter block of a note whose YAML did not load (its
+    body is then the whole file), else 0."""
+    if note.error is None or note.body_line != 1 or note.error.startswith(INTERNAL_ERROR):
+        return 0
+    yaml_text, _, body_line = split_frontmatter(note.body)
+    return body_line - 1 if yaml_text is not None else 0
 
 
 def _stem(path: str) -> str:
