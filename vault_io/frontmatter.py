@@ -70,6 +70,14 @@ def split_frontmatter(text: str) -> tuple[str | None, str, int]:
     return yaml_text, text[body_start:], body_line
 
 
+def frontmatter_end(text: str) -> int:
+    """How many lines a front-matter block at the very start of ``text``
+    takes (0 if there is none).  A parsed note's body starts with one only
+    when its YAML did not load (the body is then the whole file)."""
+    yaml_text, _, body_line = split_frontmatter(text)
+    return body_line - 1 if yaml_text is not None else 0
+
+
 def load_frontmatter(
     yaml_text: str, *, max_bytes: int = DEFAULT_MAX_BYTES, first_line: int = 2
 ) -> dict[str, Any]:

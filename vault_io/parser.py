@@ -20,6 +20,7 @@ from .frontmatter import (
     DEFAULT_MAX_BYTES,
     FrontmatterError,
     frontmatter_aliases,
+    frontmatter_end,
     frontmatter_links,
     frontmatter_tags,
     frontmatter_title,
@@ -153,8 +154,7 @@ def structure_start(note: ParsedNote) -> int:
     body is then the whole file), else 0."""
     if note.error is None or note.body_line != 1 or note.error.startswith(INTERNAL_ERROR):
         return 0
-    yaml_text, _, body_line = split_frontmatter(note.body)
-    return body_line - 1 if yaml_text is not None else 0
+    return frontmatter_end(note.body)
 
 
 def _stem(path: str) -> str:
