@@ -150,12 +150,8 @@ class _Scanner:
         headings_from: int | None = 0,
         path: tuple[str, ...] = (),
     ) -> None:
-        self.raw = raw
-        self.mlines = mlines
-        self.masked = masked
-        self.out = out
-        self.base = base
-        self.parent = parent
+        self.raw, self.mlines, self.masked, self.out = raw, mlines, masked, out
+        self.base, self.parent = base, parent
         self.headings_from = headings_from  # None: no headings at all (inside a quote)
         self.trail: list[tuple[int, str]] = []  # open headings: (level, text)
         self.path = path

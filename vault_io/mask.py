@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import re
 from bisect import bisect_right
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from functools import lru_cache
 
@@ -362,30 +363,26 @@ def _hidden_lines(text: str, spans: list[tuple[int, int, str]]) -> dict[int, str
     return found
 
 
-def unmask_spans(masked: str, source: str, spans: tuple[tuple[int, int], ...]) -> str:
+def unmask_spans(masked: str, source: str, spans: Sequence[tuple[int, int]]) -> str:
     """``masked`` with the ``(start, end)`` spans (sorted, disjoint) put back
     as they are in ``source`` (e.g. inline math, which fact text keeps)."""
-    if not spans:
-        return masked
-    pieces: list[str] = []
-    last = 0
-    for start, end in spans:
-        pieces.append(masked[last:start])
-        pieces.append(source[start:end])
-        last = end
-    pieces.append(masked[last:])
-    return "".join(pieces)
+    return _splice(masked, spans, source, False)
 
 
-def blank_spans(text: str, spans: list[tuple[int, int]]) -> str:
+def blank_spans(text: str, spans: Sequence[tuple[int, int]]) -> str:
     """``text`` with each ``(start, end)`` span (sorted, disjoint) blanked."""
+    return _splice(text, spans, text, True)
+
+
+def _splice(text: str, spans: Sequence[tuple[int, int]], source: str, blank: bool) -> str:
+    """``text`` with each span replaced by that of ``source``, blanked or not."""
     if not spans:
         return text
     pieces: list[str] = []
     last = 0
     for start, end in spans:
         pieces.append(text[last:start])
-        pieces.append(_blank(text[start:end]))
+        pieces.append(_blank(source[start:end]) if blank else source[start:end])
         last = end
     pieces.append(text[last:])
     return "".join(pieces)

@@ -77,10 +77,12 @@ ATX_RE = re.compile(r"#{1,6}(?:[ \t]|$)")
 SETEXT_RE = re.compile(r" {0,3}(?:=+|-+)[ \t]*$")
 #: A thematic break (``---``, ``***``, ``_ _ _``), on the whole line.
 THEMATIC_RE = re.compile(r" {0,3}(?:(?:\*[ \t]*){3,}|(?:-[ \t]*){3,}|(?:_[ \t]*){3,})$")
+#: A code fence's run of backticks or tildes.
+FENCE = r"(`{3,}|~{3,})"
 #: A code fence opening: the run and the info string.
-FENCE_OPEN_RE = re.compile(r"(`{3,}|~{3,})(.*)$")
+FENCE_OPEN_RE = re.compile(FENCE + r"(.*)$")
 #: A code fence closing run, alone on its line.
-FENCE_CLOSE_RE = re.compile(r"(`{3,}|~{3,})[ \t]*$")
+FENCE_CLOSE_RE = re.compile(FENCE + r"[ \t]*$")
 #: A list item marker: (indentation, marker, blanks after it).  Needs at
 #: least one blank after the marker, or the end of the line; an ordered
 #: marker has ASCII digits only (``൯)`` starts no item).
@@ -89,10 +91,12 @@ LIST_ITEM_RE = re.compile(r"([ \t]*)([-*+]|[0-9]{1,9}[.)])([ \t]+|$)")
 LIST_MARKER_CHARS = frozenset("-*+0123456789")
 #: A task checkbox at the start of an item's text; group 1 is its character.
 TASK_RE = re.compile(r"\[(.)\](?:[ \t]+|$)")
+#: A blockquote marker with its indentation.
+QUOTE = r"[ \t]*>"
 #: One level of blockquote prefix (``>`` and one optional blank).
-QUOTE_RE = re.compile(r"[ \t]*>[ \t]?")
+QUOTE_RE = re.compile(QUOTE + r"[ \t]?")
 #: Every level of blockquote prefix at once (``> > ``).
-QUOTES_RE = re.compile(r"(?:[ \t]*>)+[ \t]?")
+QUOTES_RE = re.compile(rf"(?:{QUOTE})+[ \t]?")
 #: A callout's first line (after the quote prefix): ``[!type]+ title``.
 CALLOUT_RE = re.compile(r"[ \t]*\[!([^\]\n]*)\][+-]?[ \t]*(.*)$")
 #: A table's delimiter row (``|---|:-:|``).
