@@ -62,7 +62,8 @@ def clean_markup(text: str) -> str:
     """Link syntax out of the text the model sees: ``[[Note|shown]]`` reads
     as "shown", ``[text](url)`` as "text", and bare URLs (token-hungry noise
     to a sentence model) are dropped."""
-    return AUTOLINK_RE.sub("", links_as_read(text))
+    text = links_as_read(text)
+    return AUTOLINK_RE.sub("", text) if "://" in text else text
 
 
 def chunk_text(kind: str, title: str, content: str, start: int, stop: int, heading: str) -> str:

@@ -78,7 +78,7 @@ class Block:
     out).  ``parent`` is the index, in the scanner's list, of the list item
     or quote the block sits in, or -1.  ``level`` is a heading's level or an
     item's nesting depth (0 for an item of a top-level list); ``text`` is a
-    heading's text as written (closing ``#``\\ s and outer blanks dropped,
+    heading's text as written (closing ``#`` run and outer blanks dropped,
     setext lines joined by a space) or a callout's type.
     """
 
@@ -332,10 +332,15 @@ class _Scanner:
     def hidden(self, i: int, kind: int) -> int:
         """The run of code, HTML, comment or math lines at ``i`` (``kind``
         is their line class)."""
-        j = i + 1
+        j, n, base = i + 1, len(self.raw), self.base
         indent = self.indent
-        while j < len(self.raw) and self.classify(j) == kind:
-            j += 1
+        if kind == _CODE or kind == _HTML:  # the masking pass listed these lines
+            code, html = self.masked.code_lines, self.masked.html_lines
+            while j < n and j + base in code and (j + base in html) == (kind == _HTML):
+                j += 1
+        else:
+            while j < n and self.classify(j) == kind:
+                j += 1
         self.para = -1
         if self.items and indent > 0:
             parent = self.owner(indent)

@@ -178,12 +178,17 @@ def source_uri(path: str, anchor: str | None) -> str:
 
 def display_text(text: str) -> str:
     """``text`` as read: links as their display text, URLs dropped."""
-    return URL_RE.sub(" ", links_as_read(text))
+    return _without_urls(links_as_read(text))
 
 
 def _without_links(text: str) -> str:
     """``text`` with its links and URLs blanked."""
-    return URL_RE.sub(" ", MD_LINK_RE.sub(" ", WIKILINK_RE.sub(" ", text)))
+    return _without_urls(MD_LINK_RE.sub(" ", WIKILINK_RE.sub(" ", text)))
+
+
+def _without_urls(text: str) -> str:
+    # The URL pattern may start at any letter: look for "://" first.
+    return URL_RE.sub(" ", text) if "://" in text else text
 
 
 def word_count(text: str) -> int:

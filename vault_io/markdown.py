@@ -10,10 +10,11 @@ them into file line numbers.
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
 from urllib.parse import unquote
 
-from .syntax import MD_LINK, MD_LINK_RE, SCHEME_RE, TAG_BODY_RE, TAG_RE, WIKILINK, WIKILINK_RE
+from .syntax import MD_LINK_RE, SCHEME_RE, TAG_BODY_RE, TAG_RE, WIKILINK_RE
 
 _SIZE_RE = re.compile(r"\d+(?:x\d+)?")
 
@@ -85,6 +86,9 @@ def clean_subpath(subpath: str) -> str | None:
 
 def wikilink(offset: int, embed: bool, inner: str) -> RawLink | None:
     """The link a ``[[inner]]`` stands for, or None if it names nothing."""
+    if "|" not in inner and "#" not in inner:  # the common [[Note]]: nothing to split
+        target = inner.strip()
+        return RawLink(offset, embed, target, None, None, None, False) if target else None
     target, subpath, display = split_wikilink(inner)
     if not target and not subpath:
         return None
@@ -199,14 +203,16 @@ def find_tags(scan: str, source: str) -> list[str]:
 # --------------------------------------------------------------------------
 
 
-# An optional "!": the links as read drop the embed mark too.
-_ANY_WIKILINK_RE = re.compile(rf"!?{WIKILINK}")
-_ANY_MD_LINK_RE = re.compile(rf"!?{MD_LINK}")
-
-
 def _wikilink_as_read(m: re.Match[str]) -> str:
-    target, _, display = split_wikilink(m.group(1))
+    inner = m.group(1)
+    if "|" not in inner and "#" not in inner:
+        return inner.strip()
+    target, _, display = split_wikilink(inner)
     return display or target
+
+
+def _label(m: re.Match[str]) -> str:
+    return m.group(1)
 
 
 def links_as_read(text: str) -> str:
@@ -217,7 +223,27 @@ def links_as_read(text: str) -> str:
     if "[" not in text:
         return text
     if "[[" in text:
-        text = _ANY_WIKILINK_RE.sub(_wikilink_as_read, text)
+        text = _replace(text, WIKILINK_RE, _wikilink_as_read)
     if "](" in text:
-        text = _ANY_MD_LINK_RE.sub(lambda m: m.group(1), text)
+        text = _replace(text, MD_LINK_RE, _label)
     return text
+
+
+def _replace(text: str, regex: re.Pattern[str], shown: Callable[[re.Match[str]], str]) -> str:
+    """``text`` with every match of ``regex`` (and the "!" of an embed before
+    it) replaced by ``shown(match)``.  A loop rather than ``regex.sub`` with
+    an optional "!" in front: that would cost the engine its fast search for
+    the literal "[" at the start of the pattern."""
+    pieces: list[str] = []
+    last = 0
+    for m in regex.finditer(text):
+        start = m.start()
+        if start > last and text[start - 1] == "!":
+            start -= 1
+        pieces.append(text[last:start])
+        pieces.append(shown(m))
+        last = m.end()
+    if not pieces:
+        return text
+    pieces.append(text[last:])
+    return "".join(pieces)

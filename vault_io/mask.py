@@ -131,24 +131,22 @@ def _mask_blocks(lines: list[str]) -> tuple[set[int], set[int]]:
     in_list = False  # indented lines belong to a list item, not to code
     prev_blank = True
 
-    def hide(i: int) -> None:
+    def hide(i: int, kind: set[int] | None = None) -> None:
         lines[i] = " " * len(lines[i])
         code.add(i)
+        if kind is not None:
+            kind.add(i)
 
     for i, line in enumerate(lines):
         if fence_char and fence_quoted and not QUOTES_RE.match(line):
             fence_char = ""  # the blockquote ended, and the fence with it
         if fence_char:
             hide(i)
-            content = QUOTES_RE.sub("", line, count=1) if fence_quoted else line
-            close = FENCE_CLOSE_RE.match(content.lstrip(" \t"))
-            if close and close.group(1)[0] == fence_char and len(close.group(1)) >= fence_len:
-                fence_char = ""
-                para = False
+            if _closes_fence(line, fence_char, fence_len, fence_quoted):
+                fence_char, para = "", False
             continue
         if html_raw:
-            hide(i)
-            html.add(i)
+            hide(i, html)
             html_raw = not _HTML_RAW_END_RE.search(line)
             continue
         stripped = line.lstrip(" \t")
@@ -157,8 +155,7 @@ def _mask_blocks(lines: list[str]) -> tuple[set[int], set[int]]:
             prev_blank = True
             continue
         if html_block:
-            hide(i)
-            html.add(i)
+            hide(i, html)
             continue
 
         indent = 0 if stripped is line else indent_width(line)
@@ -179,24 +176,15 @@ def _mask_blocks(lines: list[str]) -> tuple[set[int], set[int]]:
             first = stripped[:1]
         opens = ""  # what this line opens: "fence", "raw" or "html"
         if (first == "`" or first == "~") and (indent < 4 or in_list):
-            fence = FENCE_OPEN_RE.match(stripped)
-            if fence and not (first == "`" and "`" in fence.group(2)):
-                fence_char, fence_len = first, len(fence.group(1))
-                fence_quoted = quote is not None
-                opens = "fence"
+            fence_len = _fence_opens(stripped)
+            if fence_len:
+                fence_char, fence_quoted, opens = first, quote is not None, "fence"
         elif first == "<" and quote is None and indent < 4:
-            if _HTML_RAW_START_RE.match(stripped):
-                html_raw = not _HTML_RAW_END_RE.search(stripped)
-                opens = "raw"
-            elif _HTML_BLOCK_START_RE.match(stripped) or (
-                not para and _HTML_LONE_TAG_RE.match(stripped)
-            ):
-                html_block = True
-                opens = "html"
+            opens = _html_block_start(stripped, para)
+            html_raw = opens == "raw"
+            html_block = opens == "html"
         if opens:
-            hide(i)
-            if opens != "fence":
-                html.add(i)
+            hide(i, None if opens == "fence" else html)
             para = prev_blank = False
             continue
 
@@ -208,6 +196,36 @@ def _mask_blocks(lines: list[str]) -> tuple[set[int], set[int]]:
         para = not (first == "#" and quote is None and ATX_RE.match(stripped))
         prev_blank = False
     return code, html
+
+
+def _fence_opens(stripped: str) -> int:
+    """The length of the fence run that opens a code block on this line
+    (without its indentation), or 0.  A backtick fence's info string holds
+    no backtick."""
+    fence = FENCE_OPEN_RE.match(stripped)
+    if fence is None or (stripped[0] == "`" and "`" in fence.group(2)):
+        return 0
+    return len(fence.group(1))
+
+
+def _closes_fence(line: str, char: str, length: int, quoted: bool) -> bool:
+    """Whether ``line`` closes the open fence of ``length`` ``char`` characters (a
+    fence opened in a quote is closed inside it)."""
+    content = QUOTES_RE.sub("", line, count=1) if quoted else line
+    close = FENCE_CLOSE_RE.match(content.lstrip(" \t"))
+    return bool(close) and close.group(1)[0] == char and len(close.group(1)) >= length  # type: ignore[union-attr]
+
+
+def _html_block_start(stripped: str, para: bool) -> str:
+    """What an unindented line starting with "<" opens: "raw" (``<pre>``,
+    ``<script>``... up to its closing tag), "closed" (such a block that
+    closes on the same line), "html" (up to a blank line), or nothing.  A
+    lone tag cannot interrupt a paragraph (``para``)."""
+    if _HTML_RAW_START_RE.match(stripped):
+        return "closed" if _HTML_RAW_END_RE.search(stripped) else "raw"
+    if _HTML_BLOCK_START_RE.match(stripped) or (not para and _HTML_LONE_TAG_RE.match(stripped)):
+        return "html"
+    return ""
 
 
 @lru_cache(maxsize=64)
@@ -286,23 +304,29 @@ def _mask_inline(text: str) -> tuple[str, list[tuple[int, int, str]], list[tuple
                     continue
                 end = found + 2
                 hidden.append((start, end, MATH))
-        elif text.startswith("<!--", start):
-            found = text.find("-->", start + 4)
-            end = len(text) if found < 0 else found + 3
-            hidden.append((start, end, COMMENT))
         else:
-            before = start - 1
-            while before > 0 and text[before] in " \t":
-                before -= 1
-            if before > 0 and text[before] == "(" and text[before - 1] == "]":
-                continue  # "[x](<A Note.md>)": a link destination, not a tag
-            tag = _HTML_TAG_RE.match(text, start)
-            if tag is None:
+            end = _html_end(text, start)
+            if end < 0:
                 continue
-            end = tag.end()
+            if text.startswith("<!--", start):
+                hidden.append((start, end, COMMENT))
         spans.append((start, end))
         cursor = end
     return blank_spans(text, spans), hidden, math
+
+
+def _html_end(text: str, start: int) -> int:
+    """The end of the HTML comment or tag at ``start``, or -1 if none is there."""
+    if text.startswith("<!--", start):
+        found = text.find("-->", start + 4)
+        return len(text) if found < 0 else found + 3
+    before = start - 1
+    while before > 0 and text[before] in " \t":
+        before -= 1
+    if before > 0 and text[before] == "(" and text[before - 1] == "]":
+        return -1  # "[x](<A Note.md>)": a link destination, not a tag
+    tag = _HTML_TAG_RE.match(text, start)
+    return -1 if tag is None else tag.end()
 
 
 _INLINE_MATH_CLOSE_RE = re.compile(r"(?<=[^\s\\])\$(?![0-9$])")

@@ -14,6 +14,7 @@ whole file were body, with ``frontmatter={}`` and the reason in ``error``.
 from __future__ import annotations
 
 import logging
+from operator import attrgetter
 from typing import Any
 
 from .frontmatter import (
@@ -110,7 +111,8 @@ def _parse_text(
 
     links: list[Link] = list(property_links)
     embeds: list[Link] = []
-    for raw in sorted(wikilinks + md_links, key=lambda r: r.offset):
+    found = sorted(wikilinks + md_links, key=_offset) if md_links else wikilinks
+    for raw in found:
         link = _to_link(raw, body_line + line_index(starts, raw.offset))
         (embeds if raw.embed else links).append(link)
 
@@ -162,6 +164,9 @@ def _stem(path: str) -> str:
     name = path.rpartition("/")[2]
     dot = name.rfind(".")
     return name[:dot] if 0 < dot < len(name) - 1 else name
+
+
+_offset = attrgetter("offset")
 
 
 def _to_link(raw: RawLink, line: int) -> Link:
