@@ -103,6 +103,30 @@ def test_no_headings_before_headings_from() -> None:
     assert [b.text for b in scan_blocks(text) if b.kind == HEADING] == ["title: {{x}}", "Real"]
 
 
+@pytest.mark.parametrize(
+    "text",
+    [
+        "> " * 5000 + "x ^id\n",
+        "".join("> " * i + "x\n" for i in range(400)),
+        "> a ^b\n" * 20000,
+        "".join("  " * i + "- x\n" for i in range(3000)),
+        "> a\n" + "b\n" * 20000,
+        "> [!note] t\n> x\n\n" * 5000,
+    ],
+    ids=["deep quote", "deepening quotes", "long quote", "deep list", "lazy quote", "callouts"],
+)
+def test_hostile_structure_is_scanned_quickly(text: str) -> None:
+    import time
+
+    started = time.perf_counter()
+    note = parse(text)
+    extract_facts(note, "n-1")
+    sections(note.body)
+    assert time.perf_counter() - started < 5.0  # ~0.3 s here
+    assert note.error is None
+    assert max(b.end for b in scan_blocks(note.body)) <= note.body.count("\n")
+
+
 def check_blocks(blocks: list[Block], lines: int) -> None:
     """Spans inside the text, parents before (and around) their children,
     and every heading path ending in the last heading seen."""

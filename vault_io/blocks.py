@@ -66,6 +66,9 @@ _HIDDEN_CLASS = {COMMENT: _COMMENT, MATH: _MATH}
 # code: a masked code line is blank).  Any other line is paragraph text,
 # and takes the fast path.
 _MAYBE_STRUCTURE = frozenset(" \t#>-*+_=0123456789")
+#: Quotes nest this deep at most; a ">" further in is text.  (Each level is
+#: a nested scan: a hostile "> > > ..." line must not exhaust the stack.)
+MAX_QUOTE_DEPTH = 32
 
 
 @dataclass(slots=True)
@@ -149,9 +152,10 @@ class _Scanner:
         parent: int = -1,
         headings_from: int | None = 0,
         path: tuple[str, ...] = (),
+        depth: int = 0,
     ) -> None:
         self.raw, self.mlines, self.masked, self.out = raw, mlines, masked, out
-        self.base, self.parent = base, parent
+        self.base, self.parent, self.depth = base, parent, depth
         self.headings_from = headings_from  # None: no headings at all (inside a quote)
         self.trail: list[tuple[int, str]] = []  # open headings: (level, text)
         self.path = path
@@ -196,7 +200,7 @@ class _Scanner:
             if indent < 4 and self.headings_from is not None and n >= self.headings_from and ATX_RE.match(stripped):
                 return _ATX
         elif first == ">":
-            if indent < 4:
+            if indent < 4 and self.depth < MAX_QUOTE_DEPTH:
                 return _QUOTE
         elif first in _MAYBE_STRUCTURE:
             if first in "-*_" and THEMATIC_RE.match(line):
@@ -317,7 +321,7 @@ class _Scanner:
             return -1
         owner = self.owner(indent)
         self.blank_before = False
-        if self.mlines[i].lstrip(" \t").startswith(">"):
+        if self.mlines[i].lstrip(" \t").startswith(">") and self.depth < MAX_QUOTE_DEPTH:
             return self.quote(i, owner)
         self.para = self.add(PARAGRAPH, i, i, owner)
         return i + 1
@@ -474,7 +478,7 @@ class _Scanner:
                 start = first + 1  # the title line is the callout's, not a paragraph
         inner = _Scanner(
             inner_raw, inner_masked, self.masked, self.out,
-            base=i + self.base, parent=index, headings_from=None, path=self.path,
+            base=i + self.base, parent=index, headings_from=None, path=self.path, depth=self.depth + 1,
         )
         inner.run(start)
         return j

@@ -318,11 +318,33 @@ def _dedupe(tags: Sequence[str]) -> tuple[str, ...]:
 
 
 def _block_index(blocks: Sequence[Any], last_line: int) -> list[str | None]:
-    """For each file line (index), the innermost block id covering it."""
+    """For each file line (index), the innermost block id covering it (of
+    two as short, the later one).
+
+    The shortest blocks claim their lines first and each line is claimed
+    once: ``free[i]`` leads to the first unclaimed line from ``i`` on
+    (path-halving), so thousands of nested ids stay linear.
+    """
     owner: list[str | None] = [None] * (last_line + 2)
-    for b in sorted(blocks, key=lambda b: b.end_line - b.line, reverse=True):
-        for ln in range(max(b.line, 0), min(b.end_line, last_line) + 1):
+    free = list(range(last_line + 3))
+
+    def first_free(i: int) -> int:
+        while free[i] != i:
+            free[i] = free[free[i]]
+            i = free[i]
+        return i
+
+    order = sorted(range(len(blocks)), key=lambda k: (blocks[k].end_line - blocks[k].line, -k))
+    for k in order:
+        b = blocks[k]
+        last = min(b.end_line, last_line)
+        if b.line > last:
+            continue
+        ln = first_free(max(b.line, 0))
+        while ln <= last:
             owner[ln] = b.id
+            free[ln] = ln + 1
+            ln = first_free(ln + 1)
     return owner
 
 

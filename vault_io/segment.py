@@ -365,6 +365,7 @@ def _is_abbreviation(word: str, rest: str, before: str) -> bool:
 _BOUNDARY_RE = re.compile(r"[.!?…]+[\"'”’)\]*_]*(?=\s)|[。！？]+[\"'”’)\]]*|\n")
 # Never cut inside: code spans, links, URLs, inline math.
 _PROTECT_RE = re.compile(rf"(`+)[^`]+?\1|{WIKILINK}|!?{MD_LINK}|{URL}|\$[^$\n]+\$")
+_NON_SPACE_RE = re.compile(r"\S")
 _WORD_BEFORE_RE = re.compile(r"([^\s(\[\"'“‘]+)\.$")
 _CONTINUES = ",;(–—-&/+=<"
 
@@ -393,17 +394,28 @@ def split_sentences(text: str) -> list[tuple[int, int]]:
             protected = sorted(protected + secret)
     cuts: list[int] = []
     p = 0
+    # What lies around a boundary is found from where the last look ended,
+    # never by slicing to the text's end or start: a paragraph of thousands
+    # of lines stays linear.  The next non-space is at ahead_at for any
+    # position from ahead_from on; last_char is the last non-space before
+    # `behind`.
+    ahead_from, ahead_at = len(text) + 1, len(text)
+    behind, last_char = 0, ""
     for m in _BOUNDARY_RE.finditer(text):
         start, end = m.span()
         while p < len(protected) and protected[p][1] <= start:
             p += 1
         if p < len(protected) and protected[p][0] <= start < protected[p][1]:
             continue
-        rest = text[end:].lstrip()
+        if not ahead_from <= end <= ahead_at:
+            found = _NON_SPACE_RE.search(text, end)
+            ahead_from, ahead_at = end, found.start() if found else len(text)
+        rest = text[ahead_at : ahead_at + 40]  # enough to read a month name
         nxt = rest[:1]
         if m.group() == "\n":
-            before = text[:start].rstrip()
-            if not before or not nxt or nxt.islower() or before[-1] in _CONTINUES:
+            tail = text[behind:start].rstrip()
+            behind, last_char = start, tail[-1:] or last_char
+            if not last_char or not nxt or nxt.islower() or last_char in _CONTINUES:
                 continue
             cuts.append(end)
             continue
