@@ -169,6 +169,8 @@ class _Segmenter:
         return text
 
     def emit(self, block: Block, kind: str, text: str, first: int, last: int, context: tuple[str, ...], task: str | None = None) -> None:
+        """Record a segment of ``block`` (unless its text is empty), under
+        the block's heading path in its redacted form."""
         text = collapse(text)
         if text:
             headings = tuple(self.heads.get(h, h) for h in block.headings)
