@@ -154,6 +154,8 @@ def scan_vault(
     over ``max_file_size`` and names that are not valid UTF-8 are skipped with
     a warning naming them.
     """
+    # Long, and kept whole: one walk whose loop shares its state (the folders
+    # seen, symlinks followed, warnings) at every level.
     rules = vault_rules(root, ignore)
     result = ScanResult()
     root_st = os.stat(root)

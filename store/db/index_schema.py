@@ -18,6 +18,7 @@ import apsw
 
 def m001_foundation(con: apsw.Connection) -> None:
     """Files, traces, edges, tags and the FTS5 index over traces."""
+    # Long, and kept whole: it is one schema script, read top to bottom.
     con.execute(
         """
         CREATE TABLE meta (
@@ -405,8 +406,29 @@ def m008_durable_state_apart(con: apsw.Connection) -> None:
             con.execute("UPDATE state.outbox SET trace = ? WHERE trace_id = ?", (trace_json(row[0]), trace_id))
 
 
+def m009_embed_pending(con: apsw.Connection) -> None:
+    """The chunks still without a vector, kept as chunks come and vectors go.
+
+    Before this, every wake of the embedding worker (and every poll) read
+    every chunk and every cached hash to find the few without a vector. Now
+    a trigger adds each new chunk here, storing a vector removes its text's
+    rows, and a change of model (``meta`` ``pending_model``) refills it once.
+    """
+    con.execute(
+        """
+        CREATE TABLE embed_pending (
+            chunk_id INTEGER PRIMARY KEY REFERENCES chunks(id) ON DELETE CASCADE
+        );
+        CREATE TRIGGER chunks_pending_ai AFTER INSERT ON chunks BEGIN
+            INSERT OR IGNORE INTO embed_pending (chunk_id) VALUES (new.id);
+        END;
+        DELETE FROM meta WHERE key = 'pending_model';
+        """
+    )
+
+
 #: The text each trace gives the full-text index, one column per FTS column
-#: (index migration 9). A *derived* title is not indexed as a title: a
+#: (index migration 10). A *derived* title is not indexed as a title: a
 #: memory's title is its first line (already in its body) unless its
 #: front-matter names one, and a fact's ("Note > Heading > parent item") is
 #: where it sits, indexed unboosted in ``context`` with a memory's speaker.
@@ -431,7 +453,7 @@ FROM traces
 """
 
 
-def m009_event_time_and_fts_context(con: apsw.Connection) -> None:
+def m010_event_time_and_fts_context(con: apsw.Connection) -> None:
     """Event time, conversation sessions, and a full-text index that does not
     count derived titles twice.
 
@@ -516,5 +538,6 @@ MIGRATIONS: list[Callable[[apsw.Connection], None]] = [
     m006_tag_rowids,
     m007_recheck_conflict_copies,
     m008_durable_state_apart,
-    m009_event_time_and_fts_context,
+    m009_embed_pending,
+    m010_event_time_and_fts_context,
 ]

@@ -14,7 +14,7 @@ Values are normalised to ISO 8601 in UTC with seconds
 (``2023-03-04T10:15:00+00:00``); a date or a time without a zone is read as
 UTC, so string order is time order. A trace without an event time is placed
 at its creation time, else its last change (see the ``happened`` column of
-index migration 9).
+index migration 10).
 
 Conversation structure is read here too: a memory or note with a front-matter
 ``session`` belongs to that session, at position ``turn`` (a number); turns
