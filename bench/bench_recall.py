@@ -37,12 +37,10 @@ from __future__ import annotations
 
 import argparse
 import json
-import re
 import shutil
 import sys
 import tempfile
 import time
-from collections import defaultdict
 from collections.abc import Callable
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
@@ -61,67 +59,6 @@ PARAPHRASE_QUERIES = REPO / "tests" / "fixtures" / "retrieval" / "queries.json"
 MEMVAULT_MODES = ("keyword", "semantic", "hybrid")
 BASELINES = ("bm25", "cosine", "rrf")
 SYSTEMS = MEMVAULT_MODES + BASELINES
-#: Reciprocal-rank-fusion constant of the plain fusion baseline (the usual one).
-BASELINE_RRF_K = 60
-_WORD = re.compile(r"[^\W_]+", re.UNICODE)
-
-
-class Baselines:
-    """The plain systems over one dialogue's turn texts."""
-
-    def __init__(self, did: str, embedder: Any, cache: Any, model_key: str) -> None:
-        import apsw
-        import numpy as np
-
-        from memvault.store.embedding.model import text_hash
-
-        self.turns = support.turns(did)
-        self.ids = [t.id for t in self.turns]
-        self.fts = apsw.Connection(":memory:")
-        self.fts.execute("CREATE VIRTUAL TABLE t USING fts5(text, tokenize='porter unicode61 remove_diacritics 2')")
-        self.fts.executemany("INSERT INTO t (rowid, text) VALUES (?, ?)", [(i, t.text) for i, t in enumerate(self.turns)])
-        self.embedder = embedder
-        texts = [t.text for t in self.turns]
-        cached = {}
-        if cache is not None:
-            hashes = [text_hash(x) for x in texts]
-            for h, v in cache.execute(
-                f"SELECT hash, vec FROM vectors WHERE model = ? AND hash IN ({','.join('?' * len(hashes))})",
-                (model_key, *hashes),
-            ):
-                cached[h] = np.frombuffer(v, dtype=np.float16).astype(np.float32)
-        missing = [x for x in texts if text_hash(x) not in cached]
-        if missing:
-            for x, v in zip(missing, embedder.embed(missing)):
-                cached[text_hash(x)] = v.astype(np.float16).astype(np.float32)
-        m = np.stack([cached[text_hash(x)] for x in texts])
-        self.matrix = m / np.linalg.norm(m, axis=1, keepdims=True)
-
-    def bm25(self, question: str, k: int = 100) -> list[str]:
-        """Turn ids by plain BM25, the question's words OR-ed."""
-        words = _WORD.findall(question)
-        if not words:
-            return []
-        expr = " OR ".join('"' + w.replace('"', '""') + '"' for w in words)
-        rows = self.fts.execute("SELECT rowid FROM t WHERE t MATCH ? ORDER BY bm25(t) LIMIT ?", (expr, k)).fetchall()
-        return [self.ids[r[0]] for r in rows]
-
-    def cosine(self, qvec: Any, k: int = 100) -> list[str]:
-        """Turn ids by cosine similarity to the question."""
-        import numpy as np
-
-        sims = self.matrix @ qvec
-        order = np.argsort(-sims, kind="stable")[:k]
-        return [self.ids[i] for i in order]
-
-    @staticmethod
-    def rrf(*rankings: list[str], k: float = BASELINE_RRF_K) -> list[str]:
-        """Plain reciprocal-rank fusion of rankings."""
-        score: dict[str, float] = defaultdict(float)
-        for ranking in rankings:
-            for n, tid in enumerate(ranking, 1):
-                score[tid] += 1.0 / (k + n)
-        return sorted(score, key=lambda t: (-score[t], t))
 
 
 def last_session(did: str) -> datetime:
@@ -147,7 +84,7 @@ def run_dialogue(work: Path, did: str, now_mode: str, context: bool) -> dict[str
         fixed = last_session(did) + timedelta(days=7)
         r.clock = lambda: fixed  # type: ignore[method-assign]
     cache = vec.open_cache(CACHE.parent, create=False)
-    base = Baselines(did, r.embedder(), cache, r.model_key or "")
+    base = support.Baselines(did, r.embedder(), cache, r.model_key or "")
     rows = []
     for q in support.questions(did):
         ranked: dict[str, list[str]] = {}
@@ -157,7 +94,7 @@ def run_dialogue(work: Path, did: str, now_mode: str, context: bool) -> dict[str
         qvec = r.embedder().embed_query(q["question"])
         ranked["bm25"] = base.bm25(q["question"])
         ranked["cosine"] = base.cosine(qvec)
-        ranked["rrf"] = Baselines.rrf(ranked["bm25"], ranked["cosine"])
+        ranked["rrf"] = support.Baselines.rrf(ranked["bm25"], ranked["cosine"])
         row = {"id": q["id"], "kind": q["kind"], "evidence": q["evidence"],
                "scores": {s: support.score(ranked[s], q["evidence"]) for s in SYSTEMS},
                "top": {s: ranked[s][:10] for s in SYSTEMS}}
@@ -266,13 +203,14 @@ def fixture_cache(work: Path) -> None:
     """Rebuild the test fixture's vector cache: the CI dialogue's texts only."""
     from memvault.store import location
     from memvault.store.embedding import vectors as vec
+    from memvault.store.embedding.cache import prune
     from memvault.store.memory_store import MemoryStore
 
     root = work / support.CI_DIALOGUE
     store = MemoryStore.open(str(root))
     cache = vec.open_cache(location.vault_data_dir(root), create=False)
     assert cache is not None
-    vec.prune_cache(cache, store.con, keep_days=-1)
+    prune(cache, store.con, keep_days=-1, max_bytes=2**40)
     cache.execute("PRAGMA wal_checkpoint(TRUNCATE)")
     cache.execute("VACUUM")
     cache.close()

@@ -100,7 +100,7 @@ def smooth_scores(
         own.update(
             (r, -b) for r, b in con.execute(
                 f"SELECT rowid, bm25(traces_fts, {weights}) FROM traces_fts WHERE traces_fts MATCH ? "
-                f"AND rowid IN ({_marks(len(missing))})",
+                f"AND +rowid IN ({_marks(len(missing))})",
                 (match, *missing),
             )
         )

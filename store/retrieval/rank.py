@@ -1,37 +1,36 @@
 """Hybrid ranking: keyword, vector and graph signals fused, then adjusted.
 
 1. **Keyword**: BM25 hits where every query word matches (strong), then
-   hits where any content word matches (weak), ranked by BM25 on the FTS table.
-2. **Vector**: the traces whose best chunk is most similar to the query.
-3. **Fusion** by reciprocal rank: ``sum(w / (RRF_K + rank))`` over the lists a
+   hits where any content word matches (weak), ranked by BM25 on the FTS
+   table; a turn of a conversation scores with its neighbouring turns
+   (:mod:`.neighbours`), so the reply to a matching question joins.
+2. **Vector**: the traces whose best chunk is most similar to the query; a
+   turn's chunk is compared in context (its vector mixed with its
+   neighbours').
+3. **Relevance floor** (:mod:`.floor`): in ``context`` only candidates that
+   pass count; in ``search`` the floor is a gate (nothing passes: nothing is
+   shown) and candidates down to ``SEARCH_FLOOR_MARGIN`` under it stay
+   listed, since evidence spread over turns often sits under it.
+4. **Fusion** by reciprocal rank: ``sum(w / (RRF_K + rank))`` over the lists a
    trace is in; the weak keyword list counts a quarter.
-4. **Relevance floor**: a candidate stays when its best-chunk similarity
-   reaches ``min_similarity``, or when its words are evidence enough (see
-   :func:`floor_rule`): a strong match on a distinctive (rare) word passes
-   whatever its similarity (identifiers embed poorly); one of the first
-   ``KEYWORD_FLOOR_RANK`` keyword hits that shares at least
-   ``KEYWORD_MIN_WORDS`` content words with the query needs only
-   ``min_similarity - KEYWORD_FLOOR_MARGIN``; a trace with no vector yet is
-   judged by its words alone (:func:`keyword_relevant`). Stop words and very
-   common words are never evidence, so an unrelated query still returns
-   nothing rather than the least bad notes.
 5. **Graph**: notes and memories one link away from the strongest hits
    (wikilinks, embeds, property links, ``related``, fact-to-source
    ``derived_from``) close ``GRAPH_DAMPING`` of the gap between their own
    fused score and the seed's (a neighbour rises towards its seed, never
-   past it); a
-   neighbour that was no candidate joins only if its own similarity reaches
-   ``min_similarity - GRAPH_FLOOR_MARGIN``.
-6. **Recency and strength**: memories decay by type (half-life in days,
-   0 = never; notes and evergreen-tagged memories are exempt by default), and
-   strength (0-1, 0.5 when unset) scales the score by ``0.5 + strength``.
-7. **MMR** (lambda 0.7) orders the result for diversity and drops
-   near-duplicates (best chunks at cosine >= ``DUPLICATE_SIMILARITY``).
+   past it); a neighbour that was no candidate joins only if its own
+   similarity reaches ``min_similarity - GRAPH_FLOOR_MARGIN``.
+6. **Time**: a candidate from the period the query names ("in May 2023",
+   "last week") gains ``TIME_MATCH_BOOST``; memories decay by the age of
+   their event time (else their last change) per type, bounded below by
+   ``RECENCY_FLOOR`` (:mod:`.when`); strength (0-1, 0.5 when unset) scales
+   the score by ``0.5 + strength``.
+7. **MMR** (lambda 0.7) orders ``context``'s candidates for diversity and
+   drops near-duplicates (best chunks at cosine >= ``DUPLICATE_SIMILARITY``);
+   ``search`` keeps score order (MMR moved evidence out of its top 10).
 """
 
 from __future__ import annotations
 
-import math
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
@@ -40,6 +39,17 @@ from typing import TYPE_CHECKING, Any
 import apsw
 
 from memvault.store.embedding.vectors import VectorMatrix, chunk_rows
+from memvault.store.retrieval.floor import (  # noqa: F401  (re-exported: the floor's knobs belong to ranking)
+    KEYWORD_FLOOR_MARGIN,
+    KEYWORD_FLOOR_RANK,
+    KEYWORD_MIN_WORDS,
+    MIN_SIMILARITY,
+    SEARCH_FLOOR_MARGIN,
+    apply_floor,
+    floor_rule,
+    keyword_relevant,
+    matched_words,
+)
 from memvault.store.retrieval.keyword import (
     Filters,
     Hit,
@@ -53,10 +63,9 @@ from memvault.store.retrieval.keyword import (
     query_words,
     quoted,
     snippets,
-    trace_count_estimate,
     with_neighbours,
 )
-from memvault.store.retrieval.when import RECENCY_FLOOR, TIME_MATCH_BOOST, named_period
+from memvault.store.retrieval.when import RECENCY_FLOOR, TIME_MATCH_BOOST, named_periods
 
 if TYPE_CHECKING:  # numpy is imported where vectors are used: keyword recall runs without it
     import numpy as np
@@ -92,36 +101,6 @@ GRAPH_EDGE_KINDS = ("link", "embed", "property", "related", "derived_from")
 MMR_LAMBDA = 0.7
 #: Best chunks this similar are the same thing said twice: the lower one goes.
 DUPLICATE_SIMILARITY = 0.95
-#: The relevance floor (cosine similarity), calibrated on the labelled set:
-#: at 0.30 every unrelated query returns nothing and 34/40 paraphrase
-#: targets stay findable; 0.25 keeps 37/40 but lets 3/10 unrelated queries
-#: return noise (bench/bench_retrieval.py --only calibrate).
-MIN_SIMILARITY = 0.3
-#: In ``search`` (not ``context``), once some candidate passes the floor, the
-#: others stay in the list when their similarity is at most this far below
-#: it: evidence a conversation spreads over several turns often sits under
-#: the floor. Conversational dev split, hybrid recall@10 by margin: 0 (the
-#: floor cuts every candidate under it) 0.670, 0.05 0.684, 0.10 0.696, 0.15
-#: and more 0.708; 0.15 keeps "what is the time" from listing a note that
-#: only shares stop words and a common word with it (similarity 0.10).
-SEARCH_FLOOR_MARGIN = 0.15
-#: A keyword hit below the floor still counts when it is among the first
-#: KEYWORD_FLOOR_RANK keyword hits, shares at least KEYWORD_MIN_WORDS
-#: distinct content words with the query and its similarity is at most
-#: KEYWORD_FLOOR_MARGIN under the floor. On the labelled set this finds the
-#: four paraphrase targets keyword mode found and hybrid dropped (similarity
-#: 0.24-0.27, two shared words each) while every unrelated query stays
-#: silent: their keyword hits share one content word ("machine" at 0.285)
-#: or sit far below (two shared words at most 0.10).
-KEYWORD_FLOOR_RANK = 10
-KEYWORD_MIN_WORDS = 2
-KEYWORD_FLOOR_MARGIN = 0.07
-#: A word is distinctive (rare) when at most max(RARE_MIN_DOCS, RARE_SHARE x
-#: traces) traces contain it: an identifier like ERR_CONNECTION_RESET, a
-#: name, a term of art. Only a strong match on such a word skips the floor;
-#: "time" (in 17% of the labelled vault) or a stop word never does.
-RARE_MIN_DOCS = 3
-RARE_SHARE = 0.01
 
 DEFAULT_HALF_LIVES: dict[str, float] = {
     "identity": 180.0,
@@ -258,66 +237,6 @@ def keyword_hits(con: apsw.Connection, query: str, filters: Filters, k: int) -> 
         ranked, gains = with_neighbours(con, weak_expr, fts_top(con, weak_expr, filters, k, pre), filters, k + len(strong))
         weak = [h for h in ranked if h[0] not in seen][:k]
     return KeywordLists(strong, weak, strong_expr, weak_expr, content, gains)
-
-
-def matched_words(con: apsw.Connection, words: Sequence[str], rowids: Sequence[int]) -> dict[int, set[str]]:
-    """Which of ``words`` each of ``rowids`` contains (FTS5's own tokenizer
-    and stemmer decide: one lookup per word, on those rows only)."""
-    out: dict[int, set[str]] = {r: set() for r in rowids}
-    if not rowids:
-        return out
-    marks = placeholders(len(rowids))
-    for w, expr in zip(words, quoted(words)):
-        for (rowid,) in con.execute(f"SELECT rowid FROM traces_fts WHERE traces_fts MATCH ? AND rowid IN ({marks})", (expr, *rowids)):
-            out[rowid].add(w)
-    return out
-
-
-def rare_words(con: apsw.Connection, words: Sequence[str]) -> set[str]:
-    """The distinctive ones among ``words``: in at most max(RARE_MIN_DOCS,
-    RARE_SHARE x traces) traces (stepping that far into each word's match
-    list, as :func:`~store.search.common_words` does: no counting)."""
-    if not words:
-        return set()
-    limit = max(RARE_MIN_DOCS, int(RARE_SHARE * trace_count_estimate(con)))
-    return set(words) - common_words(con, words, limit)
-
-
-def keyword_relevant(words_matched: int, content: int) -> bool:
-    """Whether a keyword hit is relevant on its words alone (no vector to
-    judge it by): it shares at least half the query's content words."""
-    return content > 0 and words_matched >= max(1, math.ceil(content / 2))
-
-
-def floor_rule(c: Candidate, floor: float, content: int, rare_matched: bool) -> str:
-    """The rule by which ``c`` passes the relevance floor, "" when none does:
-
-    * "similarity": its best chunk reaches ``floor``;
-    * "distinctive word": every query word matches and one of them is rare;
-    * "keyword words": one of the first KEYWORD_FLOOR_RANK keyword hits,
-      sharing at least KEYWORD_MIN_WORDS content words, with similarity at
-      least ``floor - KEYWORD_FLOOR_MARGIN``;
-    * "keyword (no vector)": no vector yet, and :func:`keyword_relevant`.
-
-    ``content`` is the number of the query's content words and
-    ``rare_matched`` whether ``c`` contains a rare one; ``c.words_matched``
-    must be set for keyword hits below the floor.
-    """
-    if c.similarity is not None and c.similarity >= floor:
-        return "similarity"
-    if c.keyword_rank is None:
-        return ""
-    if c.similarity is None:
-        return "keyword (no vector)" if keyword_relevant(c.words_matched or 0, content) else ""
-    if c.keyword_strong and rare_matched:
-        return "distinctive word"
-    if (
-        c.keyword_rank <= KEYWORD_FLOOR_RANK
-        and (c.words_matched or 0) >= KEYWORD_MIN_WORDS
-        and c.similarity >= floor - KEYWORD_FLOOR_MARGIN
-    ):
-        return "keyword words"
-    return ""
 
 
 def _allowed_vector_hits(
@@ -460,7 +379,7 @@ def rank(
         _vector_candidates(con, cands, matrix, sims, own, filters, k)  # type: ignore[arg-type]
 
     floor = params.min_similarity
-    passed = _apply_floor(con, cands, kw, floor)
+    passed = apply_floor(con, cands, kw, floor)
     if not passed:
         return []
     kept = passed if for_context else {
@@ -473,9 +392,9 @@ def rank(
     if mode == "hybrid" and use_vectors:
         _add_graph(con, kept, matrix, sims, filters, floor - GRAPH_FLOOR_MARGIN)  # type: ignore[arg-type]
 
-    period = named_period(query, now) if mode == "hybrid" else None
+    periods = named_periods(query, now) if mode == "hybrid" else []
     for c in kept.values():
-        if period is not None and period.start <= c.happened < period.end:
+        if any(p.start <= c.happened < p.end for p in periods):
             c.time_match = 1.0 + TIME_MATCH_BOOST
         c.recency = recency_factor(c, params, now)
         c.strength_factor = strength_factor(c.strength)
@@ -510,37 +429,6 @@ def _vector_candidates(
             row = matrix.row_of_chunk(c.chunk_id)
             if row is not None and abs(float(own[row]) - (c.similarity or 0.0)) > 1e-6:
                 c.own_similarity = float(own[row])
-
-
-def _apply_floor(con: apsw.Connection, cands: dict[int, Candidate], kw: KeywordLists, floor: float) -> dict[int, Candidate]:
-    """Set each candidate's floor rule (:func:`floor_rule`); the ones that pass."""
-    # Words are weighed only for keyword hits the similarity alone would
-    # drop and a word rule could still keep: a strong hit contains every
-    # content word by definition; a weak one is looked up only when it has
-    # no vector, or its rank and similarity leave "keyword words" open.
-    def needs_words(c: Candidate) -> bool:
-        if c.keyword_rank is None or c.keyword_strong:
-            return False
-        if c.similarity is None:
-            return True
-        return c.similarity < floor and c.keyword_rank <= KEYWORD_FLOOR_RANK and c.similarity >= floor - KEYWORD_FLOOR_MARGIN
-
-    words = matched_words(con, kw.content, [c.rowid for c in cands.values() if needs_words(c)])
-    rare: set[str] | None = None
-    passed: dict[int, Candidate] = {}
-    for rowid, c in cands.items():
-        rare_matched = False
-        if c.keyword_strong:
-            c.words_matched = len(kw.content)
-            if c.similarity is not None and c.similarity < floor:
-                rare = rare_words(con, kw.content) if rare is None else rare
-                rare_matched = bool(rare)
-        elif rowid in words:
-            c.words_matched = len(words[rowid])
-        c.passed = floor_rule(c, floor, len(kw.content), rare_matched)
-        if c.passed:
-            passed[rowid] = c
-    return passed
 
 
 def _rrf(c: Candidate) -> float:

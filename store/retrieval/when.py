@@ -7,7 +7,7 @@
   what it names, ``--until`` its end (``--until 2023-05`` includes all of
   May). Filters compare against a trace's ``happened`` time (its event time,
   else its creation, else its last change: index migration 10).
-* :func:`named_period` finds a time a query names ("in May 2023", "last
+* :func:`named_periods` finds the times a query names ("in May 2023", "last
   week", "yesterday", "on 12 March"): hybrid ranking lifts memories from
   that period by :data:`TIME_MATCH_BOOST` (a soft signal, never a filter).
 * :func:`recency_factor` decays a memory by the age of its event time.
@@ -117,32 +117,39 @@ _RELATIVE = {
 }
 
 
-def named_period(query: str, now: datetime) -> Period | None:
-    """The period ``query`` names, if any (the first found)."""
+_EVERY = re.compile(r"\b(?:every|each)\s+$", re.I)
+
+
+def named_periods(query: str, now: datetime) -> list[Period]:
+    """The periods ``query`` names ("in June than in April": both); a month
+    without a year is the last one up to now; "every September" is none."""
+    out: list[Period] = []
     low = query.lower()
+    today = datetime(now.year, now.month, now.day, tzinfo=timezone.utc)
     for phrase, (back, length) in _RELATIVE.items():
         if re.search(rf"\b{phrase}\b", low):
-            start = datetime(now.year, now.month, now.day, tzinfo=timezone.utc) - timedelta(days=back)
-            return Period(iso(start), iso(start + timedelta(days=length)), phrase)
+            start = today - timedelta(days=back)
+            out.append(Period(iso(start), iso(start + timedelta(days=length)), phrase))
     for m in _MONTH_PHRASE.finditer(query):
         month = _MONTH_NAMES.index(m.group("month")) + 1
-        day = m.group("day1") or m.group("day2")
-        year = m.group("year")
-        if m.group("month") == "May" and not (day or year or _TIME_PREP.search(query[: m.start()])):
+        day, year, before = m.group("day1") or m.group("day2"), m.group("year"), query[: m.start()]
+        if _EVERY.search(before) or (m.group("month") == "May" and not (day or year or _TIME_PREP.search(before))):
             continue
         y = int(year) if year else (now.year if month <= now.month else now.year - 1)
         try:
             if day:
                 start = datetime(y, month, int(day), tzinfo=timezone.utc)
-                return Period(iso(start), iso(start + timedelta(days=1)), m.group(0))
-            return Period(iso(datetime(y, month, 1, tzinfo=timezone.utc)), iso(_next_month(y, month)), m.group(0))
+                out.append(Period(iso(start), iso(start + timedelta(days=1)), m.group(0)))
+            else:
+                out.append(Period(iso(datetime(y, month, 1, tzinfo=timezone.utc)), iso(_next_month(y, month)), m.group(0)))
         except ValueError:
             continue
-    m = _YEAR.search(query)
-    if m:
-        y = int(m.group(1))
-        return Period(iso(datetime(y, 1, 1, tzinfo=timezone.utc)), iso(datetime(y + 1, 1, 1, tzinfo=timezone.utc)), m.group(0))
-    return None
+    if not any(p.said[-4:].isdigit() for p in out):
+        for m in _YEAR.finditer(query):
+            y = int(m.group(1))
+            out.append(Period(iso(datetime(y, 1, 1, tzinfo=timezone.utc)), iso(datetime(y + 1, 1, 1, tzinfo=timezone.utc)),
+                              m.group(0)))
+    return out
 
 
 def parse_time(value: str) -> datetime | None:

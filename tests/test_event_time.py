@@ -1,0 +1,260 @@
+"""Event time: when a memory, note or fact happened, ``--since``/``--until``,
+times named in a query, decay by event time; conversation sessions and
+neighbouring turns; the full-text index over derived titles."""
+
+from __future__ import annotations
+
+import json
+from datetime import datetime, timezone
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+from helpers import opened, write
+
+from memvault.cli.main import cli
+from memvault.store.db.connection import write_transaction
+from memvault.store.index.event_time import (
+    date_in_text,
+    fact_event_time,
+    note_event_time,
+    parse_time,
+    session_of,
+)
+from memvault.store.retrieval.keyword import keyword_search
+from memvault.store.retrieval.neighbours import turn_neighbours, with_turn_context
+from memvault.store.retrieval.retriever import Retriever
+from memvault.store.retrieval.when import BadTimeError, named_periods, parse_bound
+
+NOW = datetime(2024, 6, 12, 9, 30, tzinfo=timezone.utc)
+
+
+# -- reading event times -------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("value", "expected"),
+    [
+        ("2023-03-04T10:15:00", "2023-03-04T10:15:00+00:00"),
+        ("2023-03-04", "2023-03-04T00:00:00+00:00"),
+        ("2023-03-04 10:15", "2023-03-04T10:15:00+00:00"),
+        ("2023-03-04T10:15:00+02:00", "2023-03-04T08:15:00+00:00"),
+        ("2023-03-04T10:15:00Z", "2023-03-04T10:15:00+00:00"),
+        ("2023/3/4", "2023-03-04T00:00:00+00:00"),
+        ("4 March 2023", "2023-03-04T00:00:00+00:00"),
+        ("March 4, 2023", "2023-03-04T00:00:00+00:00"),
+        ("4th of Mar 2023", "2023-03-04T00:00:00+00:00"),
+        ("2023-02-30", None),
+        ("2023-03-04 trip notes", None),
+        ("{{date}}", None),
+        (20230304, None),
+        (None, None),
+    ],
+)
+def test_front_matter_dates_parse_to_utc(value: object, expected: str | None) -> None:
+    assert parse_time(value) == expected
+
+
+def test_event_keys_in_order_then_daily_note_names() -> None:
+    fm = {"date": "2024-01-02", "session_date": "2023-12-30T20:00:00", "occurred": "not a date"}
+    assert note_event_time(fm, "Memory/a.md") == "2023-12-30T20:00:00+00:00"  # occurred unparseable, session_date next
+    assert note_event_time({"Date": "2024-01-02"}, "x.md") == "2024-01-02T00:00:00+00:00"  # keys are case-insensitive
+    assert note_event_time({}, "Daily/2024-05-06.md") == "2024-05-06T00:00:00+00:00"
+    assert note_event_time({}, "Journal/2024/05/07 Tuesday.md") == "2024-05-07T00:00:00+00:00"
+    assert note_event_time({"created": "2020-01-01"}, "Notes/Idea.md") is None  # creation is no event
+    assert fact_event_time(("Log", "## 12 March 2024 standup"), "2024-01-01T00:00:00+00:00") == "2024-03-12T00:00:00+00:00"
+    assert fact_event_time(("Log", "March 12"), "2024-01-01T00:00:00+00:00") == "2024-01-01T00:00:00+00:00"
+    assert date_in_text("Retro 2024-02-09 (late)") == "2024-02-09T00:00:00+00:00"
+    assert session_of({"session": "s1", "turn": 3}) == ("s1", 3.0)
+    assert session_of({"session": "s1", "turn": "x"}) == ("s1", None)
+    assert session_of({"session": ["a"]}) == (None, None)
+
+
+@pytest.mark.parametrize(
+    ("text", "end", "expected"),
+    [
+        ("7d", False, "2024-06-05T09:30:00+00:00"),
+        ("12h", False, "2024-06-11T21:30:00+00:00"),
+        ("2w", True, "2024-05-29T09:30:00+00:00"),
+        ("2023-05-01", False, "2023-05-01T00:00:00+00:00"),
+        ("2023-05-01", True, "2023-05-02T00:00:00+00:00"),
+        ("2023-05", False, "2023-05-01T00:00:00+00:00"),
+        ("2023-12", True, "2024-01-01T00:00:00+00:00"),
+        ("2023", True, "2024-01-01T00:00:00+00:00"),
+        ("2023-05-01T10:00", True, "2023-05-01T10:00:00+00:00"),
+        ("yesterday", False, "2024-06-11T00:00:00+00:00"),
+        ("today", True, "2024-06-13T00:00:00+00:00"),
+    ],
+)
+def test_since_and_until_bounds(text: str, end: bool, expected: str) -> None:
+    assert parse_bound(text, NOW, end=end) == expected
+
+
+def test_a_bad_bound_is_a_usage_error() -> None:
+    with pytest.raises(BadTimeError, match="not a date"):
+        parse_bound("last tuesday-ish", NOW)
+    assert BadTimeError("x").exit_code == 2
+
+
+def test_times_named_in_a_query() -> None:
+    said = lambda q: [(p.start[:10], p.end[:10]) for p in named_periods(q, NOW)]  # noqa: E731
+    assert said("what happened in May 2023?") == [("2023-05-01", "2023-06-01")]
+    assert said("what did we plan in September?") == [("2023-09-01", "2023-10-01")]  # the last September
+    assert said("the dentist on 3 June") == [("2024-06-03", "2024-06-04")]
+    assert said("happier in June than in April?") == [("2024-06-01", "2024-07-01"), ("2024-04-01", "2024-05-01")]
+    assert said("May I ask what you did?") == []  # the verb
+    assert said("what breaks every September?") == []  # no one period
+    assert said("what did I say yesterday") == [("2024-06-11", "2024-06-12")]
+    assert said("last week") and said("in 2022") == [("2022-01-01", "2023-01-01")]
+
+
+# -- the index ---------------------------------------------------------------------
+
+
+def turn(session: str, n: int, date: str, speaker: str, text: str) -> str:
+    return f"---\ntype: episodic\nsession_date: {date}\nspeaker: {speaker}\nsession: {session}\nturn: {n}\n---\n{text}\n"
+
+
+@pytest.fixture
+def chat(vault: Path) -> Path:
+    """Two sessions of a chat as episodic memory notes, a note with a date and a daily note."""
+    s1 = [("Ana", "Is your Portuguese exam still in June?"), ("Ben", "Moved it to July, I can't move house in the same month."),
+          ("Ana", "Sensible. Good luck with the boxes.")]
+    s2 = [("Ben", "The removal van is booked for the twelfth."), ("Ana", "Do you need help carrying the piano?")]
+    for n, (who, text) in enumerate(s1, 1):
+        write(vault, f"Memory/episodic/s1-{n}.md", turn("s1", n, "2023-05-02T18:00:00", who, text))
+    for n, (who, text) in enumerate(s2, 1):
+        write(vault, f"Memory/episodic/s2-{n}.md", turn("s2", n, "2023-06-20T09:00:00", who, text))
+    write(vault, "Trips/Lisbon.md", "---\ndate: 2022-10-01\n---\nWe flew to Lisbon for the conference.\n")
+    write(vault, "Daily/2024-01-15.md", "Called the removal company about a quote.\n")
+    write(vault, "Ideas.md", "---\ncreated: 2021-03-03\n---\nA piano app that teaches by ear.\n")
+    with opened(vault) as v:
+        v.sync()
+    return vault
+
+
+def test_sync_records_event_time_session_and_turn(chat: Path) -> None:
+    with opened(chat) as v:
+        rows = dict(((p, (e, h, s, q)) for p, e, h, s, q in v.con.execute(
+            "SELECT path, event_time, happened, session, seq FROM traces")))
+    assert rows["Memory/episodic/s1-2.md"] == ("2023-05-02T18:00:00+00:00", "2023-05-02T18:00:00+00:00", "s1", 2.0)
+    assert rows["Trips/Lisbon.md"][:2] == ("2022-10-01T00:00:00+00:00", "2022-10-01T00:00:00+00:00")
+    assert rows["Daily/2024-01-15.md"][0] == "2024-01-15T00:00:00+00:00"
+    # no event time: placed at its creation
+    assert rows["Ideas.md"][:2] == (None, "2021-03-03")
+
+
+def test_search_and_context_filter_by_when_things_happened(chat: Path) -> None:
+    runner = CliRunner()
+
+    def paths(*args: str) -> list[str]:
+        r = runner.invoke(cli, ["--vault", str(chat), "search", *args, "--mode", "keyword", "--json"])
+        assert r.exit_code == 0, r.output
+        return [json.loads(line)["path"] for line in r.output.splitlines()]
+
+    s2 = {"Memory/episodic/s2-1.md", "Memory/episodic/s2-2.md"}
+    assert set(paths("removal van piano Lisbon")) == s2 | {"Trips/Lisbon.md", "Daily/2024-01-15.md", "Ideas.md"}
+    assert set(paths("removal van piano Lisbon", "--since", "2023-06")) == s2 | {"Daily/2024-01-15.md"}
+    # Ideas.md has no event time: it is placed at its creation
+    assert set(paths("removal van piano Lisbon", "--until", "2022-12-31")) == {"Trips/Lisbon.md", "Ideas.md"}
+    assert set(paths("removal van piano Lisbon", "--since", "2023-06-01", "--until", "2023-06")) == s2
+    r = runner.invoke(cli, ["--vault", str(chat), "search", "piano", "--since", "soon"])
+    assert r.exit_code == 2 and "--since" in r.output
+    r = runner.invoke(cli, ["--vault", str(chat), "context", "piano", "--until", "2023-13"])
+    assert r.exit_code == 2
+
+
+def test_a_time_filter_narrows_the_search_first_when_few_traces_pass(chat: Path) -> None:
+    """The same hits whether the time range is applied before ranking (an
+    index range, few traces) or after (most traces pass)."""
+    with opened(chat) as v:
+        r = Retriever(v, v.read_con())
+        r.clock = lambda: NOW  # type: ignore[method-assign]
+        narrow = r.search("removal piano", mode="keyword", since="2023-06-01", until="2023-06-30")["hits"]
+        wide = r.search("removal piano", mode="keyword", since="2000")["hits"]
+        r.close()
+    assert {h["path"] for h in narrow} == {"Memory/episodic/s2-1.md", "Memory/episodic/s2-2.md"}
+    assert {h["path"] for h in narrow} < {h["path"] for h in wide}
+
+
+def test_the_fts_index_stays_consistent_through_edits(chat: Path) -> None:
+    """The FTS table reads a view (derived titles left out): every insert,
+    update, delete and the bulk loader's rebuild must agree with it."""
+    write(chat, "Memory/episodic/s1-3.md", turn("s1", 3, "2023-05-02T18:00:00", "Ana", "Sensible. Good luck packing."))
+    (chat / "Memory/episodic/s2-2.md").unlink()
+    write(chat, "Memory/semantic/Titled.md", "---\ntitle: Piano tuning\n---\nEvery spring.\n")
+    with opened(chat) as v:
+        v.sync()
+        v.con.execute("INSERT INTO traces_fts(traces_fts, rank) VALUES ('integrity-check', 1)")
+        with write_transaction(v.con):
+            v.con.execute("INSERT INTO traces_fts(traces_fts) VALUES ('rebuild')")
+        v.con.execute("INSERT INTO traces_fts(traces_fts, rank) VALUES ('integrity-check', 1)")
+        # a memory's first line is no title; a front-matter title is
+        titles = dict(v.con.execute("SELECT t.path, s.title FROM traces t JOIN traces_fts_source s ON s.rowid = t.rowid"))
+        assert titles["Memory/episodic/s1-1.md"] == "" and titles["Memory/semantic/Titled.md"] == "Piano tuning"
+        context = dict(v.con.execute("SELECT t.path, s.context FROM traces t JOIN traces_fts_source s ON s.rowid = t.rowid"))
+        assert context["Memory/episodic/s1-1.md"] == "Ana"
+        assert keyword_search(v.con, "packing")[0].path == "Memory/episodic/s1-3.md"
+        assert keyword_search(v.con, "boxes") == []  # the old text left the index
+
+
+# -- neighbours --------------------------------------------------------------------
+
+
+def test_turns_have_their_session_neighbours(chat: Path) -> None:
+    with opened(chat) as v:
+        rowid = dict(v.con.execute("SELECT path, rowid FROM traces"))
+        nb = turn_neighbours(v.con, [rowid["Memory/episodic/s1-2.md"], rowid["Memory/episodic/s2-1.md"], rowid["Ideas.md"]])
+        assert nb[rowid["Memory/episodic/s1-2.md"]] == (rowid["Memory/episodic/s1-1.md"], rowid["Memory/episodic/s1-3.md"])
+        assert nb[rowid["Memory/episodic/s2-1.md"]] == (None, rowid["Memory/episodic/s2-2.md"])
+        assert rowid["Ideas.md"] not in nb
+        ids = dict(v.con.execute("SELECT path, id FROM traces"))
+        around = with_turn_context(v.con, [(ids["Memory/episodic/s1-2.md"], 1.0), (ids["Ideas.md"], 0.5)])
+        assert [i for i, _ in around] == [ids["Memory/episodic/s1-1.md"], ids["Memory/episodic/s1-2.md"],
+                                          ids["Memory/episodic/s1-3.md"], ids["Ideas.md"]]
+
+
+def test_a_reply_is_found_by_the_words_of_the_turn_before_it(chat: Path) -> None:
+    """"Moved it to July" says nothing about an exam: the question before it does."""
+    with opened(chat) as v:
+        r = Retriever(v, v.read_con())
+        hits = r.search("Portuguese exam date", mode="keyword", explain=True)["hits"]
+        r.close()
+    paths = [h["path"] for h in hits]
+    assert paths[0] == "Memory/episodic/s1-1.md" and "Memory/episodic/s1-2.md" in paths
+    reply = hits[paths.index("Memory/episodic/s1-2.md")]
+    assert reply["explain"]["keyword_neighbours"] > 0 and reply["snippet"].startswith("Moved it to July")
+
+
+def test_hybrid_explains_context_similarity_event_time_and_time_match(chat: Path) -> None:
+    from memvault.store.embedding.pipeline import EmbeddingPipeline
+
+    with opened(chat) as v:
+        p = EmbeddingPipeline.for_store(v, v.con)
+        p.run()
+        p.close()
+        r = Retriever(v, v.read_con())
+        r.clock = lambda: NOW  # type: ignore[method-assign]
+        hits = r.search("moving the exam to July in May 2023", mode="hybrid", explain=True)["hits"]
+        r.close()
+    e = {h["path"]: h["explain"] for h in hits}["Memory/episodic/s1-2.md"]
+    assert e["event_time"] == "2023-05-02T18:00:00+00:00"
+    assert e["similarity_alone"] is not None and e["similarity_alone"] != e["vector_similarity"]
+    assert e["time_match"] > 1.0
+    # a year old: recency at its floor, not zero
+    from memvault.store.retrieval.when import RECENCY_FLOOR
+
+    assert e["recency"] == pytest.approx(RECENCY_FLOOR, abs=1e-3)
+    runner = CliRunner()
+    out = runner.invoke(cli, ["--vault", str(chat), "search", "moving the exam to July", "--explain"]).output
+    assert "in context (" in out and "happened 2023-05-02" in out
+
+
+def test_facts_happen_under_their_dated_heading_else_when_their_note_did(vault: Path) -> None:
+    write(vault, "Log.md", "---\nmemory: source\ndate: 2024-01-01\n---\n# Standups\n\n## 2024-02-09\n\n- Shipped the"
+          " booking page to staging.\n\n## Notes\n\n- The staging database is shared with QA.\n")
+    with opened(vault) as v:
+        v.sync()
+        rows = dict(v.con.execute("SELECT content, event_time FROM traces WHERE kind = 'fact'"))
+    assert rows["Shipped the booking page to staging."] == "2024-02-09T00:00:00+00:00"
+    assert rows["The staging database is shared with QA."] == "2024-01-01T00:00:00+00:00"
