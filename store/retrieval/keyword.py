@@ -17,6 +17,7 @@ from typing import Any
 
 import apsw
 
+from memvault.store.retrieval.neighbours import smooth_scores, turn_neighbours
 from memvault.vault_io.errors import UsageError
 
 #: BM25 column weights for (title, content, tags, context): a title or tag
@@ -330,8 +331,6 @@ def with_neighbours(
     turns next to a match join when they pass ``filters``. The best ``k``,
     and what each gained from its neighbours (traces that are no turn: as
     they were)."""
-    from memvault.store.retrieval.neighbours import smooth_scores, turn_neighbours
-
     if not ranked:
         return ranked, {}
     nb = turn_neighbours(con, [r for r, _ in ranked])
@@ -443,7 +442,10 @@ def keyword_search(
     strict = len(top)
     if strict < limit and len(exprs) > 1:
         seen = {r for r, _ in top}
-        fill = fts_top(con, exprs[1], filters, max(limit, NEIGHBOUR_CANDIDATES), pre)
+        fill = fts_top(con, exprs[1], filters, limit, pre)
+        if fill and turn_neighbours(con, [r for r, _ in fill]):
+            # Conversation turns: rank a wider pool with their neighbours.
+            fill = fts_top(con, exprs[1], filters, max(limit, NEIGHBOUR_CANDIDATES), pre)
         fill, gains = with_neighbours(con, exprs[1], fill, filters, len(fill) + limit)
         top += [t for t in fill if t[0] not in seen][: limit - strict]
         return _hits(con, exprs[-1], top, strict, gains)
