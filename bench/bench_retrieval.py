@@ -6,7 +6,8 @@
 
 * **quality**: recall@5, recall@10 and MRR of keyword, semantic and hybrid
   search over ``tests/fixtures/retrieval`` (paraphrase and keyword-exact
-  queries), and how many unrelated queries return nothing.
+  queries), and how many unrelated queries return nothing from search and
+  from ``context`` (notes included).
 * **calibrate**: the similarity of each paraphrase query's target versus the
   best similarity an unrelated query reaches, the data behind the relevance
   floor ``recall.min_similarity``.
@@ -120,6 +121,8 @@ def evaluate(root: Path, min_similarity: float | None = None) -> dict[str, Any]:
                                      "misses": misses}
         silent = sum(1 for q in sets["unrelated"] if not r.search(q, mode=mode, limit=10)["hits"])
         out[f"{mode}/unrelated_silent"] = f"{silent}/{len(sets['unrelated'])}"
+    silent = sum(1 for q in sets["unrelated"] if not r.context(q, scope="all", record=False)["items"])
+    out["context/unrelated_silent"] = f"{silent}/{len(sets['unrelated'])}"
     r.close()
     v.close()
     return out
