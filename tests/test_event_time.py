@@ -258,3 +258,31 @@ def test_facts_happen_under_their_dated_heading_else_when_their_note_did(vault: 
         rows = dict(v.con.execute("SELECT content, event_time FROM traces WHERE kind = 'fact'"))
     assert rows["Shipped the booking page to staging."] == "2024-02-09T00:00:00+00:00"
     assert rows["The staging database is shared with QA."] == "2024-01-01T00:00:00+00:00"
+
+
+def test_similarity_in_context_is_the_mixed_vectors_similarity(chat: Path) -> None:
+    """ContextVectors.apply gives exactly the cosine of the normalised
+    ``v + 0.5 v_prev + 0.3 v_next``, without a second matrix product."""
+    import numpy as np
+
+    from memvault.store.embedding.pipeline import EmbeddingPipeline
+    from memvault.store.retrieval.neighbours import NEXT_WEIGHT, PREV_WEIGHT
+
+    with opened(chat) as v:
+        p = EmbeddingPipeline.for_store(v, v.con)
+        p.run()
+        p.close()
+        r = Retriever(v, v.read_con())
+        m, ctx = r.matrix(), r.context_vectors()
+        rowid = dict(v.con.execute("SELECT path, rowid FROM traces"))
+        row = {path: int(m.rows_of_trace(rowid[path])[0]) for path in rowid}
+        q = r.embedder().embed_query("when is the exam now")
+        sims = ctx.apply(m.similarities(q))
+        r.close()
+    mid, before, after = (row[f"Memory/episodic/s1-{n}.md"] for n in (2, 1, 3))
+    mixed = m.matrix[mid] + PREV_WEIGHT * m.matrix[before] + NEXT_WEIGHT * m.matrix[after]
+    assert sims[mid] == pytest.approx(float(mixed @ q / np.linalg.norm(mixed)), abs=1e-5)
+    first = m.matrix[before] + NEXT_WEIGHT * m.matrix[mid]  # the first turn has no previous one
+    assert sims[before] == pytest.approx(float(first @ q / np.linalg.norm(first)), abs=1e-5)
+    assert sims[row["Ideas.md"]] == pytest.approx(float(m.matrix[row["Ideas.md"]] @ q), abs=1e-6)  # no session: alone
+    assert len(ctx) == 5  # the five turns; notes are no turns

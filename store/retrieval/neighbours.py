@@ -41,6 +41,8 @@ PREV_WEIGHT = 0.5
 NEXT_WEIGHT = 0.3
 
 _ORDER = "ORDER BY session, seq, happened, path, rowid"
+#: Rows whose context norms are computed at once (bounds the memory it takes).
+_NORM_BLOCK = 8192
 
 
 def _marks(n: int) -> str:
@@ -192,13 +194,15 @@ class ContextVectors:
         if not len(rows):
             return cls(rows, prev, nxt, np.zeros(0, dtype=np.float32))
         m = matrix.matrix
-        mixed = m[rows].copy()
-        has_p, has_n = prev >= 0, nxt >= 0
-        mixed[has_p] += PREV_WEIGHT * m[prev[has_p]]
-        mixed[has_n] += NEXT_WEIGHT * m[nxt[has_n]]
-        norms = np.linalg.norm(mixed, axis=1)
+        norms = np.empty(len(rows), dtype=np.float32)
+        for a in range(0, len(rows), _NORM_BLOCK):  # in blocks: a copy of every row at once is the matrix again
+            r, p, n = rows[a : a + _NORM_BLOCK], prev[a : a + _NORM_BLOCK], nxt[a : a + _NORM_BLOCK]
+            mixed = m[r].copy()
+            mixed[p >= 0] += PREV_WEIGHT * m[p[p >= 0]]
+            mixed[n >= 0] += NEXT_WEIGHT * m[n[n >= 0]]
+            norms[a : a + _NORM_BLOCK] = np.linalg.norm(mixed, axis=1)
         norms[norms == 0] = 1.0
-        return cls(rows, prev, nxt, norms.astype(np.float32))
+        return cls(rows, prev, nxt, norms)
 
     def apply(self, sims: "np.ndarray") -> "np.ndarray":
         """``sims`` with every row that has neighbours replaced by its similarity in context."""
