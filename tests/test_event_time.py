@@ -277,7 +277,7 @@ def test_similarity_in_context_is_the_mixed_vectors_similarity(chat: Path) -> No
         rowid = dict(v.con.execute("SELECT path, rowid FROM traces"))
         row = {path: int(m.rows_of_trace(rowid[path])[0]) for path in rowid}
         q = r.embedder().embed_query("when is the exam now")
-        sims = ctx.apply(m.similarities(q))
+        own, sims = ctx.apply(m.similarities(q), m, q)
         r.close()
     mid, before, after = (row[f"Memory/episodic/s1-{n}.md"] for n in (2, 1, 3))
     mixed = m.matrix[mid] + PREV_WEIGHT * m.matrix[before] + NEXT_WEIGHT * m.matrix[after]
@@ -286,3 +286,35 @@ def test_similarity_in_context_is_the_mixed_vectors_similarity(chat: Path) -> No
     assert sims[before] == pytest.approx(float(first @ q / np.linalg.norm(first)), abs=1e-5)
     assert sims[row["Ideas.md"]] == pytest.approx(float(m.matrix[row["Ideas.md"]] @ q), abs=1e-6)  # no session: alone
     assert len(ctx) == 5  # the five turns; notes are no turns
+    assert np.allclose(own, m.matrix @ q)  # a small matrix scores every row exactly
+    exact_own, exact_ctx = ctx.exact(m, np.array([mid, row["Ideas.md"]]), q)
+    assert exact_ctx[0] == pytest.approx(float(sims[mid]), abs=1e-5) and exact_ctx[1] == pytest.approx(float(exact_own[1]))
+
+
+def test_turns_the_first_pass_skipped_are_scored_next_to_those_it_kept(chat: Path) -> None:
+    """Above its exact size the matrix scores only rows its first pass kept
+    (the rest get NOT_SCORED): a turn next to a kept one, and the kept turn's
+    own neighbours, are scored exactly before they are mixed."""
+    import numpy as np
+
+    from memvault.store.embedding.pipeline import EmbeddingPipeline
+    from memvault.store.embedding.vectors import NOT_SCORED
+
+    with opened(chat) as v:
+        p = EmbeddingPipeline.for_store(v, v.con)
+        p.run()
+        p.close()
+        r = Retriever(v, v.read_con())
+        m, ctx = r.matrix(), r.context_vectors()
+        rowid = dict(v.con.execute("SELECT path, rowid FROM traces"))
+        row = {path: int(m.rows_of_trace(rowid[path])[0]) for path in rowid}
+        q = r.embedder().embed_query("when is the exam now")
+        _, full = ctx.apply(m.matrix @ q, m, q)
+        partial = np.full(len(m), NOT_SCORED, dtype=np.float32)
+        kept = row["Memory/episodic/s1-1.md"]
+        partial[kept] = m.matrix[kept] @ q
+        own, sims = ctx.apply(partial, m, q)
+        r.close()
+    for n in (1, 2):  # the kept turn and the reply next to it: as if all were scored
+        assert sims[row[f"Memory/episodic/s1-{n}.md"]] == pytest.approx(float(full[row[f"Memory/episodic/s1-{n}.md"]]), abs=1e-5)
+    assert sims[row["Memory/episodic/s2-1.md"]] == NOT_SCORED  # far from anything kept: left alone

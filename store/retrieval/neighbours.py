@@ -158,6 +158,7 @@ class ContextVectors:
         self.prev = prev
         self.next = nxt
         self.norms = norms
+        self._pos: "np.ndarray | None" = None  # matrix row -> index in rows (-1: no neighbours)
 
     def __len__(self) -> int:
         return int(len(self.rows))
@@ -204,18 +205,58 @@ class ContextVectors:
         norms[norms == 0] = 1.0
         return cls(rows, prev, nxt, norms)
 
-    def apply(self, sims: "np.ndarray") -> "np.ndarray":
-        """``sims`` with every row that has neighbours replaced by its similarity in context."""
+    def apply(self, sims: "np.ndarray", matrix: "VectorMatrix", query: "np.ndarray") -> tuple["np.ndarray", "np.ndarray"]:
+        """(own similarities, similarities in context) for ``sims`` from
+        :meth:`VectorMatrix.similarities`. Above its exact size the matrix
+        scores only the rows its first pass kept; a turn that was scored, or
+        one next to a scored turn, has its neighbours (and itself) scored
+        exactly here first, so a reply to a close question is found too."""
         if not len(self.rows):
-            return sims
+            return sims, sims
         import numpy as np
 
-        out = sims.copy()
-        mixed = sims[self.rows].astype(np.float32)
-        mixed += PREV_WEIGHT * np.where(self.prev >= 0, sims[self.prev], 0.0)
-        mixed += NEXT_WEIGHT * np.where(self.next >= 0, sims[self.next], 0.0)
-        out[self.rows] = mixed / self.norms
-        return out
+        from memvault.store.embedding.vectors import NOT_SCORED
+
+        own = sims
+        rows, prev, nxt, norms = self.rows, self.prev, self.next, self.norms
+        unscored = sims <= NOT_SCORED
+        if unscored.any():
+            scored = ~unscored
+            touch = scored[rows] | ((prev >= 0) & scored[prev]) | ((nxt >= 0) & scored[nxt])
+            rows, prev, nxt, norms = rows[touch], prev[touch], nxt[touch], norms[touch]
+            need = np.unique(np.concatenate([rows, prev[prev >= 0], nxt[nxt >= 0]]))
+            need = need[unscored[need]]
+            if len(need):
+                own = sims.copy()
+                own[need] = matrix.exact(need, query)
+        out = own.copy()
+        mixed = own[rows].astype(np.float32)
+        mixed += PREV_WEIGHT * np.where(prev >= 0, own[prev], 0.0)
+        mixed += NEXT_WEIGHT * np.where(nxt >= 0, own[nxt], 0.0)
+        out[rows] = mixed / norms
+        return own, out
+
+    def exact(self, matrix: "VectorMatrix", rows: "np.ndarray", query: "np.ndarray") -> tuple["np.ndarray", "np.ndarray"]:
+        """(own, in context) similarity of ``rows``, computed exactly (for
+        keyword-only and graph candidates the first pass may have skipped)."""
+        import numpy as np
+
+        own = matrix.exact(rows, query)
+        if not len(self.rows):
+            return own, own
+        if self._pos is None or len(self._pos) != len(matrix):
+            self._pos = np.full(len(matrix), -1, dtype=np.int64)
+            self._pos[self.rows] = np.arange(len(self.rows))
+        at = self._pos[rows]
+        has = at >= 0
+        ctx = own.copy()
+        if has.any():
+            i = at[has]
+            p, n = self.prev[i], self.next[i]
+            sp = np.where(p >= 0, matrix.exact(np.where(p >= 0, p, 0), query), 0.0)
+            sn = np.where(n >= 0, matrix.exact(np.where(n >= 0, n, 0), query), 0.0)
+            ctx[has] = (own[has] + PREV_WEIGHT * sp + NEXT_WEIGHT * sn) / self.norms[i]
+        return own, ctx
 
 
 def _chunk_rows(matrix: "VectorMatrix", trace_rowids: Sequence[int]) -> list[int]:

@@ -255,14 +255,24 @@ def _allowed_vector_hits(
         want *= 4
 
 
-def _best_chunk(matrix: VectorMatrix, sims: np.ndarray, rowid: int) -> tuple[float, int] | None:
+def _best_chunk(
+    matrix: VectorMatrix, query_vector: np.ndarray, rowid: int, context: ContextVectors | None = None
+) -> tuple[float, int, float | None] | None:
+    """The most similar chunk of one trace, exactly (a keyword hit may lie
+    outside what the vector first pass scored): (similarity in context,
+    chunk id, own similarity when neighbours changed it)."""
     rows = matrix.rows_of_trace(rowid)
     if rows is None or len(rows) == 0:
         return None
     import numpy as np
 
-    i = rows[int(np.argmax(sims[rows]))]
-    return float(sims[i]), int(matrix.chunk_ids[i])
+    if context is not None:
+        own, sims = context.exact(matrix, rows, query_vector)
+    else:
+        own = sims = matrix.exact(rows, query_vector)
+    i = int(np.argmax(sims))
+    alone = float(own[i]) if abs(float(own[i]) - float(sims[i])) > 1e-6 else None
+    return float(sims[i]), int(matrix.chunk_ids[rows[i]]), alone
 
 
 def recency_factor(c: Candidate, params: RankParams, now: datetime) -> float:
@@ -369,14 +379,17 @@ def rank(
     sims = own = None
     if use_vectors:
         own = matrix.similarities(query_vector)  # type: ignore[union-attr,arg-type]
-        sims = context.apply(own) if context is not None else own
+        if context is not None:
+            own, sims = context.apply(own, matrix, query_vector)  # type: ignore[arg-type]
+        else:
+            sims = own
 
     kw = KeywordLists([], [], "", "", [])
     if mode == "hybrid":
         kw = keyword_hits(con, query, filters, k)
         cands.update(_keyword_candidates(con, kw, filters))
     if use_vectors:
-        _vector_candidates(con, cands, matrix, sims, own, filters, k)  # type: ignore[arg-type]
+        _vector_candidates(con, cands, matrix, query_vector, sims, own, filters, k, context)  # type: ignore[arg-type]
 
     floor = params.min_similarity
     passed = apply_floor(con, cands, kw, floor)
@@ -390,7 +403,7 @@ def rank(
         c.fused = _rrf(c)
 
     if mode == "hybrid" and use_vectors:
-        _add_graph(con, kept, matrix, sims, filters, floor - GRAPH_FLOOR_MARGIN)  # type: ignore[arg-type]
+        _add_graph(con, kept, matrix, query_vector, filters, floor - GRAPH_FLOOR_MARGIN, context)  # type: ignore[arg-type]
 
     periods = named_periods(query, now) if mode == "hybrid" else []
     for c in kept.values():
@@ -410,25 +423,24 @@ def rank(
 
 
 def _vector_candidates(
-    con: apsw.Connection, cands: dict[int, Candidate], matrix: VectorMatrix, sims: np.ndarray, own: np.ndarray,
-    filters: Filters, k: int,
+    con: apsw.Connection, cands: dict[int, Candidate], matrix: VectorMatrix, query_vector: np.ndarray,
+    sims: np.ndarray, own: np.ndarray, filters: Filters, k: int, context: ContextVectors | None,
 ) -> None:
     """Add the ``k`` most similar traces to ``cands``, and give every
-    candidate its best chunk's similarity (in context, and alone)."""
+    candidate its best chunk's similarity (in context, and alone when that differs)."""
     best, rows = _allowed_vector_hits(con, matrix, sims, filters, k)
     for n, (rowid, sim, chunk_id) in enumerate(best, 1):
         c = cands.get(rowid) or rows[rowid]
         c.vector_rank, c.similarity, c.chunk_id = n, sim, chunk_id
+        row = matrix.row_of_chunk(chunk_id)
+        if row is not None and sims is not own and abs(float(own[row]) - sim) > 1e-6:
+            c.own_similarity = float(own[row])
         cands[rowid] = c
     for c in cands.values():
-        if c.similarity is None:  # keyword-only candidates: their own best chunk
-            found = _best_chunk(matrix, sims, c.rowid)
+        if c.similarity is None:  # keyword-only candidates: their own best chunk, exactly
+            found = _best_chunk(matrix, query_vector, c.rowid, context)
             if found:
-                c.similarity, c.chunk_id = found
-        if c.chunk_id is not None and sims is not own:
-            row = matrix.row_of_chunk(c.chunk_id)
-            if row is not None and abs(float(own[row]) - (c.similarity or 0.0)) > 1e-6:
-                c.own_similarity = float(own[row])
+                c.similarity, c.chunk_id, c.own_similarity = found
 
 
 def _rrf(c: Candidate) -> float:
@@ -444,9 +456,10 @@ def _add_graph(
     con: apsw.Connection,
     kept: dict[int, Candidate],
     matrix: VectorMatrix,
-    sims: np.ndarray,
+    query_vector: np.ndarray,
     filters: Filters,
     neighbour_floor: float,
+    context: ContextVectors | None = None,
 ) -> None:
     seeds = sorted(kept.values(), key=lambda c: (-c.fused, c.id))[:GRAPH_SEEDS]
     links = graph_neighbours(con, [s.id for s in seeds])
@@ -460,10 +473,10 @@ def _add_graph(
     missing = [i for i in seed_score if i not in by_id]
     if missing:
         for rowid, c in _fetch(con, f"t.id IN ({placeholders(len(missing))})", missing, filters).items():
-            found = _best_chunk(matrix, sims, rowid)
+            found = _best_chunk(matrix, query_vector, rowid, context)
             if found is None or found[0] < neighbour_floor:
                 continue
-            c.similarity, c.chunk_id = found
+            c.similarity, c.chunk_id, c.own_similarity = found
             c.passed = "graph"
             kept[rowid] = c
             by_id[c.id] = c
