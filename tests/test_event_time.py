@@ -318,3 +318,36 @@ def test_turns_the_first_pass_skipped_are_scored_next_to_those_it_kept(chat: Pat
     for n in (1, 2):  # the kept turn and the reply next to it: as if all were scored
         assert sims[row[f"Memory/episodic/s1-{n}.md"]] == pytest.approx(float(full[row[f"Memory/episodic/s1-{n}.md"]]), abs=1e-5)
     assert sims[row["Memory/episodic/s2-1.md"]] == NOT_SCORED  # far from anything kept: left alone
+
+
+def test_time_bounds_go_through_the_query_server(chat: Path) -> None:
+    """``--since``/``--until`` reach a running daemon and answer as in-process."""
+    from memvault.daemon.serve import QueryServer
+    from memvault.store.embedding.pipeline import EmbeddingPipeline
+    from memvault.store.memory_store import MemoryStore
+
+    with opened(chat) as v:
+        p = EmbeddingPipeline.for_store(v, v.con)
+        p.run()
+        p.close()
+    runner = CliRunner()
+
+    def ask(*args: str) -> list[dict]:
+        r = runner.invoke(cli, ["--vault", str(chat), *args, "--json"])
+        assert r.exit_code == 0, r.output
+        return [json.loads(line) for line in r.stdout.splitlines()]
+
+    search = ("search", "moving house and the piano", "--since", "2023-06", "--until", "2023-12")
+    context = ("context", "moving house and the piano", "--since", "2023-06", "--no-record")
+    cold, cold_ctx = ask(*search), ask(*context)
+    srv = QueryServer(MemoryStore.open(str(chat)))
+    srv.start()
+    try:
+        warm, warm_ctx = ask(*search), ask(*context)
+        assert srv.requests == 2
+    finally:
+        srv.stop()
+        srv.store.close()
+    assert warm == cold and warm_ctx == cold_ctx
+    assert cold and {h["path"] for h in cold} <= {"Memory/episodic/s2-1.md", "Memory/episodic/s2-2.md"}
+    assert all(i["path"].startswith("Memory/episodic/s2-") for i in cold_ctx[0]["items"])
