@@ -195,12 +195,10 @@ class Retriever:
         return {"mode": chosen, "hits": [self._hit_dict(h, explain) for h in hits], "notices": notices}
 
     def time_bounds(self, since: str | None, until: str | None) -> dict[str, str | None]:
-        """``since``/``until`` as written by a person, as :class:`Filters` bounds."""
-        from memvault.store.retrieval.when import parse_bound
+        """``since``/``until`` as written by a person, as :class:`Filters` bounds (now: :attr:`clock`)."""
+        from memvault.store.retrieval.when import time_bounds
 
-        now = self.clock()
-        return {"since": parse_bound(since, now) if since else None,
-                "until": parse_bound(until, now, end=True) if until else None}
+        return time_bounds(since, until, self.clock())
 
     def _ranked_hits(self, query: str, mode: str, filters: Filters, limit: int, explain: bool) -> list[Hit]:
         from memvault.store.retrieval.rank import to_hits

@@ -84,6 +84,14 @@ def parse_bound(text: str, now: datetime, *, end: bool = False) -> str:
     return iso(_utc(dt))
 
 
+def time_bounds(since: str | None, until: str | None, now: datetime) -> dict[str, str | None]:
+    """``--since``/``--until`` as written by a person, as the ``since`` and
+    ``until`` of :class:`~memvault.store.retrieval.keyword.Filters` (what
+    ``search``, ``context`` and ``list`` share)."""
+    return {"since": parse_bound(since, now) if since else None,
+            "until": parse_bound(until, now, end=True) if until else None}
+
+
 @dataclass(frozen=True)
 class Period:
     """A half-open span of time ``[start, end)`` as index time strings, and how the query said it."""
