@@ -67,6 +67,12 @@ class MemvaultGroup(click.Group):
             return super().invoke(ctx)
         except MemvaultError as exc:
             raise as_click_error(exc) from None
+        except Exception as exc:
+            if type(exc).__module__ != "apsw":
+                raise  # a bug: the traceback says where
+            # SQLite failed outside a write transaction (a read, a checkpoint):
+            # one line, like every other runtime failure.
+            raise click.ClickException(f"database error: {exc}") from None
 
 
 class AppContext:

@@ -308,7 +308,7 @@ class MemoryStore:
         """The one post-sync sequence (module docstring)."""
         from memvault.store.db import records as rec
         from memvault.store.db.connection import write_transaction
-        from memvault.store.index.rebuild import apply_state, recover_trash, state_applied
+        from memvault.store.index.rebuild import apply_state, backfill_state, recover_trash, state_applied
         from memvault.store.memories.mirror import flush_outbox
 
         report = SyncReport(summary)
@@ -317,6 +317,8 @@ class MemoryStore:
             # back what only the durable state (or the vault's .trash) knows,
             # before pending writes are finished on top of it.
             report.restored = recover_trash(self.con, self.root, apply_state(self.con))
+        elif kind == "sync":
+            backfill_state(self.con)
         for result in flush_outbox(self, stale_after, errors=report.unwritten):
             report.finished.append(result.id)
             summary.warnings.append(f"finished an interrupted write of {result.id}")

@@ -178,9 +178,7 @@ class Memories:
         )
         target = self._new_note_path(type_, memory_filename(content, trace_id[2:10]))
         data = render_memory(doc_from_trace(trace)).encode("utf-8")
-        with write_transaction(self.con):
-            rec.put_trace(self.con, trace)
-            mem.put_outbox(self.con, trace_id, "write", target, content_hash(data))
+        self._commit(trace, "write", target, content_hash(data), lambda: rec.put_trace(self.con, trace))
         result = self.flush(trace_id) or WriteResult(trace_id, "added", target)
         result.action = "added" if result.conflict is None else result.action
         result.warnings += self._unresolved_links(trace_id)
@@ -244,13 +242,17 @@ class Memories:
                 target = self._new_note_path(changed.type, name)
         existing = self._read_text(current) if current else None
         with write_transaction(self.con):
-            version_id = mem.snapshot_version(self.con, trace, reason)
-            # The note names the version it replaced (``supersedes``), so the
-            # chain can be followed from the vault too.
-            changed.metadata = dict(changed.metadata, supersedes=version_id)
-            data = render_memory(doc_from_trace(changed), existing).encode("utf-8")
+            snap = mem.stage_version(self.con, trace, reason)
+        # The note names the version it replaced (``supersedes``), so the
+        # chain can be followed from the vault too.
+        changed.metadata = dict(changed.metadata, supersedes=snap.id)
+        data = render_memory(doc_from_trace(changed), existing).encode("utf-8")
+
+        def index() -> None:
+            mem.put_version(self.con, snap)
             rec.put_trace(self.con, changed)
-            mem.put_outbox(self.con, trace.id, "write", target, content_hash(data))
+
+        self._commit(changed, "write", target, content_hash(data), index)
         result = self.flush(trace.id) or WriteResult(trace.id, "updated", target)
         if result.conflict is None:
             result.action = "updated"
@@ -266,9 +268,11 @@ class Memories:
             return WriteResult(trace.id, "forgotten", None,
                                warnings=[f"the note {deleted_at} had already been deleted in the vault"])
         current = mem.trace_path(self.con, trace.id)
+        gone = replace(trace, status="deleted", reason=reason or "forgotten")
         with write_transaction(self.con):
-            mem.mark_deleted(self.con, trace.id, reason or "forgotten")
-            mem.put_outbox(self.con, trace.id, "trash", current, None)
+            mem.stage_deleted(self.con, gone, gone.reason or "forgotten")
+        self._commit(gone, "trash", current, None,
+                     lambda: rec.set_status(self.con, trace.id, "deleted", gone.reason))
         return self.flush(trace.id) or WriteResult(trace.id, "forgotten")
 
     def restore(self, ref: str) -> WriteResult:
@@ -288,9 +292,9 @@ class Memories:
         if trace.status != "deleted":
             raise MemoryOpError(f"memory {trace.id} is {trace.status}, not deleted")
         with write_transaction(self.con):
-            rec.set_status(self.con, trace.id, "active", None)
             mem.clear_deleted(self.con, trace.id)
-            mem.put_outbox(self.con, trace.id, "restore", None, None)
+        self._commit(replace(trace, status="active", reason=None), "restore", None, None,
+                     lambda: rec.set_status(self.con, trace.id, "active", None))
         return self.flush(trace.id) or WriteResult(trace.id, "restored")
 
     def history(self, ref: str) -> list[rec.TraceRow]:
@@ -302,6 +306,19 @@ class Memories:
         head = newer[-1] if newer else trace
         return [head, *mem.versions(self.con, head.id)]
 
+    def _commit(
+        self, trace: rec.TraceRow, action: str, path: str | None, digest: str | None, index: Callable[[], None]
+    ) -> None:
+        """Record a store-side change: the durable state (the outbox entry
+        with the memory as it must be written) commits first, the index
+        second. SQLite commits two attached databases one after the other,
+        so a writer killed between them leaves the index behind the state,
+        never ahead: :func:`~.rows.index_catch_up` levels it from the outbox."""
+        with write_transaction(self.con):
+            mem.put_outbox(self.con, trace, action, path, digest)
+        with write_transaction(self.con):
+            index()
+
     # -- mirroring -------------------------------------------------------------
 
     def flush(self, trace_id: str) -> WriteResult | None:
@@ -309,7 +326,8 @@ class Memories:
         entry = mem.get_outbox(self.con, trace_id)
         if entry is None:
             return None
-        trace = rec.get_trace(self.con, trace_id)
+        with write_transaction(self.con):
+            trace = mem.index_catch_up(self.con, trace_id)
         if trace is None:
             with write_transaction(self.con):
                 mem.clear_outbox(self.con, trace_id)
