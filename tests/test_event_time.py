@@ -226,13 +226,32 @@ def test_a_reply_is_found_by_the_words_of_the_turn_before_it(chat: Path) -> None
     assert reply["explain"]["keyword_neighbours"] > 0 and reply["snippet"].startswith("Moved it to July")
 
 
-def test_hybrid_explains_context_similarity_event_time_and_time_match(chat: Path) -> None:
+def embed(root: Path) -> None:
+    """Embed the vault's texts with the bundled model."""
     from memvault.store.embedding.pipeline import EmbeddingPipeline
 
-    with opened(chat) as v:
+    with opened(root) as v:
         p = EmbeddingPipeline.for_store(v, v.con)
         p.run()
         p.close()
+
+
+@pytest.fixture
+def vectors(chat: Path) -> tuple:
+    """(matrix, context vectors, matrix row of each path, a query vector) of the embedded chat."""
+    embed(chat)
+    with opened(chat) as v:
+        r = Retriever(v, v.read_con())
+        m, ctx = r.matrix(), r.context_vectors()
+        rowid = dict(v.con.execute("SELECT path, rowid FROM traces"))
+        q = r.embedder().embed_query("when is the exam now")
+        r.close()
+    return m, ctx, {path: int(m.rows_of_trace(rowid[path])[0]) for path in rowid}, q
+
+
+def test_hybrid_explains_context_similarity_event_time_and_time_match(chat: Path) -> None:
+    embed(chat)
+    with opened(chat) as v:
         r = Retriever(v, v.read_con())
         r.clock = lambda: NOW  # type: ignore[method-assign]
         hits = r.search("moving the exam to July in May 2023", mode="hybrid", explain=True)["hits"]
@@ -260,25 +279,15 @@ def test_facts_happen_under_their_dated_heading_else_when_their_note_did(vault: 
     assert rows["The staging database is shared with QA."] == "2024-01-01T00:00:00+00:00"
 
 
-def test_similarity_in_context_is_the_mixed_vectors_similarity(chat: Path) -> None:
+def test_similarity_in_context_is_the_mixed_vectors_similarity(vectors: tuple) -> None:
     """ContextVectors.apply gives exactly the cosine of the normalised
     ``v + 0.5 v_prev + 0.3 v_next``, without a second matrix product."""
     import numpy as np
 
-    from memvault.store.embedding.pipeline import EmbeddingPipeline
     from memvault.store.retrieval.neighbours import NEXT_WEIGHT, PREV_WEIGHT
 
-    with opened(chat) as v:
-        p = EmbeddingPipeline.for_store(v, v.con)
-        p.run()
-        p.close()
-        r = Retriever(v, v.read_con())
-        m, ctx = r.matrix(), r.context_vectors()
-        rowid = dict(v.con.execute("SELECT path, rowid FROM traces"))
-        row = {path: int(m.rows_of_trace(rowid[path])[0]) for path in rowid}
-        q = r.embedder().embed_query("when is the exam now")
-        own, sims = ctx.apply(m.similarities(q), m, q)
-        r.close()
+    m, ctx, row, q = vectors
+    own, sims = ctx.apply(m.similarities(q), m, q)
     mid, before, after = (row[f"Memory/episodic/s1-{n}.md"] for n in (2, 1, 3))
     mixed = m.matrix[mid] + PREV_WEIGHT * m.matrix[before] + NEXT_WEIGHT * m.matrix[after]
     assert sims[mid] == pytest.approx(float(mixed @ q / np.linalg.norm(mixed)), abs=1e-5)
@@ -291,30 +300,20 @@ def test_similarity_in_context_is_the_mixed_vectors_similarity(chat: Path) -> No
     assert exact_ctx[0] == pytest.approx(float(sims[mid]), abs=1e-5) and exact_ctx[1] == pytest.approx(float(exact_own[1]))
 
 
-def test_turns_the_first_pass_skipped_are_scored_next_to_those_it_kept(chat: Path) -> None:
+def test_turns_the_first_pass_skipped_are_scored_next_to_those_it_kept(vectors: tuple) -> None:
     """Above its exact size the matrix scores only rows its first pass kept
     (the rest get NOT_SCORED): a turn next to a kept one, and the kept turn's
     own neighbours, are scored exactly before they are mixed."""
     import numpy as np
 
-    from memvault.store.embedding.pipeline import EmbeddingPipeline
     from memvault.store.embedding.vectors import NOT_SCORED
 
-    with opened(chat) as v:
-        p = EmbeddingPipeline.for_store(v, v.con)
-        p.run()
-        p.close()
-        r = Retriever(v, v.read_con())
-        m, ctx = r.matrix(), r.context_vectors()
-        rowid = dict(v.con.execute("SELECT path, rowid FROM traces"))
-        row = {path: int(m.rows_of_trace(rowid[path])[0]) for path in rowid}
-        q = r.embedder().embed_query("when is the exam now")
-        _, full = ctx.apply(m.matrix @ q, m, q)
-        partial = np.full(len(m), NOT_SCORED, dtype=np.float32)
-        kept = row["Memory/episodic/s1-1.md"]
-        partial[kept] = m.matrix[kept] @ q
-        own, sims = ctx.apply(partial, m, q)
-        r.close()
+    m, ctx, row, q = vectors
+    _, full = ctx.apply(m.matrix @ q, m, q)
+    partial = np.full(len(m), NOT_SCORED, dtype=np.float32)
+    kept = row["Memory/episodic/s1-1.md"]
+    partial[kept] = m.matrix[kept] @ q
+    own, sims = ctx.apply(partial, m, q)
     for n in (1, 2):  # the kept turn and the reply next to it: as if all were scored
         assert sims[row[f"Memory/episodic/s1-{n}.md"]] == pytest.approx(float(full[row[f"Memory/episodic/s1-{n}.md"]]), abs=1e-5)
     assert sims[row["Memory/episodic/s2-1.md"]] == NOT_SCORED  # far from anything kept: left alone
@@ -323,13 +322,9 @@ def test_turns_the_first_pass_skipped_are_scored_next_to_those_it_kept(chat: Pat
 def test_time_bounds_go_through_the_query_server(chat: Path) -> None:
     """``--since``/``--until`` reach a running daemon and answer as in-process."""
     from memvault.daemon.serve import QueryServer
-    from memvault.store.embedding.pipeline import EmbeddingPipeline
     from memvault.store.memory_store import MemoryStore
 
-    with opened(chat) as v:
-        p = EmbeddingPipeline.for_store(v, v.con)
-        p.run()
-        p.close()
+    embed(chat)
     runner = CliRunner()
 
     def ask(*args: str) -> list[dict]:
