@@ -87,14 +87,20 @@ def mcp(ctx: click.Context, app: AppContext, listen: str | None, read_only: bool
         return
     _quiet_logging()
     store = app.store  # checks the vault now: a bad path is one line, before any protocol
-    try:
-        from memvault.cli.mcp_server import build_server
-    except ImportError as exc:
-        raise click.ClickException(f"the MCP server needs the mcp extra: pip install 'memvault[mcp]' ({exc})") from None
+    import importlib.util
+
+    if importlib.util.find_spec("mcp") is None:
+        raise click.ClickException("the MCP server needs the mcp extra: pip install 'memvault[mcp]'")
     if listen is None:
-        server = build_server(store, read_only=read_only)
+        from memvault.cli.mcp_boot import serve_stdio
+
+        def build() -> object:
+            from memvault.cli.mcp_server import build_server
+
+            return build_server(store, read_only=read_only)
+
         try:
-            server.run()  # stdio until the client closes it
+            serve_stdio(build)  # until the client closes stdin
         except KeyboardInterrupt:
             pass
         return

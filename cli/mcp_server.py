@@ -43,24 +43,12 @@ from mcp.server.mcpserver.exceptions import ResourceError, ResourceNotFoundError
 from mcp.types import CallToolResult, TextContent, ToolAnnotations
 from pydantic import AliasChoices, Field, ValidationError
 
+from memvault.cli.mcp_boot import INSTRUCTIONS, SERVER_NAME, server_version
 from memvault.store.memory_store import MemoryStore
 from memvault.vault_io.errors import MemvaultError
 
 log = logging.getLogger("memvault.mcp")
 T = TypeVar("T")
-
-INSTRUCTIONS = """\
-memvault is the long-term memory of this person and the agents working with them: an Obsidian \
-vault of notes, memories (Memory/<type>/ notes) and facts extracted from notes they marked.
-- At the start of a task call `context` with the user's message: it returns the few memories, facts \
-and note passages that matter, within a token budget (empty when nothing is relevant).
-- `search` finds notes, memories or facts by words and meaning; `read` shows one in full (with its \
-version, links and an obsidian:// link for the person); `list` and `recent` browse without a query.
-- `remember` durable things the person tells you (preferences, decisions, facts about them or the \
-project); it is idempotent. `update` needs the `version` you read: if the person edited the memory \
-since, it is refused with the current text, so redo your change on top of theirs.
-- `forget` is reversible (`restore`). Ordinary notes are the person's: no tool edits them.
-Ids: m-... memories, f-... facts; notes by vault path or title."""
 
 _READ = ToolAnnotations(read_only_hint=True, destructive_hint=False, idempotent_hint=True, open_world_hint=False)
 
@@ -171,13 +159,7 @@ class Backend:
 def build_server(store: MemoryStore, *, read_only: bool = False, **server_options: Any) -> MCPServer:
     """The MCP server over ``store`` (read tools only with ``read_only``);
     ``server_options`` go to :class:`MCPServer` (the HTTP auth settings)."""
-    from importlib.metadata import PackageNotFoundError, version
-
-    try:
-        own_version = version("memvault")
-    except PackageNotFoundError:
-        own_version = "0"
-    server = MemvaultMCP("memvault", version=own_version, instructions=INSTRUCTIONS, log_level="WARNING",
+    server = MemvaultMCP(SERVER_NAME, version=server_version(), instructions=INSTRUCTIONS, log_level="WARNING",
                          **server_options)
     backend = Backend(store)
     _read_tools(server, backend)
