@@ -12,8 +12,9 @@ Both clients add what a ``SessionStart`` or ``UserPromptSubmit`` hook prints
 to the model's context. A hook must never break the agent's session: on any
 error, or past its time budget (:data:`BUDGET_WARM` seconds when a daemon
 answers warm, :data:`BUDGET_COLD` without one; :data:`BUDGET_INGEST` for
-the ingest hooks, whose output nobody waits for), it prints nothing, exits 0
-and logs why to ``hooks.log`` in memvault's data dir. The work runs on a
+the ingest hooks, whose output nobody waits for; counted from the moment
+the hook command starts its work), it prints nothing, exits 0 and logs why
+to ``hooks.log`` in memvault's data dir. The work runs on a
 thread; past the budget the process ends at once, whatever that thread is
 doing (a SQLite transaction in flight is rolled back, never half-written).
 """
@@ -38,7 +39,6 @@ from memvault.cli.main import AppContext, cli, emit_json, json_option, pass_app
 if TYPE_CHECKING:
     from memvault.store.memory_store import MemoryStore
 
-_STARTED = time.monotonic()  # this module loads when the hook command is looked up
 #: Seconds a context hook may take with a running daemon (warm answers) and without.
 BUDGET_WARM = 0.3
 BUDGET_COLD = 2.0
@@ -95,6 +95,7 @@ def run_hook(app: AppContext, event: str, work: Callable[["MemoryStore", dict[st
     Never raises and always exits 0: a failure, a missing vault or a
     timeout is logged, not shown (exit 2 would block a prompt).
     """
+    started = time.monotonic()
     data = read_input()
     result: dict[str, Any] = {}
 
@@ -115,9 +116,9 @@ def run_hook(app: AppContext, event: str, work: Callable[["MemoryStore", dict[st
     thread.start()
     budget_known.wait(timeout if timeout is not None else BUDGET_COLD)
     budget = result.get("budget", timeout if timeout is not None else BUDGET_COLD)
-    thread.join(max(0.0, budget - (time.monotonic() - _STARTED)))
+    thread.join(max(0.0, budget - (time.monotonic() - started)))
     if thread.is_alive():
-        log_line(event, f"gave up after {time.monotonic() - _STARTED:.2f}s (budget {budget}s); printed nothing")
+        log_line(event, f"gave up after {time.monotonic() - started:.2f}s (budget {budget}s); printed nothing")
         sys.stdout.flush()
         os._exit(0)  # the worker may be stuck in C code (a model load): end now, print nothing
     if "error" in result:
