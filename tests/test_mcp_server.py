@@ -235,3 +235,50 @@ def test_the_fast_initialize_answer_is_the_sdks(agent_vault: Path) -> None:
     assert initialize_result({"protocolVersion": "1999-01-01"}, handshake_versions(), "1")["protocolVersion"] == \
         mcp_types.version.LATEST_HANDSHAKE_VERSION
     assert json.dumps(fast)  # plain JSON
+
+
+def test_http_transport_needs_the_bearer_token(agent_vault: Path, tmp_path: Path) -> None:
+    import socket
+    import subprocess
+    import time
+    import urllib.error
+    import urllib.request
+
+    import httpx2
+    from mcp.client.streamable_http import streamable_http_client
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    env = dict(os.environ)
+    token = subprocess.run([str(MEMVAULT), "--vault", str(agent_vault), "mcp", "token"], capture_output=True,
+                           text=True, env=env, check=True).stdout.strip()
+    token_file = next(Path(env["MEMVAULT_HOME"]).glob("vaults/*/mcp_token"))
+    assert len(token) > 30 and token_file.stat().st_mode & 0o777 == 0o600
+    with open(tmp_path / "http.err", "w") as err:
+        server = subprocess.Popen([str(MEMVAULT), "--vault", str(agent_vault), "mcp", "--http", str(port),
+                                   "--read-only"], stdout=subprocess.DEVNULL, stderr=err, env=env)
+    url = f"http://127.0.0.1:{port}/mcp"
+    try:
+        deadline = time.monotonic() + 60
+        while True:
+            try:
+                urllib.request.urlopen(urllib.request.Request(url, data=b"{}", method="POST"), timeout=2)
+            except urllib.error.HTTPError as exc:
+                assert exc.code == 401  # listening, and refusing a request without the token
+                break
+            except OSError:
+                assert server.poll() is None and time.monotonic() < deadline, (tmp_path / "http.err").read_text()
+                time.sleep(0.2)
+
+        async def main() -> tuple[set[str], Any]:
+            async with httpx2.AsyncClient(headers={"Authorization": f"Bearer {token}"}) as http:
+                async with Client(streamable_http_client(url, http_client=http), mode="legacy") as c:
+                    names = {t.name for t in (await c.list_tools()).tools}
+                    return names, await c.call_tool("search", {"query": "Dolby Atmos", "mode": "keyword"})
+
+        names, hits = asyncio.run(main())
+        assert names == READS and not hits.is_error and hits.structured_content["hits"]
+    finally:
+        server.terminate()
+        server.wait(30)
