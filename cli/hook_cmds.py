@@ -234,22 +234,19 @@ def hook_prompt(app: AppContext, client: str, timeout: float | None, budget: int
     run_hook(app, "prompt", lambda s, d: prompt_text(s, d, budget, what), timeout)
 
 
-@hook.command("session-end")
-@_client
-@_timeout
-@pass_app
-def hook_session_end(app: AppContext, client: str, timeout: float | None) -> None:
-    """Hand the finished session's transcript to conversation ingest."""
-    run_hook(app, "session-end", lambda s, d: ingest_transcript(s, d, "session-end", client), timeout, ingest=True)
+def _ingest_hook(event: str, doc: str) -> None:
+    """Define ``memvault hook <event>``: the transcript to conversation ingest."""
+
+    @hook.command(event, help=doc)
+    @_client
+    @_timeout
+    @pass_app
+    def command(app: AppContext, client: str, timeout: float | None) -> None:
+        run_hook(app, event, lambda s, d: ingest_transcript(s, d, event, client), timeout, ingest=True)
 
 
-@hook.command("pre-compact")
-@_client
-@_timeout
-@pass_app
-def hook_pre_compact(app: AppContext, client: str, timeout: float | None) -> None:
-    """Hand the transcript to conversation ingest before the client compacts it."""
-    run_hook(app, "pre-compact", lambda s, d: ingest_transcript(s, d, "pre-compact", client), timeout, ingest=True)
+_ingest_hook("session-end", "Hand the finished session's transcript to conversation ingest.")
+_ingest_hook("pre-compact", "Hand the transcript to conversation ingest before the client compacts it.")
 
 
 _hook_client = click.option("--client", type=click.Choice(["claude-code", "codex"]), required=True,

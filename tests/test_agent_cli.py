@@ -17,12 +17,11 @@ from memvault.store.index.browse import parse_time
 ABOUT = """---
 memory: source
 ---
-# About me
+# Profile
 
-## Preferences
-- Prefers dark mode in every editor
+## Habits
 - Drinks coffee black, no sugar
-- Reads on an e-ink tablet in the evening
+- Cycles to the office when it is dry
 """
 
 
@@ -109,10 +108,10 @@ def test_update_expect_version_refuses_a_stale_change(memories: Path) -> None:
 
 
 def test_a_forgotten_fact_stays_retired_until_restored(vault: Path) -> None:
-    about = write(vault, "About me.md", ABOUT)
+    about = write(vault, "Profile.md", ABOUT)
     with opened(vault) as store:
         store.sync()
-        fact = next(f for f in store.facts("About me.md")[1] if "coffee" in f["text"])
+        fact = next(f for f in store.facts("Profile.md")[1] if "coffee" in f["text"])
     before = about.read_bytes()
     r = run(vault, "forget", fact["id"], "--reason", "I quit coffee")
     assert r.exit_code == 0, r.output

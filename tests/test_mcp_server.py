@@ -11,7 +11,6 @@ from __future__ import annotations
 import asyncio
 import json
 import os
-import shutil
 import sys
 from collections.abc import Awaitable, Callable
 from pathlib import Path
@@ -39,10 +38,7 @@ WRITES = {"remember", "update", "forget", "restore"}
 @pytest.fixture
 def agent_vault(tmp_path: Path, memvault_env: Path) -> Path:
     """The labelled retrieval vault (with its vectors), indexed."""
-    root = tmp_path / "vault"
-    shutil.copytree(support.VAULT, root)
-    support.build(root)
-    return root
+    return support.private_vault(tmp_path)
 
 
 def params(root: Path, *extra: str) -> StdioServerParameters:

@@ -157,6 +157,15 @@ def _join(lines: Sequence[str]) -> str:
     return "\n".join([HEADER, *lines])
 
 
+def _place(item: RecallItem, room: int, min_words: int = MIN_TRUNCATED_WORDS) -> bool:
+    """Give ``item`` its line within ``room`` tokens (and its own cap); False when it cannot have one."""
+    line = fit_line(item, min(item.max_tokens, room), min_words)
+    if line is None:
+        return False
+    item.text, item.tokens = line, _tokens(line)
+    return True
+
+
 def assemble(
     identity: Sequence[RecallItem], relevant: Sequence[RecallItem], budget: int, *, always_identity: bool = False
 ) -> tuple[str, list[RecallItem]]:
@@ -199,12 +208,8 @@ def assemble(
         if item.id == anchor.id:
             shown_identity.append(anchor)
             continue
-        if item.key in seen:
+        if item.key in seen or not _place(item, id_room):
             continue
-        line = fit_line(item, min(item.max_tokens, id_room), MIN_TRUNCATED_WORDS)
-        if line is None:
-            continue
-        item.text, item.tokens = line, _tokens(line)
         id_room -= item.tokens
         room -= item.tokens
         shown_identity.append(item)
@@ -216,12 +221,8 @@ def assemble(
             if anchor.id not in id_ids:
                 shown_relevant.append(anchor)
             continue
-        if item.key in seen:
+        if item.key in seen or not _place(item, room):
             continue
-        line = fit_line(item, min(item.max_tokens, room), MIN_TRUNCATED_WORDS)
-        if line is None:
-            continue
-        item.text, item.tokens = line, _tokens(line)
         room -= item.tokens
         shown_relevant.append(item)
         seen.add(item.key)
@@ -249,12 +250,9 @@ def _identity_only(identity: Sequence[RecallItem], budget: int) -> tuple[str, li
     room = budget - block_tokens(HEADER)
     chosen: list[RecallItem] = []
     for item in identity:
-        line = fit_line(item, min(item.max_tokens, room), MIN_TRUNCATED_WORDS)
-        if line is None:
-            continue
-        item.text, item.tokens = line, _tokens(line)
-        room -= item.tokens
-        chosen.append(item)
+        if _place(item, room):
+            room -= item.tokens
+            chosen.append(item)
     text = _join([i.text for i in chosen])
     while chosen and block_tokens(text) > budget:
         chosen.pop()
