@@ -31,6 +31,7 @@ from memvault.daemon.serve import QueryServer  # noqa: E402
 from memvault.store.memory_store import MemoryStore  # noqa: E402
 
 MEMVAULT = Path(sys.executable).parent / "memvault"
+NOTE = "kepano-obsidian/Notes/Minimal Theme.md"  # an ordinary note a person wrote
 READS = {"search", "context", "read", "links", "recent", "list", "history", "status"}
 WRITES = {"remember", "update", "forget", "restore"}
 
@@ -139,7 +140,8 @@ def test_bad_arguments_are_one_sentence_tool_errors(agent_vault: Path, tmp_path:
     bad = [
         ("search", {}), ("search", {"query": "x", "limit": 0}), ("search", {"query": "x", "what": "everything"}),
         ("context", {}), ("read", {}), ("read", {"id": "m-nope"}), ("read", {"path": "Nope.md"}),
-        ("read", {"path": "vaultofknowledge/Dolby Atmos.md", "heading": "No such heading"}),
+        ("read", {"path": NOTE, "heading": "No such heading"}),
+        ("update", {"id": NOTE, "version": 1, "content": "overwritten"}), ("forget", {"id": NOTE}),
         ("links", {"id": "nope"}), ("recent", {"since": "the other day"}), ("list", {"cursor": "garbage"}),
         ("list", {"sort": "size"}), ("history", {"id": "nope"}), ("remember", {"content": "  "}),
         ("remember", {"content": "x", "type": "colour"}), ("update", {"id": "m-nope", "version": 1, "content": "x"}),
@@ -153,7 +155,9 @@ def test_bad_arguments_are_one_sentence_tool_errors(agent_vault: Path, tmp_path:
         return out
 
     errlog = tmp_path / "server.err"
+    note_bytes = (agent_vault / NOTE).read_bytes()
     results = run_session(agent_vault, errlog, body)
+    assert (agent_vault / NOTE).read_bytes() == note_bytes  # no tool changes a person's note
     for (name, args), r in zip(bad, results):
         assert r.is_error, (name, args)
         message = text(r)
