@@ -81,7 +81,7 @@ Since = Annotated[str | None, _field("Changed since: an ISO date (2026-11-20) or
                                      "'yesterday'.", "since", "after", "from", "start")]
 Until = Annotated[str | None, _field("Changed before: an ISO date or a span like '2 days'.",
                                      "until", "before", "to", "end")]
-Reason = Annotated[str | None, _field("Why, in a few words (kept with the history).", "reason", "why", "note")]
+Reason = Annotated[str | None, _field("Why, in a few words (kept with the history).", "reason", "why")]
 
 
 def _as_list(value: str | list[str] | None) -> list[str]:

@@ -163,3 +163,15 @@ def test_hook_install_merges_into_claude_code_settings(home: Path, vault: Path) 
     assert invoke(vault, "hook", "install", "--client", "claude-code").output.startswith("memvault hooks already")
     assert invoke(vault, "hook", "uninstall", "--client", "claude-code").exit_code == 0
     assert json.loads(path.read_text()) == sample
+
+
+@pytest.mark.parametrize("args", [["--help"], ["mcp", "--help"], ["hook", "--help"]])
+def test_the_cli_never_imports_the_mcp_sdk_outside_the_server(args: list[str]) -> None:
+    import subprocess
+    import sys
+
+    code = f"import sys; sys.argv = ['memvault', *{args!r}]; from memvault.cli.main import main; main()"
+    p = subprocess.run([sys.executable, "-X", "importtime", "-c", code], capture_output=True, text=True)
+    assert p.returncode == 0, p.stderr[-2000:]
+    imported = {line.split("|")[-1].strip() for line in p.stderr.splitlines() if line.startswith("import time:")}
+    assert not {m for m in imported if m.split(".")[0] in ("mcp", "mcp_types", "pydantic", "uvicorn")}
