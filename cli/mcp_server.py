@@ -375,6 +375,7 @@ def _write_tools(server: MCPServer, backend: Backend) -> None:
         tags: Tags = None,
         type: Annotated[str | None, _field("A new memory type (moves the note).", "type", "memory_type")] = None,
         reason: Reason = None,
+        ctx: Context = None,  # type: ignore[assignment]
     ) -> CallToolResult:
         """Change a memory: its content, tags or type. The previous version is kept (history).
         Refused with the current text when the memory changed since `version` (the person may have
@@ -382,22 +383,28 @@ def _write_tools(server: MCPServer, backend: Backend) -> None:
         if content is None and tags is None and type is None:
             raise ToolError("nothing to update: give content, tags or type")
         result = backend.run(lambda s: s.update(
-            id, content=content, tags=_as_list(tags) if tags is not None else None, type_=type, reason=reason,
-            expect_version=version))
+            id, content=content, tags=_as_list(tags) if tags is not None else None, type_=type,
+            reason=_by(reason, "updated", ctx), expect_version=version))
         return _write_result(backend, result)
 
     @server.tool(annotations=ToolAnnotations(read_only_hint=False, destructive_hint=True, idempotent_hint=True,
                                              open_world_hint=False))
-    def forget(id: Ref, reason: Reason = None) -> CallToolResult:
+    def forget(id: Ref, reason: Reason = None, ctx: Context = None) -> CallToolResult:  # type: ignore[assignment]
         """Forget a memory (its note moves to the vault's .trash/) or retire a single wrong fact (its
         source note is not touched and the fact stays retired). Reversible with `restore`."""
-        return _write_result(backend, backend.run(lambda s: s.forget(id, reason)))
+        return _write_result(backend, backend.run(lambda s: s.forget(id, _by(reason, "forgotten", ctx))))
 
     @server.tool(annotations=ToolAnnotations(read_only_hint=False, destructive_hint=False, idempotent_hint=True,
                                              open_world_hint=False))
     def restore(id: Ref) -> CallToolResult:
         """Bring back a forgotten memory (and its note) or a forgotten fact."""
         return _write_result(backend, backend.run(lambda s: s.restore(id)))
+
+
+def _by(reason: str | None, verb: str, ctx: Context | None) -> str:
+    """A change's reason, saying which client made it (history and forgets keep it)."""
+    who = client_source(ctx)
+    return f"{reason} ({who})" if reason else f"{verb} by {who}"
 
 
 def _write_result(backend: Backend, result: Any) -> CallToolResult:

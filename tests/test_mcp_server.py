@@ -123,7 +123,9 @@ def test_listings_tools_and_a_write_then_read(agent_vault: Path, tmp_path: Path)
     assert read["id"] in [i["id"] for i in out["recent"].structured_content["items"]]
     assert out["update"].structured_content["version"] == 2
     assert out["stale"].is_error and "version 2, not 1" in text(out["stale"]) and "canoe" in text(out["stale"])
-    assert [v["id"] for v in out["history"].structured_content["versions"]] == [read["id"], read["id"] + ".v1"]
+    versions = out["history"].structured_content["versions"]
+    assert [v["id"] for v in versions] == [read["id"], read["id"] + ".v1"]
+    assert versions[1]["reason"] == "updated by mcp:pytest-agent"  # which client changed it
     assert out["forget"].structured_content["action"] == "forgotten"
     assert out["restore"].structured_content["action"] == "restored"
     assert out["status"].structured_content["vault"] == str(agent_vault)
