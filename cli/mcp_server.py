@@ -121,7 +121,7 @@ class Backend:
 
     def run(self, fn: Callable[[MemoryStore], T]) -> T:
         """``fn(store)`` under the lock; memvault's errors become one-sentence tool errors."""
-        from memvault.store.memories.mirror import VersionConflict
+        from memvault.store.memories.guard import VersionConflict
 
         with self.lock:
             try:
@@ -163,6 +163,7 @@ def build_server(store: MemoryStore, *, read_only: bool = False, **server_option
                          **server_options)
     backend = Backend(store)
     _read_tools(server, backend)
+    _browse_tools(server, backend)
     if not read_only:
         _write_tools(server, backend)
     _resources(server, backend)
@@ -201,7 +202,7 @@ def argument_error(exc: ValidationError) -> str:
 # -- read tools ----------------------------------------------------------------------
 
 
-def _read_tools(server: MCPServer, backend: Backend) -> None:  # noqa: C901 - one closure per tool
+def _read_tools(server: MCPServer, backend: Backend) -> None:
     @server.tool(annotations=_READ)
     def search(
         query: Query,
@@ -284,6 +285,9 @@ def _read_tools(server: MCPServer, backend: Backend) -> None:  # noqa: C901 - on
 
         return _ok(backend.run(run))
 
+
+
+def _browse_tools(server: MCPServer, backend: Backend) -> None:
     @server.tool(annotations=_READ)
     def recent(
         since: Since = "7 days",

@@ -58,7 +58,7 @@ def update(app: AppContext, ref: str, content: str | None, tags: tuple[str, ...]
     """Change a memory; the previous version is kept (see `memvault history`)."""
     if content is None and not tags and type_ is None:
         raise click.UsageError("nothing to update: give --content, --tag or --type")
-    from memvault.store.memories.mirror import VersionConflict
+    from memvault.store.memories.guard import VersionConflict
 
     try:
         result = app.store.update(ref, content=content, tags=list(tags) if tags else None, type_=type_,

@@ -506,7 +506,7 @@ class MemoryStore:
     def update(self, ref: str, **changes: Any) -> "WriteResult":
         """Change a memory (content, tags, type_, reason, expect_version); the
         old version is kept. ``expect_version`` refuses a change based on a
-        version that is no longer current (:class:`~.memories.mirror.VersionConflict`)."""
+        version that is no longer current (:class:`~.memories.guard.VersionConflict`)."""
         return self.memories.update(ref, **changes)
 
     def forget(self, ref: str, reason: str | None = None) -> "WriteResult":

@@ -10,7 +10,7 @@ from helpers import opened
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from memvault.store.memories.mirror import VersionConflict
+from memvault.store.memories.guard import VersionConflict
 
 STEPS = st.lists(st.sampled_from(["read", "edit", "update"]), min_size=1, max_size=10)
 

@@ -33,7 +33,7 @@ body as they typed it (:func:`render_note`).
 
 Versions: a memory's version is 1 plus the number of earlier versions kept
 (store updates and edits in the vault alike). :meth:`Memories.update` with
-``expect_version`` refuses (:class:`VersionConflict`, carrying the current
+``expect_version`` refuses (:class:`.guard.VersionConflict`, carrying the current
 text) when the memory moved on since that version was read, after first
 importing any edit a person saved meanwhile.
 """
@@ -53,6 +53,7 @@ from memvault.store.db.connection import write_transaction
 from memvault.store.index.classify import content_key
 from memvault.store.index.lookup import find_trace
 from memvault.store.memories import rows as mem
+from memvault.store.memories.guard import check_version, redaction_warnings
 from memvault.store.memories.memtypes import canonical_type, maybe_type
 from memvault.vault_io.atomic import NAME_MAX, atomic_move, atomic_write, fit_name, free_path, fsync_dir
 from memvault.vault_io.errors import MemvaultError
@@ -85,24 +86,6 @@ class MemoryWriteError(MemoryOpError):
     """
 
 
-class VersionConflict(MemoryOpError):
-    """An update based on a version older than the memory's current one
-    (someone, usually a person in Obsidian, changed it since it was read).
-    ``current`` holds the memory as it is now, so the change can be redone
-    on top of it."""
-
-    def __init__(self, trace: rec.TraceRow, version: int, expected: int, reason: str | None) -> None:
-        why = f" ({reason})" if reason else ""
-        super().__init__(
-            f"memory {trace.id} is at version {version}, not {expected}: it changed since you read it{why}; "
-            "redo the change on its current text"
-        )
-        self.current = {
-            "id": trace.id, "version": version, "type": trace.type, "tags": list(trace.tags),
-            "scope": trace.scope, "updated": trace.updated, "content": trace.content,
-        }
-
-
 @dataclass
 class WriteResult:
     """What a store-side change did."""
@@ -129,12 +112,6 @@ class WriteResult:
         if self.redacted:
             data["redacted"] = self.redacted
         return data
-
-
-def redacted_note(n: int) -> str:
-    """The one line that says a memory's content had secrets taken out."""
-    return (f"{n} secret{'s' if n != 1 else ''} in the content {'were' if n != 1 else 'was'} stored as "
-            "[redacted] (memvault never indexes, embeds or writes credentials)")
 
 
 def render_note(trace: rec.TraceRow, existing: str | None) -> str:
@@ -219,7 +196,7 @@ class Memories:
         if existing is not None:
             return WriteResult(existing.id, "exists", mem.trace_path(self.con, existing.id),
                                version=mem.current_version(self.con, existing.id), redacted=secrets_found,
-                               warnings=[redacted_note(secrets_found)] if secrets_found else [])
+                               warnings=redaction_warnings(secrets_found))
         trace_id = new_memory_id()
         now = rec.now_iso()
         clean_tags = _clean_tags(tags)
@@ -238,8 +215,7 @@ class Memories:
         result.action = "added" if result.conflict is None else result.action
         result.warnings += self._unresolved_links(trace_id)
         result.version, result.redacted = 1, secrets_found
-        if secrets_found:
-            result.warnings.insert(0, redacted_note(secrets_found))
+        result.warnings[:0] = redaction_warnings(secrets_found)
         return result
 
     def update(
@@ -254,14 +230,12 @@ class Memories:
     ) -> WriteResult:
         """Change a memory, keeping the previous version as superseded; a type
         change moves its note to the new type's folder. With
-        ``expect_version``, refuse (:class:`VersionConflict`) unless the
+        ``expect_version``, refuse (:class:`.guard.VersionConflict`) unless the
         memory is still at that version once pending vault edits are in."""
         new_type = canonical_type(type_) if type_ is not None else None
         trace = self._live_memory(ref)
         trace, deleted_at = self._import_pending(trace)
-        version = mem.current_version(self.con, trace.id)
-        if expect_version is not None and expect_version != version:
-            raise VersionConflict(trace, version, expect_version, mem.last_version_reason(self.con, trace.id))
+        version = check_version(self.con, trace, expect_version)
         changed = replace(trace)
         secrets_found = 0
         if content is not None:
@@ -282,7 +256,7 @@ class Memories:
                     f"memory {trace.id} was deleted in the vault ({deleted_at}); `memvault restore {trace.id}` first"
                 )
             return WriteResult(trace.id, "unchanged", mem.trace_path(self.con, trace.id), version=version,
-                               redacted=secrets_found, warnings=[redacted_note(secrets_found)] if secrets_found else [])
+                               redacted=secrets_found, warnings=redaction_warnings(secrets_found))
         changed.updated = rec.now_iso()
         changed.content_key = content_key(changed.type, changed.scope or "user", changed.content)
         if changed.content != trace.content:
@@ -319,9 +293,7 @@ class Memories:
         result = self.flush(trace.id) or WriteResult(trace.id, "updated", target)
         if result.conflict is None:
             result.action = "updated"
-        if secrets_found:
-            warnings.insert(0, redacted_note(secrets_found))
-        result.warnings = warnings + result.warnings
+        result.warnings = redaction_warnings(secrets_found) + warnings + result.warnings
         result.version, result.redacted = mem.current_version(self.con, trace.id), secrets_found
         return result
 
