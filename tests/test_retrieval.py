@@ -164,7 +164,7 @@ def test_explain_in_the_keyword_fallback(labelled, monkeypatch: pytest.MonkeyPat
 
 
 def test_filters_apply_to_vector_hits(retriever: Retriever) -> None:
-    hits = retriever.search("how to release the billing service safely", scope="memories")["hits"]
+    hits = retriever.search("how to release the billing service safely", what="memories")["hits"]
     assert hits and all(h["path"].startswith("Memory/") for h in hits)
     assert "m-proc-deploy" in [h["id"] for h in hits[:3]]
     hits = retriever.search("how to release the billing service safely", types=["episodic"])["hits"]
