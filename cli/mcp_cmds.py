@@ -97,7 +97,9 @@ def mcp(ctx: click.Context, app: AppContext, listen: str | None, read_only: bool
         def build() -> object:
             from memvault.cli.mcp_server import build_server
 
-            return build_server(store, read_only=read_only)
+            server = build_server(store, read_only=read_only)
+            catch_up(store)
+            return server
 
         try:
             serve_stdio(build)  # until the client closes stdin
@@ -106,6 +108,22 @@ def mcp(ctx: click.Context, app: AppContext, listen: str | None, read_only: bool
         return
     host, port = parse_listen(listen)
     _serve_http(store, host, port, read_only)
+
+
+def catch_up(store: "MemoryStore") -> None:
+    """Without a daemon nobody has indexed what changed in the vault since the
+    last sync: do it once now (no embedding, no model), so the agent's
+    session starts from the vault as it is. A vault never indexed is left
+    to `memvault sync` (that can take minutes); a failure is logged."""
+    from memvault.daemon.client import socket_path
+    from memvault.vault_io.errors import MemvaultError
+
+    if not store.has_index() or socket_path(store.data_dir).exists():
+        return
+    try:
+        store.sync()
+    except MemvaultError as exc:
+        logging.getLogger("memvault.mcp").warning("could not sync the vault at start: %s", exc)
 
 
 def _serve_http(store: "MemoryStore", host: str, port: int, read_only: bool) -> None:
@@ -119,6 +137,7 @@ def _serve_http(store: "MemoryStore", host: str, port: int, read_only: bool) -> 
     from memvault.cli.mcp_server import build_server
 
     token = ensure_token(store)
+    catch_up(store)
 
     class VaultToken(TokenVerifier):
         async def verify_token(self, value: str) -> AccessToken | None:

@@ -190,11 +190,18 @@ def test_update_refuses_a_change_based_on_a_version_a_person_edited_since(agent_
     assert "green tea" in note.read_text() and "drinks" in note.read_text()  # the person's edit survives
 
 
-def test_read_only_server_offers_read_tools_only(agent_vault: Path, tmp_path: Path) -> None:
-    async def body(s: ClientSession) -> set[str]:
-        return {t.name for t in (await s.list_tools()).tools}
+def test_read_only_server_offers_read_tools_only_and_starts_from_the_vault_as_it_is(
+    agent_vault: Path, tmp_path: Path
+) -> None:
+    (agent_vault / "Zeppelins.md").write_text("Written while no daemon ran: zeppelins over Lake Constance.\n")
 
-    assert run_session(agent_vault, tmp_path / "err", body, "--read-only") == READS
+    async def body(s: ClientSession) -> tuple[set[str], Any]:
+        found = await s.call_tool("search", {"query": "zeppelins Lake Constance", "mode": "keyword"})
+        return {t.name for t in (await s.list_tools()).tools}, found
+
+    names, found = run_session(agent_vault, tmp_path / "err", body, "--read-only")
+    assert names == READS
+    assert [h["path"] for h in found.structured_content["hits"]] == ["Zeppelins.md"]
 
 
 def test_search_and_context_go_to_a_running_daemon(agent_vault: Path, tmp_path: Path) -> None:
