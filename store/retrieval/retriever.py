@@ -367,15 +367,15 @@ class Retriever:
 
         if kind == "fact" or (kind == "memory" and (type_ == "identity" or len(content) < ITEM_MAX_TOKENS * 4)):
             return []
+        spans = trace_spans(self.con, rowid, content)
+        if kind == "memory" and len(spans) < 2:
+            return []  # a memory of one chunk is shown whole, like a short one
         if qvec is not None:
             matrix = self.matrix()
             if matrix is not None:
                 found = passages_by_vector(self.con, matrix, qvec, rowid, self.settings.recall.min_similarity)
                 if found:
                     return found
-        spans = trace_spans(self.con, rowid, content)
-        if kind == "memory" and len(spans) < 2:
-            return []
         return passages_by_words(spans, content, message)
 
     def _passage_text(self, h: Hit, query: str, qvec: Any) -> str:
