@@ -9,6 +9,8 @@ shipped, so nothing is embedded), with the SDK's own stdio client starting
 
 * **initialize (cold)**: from spawning the server process to the
   ``initialize`` result, a new process each time (the bar: < 1 s);
+* **hooks**: ``memvault hook prompt`` as a whole process, with and without
+  the daemon (how often it printed a block within its budget);
 * **tool calls**: ``search`` (hybrid) and ``context`` latency, median and
   p95 (nearest rank), measured in the client, over a varied list of
   queries, first without a daemon (the server loads the model itself on its
@@ -96,6 +98,24 @@ async def time_calls(root: Path, runs: int) -> dict[str, Any]:
     return result
 
 
+def time_hook(root: Path, runs: int) -> dict[str, Any]:
+    """Wall time of ``memvault hook prompt`` as a whole process (what an agent waits for)."""
+    import json
+
+    log = Path(os.environ["MEMVAULT_HOME"]) / "hooks.log"
+    gave_up = log.read_text().count("gave up") if log.exists() else 0
+    times, printed = [], 0
+    for i in range(runs):
+        data = json.dumps({"hook_event_name": "UserPromptSubmit", "prompt": QUERIES[i % len(QUERIES)]})
+        t = time.perf_counter()
+        p = subprocess.run([str(MEMVAULT_EXE), "--vault", str(root), "hook", "prompt"], input=data,
+                           capture_output=True, text=True)
+        times.append(time.perf_counter() - t)
+        printed += bool(p.stdout.strip())
+    over = (log.read_text().count("gave up") if log.exists() else 0) - gave_up
+    return {**stats_ms(times), "printed": printed, "over_budget": over}
+
+
 def start_daemon(root: Path) -> subprocess.Popen[str]:
     """A real ``memvault daemon`` for ``root``, returned once it answers warm."""
     from memvault.daemon.client import ask
@@ -134,9 +154,11 @@ def main() -> int:
         init = asyncio.run(time_initialize(root, args.init_runs))
         data["initialize"] = stats_ms(init)
         data["no_daemon"] = asyncio.run(time_calls(root, args.runs))
+        data["hook_no_daemon"] = time_hook(root, 5)
         daemon = start_daemon(root)
         try:
             data["daemon"] = asyncio.run(time_calls(root, args.runs))
+            data["hook_daemon"] = time_hook(root, 10)
         finally:
             daemon.terminate()
             daemon.wait(30)
@@ -154,6 +176,10 @@ def main() -> int:
             rows.append([f"{tool} tool call, {'with' if where == 'daemon' else 'without'} a daemon (median / p95)",
                          f"{s['median_ms']} / {s['p95_ms']} ms", bar,
                          verdict(s["median_ms"] < 150) if where == "daemon" else ""])
+    for where in ("hook_no_daemon", "hook_daemon"):
+        h = data[where]
+        rows.append([f"`memvault hook prompt` process, {'with' if where == 'hook_daemon' else 'without'} a daemon "
+                     f"(median / p95; a block {h['printed']}/{h['n']}, over budget {h['over_budget']})", f"{h['median_ms']} / {h['p95_ms']} ms", "", ""])
     print(table(rows, ["what", "figure", "bar", ""]))
     print(f"results: {write_json('bench_mcp', data)}")
     return 0
