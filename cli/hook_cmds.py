@@ -11,7 +11,8 @@
 Both clients add what a ``SessionStart`` or ``UserPromptSubmit`` hook prints
 to the model's context. A hook must never break the agent's session: on any
 error, or past its time budget (:data:`BUDGET_WARM` seconds when a daemon
-answers warm, :data:`BUDGET_COLD` without one; :data:`BUDGET_INGEST` for
+answers warm, :data:`BUDGET_COLD` without one, when recall goes by words
+alone so as not to load the model; :data:`BUDGET_INGEST` for
 the ingest hooks, whose output nobody waits for; counted from the moment
 the hook command starts its work), it prints nothing, exits 0 and logs why
 to ``hooks.log`` in memvault's data dir. The work runs on a
@@ -130,11 +131,19 @@ def run_hook(app: AppContext, event: str, work: Callable[["MemoryStore", dict[st
 
 
 def _context(store: "MemoryStore", args: dict[str, Any]) -> dict[str, Any]:
-    """The recall block, from the daemon (warm) or in-process."""
+    """The recall block from the daemon (warm); without one, by words alone
+    in-process: loading the model takes longer than a hook's budget."""
     from memvault.daemon.client import ask
+    from memvault.store.memory_store import MemoryStore
 
     found = ask(store.data_dir, "context", args, config=store.settings.values)
-    return found if found is not None else store.context(**args)
+    if found is not None:
+        return found
+    words_only = MemoryStore.open(str(store.root), {"embedding.model": "none"})
+    try:
+        return words_only.context(**args)
+    finally:
+        words_only.close()
 
 
 def project_of(cwd: str | None) -> tuple[str | None, Path | None]:
