@@ -121,7 +121,7 @@ def evaluate(root: Path, min_similarity: float | None = None) -> dict[str, Any]:
                                      "misses": misses}
         silent = sum(1 for q in sets["unrelated"] if not r.search(q, mode=mode, limit=10)["hits"])
         out[f"{mode}/unrelated_silent"] = f"{silent}/{len(sets['unrelated'])}"
-    silent = sum(1 for q in sets["unrelated"] if not r.context(q, scope="all", record=False)["items"])
+    silent = sum(1 for q in sets["unrelated"] if not r.context(q, what="all", record=False)["items"])
     out["context/unrelated_silent"] = f"{silent}/{len(sets['unrelated'])}"
     r.close()
     v.close()

@@ -8,6 +8,7 @@ from typing import Any
 import click
 
 from memvault.cli.main import AppContext, cli, emit_json, json_option, pass_app, progress_bar, stderr_is_tty, warn
+from memvault.store.retrieval.when import given
 
 
 @cli.command()
@@ -125,12 +126,6 @@ def since_until_options(f: Any) -> Any:
                              "7d, 12h, 2w, 1y. Event time (session_date, date, occurred...), else creation.")(f)
 
 
-def time_args(since: str | None, until: str | None) -> dict[str, str]:
-    """The time bounds to pass on: only those given, so a daemon from before
-    they existed still answers every other request."""
-    return {k: v for k, v in (("since", since), ("until", until)) if v}
-
-
 @cli.command()
 @click.argument("query", nargs=-1, required=True)
 @click.option("-n", "--limit", default=10, show_default=True, type=click.IntRange(1, 1000), help="Most hits to show.")
@@ -140,8 +135,10 @@ def time_args(since: str | None, until: str | None) -> dict[str, str]:
               help="Only traces with this tag or a nested tag (repeatable).")
 @click.option("--path", "path_glob", metavar="GLOB", help="Only notes whose vault path matches this glob.")
 @click.option("--raw", is_flag=True, help="Pass QUERY to SQLite FTS5 as written (phrases, AND/OR/NOT, prefix*); keyword mode.")
-@click.option("--scope", "scope", type=click.Choice(["all", "notes", "memories", "facts"]), default="all",
-              show_default=True, help="What to search: ordinary notes, memories (memory notes and facts), facts, or all.")
+@click.option("--what", "what", type=click.Choice(["all", "notes", "memories", "facts"]), default=None,
+              help="What to search: ordinary notes, memories (memory notes and facts), facts, or all (default).")
+@click.option("--scope", "scopes", multiple=True, metavar="S", callback=lambda c, p, v: split_scopes(v, "search"),
+              help="Only memories of this scope (user, a project...; repeatable); notes and facts have none and stay.")
 @click.option("--mode", type=click.Choice(["keyword", "semantic", "hybrid"]), default=None,
               help="Words, meaning, or both fused (default: hybrid when vectors exist, else keyword).")
 @click.option("--explain", is_flag=True, help="Show each hit's keyword rank, similarity, graph, recency and strength factors.")
@@ -159,7 +156,8 @@ def search(
     tags: tuple[str, ...],
     path_glob: str | None,
     raw: bool,
-    scope: str,
+    what: str | None,
+    scopes: tuple[tuple[str, ...], str | None],
     mode: str | None,
     explain: bool,
     record: bool,
@@ -172,11 +170,12 @@ def search(
     """Search the index by words and meaning. QUERY is plain language unless --raw is given
     (several words need no quotes)."""
     store = app.store
+    memory_scope, old_what = scopes
     args = {
         "query": " ".join(query), "mode": mode, "limit": limit, "types": list(_canonical_types(types)), "tags": list(tags),
-        "path_glob": path_glob, "raw": raw, "scope": scope, "include_deleted": include_deleted,
-        "include_superseded": include_superseded, "explain": explain, "record": record,
-        **time_args(since, until),
+        "path_glob": path_glob, "raw": raw, "what": what or old_what or "all", "memory_scope": list(memory_scope),
+        "include_deleted": include_deleted, "include_superseded": include_superseded, "explain": explain,
+        "record": record, **given(since, until),
     }
     result = None
     if mode != "keyword" and not raw:
@@ -192,7 +191,7 @@ def search(
             continue
         status = f" ({hit['status']})" if hit.get("status") else ""
         click.echo(f"{i}. {click.style(hit['title'], bold=True)}  [{hit['type']}]{status}  {hit['path'] or ''}")
-        snippet = " ".join(hit["snippet"].split())
+        snippet = " ".join((hit["snippet"] or "").split())
         if snippet:
             click.echo(f"   {snippet}")
         click.echo(click.style(f"   {hit['id']}  score {hit['score']:.4g}  {hit['uri'] or ''}", dim=True))
@@ -226,6 +225,20 @@ def _explain_line(e: dict[str, Any]) -> str:
         f"{kw_text}  {sim_text}  graph +{e.get('graph') or 0:.4f}  fused {e.get('fused') or 0:.4f}{time_match}  "
         f"recency x{e.get('recency') or 1:.3f}{when}  strength x{e.get('strength') or 1:.2f}{passed}"
     )
+
+
+#: What ``--scope`` meant before 0.3 (now ``--what``); a memory scope is any other word.
+OLD_SCOPE_VALUES = ("all", "notes", "memories", "facts")
+
+
+def split_scopes(values: tuple[str, ...], command: str) -> tuple[tuple[str, ...], str | None]:
+    """``--scope`` values as (memory scopes, the old ``--what`` value if one
+    was given the pre-0.3 way, with a deprecation notice)."""
+    old = [v for v in values if v in OLD_SCOPE_VALUES]
+    if old:
+        notice(f"`{command} --scope {old[-1]}` is the old spelling of `--what {old[-1]}` and still works; "
+               "--scope now names a memory scope (user, a project...)")
+    return tuple(v for v in values if v not in OLD_SCOPE_VALUES), (old[-1] if old else None)
 
 
 def ask_daemon(store: Any, op: str, args: dict[str, Any]) -> dict[str, Any] | None:
@@ -262,11 +275,16 @@ def _vault_ref(app: AppContext, ref: str) -> str:
 
 @cli.command()
 @click.argument("ref", metavar="ID|PATH")
+@click.option("--heading", metavar="HEADING", help="Show only this section of a note (its heading's text).")
 @json_option
 @pass_app
-def show(app: AppContext, ref: str, as_json: bool) -> None:
+def show(app: AppContext, ref: str, heading: str | None, as_json: bool) -> None:
     """Show one note or trace: metadata, tags and content."""
-    data = app.store.show(_vault_ref(app, ref))
+    if heading:
+        data = app.store.read(_vault_ref(app, ref), heading)
+        data.setdefault("parse_error", None)
+    else:
+        data = app.store.show(_vault_ref(app, ref))
     if as_json:
         emit_json(data)
         return

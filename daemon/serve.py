@@ -47,10 +47,10 @@ MAX_CLIENTS = 8
 OPS = ("ping", "search", "context", "wake")
 
 _SEARCH_ARGS = {
-    "query", "mode", "limit", "types", "tags", "path_glob", "raw", "scope",
+    "query", "mode", "limit", "types", "tags", "path_glob", "raw", "scope", "what", "memory_scope",
     "include_deleted", "include_superseded", "explain", "record", "since", "until",
 }
-_CONTEXT_ARGS = {"message", "budget", "scope", "record", "since", "until"}
+_CONTEXT_ARGS = {"message", "budget", "scope", "what", "memory_scope", "identity", "record", "since", "until"}
 
 
 class ServerRunningError(MemvaultError):

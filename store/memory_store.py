@@ -498,6 +498,35 @@ class MemoryStore:
 
         checkpoint(self.con)
 
+    def list(self, **options: Any) -> dict[str, Any]:
+        """A page of memories (or notes, facts): ``{"items", "total", "next_cursor"}``
+        (options: what, types, scopes, tags, sort, since, until, include_deleted,
+        limit, cursor; see :func:`~memvault.store.index.browse.list_traces`)."""
+        from memvault.store.index import browse
+
+        return browse.list_traces(self.read_con(), self.name, **options)
+
+    def recent(self, **options: Any) -> dict[str, Any]:
+        """What changed lately, newest first (options: since, until, what,
+        types, scopes, limit; see :func:`~memvault.store.index.browse.recent`)."""
+        from memvault.store.index import browse
+
+        return browse.recent(self.read_con(), self.name, **options)
+
+    def read(self, ref: str, heading: str | None = None) -> dict[str, Any]:
+        """One note, memory or fact with its metadata, version, links both
+        ways and ``obsidian://`` URI; ``heading`` narrows a note to one section."""
+        from memvault.store.index import browse
+
+        return browse.read_trace(self.read_con(), self.name, self._trace(ref), heading)
+
+    def identity(self, limit: int | None = None) -> list[dict[str, Any]]:
+        """The active identity memories, strongest and newest first."""
+        from memvault.store.retrieval.recall import identity_items
+
+        items = identity_items(self.read_con(), limit or self.settings.recall.identity_max)
+        return [{"id": i.id, "path": i.path, "content": i.content} for i in items]
+
     def _trace(self, ref: str) -> Any:
         from memvault.store.index.lookup import find_trace
 
@@ -513,16 +542,36 @@ class MemoryStore:
         return self.memories.add(content, type_, **options)
 
     def update(self, ref: str, **changes: Any) -> "WriteResult":
-        """Change a memory (content, tags, type_, reason); the old version is kept."""
+        """Change a memory (content, tags, type_, reason, expect_version); the
+        old version is kept. ``expect_version`` refuses a change based on a
+        version that is no longer current (:class:`~.memories.guard.VersionConflict`)."""
         return self.memories.update(ref, **changes)
 
     def forget(self, ref: str, reason: str | None = None) -> "WriteResult":
-        """Soft-delete a memory: its note moves to ``.trash/``."""
+        """Soft-delete a memory (its note moves to ``.trash/``), or retire one
+        fact (its source note untouched; it stays retired until restored)."""
+        fact = self._fact(ref)
+        if fact is not None:
+            from memvault.store.facts.forgets import forget_fact
+
+            return forget_fact(self, fact, reason)
         return self.memories.forget(ref, reason)
 
     def restore(self, ref: str) -> "WriteResult":
-        """Bring back a forgotten memory and its note."""
+        """Bring back a forgotten memory and its note, or a forgotten fact."""
+        fact = self._fact(ref)
+        if fact is not None:
+            from memvault.store.facts.forgets import restore_fact
+
+            return restore_fact(self, fact)
         return self.memories.restore(ref)
+
+    def _fact(self, ref: str) -> Any:
+        """The fact ``ref`` names, if it names one."""
+        from memvault.store.index.lookup import find_trace
+
+        trace = find_trace(self.con, ref)
+        return trace if trace is not None and trace.kind == "fact" else None
 
     # -- memory sources ---------------------------------------------------------------------
 

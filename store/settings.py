@@ -63,6 +63,7 @@ KEYS: tuple[Key, ...] = (
     Key("recall.budget", 800, "Default token budget of `memvault context`."),
     Key("recall.min_similarity", 0.3, "Relevance floor: weakest cosine similarity a semantic match may have."),
     Key("recall.identity_max", 5, "Most identity memories `memvault context` puts first."),
+    Key("recall.identity", "relevant", 'When `context` shows identity memories: "relevant" (beside something relevant) or "always".'),
     Key("recall.half_life.identity", 180.0, "Days for an identity memory's recency factor to halve (0: no decay)."),
     Key("recall.half_life.semantic", 90.0, "Days for a semantic memory's recency factor to halve (0: no decay)."),
     Key("recall.half_life.procedural", 90.0, "Days for a procedural memory's recency factor to halve (0: no decay)."),
@@ -184,6 +185,8 @@ class RecallSettings:
     budget: int
     min_similarity: float
     identity_max: int
+    #: "relevant" or "always": whether identity memories make a block alone.
+    identity: str
     #: Days for the recency factor of each memory type (and "note") to halve; 0: never.
     half_life: Mapping[str, float]
     evergreen_tags: tuple[str, ...]
@@ -242,6 +245,7 @@ class Settings:
                 budget=int(v["recall.budget"]),
                 min_similarity=float(v["recall.min_similarity"]),
                 identity_max=int(v["recall.identity_max"]),
+                identity=str(v["recall.identity"]),
                 half_life=MappingProxyType({
                     k.rsplit(".", 1)[1]: float(v[k])
                     for k in v if k.startswith("recall.half_life.")
@@ -286,4 +290,6 @@ def load_settings(overrides: dict[str, Any] | None = None) -> Settings:
         "flag": "option for memory_folder",
     }.get(origins["memory_folder"], "default")
     values["memory_folder"] = check_memory_folder(values["memory_folder"], origin)
+    if values["recall.identity"] not in ("always", "relevant"):
+        raise ConfigError(f"recall.identity must be always or relevant, not {values['recall.identity']!r}")
     return Settings.from_values(values, path, origins)

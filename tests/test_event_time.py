@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 from datetime import datetime, timezone
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 from click.testing import CliRunner
@@ -209,8 +210,10 @@ def test_turns_have_their_session_neighbours(chat: Path) -> None:
         assert nb[rowid["Memory/episodic/s2-1.md"]] == (None, rowid["Memory/episodic/s2-2.md"])
         assert rowid["Ideas.md"] not in nb
         ids = dict(v.con.execute("SELECT path, id FROM traces"))
-        around = with_turn_context(v.con, [(ids["Memory/episodic/s1-2.md"], 1.0), (ids["Ideas.md"], 0.5)])
-        assert [i for i, _ in around] == [ids["Memory/episodic/s1-1.md"], ids["Memory/episodic/s1-2.md"],
+        recalled = [SimpleNamespace(id=ids["Memory/episodic/s1-2.md"], score=1.0), SimpleNamespace(id=ids["Ideas.md"], score=0.5)]
+        around = with_turn_context(v.con, recalled, lambda i, item: SimpleNamespace(id=i, score=item.score))
+        assert [a.score for a in around] == [1.0, 1.0, 1.0, 0.5]
+        assert [a.id for a in around] == [ids["Memory/episodic/s1-1.md"], ids["Memory/episodic/s1-2.md"],
                                           ids["Memory/episodic/s1-3.md"], ids["Ideas.md"]]
 
 
@@ -346,3 +349,32 @@ def test_time_bounds_go_through_the_query_server(chat: Path) -> None:
     assert warm == cold and warm_ctx == cold_ctx
     assert cold and {h["path"] for h in cold} <= {"Memory/episodic/s2-1.md", "Memory/episodic/s2-2.md"}
     assert all(i["path"].startswith("Memory/episodic/s2-") for i in cold_ctx[0]["items"])
+
+
+def test_the_mcp_search_and_context_tools_take_since_and_until(chat: Path) -> None:
+    pytest.importorskip("mcp")
+    import asyncio
+
+    from mcp import Client
+
+    from memvault.cli.mcp_server import build_server
+    from memvault.store.memory_store import MemoryStore
+
+    async def main(store: MemoryStore) -> tuple:
+        async with Client(build_server(store), mode="legacy") as c:
+            tools = {t.name: t.input_schema["properties"] for t in (await c.list_tools()).tools}
+            found = await c.call_tool("search", {"query": "removal van piano Lisbon", "mode": "keyword", "after": "2023-06"})
+            bad = await c.call_tool("search", {"query": "piano", "since": "soon"})
+            recalled = await c.call_tool("context", {"message": "the piano and the removal van", "until": "2022-12"})
+            return tools, found, bad, recalled
+
+    store = MemoryStore.open(str(chat))
+    try:
+        tools, found, bad, recalled = asyncio.run(main(store))
+    finally:
+        store.close()
+    assert {"since", "until"} <= set(tools["search"]) and {"since", "until"} <= set(tools["context"])
+    assert {h["path"] for h in found.structured_content["hits"]} == {
+        "Memory/episodic/s2-1.md", "Memory/episodic/s2-2.md", "Daily/2024-01-15.md"}
+    assert bad.is_error and "not a date" in bad.content[0].text
+    assert recalled.structured_content["items"] == []  # the chat happened after 2022

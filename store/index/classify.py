@@ -28,6 +28,7 @@ from memvault.vault_io.memory_note import read_memory, related_section
 from memvault.vault_io.note import ParsedNote
 from memvault.vault_io.resolve import LinkResolver, Resolution, link_key
 from memvault.vault_io.scan import FileStat
+from memvault.vault_io.secrets import redact
 from memvault.vault_io.sync_conflicts import sync_conflict
 
 DEFAULT_MEMORY_TYPE = "semantic"
@@ -118,11 +119,15 @@ def note_trace(note: ParsedNote, trace_id: str, st: FileStat, memory_folder: str
     type_, warning = memory_type(note, memory_folder)
     extra = doc.extra
     title = note.frontmatter.get("title")
+    # A credential typed into a memory note is never indexed, embedded,
+    # shown in a snippet or recalled; the note itself is left as typed.
+    doc.content, _ = redact(doc.content)
+    title = redact(title)[0] if isinstance(title, str) and title.strip() else None
     return rec.TraceRow(
         id=trace_id,
         kind="memory",
         type=type_,
-        title=title if isinstance(title, str) and title.strip() else (_first_line(doc.content) or note.title),
+        title=title or _first_line(doc.content) or redact(note.title)[0],
         content=doc.content,
         tags=list(note.tags),
         metadata={

@@ -22,6 +22,20 @@ A write that fails (a full disk, a read-only folder) is the same case: the
 change stays in the index, the outbox entry stays as it was, the command
 ends with one line saying so (:class:`MemoryWriteError`), and the next
 ``sync``, daemon batch or command on that memory tries the write again.
+
+Secrets: content given to :meth:`Memories.add` and :meth:`Memories.update`
+is redacted (:func:`~memvault.vault_io.secrets.redact`) before anything is
+stored, named or written, and the result says so. A memory note a person
+typed a secret into is indexed redacted (see
+:func:`~memvault.store.index.classify.note_trace`) but never rewritten for
+it: a store-side write that leaves the content as it was keeps the person's
+body as they typed it (:func:`render_note`).
+
+Versions: a memory's version is 1 plus the number of earlier versions kept
+(store updates and edits in the vault alike). :meth:`Memories.update` with
+``expect_version`` refuses (:class:`.guard.VersionConflict`, carrying the current
+text) when the memory moved on since that version was read, after first
+importing any edit a person saved meanwhile.
 """
 
 from __future__ import annotations
@@ -39,12 +53,14 @@ from memvault.store.db.connection import write_transaction
 from memvault.store.index.classify import content_key
 from memvault.store.index.lookup import find_trace
 from memvault.store.memories import rows as mem
+from memvault.store.memories.guard import check_version, redaction_warnings
 from memvault.store.memories.memtypes import canonical_type, maybe_type
 from memvault.vault_io.atomic import NAME_MAX, atomic_move, atomic_write, fit_name, free_path, fsync_dir
 from memvault.vault_io.errors import MemvaultError
 from memvault.vault_io.fm_edit import edit_frontmatter
-from memvault.vault_io.memory_note import MemoryDoc, memory_filename, render_memory
+from memvault.vault_io.memory_note import MemoryDoc, memory_filename, render_memory, split_related
 from memvault.vault_io.note import content_hash
+from memvault.vault_io.secrets import redact
 
 #: Strength a new memory starts with (0-1); recall nudges it up over time.
 DEFAULT_STRENGTH = 0.5
@@ -82,13 +98,37 @@ class WriteResult:
     conflict: str | None = None
     conflict_path: str | None = None
     warnings: list[str] = field(default_factory=list)
+    #: The memory's version after the change (None when not looked up).
+    version: int | None = None
+    #: Secrets replaced by ``[redacted]`` in the content given.
+    redacted: int = 0
 
     def as_dict(self) -> dict[str, object]:
         """JSON-ready form for ``--json`` output."""
-        return {
+        data: dict[str, object] = {
             "id": self.id, "action": self.action, "path": self.path,
             "conflict": self.conflict, "conflict_path": self.conflict_path, "warnings": self.warnings,
         }
+        if self.version is not None:
+            data["version"] = self.version
+        if self.redacted:
+            data["redacted"] = self.redacted
+        return data
+
+
+def render_note(trace: rec.TraceRow, existing: str | None) -> str:
+    """The note text of a memory trace (see :func:`render_memory`), keeping
+    the body a person typed when only redaction tells it from the trace's
+    content: memvault never rewrites a note to take a secret out of it."""
+    doc = doc_from_trace(trace)
+    if existing is not None:
+        from memvault.vault_io.frontmatter import split_frontmatter
+
+        _, body, _ = split_frontmatter(existing.lstrip("\ufeff").replace("\r\n", "\n"))
+        typed, _ = split_related(body)
+        if typed != doc.content and redact(typed)[0] == doc.content:
+            doc.content = typed
+    return render_memory(doc, existing)
 
 
 def memory_id_for(con: "apsw.Connection", key: str) -> str:
@@ -159,14 +199,16 @@ class Memories:
     ) -> WriteResult:
         """Create a memory and its note; identical content+type+scope returns the existing one."""
         type_ = canonical_type(type_)
-        content = content.strip()
+        content, secrets_found = redact(content.strip())
         if not content:
             raise MemoryOpError("a memory needs some content")
         scope = scope.strip() or "user"
         key = content_key(type_, scope, content)
         existing = mem.find_by_content_key(self.con, key)
         if existing is not None:
-            return WriteResult(existing.id, "exists", mem.trace_path(self.con, existing.id))
+            return WriteResult(existing.id, "exists", mem.trace_path(self.con, existing.id),
+                               version=mem.current_version(self.con, existing.id), redacted=secrets_found,
+                               warnings=redaction_warnings(secrets_found))
         trace_id = memory_id_for(self.con, key)
         now = rec.now_iso()
         clean_tags = _clean_tags(tags)
@@ -182,6 +224,8 @@ class Memories:
         result = self.flush(trace_id) or WriteResult(trace_id, "added", target)
         result.action = "added" if result.conflict is None else result.action
         result.warnings += self._unresolved_links(trace_id)
+        result.version, result.redacted = 1, secrets_found
+        result.warnings[:0] = redaction_warnings(secrets_found)
         return result
 
     def update(
@@ -192,14 +236,20 @@ class Memories:
         tags: list[str] | None = None,
         type_: str | None = None,
         reason: str | None = None,
+        expect_version: int | None = None,
     ) -> WriteResult:
         """Change a memory, keeping the previous version as superseded; a type
-        change moves its note to the new type's folder."""
+        change moves its note to the new type's folder. With
+        ``expect_version``, refuse (:class:`.guard.VersionConflict`) unless the
+        memory is still at that version once pending vault edits are in."""
         new_type = canonical_type(type_) if type_ is not None else None
         trace = self._live_memory(ref)
         trace, deleted_at = self._import_pending(trace)
+        version = check_version(self.con, trace, expect_version)
         changed = replace(trace)
+        secrets_found = 0
         if content is not None:
+            content, secrets_found = redact(content.strip())
             if not content.strip():
                 raise MemoryOpError("a memory needs some content")
             changed.content = content.strip()
@@ -215,7 +265,8 @@ class Memories:
                 raise MemoryOpError(
                     f"memory {trace.id} was deleted in the vault ({deleted_at}); `memvault restore {trace.id}` first"
                 )
-            return WriteResult(trace.id, "unchanged", mem.trace_path(self.con, trace.id))
+            return WriteResult(trace.id, "unchanged", mem.trace_path(self.con, trace.id), version=version,
+                               redacted=secrets_found, warnings=redaction_warnings(secrets_found))
         changed.updated = rec.now_iso()
         changed.content_key = content_key(changed.type, changed.scope or "user", changed.content)
         if changed.content != trace.content:
@@ -246,7 +297,7 @@ class Memories:
         # The note names the version it replaced (``supersedes``), so the
         # chain can be followed from the vault too.
         changed.metadata = dict(changed.metadata, supersedes=snap.id)
-        data = render_memory(doc_from_trace(changed), existing).encode("utf-8")
+        data = render_note(changed, existing).encode("utf-8")
 
         def index() -> None:
             mem.put_version(self.con, snap)
@@ -256,7 +307,8 @@ class Memories:
         result = self.flush(trace.id) or WriteResult(trace.id, "updated", target)
         if result.conflict is None:
             result.action = "updated"
-        result.warnings = warnings + result.warnings
+        result.warnings = redaction_warnings(secrets_found) + warnings + result.warnings
+        result.version, result.redacted = mem.current_version(self.con, trace.id), secrets_found
         return result
 
     def forget(self, ref: str, reason: str | None = None) -> WriteResult:
@@ -380,7 +432,7 @@ class Memories:
                 return self._conflict(trace, current, "the note was edited in the vault meanwhile")
             existing = data.decode("utf-8", "replace")
             mode = (self.root / current).stat().st_mode & 0o7777
-        new = render_memory(doc_from_trace(trace), existing).encode("utf-8")
+        new = render_note(trace, existing).encode("utf-8")
         if target != current and (self.root / target).exists() and (self.root / target).read_bytes() != new:
             # Someone created a file at the planned name meanwhile: never overwrite it.
             target = free_path(self.root / target).relative_to(self.root).as_posix()

@@ -111,6 +111,20 @@ def stage_version(con: apsw.Connection, current: rec.TraceRow, reason: str | Non
     return snap
 
 
+def current_version(con: apsw.Connection, memory_id: str) -> int:
+    """The version a memory is at: 1 plus the earlier versions kept."""
+    row = con.execute("SELECT max(version) FROM state.memory_versions WHERE memory_id = ?", (memory_id,)).fetchone()
+    return 1 + int(row[0] or 0)
+
+
+def last_version_reason(con: apsw.Connection, memory_id: str) -> str | None:
+    """Why the memory's latest earlier version was superseded ("edited in the vault", a reason given)."""
+    row = con.execute(
+        "SELECT reason FROM state.memory_versions WHERE memory_id = ? ORDER BY version DESC LIMIT 1", (memory_id,)
+    ).fetchone()
+    return row[0] if row else None
+
+
 def put_version(con: apsw.Connection, snap: rec.TraceRow) -> None:
     """Index one version snapshot and its ``supersedes`` edge from the memory
     (a no-op when the index has it already)."""

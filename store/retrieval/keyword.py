@@ -71,6 +71,9 @@ class Filters:
     #: at or after ``since``, before ``until`` (index time strings).
     since: str | None = None
     until: str | None = None
+    #: Memory scopes (user, a project...): a memory must have one of them;
+    #: notes and facts have no scope and are not affected.
+    scopes: Sequence[str] = ()
 
 
 #: Words too common to be evidence on their own: left out of the any-word
@@ -211,6 +214,9 @@ def filter_sql(f: Filters) -> tuple[str, list[Any]]:
     if f.until:
         clauses.append("t.happened < ?")
         params.append(f.until)
+    if f.scopes:
+        clauses.append(f"(t.kind != 'memory' OR t.scope IN ({','.join('?' * len(f.scopes))}))")
+        params += list(f.scopes)
     return (" AND " + " AND ".join(clauses)) if clauses else "", params
 
 

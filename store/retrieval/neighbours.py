@@ -24,8 +24,8 @@ scores (0.3/0.2 and 0.7/0.3 did worse on both).
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
-from typing import TYPE_CHECKING
+from collections.abc import Callable, Iterable, Sequence
+from typing import TYPE_CHECKING, TypeVar
 
 import apsw
 
@@ -39,6 +39,8 @@ PREV_WEIGHT = 0.5
 #: Share of the next turn's score a turn takes on (an answer says less about
 #: the question than the question about the answer).
 NEXT_WEIGHT = 0.3
+
+T = TypeVar("T")
 
 _ORDER = "ORDER BY session, seq, happened, path, rowid"
 #: Rows whose context norms are computed at once (bounds the memory it takes).
@@ -116,31 +118,32 @@ def smooth_scores(
     return out
 
 
-def with_turn_context(con: apsw.Connection, ranked: Sequence[tuple[str, float]]) -> list[tuple[str, float]]:
-    """Recalled (trace id, score) pairs with each turn's neighbouring turns
-    placed around it (same score), unless recalled already: a reply means
-    little without the turn it answers. On the conversational dev split this
-    lifts evidence recall of ``context`` from 0.689 to 0.723 (the previous
-    turn alone: 0.696), within the same budget."""
+def with_turn_context(con: apsw.Connection, ranked: Sequence[T], beside: Callable[[str, T], T]) -> list[T]:
+    """Recalled items (each with an ``id``), best first, with each turn's
+    neighbouring turns placed around it unless recalled already;
+    ``beside(neighbour id, item)`` makes a neighbour's item from the one it
+    stands beside. A reply means little without the turn it answers: on the
+    conversational dev split this lifts evidence recall of ``context`` from
+    0.689 to 0.723 (the previous turn alone: 0.696), within the same budget."""
     if not ranked:
         return list(ranked)
-    ids = [i for i, _ in ranked]
+    ids = [item.id for item in ranked]  # type: ignore[attr-defined]
     rowid_of = dict(con.execute(f"SELECT id, rowid FROM traces WHERE id IN ({_marks(len(ids))})", ids).fetchall())
     nb = turn_neighbours(con, list(rowid_of.values()))
     wanted = sorted({n for pair in nb.values() for n in pair if n is not None})
     if not wanted:
         return list(ranked)
     id_of = dict(con.execute(f"SELECT rowid, id FROM traces WHERE rowid IN ({_marks(len(wanted))})", wanted).fetchall())
-    out: list[tuple[str, float]] = []
+    out: list[T] = []
     seen: set[str] = set()
     present = set(ids)
-    for tid, score in ranked:
+    for item, tid in zip(ranked, ids):
         prev, nxt = nb.get(rowid_of.get(tid, -1), (None, None))
-        for item in (id_of.get(prev) if prev else None, tid, id_of.get(nxt) if nxt else None):
-            if item is None or item in seen or (item != tid and item in present):
+        for other in (id_of.get(prev) if prev else None, tid, id_of.get(nxt) if nxt else None):
+            if other is None or other in seen or (other != tid and other in present):
                 continue
-            seen.add(item)
-            out.append((item, score))
+            seen.add(other)
+            out.append(item if other == tid else beside(other, item))
     return out
 
 

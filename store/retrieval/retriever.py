@@ -13,6 +13,7 @@ only once a semantic or hybrid answer is actually computed.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from datetime import datetime, timezone
 from typing import TYPE_CHECKING, Any
 
@@ -31,13 +32,36 @@ if TYPE_CHECKING:
     from memvault.store.settings import RecallSettings
 
 MODES = ("keyword", "semantic", "hybrid")
-#: Trace kinds each scope covers (empty: every kind).
-SCOPE_KINDS: dict[str, tuple[str, ...]] = {
+#: Trace kinds each choice of what to search covers (empty: every kind).
+#: (Called ``scope`` before 0.3; a memory's scope is the ``memory_scope`` filter.)
+WHAT_KINDS: dict[str, tuple[str, ...]] = {
     "all": (),
     "notes": ("note",),
     "memories": ("memory", "fact"),
     "facts": ("fact",),
 }
+SCOPE_KINDS = WHAT_KINDS  # the old name, for callers written before the rename
+IDENTITY_MODES = ("always", "relevant")
+
+
+def what_of(what: str | None, scope: str | None, default: str) -> str:
+    """The kinds choice from ``what``, or from the pre-0.3 keyword ``scope``
+    (which meant the same); ``default`` when neither is given."""
+    value = what if what is not None else scope if scope is not None else default
+    if value not in WHAT_KINDS:
+        from memvault.vault_io.errors import UsageError
+
+        raise UsageError(f"what to search must be one of {', '.join(WHAT_KINDS)}, not {value!r}")
+    return value
+
+
+def memory_scopes(value: str | Sequence[str] | None) -> tuple[str, ...]:
+    """Memory scopes as a tuple (one string, a list, or nothing)."""
+    if value is None:
+        return ()
+    if isinstance(value, str):
+        value = [value]
+    return tuple(v.strip() for v in value if v and v.strip())
 
 
 def rank_params(recall: "RecallSettings") -> "RankParams":
@@ -49,6 +73,20 @@ def rank_params(recall: "RecallSettings") -> "RankParams":
         half_lives=dict(recall.half_life),
         evergreen_tags=frozenset(recall.evergreen_tags),
     )
+
+
+@dataclass
+class _NeighbourTurn:
+    """A turn recalled because it stands beside a recalled turn (neighbours.py)."""
+
+    id: str
+    score: float
+    bm25: float | None = None
+
+    @classmethod
+    def beside(cls, trace_id: str, item: Any) -> "_NeighbourTurn":
+        """The neighbour ``trace_id`` of recalled ``item``, at its score."""
+        return cls(trace_id, item.score or item.bm25 or 0.0)
 
 
 class Retriever:
@@ -162,25 +200,36 @@ class Retriever:
         tags: Sequence[str] = (),
         path_glob: str | None = None,
         raw: bool = False,
-        scope: str = "all",
+        what: str | None = None,
+        memory_scope: str | Sequence[str] | None = None,
         include_deleted: bool = False,
         include_superseded: bool = False,
         explain: bool = False,
         record: bool = False,
+        scope: str | None = None,
         since: str | None = None,
         until: str | None = None,
     ) -> dict[str, Any]:
         """Hits for ``query`` as JSON-ready dicts: ``{"mode", "hits", "notices"}``.
 
-        ``since``/``until`` bound when the hits happened (:func:`~.when.parse_bound`)."""
+        ``what`` picks notes, memories, facts or all; ``memory_scope`` keeps
+        only memories of those scopes (notes and facts have none and pass);
+        ``scope`` is the pre-0.3 name of ``what``; ``since``/``until`` bound
+        when the hits happened (:func:`~.when.time_bounds`). Each hit carries
+        the plain text of its matching passage (``passage``) beside the
+        highlighted snippet.
+        """
         statuses = ("active",) + (("deleted",) if include_deleted else ()) + (("superseded",) if include_superseded else ())
-        filters = Filters(types=tuple(types), tags=tuple(tags), path_glob=path_glob, statuses=statuses, kinds=SCOPE_KINDS[scope],
+        filters = Filters(types=tuple(types), tags=tuple(tags), path_glob=path_glob, statuses=statuses,
+                          kinds=WHAT_KINDS[what_of(what, scope, "all")], scopes=memory_scopes(memory_scope),
                           **self.time_bounds(since, until))
         chosen, notices = self.choose_mode(mode, raw)
         hits: list[Hit] | None = None
+        qvec = None
         if chosen != "keyword":
             try:
-                hits = self._ranked_hits(query, chosen, filters, limit, explain)
+                qvec = self.embedder().embed_query(query) if query.strip() else None
+                hits = self._ranked_hits(query, chosen, filters, limit, explain, qvec)
             except ModelUnavailable as exc:
                 notices = [f"semantic search unavailable: {exc}; using keyword search"]
                 chosen = "keyword"
@@ -192,7 +241,7 @@ class Retriever:
             from memvault.store.retrieval.recall import record_recall
 
             record_recall(self.con, [h.id for h in hits if h.kind in ("memory", "fact")])
-        return {"mode": chosen, "hits": [self._hit_dict(h, explain) for h in hits], "notices": notices}
+        return {"mode": chosen, "hits": [self._hit_dict(h, explain, query, qvec) for h in hits], "notices": notices}
 
     def time_bounds(self, since: str | None, until: str | None) -> dict[str, str | None]:
         """``since``/``until`` as written by a person, as :class:`Filters` bounds (now: :attr:`clock`)."""
@@ -200,10 +249,12 @@ class Retriever:
 
         return time_bounds(since, until, self.clock())
 
-    def _ranked_hits(self, query: str, mode: str, filters: Filters, limit: int, explain: bool) -> list[Hit]:
+    def _ranked_hits(
+        self, query: str, mode: str, filters: Filters, limit: int, explain: bool, qvec: Any = None
+    ) -> list[Hit]:
         from memvault.store.retrieval.rank import to_hits
 
-        cands = self._rank(query, mode, filters, limit)
+        cands = self._rank(query, mode, filters, limit, qvec)
         return to_hits(self.con, cands, explain, mode)
 
     def _explain_keyword(self, raw: bool, hits: list[Hit]) -> None:
@@ -220,10 +271,13 @@ class Retriever:
                 "vector_rank": None, "vector_similarity": None, "not_applied": ["graph", "recency", "strength"],
             }
 
-    def _rank(self, query: str, mode: str, filters: Filters, limit: int, for_context: bool = False) -> list[Any]:
+    def _rank(
+        self, query: str, mode: str, filters: Filters, limit: int, qvec: Any = None, for_context: bool = False
+    ) -> list[Any]:
         from memvault.store.retrieval.rank import rank
 
-        qvec = self.embedder().embed_query(query) if query.strip() else None
+        if qvec is None:
+            qvec = self.embedder().embed_query(query) if query.strip() else None
         matrix = self.matrix()
         if mode == "semantic" and qvec is None:
             return []
@@ -233,7 +287,7 @@ class Retriever:
             for_context=for_context,
         )
 
-    def _hit_dict(self, h: Hit, explain: bool) -> dict[str, Any]:
+    def _hit_dict(self, h: Hit, explain: bool, query: str = "", qvec: Any = None) -> dict[str, Any]:
         anchor = None
         if h.kind == "fact":
             from memvault.store.facts.rows import fact_anchor  # only facts need it
@@ -247,6 +301,7 @@ class Retriever:
             # A fact points at the exact place in its source note.
             row.update(kind="fact", anchor=anchor.anchor, source_uri=anchor.source_uri,
                        heading_path=anchor.heading_path, lines=[anchor.line_start, anchor.line_end])
+        row["passage"] = self._passage_text(h, query, qvec)
         if h.status != "active":
             row["status"] = h.status
         if explain:
@@ -256,51 +311,137 @@ class Retriever:
     # -- context ---------------------------------------------------------------
 
     def context(
-        self, message: str, *, budget: int | None = None, scope: str = "memories", record: bool = True,
-        since: str | None = None, until: str | None = None,
+        self,
+        message: str,
+        *,
+        budget: int | None = None,
+        what: str | None = None,
+        memory_scope: str | Sequence[str] | None = None,
+        identity: str | None = None,
+        record: bool = True,
+        scope: str | None = None,
+        since: str | None = None,
+        until: str | None = None,
     ) -> dict[str, Any]:
-        """The recall block for ``message``: ``{"text", "tokens", "budget", "items", "notices"}``
-        (``since``/``until`` bound when the recalled memories happened)."""
-        from memvault.store.retrieval.recall import (
-            assemble,
-            block_tokens,
-            identity_items,
-            items_for,
-            record_recall,
-        )
+        """The recall block for ``message``: ``{"text", "tokens", "budget", "items", "notices"}``.
+
+        ``what`` is "memories" (memories and facts, the default) or "all"
+        (ordinary notes too, each quoted by its matching passage);
+        ``memory_scope`` keeps only memories of those scopes; ``identity``
+        is "relevant" (identity memories only beside something relevant) or
+        "always" (default: ``recall.identity``); ``scope`` is the pre-0.3
+        name of ``what``; ``since``/``until`` bound when the recalled
+        memories happened.
+        """
+        from memvault.store.retrieval.neighbours import with_turn_context
+        from memvault.store.retrieval.recall import assemble, block_tokens, identity_items, record_recall
 
         budget = self.settings.recall.budget if budget is None else int(budget)
-        filters = Filters(kinds=SCOPE_KINDS[scope], **self.time_bounds(since, until))
+        identity = identity or self.settings.recall.identity
+        if identity not in IDENTITY_MODES:
+            from memvault.vault_io.errors import UsageError
+
+            raise UsageError(f"identity must be always or relevant, not {identity!r}")
+        scopes = memory_scopes(memory_scope)
+        filters = Filters(kinds=WHAT_KINDS[what_of(what, scope, "memories")], scopes=scopes,
+                          **self.time_bounds(since, until))
         notices: list[str] = []
-        ranked: list[tuple[str, float]] = []
+        cands: list[Any] = []
+        qvec = None
         if self.spec is not None and self.has_vectors():
             try:
-                cands = self._rank(message, "hybrid", filters, 20, for_context=True)
-                ranked = [(c.id, round(c.score, 6)) for c in cands]
+                qvec = self.embedder().embed_query(message) if message.strip() else None
+                cands = self._rank(message, "hybrid", filters, 20, qvec, for_context=True)
             except ModelUnavailable as exc:
                 notices = [f"semantic search unavailable: {exc}; using keyword search"]
-                ranked = self._keyword_context(message, filters)
+                cands = self._keyword_context(message, filters)
         else:
             _, notices = self.choose_mode(None, False)
             if self.spec is None:
                 notices = []
-            ranked = self._keyword_context(message, filters)
-        from memvault.store.retrieval.neighbours import with_turn_context
-
-        identity = identity_items(self.con, self.settings.recall.identity_max)
-        text, items = assemble(identity, items_for(self.con, with_turn_context(self.con, ranked)), budget)
+            cands = self._keyword_context(message, filters)
+        ids = identity_items(self.con, self.settings.recall.identity_max, scopes)
+        relevant = self._recall_items(with_turn_context(self.con, cands, _NeighbourTurn.beside), message, qvec)
+        text, items = assemble(ids, relevant, budget, always_identity=identity == "always")
         if record and items:
-            record_recall(self.con, [i.id for i in items])
+            record_recall(self.con, list(dict.fromkeys(i.id for i in items)))
         return {
             "text": text, "tokens": block_tokens(text), "budget": budget,
             "items": [i.as_dict() for i in items], "notices": notices,
         }
 
-    def _keyword_context(self, message: str, filters: Filters) -> list[tuple[str, float]]:
+    def _recall_items(self, cands: Sequence[Any], message: str, qvec: Any) -> list[Any]:
+        """RecallItems for ranked candidates, best first: a note, or a memory
+        long enough to have several chunks, as its matching passages."""
+        from memvault.store.retrieval.recall import PASSAGE_MAX_TOKENS, RecallItem, quote
+
+        if not cands:
+            return []
+        marks = ",".join("?" * len(cands))
+        rows = {
+            r[0]: r for r in self.con.execute(
+                f"SELECT id, kind, type, title, path, content, rowid FROM traces WHERE id IN ({marks})",
+                [c.id for c in cands],
+            )
+        }
+        out: list[RecallItem] = []
+        for c in cands:
+            row = rows.get(c.id)
+            if row is None:
+                continue
+            trace_id, kind, type_, title, path, content, rowid = row
+            score = round(c.score if c.score else (c.bm25 or 0.0), 6)
+            spans = self._passages(kind, type_, rowid, content, message, qvec)
+            if not spans:
+                out.append(RecallItem(trace_id, kind, type_, title, path, content, score=score))
+                continue
+            for span in spans:
+                out.append(RecallItem(
+                    trace_id, kind, type_, title, path, quote(content, span), score=score,
+                    heading=span.heading, start=span.start, max_tokens=PASSAGE_MAX_TOKENS,
+                ))
+        return out
+
+    def _passages(self, kind: str, type_: str, rowid: int, content: str, message: str, qvec: Any) -> list[Any]:
+        """The passages to quote of a recalled trace ([] to show it whole):
+        notes always, memories only when long (several chunks), facts never."""
+        from memvault.store.retrieval.recall import ITEM_MAX_TOKENS, passages_by_vector, passages_by_words, trace_spans
+
+        if kind == "fact" or (kind == "memory" and (type_ == "identity" or len(content) < ITEM_MAX_TOKENS * 4)):
+            return []
+        spans = trace_spans(self.con, rowid, content)
+        if kind == "memory" and len(spans) < 2:
+            return []  # a memory of one chunk is shown whole, like a short one
+        if qvec is not None:
+            matrix = self.matrix()
+            if matrix is not None:
+                found = passages_by_vector(self.con, matrix, qvec, rowid, self.settings.recall.min_similarity)
+                if found:
+                    return found
+        return passages_by_words(spans, content, message)
+
+    def _passage_text(self, h: Hit, query: str, qvec: Any) -> str:
+        """The plain text of a hit's matching passage: a fact's or a short
+        memory's whole text, else the note's best chunk (by the query's
+        vector when there is one, else by its words)."""
+        from memvault.store.retrieval.recall import quote
+
+        row = self.con.execute("SELECT rowid, kind, type, content FROM traces WHERE id = ?", (h.id,)).fetchone()
+        if row is None:
+            return ""
+        rowid, kind, type_, content = row
+        spans = self._passages(kind, type_, rowid, content, query, qvec)
+        if not spans:
+            return content
+        span = spans[0]
+        text = quote(content, span)
+        return f"{span.heading}\n{text}" if span.heading else text
+
+    def _keyword_context(self, message: str, filters: Filters) -> list[Any]:
         """Relevant memories by words alone (no vectors): the hybrid keyword
         lists without stop words, by BM25, each sharing at least half the
         message's content words (:func:`~memvault.store.retrieval.rank.keyword_recall`)."""
         from memvault.store.retrieval.rank import keyword_recall
 
-        return [(c.id, round(c.bm25 or 0.0, 6)) for c in keyword_recall(self.con, message, filters, 20)]
+        return keyword_recall(self.con, message, filters, 20)
 

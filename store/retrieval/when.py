@@ -42,9 +42,9 @@ class BadTimeError(UsageError):
     """A ``--since``/``--until`` value that is no date, date-time or span."""
 
 
-_SPAN = re.compile(r"^\s*(\d+)\s*(h|d|w|y)\s*$", re.I)
-_SPAN_UNITS = {"h": 1 / 24, "d": 1, "w": 7, "y": 365}
+_YEARS = re.compile(r"^\s*(\d+)\s*(?:y|yr|yrs|year|years)\s*(?:ago)?\s*$", re.I)
 _PARTIAL = re.compile(r"^\s*(\d{4})(?:-(\d{1,2}))?\s*$")
+_FORMS = "2023-05-01, 2023-05, 2023, 2023-05-01T10:00, or back from now: 7d, 12h, 2 weeks, 1y, yesterday"
 
 
 def _utc(dt: datetime) -> datetime:
@@ -57,31 +57,48 @@ def _next_month(year: int, month: int) -> datetime:
 
 def parse_bound(text: str, now: datetime, *, end: bool = False) -> str:
     """A ``--since`` (``end`` false) or ``--until`` (``end`` true) value as the
-    index's time string; raises :class:`BadTimeError`."""
+    index's time string; raises :class:`BadTimeError`.
+
+    A year, month or day names all of it: ``--since`` takes its start,
+    ``--until`` its end. Spans back from now ("7d", "3h", "2 weeks", "last
+    week", "yesterday") read as ``list`` and ``recent`` read them
+    (:func:`memvault.store.index.browse.parse_time`), plus years ("1y").
+    """
+    from memvault.store.index.browse import BrowseError
+    from memvault.store.index.browse import parse_time as parse_span
+
     value = text.strip().lower()
-    span = _SPAN.match(value)
-    if span:
-        return iso(now - timedelta(days=int(span.group(1)) * _SPAN_UNITS[span.group(2).lower()]))
     today = datetime(now.year, now.month, now.day, tzinfo=timezone.utc)
-    if value in ("today", "yesterday"):
-        start = today - timedelta(days=1 if value == "yesterday" else 0)
-        return iso(start + timedelta(days=1) if end else start)
-    partial = _PARTIAL.match(value)
     try:
+        years = _YEARS.match(value)
+        if years:
+            return iso(now - timedelta(days=365 * int(years.group(1))))
+        if value in ("today", "yesterday"):
+            start = today - timedelta(days=1 if value == "yesterday" else 0)
+            return iso(start + timedelta(days=1) if end else start)
+        partial = _PARTIAL.match(value)
         if partial:
             year, month = int(partial.group(1)), partial.group(2)
             if month is None:
                 return iso(datetime(year + 1 if end else year, 1, 1, tzinfo=timezone.utc))
             m = int(month)
             return iso(_next_month(year, m) if end else datetime(year, m, 1, tzinfo=timezone.utc))
-        dt = datetime.fromisoformat(text.strip().replace("Z", "+00:00"))
-    except ValueError:
-        raise BadTimeError(
-            f"{text!r} is not a date, date-time or span (2023-05-01, 2023-05, 2023-05-01T10:00, 7d, 12h, 2w, 1y)"
-        ) from None
-    if end and len(text.strip()) <= 10:  # a whole day: until its end
-        return iso(_utc(dt) + timedelta(days=1))
-    return iso(_utc(dt))
+        found = parse_span(text, now)
+    except (ValueError, BrowseError):
+        raise BadTimeError(f"{text!r} is not a date, date-time or span ({_FORMS})") from None
+    if found is None:
+        raise BadTimeError(f"{text!r} is not a date, date-time or span ({_FORMS})")
+    when = _utc(datetime.fromisoformat(found))
+    if end and re.fullmatch(r"\d{4}-\d{1,2}-\d{1,2}", text.strip()):  # a whole day: until its end
+        when += timedelta(days=1)
+    return iso(when)
+
+
+def given(since: str | None, until: str | None) -> dict[str, str]:
+    """The ``since``/``until`` arguments actually given, to pass on to
+    ``search``/``context`` (so a daemon from before they existed still answers
+    every request that does not use them)."""
+    return {k: v for k, v in (("since", since), ("until", until)) if v}
 
 
 def time_bounds(since: str | None, until: str | None, now: datetime) -> dict[str, str | None]:
