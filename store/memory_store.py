@@ -33,7 +33,7 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import IO, TYPE_CHECKING, Any
 
 import apsw
 
@@ -46,6 +46,7 @@ if TYPE_CHECKING:
     from memvault.store.embedding.pipeline import EmbedReport
     from memvault.store.facts.observer import Defer, FactObserver
     from memvault.store.facts.source_notes import Sources
+    from memvault.store.flows.ingest import IngestReport
     from memvault.store.index.doctor import DoctorReport
     from memvault.store.index.rebuild import Restored
     from memvault.store.index.reconcile import Indexer, SyncSummary
@@ -485,6 +486,23 @@ class MemoryStore:
     def restore(self, ref: str) -> "WriteResult":
         """Bring back a forgotten memory and its note."""
         return self.memories.restore(ref)
+
+    # -- flows: conversations, imports, export, backup -----------------------------------
+
+    def ingest(
+        self,
+        source: "str | os.PathLike[str] | IO[str] | IO[bytes]",
+        *,
+        session: str | None = None,
+        title: str | None = None,
+        client: str | None = None,
+    ) -> "IngestReport":
+        """Write a conversation transcript (Claude Code or generic JSONL, a
+        path or a stream) as its session note, appending only new turns, and
+        index it (see :mod:`.flows.ingest`)."""
+        from memvault.store.flows.ingest import ingest
+
+        return ingest(self, source, session=session, title=title, client=client)
 
     # -- memory sources ---------------------------------------------------------------------
 

@@ -56,6 +56,7 @@ from memvault.vault_io.frontmatter import split_frontmatter
 from memvault.vault_io.note import NoteReadError, ParsedNote, content_hash
 from memvault.vault_io.parser import parse_note
 from memvault.vault_io.resolve import path_key
+from memvault.vault_io.session_note import is_session_note
 from memvault.vault_io.sources import SourceMarks, matching_glob, source_marks
 
 log = logging.getLogger(__name__)
@@ -95,6 +96,9 @@ class FactObserver:
         #: Set by the daemon (see :class:`LLMFactWorker`): llm extraction is
         #: queued there instead of run inline.
         self.defer: Defer | None = None
+        #: Repeat keys of conversation facts extracted in the current batch
+        #: (see :func:`~.conversation.drop_repeats`): the first session wins.
+        self.batch_seen: dict[str, str] = {}
         if self.extractor_name == "llm":
             from memvault.store.facts.llm_extract import LLMExtractor
 
@@ -114,6 +118,7 @@ class FactObserver:
         return warnings
 
     def _apply(self, written: list[tuple[ParsedNote, rec.TraceRow]], removed: list[str], warnings: list[str]) -> None:
+        self.batch_seen = {}
         resolver = FactLinks(self.con)
         with_facts = sf.source_ids_with_facts(self.con, [t.id for _, t in written])
         todo: list[tuple[ParsedNote, rec.TraceRow, SourceMarks]] = []
@@ -173,7 +178,20 @@ class FactObserver:
         self, note: ParsedNote, trace: rec.TraceRow, state: sf.SourceState | None, warnings: list[str]
     ) -> Extraction | None:
         """Facts of one source note with the configured extractor (falling
-        back to the default rules when the llm extractor fails)."""
+        back to the default rules when the llm extractor fails). A session
+        note gets the conversation extractor's rules or prompt, its facts
+        anchored to their turns, and none that repeat what is known already."""
+        extraction = self._extract_note(note, trace, state, warnings)
+        if extraction is None or extraction.extractor in (MOVED, DEFERRED) or not is_session_note(note.frontmatter):
+            return extraction
+        from memvault.store.facts.conversation import anchor_to_turns, drop_repeats
+
+        return drop_repeats(self.con, trace.id, anchor_to_turns(note, extraction), self.batch_seen)
+
+    def _extract_note(
+        self, note: ParsedNote, trace: rec.TraceRow, state: sf.SourceState | None, warnings: list[str]
+    ) -> Extraction | None:
+        session = is_session_note(note.frontmatter)
         key_lines: dict[str, int] = {}
         if note.frontmatter:
             try:
@@ -197,12 +215,21 @@ class FactObserver:
                     log.warning("%s: llm extraction queue full or stopped; used the default extractor", note.path)
             else:
                 try:
+                    if session:
+                        from memvault.store.facts.conversation import CONVERSATION_PROMPT, llm_prompt
+
+                        return self.llm.extract(note, trace.id, key_lines=key_lines, system_prompt=CONVERSATION_PROMPT,
+                                                user_prompt=llm_prompt(note))
                     return self.llm.extract(note, trace.id, key_lines=key_lines)
                 except LLMCancelled:
                     raise  # shutting down: write nothing for this note
                 except Exception as exc:
                     warnings.append(f"{note.path}: llm extractor failed ({exc}); used the default extractor")
         try:
+            if session:
+                from memvault.store.facts.conversation import extract_conversation_facts
+
+                return extract_conversation_facts(note, trace.id)
             return extract_facts(note, trace.id, key_lines=key_lines)
         except Exception as exc:  # a bug in the rules must not stop the other notes
             log.exception("extracting facts from %s", note.path)
@@ -283,6 +310,7 @@ class FactObserver:
         change queued its own job), ``current``, ``gone`` or ``unmarked``.
         Raises :class:`~.llm_extract.LLMCancelled` when the worker stops.
         """
+        self.batch_seen = {}
         row = self.con.execute(
             "SELECT path, hash FROM files WHERE trace_id = ? AND kind = 'note'", (source_id,)
         ).fetchone()
