@@ -45,6 +45,7 @@ COMMAND_MODULES: dict[str, str] = {
     **dict.fromkeys(["context", "model"], "recall_cmds"),
     **dict.fromkeys(["rebuild", "doctor"], "maintenance_cmds"),
     "config": "config_cmds",
+    **dict.fromkeys(["ingest", "import", "export", "restore-backup"], "flow_cmds"),
 }
 
 

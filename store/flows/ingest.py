@@ -56,6 +56,8 @@ def ingest(
     """Write the conversation of ``source`` (a transcript path or stream) as
     its session note, appending what is new; index it."""
     conv, warnings = read_transcript(source, session=session, title=title, client=client)
+    if not store.has_index():
+        store.sync()  # a first index of the vault, so search finds more than this session
     writer = SessionWriter(store)
     plan = writer.plan(conv)
     report = IngestReport(plan, warnings=warnings)
