@@ -46,7 +46,10 @@ if TYPE_CHECKING:
     from memvault.store.embedding.pipeline import EmbedReport
     from memvault.store.facts.observer import Defer, FactObserver
     from memvault.store.facts.source_notes import Sources
+    from memvault.store.flows.backup import RestoreReport
+    from memvault.store.flows.export import ExportOptions, ExportReport
     from memvault.store.flows.ingest import IngestReport
+    from memvault.store.flows.sink import ImportReport
     from memvault.store.index.doctor import DoctorReport
     from memvault.store.index.rebuild import Restored
     from memvault.store.index.reconcile import Indexer, SyncSummary
@@ -503,6 +506,30 @@ class MemoryStore:
         from memvault.store.flows.ingest import ingest
 
         return ingest(self, source, session=session, title=title, client=client)
+
+    def import_(
+        self, fmt: str, path: "str | os.PathLike[str]", *, dry_run: bool = False, folder: str = "Imports",
+        progress: Progress | None = None,
+    ) -> "ImportReport":
+        """Import a file of another tool (``chatgpt``, ``claude``, ``mem0``,
+        ``mcp-memory``, ``csv``, ``markdown``) or memvault's own export
+        (``json``/``jsonl``); see :mod:`.flows.sink`. ``progress(done, total)``."""
+        from memvault.store.flows.sink import run_import
+
+        return run_import(self, fmt, Path(path).expanduser(), dry_run=dry_run, folder=folder, progress=progress)
+
+    def export(self, options: "ExportOptions") -> "ExportReport":
+        """Write an export (see :mod:`.flows.export`); ``sqlite`` is a backup."""
+        from memvault.store.flows.export import export
+
+        return export(self, options)
+
+    def restore_backup(self, file: "str | os.PathLike[str]") -> "RestoreReport":
+        """Put a backup's durable state (and vectors) in place and rebuild the
+        index (see :mod:`.flows.backup`). The caller makes sure no daemon runs."""
+        from memvault.store.flows.backup import restore
+
+        return restore(self, Path(file).expanduser())
 
     # -- memory sources ---------------------------------------------------------------------
 

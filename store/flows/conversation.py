@@ -28,6 +28,7 @@ UNTITLED = "Untitled conversation"
 #: Argument names that best say what a tool call did, most telling first.
 _TELLING_ARGS = ("command", "file_path", "path", "query", "url", "pattern", "prompt", "description", "code", "input")
 _SPACE_RE = re.compile(r"\s+")
+_CODE_BLOCK_RE = re.compile(r"^[ \t]*(```|~~~).*?^[ \t]*\1[^\n]*$", re.S | re.M)
 # Wrappers clients inject into "user" text that no person typed.
 _INJECTED_RE = re.compile(
     r"<(system-reminder|command-[a-z-]+|local-command-[a-z-]+|task-notification|user-prompt-submit-hook)>.*?</\1>",
@@ -104,6 +105,24 @@ def text_of(content: Any) -> str:
     return ""
 
 
+def join_parts(parts: list[str]) -> str:
+    """Parts of one turn as Markdown: lines of a list (tool calls) stay
+    together, and prose after a list gets a blank line (else it would read
+    as part of the list's last item)."""
+    out = ""
+    for part in (p.strip("\n") for p in parts if p and p.strip()):
+        if out:
+            listed = out.rsplit("\n", 1)[-1].startswith("- ")
+            out += "\n" if listed and part.startswith("- ") else "\n\n" if listed else "\n"
+        out += part
+    return out
+
+
+def without_code(text: str) -> str:
+    """``text`` without fenced code blocks (what a digest quotes)."""
+    return _CODE_BLOCK_RE.sub(" ", text)
+
+
 def strip_injected(text: str) -> str:
     """Text a person typed, without the wrappers a client injects."""
     return _INJECTED_RE.sub("", text).strip() if "<" in text else text.strip()
@@ -161,7 +180,7 @@ class ConversationBuilder:
         if not text.strip() or not self.turns:
             return
         last = self.turns[-1]
-        self.turns[-1] = Turn(last.role, last.text + "\n\n" + self._clean(text.strip("\n")), last.at)
+        self.turns[-1] = Turn(last.role, join_parts([last.text, self._clean(text)]), last.at)
 
     def tool_call(self, name: str, arguments: Any) -> str:
         """The one line that stands for a tool call (counted for the digest)."""
@@ -226,7 +245,7 @@ def digest_lines(conv: Conversation) -> list[str]:
     the tools used."""
     day = (conv.started or "")[:10]
     users = conv.user_turns
-    first = one_line(users[0].text, DIGEST_REQUEST_CHARS) if users else "(nothing)"
+    first = one_line(without_code(users[0].text), DIGEST_REQUEST_CHARS) if users else "(nothing)"
     lines = [f"On {day} in {conv.client}, the user began with: {first}" if day
              else f"In {conv.client}, the user began with: {first}"]
     counts = Counter(t.role for t in conv.turns)
@@ -235,7 +254,7 @@ def digest_lines(conv: Conversation) -> list[str]:
     span = _span(conv)
     lines.append(f"- {len(conv.turns)} turns ({', '.join(parts)})" + (f", {span}" if span else ""))
     if len(users) > 1:
-        last = one_line(users[-1].text, DIGEST_REQUEST_CHARS)
+        last = one_line(without_code(users[-1].text), DIGEST_REQUEST_CHARS)
         if last != first:
             lines.append(f"- Last request: {last}")
     if conv.tools:

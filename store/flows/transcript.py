@@ -26,6 +26,7 @@ from typing import IO, Any
 from memvault.store.flows.conversation import (
     Conversation,
     ConversationBuilder,
+    join_parts,
     strip_injected,
     text_of,
 )
@@ -168,7 +169,7 @@ def _assistant_line(
         elif isinstance(block, dict) and block.get("type") == "tool_use":
             tool_names[str(block.get("id"))] = str(block.get("name") or "tool")
             parts.append(b.tool_call(str(block.get("name") or "tool"), block.get("input")))
-    text = "\n".join(p.strip("\n") for p in parts if p.strip())
+    text = join_parts(parts)
     message_id = message.get("id") if isinstance(message.get("id"), str) else None
     if not text:
         return message_id or last

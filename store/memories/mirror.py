@@ -174,6 +174,22 @@ class Memories:
         result.warnings += self._unresolved_links(trace_id)
         return result
 
+    def create(self, trace: rec.TraceRow, path: str | None = None) -> WriteResult:
+        """Write a memory made elsewhere (an import: its id, times, strength and
+        front-matter kept) as a new note, by the same protocol as :meth:`add`
+        (outbox, atomic write, conflict check). ``path`` (vault-relative) is
+        used when no file is there yet, else a fresh name in the type's folder."""
+        if path is None or (self.root / path).exists():
+            path = self._new_note_path(trace.type, memory_filename(trace.content, trace.id[2:10]))
+        data = render_memory(doc_from_trace(trace)).encode("utf-8")
+        with write_transaction(self.con):
+            rec.put_trace(self.con, trace)
+            mem.put_outbox(self.con, trace.id, "write", path, content_hash(data))
+        result = self.flush(trace.id) or WriteResult(trace.id, "added", path)
+        result.action = "added" if result.conflict is None else result.action
+        result.warnings += self._unresolved_links(trace.id)
+        return result
+
     def update(
         self,
         ref: str,
