@@ -119,7 +119,8 @@ def export(app: AppContext, fmt: str, output: Path | None, types: str | None, sc
         emit_json(report.as_dict())
     elif report.output != "-":
         counts = ", ".join(f"{n} {kind}" for kind, n in report.counts.items() if n)
-        click.echo(f"Exported to {report.output}" + (f" ({counts})" if counts else ""))
+        what = "Backup written to" if fmt == "sqlite" else "Exported to"
+        click.echo(f"{what} {report.output}" + (f" ({counts})" if counts and fmt != "sqlite" else ""))
 
 
 @cli.command("restore-backup")

@@ -89,8 +89,9 @@ def _sha256(path: Path) -> str:
 
 
 def backup(store: "MemoryStore", output: Path | None = None) -> Path:
-    """Write a backup archive; ``output`` is a file or a folder (default: here)."""
-    if output is None or output.is_dir():
+    """Write a backup archive; ``output`` is a file, or a folder (one that
+    exists, or a name without a suffix; default: here) to hold a well-named one."""
+    if output is None or output.is_dir() or not output.suffix:
         dest = (output or Path.cwd()) / backup_name(store)
     else:
         dest = output
