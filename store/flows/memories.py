@@ -71,15 +71,17 @@ def _target(store: "MemoryStore", item: MemoryItem, row: ik.ImportKey | None) ->
     return None
 
 
-def import_memory(store: "MemoryStore", item: MemoryItem, *, dry_run: bool = False) -> Outcome:
-    """Import one memory item (module docstring); with ``dry_run`` only say what would happen."""
+def import_memory(store: "MemoryStore", item: MemoryItem, *, dry_run: bool = False, keyed: bool = True) -> Outcome:
+    """Import one memory item (module docstring); with ``dry_run`` only say
+    what would happen. ``keyed=False``: the item's id is its identity (memvault's
+    own export), no import key is recorded."""
     type_ = canonical_type(item.type)
     content, redacted = redact(item.content.strip())
     tags = _clean_tags(item.tags)
     scope = item.scope.strip() or "user"
     digest = ik.item_hash([content, type_, tags, scope])
-    row = ik.get_key(store.con, item.source, item.key)
-    key = ik.ImportKey(item.source, item.key, "", digest)
+    row = ik.get_key(store.con, item.source, item.key) if keyed else None
+    key = ik.ImportKey(item.source if keyed else "", item.key, "", digest)
     trace = _target(store, item, row)
     if trace is not None:
         key.target_id = trace.id
@@ -125,5 +127,7 @@ def _new_trace(store: "MemoryStore", item: MemoryItem, content: str, type_: str,
 
 
 def _record(store: "MemoryStore", key: ik.ImportKey) -> None:
+    if not key.source:
+        return
     with write_transaction(store.con):
         ik.put_key(store.con, key)

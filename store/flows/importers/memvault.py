@@ -134,7 +134,7 @@ class _Record:
                               scope=m["scope"], id=m["id"])
             if m["status"] == "deleted" and rec.get_trace(con, m["id"]) is None:
                 return "imported"  # dry run
-            return import_memory(store, item, dry_run=sink.report.dry_run).action
+            return import_memory(store, item, dry_run=sink.report.dry_run, keyed=False).action
         trace = rec.TraceRow(
             id=m["id"], kind="memory", type=m["type"], title=m["content"].splitlines()[0][:80] if m["content"] else "",
             content=m["content"], tags=list(m["tags"]),
