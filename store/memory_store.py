@@ -135,6 +135,10 @@ class MemoryStore:
         self.fact_defer: "Defer | None" = None
         #: Called after every sync with (kind, summary); kind is "sync" or "paths".
         self.sync_listeners: list[SyncListener] = []
+        #: Session note id -> the fact ids it is to keep, while memvault's own
+        #: export is restored: its facts are what the export lists, not what
+        #: the repeat rule would decide in a vault filled in another order.
+        self.fact_keep: dict[str, set[str]] = {}
 
     @classmethod
     def open(cls, vault: str | None = None, overrides: dict[str, Any] | None = None) -> "MemoryStore":
@@ -210,6 +214,7 @@ class MemoryStore:
 
         observer = FactObserver(self.root, con or self.con, self.settings)
         observer.defer = self.fact_defer
+        observer.keep = self.fact_keep
         return observer
 
     @cached_property

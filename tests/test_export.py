@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 from helpers import FIXTURES, opened, write
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from memvault.cli.main import cli
@@ -169,6 +169,8 @@ def _apply(store: MemoryStore, root: Path, steps: list[tuple]) -> None:
 
 @settings(max_examples=12)
 @given(steps=ops)
+@example(steps=[("add", "alpha alpha alpha", "semantic", []), ("update", 0, "alpha alpha alpha"),
+                ("session", 0, ["alpha delta alpha", "alpha alpha alpha"]), ("session", 1, ["alpha alpha alpha"])])
 def test_round_trip_over_generated_stores(steps: list[tuple]) -> None:
     with tempfile.TemporaryDirectory() as tmp:
         src, dst = Path(tmp) / "a", Path(tmp) / "b"

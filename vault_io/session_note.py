@@ -173,9 +173,34 @@ def render_turn(n: int, turn: Turn) -> str:
     return "\n".join(lines) + f"\n\n^t{n}\n\n"
 
 
+_PLAIN_RE = re.compile(r"[A-Za-z][A-Za-z0-9 _.,()/+-]*[A-Za-z0-9.)]|[A-Za-z]")
+_ISO_RE = re.compile(r"\d{4}-\d\d-\d\dT[0-9:.+-]+Z?")
+_UUID_RE = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}")
+_YAML_WORDS = frozenset("y n yes no on off true false null".split())
+
+
+def yaml_line(key: str, value: object) -> str:
+    """One front-matter line, as :func:`dump_key` would write it for the
+    values a session note holds (a string, an int, a list of plain words),
+    without the YAML emitter's cost (thousands of notes in an import)."""
+    if isinstance(value, bool) or not isinstance(value, (str, int, list)):
+        return dump_key(key, value)
+    if isinstance(value, int):
+        return f"{key}: {value}\n"
+    if isinstance(value, list):
+        if not all(isinstance(v, str) and _PLAIN_RE.fullmatch(v) and v.lower() not in _YAML_WORDS for v in value):
+            return dump_key(key, value)
+        return f"{key}:\n" + "".join(f"  - {v}\n" for v in value)
+    if _ISO_RE.fullmatch(value):
+        return f"{key}: '{value}'\n"
+    if (_PLAIN_RE.fullmatch(value) and value.lower() not in _YAML_WORDS and ": " not in value) or _UUID_RE.fullmatch(value):
+        return f"{key}: {value}\n"
+    return dump_key(key, value)
+
+
 def render_head(head: SessionHead) -> str:
     """Front-matter, title and digest of a new session note."""
-    fm = "".join(dump_key(k, v) for k, v in head.managed_values().items() if v is not None)
+    fm = "".join(yaml_line(k, v) for k, v in head.managed_values().items() if v is not None)
     return f"---\n{fm}---\n# {head.title}\n\n{render_digest(head.digest)}{TRANSCRIPT_HEADING}\n\n"
 
 

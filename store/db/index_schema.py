@@ -406,6 +406,13 @@ def m008_durable_state_apart(con: apsw.Connection) -> None:
             con.execute("UPDATE state.outbox SET trace = ? WHERE trace_id = ?", (trace_json(row[0]), trace_id))
 
 
+def m009_fact_text_key(con: apsw.Connection) -> None:
+    """Facts found by their normalised text: a conversation's new fact that
+    repeats a live fact of another source is not added twice, and asking
+    that must not scan every fact (or the full-text index of every transcript)."""
+    con.execute("CREATE INDEX facts_text_key ON facts(text_key COLLATE NOCASE)")
+
+
 MIGRATIONS: list[Callable[[apsw.Connection], None]] = [
     m001_foundation,
     m002_memories,
@@ -415,4 +422,5 @@ MIGRATIONS: list[Callable[[apsw.Connection], None]] = [
     m006_tag_rowids,
     m007_recheck_conflict_copies,
     m008_durable_state_apart,
+    m009_fact_text_key,
 ]

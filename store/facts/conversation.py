@@ -29,6 +29,8 @@ from dataclasses import replace
 import apsw
 
 from memvault.store.facts.llm_extract import SCHEMA_DOC
+from memvault.store.index.classify import content_key
+from memvault.store.memories.memtypes import MEMORY_TYPES
 from memvault.vault_io.facts import (
     EPISODIC,
     IDENTITY,
@@ -37,11 +39,11 @@ from memvault.vault_io.facts import (
     DraftBuilder,
     Extraction,
     is_fact_text,
-    segments_of,
+    normalise,
 )
 from memvault.vault_io.note import ParsedNote
 from memvault.vault_io.secrets import redact
-from memvault.vault_io.segment import collapse
+from memvault.vault_io.segment import collapse, split_sentences
 from memvault.vault_io.session_note import DIGEST_HEADING, TurnSpan, turn_spans
 
 #: The extractor name recorded for facts the rules found in a session note.
@@ -109,7 +111,14 @@ _NOT_A_STATEMENT_RE = re.compile(
     re.I,
 )
 _REPEAT_STRIP_RE = re.compile(r"[\s.!;:,]+$")
-_FTS_WORD_RE = re.compile(r"[^\W_]+")
+# A paragraph worth splitting into sentences holds one of these words.
+_TRIGGER_RE = re.compile(
+    r"\b(?:i|i'm|im|i've|i'll|i'd|my|we|we're|we've|we'll|let's|lets|remember|note|keep in mind|forget|fyi"
+    r"|for the record|always|never)\b",
+    re.I,
+)
+_FENCE_LINE_RE = re.compile(r"^[ \t]*(?:```|~~~)")
+_ITEM_RE = re.compile(r"^[ \t]*(?:[-*+]|\d{1,9}[.)])[ \t]+(?:\[.\][ \t]+)?")
 
 
 def classify(text: str) -> tuple[str, str] | None:
@@ -157,31 +166,98 @@ def _turn_of(spans: list[TurnSpan], line: int | None) -> TurnSpan | None:
 
 
 def extract_conversation_facts(note: ParsedNote, source_id: str) -> Extraction:
-    """The facts of one session note by the rules (module docstring)."""
+    """The facts of one session note by the rules (module docstring).
+
+    Reads the user's turns only, and splits into sentences only the
+    paragraphs and list items that hold a first-person word or a "remember"
+    (most of a transcript holds neither): an import of thousands of
+    conversations must not segment every line the assistant wrote.
+    """
     spans = turn_spans(note.body, note.body_line)
     result = Extraction(extractor=EXTRACTOR)
     builder = DraftBuilder(note, source_id)
-    digest_done = False
-    for seg in segments_of(note):
-        text, n = redact(seg.text)
+    lines = note.body.split("\n")
+    digest = _digest_line(note, lines)
+    if digest is not None:
+        line_no, text = digest
+        first = split_sentences(text)[:1]
+        sentence, n = redact(collapse(text[first[0][0] : first[0][1]])) if first else ("", 0)
         result.redacted += n
-        if not digest_done and seg.headings and seg.headings[-1] == DIGEST_HEADING[3:] and seg.kind == "sentence":
-            # The digest's first line: when and with what the session began.
-            digest_done = True
-            if is_fact_text(text):
-                builder.add("digest", text, seg.line_start, seg.line_end, seg.headings, (), EPISODIC, None, n)
+        if is_fact_text(sentence):
+            builder.add("digest", sentence, line_no, line_no, _headings_at(note, line_no), (), EPISODIC, None, n)
+    for span in spans:
+        if span.role != "user":
             continue
-        span = _turn_of(spans, seg.line_start)
-        if span is None or span.role != "user" or not is_fact_text(text):
-            continue
-        found = classify(collapse(text))
-        if found is None:
-            continue
-        type_, topic = found
-        builder.add("turn", remembered_text(text), seg.line_start, seg.line_end, seg.headings, (), type_, None, n,
-                    (topic,))
+        headings = _headings_at(note, span.first_line)
+        for block, first_line in _blocks(lines, span, note.body_line):
+            if not _TRIGGER_RE.search(block):
+                continue
+            for start, end in split_sentences(block):
+                text, n = redact(collapse(block[start:end]))
+                found = classify(text) if is_fact_text(text) else None
+                if found is None:
+                    continue
+                result.redacted += n
+                first_of = first_line + block.count("\n", 0, start)
+                last_of = first_of + block[start:end].rstrip("\n").count("\n")
+                type_, topic = found
+                builder.add("turn", remembered_text(text), first_of, last_of, headings, (), type_, None, n, (topic,))
     result.facts = builder.facts
     return anchor_to_turns(note, result)
+
+
+def _digest_line(note: ParsedNote, lines: list[str]) -> tuple[int, str] | None:
+    """(file line, text) of the digest's first line."""
+    for i, line in enumerate(lines):
+        if line.strip() == DIGEST_HEADING:
+            nxt = lines[i + 1] if i + 1 < len(lines) else ""
+            return (note.body_line + i + 1, nxt) if nxt.strip() and not nxt.startswith(("#", "- ")) else None
+    return None
+
+
+def _headings_at(note: ParsedNote, line: int) -> tuple[str, ...]:
+    """The heading path (outermost first) that holds file line ``line``."""
+    path: list[tuple[int, str]] = []
+    for h in note.headings:
+        if h.line > line:
+            break
+        while path and path[-1][0] >= h.level:
+            path.pop()
+        path.append((h.level, h.text))
+    return tuple(text for _, text in path)
+
+
+def _blocks(lines: list[str], span: TurnSpan, body_line: int) -> list[tuple[str, int]]:
+    """The paragraphs and list items of one turn's callout, as (text, file
+    line of its first line), fenced code left out."""
+    out: list[tuple[str, int]] = []
+    current: list[str] = []
+    start = 0
+    fenced = False
+
+    def close() -> None:
+        if current:
+            out.append(("\n".join(current), start))
+            current.clear()
+
+    for i in range(span.first_line - body_line + 1, span.last_line - body_line):
+        raw = lines[i]
+        text = raw[2:] if raw.startswith("> ") else raw[1:] if raw.startswith(">") else raw
+        if _FENCE_LINE_RE.match(text):
+            close()
+            fenced = not fenced
+            continue
+        if fenced:
+            continue
+        item = _ITEM_RE.match(text)
+        if not text.strip() or item:
+            close()
+        if text.strip():
+            if not current:
+                start = body_line + i
+            current.append(text[item.end():] if item else text)
+    close()
+    return out
 
 
 def anchor_to_turns(note: ParsedNote, extraction: Extraction) -> Extraction:
@@ -227,20 +303,25 @@ def repeat_key(text: str) -> str:
 
 def known_elsewhere(con: apsw.Connection, source_id: str, text: str) -> bool:
     """Whether a live memory, or a live fact of another source than
-    ``source_id``, says ``text`` (by :func:`repeat_key`)."""
-    words = _FTS_WORD_RE.findall(text)
-    if not words:
+    ``source_id``, says ``text`` (case, white space and a trailing period
+    aside). Two indexed lookups: memories by their content key, facts by
+    their normalised text."""
+    base = _REPEAT_STRIP_RE.sub("", normalise(text))
+    if not base:
         return False
-    key = repeat_key(text)
-    rows = con.execute(
-        "SELECT t.kind, t.content, f.source_id FROM traces_fts JOIN traces t ON t.rowid = traces_fts.rowid "
-        "LEFT JOIN facts f ON f.trace_id = t.id "
-        "WHERE traces_fts MATCH ? AND t.kind IN ('memory', 'fact') AND t.status = 'active' LIMIT 50",
-        ('content : "' + " ".join(words) + '"',),
-    )
-    return any(
-        repeat_key(content) == key and (kind == "memory" or owner != source_id) for kind, content, owner in rows
-    )
+    variants = [base, base + ".", base + "!"]
+    memory_keys = [content_key(t, "user", v) for t in MEMORY_TYPES for v in variants]
+    marks = ",".join("?" * len(memory_keys))
+    if con.execute(
+        f"SELECT 1 FROM traces WHERE content_key IN ({marks}) AND +kind = 'memory' AND +status = 'active' LIMIT 1",
+        memory_keys,
+    ).fetchone():
+        return True
+    return con.execute(
+        "SELECT 1 FROM facts f JOIN traces t ON t.id = f.trace_id WHERE f.text_key COLLATE NOCASE IN (?,?,?) "
+        "AND f.source_id != ? AND t.status = 'active' LIMIT 1",
+        (*variants, source_id),
+    ).fetchone() is not None
 
 
 def drop_repeats(

@@ -99,6 +99,9 @@ class FactObserver:
         #: Repeat keys of conversation facts extracted in the current batch
         #: (see :func:`~.conversation.drop_repeats`): the first session wins.
         self.batch_seen: dict[str, str] = {}
+        #: Session note id -> fact ids to keep instead of the repeat rule
+        #: (a restore of memvault's own export; see MemoryStore.fact_keep).
+        self.keep: dict[str, set[str]] = {}
         if self.extractor_name == "llm":
             from memvault.store.facts.llm_extract import LLMExtractor
 
@@ -186,7 +189,11 @@ class FactObserver:
             return extraction
         from memvault.store.facts.conversation import anchor_to_turns, drop_repeats
 
-        return drop_repeats(self.con, trace.id, anchor_to_turns(note, extraction), self.batch_seen)
+        extraction = anchor_to_turns(note, extraction)
+        if trace.id in self.keep:
+            extraction.facts = [d for d in extraction.facts if d.id in self.keep[trace.id]]
+            return extraction
+        return drop_repeats(self.con, trace.id, extraction, self.batch_seen)
 
     def _extract_note(
         self, note: ParsedNote, trace: rec.TraceRow, state: sf.SourceState | None, warnings: list[str]

@@ -75,6 +75,7 @@ class ImportSink:
         self.folder = folder.strip("/") or IMPORT_FOLDER
         self.sessions = SessionWriter(store)
         self.pending: list[tuple[str, SessionPlan]] = []
+        self.pending_ids: set[str] = set()
         self.note_paths: list[str] = []
 
     def put(self, ref: str, item: Any) -> None:
@@ -99,7 +100,7 @@ class ImportSink:
             raise MemvaultError(f"cannot import a {type(item).__name__}")
 
     def _conversation(self, ref: str, conv: Conversation) -> None:
-        if any(p.note_id == _note_id(conv) for _, p in self.pending):
+        if _note_id(conv) in self.pending_ids:
             self.flush()  # the same conversation twice in one file: the second sees the first
         plan = self.sessions.plan(conv)
         if plan.action != "skipped":
@@ -111,12 +112,14 @@ class ImportSink:
                     ik.put_key(self.store.con, plan.key)
             return
         self.pending.append((ref, plan))
+        self.pending_ids.add(plan.note_id)
         if len(self.pending) >= BATCH:
             self.flush()
 
     def flush(self) -> None:
         """Write and index the pending session notes."""
         pending, self.pending = self.pending, []
+        self.pending_ids = set()
         if not pending:
             return
         try:

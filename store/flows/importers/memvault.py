@@ -182,6 +182,8 @@ class _Record:
         if rel.startswith(("/", "../")) or "/../" in rel or not rel.endswith(".md"):
             raise ImportFormatError(f"a source path outside the vault: {rel!r}")
         target = sink.store.root / rel
+        if s.get("kind") == "session":
+            sink.store.fact_keep.setdefault(str(s["id"]), set())
         if target.exists():
             same = target.read_bytes().decode("utf-8", "replace") == s["text"]
             if not same:
@@ -193,6 +195,8 @@ class _Record:
         return "imported"
 
     def _fact(self, sink: "ImportSink") -> str | None:
+        if str(self.data["source_id"]) in sink.store.fact_keep:
+            sink.store.fact_keep[str(self.data["source_id"])].add(str(self.data["id"]))
         if not sink.report.dry_run:
             with write_transaction(sink.store.con):
                 _put_recall(sink.store.con, self.data["id"], self.data.get("recall"), replace=False)
@@ -246,7 +250,10 @@ class _Finish:
             return None
         from memvault.store.index.rebuild import apply_state
 
-        sink.finish()
+        try:
+            sink.finish()
+        finally:
+            sink.store.fact_keep.clear()
         apply_state(sink.store.con)
         if self.embeddings:
             from memvault.store.embedding import vectors as vec
