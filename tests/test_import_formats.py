@@ -50,7 +50,8 @@ def test_claude_conversations_projects_and_users(vault: Path) -> None:
         # prompt template a procedural memory; the starter project is skipped.
         doc = vault / "Imports/Claude/memvault design/architecture.md"
         assert doc.read_text("utf-8").startswith("---\ntitle: architecture.md\nsource: claude.ai project\n")
-        assert (vault / "Imports/Claude/memvault design/notes v2.md").exists()
+        second = (vault / "Imports/Claude/memvault design/notes v2.md").read_text("utf-8")
+        assert "The deploy token: [redacted]" in second and "ghp_" not in second
         assert not list(vault.rglob("intro.md"))
         assert store.show("Imports/Claude/memvault design/architecture.md")["kind"] == "note"
         prompts = [m for m in _memories(vault).values() if m["type"] == "procedural"]
@@ -138,6 +139,7 @@ def test_mcp_memory_entities_become_linked_memory_notes(vault: Path, tmp_path: P
                "- reads [[C C++ notes|C/C++ notes]]" in alice
         memvault = (vault / "Memory/semantic/memvault.md").read_text("utf-8")
         assert "- Has a daemon" in memvault and "- mentions Nobody" in memvault
+        assert "- Deploy key is [redacted]" in memvault and report.redacted == 1
         links = {link["target"]: link["target_path"] for link in store.links("Memory/semantic/Alice.md")}
         assert links == {"memvault": "Memory/semantic/memvault.md", "C C++ notes": "Memory/semantic/C C++ notes.md"}
         lines = (IMPORTS / "memory.jsonl").read_text("utf-8").splitlines()
@@ -199,7 +201,8 @@ def test_markdown_notes_are_copied_in_as_memory_notes(vault: Path, tmp_path: Pat
         assert fm["created"] == "2026-01-01T00:00:00+00:00" and fm["source"] == "manual"
         assert editor.body.endswith("## Related\n- [[Editor setup]]\n")
         assert store.show("m-aaaaaaaaaaaa")["kind"] == "memory"
-        assert (vault / "Memory/semantic/no-type.md").exists()
+        no_type = (vault / "Memory/semantic/no-type.md").read_text("utf-8")
+        assert "Its admin password: [redacted]" in no_type and "Tr0ub4dor" not in no_type
         assert store.import_("markdown", IMPORTS / "markdown").skipped == 3
         # An edited note at the source: a new version of the same memory.
         src = tmp_path / "md"
