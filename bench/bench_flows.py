@@ -40,24 +40,31 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import _common as C  # noqa: E402
 
+# Peak RSS is a high-water mark that survives fork and exec: a child forked
+# from this (large) benchmark process would report this process's size. A
+# small fresh interpreter runs the command instead and reports its rusage.
+_WRAPPER = """
+import json, os, subprocess, sys
+proc = subprocess.Popen(sys.argv[2:])
+_, status, usage = os.wait4(proc.pid, 0)
+with open(sys.argv[1], "w") as fh:
+    json.dump({"exit": os.waitstatus_to_exitcode(status), "cpu": usage.ru_utime + usage.ru_stime,
+               "peak_rss_mb": usage.ru_maxrss / 1024}, fh)
+"""
+
 
 def run_measured(args: list[str], env: dict[str, str]) -> dict[str, Any]:
     """Run a process; its wall time, CPU time, peak RSS (``wait4``) and output."""
     import tempfile
 
-    with tempfile.TemporaryFile("w+") as out, tempfile.TemporaryFile("w+") as err:
+    with tempfile.TemporaryDirectory() as tmp:
+        usage = Path(tmp) / "usage.json"
         start = time.perf_counter()
-        proc = subprocess.Popen(args, env=env, stdout=out, stderr=err, text=True)
-        _, status, usage = os.wait4(proc.pid, 0)
-        proc.returncode = os.waitstatus_to_exitcode(status)
+        done = subprocess.run([sys.executable, "-c", _WRAPPER, str(usage), *args], env=env,
+                              capture_output=True, text=True)
         wall = time.perf_counter() - start
-        out.seek(0)
-        err.seek(0)
-        stdout, stderr = out.read(), err.read()
-    return {
-        "seconds": wall, "cpu": usage.ru_utime + usage.ru_stime, "peak_rss_mb": usage.ru_maxrss / 1024,
-        "exit": proc.returncode, "stdout": stdout[-2000:], "stderr": stderr[-2000:],
-    }
+        measured = json.loads(usage.read_text())
+    return {"seconds": wall, **measured, "stdout": done.stdout[-2000:], "stderr": done.stderr[-2000:]}
 
 
 def memvault(*args: str) -> list[str]:

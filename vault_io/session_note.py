@@ -93,11 +93,19 @@ def session_note_id(client: str, session_id: str) -> str:
     return "s-" + hashlib.sha256(seed.encode("utf-8")).hexdigest()[:16]
 
 
+def readable_stem(text: str, max_bytes: int = _TITLE_BYTES, default: str = "Untitled") -> str:
+    """``text`` as a file-name stem a person reads as it was written: the
+    characters a name cannot hold or that break Obsidian links become
+    spaces, white space collapses, no leading or trailing dots, at most
+    ``max_bytes`` bytes (``default`` when nothing is left)."""
+    clean = " ".join(_UNSAFE_NAME_RE.sub(" ", unicodedata.normalize("NFC", text)).split()).strip(". ")
+    return truncate_utf8(clean, max_bytes).rstrip(" .").replace("..", ".") or default
+
+
 def session_filename(day: str | None, title: str) -> str:
     """``2026-11-23 Fix the deploy script.md``: a readable, safe file name
     (no separators, link-breaking characters or leading dots; short)."""
-    clean = " ".join(_UNSAFE_NAME_RE.sub(" ", unicodedata.normalize("NFC", title)).split()).strip(". ")
-    clean = truncate_utf8(clean, _TITLE_BYTES).rstrip(" .") or "Untitled conversation"
+    clean = readable_stem(title, default="Untitled conversation")
     stem = f"{day} {clean}" if day else clean
     return fit_name(stem.replace("..", "."), ".md")
 

@@ -17,7 +17,6 @@ str | [parts], "timestamp"?: ISO or epoch}`` per line (also ``name``,
 
 from __future__ import annotations
 
-import io
 import json
 from collections.abc import Iterable
 from pathlib import Path
@@ -225,8 +224,3 @@ def _generic(objects: list[dict[str, Any]], ref: str, session: str | None, title
     if not conv.session_id:
         conv.session_id = _fallback_session(conv)
     return conv
-
-
-def stdin_stream(data: bytes) -> IO[bytes]:
-    """An in-memory stream over bytes read from stdin."""
-    return io.BytesIO(data)

@@ -30,10 +30,9 @@ from memvault.store.flows.importers import Entry, Item, MemoryItem, NoteItem, Pr
 from memvault.store.flows.importers.stream import ImportFormatError, Member, iter_array, members, read_json
 from memvault.store.flows.keys import content_key
 from memvault.vault_io.fm_edit import dump_key
-from memvault.vault_io.session_note import session_filename
+from memvault.vault_io.session_note import readable_stem
 
 CLIENT = "claude.ai"
-_UNSAFE_RE = re.compile(r'[\\/:*?"<>|#^\[\]`%{}\x00-\x1f\x7f]')
 
 
 def _kind(rel: str) -> str | None:
@@ -190,10 +189,6 @@ def _projects(member: Member) -> Iterator[Entry]:
             yield Entry(f"{ref} prompt template", lambda p=project, name=name, t=template: [_prompt(p, name, t)])
 
 
-def _folder_name(name: str) -> str:
-    return " ".join(_UNSAFE_RE.sub(" ", name).split()).strip(". ")[:80] or "Project"
-
-
 def _document(project: dict[str, Any], name: str, doc: Any) -> Item:
     if not isinstance(doc, dict) or not isinstance(doc.get("content"), str):
         raise ImportFormatError("a project document without text content")
@@ -204,7 +199,7 @@ def _document(project: dict[str, Any], name: str, doc: Any) -> Item:
         ("title", filename), ("source", "claude.ai project"), ("project", name), ("created", created)) if v)
     text = f"---\n{head}---\n{doc['content'].rstrip()}\n"
     key = str(doc.get("uuid") or content_key(name, filename))
-    path = f"Claude/{_folder_name(name)}/{session_filename(None, stem)}"
+    path = f"Claude/{readable_stem(name, 80, 'Project')}/{readable_stem(stem, default='document')}.md"
     return NoteItem(source="claude-project-doc", key=key, path=path, text=text)
 
 

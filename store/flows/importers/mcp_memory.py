@@ -14,7 +14,6 @@ new version. A bad line is one error; the rest is read.
 from __future__ import annotations
 
 import json
-import re
 from collections import defaultdict
 from collections.abc import Iterator
 from pathlib import Path
@@ -22,8 +21,7 @@ from typing import Any
 
 from memvault.store.flows.importers import Entry, Item, MemoryItem, Progress
 from memvault.store.flows.importers.stream import ImportFormatError, members
-
-_UNSAFE_RE = re.compile(r'[\\/:*?"<>|#^\[\]`%{}\x00-\x1f\x7f]')
+from memvault.vault_io.session_note import readable_stem
 
 
 def read(path: Path, progress: Progress | None = None) -> Iterator[Entry]:
@@ -75,7 +73,7 @@ def _fail(message: str) -> list[Item]:
 
 def note_stem(name: str) -> str:
     """The file name (without ``.md``) of an entity's memory note."""
-    return " ".join(_UNSAFE_RE.sub(" ", name).split()).strip(". ")[:120] or "entity"
+    return readable_stem(name, 120, "entity")
 
 
 def _observation(value: Any) -> str | None:
