@@ -22,12 +22,21 @@ def sync(app: AppContext, as_json: bool, no_embed: bool) -> None:
     (unchanged text is never embedded twice).
     """
     show_bar = stderr_is_tty() and not as_json
+    daemon = None if no_embed else _daemon_pid(app)
     with progress_bar("Indexing", show_bar, minimum=50) as index_progress, \
             progress_bar("Embedding", show_bar, minimum=20) as embed_progress:
-        report = app.store.sync(index_progress, embed=not no_embed, embed_progress=embed_progress)
+        report = app.store.sync(index_progress, embed=not no_embed and daemon is None, embed_progress=embed_progress)
     summary, embedding = report.summary, report.embedding
+    if daemon is not None:
+        # The daemon's embedding service does it: two processes embedding the
+        # same texts would only halve each other's speed.
+        ask_daemon(app.store, "wake", {})
+        notice(f"embedding is left to the running daemon (pid {daemon})")
     if as_json:
-        emit_json(report.as_dict())
+        data = report.as_dict()
+        if daemon is not None:
+            data["embedding"] = {"handed_to_daemon": daemon}
+        emit_json(data)
         _embed_notice(embedding)
         _fail_if_unwritten(report.unwritten)
         return
@@ -51,6 +60,17 @@ def sync(app: AppContext, as_json: bool, no_embed: bool) -> None:
             f"in {summary.seconds:.2f}s{embedded}"
         )
     _fail_if_unwritten(report.unwritten)
+
+
+def _daemon_pid(app: AppContext) -> int | None:
+    """The pid of the daemon serving this vault, if one runs."""
+    from memvault.daemon.lock import is_locked, read_holder
+
+    data_dir = app.store.data_dir
+    if not is_locked(data_dir):
+        return None
+    holder = read_holder(data_dir)
+    return holder.pid if holder else -1
 
 
 def _fail_if_unwritten(errors: list[str]) -> None:

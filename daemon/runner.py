@@ -219,10 +219,10 @@ class DaemonRunner:
             from memvault.store.embedding.model import set_threads
 
             set_threads(self.store.settings.embedding.daemon_threads)
-            self._server = QueryServer(self.store)
+            self._embedder = EmbeddingService(self.store)
+            self._server = QueryServer(self.store, on_wake=self._embedder.wake)
             self.services.add(self._server)
             self.services.start_service(self._server.name)
-            self._embedder = EmbeddingService(self.store)
             self.services.add(self._embedder)
 
     def _serve(self) -> None:

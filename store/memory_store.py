@@ -43,6 +43,7 @@ from memvault.store.settings import Settings, load_settings
 from memvault.vault_io.errors import MemvaultError, UsageError
 
 if TYPE_CHECKING:
+    from memvault.store.embedding.cache import PruneReport
     from memvault.store.embedding.pipeline import EmbedReport
     from memvault.store.facts.observer import Defer, FactObserver
     from memvault.store.facts.source_notes import Sources
@@ -417,6 +418,32 @@ class MemoryStore:
              "updated": t.updated, "content": t.content, "tags": t.tags}
             for t in self.memories.history(ref)
         ]
+
+    def cache_prune(self, index: apsw.Connection | None = None) -> "PruneReport":
+        """Drop cached vectors no note uses (older than ``embedding.cache_keep_days``,
+        or past ``embedding.cache_max_mb``); ``index``: another thread's own connection."""
+        from memvault.store.embedding import cache, vectors
+
+        con = vectors.open_cache(self.data_dir)
+        assert con is not None
+        try:
+            e = self.settings.embedding
+            return cache.prune(con, index or self.read_con(), keep_days=e.cache_keep_days,
+                               max_bytes=e.cache_max_mb * 2**20)
+        finally:
+            con.close()
+
+    def cache_export(self, target: Path) -> int:
+        """Write a copy of the embedding cache to ``target``; how many vectors."""
+        from memvault.store.embedding.cache import export_cache
+
+        return export_cache(self.data_dir, target)
+
+    def cache_import(self, source: Path) -> int:
+        """Add the vectors of a cache file (another device's export); how many were new."""
+        from memvault.store.embedding.cache import import_cache
+
+        return import_cache(self.data_dir, source)
 
     def model_status(self) -> dict[str, Any]:
         """The configured embedding model and how much of the vault has its vectors."""

@@ -57,7 +57,9 @@ KEYS: tuple[Key, ...] = (
     Key("llm.max_chars", 40000, "Source notes longer than this many characters use the default extractor, not the llm."),
     Key("embedding.model", "default", 'fastembed model name, "default" (bundled all-MiniLM-L6-v2 int8) or "none".'),
     Key("embedding.daemon_threads", 1, "CPU threads the daemon's model uses (0: all cores); `memvault sync` uses all."),
-    Key("embedding.batch_tokens", 8192, "Embedding batch size in padded tokens (texts x longest text): bounds memory."),
+    Key("embedding.batch_tokens", 2048, "Embedding batch size in padded tokens (texts x longest text): bounds memory."),
+    Key("embedding.cache_keep_days", 30.0, "Days a cached vector no note uses is kept (a deleted note, a rebuild come back free)."),
+    Key("embedding.cache_max_mb", 2048, "Size cap of the embedding cache in MB: past it, unused vectors go first (never used ones)."),
     Key("recall.budget", 800, "Default token budget of `memvault context`."),
     Key("recall.min_similarity", 0.3, "Relevance floor: weakest cosine similarity a semantic match may have."),
     Key("recall.identity_max", 5, "Most identity memories `memvault context` puts first."),
@@ -171,6 +173,8 @@ class EmbeddingSettings:
     model: str
     daemon_threads: int
     batch_tokens: int
+    cache_keep_days: float
+    cache_max_mb: int
 
 
 @dataclass(frozen=True)
@@ -232,6 +236,7 @@ class Settings:
             embedding=EmbeddingSettings(
                 model=v["embedding.model"], daemon_threads=int(v["embedding.daemon_threads"]),
                 batch_tokens=int(v["embedding.batch_tokens"]),
+                cache_keep_days=float(v["embedding.cache_keep_days"]), cache_max_mb=int(v["embedding.cache_max_mb"]),
             ),
             recall=RecallSettings(
                 budget=int(v["recall.budget"]),

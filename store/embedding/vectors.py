@@ -108,37 +108,6 @@ def put_vectors(cache: apsw.Connection, model: str, items: Sequence[tuple[bytes,
         )
 
 
-def prune_cache(cache: apsw.Connection, index: apsw.Connection, keep_days: float = 30.0) -> int:
-    """Drop cached vectors whose text no chunk of the index uses any more and
-    that were last used more than ``keep_days`` ago; returns how many.
-
-    The grace period is what lets a note deleted by mistake, or an index
-    rebuilt from scratch, come back without re-embedding.
-    """
-    live = {r[0] for r in index.execute("SELECT DISTINCT hash FROM chunks")}
-    now = now_iso()
-    stale: list[tuple[int]] = []
-    touch: list[tuple[str, int]] = []
-    for rid, h, used in cache.execute("SELECT id, hash, used FROM vectors"):
-        if h in live:
-            touch.append((now, rid))
-        elif _days_between(used, now) > keep_days:
-            stale.append((rid,))
-    with write_transaction(cache):
-        cache.executemany("UPDATE vectors SET used = ? WHERE id = ?", touch)
-        cache.executemany("DELETE FROM vectors WHERE id = ?", stale)
-    return len(stale)
-
-
-def _days_between(a: str, b: str) -> float:
-    from datetime import datetime
-
-    try:
-        return (datetime.fromisoformat(b) - datetime.fromisoformat(a)).total_seconds() / 86400
-    except ValueError:
-        return 0.0
-
-
 # -- a model that cannot be loaded ----------------------------------------------
 
 #: Index meta key recording that the configured model could not be loaded.
@@ -243,19 +212,71 @@ class PendingChunk:
     tokens: int
 
 
-def pending_chunks(con: apsw.Connection, cache: apsw.Connection, model: str) -> list[PendingChunk]:
-    """Chunks (one per distinct text) still to embed for ``model``, shortest first
-    so each batch pads to a similar length."""
+#: Index meta key: the model whose pending chunks ``embed_pending`` holds.
+PENDING_MODEL_KEY = "pending_model"
+
+
+def _hashes_with_vectors(cache: apsw.Connection, model: str, hashes: Sequence[bytes]) -> set[bytes]:
+    """Which of ``hashes`` have a vector of ``model`` (looked up, not listed)."""
+    found: set[bytes] = set()
+    for i in range(0, len(hashes), 500):
+        part = list(hashes[i : i + 500])
+        marks = ",".join("?" * len(part))
+        found.update(r[0] for r in cache.execute(
+            f"SELECT hash FROM vectors WHERE model = ? AND hash IN ({marks})", (model, *part)))
+    return found
+
+
+def refill_pending(con: apsw.Connection, cache: apsw.Connection, model: str) -> None:
+    """Fill ``embed_pending`` from scratch for ``model`` (once per model: a
+    new index, a changed ``embedding.model``, an older index)."""
     have = cached_hashes(cache, model)
+    rows = [(cid,) for cid, h in con.execute("SELECT id, hash FROM chunks") if h not in have]
+    with write_transaction(con):
+        con.execute("DELETE FROM embed_pending")
+        con.executemany("INSERT INTO embed_pending (chunk_id) VALUES (?)", rows)
+        set_meta(con, PENDING_MODEL_KEY, model)
+
+
+def pending_chunks(con: apsw.Connection, cache: apsw.Connection, model: str) -> list[PendingChunk]:
+    """Chunks (one per distinct text) still to embed for ``model``, shortest
+    first so each batch pads to a similar length.
+
+    Read from ``embed_pending``, which triggers keep current as chunks come
+    and :func:`done_embedding` as vectors are stored: an idle vault costs one
+    empty query, not a scan of every chunk. Texts whose vector another
+    process (or a cache import) stored meanwhile are dropped here.
+    """
+    if get_meta(con, PENDING_MODEL_KEY) != model:
+        refill_pending(con, cache, model)
+    rows = con.execute(
+        "SELECT c.id, c.hash, c.tokens FROM embed_pending p JOIN chunks c ON c.id = p.chunk_id"
+    ).fetchall()
+    if not rows:
+        return []
+    have = _hashes_with_vectors(cache, model, list({h for _, h, _ in rows}))
+    if have:
+        done_embedding(con, list(have))
     seen: set[bytes] = set()
     out: list[PendingChunk] = []
-    for cid, h, tokens in con.execute("SELECT id, hash, tokens FROM chunks"):
+    for cid, h, tokens in rows:
         if h in have or h in seen:
             continue
         seen.add(h)
         out.append(PendingChunk(cid, h, tokens))
     out.sort(key=lambda p: (p.tokens, p.id))
     return out
+
+
+def done_embedding(con: apsw.Connection, hashes: Sequence[bytes]) -> None:
+    """These texts have vectors now: no chunk holding one of them is pending."""
+    with write_transaction(con):
+        for i in range(0, len(hashes), 500):
+            part = list(hashes[i : i + 500])
+            marks = ",".join("?" * len(part))
+            con.execute(
+                f"DELETE FROM embed_pending WHERE chunk_id IN (SELECT id FROM chunks WHERE hash IN ({marks}))", part
+            )
 
 
 def chunk_texts(con: apsw.Connection, ids: Sequence[int]) -> dict[int, tuple[bytes, str]]:

@@ -41,6 +41,8 @@ from memvault.store import location
 from memvault.store.db import records as rec
 from memvault.store.db import state_schema
 from memvault.store.db.connection import user_version
+from memvault.store.embedding.cache import export_cache, import_cache
+from memvault.store.embedding.vectors import CACHE_FILE
 from memvault.vault_io.atomic import fsync_dir
 from memvault.vault_io.errors import MemvaultError, UsageError
 
@@ -50,7 +52,6 @@ if TYPE_CHECKING:
 FORMAT = "memvault-backup"
 VERSION = 1
 MANIFEST = "manifest.json"
-CACHE_FILE = "embeddings.db"
 
 
 class BackupError(MemvaultError):
@@ -103,15 +104,9 @@ def backup(store: "MemoryStore", output: Path | None = None) -> Path:
         # One statement, one read transaction: a consistent snapshot of the
         # state whatever the daemon commits meanwhile.
         con.execute("VACUUM state INTO ?", (str(files[location.STATE_FILE]),))
-        cache_path = store.data_dir / CACHE_FILE
-        if cache_path.exists():
-            cache = apsw.Connection(str(cache_path), flags=apsw.SQLITE_OPEN_READONLY)
-            try:
-                cache.setbusytimeout(5000)
-                files[CACHE_FILE] = work / CACHE_FILE
-                cache.execute("VACUUM INTO ?", (str(files[CACHE_FILE]),))
-            finally:
-                cache.close()
+        if (store.data_dir / CACHE_FILE).exists():
+            files[CACHE_FILE] = work / CACHE_FILE
+            export_cache(store.data_dir, files[CACHE_FILE])
         manifest = {
             "format": FORMAT, "version": VERSION, "vault": store.name, "vault_path": str(store.root),
             "created": rec.now_iso(), "state_schema": user_version(con, "state"),
@@ -218,22 +213,7 @@ def _set_aside(state: Path) -> Path | None:
 
 
 def _merge_vectors(store: "MemoryStore", backup_cache: Path, expected: str, name: str) -> int:
-    """Copy the backup's vectors into the cache (the cache is keyed by model
-    and text hash, so merging never loses or confuses one)."""
-    from memvault.store.embedding import vectors as vec
-
+    """Add the backup's vectors to the cache (keyed by model and text hash:
+    merging never loses or confuses one)."""
     _check_database(backup_cache, expected, name).close()
-    cache = vec.open_cache(store.data_dir)
-    if cache is None:
-        return 0
-    try:
-        cache.execute("ATTACH DATABASE ? AS backup", (str(backup_cache),))
-        before = cache.execute("SELECT count(*) FROM vectors").fetchone()[0]
-        cache.execute("BEGIN IMMEDIATE")
-        cache.execute("INSERT OR IGNORE INTO vectors (model, hash, vec, used) SELECT model, hash, vec, used FROM backup.vectors")
-        cache.execute("COMMIT")
-        after = cache.execute("SELECT count(*) FROM vectors").fetchone()[0]
-        cache.execute("DETACH DATABASE backup")
-        return int(after - before)
-    finally:
-        cache.close()
+    return import_cache(store.data_dir, backup_cache)
