@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 from helpers import wait_for, write
-from test_daemon_support import content, indexed, on_disk, query, running
+from test_daemon_support import content, indexed, on_disk, running
 
 from memvault.daemon import watch
 from memvault.store.index.reconcile import Indexer
