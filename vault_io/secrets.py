@@ -133,11 +133,12 @@ _HINTS = (
 _TOKEN_HINTS = tuple(h for h in _HINTS if h not in (
     "bearer", "authorization", "private key", "://", "pass", "pwd", "secret", "token", "key", "credential",
 )) + ("hooks.slack",)
+# What "password: value" and "key: value" need before their (costly) full
+# patterns are tried: one of their key words, and an assignment sign.
 _ALWAYS_HINTS = ("pass", "pwd", "secret")
 _TOKEN_KEY_HINTS = ("key", "token", "secret", "credential")
 # One scan of the text for all hints at once beats a substring test per hint.
 _HINT_RE = re.compile("|".join(re.escape(h) for h in _HINTS))
-_TOKEN_HINT_RE = re.compile("|".join(re.escape(h) for h in _TOKEN_HINTS))
 
 
 def _may_hold_secret(text: str) -> bool:
@@ -189,7 +190,7 @@ def redact(text: str) -> tuple[str, int]:
 
     low = text.lower()
     out = _PEM_RE.sub(whole, text) if "private key" in low else text
-    if _TOKEN_HINT_RE.search(low):
+    if any(hint in low for hint in _TOKEN_HINTS):
         out = _TOKEN_RE.sub(whole, out)
 
     def auth(m: re.Match[str]) -> str:
@@ -233,7 +234,8 @@ def redact(text: str) -> tuple[str, int]:
         count += 1
         return m.group(1) + (f"{quote}{REDACTED}{quote}" if quote else REDACTED + value[len(value.rstrip()):])
 
-    if any(hint in low for hint in _ALWAYS_HINTS):
+    assigns = ":" in out or "=" in out
+    if assigns and any(hint in low for hint in _ALWAYS_HINTS):
         out = _ALWAYS_RE.sub(always, out)
 
     def token_value(m: re.Match[str]) -> str:
@@ -244,7 +246,7 @@ def redact(text: str) -> tuple[str, int]:
         count += 1
         return m.group(1) + m.group(2) + REDACTED
 
-    if any(hint in low for hint in _TOKEN_KEY_HINTS):
+    if assigns and any(hint in low for hint in _TOKEN_KEY_HINTS):
         out = _TOKEN_VALUE_RE.sub(token_value, out)
     return out, count
 

@@ -151,6 +151,8 @@ def when(at: str | None) -> str:
     """``2026-11-23 10:02`` (UTC) from an ISO time; empty when unknown."""
     if not at:
         return ""
+    if len(at) == 25 and at.endswith("+00:00") and at[10] == "T":
+        return f"{at[:10]} {at[11:16]}"  # memvault's own form (the common case): no parsing
     try:
         moment = datetime.fromisoformat(at.replace("Z", "+00:00"))
     except ValueError:

@@ -111,6 +111,10 @@ _NOT_A_STATEMENT_RE = re.compile(
     re.I,
 )
 _REPEAT_STRIP_RE = re.compile(r"[\s.!;:,]+$")
+# How a statement the rules keep begins (lower case), or a word a decision holds.
+_OPENINGS = ("i ", "i'", "im ", "my ", "we ", "we'", "let", "always ", "never ", "remember", "note", "keep in mind",
+             "don't forget", "dont forget", "do not forget", "for the record", "fyi", "please ", "pls ", "also")
+_DECISION_WORDS = ("decided", "go with", "going with", "chose", "picked", "settled on", "decision is", "agreed")
 # A paragraph worth splitting into sentences holds one of these words.
 _TRIGGER_RE = re.compile(
     r"\b(?:i|i'm|im|i've|i'll|i'd|my|we|we're|we've|we'll|let's|lets|remember|note|keep in mind|forget|fyi"
@@ -125,6 +129,9 @@ def classify(text: str) -> tuple[str, str] | None:
     """(memory type, topic) of a statement worth keeping, or None."""
     if text.endswith("?") or len(text) > MAX_CHARS:
         return None
+    low = text.lower()
+    if not low.startswith(_OPENINGS) and not any(word in low for word in _DECISION_WORDS):
+        return None  # what every rule below needs, tested first: most sentences end here
     m = _REMEMBER_RE.match(text)
     if m:
         rest = m.group("rest")
@@ -193,17 +200,22 @@ def extract_conversation_facts(note: ParsedNote, source_id: str) -> Extraction:
             if not _TRIGGER_RE.search(block):
                 continue
             for start, end in split_sentences(block):
-                text, n = redact(collapse(block[start:end]))
-                found = classify(text) if is_fact_text(text) else None
+                said = collapse(block[start:end])
+                found = classify(said)  # before redacting: most sentences are not kept
                 if found is None:
+                    continue
+                text, n = redact(said)
+                if not is_fact_text(text):
                     continue
                 result.redacted += n
                 first_of = first_line + block.count("\n", 0, start)
                 last_of = first_of + block[start:end].rstrip("\n").count("\n")
                 type_, topic = found
-                builder.add("turn", remembered_text(text), first_of, last_of, headings, (), type_, None, n, (topic,))
+                draft = builder.add("turn", remembered_text(text), first_of, last_of, headings, (), type_, None, n,
+                                    (topic,))
+                builder.facts[-1] = replace(draft, block_id=f"t{span.n}")
     result.facts = builder.facts
-    return anchor_to_turns(note, result)
+    return result
 
 
 def _digest_line(note: ParsedNote, lines: list[str]) -> tuple[int, str] | None:

@@ -180,7 +180,8 @@ class FactObserver:
             return extraction
         from memvault.store.facts.conversation import anchor_to_turns, drop_repeats
 
-        extraction = anchor_to_turns(note, extraction)
+        if extraction.extractor != "conversation":  # the llm's facts: anchored by line, to their turns here
+            extraction = anchor_to_turns(note, extraction)
         if trace.id in self.keep:
             extraction.facts = [d for d in extraction.facts if d.id in self.keep[trace.id]]
             return extraction

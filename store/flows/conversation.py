@@ -210,8 +210,10 @@ class ConversationBuilder:
 
     def build(self) -> Conversation:
         """The conversation, its title given or taken from its first request."""
-        for turn in self.turns:
-            self.note_time(turn.at)
+        times = [t.at for t in self.turns if t.at]  # already ISO 8601 UTC: they compare as strings
+        if times:
+            self.started = min([*times, *([self.started] if self.started else [])])
+            self.ended = max([*times, *([self.ended] if self.ended else [])])
         title = self._clean(one_line(self.title, 120)) if self.title and self.title.strip() else title_from(self.turns)
         return Conversation(
             session_id=self.session_id, client=self.client, title=title, turns=list(self.turns),

@@ -32,8 +32,9 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
-#: Conversations written (flushed and indexed) together.
-BATCH = 200
+#: Conversations written (flushed and indexed) together: enough that the
+#: reconcile parses them on every core (see vault_io.bulk.POOL_MIN).
+BATCH = 500
 #: Default vault folder of imported ordinary notes (project documents).
 IMPORT_FOLDER = "Imports"
 
