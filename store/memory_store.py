@@ -128,9 +128,11 @@ class SyncReport:
 class MemoryStore:
     """One vault's memory: index, durable state, and every operation on them."""
 
-    def __init__(self, root: Path, settings: Settings) -> None:
+    def __init__(self, root: Path, settings: Settings, *, data_dir: Path | None = None) -> None:
         self.root = root
         self.settings = settings
+        if data_dir is not None:  # else derived from the vault's path (see location)
+            self.__dict__["data_dir"] = data_dir
         #: Where llm fact extraction goes instead of being asked inline: the
         #: daemon's background worker, for every fact observer of this store.
         self.fact_defer: "Defer | None" = None
@@ -467,16 +469,23 @@ class MemoryStore:
     def conflicts(self) -> list[dict[str, Any]]:
         """Recorded conflicts whose store copy is still in the vault (a person
         resolves one by merging and deleting the ``(conflict ...)`` note)."""
+        from memvault.store.index.lookup import sync_conflicts
         from memvault.store.memories.rows import conflicts
 
         # Without the vault folder nobody can tell which were resolved: list all.
         missing = not self.root.is_dir()
-        return [
+        own = [
             {"id": c.trace_id, "note": c.path, "conflict_note": c.conflict_path,
-             "detail": c.detail, "when": c.created}
+             "detail": c.detail, "when": c.created, "kind": "memvault"}
             for c in conflicts(self.read_con())
             if c.conflict_path is None or missing or (self.root / c.conflict_path).exists()
         ]
+        synced = [
+            dict(c, kind="sync", when=None,
+                 detail=f"{c['tool']} kept two versions" + ("" if c["differs"] else " (the same text)"))
+            for c in sync_conflicts(self.read_con())
+        ]
+        return own + synced
 
     def note_count(self) -> int:
         """How many notes the index holds."""

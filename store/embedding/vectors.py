@@ -309,6 +309,19 @@ def coverage(con: apsw.Connection, cache: apsw.Connection | None, model: str) ->
 
 # -- the in-memory matrix -----------------------------------------------------------
 
+#: Up to this many vectors, every similarity is computed exactly (a few ms).
+EXACT_BELOW = 20_000
+#: What :meth:`VectorMatrix.similarities` gives rows the first pass left out.
+NOT_SCORED = -2.0
+
+
+def rescored(n: int) -> int:
+    """How many of ``n`` rows the binary first pass hands to exact scoring:
+    a fixed share, so recall of the true best stays level as the vault grows
+    (measured in bench_retrieval: recall@10 against exact search)."""
+    return min(n, max(2_000, n // 40))
+
+
 
 class VectorMatrix:
     """Every chunk vector of one model, as a unit-row float32 matrix.
@@ -325,6 +338,7 @@ class VectorMatrix:
         self.matrix = matrix
         self._row_of_chunk: dict[int, int] | None = None
         self._rows_of_trace: dict[int, "np.ndarray"] | None = None
+        self._codes: "tuple[np.ndarray, np.ndarray] | None" = None
 
     @classmethod
     def load(cls, con: apsw.Connection, cache: apsw.Connection | None, model: str) -> "VectorMatrix":
@@ -377,12 +391,57 @@ class VectorMatrix:
         return self._rows_of_trace.get(trace_rowid)
 
     def similarities(self, query: "np.ndarray") -> "np.ndarray":
-        """Cosine similarity of every row to a unit query vector."""
+        """Cosine similarity of the rows to a unit query vector.
+
+        Up to :data:`EXACT_BELOW` rows every value is exact. Above, a first
+        pass ranks every row by the Hamming distance of sign bits (of the
+        centred vectors: 48 bytes a row, a few ms for 100,000 rows where the
+        float matrix takes 15), and only the :func:`rescored` best are
+        scored exactly; every other row gets :data:`NOT_SCORED`, below any
+        cosine. :meth:`exact` scores given rows when a caller needs them.
+        """
         import numpy as np
 
-        if len(self) == 0 or query.shape[0] != self.matrix.shape[1]:
-            return np.zeros(len(self), dtype=np.float32)
-        return self.matrix @ query
+        n = len(self)
+        if n == 0 or query.shape[0] != self.matrix.shape[1]:
+            return np.zeros(n, dtype=np.float32)
+        if n < EXACT_BELOW:
+            return self.matrix @ query
+        codes, centre = self._binary()
+        qbits = np.zeros(codes.shape[1] * 64, dtype=bool)
+        qbits[: len(centre)] = (query - centre) > 0
+        q = np.packbits(qbits).view(np.uint64)
+        bits = np.bitwise_count(codes ^ q)
+        distance = bits[:, 0].astype(np.uint16)
+        for word in range(1, bits.shape[1]):  # column adds: 2x faster than sum(axis=1) here
+            distance += bits[:, word]
+        take = rescored(n)
+        best = np.argpartition(distance, take - 1)[:take]
+        sims = np.full(n, NOT_SCORED, dtype=np.float32)
+        sims[best] = self.matrix[best] @ query
+        return sims
+
+    def exact(self, rows: "np.ndarray", query: "np.ndarray") -> "np.ndarray":
+        """Exact cosine similarity of ``rows`` to a unit query vector."""
+        return self.matrix[rows] @ query
+
+    def _binary(self) -> "tuple[np.ndarray, np.ndarray]":
+        """Sign bits of the centred rows, packed into uint64 words (built once).
+
+        Sentence embeddings share a common direction; centring first makes
+        each bit split the rows about evenly, which is what makes Hamming
+        distance track cosine.
+        """
+        import numpy as np
+
+        if self._codes is None:
+            centre = self.matrix.mean(axis=0)
+            dim = self.matrix.shape[1]
+            pad = (-dim) % 64  # whole uint64 words per row
+            bits = np.zeros((len(self), dim + pad), dtype=bool)
+            bits[:, :dim] = (self.matrix - centre) > 0
+            self._codes = (np.packbits(bits, axis=1).view(np.uint64), centre)
+        return self._codes
 
     def best_per_trace(self, sims: "np.ndarray", k: int) -> list[tuple[int, float, int]]:
         """The ``k`` traces with the highest chunk similarity, as

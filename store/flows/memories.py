@@ -27,7 +27,7 @@ from memvault.store.flows.importers import MemoryItem
 from memvault.store.index.classify import content_key
 from memvault.store.memories import rows as mem
 from memvault.store.memories.memtypes import canonical_type
-from memvault.store.memories.mirror import DEFAULT_STRENGTH, new_memory_id
+from memvault.store.memories.mirror import DEFAULT_STRENGTH, memory_id_for
 from memvault.vault_io.secrets import redact
 
 if TYPE_CHECKING:
@@ -115,14 +115,17 @@ def import_memory(store: "MemoryStore", item: MemoryItem, *, dry_run: bool = Fal
 
 def _new_trace(store: "MemoryStore", item: MemoryItem, content: str, type_: str, tags: list[str],
                scope: str) -> rec.TraceRow:
-    trace_id = item.id if item.id and rec.get_trace(store.con, item.id) is None else new_memory_id()
+    key = content_key(type_, scope, content)
+    # An id of its own is kept when free; else one derived from the content,
+    # like every memory's (two devices importing the same file agree on it).
+    trace_id = item.id if item.id and not mem.id_in_use(store.con, item.id) else memory_id_for(store.con, key)
     now = rec.now_iso()
     created = item.created or now
     return rec.TraceRow(
         id=trace_id, kind="memory", type=type_, title=content.splitlines()[0][:80], content=content, tags=tags,
         metadata={"frontmatter": dict(item.extra), "aliases": [], "related": list(item.related), "fm_tags": tags},
         source=item.origin, scope=scope, strength=DEFAULT_STRENGTH if item.strength is None else item.strength,
-        created=created, updated=item.updated or created, content_key=content_key(type_, scope, content),
+        created=created, updated=item.updated or created, content_key=key,
     )
 
 

@@ -11,8 +11,9 @@ and the conversation importers under ``<memory folder>/episodic/sessions/``)
 is an ordinary note and a memory source, never a memory.
 
 A conflict copy (front-matter ``conflict_of: <id>``, written beside a note a
-person changed while the store changed it too) is never a memory, wherever
-it lies: it holds the store's side of a clash for the person to merge, and
+person changed while the store changed it too, or a file-sync tool's copy
+named like ``Note.sync-conflict-…md``, see :mod:`memvault.vault_io.sync_conflicts`)
+is never a memory, wherever it lies: it holds the store's side of a clash for the person to merge, and
 as a memory it would be a second live copy of one (or bring back text that
 was forgotten). It is indexed as an ordinary note, so it stays searchable.
 """
@@ -31,6 +32,7 @@ from memvault.vault_io.note import ParsedNote
 from memvault.vault_io.resolve import LinkResolver, Resolution, link_key
 from memvault.vault_io.scan import FileStat
 from memvault.vault_io.session_note import is_session_note
+from memvault.vault_io.sync_conflicts import sync_conflict
 
 DEFAULT_MEMORY_TYPE = "semantic"
 
@@ -64,9 +66,10 @@ def is_conflict_copy(note: ParsedNote) -> bool:
 
 def is_memory_note(note: ParsedNote, memory_folder: str) -> bool:
     """Whether the note is a memory (by folder or by ``memory: <type>``, and
-    not a conflict copy nor a session note: a conversation's transcript is a
-    memory source, searchable, but never a memory of its own)."""
-    if is_conflict_copy(note) or is_session_note(note.frontmatter):
+    not a conflict copy, memvault's or a sync tool's, nor a session note: a
+    conversation's transcript is a memory source, searchable, but never a
+    memory of its own)."""
+    if is_conflict_copy(note) or sync_conflict(note.path) is not None or is_session_note(note.frontmatter):
         return False
     return in_memory_folder(note.path, memory_folder) or maybe_type(note.frontmatter.get("memory")) is not None
 
@@ -97,6 +100,11 @@ def note_trace(note: ParsedNote, trace_id: str, st: FileStat, memory_folder: str
     aliases = list(note.aliases)
     if not is_memory_note(note, memory_folder):
         created = note.frontmatter.get("created") or note.frontmatter.get("date")
+        metadata: dict[str, object] = {"frontmatter": note.frontmatter, "aliases": aliases}
+        copy = sync_conflict(note.path)
+        if copy is not None:
+            # A sync tool's conflict copy: listed with the note it sits beside.
+            metadata["sync_conflict"] = {"tool": copy.tool, "original": copy.original}
         return rec.TraceRow(
             id=trace_id,
             kind="note",
@@ -104,7 +112,7 @@ def note_trace(note: ParsedNote, trace_id: str, st: FileStat, memory_folder: str
             title=note.title,
             content=note.body,
             tags=list(note.tags),
-            metadata={"frontmatter": note.frontmatter, "aliases": aliases},
+            metadata=metadata,
             path=note.path,
             source="vault",
             created=str(created) if isinstance(created, str) and created else "",

@@ -26,8 +26,8 @@ ends with one line saying so (:class:`MemoryWriteError`), and the next
 
 from __future__ import annotations
 
+import hashlib
 import logging
-import secrets
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from datetime import datetime
@@ -55,6 +55,8 @@ _COUNTER_ROOM = 8
 log = logging.getLogger(__name__)
 
 if TYPE_CHECKING:
+    import apsw
+
     from memvault.store.memory_store import MemoryStore
 
 
@@ -89,9 +91,19 @@ class WriteResult:
         }
 
 
-def new_memory_id() -> str:
-    """A fresh random memory id, ``m-`` and 12 hex digits."""
-    return "m-" + secrets.token_hex(6)
+def memory_id_for(con: "apsw.Connection", key: str) -> str:
+    """The id of a new memory with dedup key ``key``: ``m-`` and 12 hex digits
+    derived from it, so two devices that add the same memory give it the same
+    id (and the same note name: their sync tool sees one file, not two
+    memories). An id some trace already holds (an earlier memory of that text,
+    forgotten) moves on to the next derivation."""
+    n = 0
+    while True:
+        seed = key if n == 0 else f"{key}\x00{n}"
+        candidate = "m-" + hashlib.sha256(seed.encode()).hexdigest()[:12]
+        if not mem.id_in_use(con, candidate):
+            return candidate
+        n += 1
 
 
 def doc_from_trace(t: rec.TraceRow) -> MemoryDoc:
@@ -155,7 +167,7 @@ class Memories:
         existing = mem.find_by_content_key(self.con, key)
         if existing is not None:
             return WriteResult(existing.id, "exists", mem.trace_path(self.con, existing.id))
-        trace_id = new_memory_id()
+        trace_id = memory_id_for(self.con, key)
         now = rec.now_iso()
         clean_tags = _clean_tags(tags)
         trace = rec.TraceRow(

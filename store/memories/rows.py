@@ -53,6 +53,15 @@ def find_by_content_key(con: apsw.Connection, key: str) -> rec.TraceRow | None:
     return found[0] if found else None
 
 
+def id_in_use(con: apsw.Connection, trace_id: str) -> bool:
+    """Whether any trace, or the durable state, knows ``trace_id``."""
+    return con.execute(
+        "SELECT EXISTS (SELECT 1 FROM traces WHERE id = ?) OR EXISTS (SELECT 1 FROM state.forgotten WHERE memory_id = ?) "
+        "OR EXISTS (SELECT 1 FROM state.memory_versions WHERE memory_id = ?)",
+        (trace_id, trace_id, trace_id),
+    ).fetchone()[0] == 1
+
+
 def trace_path(con: apsw.Connection, trace_id: str) -> str | None:
     """The vault path of the note that currently holds a trace, if any."""
     row = con.execute("SELECT path FROM files WHERE trace_id = ?", (trace_id,)).fetchone()
