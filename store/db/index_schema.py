@@ -427,6 +427,13 @@ def m009_embed_pending(con: apsw.Connection) -> None:
     )
 
 
+def m010_fact_text_key(con: apsw.Connection) -> None:
+    """Facts found by their normalised text: a conversation's new fact that
+    repeats a live fact of another source is not added twice, and asking
+    that must not scan every fact (or the full-text index of every transcript)."""
+    con.execute("CREATE INDEX facts_text_key ON facts(text_key COLLATE NOCASE)")
+
+
 MIGRATIONS: list[Callable[[apsw.Connection], None]] = [
     m001_foundation,
     m002_memories,
@@ -437,4 +444,5 @@ MIGRATIONS: list[Callable[[apsw.Connection], None]] = [
     m007_recheck_conflict_copies,
     m008_durable_state_apart,
     m009_embed_pending,
+    m010_fact_text_key,
 ]
