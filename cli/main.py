@@ -48,6 +48,7 @@ COMMAND_MODULES: dict[str, str] = {
     **dict.fromkeys(["rebuild", "doctor"], "maintenance_cmds"),
     "cache": "cache_cmds",
     "config": "config_cmds",
+    **dict.fromkeys(["ingest", "import", "export", "restore-backup"], "flow_cmds"),
 }
 
 

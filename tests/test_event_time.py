@@ -378,3 +378,22 @@ def test_the_mcp_search_and_context_tools_take_since_and_until(chat: Path) -> No
         "Memory/episodic/s2-1.md", "Memory/episodic/s2-2.md", "Daily/2024-01-15.md"}
     assert bad.is_error and "not a date" in bad.content[0].text
     assert recalled.structured_content["items"] == []  # the chat happened after 2022
+
+
+def test_an_ingested_session_note_happens_when_it_started_and_its_chunks_are_neighbours(vault: Path) -> None:
+    from memvault.vault_io.session_note import SessionHead, Turn, render_session
+
+    head = SessionHead(id="s-1", session_id="abc-123", client="claude-code", title="Deploy", started="2026-11-20T10:02:11+00:00")
+    turns = [Turn(role="user" if n % 2 else "assistant", text=f"Step {n}: " + "the deploy script and its staging host " * 25)
+             for n in range(1, 7)]
+    write(vault, "Memory/episodic/sessions/deploy.md", render_session(head, turns))
+    with opened(vault) as v:
+        v.sync()
+        row = v.con.execute("SELECT kind, event_time, session FROM traces WHERE path LIKE '%deploy.md'").fetchone()
+    assert row == ("note", "2026-11-20T10:02:11+00:00", "session_id:abc-123")
+    embed(vault)
+    with opened(vault) as v:
+        r = Retriever(v, v.read_con())
+        m, ctx = r.matrix(), r.context_vectors()
+        r.close()
+    assert len(m) >= 2 and len(ctx) == len(m)  # every chunk of the transcript has a neighbour

@@ -427,8 +427,15 @@ def m009_embed_pending(con: apsw.Connection) -> None:
     )
 
 
+def m010_fact_text_key(con: apsw.Connection) -> None:
+    """Facts found by their normalised text: a conversation's new fact that
+    repeats a live fact of another source is not added twice, and asking
+    that must not scan every fact (or the full-text index of every transcript)."""
+    con.execute("CREATE INDEX facts_text_key ON facts(text_key COLLATE NOCASE)")
+
+
 #: The text each trace gives the full-text index, one column per FTS column
-#: (index migration 10). A *derived* title is not indexed as a title: a
+#: (index migration 11). A *derived* title is not indexed as a title: a
 #: memory's title is its first line (already in its body) unless its
 #: front-matter names one, and a fact's ("Note > Heading > parent item") is
 #: where it sits, indexed unboosted in ``context`` with a memory's speaker.
@@ -453,7 +460,7 @@ FROM traces
 """
 
 
-def m010_event_time_and_fts_context(con: apsw.Connection) -> None:
+def m011_event_time_and_fts_context(con: apsw.Connection) -> None:
     """Event time, conversation sessions, and a full-text index that does not
     count derived titles twice.
 
@@ -539,5 +546,6 @@ MIGRATIONS: list[Callable[[apsw.Connection], None]] = [
     m007_recheck_conflict_copies,
     m008_durable_state_apart,
     m009_embed_pending,
-    m010_event_time_and_fts_context,
+    m010_fact_text_key,
+    m011_event_time_and_fts_context,
 ]

@@ -14,11 +14,13 @@ Values are normalised to ISO 8601 in UTC with seconds
 (``2023-03-04T10:15:00+00:00``); a date or a time without a zone is read as
 UTC, so string order is time order. A trace without an event time is placed
 at its creation time, else its last change (see the ``happened`` column of
-index migration 10).
+index migration 11).
 
 Conversation structure is read here too: a memory or note with a front-matter
 ``session`` belongs to that session, at position ``turn`` (a number); turns
 of one session are neighbours in ranking (:mod:`memvault.store.retrieval.neighbours`).
+An ingested session note (``session_id``) is a session of its own: its
+consecutive chunks are neighbours.
 """
 
 from __future__ import annotations
@@ -32,6 +34,9 @@ from typing import Any
 EVENT_KEYS = ("occurred", "occurred_at", "session_date", "session_start", "started", "date", "event_date")
 #: Front-matter key naming the conversation session a note belongs to.
 SESSION_KEY = "session"
+#: The key of an ingested session note (vault_io/session_note.py): the whole
+#: conversation in one note, whose consecutive chunks are neighbours.
+SESSION_NOTE_KEY = "session_id"
 #: Front-matter key of a note's position in its session.
 TURN_KEY = "turn"
 
@@ -149,8 +154,11 @@ def fact_event_time(headings: Sequence[str], note_time: str | None) -> str | Non
 
 
 def session_of(frontmatter: Mapping[str, Any]) -> tuple[str | None, float | None]:
-    """The conversation session a note belongs to and its position in it."""
+    """The conversation session a note belongs to and its position in it
+    (an ingested session note is a session of its own)."""
     session = frontmatter.get(SESSION_KEY)
+    if session is None and frontmatter.get(SESSION_NOTE_KEY) not in (None, ""):
+        session = f"{SESSION_NOTE_KEY}:{frontmatter[SESSION_NOTE_KEY]}"
     if isinstance(session, bool) or session is None or isinstance(session, (list, dict)):
         return None, None
     name = str(session).strip()

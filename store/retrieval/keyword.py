@@ -24,7 +24,7 @@ from memvault.vault_io.errors import UsageError
 #: match counts for much more than a word somewhere in the body. Only titles
 #: a person gave are in ``title``; derived ones (a memory's first line, a
 #: fact's heading path) and a memory's speaker are ``context``, weighed like
-#: body text (index migration 10; measured in bench/bench_recall.py and
+#: body text (index migration 11; measured in bench/bench_recall.py and
 #: bench/bench_retrieval.py).
 BM25_WEIGHTS = (10.0, 1.0, 5.0, 1.0)
 
@@ -67,7 +67,7 @@ class Filters:
     tags: Sequence[str] = ()
     path_glob: str | None = None
     statuses: Sequence[str] = ("active",)
-    #: When the trace happened (its ``happened`` time, index migration 10):
+    #: When the trace happened (its ``happened`` time, index migration 11):
     #: at or after ``since``, before ``until`` (index time strings).
     since: str | None = None
     until: str | None = None

@@ -14,8 +14,10 @@ neighbours as part of what it says, in both signals:
   so it costs a gather per turn, no second matrix product.
 
 Neighbours are the turns of one *session* (front-matter ``session``, ordered
-by ``turn``, then event time, then path: see :mod:`memvault.store.index.event_time`)
-and the consecutive chunks of one long episodic memory (a session note).
+by ``turn``, then event time, then path: see :mod:`memvault.store.index.event_time`),
+whose chunks follow each other in turn order (so the consecutive chunks of an
+ingested session note, a session of its own, are neighbours), and the
+consecutive chunks of one long episodic memory.
 Only active traces count. The weights were chosen on the dev split of the
 conversational set (``bench/bench_recall.py``): recall@10 of plain cosine
 0.608 -> 0.684 with mixed vectors, of BM25 0.402 -> 0.573 with smoothed

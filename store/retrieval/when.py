@@ -6,7 +6,7 @@
   ``2w``, ``1y``), ``today`` or ``yesterday``. ``--since`` takes the start of
   what it names, ``--until`` its end (``--until 2023-05`` includes all of
   May). Filters compare against a trace's ``happened`` time (its event time,
-  else its creation, else its last change: index migration 10).
+  else its creation, else its last change: index migration 11).
 * :func:`named_periods` finds the times a query names ("in May 2023", "last
   week", "yesterday", "on 12 March"): hybrid ranking lifts memories from
   that period by :data:`TIME_MATCH_BOOST` (a soft signal, never a filter).
