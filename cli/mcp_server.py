@@ -322,8 +322,9 @@ def _browse_tools(server: MCPServer, backend: Backend) -> None:
         types: Types = None,
         scope: MemoryScope = None,
         tags: Tags = None,
-        sort: Annotated[Literal["updated", "strength", "created", "title"], _field(
-            "Order: latest change, strongest, newest, or title.", "sort", "order", "order_by")] = "updated",
+        sort: Annotated[Literal["updated", "happened", "strength", "created", "title"], _field(
+            "Order: latest change, latest to happen, strongest, newest, or title.", "sort", "order", "order_by")
+        ] = "updated",
         since: Since = None,
         until: Until = None,
         limit: Annotated[int, _field("Most items per page.", "limit", "k", "n", "page_size", ge=1, le=200)] = 50,

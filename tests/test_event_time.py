@@ -397,3 +397,22 @@ def test_an_ingested_session_note_happens_when_it_started_and_its_chunks_are_nei
         m, ctx = r.matrix(), r.context_vectors()
         r.close()
     assert len(m) >= 2 and len(ctx) == len(m)  # every chunk of the transcript has a neighbour
+
+
+def test_list_bounds_by_when_memories_happened_and_recent_by_when_they_changed(vault: Path) -> None:
+    write(vault, "Memory/episodic/may.md", "---\ntype: episodic\nsession_date: 2023-05-08\n---\nHiked the ridge trail.\n")
+    write(vault, "Memory/episodic/june.md", "---\ntype: episodic\nsession_date: 2023-06-20\n---\nSwam in the lake.\n")
+    assert CliRunner().invoke(cli, ["--vault", str(vault), "sync", "--no-embed"]).exit_code == 0
+
+    def titles(*args: str) -> set[str]:
+        r = CliRunner().invoke(cli, ["--vault", str(vault), *args, "--json"])
+        assert r.exit_code == 0, r.output
+        return {json.loads(line)["title"] for line in r.stdout.splitlines() if '"title"' in line}
+
+    assert titles("list", "--since", "2023-05", "--until", "2023-05") == {"Hiked the ridge trail."}
+    assert titles("list", "--since", "2023-06-01") == {"Swam in the lake."}
+    assert titles("list", "--sort", "happened") == {"Hiked the ridge trail.", "Swam in the lake."}
+    # recent means what changed lately: both notes were written just now
+    assert titles("recent", "--since", "1d") >= {"Hiked the ridge trail.", "Swam in the lake."}
+    r = CliRunner().invoke(cli, ["--vault", str(vault), "list", "--since", "the other day"])
+    assert r.exit_code == 2 and "Traceback" not in r.output
