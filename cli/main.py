@@ -44,6 +44,7 @@ COMMAND_MODULES: dict[str, str] = {
     **dict.fromkeys(["source", "facts"], "fact_cmds"),
     **dict.fromkeys(["context", "model"], "recall_cmds"),
     **dict.fromkeys(["rebuild", "doctor"], "maintenance_cmds"),
+    **dict.fromkeys(["merge", "consolidate", "conflicts"], "consolidate_cmds"),
     "config": "config_cmds",
 }
 

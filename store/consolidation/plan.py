@@ -127,7 +127,7 @@ def _decay(records: Sequence[Record], policy: Policy, today: date) -> tuple[Acti
     if not changes:
         return None, strength
     reason = f"{len(changes)} memories faded by their type's half-life since last recalled or decayed"
-    return Action("decay", [c[0] for c in changes], reason, {"changes": changes}), strength
+    return Action("decay", [c[0] for c in changes], reason, {"day": today.isoformat(), "changes": changes}), strength
 
 
 def _archive(records: Sequence[Record], strength: Mapping[str, float], policy: Policy, today: date) -> list[Action]:

@@ -128,7 +128,7 @@ def runs(con: apsw.Connection, limit: int = 20) -> list[Run]:
     return [
         _run(r)
         for r in con.execute(
-            f"SELECT {_RUN_COLS} FROM state.consolidation_runs ORDER BY started DESC, id DESC LIMIT ?", (limit,)
+            f"SELECT {_RUN_COLS} FROM state.consolidation_runs ORDER BY started DESC, rowid DESC LIMIT ?", (limit,)
         )
     ]
 

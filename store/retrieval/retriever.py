@@ -242,6 +242,7 @@ class Retriever:
             block_tokens,
             identity_items,
             items_for,
+            mark_outdated,
             record_recall,
         )
 
@@ -262,7 +263,8 @@ class Retriever:
                 notices = []
             ranked = self._keyword_context(message, filters)
         identity = identity_items(self.con, self.settings.recall.identity_max)
-        text, items = assemble(identity, items_for(self.con, ranked), budget)
+        relevant = mark_outdated(self.con, items_for(self.con, ranked), identity)
+        text, items = assemble(identity, relevant, budget)
         if record and items:
             record_recall(self.con, [i.id for i in items])
         return {
