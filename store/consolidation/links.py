@@ -43,20 +43,28 @@ def redirect(con: apsw.Connection) -> None:
 
 def _merged(con: apsw.Connection) -> None:
     rows = con.execute(
-        "SELECT m.memory_id, m.survivor_id, t.status, t.path, t.metadata FROM state.merges m "
-        "JOIN traces t ON t.id = m.memory_id"
+        "SELECT m.memory_id, m.survivor_id, t.status, t.path FROM state.merges m JOIN traces t ON t.id = m.memory_id"
     ).fetchall()
-    for memory_id, survivor_id, status, path, meta in rows:
+    for memory_id, survivor_id, status, path in rows:
         if status == "active" and path is not None:
             # The person brought the note back from .trash: the vault wins.
             con.execute("DELETE FROM state.merges WHERE memory_id = ?", (memory_id,))
             continue
         if status != "superseded":
-            metadata = dict(json.loads(meta) if meta else {}, merged_into=survivor_id)
-            con.execute(
-                "UPDATE traces SET status = 'superseded', reason = ?, metadata = ? WHERE id = ?",
-                (f"merged into {survivor_id}", json.dumps(metadata, ensure_ascii=False, sort_keys=True), memory_id),
-            )
+            mark_merged(con, memory_id, survivor_id)
+
+
+def mark_merged(con: apsw.Connection, memory_id: str, survivor_id: str) -> None:
+    """A memory is superseded by the one it was merged into (in a transaction)."""
+    row = con.execute("SELECT metadata FROM traces WHERE id = ?", (memory_id,)).fetchone()
+    if row is None:
+        return
+    metadata = dict(json.loads(row[0]) if row[0] else {}, merged_into=survivor_id)
+    con.execute(
+        "UPDATE traces SET status = 'superseded', reason = ?, metadata = ? WHERE id = ?",
+        (f"merged into {survivor_id}", json.dumps(metadata, ensure_ascii=False, sort_keys=True, default=str),
+         memory_id),
+    )
 
 
 def apply_durable_edges(con: apsw.Connection) -> None:

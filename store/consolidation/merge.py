@@ -17,7 +17,6 @@ whatever is still merged into it.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
@@ -91,7 +90,7 @@ def merge(store: "MemoryStore", ids: Sequence[str], content: str | None, *, run_
     if detail is None:
         detail = merge_detail(record_of(survivor), [record_of(t) for t in others], content)
     path, text = _note(store, survivor.id)
-    undo: dict[str, Any] = {"survivor": rec.trace_json(survivor), "path": path, "text": text, "members": {}}
+    undo: dict[str, Any] = {"trace": rec.trace_json(survivor), "path": path, "text": text, "members": {}}
     reason = f"merged {', '.join(t.id for t in others)} into {survivor.id}"
     created = detail["created"]
     if parse_time(created) == parse_time(survivor.metadata.get("fm_created") or survivor.created):
@@ -117,7 +116,7 @@ def merge(store: "MemoryStore", ids: Sequence[str], content: str | None, *, run_
             outcome.warnings.append(f"{t.id} was edited in the vault meanwhile and was not merged")
             continue
         with write_transaction(con):
-            mark_merged(store, t.id, survivor.id, reason)
+            mark_merged(store, t.id, survivor.id)
             log.put_merge(con, t.id, survivor.id, run_id, old_path, path_key(old_path) if old_path else None)
             links.redirect(con)
         undo["members"][t.id] = {"trace": rec.trace_json(t), "path": old_path}
@@ -125,16 +124,10 @@ def merge(store: "MemoryStore", ids: Sequence[str], content: str | None, *, run_
     return outcome
 
 
-def mark_merged(store: "MemoryStore", memory_id: str, survivor_id: str, reason: str) -> None:
-    """A forgotten memory is superseded by the one it was merged into (in a transaction)."""
-    t = rec.get_trace(store.con, memory_id)
-    if t is None:
-        return
-    meta = dict(t.metadata, merged_into=survivor_id)
-    store.con.execute(
-        "UPDATE traces SET status = 'superseded', reason = ?, metadata = ? WHERE id = ?",
-        (reason, json.dumps(meta, ensure_ascii=False, sort_keys=True, default=str), memory_id),
-    )
+def mark_merged(store: "MemoryStore", memory_id: str, survivor_id: str) -> None:
+    """A forgotten memory is superseded by the one it was merged into (in a
+    transaction; :func:`.links.apply_durable` does the same after a rebuild)."""
+    links.mark_merged(store.con, memory_id, survivor_id)
 
 
 def unmerge(store: "MemoryStore", memory_id: str) -> Any:
@@ -170,5 +163,5 @@ def _survivor_before(con: Any, run_id: str, survivor_id: str) -> rec.TraceRow | 
     """The survivor as it was before the run that merged into it."""
     for action in log.actions(con, run_id):
         if action.kind == "merge" and action.ids and action.ids[0] == survivor_id and action.undo:
-            return replace(rec.trace_from_json(action.undo["survivor"]))
+            return replace(rec.trace_from_json(action.undo["trace"]))
     return None

@@ -25,7 +25,7 @@ is not merged in step 3, a memory merged away is not flagged in step 5.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from datetime import date
 from typing import TYPE_CHECKING, Any
 
@@ -100,27 +100,39 @@ class Context:
     promoted: set[str] = field(default_factory=set)  # episodes some live memory derives from
 
 
-def fades(r: Record, policy: Policy) -> bool:
+def task_done(r: Record, today: date) -> bool:
+    """Whether a prospective memory is done and past its due date (it becomes episodic)."""
+    return r.kind == "memory" and r.type == "prospective" and r.done and r.due is not None and r.due < today
+
+
+def effective_type(r: Record, today: date) -> str:
+    """The type a memory has once the run is done (a done task is an episode)."""
+    return "episodic" if task_done(r, today) else r.type
+
+
+def fades(r: Record, policy: Policy, today: date) -> bool:
     """Whether a memory's strength decays at all."""
-    if r.kind != "memory" or r.type == "identity" or (r.type == "prospective" and not r.done):
-        return False
+    type_ = effective_type(r, today)
+    if r.kind != "memory" or type_ == "identity" or type_ == "prospective":
+        return False  # open tasks wait for their day; done ones are episodes
     if any(t.lower() in policy.evergreen_tags for t in r.tags):
         return False
-    return float(policy.half_lives.get(r.type, 0.0) or 0.0) > 0
+    return float(policy.half_lives.get(type_, 0.0) or 0.0) > 0
 
 
 def _decay(records: Sequence[Record], policy: Policy, today: date) -> tuple[Action | None, dict[str, float]]:
     strength = {r.id: (DEFAULT_STRENGTH if r.strength is None else float(r.strength)) for r in records}
     changes: list[list[Any]] = []
     for r in records:
-        if not fades(r, policy):
+        if not fades(r, policy, today):
             continue
         anchors = [r.created.date(), r.last_access.date() if r.last_access else None, r.decayed_at]
         days = (today - max(d for d in anchors if d is not None)).days
         if days <= 0:
             continue
         old = strength[r.id]
-        new = round(old * 0.5 ** (days / float(policy.half_lives[r.type])), STRENGTH_DECIMALS)
+        half_life = float(policy.half_lives[effective_type(r, today)])
+        new = round(old * 0.5 ** (days / half_life), STRENGTH_DECIMALS)
         if new != old:
             strength[r.id] = new
             changes.append([r.id, old, new, days])
@@ -133,7 +145,8 @@ def _decay(records: Sequence[Record], policy: Policy, today: date) -> tuple[Acti
 def _archive(records: Sequence[Record], strength: Mapping[str, float], policy: Policy, today: date) -> list[Action]:
     out = []
     for r in records:
-        if r.kind != "memory" or r.type == "identity" or r.pinned or (r.type == "prospective" and not r.done):
+        type_ = effective_type(r, today)
+        if r.kind != "memory" or type_ == "identity" or r.pinned or type_ == "prospective":
             continue
         if any(t.lower() in policy.evergreen_tags for t in r.tags):
             continue
@@ -329,8 +342,7 @@ def _contradictions(live: Sequence[Record], sims: "Similarity", policy: Policy,
 def _due_tasks(live: Sequence[Record], today: date) -> list[Action]:
     return [
         Action("task_done", [r.id], f"done, and due {r.due.isoformat()} has passed", {"due": r.due.isoformat()})
-        for r in live
-        if r.kind == "memory" and r.type == "prospective" and r.done and r.due is not None and r.due < today
+        for r in live if task_done(r, today) and r.due is not None
     ]
 
 
@@ -363,7 +375,8 @@ def make_plan(records: Sequence[Record], vectors: "Mapping[str, np.ndarray]", po
     archived = _archive(records, strength, policy, today)
     plan.actions += archived
     gone = {a.ids[0] for a in archived}
-    live = [r for r in records if r.id not in gone]
+    # Later steps see the strength this run leaves (a merge keeps the highest).
+    live = [replace(r, strength=strength[r.id]) if r.kind == "memory" else r for r in records if r.id not in gone]
     book = rules.NameBook.of(r.memo.f for r in records)
     t0 = time.perf_counter()
     sims = Similarity(live, vectors, _floor(policy))
