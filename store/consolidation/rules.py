@@ -8,8 +8,8 @@ answers with a reason a person can read, or None.
 normalised text, or cosine similarity at least the threshold with nothing
 that tells them apart: the same numbers, dates, weekdays and identifiers; the
 same polarity ("eats pork" / "does not eat pork" are not one claim); no name
-in one that the other lacks where it changes whose claim it is (a different
-person, a subject only one of them names); and, for episodic memories, the
+in one that the other lacks (another person, a subject only one of them
+names, a narrower claim: "a nurse" / "a nurse in Braga"); and, for episodic memories, the
 same event: both name the same month and year, or were written within
 :data:`EPISODE_DAYS` days of each other (two Thursday climbing sessions a week
 apart are a habit to promote, not a duplicate). Without vectors only the
@@ -115,15 +115,21 @@ class NameBook:
         return cls(known, frozenset(known & firsts))
 
 
-def _different_names(a: Features, b: Features, book: NameBook) -> bool:
-    """Whether the names make them about different people or things."""
+def _different_names(a: Features, b: Features, book: NameBook, *, strict: bool = True) -> bool:
+    """Whether the names make them about different people or things.
+
+    Strict (duplicates): any name only one of them spells: another person
+    ("Tiago" / "Marta"), a subject only one names ("Isla is ..." / "Is ..."),
+    a narrower claim ("a nurse" / "a nurse in Braga"). Not strict (episodes
+    of a habit, which name the odd detail): another name in the same place, a
+    subject only one names, or a person of the store only one mentions."""
     ua = unmatched(names_in(a, book.known), b.folded)
     ub = unmatched(names_in(b, book.known), a.folded)
-    if ua and ub:
-        return True  # one name where the other has another: Tiago / Marta
-    if a.first in ua or b.first in ub:
-        return True  # a subject only one of them names: "Isla is ..." / "Is ..."
-    return bool((ua | ub) & book.subjects)  # a person only one of them mentions
+    if strict:
+        return bool(ua or ub)
+    if (ua and ub) or a.first in ua or b.first in ub:
+        return True
+    return bool((ua | ub) & book.subjects)
 
 
 def apart(a: Memo, b: Memo, book: NameBook) -> str | None:
@@ -157,9 +163,14 @@ def duplicate(a: Memo, b: Memo, sim: float | None, threshold: float, book: NameB
 
 def _residual(f: Features, other: Features) -> set[str]:
     """Content stems of ``f`` the other text lacks, without words of change,
-    time or light verbs (and allowing for two spellings of one word)."""
-    rest = set(f.stems - other.stems) - f.changes - TEMPORAL_STEMS - LIGHT_STEMS
-    return {s for s in rest if not any(near(s, o) for o in other.stems)}
+    time or light verbs."""
+    return set(f.stems - other.stems) - f.changes - TEMPORAL_STEMS - LIGHT_STEMS
+
+
+def _kinds(values: frozenset[str]) -> set[str]:
+    """The kinds of values in a set: month, year, weekday, identifier, number."""
+    return {"month" if v[0] == "m" and v[1:].isdigit() else "year" if v[0] == "y" and v[1:].isdigit()
+            else "ident" if v.startswith("i:") else "number" if v[0].isdigit() else "weekday" for v in values}
 
 
 def contradiction(a: Memo, b: Memo, sim: float | None, threshold: float, book: NameBook) -> tuple[str, str] | None:
@@ -186,8 +197,8 @@ def contradiction(a: Memo, b: Memo, sim: float | None, threshold: float, book: N
         return "negation", "one says the opposite of the other (a negation)"
     if va != vb:
         da, db = va - vb, vb - va
-        if not da or not db:
-            return None  # one only adds a value: a narrower claim, not another value
+        if not da or not db or not (_kinds(da) & _kinds(db)):
+            return None  # one only adds a value (a narrower claim), or values of different kinds
         if len(da) >= 2 and len(db) >= 2:
             return None  # two values differ: another thing ("5k in 24 min" / "10k in 52 min")
         renamed = ra and rb and _all_names(ra | rb, fa, fb, book) and len(ra) <= 2 and len(rb) <= 2
@@ -201,6 +212,8 @@ def contradiction(a: Memo, b: Memo, sim: float | None, threshold: float, book: N
     # One slot differs, and it is a name: a place or a value.
     if not ra or not rb or len(ra) > 3 or len(rb) > 3 or not _all_names(ra | rb, fa, fb, book):
         return None
+    if all(any(near(x, y) for y in rb) for x in ra):
+        return None  # two spellings of one name ("Hibs" / "Hibernian")
     if fa.first in names[0] or fb.first in names[1]:
         return None  # whose claim it is differs ("Miso's vet" / "Pico's vet")
     kind = "place" if {"live", "base", "move", "locat", "offic", "meet"} & (fa.stems | fb.stems) else "value"
@@ -222,7 +235,7 @@ def recurrence(a: Memo, b: Memo, sim: float | None, thresholds: Thresholds, book
         return False  # an event of a given year happened once
     if fa.weekdays and fb.weekdays and fa.weekdays != fb.weekdays:
         return False
-    if _different_names(fa, fb, book):
+    if _different_names(fa, fb, book, strict=False):
         return False
     if sim is not None:
         return sim >= thresholds.recurrence

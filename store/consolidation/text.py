@@ -265,11 +265,13 @@ def names_in(f: Features, known: Iterable[str] = ()) -> frozenset[str]:
 
 
 def near(a: str, b: str) -> bool:
-    """Whether two folded words are spellings of one name or word ("Hibs" and
-    "Hibernian", "Scotland" and "Scottish", "allergy" and "allergic"): one is
-    a prefix of the other (a final "s" aside), or they share four letters."""
+    """Whether two folded words are spellings of one name ("Hibs" and
+    "Hibernian", "Scotland" and "Scottish"): one is a prefix of the other (a
+    final "s" aside; three letters at least), or they share four letters."""
+    if a == b:
+        return True
     a2, b2 = a.removesuffix("s"), b.removesuffix("s")
-    if a2 and b2 and (a2.startswith(b2) or b2.startswith(a2)):
+    if min(len(a2), len(b2)) >= 3 and (a2.startswith(b2) or b2.startswith(a2)):
         return True
     n = 0
     for x, y in zip(a, b):
