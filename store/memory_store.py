@@ -263,10 +263,40 @@ class MemoryStore:
         """Bring the index in line with the whole vault, then (``embed``)
         embed what changed. ``progress(done, total)`` is called per note read."""
         self.refresh_source_globs()
+        dialect = self._glob_dialect_check()
         report = self._after_sync("sync", self.reconciler.sync(progress=progress), stale_after)
+        if dialect is not None:
+            report.summary.warnings += dialect(report)
         if embed:
             report.embedding = self.embed(embed_progress)
         return report
+
+    def _glob_dialect_check(self) -> "Callable[[SyncReport], list[str]] | None":
+        """Once per set of ``ignore``/``sources`` patterns on an existing
+        index: a check, run after the sync, of patterns that match the paths
+        seen before or after it differently than memvault 0.1's dialects did."""
+        import json
+
+        from memvault.store.db import records as rec
+        from memvault.store.db.connection import write_transaction
+        from memvault.store.index import lookup
+        from memvault.vault_io.globs import old_dialect_differences
+
+        patterns = json.dumps([self.settings.ignore, self.settings.sources])
+        if not (self.settings.ignore or self.settings.sources) or rec.get_meta(self.con, "globs_checked") == patterns:
+            return None
+        before = lookup.paths_under(self.con, "")
+
+        def check(report: SyncReport) -> list[str]:
+            with write_transaction(self.con):
+                rec.set_meta(self.con, "globs_checked", patterns)
+            if not before:
+                return []  # a first index: nothing was ever matched the old way
+            seen = before | lookup.paths_under(self.con, "")
+            return (old_dialect_differences("ignore", self.settings.ignore, seen)
+                    + old_dialect_differences("sources", self.settings.sources, seen))
+
+        return check
 
     def sync_paths(self, paths: Iterable[str], *, stale_after: float = STALE_WRITE_S) -> SyncReport:
         """Reconcile only ``paths`` (a watcher's hints); others are untouched."""

@@ -42,12 +42,12 @@ class Key:
 
 KEYS: tuple[Key, ...] = (
     Key("vault", "", "Path of the Obsidian vault to use when --vault is not given."),
-    Key("ignore", [], "Extra glob patterns (vault-relative, fnmatch) of files and folders to skip."),
+    Key("ignore", [], "Gitignore-style patterns of files and folders to skip (`*` within a folder, `**` across, `!` takes back)."),
     Key("max_file_size", 5 * 1024 * 1024, "Notes larger than this many bytes are skipped with a warning."),
     Key("memory_folder", "Memory", "Folder of memory notes; memories are written to <folder>/<type>/."),
     Key("debounce_ms", 300, "The daemon waits this long after the last event on a path before re-indexing it."),
     Key("rescan_interval", 300, "Seconds between the daemon's full rescans (catch missed events); 0 turns them off."),
-    Key("sources", [], "Glob patterns of notes that are memory sources even without a marker."),
+    Key("sources", [], "Gitignore-style patterns of notes that are memory sources even without a marker."),
     Key("extractor", "default", 'Fact extractor for memory sources: "default" (local rules) or "llm".'),
     Key("llm.base_url", "http://localhost:11434/v1", "OpenAI-compatible API base URL for the llm extractor."),
     Key("llm.model", "llama3.1", "Model name sent to the llm extractor's endpoint."),

@@ -17,7 +17,7 @@ from memvault.vault_io.facts import (
 )
 from memvault.vault_io.parser import parse_note
 from memvault.vault_io.segment import split_sentences
-from memvault.vault_io.sources import glob_regex, matching_glob, source_marks
+from memvault.vault_io.sources import source_marks
 
 
 def extract(text: str, path: str = "Note.md", source_id: str = "n-1") -> Extraction:
@@ -387,21 +387,6 @@ def test_source_markers() -> None:
     assert marks("---\ntags: [memory/source]\n---\nx") == ["tag"]
     assert marks("x", "Projects/Road map.md", ("Projects/**",)) == ["glob"]
     assert marks("x", "Other/Road map.md", ("Projects/**",)) == []
-
-
-@pytest.mark.parametrize(
-    ("pattern", "path", "matches"),
-    [
-        ("**", "a/b/c.md", True), ("*.md", "a.md", True), ("*.md", "a/b.md", False),
-        ("Projects/**", "Projects/x/y.md", True), ("Projects/**", "Other/x.md", False),
-        ("**/About me.md", "About me.md", True), ("**/About me.md", "People/About me.md", True),
-        ("Daily/202?-*.md", "Daily/2024-01-01.md", True), ("[AB]*.md", "Alpha.md", True),
-        ("[!AB]*.md", "Alpha.md", False), ("notes/*.md", "Notes/x.md", False),
-    ],
-)
-def test_source_globs(pattern: str, path: str, matches: bool) -> None:
-    assert bool(glob_regex(pattern).match(path)) is matches
-    assert (matching_glob(path, [pattern]) is not None) is matches
 
 
 # -- speed ---------------------------------------------------------------------------------

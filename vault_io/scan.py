@@ -9,7 +9,6 @@ symlink loops.
 
 from __future__ import annotations
 
-import fnmatch
 import json
 import os
 import re
@@ -17,6 +16,8 @@ import stat
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+
+from memvault.vault_io.globs import vault_globs
 
 #: Default cap on the size of a note memvault will read.
 DEFAULT_MAX_FILE_SIZE = 5 * 1024 * 1024
@@ -77,9 +78,8 @@ class IgnoreRules:
     Obsidian treats a filter written as ``/regex/`` as a regular expression
     searched in the vault-relative path, and any other filter as a path
     prefix (``Templates/`` excludes that folder, ``Daily`` also ``Daily
-    notes/``). memvault's globs use :mod:`fnmatch` on the vault-relative path,
-    where ``*`` also crosses ``/``; a glob that matches a folder (``Archive``)
-    excludes everything under it.
+    notes/``). memvault's own ``ignore`` patterns are gitignore-style
+    (:mod:`.globs`); a pattern that matches a folder excludes everything under it.
     """
 
     def __init__(self, obsidian_filters: Iterable[str] = (), globs: Iterable[str] = ()) -> None:
@@ -95,7 +95,7 @@ class IgnoreRules:
                     continue  # Obsidian ignores a broken filter too
             else:
                 self.prefixes.append(f.lstrip("/"))
-        self.globs = [g.strip("/") for g in globs if g]
+        self.globs = vault_globs(tuple(globs))
 
     def __bool__(self) -> bool:
         return bool(self.prefixes or self.regexes or self.globs)
@@ -107,7 +107,7 @@ class IgnoreRules:
             return True
         if any(r.search(probe) for r in self.regexes):
             return True
-        return any(fnmatch.fnmatchcase(rel, g) for g in self.globs)
+        return self.globs.matches(rel, is_dir=is_dir)
 
 
 def excluded(rules: IgnoreRules, rel: str, is_dir: bool = False) -> bool:
@@ -154,6 +154,8 @@ def scan_vault(
     over ``max_file_size`` and names that are not valid UTF-8 are skipped with
     a warning naming them.
     """
+    # Long, and kept whole: one walk whose loop shares its state (the folders
+    # seen, symlinks followed, warnings) at every level.
     rules = vault_rules(root, ignore)
     result = ScanResult()
     root_st = os.stat(root)

@@ -7,10 +7,10 @@ A note is a *memory source* (its content is extracted into facts) when
 - it carries the tag ``#memory/source`` (in the body or in ``tags:``); or
 - its vault path matches one of the ``sources`` globs of the config.
 
-Globs match the whole vault-relative path: ``*`` and ``?`` stay within one
-folder, ``**`` crosses folders (``**`` alone is every note, ``Projects/**``
-everything under ``Projects/``, ``**/About me.md`` that name anywhere), and
-``[abc]`` is a character class. Matching is case-sensitive, like paths.
+The globs are gitignore-style patterns, the same dialect as ``ignore``
+(:mod:`.globs`): ``*`` stays within one folder, ``**`` crosses folders
+(``Projects/**`` is everything under ``Projects/``), a pattern without a
+``/`` matches at any depth (``About me.md``), ``!pattern`` takes a match back.
 
 Marking and unmarking edit one front-matter key with
 :func:`vault_io.fm_edit.edit_frontmatter`, so every other byte of the note
@@ -22,10 +22,10 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from functools import lru_cache
 
 from memvault.vault_io.errors import MemvaultError
 from memvault.vault_io.fm_edit import duplicate_keys, edit_frontmatter
+from memvault.vault_io.globs import vault_globs
 from memvault.vault_io.note import ParsedNote
 
 SOURCE_TAG = "memory/source"
@@ -41,48 +41,9 @@ class MarkError(MemvaultError):
     """A note that cannot be marked or unmarked by editing its front-matter."""
 
 
-@lru_cache(maxsize=256)
-def glob_regex(pattern: str) -> re.Pattern[str]:
-    """The compiled regex for one ``sources`` glob (see the module docstring)."""
-    out: list[str] = []
-    i, n = 0, len(pattern)
-    while i < n:
-        c = pattern[i]
-        if c == "*":
-            if pattern.startswith("**", i):
-                i += 2
-                if i < n and pattern[i] == "/":
-                    out.append("(?:.*/)?")  # "**/" matches zero or more folders
-                    i += 1
-                else:
-                    out.append(".*")
-                continue
-            out.append("[^/]*")
-        elif c == "?":
-            out.append("[^/]")
-        elif c == "[":
-            close = pattern.find("]", i + 2 if pattern[i + 1 : i + 2] in ("!", "]") else i + 1)
-            if close < 0:
-                out.append(re.escape(c))
-            else:
-                body = pattern[i + 1 : close]
-                if body.startswith("!"):
-                    body = "^" + body[1:]
-                out.append("[" + body.replace("\\", "\\\\") + "]")
-                i = close
-        else:
-            out.append(re.escape(c))
-        i += 1
-    return re.compile("".join(out) + r"\Z")
-
-
 def matching_glob(path: str, globs: Iterable[str]) -> str | None:
-    """The first glob of ``globs`` that matches ``path``, if any."""
-    for pattern in globs:
-        pattern = pattern.strip().lstrip("/")
-        if pattern and glob_regex(pattern).match(path):
-            return pattern
-    return None
+    """The ``sources`` pattern that marks ``path`` as a source, if any."""
+    return vault_globs(tuple(globs)).matching_pattern(path)
 
 
 def _marks_by_memory(value: object) -> bool:

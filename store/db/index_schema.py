@@ -18,6 +18,7 @@ import apsw
 
 def m001_foundation(con: apsw.Connection) -> None:
     """Files, traces, edges, tags and the FTS5 index over traces."""
+    # Long, and kept whole: it is one schema script, read top to bottom.
     con.execute(
         """
         CREATE TABLE meta (

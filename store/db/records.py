@@ -220,6 +220,12 @@ def rename_trace(con: apsw.Connection, old_id: str, new_id: str) -> None:
     con.execute("UPDATE traces SET id = ? WHERE id = ?", (new_id, old_id))
     con.execute("UPDATE edges SET target_id = ? WHERE target_id = ?", (new_id, old_id))
     con.execute("UPDATE files SET trace_id = ? WHERE trace_id = ?", (new_id, old_id))
+    # What the durable state keeps about the trace follows it.
+    con.execute("UPDATE OR IGNORE state.recall SET trace_id = ? WHERE trace_id = ?", (new_id, old_id))
+    con.execute("UPDATE state.memory_versions SET memory_id = ? WHERE memory_id = ?", (new_id, old_id))
+    con.execute("UPDATE OR IGNORE state.forgotten SET memory_id = ? WHERE memory_id = ?", (new_id, old_id))
+    con.execute("UPDATE state.fact_history SET source_id = ? WHERE source_id = ?", (new_id, old_id))
+    con.execute("UPDATE state.fact_history SET replaced_by = ? WHERE replaced_by = ?", (new_id, old_id))
 
 
 def delete_trace(con: apsw.Connection, trace_id: str) -> None:

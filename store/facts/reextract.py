@@ -245,31 +245,22 @@ def _same(t: rec.TraceRow, new: rec.TraceRow, m: sf.FactMeta | None, new_meta: s
     )
 
 
-def sync_source_facts(
+def _adopt_earlier_ids(
     con: apsw.Connection,
     note: ParsedNote,
     source_id: str,
-    extraction: Extraction,
-    marks: SourceMarks,
-    resolver: "FactLinks",
-) -> FactSyncResult:
-    """Bring the facts of one source note in line with ``extraction``.
-
-    Runs inside the caller's write transaction; see the module docstring.
-    """
-    result = FactSyncResult()
-    extractor = extraction.extractor
-    existing = sf.facts_of(con, [source_id])
-    by_id = {t.id: (t, m) for t, m in existing}
-    # Facts recorded under an older trace id of the same note (it gained a
-    # front-matter id): same text, so they are renamed to their new ids.
+    drafts: Sequence[FactDraft],
+    by_id: dict[str, tuple[rec.TraceRow, sf.FactMeta]],
+) -> None:
+    """Facts recorded under an older trace id of the same note (it gained a
+    front-matter id): same text, so they are renamed to their new ids, and
+    every other fact of the old id joins this source (into ``by_id``)."""
     foreign: dict[str, list[str]] = defaultdict(list)
     for state in sf.sources_at(con, note.path):
         if state.source_id != source_id:
             for t, m in sf.facts_of(con, [state.source_id]):
                 foreign[m.text_key].append(t.id)
             con.execute("DELETE FROM fact_sources WHERE source_id = ?", (state.source_id,))
-    drafts = extraction.facts
     for d in drafts:
         if d.id not in by_id and foreign.get(d.key):
             old_id = foreign[d.key].pop(0)
@@ -286,6 +277,25 @@ def sync_source_facts(
             t, m = rec.get_trace(con, old_id), sf.get_meta(con, old_id)
             if t and m:
                 by_id[old_id] = (t, m)
+
+
+def sync_source_facts(
+    con: apsw.Connection,
+    note: ParsedNote,
+    source_id: str,
+    extraction: Extraction,
+    marks: SourceMarks,
+    resolver: "FactLinks",
+) -> FactSyncResult:
+    """Bring the facts of one source note in line with ``extraction``.
+
+    Runs inside the caller's write transaction; see the module docstring.
+    """
+    result = FactSyncResult()
+    extractor = extraction.extractor
+    by_id = {t.id: (t, m) for t, m in sf.facts_of(con, [source_id])}
+    drafts = extraction.facts
+    _adopt_earlier_ids(con, note, source_id, drafts, by_id)
     new_ids = {d.id for d in drafts}
     active_old = [(t, m) for t, m in by_id.values() if t.status == sf.ACTIVE and t.id not in new_ids]
     fresh = [d for d in drafts if d.id not in by_id or by_id[d.id][0].status != sf.ACTIVE]

@@ -80,22 +80,28 @@ def check_integrity(con: apsw.Connection) -> list[Finding]:
     return out
 
 
+#: Rows of the durable state the index lacks, and the other way round.
+_STATE_NOT_INDEXED = (
+    "SELECT count(*) FROM state.memory_versions v WHERE NOT EXISTS (SELECT 1 FROM traces t WHERE t.id = v.id)",
+    "SELECT count(*) FROM state.fact_history h WHERE NOT EXISTS (SELECT 1 FROM traces t WHERE t.id = h.fact_id)",
+    "SELECT count(*) FROM state.forgotten f WHERE NOT EXISTS (SELECT 1 FROM traces t WHERE t.id = f.memory_id)",
+)
+_INDEXED_NOT_STATE = (
+    "SELECT count(*) FROM traces t WHERE t.kind = 'memory' AND t.status = 'superseded' "
+    "AND NOT EXISTS (SELECT 1 FROM state.memory_versions v WHERE v.id = t.id)",
+    "SELECT count(*) FROM traces t WHERE t.kind = 'memory' AND t.status = 'deleted' "
+    "AND NOT EXISTS (SELECT 1 FROM state.forgotten f WHERE f.memory_id = t.id)",
+)
+
+
 def check_state(con: apsw.Connection) -> list[Finding]:
     """The durable state and the index tell the same story."""
     out = []
-    missing = _one(con, "SELECT count(*) FROM state.memory_versions v WHERE NOT EXISTS "
-                        "(SELECT 1 FROM traces t WHERE t.id = v.id)")
-    missing += _one(con, "SELECT count(*) FROM state.fact_history h WHERE NOT EXISTS "
-                         "(SELECT 1 FROM traces t WHERE t.id = h.fact_id)")
-    missing += _one(con, "SELECT count(*) FROM state.forgotten f WHERE NOT EXISTS "
-                         "(SELECT 1 FROM traces t WHERE t.id = f.memory_id)")
+    missing = sum(_one(con, sql) for sql in _STATE_NOT_INDEXED)
     if missing:
         out.append(Finding("state", f"{missing} versions, forgotten memories or old facts of the durable state "
                                     "are missing from the index", "state"))
-    unsaved = _one(con, "SELECT count(*) FROM traces t WHERE t.kind = 'memory' AND t.status = 'superseded' "
-                        "AND NOT EXISTS (SELECT 1 FROM state.memory_versions v WHERE v.id = t.id)")
-    unsaved += _one(con, "SELECT count(*) FROM traces t WHERE t.kind = 'memory' AND t.status = 'deleted' "
-                         "AND NOT EXISTS (SELECT 1 FROM state.forgotten f WHERE f.memory_id = t.id)")
+    unsaved = sum(_one(con, sql) for sql in _INDEXED_NOT_STATE)
     if unsaved:
         out.append(Finding("state", f"{unsaved} versions or forgotten memories are only in the index, "
                                     "not in the durable state", "backfill"))

@@ -89,7 +89,10 @@ def count_notes(con: apsw.Connection) -> int:
 
 
 def paths_under(con: apsw.Connection, folder: str) -> set[str]:
-    """Every indexed path under ``folder`` (vault-relative, no trailing slash)."""
+    """Every indexed path under ``folder`` (vault-relative, no trailing
+    slash; "" for the whole vault)."""
+    if not folder:
+        return {r[0] for r in con.execute("SELECT path FROM files")}
     # "/" + 1 is "0": the range holds exactly the paths that start with "folder/".
     rows = con.execute("SELECT path FROM files WHERE path >= ? AND path < ?", (folder + "/", folder + "0"))
     return {r[0] for r in rows}

@@ -22,14 +22,12 @@ from typing import Protocol
 import apsw
 
 from memvault.store.db import records as rec
-from memvault.store.db.connection import write_transaction
-from memvault.store.index.classify import is_memory_note, note_edges, note_trace
+from memvault.store.index.classify import note_edges, note_trace
 from memvault.store.index.moves import pair_edited_moves
 from memvault.store.memories import rows as mem
-from memvault.vault_io.bulk import read_notes
 from memvault.vault_io.errors import MemvaultError
 from memvault.vault_io.note import ParsedNote
-from memvault.vault_io.resolve import LinkResolver, Resolution, path_key
+from memvault.vault_io.resolve import LinkResolver, Resolution
 from memvault.vault_io.scan import (
     FileStat,
     ScanResult,
@@ -87,7 +85,7 @@ class SyncSummary:
     parse_errors: list[str] = field(default_factory=list)
     changed_paths: list[str] = field(default_factory=list)
 
-    def count(self, c: "_Change") -> None:
+    def count(self, c: "NoteChange") -> None:
         """Count one written note as added, moved or updated."""
         if c.old_path is None:
             self.added += 1
@@ -137,7 +135,7 @@ def frontmatter_id(note: ParsedNote) -> str | None:
 
 
 @dataclass
-class _Change:
+class NoteChange:
     stat: FileStat
     note: ParsedNote
     old_path: str | None  # where the trace lived before (moves), or same path
@@ -242,8 +240,10 @@ class Indexer:
         known: dict[str, rec.FileRow],
         progress: Progress | None,
     ) -> SyncSummary:
+        from memvault.store.index.reconcile_pass import ReconcilePass
+
         try:
-            return self._reconcile_inner(scan, absent, known, progress)
+            return ReconcilePass(self, scan, absent, known).run(progress)
         except BaseException:
             self._paths = None  # the cached path index may be half-updated
             self.con.execute(f"PRAGMA wal_autocheckpoint={WAL_AUTOCHECKPOINT}")  # if a bulk load paused it
@@ -265,160 +265,6 @@ class Indexer:
             self._paths_gen = gen
         return self._paths
 
-    def _reconcile_inner(
-        self,
-        scan: ScanResult,
-        absent: set[str],
-        known: dict[str, rec.FileRow],
-        progress: Progress | None,
-    ) -> SyncSummary:
-        summary = SyncSummary(warnings=[str(w) for w in scan.warnings])
-        absent -= scan.skipped  # a skipped file still exists: keep its entry
-        changes: list[_Change] = []
-        touched: list[FileStat] = []
-        attachments: list[FileStat] = []
-        read_errors: list[tuple[str, str]] = []
-
-        # Store-side writes in flight: their events are our own, and their
-        # writer (or the outbox flush) records them. See store.memories.
-        outbox = self.con.execute("SELECT trace_id, expected_path, expected_hash, action FROM state.outbox").fetchall()
-        pending = {(path, digest) for _, path, digest, _ in outbox}
-        # A memory whose store-side change is not written yet: a person's edit
-        # of its note is not imported here, or it would overwrite that change
-        # in the index; the writer's own check finds the edit and keeps both
-        # (the store's version as a conflict copy).
-        unwritten = {tid for tid, _, _, action in outbox if action == "write"}
-        # A note that vanished while its memory's new note is already on disk
-        # is the writer moving it (a type change): left to that writer. Any
-        # other vanished note is a person's rename or deletion.
-        moving = {tid for tid, path, _, _ in outbox if path and (self.root / path).exists()}
-        gone = {p: known[p] for p in absent if known[p].trace_id not in moving}
-
-        # The paths every link can point at once this reconcile is applied.
-        all_files, resolver = self._path_index()
-        for p in gone:
-            all_files.pop(p, None)
-            resolver.remove(p)
-        for p in scan.files:
-            if p not in all_files:
-                all_files[p] = None
-                resolver.add(p)
-
-        notes: list[FileStat] = []
-        for st in scan.files.values():
-            if needs_look(st, known.get(st.path)):
-                (notes if st.is_note else attachments).append(st)
-        items = []
-        for st in notes:
-            row = known.get(st.path)
-            items.append((st.path, row.hash if row is not None and row.kind == "note" else None))
-        # Without vanished notes no new path can be a move, so notes are
-        # written batch by batch as they are read: SQLite work overlaps the
-        # parsing in the worker processes. Otherwise all are read first.
-        stream = not gone
-        bulk = len(notes) >= BULK_MIN and len(notes) >= len(all_files) // 2
-        # A first index: every note written is new, nothing to delete first.
-        fresh = bulk and self.con.execute("SELECT NOT EXISTS (SELECT 1 FROM traces)").fetchone()[0] == 1
-        if bulk and not rec.bulk_load_pending(self.con):
-            with write_transaction(self.con):
-                rec.begin_bulk_load(self.con, fresh=fresh)
-        if bulk:
-            # Checkpoint once after the load rather than every 1,000 pages:
-            # hot index pages are otherwise copied into the database over and over.
-            self.con.execute("PRAGMA wal_autocheckpoint=0")
-        taken = {tid: path for path, tid in all_files.items() if tid}  # id -> path holding it
-        written: set[str] = set()
-        written_notes: list[tuple[ParsedNote, rec.TraceRow]] = []
-        removed: list[str] = []
-        batches = 0
-
-        def write(batch: list[_Change]) -> None:
-            nonlocal batches
-            self._assign_ids(batch, known, taken)
-            for c in batch:
-                all_files[c.stat.path] = c.trace_id
-            with write_transaction(self.con):
-                for c in batch:
-                    written_notes.append((c.note, self._write_note(c, resolver, all_files, known, fresh)))
-                    written.add(c.trace_id)
-                    summary.count(c)
-            batches += 1
-
-        results = read_notes(self.root, items, all_files, resolver)
-        try:
-            for n, (st, res) in enumerate(zip(notes, results), 1):
-                if progress:
-                    progress(n, len(notes))
-                if res.error is not None:
-                    read_errors.append((st.path, res.error))
-                elif res.note is None:
-                    touched.append(st)
-                elif st.path in known and known[st.path].trace_id in unwritten and (st.path, res.digest) not in pending:
-                    summary.warnings.append(
-                        f"{st.path}: edited while memvault's own change of it waits to be written; "
-                        "both are kept when it is written"
-                    )
-                elif (st.path, res.digest) not in pending:
-                    note = res.note
-                    old = st.path if st.path in known else None
-                    memory = is_memory_note(note, self.memory_folder)
-                    changes.append(_Change(st, note, old, memory=memory, resolutions=res.resolutions, keys=res.keys))
-                    if stream and len(changes) % BATCH == 0:
-                        write(changes[-BATCH:])
-        finally:
-            results.close()  # stops the worker pool early if progress() gave up
-
-        for path, message in read_errors:
-            summary.warnings.append(f"{path}: {message}; skipped")
-            if path not in known:  # never indexed: not a link target after all
-                all_files.pop(path, None)
-                resolver.remove(path)
-        summary.skipped = len(scan.skipped) + len(read_errors)
-
-        moves = set() if stream else self._detect_moves(changes, gone)
-        with write_transaction(self.con):
-            for path, message in read_errors:
-                if path in known:
-                    rec.set_read_error(self.con, path, message)
-            for st in touched:
-                rec.touch_file(self.con, st.path, st.mtime_ns, st.size, trusted_ctime(st))
-            for st in attachments:
-                rec.put_file(self.con, rec.FileRow(st.path, "attachment", None, st.mtime_ns, st.size, ctime_ns=trusted_ctime(st)))
-            for path, row in gone.items():
-                rec.delete_file(self.con, path)
-                if row.trace_id and row.trace_id not in moves:
-                    self._remove_trace(row.trace_id)
-                    removed.append(row.trace_id)
-                    summary.deleted += 1
-        rest = changes[len(changes) - len(changes) % BATCH :] if stream else changes
-        for i in range(0, len(rest), BATCH):
-            write(rest[i : i + BATCH])
-        if stream and batches > 1:
-            # Links written before their target note's batch had no trace id yet.
-            with write_transaction(self.con):
-                rec.fill_edge_target_ids(self.con)
-
-        if rec.bulk_load_pending(self.con):  # this bulk load, or one that died half-way
-            with write_transaction(self.con):
-                rec.end_bulk_load(self.con)
-        if bulk:
-            self.con.wal_checkpoint(mode=apsw.SQLITE_CHECKPOINT_PASSIVE)
-            self.con.execute(f"PRAGMA wal_autocheckpoint={WAL_AUTOCHECKPOINT}")
-
-        appeared = {c.stat.path for c in changes if c.old_path != c.stat.path}
-        appeared |= {st.path for st in attachments if st.path not in known}
-        if known and (appeared or gone):
-            keys = {path_key(p) for p in appeared | set(gone)}
-            with write_transaction(self.con):
-                self._reresolve(keys, resolver, all_files, written)
-        # Our own writes moved the files generation; the cached index already
-        # has them, so adopt the new number instead of reloading.
-        self._paths_gen = rec.files_generation(self.con)
-        if written_notes or removed:
-            for observer in self.observers:
-                summary.warnings += observer.notes_changed(written_notes, removed)
-        return summary
-
     def _remove_trace(self, trace_id: str) -> None:
         """A note's file is gone: drop its trace, but only soft-delete a
         memory (its text stays searchable with --include-deleted and comes
@@ -431,7 +277,7 @@ class Indexer:
         else:
             rec.delete_trace(self.con, trace_id)
 
-    def _detect_moves(self, changes: list[_Change], gone: dict[str, rec.FileRow]) -> set[str]:
+    def _detect_moves(self, changes: list[NoteChange], gone: dict[str, rec.FileRow]) -> set[str]:
         """Pair new paths with vanished ones: same front-matter id, else same bytes."""
         by_id = {row.trace_id: path for path, row in sorted(gone.items()) if row.kind == "note" and row.trace_id}
         by_hash: dict[str, str] = {}
@@ -454,7 +300,7 @@ class Indexer:
         self._pair_edited_moves(changes, gone, moved_ids)
         return moved_ids
 
-    def _pair_edited_moves(self, changes: list[_Change], gone: dict[str, rec.FileRow], moved_ids: set[str]) -> None:
+    def _pair_edited_moves(self, changes: list[NoteChange], gone: dict[str, rec.FileRow], moved_ids: set[str]) -> None:
         """Pair what is left by similarity (:func:`.moves.pair_edited_moves`):
         a note renamed *and* edited while memvault was not looking keeps its
         id, facts and history. Ordinary notes only: a vanished memory note is
@@ -480,7 +326,7 @@ class Indexer:
             new[i].old_path, new[i].trace_id = p, old[p]
             moved_ids.add(old[p])
 
-    def _assign_ids(self, changes: list[_Change], known: dict[str, rec.FileRow], taken: dict[str, str]) -> None:
+    def _assign_ids(self, changes: list[NoteChange], known: dict[str, rec.FileRow], taken: dict[str, str]) -> None:
         """Settle each changed note's trace id before anything is written.
 
         Existing and moved notes keep their id unless their front-matter names
@@ -516,7 +362,7 @@ class Indexer:
 
     def _write_note(
         self,
-        c: _Change,
+        c: NoteChange,
         resolver: LinkResolver,
         all_files: dict[str, str | None],
         known: dict[str, rec.FileRow],

@@ -1,0 +1,234 @@
+"""One reconcile of the index with (part of) the vault, step by step.
+
+:meth:`Indexer.sync` and :meth:`Indexer.sync_paths` differ only in what they
+scan; both hand the scan to a :class:`ReconcilePass`, which
+
+1. **plans**: sets store-side writes in flight apart (their events are our
+   own), finds the vanished paths, and updates the in-memory path index the
+   new links resolve against;
+2. **reads** the candidate notes (in worker processes for many), sorting each
+   into touched (same bytes), changed, new, or unreadable; without vanished
+   notes nothing can be a move, so changes are written batch by batch while
+   the rest is still being read;
+3. **applies** what is not a note write: read errors, touched files,
+   attachments, and vanished paths (moves found first: same front-matter id,
+   same bytes, or half the words);
+4. **writes** the remaining changes in batches of :data:`BATCH`, each one
+   ``BEGIN IMMEDIATE`` transaction;
+5. **finishes**: ends a bulk load, re-resolves links elsewhere whose targets
+   appeared or vanished, and tells the observers (facts) what changed.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+import apsw
+
+from memvault.store.db import records as rec
+from memvault.store.db.connection import write_transaction
+from memvault.store.index.classify import is_memory_note
+from memvault.store.index.reconcile import (
+    BATCH,
+    BULK_MIN,
+    WAL_AUTOCHECKPOINT,
+    NoteChange,
+    SyncSummary,
+    needs_look,
+    trusted_ctime,
+)
+from memvault.vault_io.bulk import read_notes
+from memvault.vault_io.note import ParsedNote
+from memvault.vault_io.resolve import path_key
+from memvault.vault_io.scan import FileStat, ScanResult
+
+if TYPE_CHECKING:
+    from memvault.store.index.reconcile import Indexer, Progress
+
+
+class ReconcilePass:
+    """The state of one reconcile (see the module docstring)."""
+
+    def __init__(self, ix: "Indexer", scan: ScanResult, absent: set[str], known: dict[str, rec.FileRow]) -> None:
+        self.ix, self.con, self.scan, self.known = ix, ix.con, scan, known
+        self.absent = absent - scan.skipped  # a skipped file still exists: keep its entry
+        self.summary: SyncSummary = SyncSummary(warnings=[str(w) for w in scan.warnings])
+        self.changes: list[NoteChange] = []
+        self.touched: list[FileStat] = []
+        self.attachments: list[FileStat] = []
+        self.read_errors: list[tuple[str, str]] = []
+        self.written: set[str] = set()
+        self.written_notes: list[tuple[ParsedNote, rec.TraceRow]] = []
+        self.removed: list[str] = []
+        self.batches = 0
+
+    def run(self, progress: "Progress | None") -> SyncSummary:
+        """All five steps; returns what the reconcile did."""
+        notes = self._plan()
+        self._read(notes, progress)
+        moves = set() if self.stream else self.ix._detect_moves(self.changes, self.gone)
+        self._apply_rest(moves)
+        self._write_remaining()
+        self._finish()
+        return self.summary
+
+    # -- 1. plan -----------------------------------------------------------------
+
+    def _plan(self) -> list[FileStat]:
+        """Set our own writes apart, find what vanished, prepare the path
+        index; returns the notes to read."""
+        known = self.known
+        outbox = self.con.execute("SELECT trace_id, expected_path, expected_hash, action FROM state.outbox").fetchall()
+        # Store-side writes in flight: their events are our own, and their
+        # writer (or the outbox flush) records them. See store.memories.
+        self.pending = {(path, digest) for _, path, digest, _ in outbox}
+        # A memory whose store-side change is not written yet: a person's edit
+        # of its note is not imported here, or it would overwrite that change
+        # in the index; the writer's own check finds the edit and keeps both
+        # (the store's version as a conflict copy).
+        self.unwritten = {tid for tid, _, _, action in outbox if action == "write"}
+        # A note that vanished while its memory's new note is already on disk
+        # is the writer moving it (a type change): left to that writer. Any
+        # other vanished note is a person's rename or deletion.
+        moving = {tid for tid, path, _, _ in outbox if path and (self.ix.root / path).exists()}
+        self.gone = {p: known[p] for p in self.absent if known[p].trace_id not in moving}
+
+        # The paths every link can point at once this reconcile is applied.
+        self.all_files, self.resolver = self.ix._path_index()
+        for p in self.gone:
+            self.all_files.pop(p, None)
+            self.resolver.remove(p)
+        for p in self.scan.files:
+            if p not in self.all_files:
+                self.all_files[p] = None
+                self.resolver.add(p)
+
+        notes: list[FileStat] = []
+        for st in self.scan.files.values():
+            if needs_look(st, known.get(st.path)):
+                (notes if st.is_note else self.attachments).append(st)
+        # Without vanished notes no new path can be a move, so notes are
+        # written batch by batch as they are read: SQLite work overlaps the
+        # parsing in the worker processes. Otherwise all are read first.
+        self.stream = not self.gone
+        self.bulk = len(notes) >= BULK_MIN and len(notes) >= len(self.all_files) // 2
+        # A first index: every note written is new, nothing to delete first.
+        self.fresh = self.bulk and self.con.execute("SELECT NOT EXISTS (SELECT 1 FROM traces)").fetchone()[0] == 1
+        if self.bulk and not rec.bulk_load_pending(self.con):
+            with write_transaction(self.con):
+                rec.begin_bulk_load(self.con, fresh=self.fresh)
+        if self.bulk:
+            # Checkpoint once after the load rather than every 1,000 pages:
+            # hot index pages are otherwise copied into the database over and over.
+            self.con.execute("PRAGMA wal_autocheckpoint=0")
+        self.taken = {tid: path for path, tid in self.all_files.items() if tid}  # id -> path holding it
+        return notes
+
+    # -- 2. read ---------------------------------------------------------------------
+
+    def _read(self, notes: list[FileStat], progress: "Progress | None") -> None:
+        known = self.known
+        items = [
+            (st.path, row.hash if (row := known.get(st.path)) is not None and row.kind == "note" else None)
+            for st in notes
+        ]
+        results = read_notes(self.ix.root, items, self.all_files, self.resolver)
+        try:
+            for n, (st, res) in enumerate(zip(notes, results), 1):
+                if progress:
+                    progress(n, len(notes))
+                if res.error is not None:
+                    self.read_errors.append((st.path, res.error))
+                elif res.note is None:
+                    self.touched.append(st)
+                elif (st.path, res.digest) in self.pending:
+                    continue  # our own write
+                elif st.path in known and known[st.path].trace_id in self.unwritten:
+                    self.summary.warnings.append(
+                        f"{st.path}: edited while memvault's own change of it waits to be written; "
+                        "both are kept when it is written"
+                    )
+                else:
+                    note = res.note
+                    old = st.path if st.path in known else None
+                    memory = is_memory_note(note, self.ix.memory_folder)
+                    self.changes.append(
+                        NoteChange(st, note, old, memory=memory, resolutions=res.resolutions, keys=res.keys)
+                    )
+                    if self.stream and len(self.changes) % BATCH == 0:
+                        self._write(self.changes[-BATCH:])
+        finally:
+            results.close()  # stops the worker pool early if progress() gave up
+        for path, message in self.read_errors:
+            self.summary.warnings.append(f"{path}: {message}; skipped")
+            if path not in known:  # never indexed: not a link target after all
+                self.all_files.pop(path, None)
+                self.resolver.remove(path)
+        self.summary.skipped = len(self.scan.skipped) + len(self.read_errors)
+
+    # -- 3. apply what is not a note write -------------------------------------------
+
+    def _apply_rest(self, moves: set[str]) -> None:
+        with write_transaction(self.con):
+            for path, message in self.read_errors:
+                if path in self.known:
+                    rec.set_read_error(self.con, path, message)
+            for st in self.touched:
+                rec.touch_file(self.con, st.path, st.mtime_ns, st.size, trusted_ctime(st))
+            for st in self.attachments:
+                rec.put_file(
+                    self.con, rec.FileRow(st.path, "attachment", None, st.mtime_ns, st.size, ctime_ns=trusted_ctime(st))
+                )
+            for path, row in self.gone.items():
+                rec.delete_file(self.con, path)
+                if row.trace_id and row.trace_id not in moves:
+                    self.ix._remove_trace(row.trace_id)
+                    self.removed.append(row.trace_id)
+                    self.summary.deleted += 1
+
+    # -- 4. write ----------------------------------------------------------------------
+
+    def _write(self, batch: list[NoteChange]) -> None:
+        """One batch of changed notes in one transaction."""
+        self.ix._assign_ids(batch, self.known, self.taken)
+        for c in batch:
+            self.all_files[c.stat.path] = c.trace_id
+        with write_transaction(self.con):
+            for c in batch:
+                trace = self.ix._write_note(c, self.resolver, self.all_files, self.known, self.fresh)
+                self.written_notes.append((c.note, trace))
+                self.written.add(c.trace_id)
+                self.summary.count(c)
+        self.batches += 1
+
+    def _write_remaining(self) -> None:
+        changes = self.changes
+        rest = changes[len(changes) - len(changes) % BATCH :] if self.stream else changes
+        for i in range(0, len(rest), BATCH):
+            self._write(rest[i : i + BATCH])
+        if self.stream and self.batches > 1:
+            # Links written before their target note's batch had no trace id yet.
+            with write_transaction(self.con):
+                rec.fill_edge_target_ids(self.con)
+
+    # -- 5. finish -----------------------------------------------------------------------
+
+    def _finish(self) -> None:
+        if rec.bulk_load_pending(self.con):  # this bulk load, or one that died half-way
+            with write_transaction(self.con):
+                rec.end_bulk_load(self.con)
+        if self.bulk:
+            self.con.wal_checkpoint(mode=apsw.SQLITE_CHECKPOINT_PASSIVE)
+            self.con.execute(f"PRAGMA wal_autocheckpoint={WAL_AUTOCHECKPOINT}")
+        appeared = {c.stat.path for c in self.changes if c.old_path != c.stat.path}
+        appeared |= {st.path for st in self.attachments if st.path not in self.known}
+        if self.known and (appeared or self.gone):
+            keys = {path_key(p) for p in appeared | set(self.gone)}
+            with write_transaction(self.con):
+                self.ix._reresolve(keys, self.resolver, self.all_files, self.written)
+        # Our own writes moved the files generation; the cached index already
+        # has them, so adopt the new number instead of reloading.
+        self.ix._paths_gen = rec.files_generation(self.con)
+        if self.written_notes or self.removed:
+            for observer in self.ix.observers:
+                self.summary.warnings += observer.notes_changed(self.written_notes, self.removed)
