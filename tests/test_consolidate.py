@@ -198,6 +198,8 @@ def test_cli_consolidate_dry_run_json_log_and_undo(sample, vault: Path) -> None:
     assert run in out.output and "done" in out.output
     out = runner.invoke(cli, ["--vault", str(vault), "conflicts"])
     assert "newer m-cats2: Has 3 cats" in out.output and "older m-cats1: Has 2 cats" in out.output
+    out = runner.invoke(cli, ["--vault", str(vault), "status"])
+    assert "1 open contradictions (see `memvault conflicts`)" in out.output
     out = runner.invoke(cli, ["--vault", str(vault), "consolidate", "--undo", run[:12]])
     assert out.exit_code == 0 and "Undid" in out.output, out.output
     out = runner.invoke(cli, ["--vault", str(vault), "conflicts", "--json"])
