@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from datetime import datetime, timedelta, timezone
 
-from hypothesis import HealthCheck, settings
+from hypothesis import settings
 from hypothesis import strategies as st
 from hypothesis.stateful import precondition, rule
 from test_mirror_stateful import MirrorMachine
@@ -36,37 +36,34 @@ class ConsolidateMachine(MirrorMachine):
             f"SELECT id FROM traces WHERE status = 'active' AND kind = 'memory' AND id IN ({marks}) ORDER BY id",
             self.ids)]
 
-    @precondition(lambda self: len(self.ids) >= 2)
-    @rule(data=st.data())
-    def store_merge(self, data: st.DataObject) -> None:
+    def merge_some(self, data: st.DataObject, racing: bool) -> None:
+        """Merge two or three live memories; ``racing``: the person saves one
+        of the notes between the store's commit and its write."""
         live = self.live_ids()
         if len(live) < 2:
             return
         chosen = data.draw(st.lists(st.sampled_from(live), min_size=2, max_size=3, unique=True))
+        if racing:
+            self.race_with_person()
         try:
             outcome = self.vault.merge(chosen)
         except MemoryWriteError:
             raise  # a note that could not be written is a failure here, not a refusal
         except MemoryOpError:
             return  # deleted or edited meanwhile: refused, nothing written
+        finally:
+            self.mem.before_write = None
         CONSOLIDATED["merges"] += bool(outcome.merged)
 
     @precondition(lambda self: len(self.ids) >= 2)
     @rule(data=st.data())
+    def store_merge(self, data: st.DataObject) -> None:
+        self.merge_some(data, racing=False)
+
+    @precondition(lambda self: len(self.ids) >= 2)
+    @rule(data=st.data())
     def store_merge_racing_person_save(self, data: st.DataObject) -> None:
-        live = self.live_ids()
-        if len(live) < 2:
-            return
-        chosen = data.draw(st.lists(st.sampled_from(live), min_size=2, max_size=2, unique=True))
-        self.race_with_person()
-        try:
-            self.vault.merge(chosen)
-        except MemoryWriteError:
-            raise
-        except MemoryOpError:
-            return
-        finally:
-            self.mem.before_write = None
+        self.merge_some(data, racing=True)
 
     @rule(ahead=st.sampled_from([0, 400]))
     def store_consolidate(self, ahead: int) -> None:
@@ -103,13 +100,8 @@ class ConsolidateMachine(MirrorMachine):
         CONSOLIDATED["undos"] += 1
 
 
-ConsolidateMachine.TestCase.settings = settings(
-    max_examples=20,
-    stateful_step_count=25,
-    deadline=None,
-    derandomize=True,
-    suppress_health_check=[HealthCheck.too_slow],
-)
+# The parent's settings, with fewer examples: each step here does more.
+ConsolidateMachine.TestCase.settings = settings(MirrorMachine.TestCase.settings, max_examples=20)
 TestConsolidateMirror = ConsolidateMachine.TestCase
 
 

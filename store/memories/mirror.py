@@ -345,13 +345,7 @@ class Memories:
                 return self._conflict(rec.get_trace(self.con, trace.id) or trace, current,
                                       "the note was edited in the vault meanwhile")
         mode = (self.root / current).stat().st_mode & 0o7777 if current and (self.root / current).exists() else None
-        atomic_write(self.root / path, data, mode=mode)
-        if current and current != path and (self.root / current).exists():
-            (self.root / current).unlink()
-            fsync_dir((self.root / current).parent)
-        with write_transaction(self.con):
-            mem.clear_outbox(self.con, trace.id)
-        self.indexer.sync_paths([path] + ([current] if current and current != path else []))
+        self._place(trace.id, current, path, data, mode)
         return WriteResult(trace.id, "reverted", path)
 
     def discard(self, ref: str) -> WriteResult:
@@ -439,14 +433,19 @@ class Memories:
             target = free_path(self.root / target).relative_to(self.root).as_posix()
         # An edit always beats a deletion: a note the person deleted while
         # the store changed it is written again.
-        atomic_write(self.root / target, new, mode=mode)
+        self._place(trace.id, current, target, new, mode)
+        return WriteResult(trace.id, "written", target)
+
+    def _place(self, trace_id: str, current: str | None, target: str, data: bytes, mode: int | None) -> None:
+        """Write a note's new bytes at ``target`` atomically, remove it from
+        ``current`` when it moved, confirm the outbox entry and index both."""
+        atomic_write(self.root / target, data, mode=mode)
         if current and current != target and (self.root / current).exists():
             (self.root / current).unlink()
             fsync_dir((self.root / current).parent)
         with write_transaction(self.con):
-            mem.clear_outbox(self.con, trace.id)
+            mem.clear_outbox(self.con, trace_id)
         self.indexer.sync_paths([target] + ([current] if current and current != target else []))
-        return WriteResult(trace.id, "written", target)
 
     def _trash(self, trace: rec.TraceRow, current: str | None) -> WriteResult:
         if self.before_write is not None and current:
