@@ -181,6 +181,22 @@ def candidate_recall(store) -> dict:
             "forest_pairs": len(found)}
 
 
+def recalled(store, seed: int) -> None:
+    """Recall statistics as a store in use has them: 60% of the memories were
+    recalled in the two months before the bench's day (deterministic)."""
+    from memvault.store.db.connection import write_transaction
+
+    rnd = random.Random(seed + 7)
+    ids = [r[0] for r in store.con.execute("SELECT id FROM traces WHERE kind = 'memory' ORDER BY id")]
+    rows = [(f"{date(2026, 11, 1) - timedelta(days=rnd.randint(0, 60))}T12:00:00+00:00", i)
+            for i in ids if rnd.random() < 0.6]
+    with write_transaction(store.con):
+        store.con.executemany("UPDATE traces SET last_access = ?, retrieval_count = 1 WHERE id = ?", rows)
+        store.con.execute(
+            "INSERT OR REPLACE INTO state.recall (trace_id, retrieval_count, last_access, strength) "
+            "SELECT id, retrieval_count, last_access, strength FROM traces WHERE last_access IS NOT NULL")
+
+
 def time_adds(root: Path) -> dict:
     """``memvault add`` as a whole process (no daemon): a new memory, then a
     paraphrase of it (with vectors, both load the model), each with
@@ -220,6 +236,7 @@ def bench_size(n: int, seed: int, do_run: bool) -> dict:
     t = time.perf_counter()
     store.sync()
     sync_s = time.perf_counter() - t
+    recalled(store, seed)
     t = time.perf_counter()
     embedded = store.embed()
     embed_s = time.perf_counter() - t

@@ -174,7 +174,8 @@ class Similarity:
         self.pairs: dict[cand.Pair, float] = {}
         if len(have) >= 2:
             x = np.stack([vectors[r.id] for r in have])
-            self.pairs = cand.forest_pairs([r.id for r in have], x, lambda i, j: floor(have[i], have[j]))
+            self.pairs = cand.forest_pairs([r.id for r in have], x, lambda i, j: floor(have[i], have[j]),
+                                           min_floor=floor.lowest)
 
     def both(self, a: str, b: str) -> bool:
         """Whether both have vectors."""
@@ -358,6 +359,7 @@ def _floor(policy: Policy) -> Any:
             return t.contradiction if a.type != b.type else min(t.contradiction, t.merge)
         return t.merge if a.type == b.type else 2.0
 
+    floor.lowest = min(t.recurrence, t.merge, t.contradiction)  # type: ignore[attr-defined]
     return floor
 
 
