@@ -19,7 +19,7 @@ def _describe(action: dict[str, Any]) -> str:
     """One line for a person: what, which memories, why."""
     kind, ids, d = action["kind"], action["ids"], action["detail"]
     if kind == "decay":
-        return f"decay     {len(d['changes'])} memories faded ({action['reason']})"
+        return f"decay     {action['reason']}"
     if kind == "merge":
         return f"merge     {ids[0]} <- {', '.join(ids[1:])}: {action['reason']}"
     if kind == "promote":

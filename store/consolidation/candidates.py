@@ -11,9 +11,9 @@ Two generators, both deterministic and both about O(n log n):
   :data:`TREES` trees are compared, a leaf at a time as one small matrix
   product, and only those at least ``floor`` similar come out. Cost: trees x
   (n x dim x depth + n x depth x log n + n x leaf x dim), depth ~ log2(n / leaf).
-* **Words: rare-word blocking.** Each memory is filed under its
-  :data:`KEYS` rarest content words and names (rarity counted over the
-  memories being compared); two memories are a candidate when they share such
+* **Words: rare-word blocking.** Each memory is filed under the
+  :data:`KEYS` rarest of its content words and names that another memory
+  shares (rarity counted over the memories being compared); two memories are a candidate when they share such
   a key. A key held by more than :data:`POSTINGS` memories pairs each one
   only with its :data:`POSTINGS` neighbours in id order, so a common word
   never turns into a quadratic block. This is what contradictions and
@@ -44,7 +44,7 @@ SPILL = 0.08
 #: Seed of the forest's directions (numpy's RandomState, whose stream is fixed).
 SEED = 20261123
 #: Rarest words each memory is filed under.
-KEYS = 3
+KEYS = 4
 #: Most memories paired under one key (beyond it: neighbours in id order).
 POSTINGS = 64
 
@@ -101,12 +101,10 @@ def _directions(dim: int, tree: int, levels: int) -> "np.ndarray":
     return np.random.RandomState((SEED + tree * 1_000_003) % (2**32)).standard_normal((dim, levels))
 
 
-def forest_pairs(ids: Sequence[str], x: "np.ndarray", floor: Callable[[int, int], float] | float,
-                 *, min_floor: float | None = None, trees: int = TREES, leaf: int = LEAF) -> dict[Pair, float]:
+def forest_pairs(ids: Sequence[str], x: "np.ndarray", floor: float, *, trees: int = TREES,
+                 leaf: int = LEAF) -> dict[Pair, float]:
     """Pairs of ``ids`` (rows of unit vectors ``x``) that share a leaf and are
-    at least ``floor`` similar (a number, or a function of the two row
-    indices giving each pair its own floor, never below ``min_floor``), with
-    their cosine similarity rounded to 6 decimals.
+    at least ``floor`` similar, with their cosine similarity rounded to 6 decimals.
 
     Each tree projects every row once on one random direction per level (one
     matrix product), then splits each node at the median of its level's
@@ -115,50 +113,36 @@ def forest_pairs(ids: Sequence[str], x: "np.ndarray", floor: Callable[[int, int]
     """
     import numpy as np
 
-    n = len(ids)
     out: dict[Pair, float] = {}
-    if n < 2:
+    if len(ids) < 2:
         return out
-    fixed = None if callable(floor) else float(floor)
-    prefilter = fixed if fixed is not None else (min_floor if min_floor is not None else -1.0)
-    levels = max(1, int(np.ceil(np.log2(max(2, n) / leaf))) + 1)
+    levels = max(1, int(np.ceil(np.log2(max(2, len(ids)) / leaf))) + 1)
     with one_blas_thread():
-        for tree in range(trees if n > leaf else 1):
-            _tree_pairs(ids, x, tree, levels, leaf, prefilter, None if fixed is not None else floor, out)
+        for tree in range(trees if len(ids) > leaf else 1):
+            proj = x @ _directions(x.shape[1], tree, levels)
+            stack = [(np.arange(len(ids)), 0)]
+            while stack:
+                rows, level = stack.pop()
+                if len(rows) <= leaf or level >= levels:
+                    _leaf_pairs(ids, x, rows, floor, out)
+                    continue
+                order = rows[np.lexsort((rows, proj[rows, level]))]
+                half, extra = len(rows) // 2, max(1, int(len(rows) * SPILL))
+                stack.append((order[max(0, half - extra) :], level + 1))
+                stack.append((order[: half + extra], level + 1))
     return out
 
 
-def _tree_pairs(ids: Sequence[str], x: "np.ndarray", tree: int, levels: int, leaf: int, prefilter: float,
-                floor: Callable[[int, int], float] | None, out: dict[Pair, float]) -> None:
-    """The leaf pairs of one tree, into ``out``."""
-    import numpy as np
-
-    proj = x @ _directions(x.shape[1], tree, levels)
-    stack = [(np.arange(len(ids)), 0)]
-    while stack:
-        rows, level = stack.pop()
-        if len(rows) <= leaf or level >= levels:
-            _leaf_pairs(ids, x, rows, prefilter, floor, out)
-            continue
-        order = rows[np.lexsort((rows, proj[rows, level]))]
-        half, extra = len(rows) // 2, max(1, int(len(rows) * SPILL))
-        stack.append((order[max(0, half - extra) :], level + 1))
-        stack.append((order[: half + extra], level + 1))
-
-
-def _leaf_pairs(ids: Sequence[str], x: "np.ndarray", rows: "np.ndarray", prefilter: float,
-                floor: Callable[[int, int], float] | None, out: dict[Pair, float]) -> None:
-    """The pairs of one leaf above the floor, into ``out``."""
+def _leaf_pairs(ids: Sequence[str], x: "np.ndarray", rows: "np.ndarray", floor: float,
+                out: dict[Pair, float]) -> None:
+    """The pairs of one leaf at least ``floor`` similar, into ``out``."""
     import numpy as np
 
     sims = x[rows] @ x[rows].T
-    ii, jj = np.nonzero(np.triu(sims >= prefilter, 1))
-    for i, j in zip(ii.tolist(), jj.tolist()):
-        a, b = int(rows[i]), int(rows[j])
-        s = round(float(sims[i, j]), 6)
-        if floor is not None and s < floor(a, b):
-            continue
-        out[_pair(ids[a], ids[b])] = s
+    ii, jj = np.nonzero(np.triu(sims >= floor, 1))
+    values = np.round(sims[ii, jj], 6).tolist()
+    for i, j, s in zip(rows[ii].tolist(), rows[jj].tolist(), values):
+        out[_pair(ids[i], ids[j])] = s
 
 
 def word_pairs(records: Sequence["Record"], keys_of: Callable[["Record"], Iterable[str]] | None = None,
@@ -173,9 +157,9 @@ def word_pairs(records: Sequence["Record"], keys_of: Callable[["Record"], Iterab
     df = Counter(w for ws in words.values() for w in ws)
     filed: dict[str, list[str]] = {}
     for rid in sorted(words):
-        for w in sorted(words[rid], key=lambda w: (df[w], w))[:keys]:
-            if df[w] > 1:
-                filed.setdefault(w, []).append(rid)
+        # A word no other memory has pairs nothing: the rarest shared ones count.
+        for w in sorted((w for w in words[rid] if df[w] > 1), key=lambda w: (df[w], w))[:keys]:
+            filed.setdefault(w, []).append(rid)
     out: set[Pair] = set()
     for members in filed.values():
         for i, a in enumerate(members):

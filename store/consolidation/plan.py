@@ -154,28 +154,36 @@ def _archive(records: Sequence[Record], strength: Mapping[str, float], policy: P
             continue
         unseen = (today - r.last_seen.date()).days
         if strength[r.id] <= policy.archive_strength and unseen > policy.archive_days:
-            why = "recalled" if r.last_access else "made"
+            seen = f"last recalled {unseen} days ago" if r.last_access else f"never recalled, made {unseen} days ago"
             out.append(Action("archive", [r.id], (
-                f"faded: strength {strength[r.id]:.3f} <= {policy.archive_strength:g} and last {why} "
-                f"{unseen} days ago (> {policy.archive_days})"
+                f"faded: strength {strength[r.id]:.3f} <= {policy.archive_strength:g}, {seen} (> {policy.archive_days})"
             )))
     return out
 
 
 class Similarity:
     """Cosine similarities: the forest's candidate pairs (:mod:`.candidates`),
-    and any other pair of records that both have vectors, on demand."""
+    one forest per block of records that rules may pair (same scope and
+    type), and any other pair of records that both have vectors, on demand."""
 
-    def __init__(self, records: Sequence[Record], vectors: "Mapping[str, np.ndarray]", floor: Any) -> None:
+    def __init__(self, records: Sequence[Record], vectors: "Mapping[str, np.ndarray]", policy: Policy) -> None:
         import numpy as np
 
         self.vectors = vectors
-        have = [r for r in records if r.id in vectors]
         self.pairs: dict[cand.Pair, float] = {}
-        if len(have) >= 2:
-            x = np.stack([vectors[r.id] for r in have])
-            self.pairs = cand.forest_pairs([r.id for r in have], x, lambda i, j: floor(have[i], have[j]),
-                                           min_floor=floor.lowest)
+        blocks: dict[tuple[str, str], list[Record]] = {}
+        for r in records:
+            if r.id in vectors:
+                blocks.setdefault((r.scope, r.type), []).append(r)
+        t = policy.thresholds
+        for (_, type_), members in sorted(blocks.items()):
+            if len(members) < 2:
+                continue
+            x = np.stack([vectors[r.id] for r in members])
+            # Vectors bring duplicates and episodes of one habit; contradictions
+            # need words in common, and come from the word blocking.
+            floor = min(t.recurrence, t.merge) if type_ == "episodic" else t.merge
+            self.pairs.update(cand.forest_pairs([r.id for r in members], x, floor))
 
     def both(self, a: str, b: str) -> bool:
         """Whether both have vectors."""
@@ -258,21 +266,18 @@ def _merges(live: Sequence[Record], sims: "Similarity", policy: Policy,
 
 def recurring_statement(members: Sequence[Record], sims: "Similarity") -> str:
     """The standing statement for a recurring set of episodes: the most
-    typical episode (the highest total similarity to the others), with how
-    often and over which days it happened."""
-    def centrality(r: Record) -> float:
-        total = 0.0
-        for o in members:
-            if o.id != r.id:
-                s = sims.get(r.id, o.id)
-                if s is not None:
-                    total += s
-                else:
-                    fa, fb = r.memo.f, o.memo.f
-                    total += len(fa.stems & fb.stems) / max(1, len(fa.stems | fb.stems))
-        return total
+    typical episode (the closest to the group's mean vector; without vectors,
+    the one sharing most words with the others), with how often and over
+    which days it happened."""
+    import numpy as np
 
-    medoid = sorted(members, key=lambda r: (-centrality(r), r.created, r.id))[0]
+    if all(r.id in sims.vectors for r in members):
+        centre = np.mean([sims.vectors[r.id] for r in members], axis=0)
+        score = {r.id: round(float(sims.vectors[r.id] @ centre), 6) for r in members}
+    else:
+        score = {r.id: sum(len(r.memo.f.stems & o.memo.f.stems) / max(1, len(r.memo.f.stems | o.memo.f.stems))
+                           for o in members if o.id != r.id) for r in members}
+    medoid = sorted(members, key=lambda r: (-score[r.id], r.created, r.id))[0]
     days = sorted(r.created.date() for r in members)
     text = medoid.content.strip().rstrip(".!")
     return f"Recurring ({len(members)} times, {days[0].isoformat()} to {days[-1].isoformat()}): {text}"
@@ -330,8 +335,12 @@ def _contradictions(live: Sequence[Record], sims: "Similarity", policy: Policy,
     for a, b in sorted(pairs):
         if frozenset((a, b)) in context.flagged:
             continue
-        found = rules.contradiction(rec[a].memo, rec[b].memo, sims.get(a, b), policy.thresholds.contradiction, book)
+        # The text rule first; the similarity (a dot product) only for what it lets through.
+        found = rules.contradiction(rec[a].memo, rec[b].memo, None, policy.thresholds.contradiction, book)
         if found is None:
+            continue
+        sim = sims.get(a, b)
+        if sim is not None and sim < policy.thresholds.contradiction:
             continue
         kind, why = found
         older, newer = sorted((rec[a], rec[b]), key=lambda r: (r.created, bool(r.memo.f.changes), r.id))
@@ -345,22 +354,6 @@ def _due_tasks(live: Sequence[Record], today: date) -> list[Action]:
         Action("task_done", [r.id], f"done, and due {r.due.isoformat()} has passed", {"due": r.due.isoformat()})
         for r in live if task_done(r, today) and r.due is not None
     ]
-
-
-def _floor(policy: Policy) -> Any:
-    t = policy.thresholds
-
-    def floor(a: Record, b: Record) -> float:
-        if a.scope != b.scope:
-            return 2.0
-        if a.type == b.type == "episodic":
-            return min(t.recurrence, t.merge)
-        if a.type in rules.CLAIM_TYPES and b.type in rules.CLAIM_TYPES:
-            return t.contradiction if a.type != b.type else min(t.contradiction, t.merge)
-        return t.merge if a.type == b.type else 2.0
-
-    floor.lowest = min(t.recurrence, t.merge, t.contradiction)  # type: ignore[attr-defined]
-    return floor
 
 
 def make_plan(records: Sequence[Record], vectors: "Mapping[str, np.ndarray]", policy: Policy, today: date,
@@ -381,7 +374,7 @@ def make_plan(records: Sequence[Record], vectors: "Mapping[str, np.ndarray]", po
     live = [replace(r, strength=strength[r.id]) if r.kind == "memory" else r for r in records if r.id not in gone]
     book = rules.NameBook.of(r.memo.f for r in records)
     t0 = time.perf_counter()
-    sims = Similarity(live, vectors, _floor(policy))
+    sims = Similarity(live, vectors, policy)
     plan.stats["vector_pairs"] = len(sims.pairs)
     plan.stats["candidates_s"] = round(time.perf_counter() - t0, 3)
     merges = _merges(live, sims, policy, book)

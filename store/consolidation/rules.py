@@ -235,9 +235,11 @@ def recurrence(a: Memo, b: Memo, sim: float | None, thresholds: Thresholds, book
         return False  # an event of a given year happened once
     if fa.weekdays and fb.weekdays and fa.weekdays != fb.weekdays:
         return False
-    if _different_names(fa, fb, book, strict=False):
-        return False
     if sim is not None:
-        return sim >= thresholds.recurrence
-    union = fa.stems | fb.stems
-    return bool(union) and len(fa.stems & fb.stems) / len(union) >= thresholds.recurrence_words
+        if sim < thresholds.recurrence:
+            return False
+    else:
+        union = fa.stems | fb.stems
+        if not union or len(fa.stems & fb.stems) / len(union) < thresholds.recurrence_words:
+            return False
+    return not _different_names(fa, fb, book, strict=False)

@@ -22,7 +22,7 @@ import re
 import unicodedata
 from collections.abc import Iterable
 from dataclasses import dataclass
-from functools import lru_cache
+from functools import cached_property, lru_cache
 
 _PUNCT = re.compile(r"[^\w\s]")
 #: Words as written: letters/digits, with inner apostrophes ("doesn't", "Miso's").
@@ -149,7 +149,7 @@ class Features:
     negative: bool  # odd number of negations (not, never, dislikes, can't stand...)
     changes: frozenset[str]  # stems of words reporting a change ("move", "sinc", "now")
 
-    @property
+    @cached_property
     def values(self) -> frozenset[str]:
         """Numbers, months, weekdays, years and identifiers as one comparable set."""
         return (
@@ -162,7 +162,7 @@ class Features:
         """Whether the text names a month or a year."""
         return bool(self.months or self.years)
 
-    @property
+    @cached_property
     def dates(self) -> frozenset[str]:
         """The month and year values (what a dated change statement adds)."""
         return frozenset({f"m{m}" for m in self.months} | {f"y{y}" for y in self.years})
@@ -270,6 +270,8 @@ def near(a: str, b: str) -> bool:
     final "s" aside; three letters at least), or they share four letters."""
     if a == b:
         return True
+    if not a or not b or a[0] != b[0]:
+        return False
     a2, b2 = a.removesuffix("s"), b.removesuffix("s")
     if min(len(a2), len(b2)) >= 3 and (a2.startswith(b2) or b2.startswith(a2)):
         return True
@@ -283,4 +285,4 @@ def near(a: str, b: str) -> bool:
 
 def unmatched(names: Iterable[str], other_words: frozenset[str]) -> set[str]:
     """The names that no word of the other text spells."""
-    return {n for n in names if not any(near(n, w) for w in other_words)}
+    return {n for n in names if n not in other_words and not any(near(n, w) for w in other_words)}
