@@ -13,11 +13,12 @@ Two generators, both deterministic and both about O(n log n):
   (n x dim x depth + n x depth x log n + n x leaf x dim), depth ~ log2(n / leaf).
 * **Words: rare-word blocking.** Each memory is filed under the
   :data:`KEYS` rarest of its content words and names that another memory
-  shares (rarity counted over the memories being compared); two memories are a candidate when they share such
-  a key. A key held by more than :data:`POSTINGS` memories pairs each one
-  only with its :data:`POSTINGS` neighbours in id order, so a common word
-  never turns into a quadratic block. This is what contradictions and
-  episodes need without vectors: their rules require shared words anyway.
+  shares (rarity counted over the memories being compared); two memories are
+  a candidate when they share such a key. A key held by more than
+  :data:`POSTINGS` memories pairs each one only with its :data:`POSTINGS`
+  neighbours in id order, so a common word never turns into a quadratic
+  block. This is what contradictions need (their rule requires shared words
+  anyway), and episodes without vectors.
 
 Pairs come back as sorted ``(id, id)`` tuples, the smaller id first.
 """
