@@ -4,10 +4,12 @@
     python bench/bench_consolidate.py --sizes 10000      # one size
     python bench/bench_consolidate.py --run              # also carry a run out and undo it (10k only)
 
-The memories are generated (deterministic by seed) from templates about a
-made-up person: facts, habits, procedures, events, tasks, with ~4% written
-twice in other words, ~2% contradicted later (a number, a place, a negation),
-weekly episodes of a dozen habits, and a long tail of old, weak memories. They
+The memories are generated (deterministic by seed): 45% are prose sentences
+of the vaultofknowledge corpus (as long as they last: 21k), the rest come from
+templates about a made-up person (facts, habits, procedures, events, tasks,
+their objects drawn from the corpus's words) with ~8% of facts written twice
+in other words, ~4% contradicted later (a number, a place, a negation),
+weekly episodes of twenty habits, and a tail of old, weak memories. They
 are written as memory notes into ``bench/vaults/memories-<n>-s<seed>/``,
 indexed and embedded with the bundled model once (the embedding cache is kept
 in ``bench/out/home-consolidate/``, so later runs embed nothing).
@@ -31,8 +33,11 @@ from pathlib import Path
 
 from _common import OUT, VAULTS, isolate_env, machine_info, write_json
 
-PEOPLE = ["Ana", "Rita", "Marta", "Tiago", "Duarte", "Sofia", "Henrique", "Ines", "Joao", "Carla", "Bruno", "Lena"]
-CITIES = ["Lisbon", "Porto", "Braga", "Coimbra", "Faro", "Aveiro", "Viseu", "Evora", "Sintra", "Cascais"]
+PEOPLE = """Ana Rita Marta Tiago Duarte Sofia Henrique Ines Joao Carla Bruno Lena Omar Priya Jonas Mateus Aiyana Theo
+Niamh Ciaran Ingrid Rafael Hana Olu Bea Sofie Marek Callum Isla Euan Morag Fergus Yusuf Mei Kenji Aroha Tomasz Zofia
+Lucia Pedro Nadia Emeka Signe Arvid Leila Ravi Camille Hugo Elif Can""".split()
+CITIES = """Lisbon Porto Braga Coimbra Faro Aveiro Viseu Evora Sintra Cascais Madrid Seville Lyon Ghent Leeds Bristol
+Glasgow Dundee Cork Galway Utrecht Bergen Aarhus Turku Krakow Brno Graz Trieste Bologna Nantes""".split()
 THINGS = ["coffee", "tea", "sparkling water", "dark chocolate", "sourdough", "green tea", "oat milk", "espresso",
           "jazz", "fado", "podcasts", "audiobooks", "crosswords", "chess", "climbing", "running", "cycling"]
 TOOLS = ["Obsidian", "Vim", "VS Code", "Firefox", "Emacs", "Neovim", "Zotero", "Anki", "Todoist", "Notion"]
@@ -40,7 +45,9 @@ DAYS = ["Monday", "Tuesday", "Wednesday", "Thursday", "Friday", "Saturday", "Sun
 PROJECTS = ["tidewater", "harbour", "lighthouse", "kelp", "estuary"]
 HABITS = ["climbing with {p}", "a long run by the river", "sushi with the team", "a video call with her parents",
           "baking sourdough", "chess with {p}", "a swim at the pool", "the book club", "yoga before work",
-          "a walk in the park with {p}", "band practice", "the pottery class"]
+          "a walk in the park with {p}", "band practice", "the pottery class", "lunch with {p}",
+          "a call with {p} about {t}", "repotting the {t}", "a lesson on {t}", "cooking {t} with {p}",
+          "a trip to the {t} market", "reading about {t}", "fixing the {t}"]
 
 FACTS = [
     ("{p} lives in {c}", "{p} has lived in {c} for years", "{p} lives in {c2}"),
@@ -62,12 +69,12 @@ def _fill(template: str, rnd: random.Random, slots: dict[str, str]) -> str:
     return template.format(**slots)
 
 
-def _slots(rnd: random.Random) -> dict[str, str]:
+def _slots(rnd: random.Random, vocab: list[str]) -> dict[str, str]:
     p, c = rnd.choice(PEOPLE), rnd.choice(CITIES)
     n = rnd.randint(2, 12)
     return {
         "p": p, "c": c, "c2": rnd.choice([x for x in CITIES if x != c]), "n": str(n), "n2": str(n + rnd.randint(1, 5)),
-        "t": rnd.choice(THINGS), "tool": rnd.choice(TOOLS), "d": str(rnd.randint(1, 28)),
+        "t": rnd.choice(THINGS) if rnd.random() < 0.3 else rnd.choice(vocab), "tool": rnd.choice(TOOLS), "d": str(rnd.randint(1, 28)),
         "d2": str(rnd.randint(1, 28)), "m": rnd.choice(MONTHS), "proj": rnd.choice(PROJECTS),
         "g": rnd.choice(GAMES), "g2": rnd.choice(GAMES),
     }
@@ -79,6 +86,33 @@ def _vocabulary() -> list[str]:
 
     words, _, _ = gen_vault.load_vocabulary(gen_vault.DEFAULT_WORDS_FROM)
     return [w for w in words[300:8000] if w.isalpha()] or words
+
+
+def real_sentences(seed: int) -> list[str]:
+    """Prose sentences of the vaultofknowledge corpus (6-30 words), shuffled:
+    what a varied store's texts look like (they duplicate and contradict
+    nothing on purpose)."""
+    import re
+
+    from _common import CORPUS
+
+    out: list[str] = []
+    seen: set[str] = set()
+    for p in sorted(CORPUS.rglob("*.md")) if CORPUS.is_dir() else []:
+        if any(part.startswith(".") for part in p.relative_to(CORPUS).parts):
+            continue
+        text = re.sub(r"^---\n.*?\n---\n", "", p.read_text(errors="replace"), flags=re.S)
+        for line in re.sub(r"```.*?```", "", text, flags=re.S).splitlines():
+            line = line.strip()
+            if not line or line[0] in "#|>!<`" or line.startswith("http"):
+                continue
+            line = re.sub(r"\[\[([^\]|]*\|)?([^\]]*)\]\]", r"\2", re.sub(r"^[-*+]\s+(\[.\]\s+)?", "", line))
+            for sent in re.split(r"(?<=[.!?])\s+", re.sub(r"\[([^\]]*)\]\([^)]*\)", r"\1", line)):
+                if 6 <= len(sent.split()) <= 30 and sent not in seen and not re.search(r"https?:|[{}$\\]", sent):
+                    seen.add(sent)
+                    out.append(sent)
+    random.Random(seed).shuffle(out)
+    return out
 
 
 def generate(n: int, seed: int) -> list[dict]:
@@ -100,11 +134,15 @@ def generate(n: int, seed: int) -> list[dict]:
         out.append({"id": f"m-{len(out):07d}", "type": type_, "scope": scope, "content": content,
                     "created": created.isoformat(), "strength": strength})
 
+    real = real_sentences(seed)
     while len(out) < n:
         r = rnd.random()
+        if real and rnd.random() < 0.45:  # a real sentence, as a semantic memory
+            add(real.pop(), "semantic", start + timedelta(days=rnd.randint(0, 720)))
+            continue
         day = start + timedelta(days=rnd.randint(0, 720))
         scope = "user" if rnd.random() > 0.2 else f"project:{rnd.choice(PROJECTS)}"
-        s = _slots(rnd)
+        s = _slots(rnd, vocab)
         if r < 0.55:
             base, para, contra = rnd.choice(FACTS)
             extra = f" ({rnd.choice(['since', 'as of', 'noted in'])} {rnd.choice(MONTHS)} {rnd.randint(2024, 2026)})"
@@ -115,7 +153,7 @@ def generate(n: int, seed: int) -> list[dict]:
             if contra and rnd.random() < 0.04:
                 add(f"{_fill(contra, rnd, s)} {own}", "semantic", day + timedelta(days=40), scope)
         elif r < 0.8:
-            habit = rnd.choice(HABITS).format(p=rnd.choice(PEOPLE))
+            habit = rnd.choice(HABITS).format(p=rnd.choice(PEOPLE), t=rnd.choice(vocab))
             weekday = rnd.choice(DAYS)
             for k in range(rnd.randint(1, 4)):
                 add(f"{weekday}: {habit}, {rnd.choice(['again', 'as usual', 'good one', 'short one', 'late'])}"

@@ -9,7 +9,10 @@ Two generators, both deterministic and both about O(n log n):
   :data:`SPILL` of a median go down both sides, so near neighbours that fall
   on either side of a cut still meet. Only pairs that share a leaf in one of
   :data:`TREES` trees are compared, a leaf at a time as one small matrix
-  product, and only those at least ``floor`` similar come out. Cost: trees x
+  product, and only those at least ``floor`` similar, and among each one's
+  :data:`NEIGHBOURS` nearest in the leaf, come out (a crowd of look-alikes,
+  a habit noted every week for years, costs n x neighbours pairs, not n
+  squared). Cost: trees x
   (n x dim x depth + n x depth x log n + n x leaf x dim), depth ~ log2(n / leaf).
 * **Words: rare-word blocking.** Each memory is filed under the
   :data:`KEYS` rarest of its content words and names that another memory
@@ -42,12 +45,14 @@ TREES = 6
 LEAF = 48
 #: Share of a node (each side of the median) that also goes down the other side.
 SPILL = 0.08
+#: Most pairs each memory makes per leaf: its nearest neighbours there.
+NEIGHBOURS = 10
 #: Seed of the forest's directions (numpy's RandomState, whose stream is fixed).
 SEED = 20261123
 #: Rarest words each memory is filed under.
 KEYS = 4
 #: Most memories paired under one key (beyond it: neighbours in id order).
-POSTINGS = 64
+POSTINGS = 24
 
 Pair = tuple[str, str]
 
@@ -135,12 +140,24 @@ def forest_pairs(ids: Sequence[str], x: "np.ndarray", floor: float, *, trees: in
 
 
 def _leaf_pairs(ids: Sequence[str], x: "np.ndarray", rows: "np.ndarray", floor: float,
-                out: dict[Pair, float]) -> None:
-    """The pairs of one leaf at least ``floor`` similar, into ``out``."""
+                out: dict[Pair, float], neighbours: int = NEIGHBOURS) -> None:
+    """The pairs of one leaf at least ``floor`` similar, into ``out``: each
+    row with its ``neighbours`` most similar rows of the leaf (so a crowd of
+    look-alikes costs n x neighbours pairs, not n squared)."""
     import numpy as np
 
     sims = x[rows] @ x[rows].T
-    ii, jj = np.nonzero(np.triu(sims >= floor, 1))
+    np.fill_diagonal(sims, -2.0)
+    k = min(neighbours, len(rows) - 1)
+    if k <= 0:
+        return
+    near = np.argpartition(-sims, k - 1, axis=1)[:, :k] if k < len(rows) - 1 else None
+    keep = sims >= floor
+    if near is not None:
+        top = np.zeros_like(keep)
+        np.put_along_axis(top, near, True, axis=1)
+        keep &= top | top.T
+    ii, jj = np.nonzero(np.triu(keep, 1))
     values = np.round(sims[ii, jj], 6).tolist()
     for i, j, s in zip(rows[ii].tolist(), rows[jj].tolist(), values):
         out[_pair(ids[i], ids[j])] = s
