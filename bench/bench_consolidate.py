@@ -226,8 +226,17 @@ def candidate_recall(store) -> dict:
     all_pairs_s = time.perf_counter() - t
     hit = [p for p in exact if p in found]
     high = [p for p, s in exact.items() if s >= 0.85]
+    # What matters: the pairs the duplicate rule would accept had all pairs been compared.
+    from memvault.store.consolidation import rules
+
+    book = rules.NameBook.of(r.memo.f for r in records)
+    rec = {r.id: r for r in records}
+    positive = [p for p, s in exact.items() if rec[p[0]].type != "episodic"
+                and rules.duplicate(rec[p[0]].memo, rec[p[1]].memo, round(s, 6), policy.thresholds.merge, book)]
     return {"exact_pairs": len(exact), "found": len(hit), "recall": round(len(hit) / len(exact), 4) if exact else 1.0,
             "recall_at_0.85": round(sum(1 for p in high if p in found) / len(high), 4) if high else 1.0,
+            "duplicates_all_pairs": len(positive),
+            "duplicates_recall": round(sum(1 for p in positive if p in found) / len(positive), 4) if positive else 1.0,
             "forest_s": round(forest_s, 2), "all_pairs_s": round(all_pairs_s, 2)}
 
 
