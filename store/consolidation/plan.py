@@ -234,7 +234,7 @@ def _merges(live: Sequence[Record], sims: "Similarity", policy: Policy,
     judged: dict[cand.Pair, str] = {}
     pairs = set(cand.exact_groups(memories, lambda r: (r.type, r.scope, r.memo.f.norm)))
     pairs |= {p for p in sims.pairs if p[0] in rec and p[1] in rec}
-    for a, b in sorted(pairs):
+    for a, b in pairs:  # any order: the groups come from the sorted scores below
         sim = sims.get(a, b)
         why = rules.duplicate(rec[a].memo, rec[b].memo, sim, policy.thresholds.merge, book)
         if why is not None:
@@ -298,7 +298,7 @@ def _promotions(live: Sequence[Record], sims: "Similarity", policy: Policy, book
             x = parent[x]
         return x
 
-    for a, b in sorted(pairs):
+    for a, b in pairs:  # any order: components do not depend on it
         if rules.recurrence(rec[a].memo, rec[b].memo, sims.get(a, b), policy.thresholds, book):
             ra, rb = root(a), root(b)
             if ra != rb:
@@ -332,8 +332,8 @@ def _contradictions(live: Sequence[Record], sims: "Similarity", policy: Policy,
     rec = {r.id: r for r in claims}
     pairs = cand.word_pairs(claims) | {p for p in sims.pairs if p[0] in rec and p[1] in rec}
     out = []
-    for a, b in sorted(pairs):
-        if frozenset((a, b)) in context.flagged:
+    for a, b in pairs:  # any order: the flags are sorted below
+        if context.flagged and frozenset((a, b)) in context.flagged:
             continue
         # The text rule first; the similarity (a dot product) only for what it lets through.
         found = rules.contradiction(rec[a].memo, rec[b].memo, None, policy.thresholds.contradiction, book)
@@ -346,7 +346,7 @@ def _contradictions(live: Sequence[Record], sims: "Similarity", policy: Policy,
         older, newer = sorted((rec[a], rec[b]), key=lambda r: (r.created, bool(r.memo.f.changes), r.id))
         out.append(Action("contradiction", [newer.id, older.id], f"{why}; {newer.id} is newer", {
             "older": older.id, "newer": newer.id, "kind": kind}))
-    return out
+    return sorted(out, key=lambda a: (a.detail["older"], a.detail["newer"]))
 
 
 def _due_tasks(live: Sequence[Record], today: date) -> list[Action]:

@@ -98,7 +98,14 @@ class NameBook:
 
     known: frozenset[str] = frozenset()
     subjects: frozenset[str] = frozenset()
-    _firsts: set[str] = field(default_factory=set)
+    _names: dict[str, frozenset[str]] = field(default_factory=dict)
+
+    def names(self, f: Features) -> frozenset[str]:
+        """The names of one text (:func:`.text.names_in` with this book), remembered."""
+        found = self._names.get(f.norm)
+        if found is None:
+            found = self._names[f.norm] = names_in(f, self.known)
+        return found
 
     @classmethod
     def of(cls, features: Iterable[Features]) -> "NameBook":
@@ -123,8 +130,8 @@ def _different_names(a: Features, b: Features, book: NameBook, *, strict: bool =
     a narrower claim ("a nurse" / "a nurse in Braga"). Not strict (episodes
     of a habit, which name the odd detail): another name in the same place, a
     subject only one names, or a person of the store only one mentions."""
-    ua = unmatched(names_in(a, book.known), b.folded)
-    ub = unmatched(names_in(b, book.known), a.folded)
+    ua = unmatched(book.names(a), b.folded)
+    ub = unmatched(book.names(b), a.folded)
     if strict:
         return bool(ua or ub)
     if (ua and ub) or a.first in ua or b.first in ub:
@@ -183,13 +190,17 @@ def contradiction(a: Memo, b: Memo, sim: float | None, threshold: float, book: N
     if sim is not None and sim < threshold:
         return None
     ra, rb = _residual(fa, fb), _residual(fb, fa)
+    if len(ra) > 3 or len(rb) > 3:
+        return None  # more than one thing differs (no branch below allows it): cheap to tell first
     # A claim that says when it became true ("since July 2026", "moved ... in
     # June 2026") where the other names no date: the date is not the value.
     change_a = bool(fa.changes) or (fa.dated and not fb.dated)
     change_b = bool(fb.changes) or (fb.dated and not fa.dated)
     va = fa.values - (fa.dates if fa.dated and not fb.dated else frozenset())
     vb = fb.values - (fb.dates if fb.dated and not fa.dated else frozenset())
-    names = unmatched(names_in(fa, book.known), fb.folded), unmatched(names_in(fb, book.known), fa.folded)
+    if fa.negative == fb.negative and va == vb and (not ra or not rb):
+        return None  # no value, polarity or name in one place differs
+    names = unmatched(book.names(fa), fb.folded), unmatched(book.names(fb), fa.folded)
     if fa.negative != fb.negative:
         rneg, rpos = (ra, rb) if fa.negative else (rb, ra)
         if va != vb or names[0] or names[1] or rneg or len(rpos) > 1:
@@ -222,7 +233,7 @@ def contradiction(a: Memo, b: Memo, sim: float | None, threshold: float, book: N
 
 def _all_names(stems: set[str], fa: Features, fb: Features, book: NameBook) -> bool:
     """Whether every one of ``stems`` is a name (written with a capital) in one of the texts."""
-    capitals = fa.capitals | fb.capitals | names_in(fa, book.known) | names_in(fb, book.known)
+    capitals = fa.capitals | fb.capitals | book.names(fa) | book.names(fb)
     return all(any(near(s, c) or c.startswith(s) for c in capitals) for s in stems)
 
 
