@@ -80,22 +80,24 @@ def _similar(store: "MemoryStore", type_: str, scope: str, content: str,
     if cache is None:
         return None
     try:
-        have = _block_vectors(store, cache, spec.key, type_, scope)
-        if not have:
+        ids, matrix = _block_vectors(store, cache, spec.key, type_, scope)
+        if not ids:
             return None
         query = _vector_of(store, cache, spec, content)
     finally:
         cache.close()
     if query is None:
         return None
+    import numpy as np
+
     threshold = store.settings.consolidate.duplicate_similarity
     texts = dict(rows)
-    scored = sorted(
-        ((round(float(v @ query), 6), tid) for tid, v in have.items() if tid in texts),
+    sims = np.round((matrix @ query).astype(np.float64), 6)
+    candidates = sorted(
+        ((float(sims[i]), tid) for i in np.nonzero(sims >= threshold)[0].tolist() if (tid := ids[i]) in texts),
         key=lambda t: (-t[0], t[1]),
     )
     new = _memo("new", type_, scope, content)
-    candidates = [(s, tid) for s, tid in scored if s >= threshold]
     book = rules.NameBook.of([new.f, *(features(texts[tid]) for _, tid in candidates)])
     for sim, tid in candidates:
         why = rules.duplicate(_memo(tid, type_, scope, texts[tid]), new, sim, threshold, book)
@@ -104,9 +106,10 @@ def _similar(store: "MemoryStore", type_: str, scope: str, content: str,
     return None
 
 
-def _block_vectors(store: "MemoryStore", cache: object, model: str, type_: str, scope: str) -> "dict[str, np.ndarray]":
-    """Vectors of the live memories of one type and scope (single-chunk
-    memories: the short ones a duplicate can be), by id."""
+def _block_vectors(store: "MemoryStore", cache: object, model: str, type_: str,
+                   scope: str) -> "tuple[list[str], np.ndarray]":
+    """Ids and unit vectors (rows) of the live memories of one type and scope
+    that are one chunk long (the short ones a duplicate can be)."""
     import numpy as np
 
     con = store.con
@@ -127,14 +130,18 @@ def _block_vectors(store: "MemoryStore", cache: object, model: str, type_: str, 
         blobs.update(cache.execute(  # type: ignore[attr-defined]
             f"SELECT hash, vec FROM vectors WHERE model = ? AND hash IN ({marks})", (model, *part)
         ).fetchall())
-    out = {}
-    for tid, h in hashes.items():
-        if counts[tid] == 1 and h in blobs:
-            v = np.frombuffer(blobs[h], dtype=np.float16).astype(np.float64)
-            n = float(np.linalg.norm(v))
-            if n > 0:
-                out[tid] = v / n
-    return out
+    ids = sorted(tid for tid, h in hashes.items() if counts[tid] == 1 and h in blobs)
+    if not ids:
+        return [], np.zeros((0, 0), dtype=np.float32)
+    dims = {len(blobs[hashes[tid]]) for tid in ids}
+    if len(dims) != 1:  # vectors of two shapes (a changed model): keep the common one
+        size = max(dims, key=lambda d: sum(1 for tid in ids if len(blobs[hashes[tid]]) == d))
+        ids = [tid for tid in ids if len(blobs[hashes[tid]]) == size]
+    matrix = np.frombuffer(b"".join(blobs[hashes[tid]] for tid in ids), dtype=np.float16)
+    matrix = matrix.reshape(len(ids), -1).astype(np.float32)
+    norms = np.linalg.norm(matrix, axis=1, keepdims=True)
+    norms[norms == 0] = 1.0
+    return ids, matrix / norms
 
 
 def _vector_of(store: "MemoryStore", cache: object, spec: object, content: str) -> "np.ndarray | None":
@@ -160,4 +167,4 @@ def _vector_of(store: "MemoryStore", cache: object, spec: object, content: str) 
         # As the cache would hold it (float16), so a write and a consolidation agree.
         v = embedder.embed([text])[0].astype(np.float16).astype(np.float64)
     n = float(np.linalg.norm(v))
-    return v / n if n > 0 else None
+    return (v / n).astype(np.float32) if n > 0 else None
