@@ -17,6 +17,13 @@ sample) with the same loaded model, cold (no cache hits):
 The bar is pipeline >= 90% of raw throughput; both ratios are reported.
 Chunking (done once per changed trace, before embedding) is timed apart. Results go to
 ``bench/out/bench_embed-<time>.json``.
+
+    python bench/bench_embed.py --first-sync 6600 20000 [--batch-tokens 2048 8192]
+
+The memory bar: a first ``memvault sync`` (text and embedding) of a generated
+vault of that many notes, as a whole process with a fresh data dir, reporting
+its peak RSS (``ru_maxrss``), the texts it embedded, and texts/s, for each
+``embedding.batch_tokens`` given (the old default was 8192, the new 2048).
 """
 
 from __future__ import annotations
@@ -39,7 +46,12 @@ def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--texts", type=int, default=300)
     ap.add_argument("--seed", type=int, default=3)
+    ap.add_argument("--first-sync", type=int, nargs="*", metavar="NOTES",
+                    help="measure peak RSS and texts/s of a first `memvault sync` of generated vaults instead")
+    ap.add_argument("--batch-tokens", type=int, nargs="*", default=[2048])
     args = ap.parse_args()
+    if args.first_sync:
+        return first_syncs(args.first_sync, args.batch_tokens)
     work = Path(tempfile.mkdtemp(prefix="bench-embed-", dir=BENCH / "out"))
     for key in list(os.environ):
         if key.startswith("MEMVAULT_"):
@@ -105,6 +117,50 @@ def run(work: Path, n: int, seed: int) -> dict[str, object]:
         "chunking_s": round(chunk_s, 3), "traces_chunked": chunked, "bar": ">= 0.90",
     }
     return out
+
+
+_CHILD = """
+import json, resource, sys, time
+from click.testing import CliRunner
+from memvault.cli.main import cli
+t = time.perf_counter()
+r = CliRunner().invoke(cli, ["--vault", sys.argv[1], "sync", "--json"])
+out = json.loads(r.stdout)
+print(json.dumps({"seconds": time.perf_counter() - t, "peak_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
+                  "embedded": out["embedding"]["embedded"], "embed_seconds": out["embedding"]["seconds"], "notes": out["added"]}))
+"""
+
+
+def first_syncs(sizes: list[int], batch_tokens: list[int]) -> int:
+    """Peak RSS and throughput of a first whole-process sync, per vault size and batch size."""
+    import subprocess
+
+    sys.path.insert(0, str(BENCH))
+    import _common as C
+
+    results = []
+    for notes in sizes:
+        vault = C.generated_vault(notes, 1)
+        for bt in batch_tokens:
+            home = Path(tempfile.mkdtemp(prefix="bench-first-sync-", dir=BENCH / "out"))
+            env = C.isolate_env(home)
+            env["MEMVAULT_EMBEDDING_BATCH_TOKENS"] = str(bt)
+            try:
+                r = subprocess.run([sys.executable, "-c", _CHILD, str(vault)], env=env, capture_output=True, text=True)
+                if r.returncode != 0:
+                    raise SystemExit(r.stderr)
+                row = json.loads(r.stdout.strip().splitlines()[-1])
+            finally:
+                shutil.rmtree(home, ignore_errors=True)
+            row.update(vault_notes=notes, batch_tokens=bt,
+                       texts_per_s=round(row["embedded"] / max(row["embed_seconds"], 1e-9), 1))
+            print(json.dumps(row), flush=True)
+            results.append(row)
+    out = {"first_syncs": results, "machine": C.machine_info(), "bar": "peak RSS < 600 MB, flat from 6.6k to 20k notes"}
+    stamp = time.strftime("%Y%m%d-%H%M%S")
+    (BENCH / "out" / f"bench_embed-first-sync-{stamp}.json").write_text(json.dumps(out, indent=1))
+    (BENCH / "out" / "bench_embed-first-sync-latest.json").write_text(json.dumps(out, indent=1))
+    return 0
 
 
 if __name__ == "__main__":

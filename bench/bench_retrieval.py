@@ -80,7 +80,9 @@ def labelled_vault(work: Path, save_cache: bool = False) -> Path:
     report = p.run()
     print(f"labelled vault: embedded {report.embedded} texts in {report.seconds:.1f}s")
     if save_cache:
-        vectors.prune_cache(p.cache, v.con, keep_days=-1)
+        from memvault.store.embedding.cache import prune
+
+        prune(p.cache, v.con, keep_days=-1, max_bytes=2**40)
         p.cache.execute("PRAGMA wal_checkpoint(TRUNCATE)")
         p.cache.execute("VACUUM")
         shutil.copyfile(vectors.cache_path(data_dir), FIXTURE_CACHE)

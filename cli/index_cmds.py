@@ -22,12 +22,21 @@ def sync(app: AppContext, as_json: bool, no_embed: bool) -> None:
     (unchanged text is never embedded twice).
     """
     show_bar = stderr_is_tty() and not as_json
+    daemon = None if no_embed else _daemon_pid(app)
     with progress_bar("Indexing", show_bar, minimum=50) as index_progress, \
             progress_bar("Embedding", show_bar, minimum=20) as embed_progress:
-        report = app.store.sync(index_progress, embed=not no_embed, embed_progress=embed_progress)
+        report = app.store.sync(index_progress, embed=not no_embed and daemon is None, embed_progress=embed_progress)
     summary, embedding = report.summary, report.embedding
+    if daemon is not None:
+        # The daemon's embedding service does it: two processes embedding the
+        # same texts would only halve each other's speed.
+        ask_daemon(app.store, "wake", {})
+        notice(f"embedding is left to the running daemon (pid {daemon})")
     if as_json:
-        emit_json(report.as_dict())
+        data = report.as_dict()
+        if daemon is not None:
+            data["embedding"] = {"handed_to_daemon": daemon}
+        emit_json(data)
         _embed_notice(embedding)
         _fail_if_unwritten(report.unwritten)
         return
@@ -51,6 +60,17 @@ def sync(app: AppContext, as_json: bool, no_embed: bool) -> None:
             f"in {summary.seconds:.2f}s{embedded}"
         )
     _fail_if_unwritten(report.unwritten)
+
+
+def _daemon_pid(app: AppContext) -> int | None:
+    """The pid of the daemon serving this vault, if one runs."""
+    from memvault.daemon.lock import is_locked, read_holder
+
+    data_dir = app.store.data_dir
+    if not is_locked(data_dir):
+        return None
+    holder = read_holder(data_dir)
+    return holder.pid if holder else -1
 
 
 def _fail_if_unwritten(errors: list[str]) -> None:
@@ -89,8 +109,10 @@ def _check_tags(ctx: click.Context, param: click.Parameter, value: tuple[str, ..
               help="Only traces with this tag or a nested tag (repeatable).")
 @click.option("--path", "path_glob", metavar="GLOB", help="Only notes whose vault path matches this glob.")
 @click.option("--raw", is_flag=True, help="Pass QUERY to SQLite FTS5 as written (phrases, AND/OR/NOT, prefix*); keyword mode.")
-@click.option("--scope", "scope", type=click.Choice(["all", "notes", "memories", "facts"]), default="all",
-              show_default=True, help="What to search: ordinary notes, memories (memory notes and facts), facts, or all.")
+@click.option("--what", "what", type=click.Choice(["all", "notes", "memories", "facts"]), default=None,
+              help="What to search: ordinary notes, memories (memory notes and facts), facts, or all (default).")
+@click.option("--scope", "scopes", multiple=True, metavar="S", callback=lambda c, p, v: split_scopes(v, "search"),
+              help="Only memories of this scope (user, a project...; repeatable); notes and facts have none and stay.")
 @click.option("--mode", type=click.Choice(["keyword", "semantic", "hybrid"]), default=None,
               help="Words, meaning, or both fused (default: hybrid when vectors exist, else keyword).")
 @click.option("--explain", is_flag=True, help="Show each hit's keyword rank, similarity, graph, recency and strength factors.")
@@ -107,7 +129,8 @@ def search(
     tags: tuple[str, ...],
     path_glob: str | None,
     raw: bool,
-    scope: str,
+    what: str | None,
+    scopes: tuple[tuple[str, ...], str | None],
     mode: str | None,
     explain: bool,
     record: bool,
@@ -118,10 +141,12 @@ def search(
     """Search the index by words and meaning. QUERY is plain language unless --raw is given
     (several words need no quotes)."""
     store = app.store
+    memory_scope, old_what = scopes
     args = {
         "query": " ".join(query), "mode": mode, "limit": limit, "types": list(_canonical_types(types)), "tags": list(tags),
-        "path_glob": path_glob, "raw": raw, "scope": scope, "include_deleted": include_deleted,
-        "include_superseded": include_superseded, "explain": explain, "record": record,
+        "path_glob": path_glob, "raw": raw, "what": what or old_what or "all", "memory_scope": list(memory_scope),
+        "include_deleted": include_deleted, "include_superseded": include_superseded, "explain": explain,
+        "record": record,
     }
     result = None
     if mode != "keyword" and not raw:
@@ -137,7 +162,7 @@ def search(
             continue
         status = f" ({hit['status']})" if hit.get("status") else ""
         click.echo(f"{i}. {click.style(hit['title'], bold=True)}  [{hit['type']}]{status}  {hit['path'] or ''}")
-        snippet = " ".join(hit["snippet"].split())
+        snippet = " ".join((hit["snippet"] or "").split())
         if snippet:
             click.echo(f"   {snippet}")
         click.echo(click.style(f"   {hit['id']}  score {hit['score']:.4g}  {hit['uri'] or ''}", dim=True))
@@ -165,6 +190,20 @@ def _explain_line(e: dict[str, Any]) -> str:
         f"{kw_text}  {sim_text}  graph +{e.get('graph') or 0:.4f}  fused {e.get('fused') or 0:.4f}  "
         f"recency x{e.get('recency') or 1:.3f}  strength x{e.get('strength') or 1:.2f}{passed}"
     )
+
+
+#: What ``--scope`` meant before 0.3 (now ``--what``); a memory scope is any other word.
+OLD_SCOPE_VALUES = ("all", "notes", "memories", "facts")
+
+
+def split_scopes(values: tuple[str, ...], command: str) -> tuple[tuple[str, ...], str | None]:
+    """``--scope`` values as (memory scopes, the old ``--what`` value if one
+    was given the pre-0.3 way, with a deprecation notice)."""
+    old = [v for v in values if v in OLD_SCOPE_VALUES]
+    if old:
+        notice(f"`{command} --scope {old[-1]}` is the old spelling of `--what {old[-1]}` and still works; "
+               "--scope now names a memory scope (user, a project...)")
+    return tuple(v for v in values if v not in OLD_SCOPE_VALUES), (old[-1] if old else None)
 
 
 def ask_daemon(store: Any, op: str, args: dict[str, Any]) -> dict[str, Any] | None:
@@ -201,11 +240,16 @@ def _vault_ref(app: AppContext, ref: str) -> str:
 
 @cli.command()
 @click.argument("ref", metavar="ID|PATH")
+@click.option("--heading", metavar="HEADING", help="Show only this section of a note (its heading's text).")
 @json_option
 @pass_app
-def show(app: AppContext, ref: str, as_json: bool) -> None:
+def show(app: AppContext, ref: str, heading: str | None, as_json: bool) -> None:
     """Show one note or trace: metadata, tags and content."""
-    data = app.store.show(_vault_ref(app, ref))
+    if heading:
+        data = app.store.read(_vault_ref(app, ref), heading)
+        data.setdefault("parse_error", None)
+    else:
+        data = app.store.show(_vault_ref(app, ref))
     if as_json:
         emit_json(data)
         return

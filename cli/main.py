@@ -39,12 +39,15 @@ def as_click_error(exc: MemvaultError) -> click.ClickException:
 #: module: start-up time is what a person (or an agent, every turn) waits for.
 COMMAND_MODULES: dict[str, str] = {
     **dict.fromkeys(["sync", "search", "show", "links", "backlinks", "stats"], "index_cmds"),
-    **dict.fromkeys(["add", "update", "forget", "restore", "history"], "memory_cmds"),
+    **dict.fromkeys(["add", "update", "forget", "restore", "history", "list", "recent"], "memory_cmds"),
+    **dict.fromkeys(["mcp"], "mcp_cmds"),
+    **dict.fromkeys(["hook"], "hook_cmds"),
     **dict.fromkeys(["daemon", "status", "service"], "daemon_cmds"),
     **dict.fromkeys(["source", "facts"], "fact_cmds"),
     **dict.fromkeys(["context", "model"], "recall_cmds"),
     **dict.fromkeys(["rebuild", "doctor"], "maintenance_cmds"),
     **dict.fromkeys(["merge", "consolidate", "conflicts"], "consolidate_cmds"),
+    "cache": "cache_cmds",
     "config": "config_cmds",
 }
 
@@ -67,6 +70,12 @@ class MemvaultGroup(click.Group):
             return super().invoke(ctx)
         except MemvaultError as exc:
             raise as_click_error(exc) from None
+        except Exception as exc:
+            if type(exc).__module__ != "apsw":
+                raise  # a bug: the traceback says where
+            # SQLite failed outside a write transaction (a read, a checkpoint):
+            # one line, like every other runtime failure.
+            raise click.ClickException(f"database error: {exc}") from None
 
 
 class AppContext:

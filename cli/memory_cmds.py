@@ -1,4 +1,4 @@
-"""Memory commands: add, update, forget, restore, history."""
+"""Memory commands: add, update, forget, restore, history, list, recent."""
 
 from __future__ import annotations
 
@@ -53,14 +53,29 @@ def add(app: AppContext, content: str, type_: str, tags: tuple[str, ...], scope:
 @click.option("--tag", "tags", multiple=True, metavar="X", help="Replace the tags with these (repeatable).")
 @click.option("--type", "type_", help="New memory type (moves the note to that type's folder).")
 @click.option("--reason", help="Why it changed; kept with the previous version.")
+@click.option("--expect-version", type=click.IntRange(1), metavar="N",
+              help="Refuse (exit 1, printing the current text) unless the memory is still at version N "
+                   "(`show --json` gives it): nobody, e.g. you in Obsidian, changed it since it was read.")
 @json_option
 @pass_app
 def update(app: AppContext, ref: str, content: str | None, tags: tuple[str, ...], type_: str | None,
-           reason: str | None, as_json: bool) -> None:
+           reason: str | None, expect_version: int | None, as_json: bool) -> None:
     """Change a memory; the previous version is kept (see `memvault history`)."""
     if content is None and not tags and type_ is None:
         raise click.UsageError("nothing to update: give --content, --tag or --type")
-    result = app.store.update(ref, content=content, tags=list(tags) if tags else None, type_=type_, reason=reason)
+    from memvault.store.memories.guard import VersionConflict
+
+    try:
+        result = app.store.update(ref, content=content, tags=list(tags) if tags else None, type_=type_,
+                                  reason=reason, expect_version=expect_version)
+    except VersionConflict as exc:
+        # The current text goes to stdout, so a script (or agent) can redo
+        # its change on top of it; the refusal is the one error line.
+        if as_json:
+            emit_json({"error": str(exc), "current": exc.current})
+        else:
+            click.echo(exc.current["content"])
+        raise
     if result.action == "unchanged" and not as_json:
         click.echo(f"{result.id} already says that; nothing changed")
         return
@@ -73,7 +88,9 @@ def update(app: AppContext, ref: str, content: str | None, tags: tuple[str, ...]
 @json_option
 @pass_app
 def forget(app: AppContext, ref: str, reason: str | None, as_json: bool) -> None:
-    """Soft-delete a memory: its note moves to .trash/, `restore` brings it back."""
+    """Soft-delete a memory (its note moves to .trash/) or retire one fact (its
+    note is not touched; it stays retired when the note is re-read).
+    `restore` brings either back."""
     _report(app.store.forget(ref, reason), as_json, "Forgot")
 
 
@@ -82,7 +99,7 @@ def forget(app: AppContext, ref: str, reason: str | None, as_json: bool) -> None
 @json_option
 @pass_app
 def restore(app: AppContext, ref: str, as_json: bool) -> None:
-    """Bring back a forgotten memory and its note."""
+    """Bring back a forgotten memory and its note, or a forgotten fact."""
     _report(app.store.restore(ref), as_json, "Restored")
 
 
@@ -100,3 +117,65 @@ def history(app: AppContext, ref: str, as_json: bool) -> None:
         click.echo(f"{v['id']}  {v['status']}{why}  {v['updated']}")
         for line in v["content"].splitlines()[:3]:
             click.echo(f"    {line}")
+
+
+def _types(types: tuple[str, ...]) -> list[str]:
+    from memvault.cli.index_cmds import _canonical_types
+
+    return _canonical_types(types)
+
+
+def _print_items(page: dict[str, Any], as_json: bool) -> None:
+    """One line per item (or one JSON object per item), then where the next page starts."""
+    for item in page["items"]:
+        if as_json:
+            emit_json(item)
+            continue
+        status = f" ({item['status']})" if item["status"] != "active" else ""
+        tags = f"  #{' #'.join(item['tags'])}" if item["tags"] else ""
+        scope = f" {item['scope']}" if item["kind"] == "memory" and item["scope"] not in (None, "user") else ""
+        click.echo(f"{item['id']}  [{item['type']}{scope}]{status}  {(item['updated'] or '')[:16]}  "
+                   f"{click.style(item['title'] or '', bold=True)}{tags}")
+    if not as_json and page.get("next_cursor"):
+        click.echo(click.style(f"... {page['total'] - len(page['items'])} more: --cursor {page['next_cursor']}",
+                               dim=True), err=True)
+
+
+@cli.command("list")
+@click.option("--what", type=click.Choice(["memories", "notes", "facts", "all"]), default="memories", show_default=True,
+              help="Memories, ordinary notes, facts, or memories and notes.")
+@click.option("--type", "types", multiple=True, metavar="T", help="Only this memory type (repeatable).")
+@click.option("--scope", "scopes", multiple=True, metavar="S", help="Only memories of this scope (repeatable).")
+@click.option("--tag", "tags", multiple=True, metavar="X", help="Only traces with this tag or a nested one (repeatable).")
+@click.option("--sort", type=click.Choice(["updated", "strength", "created", "title"]), default="updated",
+              show_default=True, help="Newest change first, strongest first, newest first, or by title.")
+@click.option("--since", metavar="WHEN", help="Changed since: an ISO date or a span like '2 days'.")
+@click.option("--until", metavar="WHEN", help="Changed before: an ISO date or a span like '2 days'.")
+@click.option("--include-deleted", is_flag=True, help="Also list forgotten memories.")
+@click.option("-n", "--limit", default=50, show_default=True, type=click.IntRange(1, 500), help="Most items per page.")
+@click.option("--cursor", metavar="C", help="Where a previous page ended (printed after it).")
+@json_option
+@pass_app
+def list_cmd(app: AppContext, what: str, types: tuple[str, ...], scopes: tuple[str, ...], tags: tuple[str, ...],
+             sort: str, since: str | None, until: str | None, include_deleted: bool, limit: int,
+             cursor: str | None, as_json: bool) -> None:
+    """List memories (or notes, facts) without a query."""
+    page = app.store.list(what=what, types=_types(types), scopes=list(scopes), tags=list(tags), sort=sort,
+                          since=since, until=until, include_deleted=include_deleted, limit=limit, cursor=cursor)
+    _print_items(page, as_json)
+    if not page["items"] and not as_json:
+        click.echo("Nothing to list.", err=True)
+
+
+@cli.command()
+@click.option("--since", metavar="WHEN", default="7 days", show_default=True,
+              help="Changed since: an ISO date or a span like '2 days', '3h', 'yesterday'.")
+@click.option("--until", metavar="WHEN", help="Changed before this.")
+@click.option("--what", type=click.Choice(["memories", "notes", "facts", "all"]), default="all", show_default=True,
+              help="Memories, notes, facts, or memories and notes.")
+@click.option("-n", "--limit", default=20, show_default=True, type=click.IntRange(1, 500), help="Most items.")
+@json_option
+@pass_app
+def recent(app: AppContext, since: str, until: str | None, what: str, limit: int, as_json: bool) -> None:
+    """What changed lately, newest first (forgotten memories too)."""
+    _print_items(app.store.recent(since=since, until=until, what=what, limit=limit), as_json)

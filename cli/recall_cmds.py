@@ -4,20 +4,25 @@ from __future__ import annotations
 
 import click
 
-from memvault.cli.index_cmds import ask_daemon, notice
-from memvault.cli.main import AppContext, cli, emit_json, json_option, pass_app
+from memvault.cli.index_cmds import ask_daemon, notice, split_scopes
+from memvault.cli.main import AppContext, UsageFailure, cli, emit_json, json_option, pass_app
 
 
 @cli.command()
 @click.argument("message")
 @click.option("--budget", type=click.IntRange(0, 100_000), default=None, metavar="TOKENS",
               help="Most tokens the block may use (default: recall.budget, 800).")
-@click.option("--scope", type=click.Choice(["memories", "all"]), default="memories", show_default=True,
-              help="Recall memories and facts only, or ordinary notes too.")
+@click.option("--what", type=click.Choice(["memories", "all"]), default=None,
+              help="Recall memories and facts only (default), or ordinary notes too (quoting the matching passage).")
+@click.option("--scope", "scopes", multiple=True, metavar="S", callback=lambda c, p, v: split_scopes(v, "context"),
+              help="Only memories of this scope (user, a project...; repeatable).")
+@click.option("--identity", type=click.Choice(["relevant", "always"]), default=None,
+              help="Identity memories only beside something relevant, or always (default: recall.identity).")
 @click.option("--no-record", is_flag=True, help="Do not count this recall (strength, last access).")
 @json_option
 @pass_app
-def context(app: AppContext, message: str, budget: int | None, scope: str, no_record: bool, as_json: bool) -> None:
+def context(app: AppContext, message: str, budget: int | None, what: str | None,
+            scopes: tuple[tuple[str, ...], str | None], identity: str | None, no_record: bool, as_json: bool) -> None:
     """The memories that matter for MESSAGE, as a `## Recalled Memory` block for a prompt.
 
     Identity memories first, then the most relevant memories and facts until
@@ -25,7 +30,12 @@ def context(app: AppContext, message: str, budget: int | None, scope: str, no_re
     relevant enough.
     """
     store = app.store
-    args = {"message": message, "budget": budget, "scope": scope, "record": not no_record}
+    memory_scope, old_what = scopes
+    what = what or old_what or "memories"
+    if what not in ("memories", "all"):
+        raise UsageFailure(f"context recalls memories or all, not {what}")
+    args = {"message": message, "budget": budget, "what": what, "memory_scope": list(memory_scope),
+            "identity": identity, "record": not no_record}
     result = ask_daemon(store, "context", args)
     if result is None:
         result = store.context(**args)

@@ -45,12 +45,16 @@ class EmbeddingService(Service):
         *,
         poll_interval: float = 5.0,
         retry_interval: float = 600.0,
+        prune_interval: float = 86400.0,
         on_run: Callable[[EmbedReport], None] | None = None,
     ) -> None:
         self.store = store
         self.poll_interval = poll_interval
         self.retry_interval = retry_interval
+        self.prune_interval = prune_interval
         self.on_run = on_run
+        self.last_prune: dict[str, Any] | None = None
+        self._next_prune = 0.0  # first prune once the first run found nothing pending
         self.last_report: EmbedReport | None = None
         self._wake = threading.Event()
         self._unavailable: str | None = None
@@ -73,6 +77,7 @@ class EmbeddingService(Service):
             "idle": self.idle.is_set(),
             "unavailable": self._unavailable,
             "last_run": r.as_dict() if r else None,
+            "last_prune": self.last_prune,
         }
 
     def run(self, stop: threading.Event) -> None:
@@ -88,6 +93,15 @@ class EmbeddingService(Service):
                 self._wake.wait(self.poll_interval)
         finally:
             pipeline.close(index_too=True)
+
+    def _prune(self, pipeline: EmbeddingPipeline) -> None:
+        """Once a day, when idle: drop cached vectors no note uses any more."""
+        self._next_prune = time.monotonic() + self.prune_interval
+        report = self.store.cache_prune(pipeline.con)
+        self.last_prune = report.as_dict()
+        if report.dropped_unused or report.dropped_for_size:
+            log.info("embedding cache pruned: %d unused and %d for size dropped, %.1f MB now",
+                     report.dropped_unused, report.dropped_for_size, report.bytes_after / 2**20)
 
     def _once(self, pipeline: EmbeddingPipeline, stop: threading.Event) -> None:
         start = time.perf_counter()
@@ -110,6 +124,8 @@ class EmbeddingService(Service):
                 self._retry_at = time.monotonic() + self.retry_interval
         if not report.pending or self._unavailable:
             self.idle.set()
+            if time.monotonic() >= self._next_prune and not stop.is_set():
+                self._prune(pipeline)
         report.seconds = time.perf_counter() - start
         if chunked or report.embedded or report.unavailable or self.last_report is None:
             self.last_report = report

@@ -225,10 +225,10 @@ class DaemonRunner:
             from memvault.store.embedding.model import set_threads
 
             set_threads(self.store.settings.embedding.daemon_threads)
-            self._server = QueryServer(self.store)
+            self._embedder = EmbeddingService(self.store)
+            self._server = QueryServer(self.store, on_wake=self._embedder.wake)
             self.services.add(self._server)
             self.services.start_service(self._server.name)
-            self._embedder = EmbeddingService(self.store)
             self.services.add(self._embedder)
             if self.store.settings.consolidate.interval > 0:
                 self._consolidator = ConsolidateService(self.store, quiet_for=self.quiet_for, editing=self.editing)

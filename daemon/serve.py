@@ -23,6 +23,7 @@ import os
 import socket
 import struct
 import threading
+from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -43,13 +44,13 @@ MAX_REQUEST = 256 * 1024
 READ_TIMEOUT = 5.0
 #: Connections handled at once; more wait in the listen backlog.
 MAX_CLIENTS = 8
-OPS = ("ping", "search", "context")
+OPS = ("ping", "search", "context", "wake")
 
 _SEARCH_ARGS = {
-    "query", "mode", "limit", "types", "tags", "path_glob", "raw", "scope",
+    "query", "mode", "limit", "types", "tags", "path_glob", "raw", "scope", "what", "memory_scope",
     "include_deleted", "include_superseded", "explain", "record",
 }
-_CONTEXT_ARGS = {"message", "budget", "scope", "record"}
+_CONTEXT_ARGS = {"message", "budget", "scope", "what", "memory_scope", "identity", "record"}
 
 
 class ServerRunningError(MemvaultError):
@@ -62,8 +63,13 @@ class QueryServer(Service):
     name = "query"
     sets_ready = True
 
-    def __init__(self, store: "MemoryStore", *, warm: bool = True) -> None:
+    def __init__(
+        self, store: "MemoryStore", *, warm: bool = True, on_wake: "Callable[[], None] | None" = None
+    ) -> None:
         self.store = store
+        #: What the ``wake`` op calls: the daemon's embedding service looks for
+        #: work now (a CLI sync that left embedding to the daemon asks for it).
+        self.on_wake = on_wake
         self.path: Path = socket_path(store.data_dir)
         self.warm = warm
         self.requests = 0
@@ -215,6 +221,10 @@ class QueryServer(Service):
             return _internal("unknown request")
         if req["op"] == "ping":
             return {"ok": True, "result": {"pid": os.getpid(), "requests": self.requests}}
+        if req["op"] == "wake":
+            if self.on_wake is not None:
+                self.on_wake()
+            return {"ok": True, "result": {"embedding": self.on_wake is not None}}
         if req.get("config") is not None and req["config"] != self._fingerprint:
             return {"ok": False, "fallback": True}
         args = req.get("args")

@@ -45,6 +45,7 @@ from memvault.vault_io.errors import MemvaultError, UsageError
 if TYPE_CHECKING:
     from memvault.store.consolidation.merge import MergeOutcome
     from memvault.store.consolidation.run import RunReport, UndoReport
+    from memvault.store.embedding.cache import PruneReport
     from memvault.store.embedding.pipeline import EmbedReport
     from memvault.store.facts.observer import Defer, FactObserver
     from memvault.store.facts.source_notes import Sources
@@ -125,9 +126,11 @@ class SyncReport:
 class MemoryStore:
     """One vault's memory: index, durable state, and every operation on them."""
 
-    def __init__(self, root: Path, settings: Settings) -> None:
+    def __init__(self, root: Path, settings: Settings, *, data_dir: Path | None = None) -> None:
         self.root = root
         self.settings = settings
+        if data_dir is not None:  # else derived from the vault's path (see location)
+            self.__dict__["data_dir"] = data_dir
         #: Where llm fact extraction goes instead of being asked inline: the
         #: daemon's background worker, for every fact observer of this store.
         self.fact_defer: "Defer | None" = None
@@ -307,7 +310,7 @@ class MemoryStore:
         """The one post-sync sequence (module docstring)."""
         from memvault.store.db import records as rec
         from memvault.store.db.connection import write_transaction
-        from memvault.store.index.rebuild import apply_state, recover_trash, state_applied
+        from memvault.store.index.rebuild import apply_state, backfill_state, recover_trash, state_applied
         from memvault.store.memories.mirror import flush_outbox
 
         report = SyncReport(summary)
@@ -316,6 +319,8 @@ class MemoryStore:
             # back what only the durable state (or the vault's .trash) knows,
             # before pending writes are finished on top of it.
             report.restored = recover_trash(self.con, self.root, apply_state(self.con))
+        elif kind == "sync":
+            backfill_state(self.con)
         for result in flush_outbox(self, stale_after, errors=report.unwritten):
             report.finished.append(result.id)
             summary.warnings.append(f"finished an interrupted write of {result.id}")
@@ -420,6 +425,32 @@ class MemoryStore:
             for t in traces
         ]
 
+    def cache_prune(self, index: apsw.Connection | None = None) -> "PruneReport":
+        """Drop cached vectors no note uses (older than ``embedding.cache_keep_days``,
+        or past ``embedding.cache_max_mb``); ``index``: another thread's own connection."""
+        from memvault.store.embedding import cache, vectors
+
+        con = vectors.open_cache(self.data_dir)
+        assert con is not None
+        try:
+            e = self.settings.embedding
+            return cache.prune(con, index or self.read_con(), keep_days=e.cache_keep_days,
+                               max_bytes=e.cache_max_mb * 2**20)
+        finally:
+            con.close()
+
+    def cache_export(self, target: Path) -> int:
+        """Write a copy of the embedding cache to ``target``; how many vectors."""
+        from memvault.store.embedding.cache import export_cache
+
+        return export_cache(self.data_dir, target)
+
+    def cache_import(self, source: Path) -> int:
+        """Add the vectors of a cache file (another device's export); how many were new."""
+        from memvault.store.embedding.cache import import_cache
+
+        return import_cache(self.data_dir, source)
+
     def model_status(self) -> dict[str, Any]:
         """The configured embedding model and how much of the vault has its vectors."""
         from memvault.store.embedding import vectors as vec
@@ -442,16 +473,23 @@ class MemoryStore:
     def conflicts(self) -> list[dict[str, Any]]:
         """Recorded conflicts whose store copy is still in the vault (a person
         resolves one by merging and deleting the ``(conflict ...)`` note)."""
+        from memvault.store.index.lookup import sync_conflicts
         from memvault.store.memories.rows import conflicts
 
         # Without the vault folder nobody can tell which were resolved: list all.
         missing = not self.root.is_dir()
-        return [
+        own = [
             {"id": c.trace_id, "note": c.path, "conflict_note": c.conflict_path,
-             "detail": c.detail, "when": c.created}
+             "detail": c.detail, "when": c.created, "kind": "memvault"}
             for c in conflicts(self.read_con())
             if c.conflict_path is None or missing or (self.root / c.conflict_path).exists()
         ]
+        synced = [
+            dict(c, kind="sync", when=None,
+                 detail=f"{c['tool']} kept two versions" + ("" if c["differs"] else " (the same text)"))
+            for c in sync_conflicts(self.read_con())
+        ]
+        return own + synced
 
     def note_count(self) -> int:
         """How many notes the index holds."""
@@ -471,6 +509,35 @@ class MemoryStore:
 
         checkpoint(self.con)
 
+    def list(self, **options: Any) -> dict[str, Any]:
+        """A page of memories (or notes, facts): ``{"items", "total", "next_cursor"}``
+        (options: what, types, scopes, tags, sort, since, until, include_deleted,
+        limit, cursor; see :func:`~memvault.store.index.browse.list_traces`)."""
+        from memvault.store.index import browse
+
+        return browse.list_traces(self.read_con(), self.name, **options)
+
+    def recent(self, **options: Any) -> dict[str, Any]:
+        """What changed lately, newest first (options: since, until, what,
+        types, scopes, limit; see :func:`~memvault.store.index.browse.recent`)."""
+        from memvault.store.index import browse
+
+        return browse.recent(self.read_con(), self.name, **options)
+
+    def read(self, ref: str, heading: str | None = None) -> dict[str, Any]:
+        """One note, memory or fact with its metadata, version, links both
+        ways and ``obsidian://`` URI; ``heading`` narrows a note to one section."""
+        from memvault.store.index import browse
+
+        return browse.read_trace(self.read_con(), self.name, self._trace(ref), heading)
+
+    def identity(self, limit: int | None = None) -> list[dict[str, Any]]:
+        """The active identity memories, strongest and newest first."""
+        from memvault.store.retrieval.recall import identity_items
+
+        items = identity_items(self.read_con(), limit or self.settings.recall.identity_max)
+        return [{"id": i.id, "path": i.path, "content": i.content} for i in items]
+
     def _trace(self, ref: str) -> Any:
         from memvault.store.index.lookup import find_trace
 
@@ -487,16 +554,29 @@ class MemoryStore:
         return self.memories.add(content, type_, **options)
 
     def update(self, ref: str, **changes: Any) -> "WriteResult":
-        """Change a memory (content, tags, type_, reason); the old version is kept."""
+        """Change a memory (content, tags, type_, reason, expect_version); the
+        old version is kept. ``expect_version`` refuses a change based on a
+        version that is no longer current (:class:`~.memories.guard.VersionConflict`)."""
         return self.memories.update(ref, **changes)
 
     def forget(self, ref: str, reason: str | None = None) -> "WriteResult":
-        """Soft-delete a memory: its note moves to ``.trash/``."""
+        """Soft-delete a memory (its note moves to ``.trash/``), or retire one
+        fact (its source note untouched; it stays retired until restored)."""
+        fact = self._fact(ref)
+        if fact is not None:
+            from memvault.store.facts.forgets import forget_fact
+
+            return forget_fact(self, fact, reason)
         return self.memories.forget(ref, reason)
 
     def restore(self, ref: str) -> "WriteResult":
-        """Bring back a forgotten memory and its note; a merged one is taken
-        back out of the memory it was merged into."""
+        """Bring back a forgotten memory and its note, or a forgotten fact; a
+        merged memory is taken back out of the memory it was merged into."""
+        fact = self._fact(ref)
+        if fact is not None:
+            from memvault.store.facts.forgets import restore_fact
+
+            return restore_fact(self, fact)
         from memvault.store.consolidation.rows import merged_into
         from memvault.store.index.lookup import find_trace
 
@@ -506,6 +586,13 @@ class MemoryStore:
 
             return unmerge(self, found.id)
         return self.memories.restore(ref)
+
+    def _fact(self, ref: str) -> Any:
+        """The fact ``ref`` names, if it names one."""
+        from memvault.store.index.lookup import find_trace
+
+        trace = find_trace(self.con, ref)
+        return trace if trace is not None and trace.kind == "fact" else None
 
     # -- consolidation ------------------------------------------------------------------------
 

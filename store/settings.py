@@ -57,10 +57,13 @@ KEYS: tuple[Key, ...] = (
     Key("llm.max_chars", 40000, "Source notes longer than this many characters use the default extractor, not the llm."),
     Key("embedding.model", "default", 'fastembed model name, "default" (bundled all-MiniLM-L6-v2 int8) or "none".'),
     Key("embedding.daemon_threads", 1, "CPU threads the daemon's model uses (0: all cores); `memvault sync` uses all."),
-    Key("embedding.batch_tokens", 8192, "Embedding batch size in padded tokens (texts x longest text): bounds memory."),
+    Key("embedding.batch_tokens", 2048, "Embedding batch size in padded tokens (texts x longest text): bounds memory."),
+    Key("embedding.cache_keep_days", 30.0, "Days a cached vector no note uses is kept (a deleted note, a rebuild come back free)."),
+    Key("embedding.cache_max_mb", 2048, "Size cap of the embedding cache in MB: past it, unused vectors go first (never used ones)."),
     Key("recall.budget", 800, "Default token budget of `memvault context`."),
     Key("recall.min_similarity", 0.3, "Relevance floor: weakest cosine similarity a semantic match may have."),
     Key("recall.identity_max", 5, "Most identity memories `memvault context` puts first."),
+    Key("recall.identity", "relevant", 'When `context` shows identity memories: "relevant" (beside something relevant) or "always".'),
     Key("recall.half_life.identity", 180.0, "Days for an identity memory's recency factor to halve (0: no decay)."),
     Key("recall.half_life.semantic", 90.0, "Days for a semantic memory's recency factor to halve (0: no decay)."),
     Key("recall.half_life.procedural", 90.0, "Days for a procedural memory's recency factor to halve (0: no decay)."),
@@ -178,6 +181,8 @@ class EmbeddingSettings:
     model: str
     daemon_threads: int
     batch_tokens: int
+    cache_keep_days: float
+    cache_max_mb: int
 
 
 @dataclass(frozen=True)
@@ -187,6 +192,8 @@ class RecallSettings:
     budget: int
     min_similarity: float
     identity_max: int
+    #: "relevant" or "always": whether identity memories make a block alone.
+    identity: str
     #: Days for the recency factor of each memory type (and "note") to halve; 0: never.
     half_life: Mapping[str, float]
     evergreen_tags: tuple[str, ...]
@@ -253,11 +260,13 @@ class Settings:
             embedding=EmbeddingSettings(
                 model=v["embedding.model"], daemon_threads=int(v["embedding.daemon_threads"]),
                 batch_tokens=int(v["embedding.batch_tokens"]),
+                cache_keep_days=float(v["embedding.cache_keep_days"]), cache_max_mb=int(v["embedding.cache_max_mb"]),
             ),
             recall=RecallSettings(
                 budget=int(v["recall.budget"]),
                 min_similarity=float(v["recall.min_similarity"]),
                 identity_max=int(v["recall.identity_max"]),
+                identity=str(v["recall.identity"]),
                 half_life=MappingProxyType({
                     k.rsplit(".", 1)[1]: float(v[k])
                     for k in v if k.startswith("recall.half_life.")
@@ -309,4 +318,6 @@ def load_settings(overrides: dict[str, Any] | None = None) -> Settings:
         "flag": "option for memory_folder",
     }.get(origins["memory_folder"], "default")
     values["memory_folder"] = check_memory_folder(values["memory_folder"], origin)
+    if values["recall.identity"] not in ("always", "relevant"):
+        raise ConfigError(f"recall.identity must be always or relevant, not {values['recall.identity']!r}")
     return Settings.from_values(values, path, origins)

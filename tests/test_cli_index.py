@@ -52,7 +52,8 @@ def test_search_human_and_json(indexed: Path, runner: CliRunner) -> None:
     lines = [json.loads(line) for line in r.output.splitlines()]
     assert len(lines) == 1
     hit = lines[0]
-    assert set(hit) == {"id", "title", "type", "path", "uri", "score", "snippet"}
+    assert set(hit) == {"id", "title", "type", "path", "uri", "score", "snippet", "passage"}
+    assert "Alpha retries with backoff." in hit["passage"]  # the plain text of the matching passage
     assert hit["path"] == "Projects/Alpha.md" and hit["type"] == "note"
     assert hit["uri"] == "obsidian://open?vault=vault&file=Projects%2FAlpha.md"
 

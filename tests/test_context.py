@@ -103,7 +103,7 @@ def test_strength_caps_at_one(own_vault: Path) -> None:
 
 def test_search_record_flag(own_vault: Path) -> None:
     r = CliRunner().invoke(cli, ["--vault", str(own_vault), "search", "which database do we use for new services",
-                                 "--scope", "memories", "--record", "--json"])
+                                 "--what", "memories", "--record", "--json"])
     assert r.exit_code == 0
     v = MemoryStore.open(str(own_vault))
     assert v.con.execute("SELECT retrieval_count FROM traces WHERE id = 'm-sem-db'").fetchone()[0] == 1
@@ -152,7 +152,7 @@ def test_context_for_a_message_only_an_identity_memory_answers(own_vault: Path) 
     """The audit's bug: the identity memory was the only relevant hit (search
     has it at #1 over the floor) and context came back empty."""
     message = "which languages do I speak"
-    hits = CliRunner().invoke(cli, ["--vault", str(own_vault), "search", message, "--scope", "memories", "--json", "--explain"])
+    hits = CliRunner().invoke(cli, ["--vault", str(own_vault), "search", message, "--what", "memories", "--json", "--explain"])
     top = json.loads(hits.stdout.splitlines()[0])
     assert top["id"] == "m-id-lang" and top["explain"]["vector_similarity"] >= 0.3
     data = json.loads(run(own_vault, message, "--json", "--no-record").stdout)

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 from helpers import wait_for, write
-from test_daemon_support import content, indexed, on_disk, query, running
+from test_daemon_support import content, indexed, on_disk, running
 
 from memvault.daemon import watch
 from memvault.store.index.reconcile import Indexer
@@ -322,7 +322,7 @@ def test_interrupted_memory_write_is_finished_by_the_daemon(vault: Path) -> None
     t.content = "Water the ferns every Friday."
     with write_transaction(v.con):  # a CLI writer that died before writing the note
         rec.put_trace(v.con, t)
-        mem.put_outbox(v.con, r.id, "write", r.path, "0" * 64)
+        mem.put_outbox(v.con, t, "write", r.path, "0" * 64)
         v.con.execute("UPDATE state.outbox SET created = created - 60")
     v.close()
     with running(vault):

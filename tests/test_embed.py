@@ -10,6 +10,8 @@ from pathlib import Path
 import pytest
 from helpers import wait_for, write
 
+from memvault.daemon.embedding_service import EmbeddingService
+from memvault.daemon.services import Supervisor
 from memvault.store.db import records as rec
 from memvault.store.embedding import vectors as vec
 from memvault.store.embedding.chunk import chunk_trace, clean_markup, sections
@@ -23,8 +25,6 @@ from memvault.store.embedding.model import (
     resolve_model,
     verify_onnx,
 )
-from memvault.daemon.embedding_service import EmbeddingService
-from memvault.daemon.services import Supervisor
 from memvault.store.embedding.pipeline import EmbeddingPipeline, batches
 from memvault.store.memory_store import MemoryStore
 

@@ -9,6 +9,7 @@ stale answer is dropped, and stopping the daemon abandons the call.
 
 from __future__ import annotations
 
+import os
 import threading
 import time
 from pathlib import Path
@@ -68,6 +69,13 @@ def test_a_slow_model_does_not_hold_up_other_notes(vault: Path, llm: FakeLLM, me
         assert runner.state()["llm_facts"]["written"] == 1
 
 
+def save(p: Path, text: str) -> None:
+    """Save a note the way editors that write a temp file and rename it do."""
+    tmp = p.with_name(f".{p.name}.tmp")
+    tmp.write_text(text, "utf-8")
+    os.replace(tmp, p)
+
+
 def test_an_edit_keeps_the_facts_until_the_model_answers_and_stale_answers_are_dropped(
     vault: Path, llm: FakeLLM, memvault_env: Path
 ) -> None:
@@ -81,11 +89,13 @@ def test_an_edit_keeps_the_facts_until_the_model_answers_and_stale_answers_are_d
         wait_for(lambda: [e for e, _ in source_state(vault)] == ["llm"], timeout=5)
         before = {r["id"] for r in fact_rows(vault)}
         # An edit: the llm facts stay as they are while the model thinks.
-        p.write_text(NOTE + "- Writes in plain text\n", "utf-8")
+        # Saved whole (write and rename): a daemon on a loaded machine must not
+        # catch a half-written file and ask about it as a version of its own.
+        save(p, NOTE + "- Writes in plain text\n")
         wait_for(lambda: len(llm.requests) == 2, timeout=5)
         assert {r["id"] for r in fact_rows(vault)} == before
         # A second edit while that call is pending: its answer is stale.
-        p.write_text(NOTE + "- Writes everything in plain text files\n", "utf-8")
+        save(p, NOTE + "- Writes everything in plain text files\n")
         wait_for(lambda: searchable(vault, "files"), timeout=5)
         second.set()
         wait_for(lambda: len(llm.requests) == 3, timeout=5)

@@ -21,7 +21,6 @@ from typing import Any
 
 import pytest
 
-from memvault.store.facts.observer import frontmatter_key_lines
 from memvault.store.index.reconcile import derived_id
 from memvault.vault_io.facts import extract_facts, source_uri
 from memvault.vault_io.parser import parse_note
@@ -52,7 +51,7 @@ def golden_name(vault: str, rel: str) -> str:
 
 def as_golden(rel: str, data: bytes) -> dict[str, Any]:
     note = parse_note(rel, data)
-    result = extract_facts(note, derived_id(rel), key_lines=frontmatter_key_lines(data))
+    result = extract_facts(note, derived_id(rel))  # key lines: the parser's
     return {
         "path": rel,
         "redacted": result.redacted,

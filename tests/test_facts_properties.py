@@ -27,11 +27,13 @@ import re
 from hypothesis import given
 from hypothesis import strategies as st
 
+from memvault.vault_io.blocks import strip_block_id
 from memvault.vault_io.facts import extract_facts
 from memvault.vault_io.mask import mask_markdown
 from memvault.vault_io.parser import parse_note
 from memvault.vault_io.secrets import REDACTED, redact
 from memvault.vault_io.segment import split_sentences
+from memvault.vault_io.syntax import EMBED_RE, LIST_ITEM_RE, QUOTES_RE, TASK_RE
 
 _TOKEN = re.compile(r"[^\W_]+")
 
@@ -66,11 +68,6 @@ def _tokens(text: str) -> list[str]:
     return _TOKEN.findall(text)
 
 
-_QUOTE_PREFIX = re.compile(r"(?:[ \t]*>)+[ \t]?")
-_LIST_MARKER = re.compile(r"[ \t]*(?:[-*+]|\d{1,9}[.)])(?:[ \t]+|$)")
-_CHECKBOX = re.compile(r"[ \t]*\[.\](?:[ \t]+|$)")
-_BLOCK_ID = re.compile(r"(?:^|[ \t])\^[A-Za-z0-9-]+[ \t]*$")
-_EMBED = re.compile(r"!\[\[[^\[\]\n]*\]\]|!\[[^\]\n]*\]\([^)\n]*\)")
 _MASKED_RUN = re.compile(r" +")
 
 
@@ -89,17 +86,17 @@ def _unmasked(raw: str, masked: str) -> str:
 
 def _normalised_line(raw: str, masked: str) -> str:
     text = _unmasked(raw, masked)
-    m = _QUOTE_PREFIX.match(text)
+    m = QUOTES_RE.match(text)
     if m and text.lstrip(" ").startswith(">"):
         text = text[m.end() :]
-    m = _LIST_MARKER.match(text)
+    m = LIST_ITEM_RE.match(text)
     if m:
         text = text[m.end() :]
-        m = _CHECKBOX.match(text)  # a checkbox only opens a list item
+        m = TASK_RE.match(text)  # a checkbox only opens a list item
         if m:
             text = text[m.end() :]
-    text = _BLOCK_ID.sub(" ", text.rstrip())
-    return _EMBED.sub(" ", text)
+    text = strip_block_id(text.rstrip())
+    return EMBED_RE.sub(" ", text)
 
 
 def _normalised_source(file_lines: list[str], masked_lines: list[str], first: int, last: int) -> str:

@@ -105,6 +105,26 @@ def test_fact_anchor(vault: Path, v: MemoryStore) -> None:
     assert a.as_dict()["status"] == "active"
 
 
+def test_property_facts_point_at_their_key_lines_and_the_source_is_read_once(
+    vault: Path, v: MemoryStore, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    write(vault, "Me.md", "---\nmemory: source\nbirthday: 1990-04-02\n\nhome: Lisbon\n---\n- Prefers tea over coffee\n")
+    reads: list[str] = []
+    read_bytes = Path.read_bytes
+
+    def counted(self: Path) -> bytes:
+        reads.append(self.name)
+        return read_bytes(self)
+
+    monkeypatch.setattr(Path, "read_bytes", counted)
+    sync(v)
+    # The indexer reads the note; the facts observer takes the front-matter
+    # key lines from the parsed note instead of reading it again.
+    assert reads.count("Me.md") == 1
+    lines = {f["text"]: f["lines"] for f in facts(v, "Me.md")}
+    assert lines == {"Birthday: 1990-04-02": [3, 3], "Home: Lisbon": [5, 5], "Prefers tea over coffee": [7, 7]}
+
+
 # -- edit sequences ------------------------------------------------------------------
 
 

@@ -201,7 +201,7 @@ def _stage_store_change(mv: Memories, trace_id: str, new_content: str) -> None:
     t.content = new_content
     with write_transaction(mv.con):
         rec.put_trace(mv.con, t)
-        mem.put_outbox(mv.con, trace_id, "write", t.path, "0" * 64)
+        mem.put_outbox(mv.con, t, "write", t.path, "0" * 64)
 
 
 def _edit_dentist_note(mv: Memories) -> tuple[str, Path]:
@@ -242,7 +242,7 @@ def test_edit_beats_deletion(mv: Memories) -> None:
     r = mv.add("Plant the tulips in October.", "todo")
     with write_transaction(mv.con):
         rec.set_status(mv.con, r.id, "deleted", "forgotten")
-        mem.put_outbox(mv.con, r.id, "trash", r.path, None)
+        mem.put_outbox(mv.con, rec.get_trace(mv.con, r.id), "trash", r.path, None)
     p = mv.root / r.path
     p.write_text(p.read_text(encoding="utf-8") + "And the daffodils.\n", encoding="utf-8")
     res = mv.flush(r.id)
@@ -276,7 +276,7 @@ def test_watcher_style_reindex_skips_own_pending_write(mv: Memories) -> None:
     p = mv.root / r.path
     new = p.read_text(encoding="utf-8").replace("Tea, not coffee.", "Green tea, not coffee.")
     with write_transaction(mv.con):
-        mem.put_outbox(mv.con, r.id, "write", r.path, content_hash(new.encode()))
+        mem.put_outbox(mv.con, rec.get_trace(mv.con, r.id), "write", r.path, content_hash(new.encode()))
     p.write_text(new, encoding="utf-8")
     s = mv.indexer.sync_paths([r.path])
     assert not s.changed  # our own write in flight: left to its writer

@@ -164,7 +164,7 @@ def test_explain_in_the_keyword_fallback(labelled, monkeypatch: pytest.MonkeyPat
 
 
 def test_filters_apply_to_vector_hits(retriever: Retriever) -> None:
-    hits = retriever.search("how to release the billing service safely", scope="memories")["hits"]
+    hits = retriever.search("how to release the billing service safely", what="memories")["hits"]
     assert hits and all(h["path"].startswith("Memory/") for h in hits)
     assert "m-proc-deploy" in [h["id"] for h in hits[:3]]
     hits = retriever.search("how to release the billing service safely", types=["episodic"])["hits"]
@@ -181,7 +181,7 @@ def test_cli_search_modes_json_keys_and_explain(labelled, monkeypatch: pytest.Mo
         r = runner.invoke(cli, ["--vault", str(root), "search", "sound server linux", "--mode", mode, "--json", "-n", "3"])
         assert r.exit_code == 0, r.output
         rows = [json.loads(x) for x in r.stdout.splitlines()]
-        assert rows and all(set(row) == {"id", "title", "type", "path", "uri", "score", "snippet"} for row in rows)
+        assert rows and all(set(row) == {"id", "title", "type", "path", "uri", "score", "snippet", "passage"} for row in rows)
     r = runner.invoke(cli, ["--vault", str(root), "search", "sound server linux", "--explain"])
     assert r.exit_code == 0 and "similarity" in r.stdout and "recency x" in r.stdout
     r = runner.invoke(cli, ["--vault", str(root), "search", "x", "--mode", "fuzzy"])

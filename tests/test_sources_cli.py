@@ -101,7 +101,7 @@ def test_source_add_extracts_at_once_and_is_idempotent(vault: Path, runner: CliR
     assert lines_json(r.output) == [
         {"path": "Road map.md", "action": "already", "marks": ["frontmatter"], "facts": 2, "message": ""}
     ]
-    r = run(runner, vault, "search", "benchmark", "--scope", "facts", "--json")
+    r = run(runner, vault, "search", "benchmark", "--what", "facts", "--json")
     assert [h["title"] for h in lines_json(r.output)] == ["Road map"]
 
 
@@ -253,7 +253,7 @@ def test_stats_show_facts_and_redacted_secrets(vault: Path, runner: CliRunner) -
     assert (data["facts"], data["fact_sources"], data["secrets_redacted"]) == (2, 1, 1)
     r = run(runner, vault, "stats")
     assert "secrets redacted:    1" in r.output and "facts:               2" in r.output
-    r = run(runner, vault, "search", "token", "--scope", "facts", "--json")
+    r = run(runner, vault, "search", "token", "--what", "facts", "--json")
     assert "sk-" not in r.output and "[redacted]" in r.output
 
 

@@ -48,12 +48,14 @@ from typing import Any
 from urllib.parse import quote
 
 from memvault.vault_io.frontmatter import frontmatter_tags
-from memvault.vault_io.markdown import TAG_BODY, find_markdown_links, find_tags, find_wikilinks, normalise_tag
+from memvault.vault_io.markdown import find_markdown_links, find_tags, find_wikilinks, links_as_read, normalise_tag
 from memvault.vault_io.mask import blank_spans, mask_markdown
 from memvault.vault_io.note import Link, ParsedNote
+from memvault.vault_io.parser import structure_start
 from memvault.vault_io.secrets import redact
 from memvault.vault_io.segment import Segment, collapse, segment_body
 from memvault.vault_io.sources import SOURCE_TAG
+from memvault.vault_io.syntax import MD_LINK_RE, TAG_RE, URL_RE, WIKILINK_RE
 
 IDENTITY, SEMANTIC, EPISODIC, PROCEDURAL, PROSPECTIVE = (
     "identity", "semantic", "episodic", "procedural", "prospective",
@@ -102,12 +104,7 @@ _DUE_RE = re.compile(r"(?:📅|🗓️?)\s*(\d{4}-\d{2}-\d{2})|\bdue::\s*(\d{4}-
 _DONE = frozenset("xX-")
 _WORD_RE = re.compile(r"[^\W_]+(?:['’][^\W_]+)*")
 _CJK_RE = re.compile(r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af\uf900-\ufaff]")
-_URL_RE = re.compile(r"\b[a-zA-Z][a-zA-Z0-9+.-]*://\S+")
-_WIKI_RE = re.compile(r"\[\[([^\[\]\n|#]*)(?:#[^\[\]\n|]*)?(?:\|([^\[\]\n]*))?\]\]")
-_MDLINK_RE = re.compile(r"\[([^\]\n]*)\]\([^)\n]*\)")
 _EMOJI_PREFIX_RE = re.compile(r"^[^\w]+", re.U)
-# A tag as Obsidian reads it: "#" at the start or after white space.
-_TAG_TOKEN_RE = re.compile(r"(?<!\S)#(" + TAG_BODY + ")")
 # What is left of "Tags: #a #b" once the tags are gone: a label alone.
 _LABEL_RE = re.compile(r"[^\w]*[^\W_]+[ \t]*:[^\w]*")
 
@@ -181,9 +178,17 @@ def source_uri(path: str, anchor: str | None) -> str:
 
 def display_text(text: str) -> str:
     """``text`` as read: links as their display text, URLs dropped."""
-    text = _WIKI_RE.sub(lambda m: m.group(2) or m.group(1), text)
-    text = _MDLINK_RE.sub(lambda m: m.group(1), text)
-    return _URL_RE.sub(" ", text)
+    return _without_urls(links_as_read(text))
+
+
+def _without_links(text: str) -> str:
+    """``text`` with its links and URLs blanked."""
+    return _without_urls(MD_LINK_RE.sub(" ", WIKILINK_RE.sub(" ", text)))
+
+
+def _without_urls(text: str) -> str:
+    # The URL pattern may start at any letter: look for "://" first.
+    return URL_RE.sub(" ", text) if "://" in text else text
 
 
 def word_count(text: str) -> int:
@@ -196,8 +201,16 @@ def word_count(text: str) -> int:
 
 
 def _without_tags(text: str) -> str:
-    """``text`` with its ``#tags`` blanked (``#123`` is no tag and stays)."""
-    return _TAG_TOKEN_RE.sub(lambda m: " " if normalise_tag(m.group(1)) else m.group(0), text)
+    """``text`` with its ``#tags`` blanked (``#123`` is no tag and stays, nor
+    does ``a#b``: a tag starts the text or follows white space)."""
+
+    def blank(m: re.Match[str]) -> str:
+        start = m.start()
+        if (start and not text[start - 1].isspace()) or not normalise_tag(m.group(1)):
+            return m.group(0)
+        return " "
+
+    return TAG_RE.sub(blank, text)
 
 
 def is_fact_text(text: str) -> bool:
@@ -211,12 +224,11 @@ def is_fact_text(text: str) -> bool:
                 not _WORD_RE.search(untagged) or _LABEL_RE.fullmatch(untagged.strip())
             ):
                 return False
-            if not _WORD_RE.search(_URL_RE.sub(" ", _MDLINK_RE.sub(" ", _WIKI_RE.sub(" ", untagged)))):
+            if not _WORD_RE.search(_without_links(untagged)):
                 return False  # links and tags only
     if "[" not in text and "://" not in text:
         return word_count(text) >= MIN_WORDS
-    bare = _URL_RE.sub(" ", _MDLINK_RE.sub(" ", _WIKI_RE.sub(" ", text)))
-    if not _WORD_RE.search(bare):
+    if not _WORD_RE.search(_without_links(text)):
         return False  # a pure link (or links only)
     return word_count(display_text(text)) >= MIN_WORDS
 
@@ -306,11 +318,33 @@ def _dedupe(tags: Sequence[str]) -> tuple[str, ...]:
 
 
 def _block_index(blocks: Sequence[Any], last_line: int) -> list[str | None]:
-    """For each file line (index), the innermost block id covering it."""
+    """For each file line (index), the innermost block id covering it (of
+    two as short, the later one).
+
+    The shortest blocks claim their lines first and each line is claimed
+    once: ``free[i]`` leads to the first unclaimed line from ``i`` on
+    (path-halving), so thousands of nested ids stay linear.
+    """
     owner: list[str | None] = [None] * (last_line + 2)
-    for b in sorted(blocks, key=lambda b: b.end_line - b.line, reverse=True):
-        for ln in range(max(b.line, 0), min(b.end_line, last_line) + 1):
+    free = list(range(last_line + 3))
+
+    def first_free(i: int) -> int:
+        while free[i] != i:
+            free[i] = free[free[i]]
+            i = free[i]
+        return i
+
+    order = sorted(range(len(blocks)), key=lambda k: (blocks[k].end_line - blocks[k].line, -k))
+    for k in order:
+        b = blocks[k]
+        last = min(b.end_line, last_line)
+        if b.line > last:
+            continue
+        ln = first_free(max(b.line, 0))
+        while ln <= last:
             owner[ln] = b.id
+            free[ln] = ln + 1
+            ln = first_free(ln + 1)
     return owner
 
 
@@ -428,16 +462,18 @@ def extract_facts(
     """The facts of one source note, in document order (properties first).
 
     ``source_id`` is the note's trace id (the seed of the fact ids);
-    ``key_lines`` maps front-matter keys to their file lines when the caller
-    has the raw text (else properties point at the whole front-matter).
+    ``key_lines`` maps front-matter keys to their file lines, by default
+    the parser's (``note.key_lines``); a key missing from it points at the
+    whole front-matter.
     """
-    segments, keys = segment_body(note.body, note.body_line, note.headings, [b.end_line for b in note.blocks])
+    segments, keys = _segments(note)
     result = Extraction(redacted=keys)
     default = note_type(note)
     builder = DraftBuilder(note, source_id)
     if note.frontmatter and note.body_line > 1:
         fallback = (1, note.body_line - 1)
-        for text, first, last, n in property_segments(note.frontmatter, key_lines or {}, fallback):
+        lines = note.key_lines if key_lines is None else key_lines
+        for text, first, last, n in property_segments(note.frontmatter, lines, fallback):
             result.redacted += n
             builder.add("property", text, first, last, type_=default, redacted=n)
     for seg in segments:
@@ -454,5 +490,12 @@ def extract_facts(
 
 def segments_of(note: ParsedNote) -> list[Segment]:
     """Every segment of the note, short ones too (the llm extractor anchors to these)."""
-    segments, _ = segment_body(note.body, note.body_line, note.headings, [b.end_line for b in note.blocks])
-    return segments
+    return _segments(note)[0]
+
+
+def _segments(note: ParsedNote) -> tuple[list[Segment], int]:
+    """:func:`~.segment.segment_body` of the note, with its block ids and
+    the parser's notion of where headings may start."""
+    return segment_body(
+        note.body, note.body_line, [b.end_line for b in note.blocks], headings_from=structure_start(note)
+    )

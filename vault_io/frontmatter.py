@@ -23,8 +23,9 @@ import yaml
 from frontmatter.default_handlers import YAMLHandler
 
 from memvault.vault_io.errors import MemvaultError
-from memvault.vault_io.markdown import WIKILINK_RE, normalise_tag, wikilink
+from memvault.vault_io.markdown import normalise_tag, wikilink
 from memvault.vault_io.note import Link
+from memvault.vault_io.syntax import WIKILINK_RE
 
 DEFAULT_MAX_BYTES = 65536
 MAX_DEPTH = 100  # nesting levels; real front-matter uses two or three
@@ -68,6 +69,14 @@ def split_frontmatter(text: str) -> tuple[str | None, str, int]:
     body_start = closing.end() + 1 if closing.end() < len(text) else closing.end()
     body_line = text.count("\n", 0, closing.start()) + 2
     return yaml_text, text[body_start:], body_line
+
+
+def frontmatter_end(text: str) -> int:
+    """How many lines a front-matter block at the very start of ``text``
+    takes (0 if there is none).  A parsed note's body starts with one only
+    when its YAML did not load (the body is then the whole file)."""
+    yaml_text, _, body_line = split_frontmatter(text)
+    return body_line - 1 if yaml_text is not None else 0
 
 
 def load_frontmatter(

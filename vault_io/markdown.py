@@ -1,54 +1,31 @@
-"""Body-level scanners for Obsidian-flavoured Markdown: links, embeds, tags,
-headings and block ids, each a plain regex over the masked text
-(:mod:`.mask`).
+"""Inline scanners for Obsidian-flavoured Markdown: links, embeds and tags,
+each a plain regex (from :mod:`.syntax`) over the masked text (:mod:`.mask`).
+Headings and block ids are read off the blocks (:mod:`.blocks`).
 
-All functions here work on LF-normalised text (no ``\\r``) and return 0-based
-line indexes *within the text they were given*; :mod:`vault_io.parser` turns
+All functions here work on LF-normalised text (no ``\\r``) and return
+offsets *within the text they were given*; :mod:`vault_io.parser` turns
 them into file line numbers.
 """
 
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
 from urllib.parse import unquote
 
-from memvault.vault_io.mask import (
-    ATX_LINE_RE,
-    LIST_ITEM_RE,
-    indent_width,
-    line_index,
-    line_starts,
-)
+from memvault.vault_io.syntax import MD_LINK_RE, SCHEME_RE, TAG_BODY_RE, TAG_RE, WIKILINK_RE
 
-# --------------------------------------------------------------------------
-# Links and embeds
-# --------------------------------------------------------------------------
-
-# Wikilink content: no brackets and no newline, so ``[[a [[b]]`` finds
-# ``[[b]]`` and a stray ``[[`` cannot swallow the rest of a paragraph.  The
-# "!" of an embed is checked by hand: an optional first character would cost
-# Python's regex engine its fast literal-prefix search.
-WIKILINK_RE = re.compile(r"\[\[([^\[\]\n]*)\]\]")
-
-# [text](destination "title"), one level of brackets inside the text, one
-# level of balanced parentheses inside a bare destination.  The blanks are
-# possessive ("*+"): an empty destination between two runs of spaces would
-# otherwise let the engine try every way of splitting them.
-_MD_LINK_RE = re.compile(
-    r"\[((?:[^\[\]\n]|\[[^\[\]\n]*\])*)\]"
-    r"\([ \t]*+(?:<([^<>\n]*)>|([^\s()<>]*+(?:\([^\s()]*\)[^\s()<>]*+)*+))"
-    r"(?:[ \t]++(?:\"[^\"\n]*\"|'[^'\n]*'|\([^()\n]*\)))?[ \t]*+\)"
-)
-_SCHEME_RE = re.compile(r"[a-zA-Z][a-zA-Z0-9+.-]*:")
 _SIZE_RE = re.compile(r"\d+(?:x\d+)?")
 
 IMAGE_EXTENSIONS = frozenset({"png", "jpg", "jpeg", "gif", "bmp", "svg", "webp", "avif"})
 
 
-@dataclass(frozen=True)
+@dataclass(slots=True)
 class RawLink:
-    """A link found in text, before it is turned into a :class:`~vault_io.note.Link`."""
+    """A link found in text, before it is turned into a :class:`~vault_io.note.Link`
+    (short-lived, so not frozen: a frozen dataclass is four times slower to
+    make, and a note holds many links)."""
 
     offset: int  # where the link starts in the scanned text
     embed: bool
@@ -109,6 +86,9 @@ def clean_subpath(subpath: str) -> str | None:
 
 def wikilink(offset: int, embed: bool, inner: str) -> RawLink | None:
     """The link a ``[[inner]]`` stands for, or None if it names nothing."""
+    if "|" not in inner and "#" not in inner:  # the common [[Note]]: nothing to split
+        target = inner.strip()
+        return RawLink(offset, embed, target, None, None, None, False) if target else None
     target, subpath, display = split_wikilink(inner)
     if not target and not subpath:
         return None
@@ -140,7 +120,7 @@ def find_wikilinks(scan: str, source: str) -> tuple[list[RawLink], list[tuple[in
 def _markdown_link(offset: int, embed: bool, label: str, dest: str) -> RawLink | None:
     """The vault link a Markdown link stands for, or None for URLs and blanks."""
     dest = dest.strip()
-    if not dest or _SCHEME_RE.match(dest):
+    if not dest or SCHEME_RE.match(dest):
         return None
     path, _, fragment = dest.partition("#")
     target = unquote(path).strip()
@@ -161,7 +141,7 @@ def find_markdown_links(scan: str, source: str) -> tuple[list[RawLink], list[tup
     """
     links: list[RawLink] = []
     spans: list[tuple[int, int]] = []
-    for m in _MD_LINK_RE.finditer(scan):
+    for m in MD_LINK_RE.finditer(scan):
         start = m.start()
         embed = start > 0 and scan[start - 1] == "!"
         if embed:
@@ -185,14 +165,6 @@ def find_markdown_links(scan: str, source: str) -> tuple[list[RawLink], list[tup
 # Tags
 # --------------------------------------------------------------------------
 
-# Obsidian's own tag body: anything but whitespace, ASCII punctuation other
-# than "-", "_" and "/", and the Unicode general/supplemental punctuation
-# blocks.  So letters and digits of any script, marks, and emoji are in.
-TAG_BODY = r"[^\s\u2000-\u206F\u2E00-\u2E7F'!\"#$%&()*+,.:;<=>?@^`{|}~\[\]\\]+"
-_TAG_RE = re.compile("#(" + TAG_BODY + ")")
-_TAG_BODY_RE = re.compile(TAG_BODY)
-
-
 def normalise_tag(raw: str) -> str | None:
     """``raw`` (without ``#``) as a tag, or None if Obsidian would not take it.
 
@@ -200,7 +172,7 @@ def normalise_tag(raw: str) -> str | None:
     must hold at least one character that is not a digit (``1984`` is not a
     tag, ``y1984`` and ``2024/05`` are).
     """
-    if not _TAG_BODY_RE.fullmatch(raw):
+    if not TAG_BODY_RE.fullmatch(raw):
         return None
     tag = raw.rstrip("/")
     if not tag or tag.isdigit() or not tag.strip("0123456789"):
@@ -216,7 +188,7 @@ def find_tags(scan: str, source: str) -> list[str]:
     nor is ``` `x`#b ``` although its code span is blank in ``scan``.
     """
     tags: list[str] = []
-    for m in _TAG_RE.finditer(scan):
+    for m in TAG_RE.finditer(scan):
         start = m.start()
         if start and not source[start - 1].isspace():
             continue
@@ -227,203 +199,51 @@ def find_tags(scan: str, source: str) -> list[str]:
 
 
 # --------------------------------------------------------------------------
-# Headings
+# Links as read
 # --------------------------------------------------------------------------
 
-# Line-start patterns begin with a literal "\n" and run over "\n" + text:
-# Python's engine tries a re.M "^" at every position, but jumps between
-# occurrences of a literal first character.
-_ATX_RE = re.compile(r"\n {0,3}(#{1,6})(?:[ \t]([^\n]*))?(?=\n|\Z)")
-_SETEXT_RE = re.compile(r"\n {0,3}(=+|-+)[ \t]*(?=\n|\Z)")
-_SETEXT_LINE_RE = re.compile(r" {0,3}(?:=+|-+)[ \t]*$")
-_THEMATIC_RE = re.compile(r" {0,3}(?:(?:\*[ \t]*){3,}|(?:-[ \t]*){3,}|(?:_[ \t]*){3,})$")
+
+def _wikilink_as_read(m: re.Match[str]) -> str:
+    inner = m.group(1)
+    if "|" not in inner and "#" not in inner:
+        return inner.strip()
+    target, _, display = split_wikilink(inner)
+    return display or target
 
 
-def _line_kind(line: str) -> str:
-    """Classify a (masked, non-blank) line for block structure.
-
-    Returns one of "list", "quote", "table", "heading", "hr" and "text".
-    """
-    stripped = line.lstrip(" \t")
-    first = stripped[:1]
-    if first == ">":
-        return "quote"
-    if first == "|":
-        return "table"
-    if first == "#" and ATX_LINE_RE.match(stripped) and indent_width(line) < 4:
-        return "heading"
-    if first in "-*_" and _THEMATIC_RE.match(line):
-        return "hr"
-    if LIST_ITEM_RE.match(line):
-        return "list"
-    return "text"
+def _label(m: re.Match[str]) -> str:
+    return m.group(1)
 
 
-def find_headings(
-    scan: str,
-    source_lines: list[str],
-    code_lines: frozenset[int],
-    start_line: int = 0,
-    starts: list[int] | None = None,
-) -> list[tuple[int, str, int]]:
-    """ATX and setext headings of ``scan``, as (level, text, 0-based line).
-
-    The text comes from ``source_lines`` (so inline code in a heading keeps
-    its letters), without the closing ``#``s and surrounding whitespace.
-    Lines before ``start_line`` are ignored; ``starts`` is
-    :func:`line_starts` of ``scan``, if the caller has it already.
-    """
-    starts = starts or line_starts(scan)
-    found: list[tuple[int, str, int]] = []
-    padded = "\n" + scan  # offsets in padded are one past those in scan
-    if "#" in scan:
-        for m in _ATX_RE.finditer(padded):
-            i = line_index(starts, m.start())
-            if i < start_line:
-                continue
-            text = ""
-            if m.group(2) is not None:
-                offset = m.start(2) - 1 - starts[i]
-                text = _atx_text(source_lines[i][offset:])
-            found.append((len(m.group(1)), text, i))
-    masked_lines: list[str] = []
-    if "\n" in scan and ("-" in scan or "=" in scan):
-        for m in _SETEXT_RE.finditer(padded):
-            i = line_index(starts, m.start())
-            masked_lines = masked_lines or scan.split("\n")
-            first = _setext_paragraph_start(masked_lines, code_lines, i, start_line)
-            if first is None:
-                continue
-            text = " ".join(source_lines[j].strip() for j in range(first, i))
-            found.append((1 if m.group(1)[0] == "=" else 2, text, first))
-    found.sort(key=lambda h: h[2])
-    return found
-
-
-def _atx_text(text: str) -> str:
-    """ATX heading text without its optional closing ``#`` run and blanks.
-
-    Done with string methods: a regex for "blanks, hashes, blanks, end"
-    retried at every blank of a long heading is quadratic.
-    """
-    text = text.strip(" \t")
-    bare = text.rstrip("#")
-    if len(bare) < len(text) and (not bare or bare[-1] in " \t"):
-        text = bare.rstrip(" \t")
+def links_as_read(text: str) -> str:
+    """``text`` with every link and embed as a reader sees it:
+    ``[[Note#Part|shown]]`` as "shown", ``[[Note#Part]]`` as "Note",
+    ``![label](dest)`` as "label" (a link to a part of the same note,
+    ``[[#Part]]``, as nothing)."""
+    if "[" not in text:
+        return text
+    if "[[" in text:
+        text = _replace(text, WIKILINK_RE, _wikilink_as_read)
+    if "](" in text:
+        text = _replace(text, MD_LINK_RE, _label)
     return text
 
 
-def _setext_paragraph_start(
-    lines: list[str], code: frozenset[int], underline: int, start_line: int
-) -> int | None:
-    """First line of the paragraph a setext underline closes, or None if none.
-
-    The underline must directly follow paragraph text that is not a lazy
-    continuation of a list item or blockquote.
-    """
-    j = underline - 1
-    while j >= start_line and j not in code and lines[j].strip(" \t"):
-        kind = "hr" if _SETEXT_LINE_RE.match(lines[j]) else _line_kind(lines[j])
-        if kind != "text":
-            if kind in ("heading", "hr") and j < underline - 1:
-                return j + 1
-            return None
-        j -= 1
-    return j + 1 if j + 1 < underline else None
-
-
-# --------------------------------------------------------------------------
-# Block ids
-# --------------------------------------------------------------------------
-
-# Obsidian: "Latin letters, numbers, and dashes", after a space or alone.
-_BLOCK_ID_RE = re.compile(r"\^([A-Za-z0-9-]+)[ \t]*(?=\n|\Z)")
-
-
-def _block_owners(
-    lines: list[str], code: frozenset[int], start_line: int
-) -> tuple[list[int], list[int]]:
-    """For every line, the first line of its block and of its "owner".
-
-    One forward pass.  A block is a paragraph, a whole list, a blockquote, a
-    table, a code block, or a heading.  The owner is the list item for lines
-    of a list, and the block itself otherwise.  Blank lines get -1.  Lazy
-    continuation follows CommonMark: an unindented text line directly after
-    a paragraph, list, quote or table line belongs to that block.
-    """
-    n = len(lines)
-    block = [-1] * n
-    owner = [-1] * n
-    kind = ""
-    first = item = -1
-    prev_blank = True
-    for i in range(start_line, n):
-        if i not in code and not lines[i].strip(" \t"):
-            prev_blank = True
-            continue
-        this = "code" if i in code else _line_kind(lines[i])
-        indented = this != "code" and indent_width(lines[i]) > 0
-        if this == "code":
-            if not (kind == "code" and (i - 1) in code):
-                kind, first = "code", i
-        elif this in ("heading", "hr"):
-            kind, first = "heading", i
-        elif this == "list":
-            if kind != "list":
-                kind, first = "list", i
-            item = i
-        elif kind == "list" and indented:
-            pass  # list content, across blank lines too
-        elif not prev_blank and kind in ("para", "list", "quote", "table") and (
-            this == "text" or this == kind
-        ):
-            pass  # lazy continuation, or the next line of a quote or table
-        else:
-            kind, first = ("para" if this == "text" else this), i
-        block[i] = first
-        owner[i] = item if kind == "list" else first
-        prev_blank = False
-    return block, owner
-
-
-def find_blocks(
-    scan: str,
-    code_lines: frozenset[int],
-    start_line: int = 0,
-    starts: list[int] | None = None,
-) -> list[tuple[str, int, int]]:
-    """Block ids ``^id`` of ``scan``, as (id, first line, id line), 0-based.
-
-    ``text ^id`` names what its line belongs to: a paragraph (from its first
-    line), a list item, a heading, a whole quote or table.  So does ``^id``
-    alone on a line that continues a block (``para`` then ``^id``).  ``^id`` alone
-    after a blank line names the whole block above it: a list, quote, table,
-    code block, paragraph or heading.
-    """
-    if "^" not in scan:
-        return []
-    starts = starts or line_starts(scan)
-    candidates: list[tuple[str, int, bool]] = []
-    for m in _BLOCK_ID_RE.finditer(scan):
-        caret = m.start()
-        if caret and scan[caret - 1] not in " \t\n":
-            continue  # "x^2" and "[[a#^b]]" name no block
-        i = line_index(starts, caret)
-        if i >= start_line:
-            alone = not scan[starts[i] : caret].strip(" \t")
-            candidates.append((m.group(1), i, alone))
-    if not candidates:
-        return []
-    lines = scan.split("\n")
-    block, owner = _block_owners(lines, code_lines, start_line)
-    found: list[tuple[str, int, int]] = []
-    for block_id, i, alone in candidates:
-        if not alone or block[i] != i:
-            first = owner[i]
-        else:
-            j = i - 1
-            while j >= start_line and block[j] < 0:
-                j -= 1
-            first = block[j] if j >= start_line else i
-        found.append((block_id, first, i))
-    return found
+def _replace(text: str, regex: re.Pattern[str], shown: Callable[[re.Match[str]], str]) -> str:
+    """``text`` with every match of ``regex`` (and the "!" of an embed before
+    it) replaced by ``shown(match)``.  A loop rather than ``regex.sub`` with
+    an optional "!" in front: that would cost the engine its fast search for
+    the literal "[" at the start of the pattern."""
+    pieces: list[str] = []
+    last = 0
+    for m in regex.finditer(text):
+        start = m.start()
+        if start > last and text[start - 1] == "!":
+            start -= 1
+        pieces.append(text[last:start])
+        pieces.append(shown(m))
+        last = m.end()
+    if not pieces:
+        return text
+    pieces.append(text[last:])
+    return "".join(pieces)

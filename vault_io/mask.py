@@ -6,8 +6,10 @@ Obsidian does not see links, tags, headings or block ids: fenced and indented
 code, inline code spans, ``%% comments %%``, HTML comments, HTML tags and
 HTML blocks, and ``$$ math $$`` and ``$inline math$``. Masked characters become spaces and
 newlines are kept, so the masked text has the same length and the same line
-numbers as the body, and every extractor in :mod:`.markdown` is a plain
-regex over it.
+numbers as the body: every extractor in :mod:`.markdown` is a plain regex
+over it, and the block scanner (:mod:`.blocks`) reads the note's structure
+from it line by line.  This pass is the one place that decides what is
+code, comment, HTML or math.
 
 All functions here work on LF-normalised text (no ``\\r``).
 """
@@ -16,8 +18,18 @@ from __future__ import annotations
 
 import re
 from bisect import bisect_right
-from dataclasses import dataclass
+from collections.abc import Sequence
+from dataclasses import dataclass, field
 from functools import lru_cache
+
+from memvault.vault_io.syntax import (
+    ATX_RE,
+    FENCE_CLOSE_RE,
+    FENCE_OPEN_RE,
+    LIST_ITEM_RE,
+    LIST_MARKER_CHARS,
+    QUOTES_RE,
+)
 
 # --------------------------------------------------------------------------
 # Masking
@@ -40,13 +52,6 @@ _INLINE_START_RE = re.compile(r"[`%$<]")
 _BACKTICKS_RE = re.compile(r"`+")
 _HTML_TAG_RE = re.compile(rf"{_OPEN_TAG}|{_CLOSE_TAG}")
 
-_FENCE_OPEN_RE = re.compile(r"(`{3,}|~{3,})(.*)$")
-_FENCE_CLOSE_RE = re.compile(r"(`{3,}|~{3,})[ \t]*$")
-_QUOTE_PREFIX_RE = re.compile(r"(?:[ \t]*>)+[ \t]?")
-LIST_ITEM_RE = re.compile(r"[ \t]*(?:[-*+]|\d{1,9}[.)])(?:[ \t]|$)")
-_LIST_MARKER_CHARS = frozenset("-*+0123456789")
-ATX_LINE_RE = re.compile(r"#{1,6}(?:[ \t]|$)")
-
 # HTML blocks (CommonMark types 1, 6 and 7).  Type 2 (comments) is left to the
 # inline pass, which already handles comments spanning lines.
 _HTML_RAW_START_RE = re.compile(r"<(?:script|pre|style|textarea)(?:[\s>]|$)", re.I)
@@ -65,6 +70,10 @@ _BLANK_LINE_RE = re.compile(r"\n[ \t]*(?:\n|$)")
 _NEWLINE_RE = re.compile(r"\n")
 
 
+#: What hid a line that is blank in the masked text but not in the source.
+COMMENT, MATH = "comment", "math"
+
+
 @dataclass(frozen=True)
 class Masked:
     """The result of :func:`mask_markdown`.
@@ -72,11 +81,19 @@ class Masked:
     ``text`` has the length and line structure of the input, with masked
     characters replaced by spaces.  ``code_lines`` holds the 0-based indexes
     of lines that belong to a fenced or indented code block or an HTML block:
-    they look blank in ``text`` but are not blank lines for block structure.
+    they look blank in ``text`` but are not blank lines for block structure;
+    ``html_lines`` is the part of them that is HTML.  ``hidden_lines`` maps
+    each line a ``%% comment %%``, ``<!-- comment -->`` or ``$$ math $$``
+    touches to :data:`COMMENT` or :data:`MATH` (so a line that is blank in
+    ``text`` can be told from one that is blank in the note), and
+    ``math_spans`` are the ``$inline math$`` spans, which fact text keeps.
     """
 
     text: str
     code_lines: frozenset[int]
+    html_lines: frozenset[int] = frozenset()
+    hidden_lines: dict[int, str] = field(default_factory=dict)
+    math_spans: tuple[tuple[int, int], ...] = ()
 
 
 def _blank(segment: str) -> str:
@@ -95,13 +112,15 @@ def indent_width(line: str) -> int:
     return len(prefix.expandtabs(4))
 
 
-def _mask_blocks(lines: list[str]) -> set[int]:
+def _mask_blocks(lines: list[str]) -> tuple[set[int], set[int]]:
     """Blank code blocks and HTML blocks in ``lines`` (in place).
 
-    Returns the indexes of the blanked lines.  One pass, one state machine:
-    a fenced block, an indented code block, or an HTML block may be open.
+    Returns the indexes of the blanked lines, and those of them that are
+    HTML.  One pass, one state machine: a fenced block, an indented code
+    block, or an HTML block may be open.
     """
     code: set[int] = set()
+    html: set[int] = set()
     fence_char = ""
     fence_len = 0
     fence_quoted = False  # opened inside a blockquote: ends with the quote
@@ -112,23 +131,22 @@ def _mask_blocks(lines: list[str]) -> set[int]:
     in_list = False  # indented lines belong to a list item, not to code
     prev_blank = True
 
-    def hide(i: int) -> None:
+    def hide(i: int, kind: set[int] | None = None) -> None:
         lines[i] = " " * len(lines[i])
         code.add(i)
+        if kind is not None:
+            kind.add(i)
 
     for i, line in enumerate(lines):
-        if fence_char and fence_quoted and not _QUOTE_PREFIX_RE.match(line):
+        if fence_char and fence_quoted and not QUOTES_RE.match(line):
             fence_char = ""  # the blockquote ended, and the fence with it
         if fence_char:
             hide(i)
-            content = _QUOTE_PREFIX_RE.sub("", line, count=1) if fence_quoted else line
-            close = _FENCE_CLOSE_RE.match(content.lstrip(" \t"))
-            if close and close.group(1)[0] == fence_char and len(close.group(1)) >= fence_len:
-                fence_char = ""
-                para = False
+            if _closes_fence(line, fence_char, fence_len, fence_quoted):
+                fence_char, para = "", False
             continue
         if html_raw:
-            hide(i)
+            hide(i, html)
             html_raw = not _HTML_RAW_END_RE.search(line)
             continue
         stripped = line.lstrip(" \t")
@@ -137,7 +155,7 @@ def _mask_blocks(lines: list[str]) -> set[int]:
             prev_blank = True
             continue
         if html_block:
-            hide(i)
+            hide(i, html)
             continue
 
         indent = 0 if stripped is line else indent_width(line)
@@ -152,39 +170,62 @@ def _mask_blocks(lines: list[str]) -> set[int]:
             continue
 
         first = stripped[0]
-        quote = _QUOTE_PREFIX_RE.match(line) if first == ">" else None
+        quote = QUOTES_RE.match(line) if first == ">" else None
         if quote is not None:
             stripped = line[quote.end() :].lstrip(" \t")
             first = stripped[:1]
         opens = ""  # what this line opens: "fence", "raw" or "html"
         if (first == "`" or first == "~") and (indent < 4 or in_list):
-            fence = _FENCE_OPEN_RE.match(stripped)
-            if fence and not (first == "`" and "`" in fence.group(2)):
-                fence_char, fence_len = first, len(fence.group(1))
-                fence_quoted = quote is not None
-                opens = "fence"
+            fence_len = _fence_opens(stripped)
+            if fence_len:
+                fence_char, fence_quoted, opens = first, quote is not None, "fence"
         elif first == "<" and quote is None and indent < 4:
-            if _HTML_RAW_START_RE.match(stripped):
-                html_raw = not _HTML_RAW_END_RE.search(stripped)
-                opens = "raw"
-            elif _HTML_BLOCK_START_RE.match(stripped) or (
-                not para and _HTML_LONE_TAG_RE.match(stripped)
-            ):
-                html_block = True
-                opens = "html"
+            opens = _html_block_start(stripped, para)
+            html_raw = opens == "raw"
+            html_block = opens == "html"
         if opens:
-            hide(i)
+            hide(i, None if opens == "fence" else html)
             para = prev_blank = False
             continue
 
         # An ordinary line: keep track of paragraphs and lists.
-        if first in _LIST_MARKER_CHARS and LIST_ITEM_RE.match(stripped):
+        if first in LIST_MARKER_CHARS and LIST_ITEM_RE.match(stripped):
             in_list = True
         elif indent == 0 and (prev_blank or first == "#"):
             in_list = False
-        para = not (first == "#" and quote is None and ATX_LINE_RE.match(stripped))
+        para = not (first == "#" and quote is None and ATX_RE.match(stripped))
         prev_blank = False
-    return code
+    return code, html
+
+
+def _fence_opens(stripped: str) -> int:
+    """The length of the fence run that opens a code block on this line
+    (without its indentation), or 0.  A backtick fence's info string holds
+    no backtick."""
+    fence = FENCE_OPEN_RE.match(stripped)
+    if fence is None or (stripped[0] == "`" and "`" in fence.group(2)):
+        return 0
+    return len(fence.group(1))
+
+
+def _closes_fence(line: str, char: str, length: int, quoted: bool) -> bool:
+    """Whether ``line`` closes the open fence of ``length`` ``char`` characters (a
+    fence opened in a quote is closed inside it)."""
+    content = QUOTES_RE.sub("", line, count=1) if quoted else line
+    close = FENCE_CLOSE_RE.match(content.lstrip(" \t"))
+    return bool(close) and close.group(1)[0] == char and len(close.group(1)) >= length  # type: ignore[union-attr]
+
+
+def _html_block_start(stripped: str, para: bool) -> str:
+    """What an unindented line starting with "<" opens: "raw" (``<pre>``,
+    ``<script>``... up to its closing tag), "closed" (such a block that
+    closes on the same line), "html" (up to a blank line), or nothing.  A
+    lone tag cannot interrupt a paragraph (``para``)."""
+    if _HTML_RAW_START_RE.match(stripped):
+        return "closed" if _HTML_RAW_END_RE.search(stripped) else "raw"
+    if _HTML_BLOCK_START_RE.match(stripped) or (not para and _HTML_LONE_TAG_RE.match(stripped)):
+        return "html"
+    return ""
 
 
 @lru_cache(maxsize=64)
@@ -193,9 +234,15 @@ def _backtick_closer(n: int) -> re.Pattern[str]:
     return re.compile(rf"(?<!`)`{{{n}}}(?!`)")
 
 
-def _mask_inline(text: str, inline_math: bool = True) -> str:
-    """Blank code spans, ``%%`` and HTML comments, HTML tags and math."""
+def _mask_inline(text: str) -> tuple[str, list[tuple[int, int, str]], list[tuple[int, int]]]:
+    """Blank code spans, ``%%`` and HTML comments, HTML tags and math.
+
+    Returns the masked text, the comment and ``$$`` math spans (with
+    :data:`COMMENT` or :data:`MATH`), and the inline math spans.
+    """
     spans: list[tuple[int, int]] = []
+    hidden: list[tuple[int, int, str]] = []
+    math: list[tuple[int, int]] = []
     cursor = 0
     # Caches that keep many backtick runs in one long paragraph linear:
     # the next blank line after some offset, and per run length the last
@@ -236,11 +283,12 @@ def _mask_inline(text: str, inline_math: bool = True) -> str:
                 continue
             found = text.find("%%", start + 2)
             end = len(text) if found < 0 else found + 2  # unclosed: rest of note
+            hidden.append((start, end, COMMENT))
         elif first == "$":
             if start and text[start - 1] == "\\":
                 continue  # "\$" is a dollar sign
             if not text.startswith("$$", start):
-                if not inline_math or math_miss_until > start:
+                if math_miss_until > start:
                     continue  # no closing "$" up to the paragraph's end
                 found = _inline_math_end(text, start)
                 if found < 0:
@@ -248,28 +296,37 @@ def _mask_inline(text: str, inline_math: bool = True) -> str:
                         math_miss_until = _paragraph_end(text, start)
                     continue
                 end = found
+                math.append((start, end))
             else:
                 found = text.find("$$", start + 2)
                 if found < 0:
                     cursor = start + 2  # a lone "$$" is just text
                     continue
                 end = found + 2
-        elif text.startswith("<!--", start):
-            found = text.find("-->", start + 4)
-            end = len(text) if found < 0 else found + 3
+                hidden.append((start, end, MATH))
         else:
-            before = start - 1
-            while before > 0 and text[before] in " \t":
-                before -= 1
-            if before > 0 and text[before] == "(" and text[before - 1] == "]":
-                continue  # "[x](<A Note.md>)": a link destination, not a tag
-            tag = _HTML_TAG_RE.match(text, start)
-            if tag is None:
+            end = _html_end(text, start)
+            if end < 0:
                 continue
-            end = tag.end()
+            if text.startswith("<!--", start):
+                hidden.append((start, end, COMMENT))
         spans.append((start, end))
         cursor = end
-    return blank_spans(text, spans)
+    return blank_spans(text, spans), hidden, math
+
+
+def _html_end(text: str, start: int) -> int:
+    """The end of the HTML comment or tag at ``start``, or -1 if none is there."""
+    if text.startswith("<!--", start):
+        found = text.find("-->", start + 4)
+        return len(text) if found < 0 else found + 3
+    before = start - 1
+    while before > 0 and text[before] in " \t":
+        before -= 1
+    if before > 0 and text[before] == "(" and text[before - 1] == "]":
+        return -1  # "[x](<A Note.md>)": a link destination, not a tag
+    tag = _HTML_TAG_RE.match(text, start)
+    return -1 if tag is None else tag.end()
 
 
 _INLINE_MATH_CLOSE_RE = re.compile(r"(?<=[^\s\\])\$(?![0-9$])")
@@ -295,31 +352,61 @@ def _inline_math_end(text: str, start: int) -> int:
     return -2 if close is None else close.end()
 
 
-def mask_markdown(text: str, inline_math: bool = True) -> Masked:
+def mask_markdown(text: str) -> Masked:
     """Blank every region of ``text`` in which Obsidian sees no links or tags.
-
-    ``inline_math=False`` keeps ``$...$`` (fact text keeps its formulas;
-    links and tags are never read from it).
 
     Block constructs (fenced and indented code, HTML blocks) are handled line
     by line first, then inline ones (code spans, comments, tags, math) in one
     left-to-right regex pass over what is left.
     """
     lines = text.split("\n")
-    code = _mask_blocks(lines)
+    code, html = _mask_blocks(lines)
     blocked = "\n".join(lines) if code else text
-    return Masked(_mask_inline(blocked, inline_math), frozenset(code))
+    masked, hidden, math = _mask_inline(blocked)
+    return Masked(
+        masked,
+        frozenset(code),
+        frozenset(html) if html else frozenset(),
+        _hidden_lines(text, hidden) if hidden else {},
+        tuple(math),
+    )
 
 
-def blank_spans(text: str, spans: list[tuple[int, int]]) -> str:
+def _hidden_lines(text: str, spans: list[tuple[int, int, str]]) -> dict[int, str]:
+    """Each line the ``(start, end, kind)`` spans (sorted) touch, with the
+    kind of the first span touching it.  Linear: line numbers are counted
+    on from the previous span, never from the start of the text."""
+    found: dict[int, str] = {}
+    line = pos = 0
+    for start, end, kind in spans:
+        line += text.count("\n", pos, start)
+        last = line + text.count("\n", start, end)
+        for i in range(line, last + 1):
+            found.setdefault(i, kind)
+        line, pos = last, end
+    return found
+
+
+def unmask_spans(masked: str, source: str, spans: Sequence[tuple[int, int]]) -> str:
+    """``masked`` with the ``(start, end)`` spans (sorted, disjoint) put back
+    as they are in ``source`` (e.g. inline math, which fact text keeps)."""
+    return _splice(masked, spans, source, False)
+
+
+def blank_spans(text: str, spans: Sequence[tuple[int, int]]) -> str:
     """``text`` with each ``(start, end)`` span (sorted, disjoint) blanked."""
+    return _splice(text, spans, text, True)
+
+
+def _splice(text: str, spans: Sequence[tuple[int, int]], source: str, blank: bool) -> str:
+    """``text`` with each span replaced by that of ``source``, blanked or not."""
     if not spans:
         return text
     pieces: list[str] = []
     last = 0
     for start, end in spans:
         pieces.append(text[last:start])
-        pieces.append(_blank(text[start:end]))
+        pieces.append(_blank(source[start:end]) if blank else source[start:end])
         last = end
     pieces.append(text[last:])
     return "".join(pieces)

@@ -36,8 +36,10 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from memvault.vault_io.atomic import truncate_utf8
+from memvault.vault_io.blocks import HEADING, scan_blocks
 from memvault.vault_io.fm_edit import dump_key, edit_frontmatter
 from memvault.vault_io.frontmatter import FrontmatterError, load_frontmatter, split_frontmatter
+from memvault.vault_io.syntax import LIST_ITEM_RE, WIKILINK, WIKILINK_RE
 
 #: Front-matter keys memvault owns on a memory note, in the order it writes them.
 MANAGED_KEYS: tuple[str, ...] = (
@@ -45,9 +47,8 @@ MANAGED_KEYS: tuple[str, ...] = (
 )
 RELATED_HEADING = "## Related"
 
-_RELATED_RE = re.compile(r"^##[ \t]+Related[ \t]*$", re.M | re.I)
-_RELATED_ITEM_RE = re.compile(r"^[ \t]*[-*+][ \t]+!?\[\[([^\[\]\n]+)\]\][ \t]*$")
-_WIKILINK_RE = re.compile(r"\[\[([^\[\]\n]+)\]\]")
+# What a Related item holds after its bullet: one link (or embed), alone.
+_LINK_ALONE_RE = re.compile(rf"!?{WIKILINK}[ \t]*")
 
 # Characters that cannot be in a file name, or that break Obsidian links
 # to it ([[ ]], #heading, ^block, |alias) or Markdown around it.
@@ -104,19 +105,31 @@ def related_section(body: str) -> tuple[int, list[str]] | None:
     items (and blank lines) counts: a person's own "Related" heading with
     prose under it stays part of the content.
     """
-    matches = list(_RELATED_RE.finditer(body))
-    if not matches:
+    heading = None
+    for block in scan_blocks(body):
+        if block.kind == HEADING and block.level == 2 and block.start == block.end and block.text.lower() == "related":
+            heading = block  # the last "## Related" (ATX) heading
+    if heading is None:
         return None
-    m = matches[-1]
+    lines = body.split("\n")
     related: list[str] = []
-    for line in body[m.end() :].split("\n"):
+    for line in lines[heading.start + 1 :]:
         if not line.strip():
             continue
-        item = _RELATED_ITEM_RE.match(line)
-        if item is None:
+        target = _related_item(line)
+        if target is None:
             return None
-        related.append(item.group(1))
-    return m.start(), related
+        related.append(target)
+    return sum(len(line) + 1 for line in lines[: heading.start]), related
+
+
+def _related_item(line: str) -> str | None:
+    """The text inside ``[[...]]`` of a ``- [[link]]`` line, else None."""
+    item = LIST_ITEM_RE.match(line)
+    if item is None or item.group(2) not in ("-", "*", "+"):
+        return None
+    link = _LINK_ALONE_RE.fullmatch(line, item.end())
+    return link.group(1) if link is not None and link.group(1) else None
 
 
 def split_related(body: str) -> tuple[str, list[str]]:
@@ -218,7 +231,7 @@ def slugify(content: str) -> str:
     nothing usable is left.
     """
     text = unicodedata.normalize("NFC", content)
-    text = _WIKILINK_RE.sub(lambda m: m.group(1).split("|")[-1], text)
+    text = WIKILINK_RE.sub(lambda m: m.group(1).split("|")[-1], text)
     text = _UNSAFE_CHARS.sub(" ", text).lower()
     words = [w.strip(".,;!'()&+=~$@") for w in text.split()]
     slug = "-".join(w for w in words if w)

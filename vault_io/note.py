@@ -7,7 +7,7 @@ beyond what :func:`read_note` reads, and nothing here knows about SQLite.
 from __future__ import annotations
 
 import hashlib
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import PurePosixPath
 from typing import Any
 
@@ -74,6 +74,9 @@ class ParsedNote:
     embeds: tuple[Link, ...] = ()  # kind "embed"
     headings: tuple[Heading, ...] = ()
     blocks: tuple[Block, ...] = ()
+    # File line of each top-level front-matter key (what fact anchors need
+    # from the raw file, so the facts observer never re-reads it).
+    key_lines: dict[str, int] = field(default_factory=dict)
     error: str | None = None  # e.g. "invalid YAML front-matter at line 3: ..."
     crlf: bool = False  # the file used CRLF line endings
     bom: bool = False  # the file started with a UTF-8 BOM

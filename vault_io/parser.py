@@ -3,8 +3,9 @@
 The steps: decode UTF-8 (or raise :class:`NoteReadError`), drop a BOM and
 normalise line endings to LF, split off and load the front-matter, mask the
 regions of the body where Obsidian sees no syntax (code, comments, HTML,
-math), then run the link, tag, heading and block-id scanners over the masked
-body.  Line numbers are file lines: the body's offset in the file is added.
+math), run the link and tag scanners over the masked body, and read the
+headings and block ids off its blocks (:mod:`.blocks`).  Line numbers are
+file lines: the body's offset in the file is added.
 
 Invalid front-matter never stops indexing: the note is then parsed as if the
 whole file were body, with ``frontmatter={}`` and the reason in ``error``.
@@ -13,12 +14,15 @@ whole file were body, with ``frontmatter={}`` and the reason in ``error``.
 from __future__ import annotations
 
 import logging
+from operator import attrgetter
 from typing import Any
 
+from memvault.vault_io.blocks import find_block_ids, headings_of, scan_blocks
 from memvault.vault_io.frontmatter import (
     DEFAULT_MAX_BYTES,
     FrontmatterError,
     frontmatter_aliases,
+    frontmatter_end,
     frontmatter_links,
     frontmatter_tags,
     frontmatter_title,
@@ -26,18 +30,14 @@ from memvault.vault_io.frontmatter import (
     load_frontmatter,
     split_frontmatter,
 )
-from memvault.vault_io.markdown import (
-    RawLink,
-    find_blocks,
-    find_headings,
-    find_markdown_links,
-    find_tags,
-    find_wikilinks,
-)
+from memvault.vault_io.markdown import RawLink, find_markdown_links, find_tags, find_wikilinks
 from memvault.vault_io.mask import blank_spans, line_index, line_starts, mask_markdown
 from memvault.vault_io.note import Block, Heading, Link, NoteReadError, ParsedNote, content_hash
 
 log = logging.getLogger(__name__)
+
+#: How ``ParsedNote.error`` starts when a scanner failed (a bug, not the note).
+INTERNAL_ERROR = "internal parser error"
 
 
 def parse_note(
@@ -73,7 +73,7 @@ def parse_note(
             body=text,
             body_line=1,
             hash=content_hash(data),
-            error=f"internal parser error: {type(exc).__name__}: {exc}",
+            error=f"{INTERNAL_ERROR}: {type(exc).__name__}: {exc}",
             crlf=crlf,
             bom=bom,
         )
@@ -87,12 +87,14 @@ def _parse_text(
     frontmatter: dict[str, Any] = {}
     error: str | None = None
     property_links: list[Link] = []
+    lines_of_keys: dict[str, int] = {}
     structure_start = 0  # body lines before this hold no headings or block ids
     if yaml_text is not None:
         try:
             frontmatter = load_frontmatter(yaml_text, max_bytes=max_frontmatter_bytes)
             if frontmatter:
-                property_links = frontmatter_links(frontmatter, key_lines(yaml_text))
+                lines_of_keys = key_lines(yaml_text)
+                property_links = frontmatter_links(frontmatter, lines_of_keys)
         except FrontmatterError as exc:
             # Index the whole file as body, but do not read headings out of
             # the broken YAML (a "key: value" line above "---" is no heading).
@@ -109,23 +111,25 @@ def _parse_text(
 
     links: list[Link] = list(property_links)
     embeds: list[Link] = []
-    for raw in sorted(wikilinks + md_links, key=lambda r: r.offset):
+    found = sorted(wikilinks + md_links, key=_offset) if md_links else wikilinks
+    for raw in found:
         link = _to_link(raw, body_line + line_index(starts, raw.offset))
         (embeds if raw.embed else links).append(link)
 
     tags = _dedupe_tags(frontmatter_tags(frontmatter) + find_tags(scan, body))
+    structure = scan_blocks(body, masked, headings_from=structure_start)
     headings = tuple(
         Heading(level=level, text=htext, line=body_line + i)
-        for level, htext, i in find_headings(
-            masked.text, body.split("\n"), masked.code_lines, structure_start, starts
-        )
+        for level, htext, i in headings_of(structure)
     )
-    blocks = tuple(
-        Block(id=block_id, line=body_line + first, end_line=body_line + last)
-        for block_id, first, last in find_blocks(
-            masked.text, masked.code_lines, structure_start, starts
+    blocks = ()
+    if "^" in masked.text:
+        blocks = tuple(
+            Block(id=block_id, line=body_line + first, end_line=body_line + last)
+            for block_id, first, last in find_block_ids(
+                masked.text, structure, starts, structure_start
+            )
         )
-    )
     return ParsedNote(
         path=path,
         title=frontmatter_title(frontmatter) or _stem(path),
@@ -139,10 +143,20 @@ def _parse_text(
         embeds=tuple(embeds),
         headings=headings,
         blocks=blocks,
+        key_lines=lines_of_keys,
         error=error,
         crlf=crlf,
         bom=bom,
     )
+
+
+def structure_start(note: ParsedNote) -> int:
+    """The body line (0-based) from which the parser read headings and block
+    ids: past the front-matter block of a note whose YAML did not load (its
+    body is then the whole file), else 0."""
+    if note.error is None or note.body_line != 1 or note.error.startswith(INTERNAL_ERROR):
+        return 0
+    return frontmatter_end(note.body)
 
 
 def _stem(path: str) -> str:
@@ -150,6 +164,9 @@ def _stem(path: str) -> str:
     name = path.rpartition("/")[2]
     dot = name.rfind(".")
     return name[:dot] if 0 < dot < len(name) - 1 else name
+
+
+_offset = attrgetter("offset")
 
 
 def _to_link(raw: RawLink, line: int) -> Link:

@@ -1,13 +1,14 @@
 """Cutting a note's body into fact-sized segments, with file line numbers.
 
-One forward pass over the body's lines, with the parser's masking
-(:func:`vault_io.markdown.mask_markdown`) telling code, comments, HTML and
-math apart from text. What becomes a segment:
+The blocks come from the block scanner (:func:`vault_io.blocks.scan_blocks`,
+over the parser's masking, which tells code, comments, HTML and math apart
+from text), so segments sit under the same headings as the parser's
+headings and the chunker's sections. What becomes a segment:
 
 - every list item (task items keep their checkbox character), with the
   items above it (and a lead-in line such as ``Tools:`` just before the
   list, and a callout's title) as its *context*;
-- every sentence of a paragraph (also indented paragraphs inside list items);
+- every sentence of a paragraph (also paragraphs inside list items);
 - every table row, as ``Column: value; Column: value``;
 - the body of a callout or block quote, segmented by the same rules.
 
@@ -15,8 +16,8 @@ What never does: headings (they become the *heading path* of what follows),
 code blocks, HTML blocks, ``%% comments %%``, ``$$ math $$``, embeds,
 thematic breaks, table delimiter rows, a callout's ``[!type]`` line, and
 private key blocks. The text of a segment is the Markdown as written (links,
-emphasis and inline code kept), with list markers, checkboxes, quote
-prefixes, ``^block-ids``, embeds, comments and HTML tags removed and
+emphasis, inline code and ``$math$`` kept), with list markers, checkboxes,
+quote prefixes, ``^block-ids``, embeds, comments and HTML tags removed and
 whitespace collapsed. Filtering (too short, pure links) and redacting
 secrets in the text are the caller's job; context entries and heading paths,
 which are indexed with every fact below them, are redacted here (before a
@@ -27,12 +28,37 @@ password value is never split into two sentences.
 from __future__ import annotations
 
 import re
+from bisect import bisect_right
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
-from memvault.vault_io.mask import line_starts, mask_markdown
-from memvault.vault_io.note import Heading
+from memvault.vault_io.blocks import (
+    HEADING,
+    HIDDEN_KINDS,
+    ITEM,
+    PARAGRAPH,
+    QUOTE,
+    TABLE,
+    Block,
+    collapse,
+    scan_blocks,
+    strip_block_id,
+)
+from memvault.vault_io.mask import line_starts, mask_markdown, unmask_spans
 from memvault.vault_io.secrets import always_value_spans, private_key_lines, redact
+from memvault.vault_io.syntax import (
+    CALLOUT_RE,
+    CELL_SPLIT_RE,
+    EMBED_RE,
+    LIST_ITEM_RE,
+    MD_LINK,
+    QUOTE_RE,
+    TASK_RE,
+    URL,
+    WIKILINK,
+)
+
+__all__ = ["Segment", "collapse", "segment_body", "split_sentences"]
 
 
 @dataclass(frozen=True)
@@ -51,42 +77,20 @@ class Segment:
 @dataclass
 class _Line:
     no: int  # 1-based file line
-    text: str  # original text, container prefixes removed
-    masked: str  # masked text, same prefixes removed
-    skip: bool = False  # code or HTML block line, private key line
-
-    @property
-    def blank(self) -> bool:
-        return self.skip or not self.masked.strip()
+    text: str  # original text, quote prefixes removed
+    masked: str  # masked text (inline math kept), same prefixes removed
+    skip: bool = False  # no text of its own: see _Segmenter.line
 
 
-_ITEM_RE = re.compile(r"([ \t]*)([-*+]|\d{1,9}[.)])([ \t]+|$)")
-_TASK_RE = re.compile(r"\[(.)\](?:[ \t]+|$)")
-_QUOTE_RE = re.compile(r" {0,3}>[ \t]?")
-_CALLOUT_RE = re.compile(r"[ \t]*\[!([^\]\n]*)\][+-]?[ \t]*(.*)$")
-_HR_RE = re.compile(r" {0,3}(?:(?:\*[ \t]*){3,}|(?:-[ \t]*){3,}|(?:_[ \t]*){3,})$")
-_DELIM_RE = re.compile(r"[ \t]*\|?[ \t]*:?-+:?[ \t]*(?:\|[ \t]*:?-+:?[ \t]*)*\|?[ \t]*$")
-_CELL_SPLIT_RE = re.compile(r"(?<!\\)\|")
-_BLOCK_ID_RE = re.compile(r"(?:^|[ \t])\^[A-Za-z0-9-]+[ \t]*$")
-_EMBED_RE = re.compile(r"!\[\[[^\[\]\n]*\]\]|!\[[^\]\n]*\]\([^)\n]*\)")
 _SPACES_RE = re.compile(r" {1,}")
 
 #: Longest a context entry (a parent item, a lead-in) is kept.
 CONTEXT_CHARS = 80
 
 
-def collapse(text: str) -> str:
-    """``text`` with runs of whitespace made one space, trimmed."""
-    return " ".join(text.split())  # str.split() knows Unicode white space, and beats a regex
-
-
-def _indent(prefix: str) -> int:
-    return len(prefix.expandtabs(4))
-
-
 def _clean(line: _Line) -> str:
-    """The line's text without comments, HTML tags and math (masked spans
-    that are not inline code), embeds and a trailing block id."""
+    """The line's text without comments, HTML tags (masked spans that are
+    not inline code), embeds and a trailing block id."""
     text = line.text
     if line.masked != text:
         pieces: list[str] = []
@@ -102,7 +106,7 @@ def _clean(line: _Line) -> str:
         pieces.append(text[last:])
         text = "".join(pieces)
     if "!" in text:
-        text = _EMBED_RE.sub(" ", text)
+        text = EMBED_RE.sub(" ", text)
     return text
 
 
@@ -114,16 +118,32 @@ def _short(text: str) -> str:
 
 
 class _Segmenter:
-    """State of one pass: the heading stack and the segments found so far."""
+    """One pass over a note's blocks, in document order: the segments found,
+    and the context each list item or quote gives the blocks inside it."""
 
-    def __init__(self, headings: dict[int, tuple[int, str, int]], block_lines: set[int]) -> None:
-        self.headings = headings  # first file line -> (level, text, last file line)
+    def __init__(self, body: str, body_line: int, block_lines: set[int], headings_from: int) -> None:
+        self.raw = body.split("\n")
+        masked = mask_markdown(body)
+        self.blocks = scan_blocks(body, masked, lines=self.raw, headings_from=headings_from)
+        # Fact text keeps its formulas: put inline math back into the mask.
+        self.masked = unmask_spans(masked.text, body, masked.math_spans).split("\n")
+        self.body_line = body_line
         self.block_lines = block_lines  # file lines that end with a ^block-id
-        self.stack: list[tuple[int, str]] = []
+        self.secret: set[int] = set()
+        self.keys = 0  # private key blocks skipped
+        if "PRIVATE KEY" in body:
+            self.secret = private_key_lines(self.raw) - masked.code_lines
+            self.keys = sum(1 for k in self.secret if k - 1 not in self.secret)
         self.out: list[Segment] = []
+        self.heads: dict[str, str] = {}  # heading path entry -> its redacted form
         # Secrets redacted in text that is context but never a segment of its
         # own (headings, lead-ins, callout titles), so the caller counts them.
         self.redacted = 0
+        self.depth: list[int] = []  # per block: quotes around it
+        self.inner: dict[int, tuple[str, ...]] = {-1: ()}  # per container: context of what it holds
+        self.list_context: dict[int, tuple[str, ...]] = {}  # per container: context of its current list
+        self.leadin: dict[int, tuple[str, ...]] = {}  # per container: lead-in for a list that follows
+        self.previous: dict[int, str] = {}  # per container: kind of the last block seen in it
 
     def _redact_counted(self, text: str) -> str:
         text, n = redact(text)
@@ -132,99 +152,103 @@ class _Segmenter:
 
     # -- helpers ---------------------------------------------------------
 
+    def line(self, k: int, depth: int) -> _Line:
+        """Body line ``k`` without the prefixes of the ``depth`` quotes around it.
+
+        It is skipped (no text of its own) if it is a private key line, or
+        blank once masked: a line of only inline code, HTML tags or
+        non-breaking spaces reads as a gap between sentences, not as one.
+        """
+        text, masked = self.raw[k], self.masked[k]
+        cut = 0
+        for _ in range(depth):
+            m = QUOTE_RE.match(text, cut)
+            if m is None:
+                break  # a lazy line: no prefix
+            cut = m.end()
+        masked = masked[cut:]
+        return _Line(self.body_line + k, text[cut:], masked, k in self.secret or not masked.strip())
+
+    def runs(self, block: Block, depth: int) -> list[list[_Line]]:
+        """The lines of ``block`` in runs between skipped lines."""
+        runs: list[list[_Line]] = [[]]
+        for k in range(block.start, block.end + 1):
+            line = self.line(k, depth)
+            if line.skip:
+                if runs[-1]:
+                    runs.append([])
+            else:
+                runs[-1].append(line)
+        return [run for run in runs if run]
+
     def text_of(self, line: _Line, start: int = 0) -> str:
         """Cleaned text of ``line`` from column ``start``."""
         part = _Line(line.no, line.text[start:], line.masked[start:], line.skip)
         text = _clean(part)
         if line.no in self.block_lines:
-            text = _BLOCK_ID_RE.sub("", text.rstrip())
+            text = strip_block_id(text.rstrip())
         return text
 
-    def heading_path(self) -> tuple[str, ...]:
-        return tuple(text for _, text in self.stack)
-
-    def emit(self, kind: str, text: str, first: int, last: int, context: tuple[str, ...], task: str | None = None) -> None:
+    def emit(self, block: Block, kind: str, text: str, first: int, last: int, context: tuple[str, ...], task: str | None = None) -> None:
+        """Record a segment of ``block`` (unless its text is empty), under
+        the block's heading path in its redacted form."""
         text = collapse(text)
         if text:
-            self.out.append(Segment(kind, text, first, last, self.heading_path(), context, task))
+            headings = tuple(self.heads.get(h, h) for h in block.headings)
+            self.out.append(Segment(kind, text, first, last, headings, context, task))
 
-    # -- block dispatch --------------------------------------------------
+    # -- the pass ----------------------------------------------------------
 
-    def blocks(self, lines: list[_Line], context: tuple[str, ...], top: bool) -> None:
-        """Segment a run of lines (the body, or the inside of a quote)."""
-        i, n = 0, len(lines)
-        leadin: tuple[str, ...] = ()
-        while i < n:
-            line = lines[i]
-            if top and line.no in self.headings:
-                level, text, last = self.headings[line.no]
-                while self.stack and self.stack[-1][0] >= level:
-                    self.stack.pop()
-                self.stack.append((level, self._redact_counted(collapse(text))))
-                leadin = ()
-                while i < n and lines[i].no <= last:
-                    i += 1
-                continue
-            if line.blank:
-                i += 1
-                continue
-            if _QUOTE_RE.match(line.text) and line.text.lstrip(" ").startswith(">"):
-                i = self.quote(lines, i, context)
-                leadin = ()
-            elif _HR_RE.match(line.text):
-                i += 1
-                leadin = ()
-            elif _ITEM_RE.match(line.text):
-                i = self.list_block(lines, i, context + leadin, top)
-                leadin = ()
-            elif self.table_starts(lines, i):
-                i = self.table(lines, i, context)
-                leadin = ()
-            else:
-                i, leadin = self.paragraph(lines, i, context, top)
+    def run(self) -> None:
+        """Segment every block, in document order."""
+        blocks = self.blocks
+        for k, block in enumerate(blocks):
+            parent = block.parent
+            up = blocks[parent] if parent >= 0 else None
+            self.depth.append(self.depth[parent] + (up.kind == QUOTE) if up is not None else 0)
+            if block.kind in HIDDEN_KINDS:
+                continue  # no prose, and a lead-in reaches over it
+            context = self.inner.get(parent, ())
+            leadin = self.leadin.pop(parent, ())
+            after = self.previous.get(parent)
+            self.previous[parent] = block.kind
+            if block.kind == HEADING:
+                text = collapse(block.text)
+                self.heads[text] = self._redact_counted(text)
+            elif block.kind == ITEM:
+                if up is None or up.kind != ITEM:  # an item of the outermost list here
+                    if after != ITEM:
+                        self.list_context[parent] = context + leadin
+                    context = self.list_context[parent]
+                self.item(k, block, context)
+            elif block.kind == PARAGRAPH:
+                self.paragraph(k, block, context, lead=up is None or up.kind == QUOTE)
+            elif block.kind == QUOTE:
+                self.quote(k, block, context)
+            elif block.kind == TABLE:
+                self.table(k, block, context)
 
-    def starts_block(self, lines: list[_Line], i: int, top: bool) -> bool:
-        """Whether line ``i`` interrupts a paragraph."""
-        line = lines[i]
-        if line.blank or (top and line.no in self.headings):
-            return True
-        text = line.text
-        return bool(
-            (text.lstrip(" ").startswith(">") and _QUOTE_RE.match(text))
-            or _HR_RE.match(text)
-            or _ITEM_RE.match(text)
-            or self.table_starts(lines, i)
-        )
-
-    # -- paragraphs ------------------------------------------------------
-
-    def paragraph(
-        self, lines: list[_Line], i: int, context: tuple[str, ...], top: bool
-    ) -> tuple[int, tuple[str, ...]]:
-        """Sentences of the paragraph at ``i``; returns the next line and a
-        lead-in (``Tools:``) if the paragraph introduces a list."""
-        start = i
-        i += 1
-        while i < len(lines) and not self.starts_block(lines, i, top):
-            i += 1
-        sentences = self.sentences(lines[start:i])
-        j = i
-        while j < len(lines) and lines[j].blank and not (top and lines[j].no in self.headings):
-            j += 1
-        leadin: tuple[str, ...] = ()
-        if (
-            sentences
-            and sentences[-1][0].endswith(":")
-            and j < len(lines)
-            and _ITEM_RE.match(lines[j].text)
-            and not _HR_RE.match(lines[j].text)
-        ):
-            leadin = (_short(self._redact_counted(sentences.pop()[0])),)
+    def paragraph(self, k: int, block: Block, context: tuple[str, ...], lead: bool) -> None:
+        """Sentences of the paragraph; with ``lead``, a last sentence ending
+        in ":" right before a list is that list's lead-in (``Tools:``)."""
+        sentences: list[tuple[str, int, int]] = []
+        for run in self.runs(block, self.depth[k]):
+            sentences += self.sentences(run)
+        if lead and sentences and sentences[-1][0].endswith(":") and self._list_follows(k):
+            self.leadin[block.parent] = (_short(self._redact_counted(sentences.pop()[0])),)
         for text, first, last in sentences:
-            self.emit("sentence", text, first, last, context)
-        return i, leadin
+            self.emit(block, "sentence", text, first, last, context)
 
-    def sentences(self, lines: Sequence[_Line], indent_ok: bool = True) -> list[tuple[str, int, int]]:
+    def _list_follows(self, k: int) -> bool:
+        """Whether the next block beside block ``k`` (past code, comments,
+        math) is a list item."""
+        blocks = self.blocks
+        for j in range(k + 1, len(blocks)):
+            if blocks[j].kind not in HIDDEN_KINDS:
+                return blocks[j].kind == ITEM and blocks[j].parent == blocks[k].parent
+        return False
+
+    def sentences(self, lines: Sequence[_Line]) -> list[tuple[str, int, int]]:
         """(sentence, first line, last line) for a paragraph's lines."""
         parts = [self.text_of(line).strip() for line in lines]
         joined = "\n".join(parts)
@@ -236,155 +260,68 @@ class _Segmenter:
                 continue
             s += len(joined[s:e]) - len(joined[s:e].lstrip())  # the line the words start on
             e -= len(joined[s:e]) - len(joined[s:e].rstrip())
-            first = lines[_line_at(starts, s)].no
-            last = lines[_line_at(starts, max(s, e - 1))].no
+            first = lines[bisect_right(starts, s) - 1].no
+            last = lines[bisect_right(starts, max(s, e - 1)) - 1].no
             found.append((text, first, last))
         return found
 
-    # -- lists -----------------------------------------------------------
+    def item(self, k: int, block: Block, context: tuple[str, ...]) -> None:
+        """One list item (its marker line and the lines that continue it);
+        the items and paragraphs inside it get its text as context."""
+        runs = self.runs(block, self.depth[k])
+        lines = runs[0] if runs else []
+        if not lines or lines[0].no != self.body_line + block.start:
+            return  # its first line is a private key line
+        head = lines[0]
+        m = LIST_ITEM_RE.match(head.text)
+        text = self.text_of(head, m.end() if m else 0)
+        task = None
+        tm = TASK_RE.match(text.lstrip())
+        if tm:
+            task = tm.group(1)
+            text = text.lstrip()[tm.end() :]
+        parts = [text] + [self.text_of(line) for line in lines[1:]]
+        full = collapse(" ".join(parts))
+        self.emit(block, "task" if task is not None else "item", full, head.no, lines[-1].no, context, task)
+        short = _short(full)
+        self.inner[k] = context + (short,) if short else context
+        for run in runs[1:]:  # lines after a gap read as a paragraph inside the item
+            for sentence, first, last in self.sentences(run):
+                self.emit(block, "sentence", sentence, first, last, self.inner[k])
 
-    def list_block(self, lines: list[_Line], i: int, context: tuple[str, ...], top: bool) -> int:
-        """Every item of the list at ``i`` (nested ones with their parents as context)."""
-        n = len(lines)
-        # Open items: [marker indent, content indent, text parts, first line, last line,
-        # task, context, flushed, text as context]
-        stack: list[list] = []
-        blank_before = False
+    def quote(self, k: int, block: Block, context: tuple[str, ...]) -> None:
+        """A block quote: what it holds is segmented like a body; a
+        callout's title is context for all of it."""
+        if block.text:  # a callout: its title line is the first non-blank one
+            depth = self.depth[k] + 1
+            for n in range(block.start, block.end + 1):
+                line = self.line(n, depth)
+                callout = CALLOUT_RE.match(line.text) if line.masked.strip() else None
+                if callout is not None:
+                    title = self._redact_counted(collapse(self.text_of(_Line(line.no, callout.group(2), callout.group(2)))))
+                    if title:
+                        context = context + (_short(title),)
+                    break
+        self.inner[k] = context
 
-        def flush(item: list) -> None:
-            if item[7]:
-                return
-            item[7] = True
-            text = collapse(" ".join(item[2]))
-            item[8] = _short(text)  # its form as context of the items below it
-            kind = "task" if item[5] is not None else "item"
-            self.emit(kind, text, item[3], item[4], item[6], item[5])
-
-        def parents(below: int) -> tuple[str, ...]:
-            found = (it[8] if it[7] else _short(collapse(" ".join(it[2]))) for it in stack[:below])
-            return tuple(text for text in found if text)
-
-        while i < n:
-            line = lines[i]
-            if top and line.no in self.headings:
-                break
-            if line.blank:
-                blank_before = True
-                i += 1
+    def table(self, k: int, block: Block, context: tuple[str, ...]) -> None:
+        """One ``Column: value; ...`` segment per body row of the table."""
+        depth = self.depth[k]
+        header = self.line(block.start, depth)
+        headers = _cells(self.text_of(header))
+        for n in range(block.start + 2, block.end + 1):
+            line = self.line(n, depth)
+            if line.skip:
                 continue
-            m = _ITEM_RE.match(line.text)
-            if m and not _HR_RE.match(line.text):
-                indent = _indent(m.group(1))
-                while stack and stack[-1][0] >= indent:
-                    flush(stack.pop())
-                for it in stack:
-                    flush(it)  # a parent's text is complete once a child starts
-                gap = m.group(3)
-                content_indent = indent + len(m.group(2)) + (len(gap.expandtabs(4)) if gap else 1)
-                text = self.text_of(line, m.end())
-                task = None
-                tm = _TASK_RE.match(text.lstrip())
-                if tm:
-                    task = tm.group(1)
-                    text = text.lstrip()[tm.end():]
-                item_context = context + parents(len(stack))
-                stack.append([indent, content_indent, [text], line.no, line.no, task, item_context, False, ""])
-                blank_before = False
-                i += 1
-                continue
-            raw_indent = _indent(line.text[: len(line.text) - len(line.text.lstrip(" \t"))])
-            if blank_before:
-                if raw_indent == 0 or not stack:
-                    break  # the list ended at the blank line
-                # An indented paragraph (or quote) inside an item.
-                owner = len(stack)
-                while owner > 1 and stack[owner - 1][1] > raw_indent + 1:
-                    owner -= 1
-                inner_context = context + parents(owner)
-                if line.text.lstrip(" \t").startswith(">"):
-                    j = i
-                    run: list[_Line] = []
-                    while j < n and not lines[j].blank and lines[j].text.lstrip(" \t").startswith(">"):
-                        cut = len(lines[j].text) - len(lines[j].text.lstrip(" \t"))
-                        run.append(_Line(lines[j].no, lines[j].text[cut:], lines[j].masked[cut:], lines[j].skip))
-                        j += 1
-                    self.quote(run, 0, inner_context)
-                    i = j
-                else:
-                    j = i + 1
-                    while j < n and not lines[j].blank and not _ITEM_RE.match(lines[j].text) and not (
-                        top and lines[j].no in self.headings
-                    ):
-                        j += 1
-                    for text, first, last in self.sentences(lines[i:j]):
-                        self.emit("sentence", text, first, last, inner_context)
-                    i = j
-                blank_before = False
-                continue
-            if raw_indent == 0 and (
-                (line.text.startswith(">")) or _HR_RE.match(line.text) or self.table_starts(lines, i)
-            ):
-                break
-            if stack and not stack[-1][7]:
-                stack[-1][2].append(self.text_of(line))
-                stack[-1][4] = line.no
-            i += 1
-        for it in stack:
-            flush(it)
-        return i
-
-    # -- quotes and callouts ---------------------------------------------
-
-    def quote(self, lines: list[_Line], i: int, context: tuple[str, ...]) -> int:
-        """The block quote (or callout) at ``i``, segmented like a body."""
-        inner: list[_Line] = []
-        while i < len(lines):
-            line = lines[i]
-            m = _QUOTE_RE.match(line.text)
-            if not m or not line.text.lstrip(" ").startswith(">"):
-                break
-            k = m.end()
-            inner.append(_Line(line.no, line.text[k:], line.masked[k:], line.skip))
-            i += 1
-        for j, line in enumerate(inner):
-            if line.blank:
-                continue
-            callout = _CALLOUT_RE.match(line.text)
-            if callout:
-                title = self._redact_counted(collapse(self.text_of(_Line(line.no, callout.group(2), callout.group(2)))))
-                inner[j] = _Line(line.no, "", "", True)
-                if title:
-                    context = context + (_short(title),)
-            break
-        self.blocks(inner, context, top=False)
-        return i
-
-    # -- tables ----------------------------------------------------------
-
-    def table_starts(self, lines: list[_Line], i: int) -> bool:
-        """Whether a table (header row, then a delimiter row) starts at ``i``."""
-        if i + 1 >= len(lines) or "|" not in lines[i].text or lines[i].blank:
-            return False
-        delim = lines[i + 1].text
-        return "-" in delim and bool(_DELIM_RE.match(delim)) and ("|" in delim or "|" in lines[i].text.strip()[1:-1])
-
-    def table(self, lines: list[_Line], i: int, context: tuple[str, ...]) -> int:
-        """One ``Column: value; ...`` segment per body row of the table at ``i``."""
-        headers = _cells(self.text_of(lines[i]))
-        i += 2
-        while i < len(lines) and not lines[i].blank and "|" in lines[i].text:
-            line = lines[i]
             cells = _cells(self.text_of(line))
             pairs = []
-            for k, cell in enumerate(cells[: max(len(headers), 1)] if headers else cells):
+            for i, cell in enumerate(cells[: max(len(headers), 1)] if headers else cells):
                 if not cell:
                     continue
-                head = headers[k] if k < len(headers) and headers[k] else f"Column {k + 1}"
+                head = headers[i] if i < len(headers) and headers[i] else f"Column {i + 1}"
                 pairs.append(f"{head}: {cell}")
             if pairs:
-                self.emit("row", "; ".join(pairs), line.no, line.no, context)
-            i += 1
-        return i
+                self.emit(block, "row", "; ".join(pairs), line.no, line.no, context)
 
 
 def _cells(row: str) -> list[str]:
@@ -393,13 +330,7 @@ def _cells(row: str) -> list[str]:
         row = row[1:]
     if row.endswith("|") and not row.endswith("\\|"):
         row = row[:-1]
-    return [collapse(cell.replace("\\|", "|")) for cell in _CELL_SPLIT_RE.split(row)]
-
-
-def _line_at(starts: list[int], offset: int) -> int:
-    from bisect import bisect_right
-
-    return bisect_right(starts, offset) - 1
+    return [collapse(cell.replace("\\|", "|")) for cell in CELL_SPLIT_RE.split(row)]
 
 
 # --------------------------------------------------------------------------
@@ -455,11 +386,9 @@ def _is_abbreviation(word: str, rest: str, before: str) -> bool:
 
 
 _BOUNDARY_RE = re.compile(r"[.!?…]+[\"'”’)\]*_]*(?=\s)|[。！？]+[\"'”’)\]]*|\n")
-_PROTECT_RE = re.compile(
-    r"(`+)[^`]+?\1|\[\[[^\[\]\n]*\]\]|!?\[[^\]\n]*\]\([^)\n]*\)"
-    r"|\b[a-zA-Z][a-zA-Z0-9+.-]*://[^\s<>\"]*[^\s<>\".,;:!?)\]'”’]"
-    r"|\$[^$\n]+\$"
-)
+# Never cut inside: code spans, links, URLs, inline math.
+_PROTECT_RE = re.compile(rf"(`+)[^`]+?\1|{WIKILINK}|!?{MD_LINK}|{URL}|\$[^$\n]+\$")
+_NON_SPACE_RE = re.compile(r"\S")
 _WORD_BEFORE_RE = re.compile(r"([^\s(\[\"'“‘]+)\.$")
 _CONTINUES = ",;(–—-&/+=<"
 
@@ -488,17 +417,28 @@ def split_sentences(text: str) -> list[tuple[int, int]]:
             protected = sorted(protected + secret)
     cuts: list[int] = []
     p = 0
+    # What lies around a boundary is found from where the last look ended,
+    # never by slicing to the text's end or start: a paragraph of thousands
+    # of lines stays linear.  The next non-space is at ahead_at for any
+    # position from ahead_from on; last_char is the last non-space before
+    # `behind`.
+    ahead_from, ahead_at = len(text) + 1, len(text)
+    behind, last_char = 0, ""
     for m in _BOUNDARY_RE.finditer(text):
         start, end = m.span()
         while p < len(protected) and protected[p][1] <= start:
             p += 1
         if p < len(protected) and protected[p][0] <= start < protected[p][1]:
             continue
-        rest = text[end:].lstrip()
+        if not ahead_from <= end <= ahead_at:
+            found = _NON_SPACE_RE.search(text, end)
+            ahead_from, ahead_at = end, found.start() if found else len(text)
+        rest = text[ahead_at : ahead_at + 40]  # enough to read a month name
         nxt = rest[:1]
         if m.group() == "\n":
-            before = text[:start].rstrip()
-            if not before or not nxt or nxt.islower() or before[-1] in _CONTINUES:
+            tail = text[behind:start].rstrip()
+            behind, last_char = start, tail[-1:] or last_char
+            if not last_char or not nxt or nxt.islower() or last_char in _CONTINUES:
                 continue
             cuts.append(end)
             continue
@@ -530,27 +470,8 @@ def split_sentences(text: str) -> list[tuple[int, int]]:
 # --------------------------------------------------------------------------
 
 
-def _heading_extents(lines: list[str], body_line: int, headings: Iterable[Heading]) -> dict[int, tuple[int, str, int]]:
-    """First file line -> (level, text, last file line) of every heading;
-    a setext heading runs to its underline."""
-    out: dict[int, tuple[int, str, int]] = {}
-    setext = re.compile(r" {0,3}(?:=+|-+)[ \t]*$")
-    for h in headings:
-        i = h.line - body_line
-        if not 0 <= i < len(lines):
-            continue
-        last = h.line
-        if not lines[i].lstrip(" ").startswith("#"):
-            j = i + 1
-            while j < len(lines) and not setext.match(lines[j]):
-                j += 1
-            last = body_line + min(j, len(lines) - 1)
-        out[h.line] = (h.level, h.text, last)
-    return out
-
-
 def segment_body(
-    body: str, body_line: int = 1, headings: Sequence[Heading] = (), block_lines: Iterable[int] = ()
+    body: str, body_line: int = 1, block_lines: Iterable[int] = (), *, headings_from: int = 0
 ) -> tuple[list[Segment], int]:
     """All segments of a note body (LF line endings), in document order, and
     the number of secrets redacted outside segment texts: private key blocks
@@ -558,21 +479,11 @@ def segment_body(
     titles (context and heading paths are redacted; segment texts are not,
     the caller redacts and counts those).
 
-    ``body_line`` is the file line the body starts on, ``headings`` the
-    note's headings and ``block_lines`` the file lines that end with a
-    ``^block-id`` (both as :mod:`vault_io.parser` found them).
+    ``body_line`` is the file line the body starts on, ``block_lines`` the
+    file lines that end with a ``^block-id`` (as :mod:`vault_io.parser`
+    found them), and ``headings_from`` the body line before which no
+    heading is read (see :func:`vault_io.parser.structure_start`).
     """
-    raw = body.split("\n")
-    masked = mask_markdown(body, inline_math=False)
-    mlines = masked.text.split("\n")
-    secret: set[int] = set()
-    keys = 0
-    if "PRIVATE KEY" in body:
-        secret = private_key_lines(raw) - masked.code_lines
-        keys = sum(1 for k in secret if k - 1 not in secret)
-    lines = [
-        _Line(body_line + k, raw[k], mlines[k], k in masked.code_lines or k in secret) for k in range(len(raw))
-    ]
-    seg = _Segmenter(_heading_extents(raw, body_line, headings), set(block_lines))
-    seg.blocks(lines, (), top=True)
-    return seg.out, keys + seg.redacted
+    seg = _Segmenter(body, body_line, set(block_lines), headings_from)
+    seg.run()
+    return seg.out, seg.keys + seg.redacted

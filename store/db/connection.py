@@ -43,6 +43,14 @@ class IndexDatabaseError(MemvaultError):
     """A problem with the index database itself (missing, unreadable, corrupt)."""
 
 
+class StoreWriteError(MemvaultError):
+    """The disk refused a write to memvault's databases (full, read-only, an I/O error)."""
+
+
+#: SQLite's failures of the disk itself, as opposed to a bug in a statement.
+_DISK_ERRORS = (apsw.FullError, apsw.IOError, apsw.ReadOnlyError, apsw.CantOpenError, apsw.CorruptError)
+
+
 class StoreBusyError(MemvaultError):
     """Another process held the write lock for longer than :data:`WRITE_WAIT_S`."""
 
@@ -248,11 +256,19 @@ def write_transaction(con: apsw.Connection) -> Iterator[apsw.Connection]:
         _begin_immediate(con)
         try:
             yield con
-        except BaseException:
-            con.execute("ROLLBACK")
+        except BaseException as exc:
+            if con.in_transaction:  # SQLite may have rolled back already (a full disk)
+                con.execute("ROLLBACK")
+            if isinstance(exc, _DISK_ERRORS):
+                raise StoreWriteError(f"cannot write to {con.filename}: {exc}; nothing was changed") from exc
             raise
         else:
-            con.execute("COMMIT")
+            try:
+                con.execute("COMMIT")
+            except _DISK_ERRORS as exc:
+                if con.in_transaction:
+                    con.execute("ROLLBACK")
+                raise StoreWriteError(f"cannot write to {con.filename}: {exc}; nothing was changed") from exc
 
 
 def checkpoint(con: apsw.Connection) -> None:

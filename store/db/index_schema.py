@@ -406,6 +406,27 @@ def m008_durable_state_apart(con: apsw.Connection) -> None:
             con.execute("UPDATE state.outbox SET trace = ? WHERE trace_id = ?", (trace_json(row[0]), trace_id))
 
 
+def m009_embed_pending(con: apsw.Connection) -> None:
+    """The chunks still without a vector, kept as chunks come and vectors go.
+
+    Before this, every wake of the embedding worker (and every poll) read
+    every chunk and every cached hash to find the few without a vector. Now
+    a trigger adds each new chunk here, storing a vector removes its text's
+    rows, and a change of model (``meta`` ``pending_model``) refills it once.
+    """
+    con.execute(
+        """
+        CREATE TABLE embed_pending (
+            chunk_id INTEGER PRIMARY KEY REFERENCES chunks(id) ON DELETE CASCADE
+        );
+        CREATE TRIGGER chunks_pending_ai AFTER INSERT ON chunks BEGIN
+            INSERT OR IGNORE INTO embed_pending (chunk_id) VALUES (new.id);
+        END;
+        DELETE FROM meta WHERE key = 'pending_model';
+        """
+    )
+
+
 MIGRATIONS: list[Callable[[apsw.Connection], None]] = [
     m001_foundation,
     m002_memories,
@@ -415,4 +436,5 @@ MIGRATIONS: list[Callable[[apsw.Connection], None]] = [
     m006_tag_rowids,
     m007_recheck_conflict_copies,
     m008_durable_state_apart,
+    m009_embed_pending,
 ]

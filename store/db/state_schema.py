@@ -100,7 +100,23 @@ def m001_durable_state(con: apsw.Connection) -> None:
     )
 
 
-def m002_consolidation(con: apsw.Connection) -> None:
+def m002_fact_forgets(con: apsw.Connection) -> None:
+    """Facts a person forgot: they stay retired however often their source
+    note is re-extracted (or the index rebuilt), until restored."""
+    con.execute(
+        """
+        CREATE TABLE state.fact_forgets (
+            fact_id   TEXT PRIMARY KEY,
+            source_id TEXT NOT NULL,
+            reason    TEXT,
+            at        TEXT NOT NULL
+        );
+        CREATE INDEX state.fact_forgets_source ON fact_forgets(source_id);
+        """
+    )
+
+
+def m003_consolidation(con: apsw.Connection) -> None:
     """Consolidation: the log of runs and their actions (what undo needs),
     merged memories, flagged contradictions, links only memvault knows
     (``derived_from``), and when a memory's strength last decayed."""
@@ -175,5 +191,6 @@ def m002_consolidation(con: apsw.Connection) -> None:
 
 MIGRATIONS: list[Callable[[apsw.Connection], None]] = [
     m001_durable_state,
-    m002_consolidation,
+    m002_fact_forgets,
+    m003_consolidation,
 ]

@@ -5,8 +5,10 @@
 * A **memory** is its content, cut like a note when it is long.
 * An ordinary **note** is cut into chunks of at most :data:`MAX_TOKENS`
   tokens (counted with the model's own tokenizer, [CLS]/[SEP] included): first
-  on headings (ATX headings outside code fences), then within a section on
-  paragraph breaks, else sentence ends, else word starts. Consecutive chunks
+  on headings (the headings of :func:`memvault.vault_io.blocks.scan_blocks`,
+  the parser's and the fact extractor's: ATX and setext, none inside code,
+  comments, HTML or math), then within a section on paragraph breaks, else
+  sentence ends, else word starts. Consecutive chunks
   of one section overlap by about :data:`OVERLAP_TOKENS` tokens so a sentence
   cut in two is whole in one of them. Every note chunk starts with
   ``"<title> > <heading path>"`` so a chunk means what it means in its note.
@@ -22,6 +24,11 @@ import re
 from dataclasses import dataclass
 
 from memvault.store.embedding.model import MAX_TOKENS, text_hash, tokenizer
+from memvault.vault_io.blocks import HEADING, scan_blocks
+from memvault.vault_io.frontmatter import frontmatter_end
+from memvault.vault_io.markdown import links_as_read
+from memvault.vault_io.mask import line_starts
+from memvault.vault_io.syntax import AUTOLINK_RE
 
 #: Tokens repeated at the start of the next chunk of the same section.
 OVERLAP_TOKENS = 32
@@ -29,8 +36,6 @@ OVERLAP_TOKENS = 32
 #: tokenize when joined.
 _RESERVED = 3
 
-_ATX = re.compile(r"^ {0,3}(#{1,6})(?:[ \t]+(.*?))?[ \t]*#*[ \t]*$")
-_FENCE = re.compile(r"^ {0,3}(`{3,}|~{3,})")
 _BLANK_RUN = re.compile(r"\n[ \t]*\n\s*")
 _SENTENCE_END = frozenset(".!?;:")
 
@@ -52,18 +57,12 @@ class Chunk:
         return text_hash(self.text)
 
 
-_WIKILINK = re.compile(r"!?\[\[([^\[\]|#\n]*)(?:#[^\[\]|\n]*)?(?:\|([^\[\]\n]*))?\]\]")
-_MD_LINK = re.compile(r"!?\[([^\[\]\n]*)\]\((?:[^()\s]|\([^()\s]*\))*\)")
-_URL = re.compile(r"<?https?://[^\s>)]+>?")
-
-
 def clean_markup(text: str) -> str:
     """Link syntax out of the text the model sees: ``[[Note|shown]]`` reads
     as "shown", ``[text](url)`` as "text", and bare URLs (token-hungry noise
     to a sentence model) are dropped."""
-    text = _WIKILINK.sub(lambda m: (m.group(2) or m.group(1) or "").strip(), text)
-    text = _MD_LINK.sub(lambda m: m.group(1), text)
-    return _URL.sub("", text)
+    text = links_as_read(text)
+    return AUTOLINK_RE.sub("", text) if "://" in text else text
 
 
 def chunk_text(kind: str, title: str, content: str, start: int, stop: int, heading: str) -> str:
@@ -85,36 +84,26 @@ class _Section:
 
 
 def sections(content: str) -> list[_Section]:
-    """The content split at ATX headings (fenced code is skipped), each part
-    with its heading path ``"H1 > H2"``; the text before the first heading
-    has an empty path."""
+    """The content split at its headings, each part with its heading path
+    ``"H1 > H2"`` (the path facts carry too); the text before the first
+    heading has an empty path.  A heading's own lines (a setext heading's
+    underline too) belong to no part: the path stands for them.
+
+    ``content`` is a note's body.  A front-matter block at its start (the
+    body of a note whose YAML did not load) holds no headings, as for the
+    parser.
+    """
     out: list[_Section] = []
-    path: list[tuple[int, str]] = []
-    fence: str | None = None
-    pos = 0
+    starts: list[int] | None = None
     cur_start = 0
     cur_heading = ""
-    for line in content.splitlines(keepends=True):
-        bare = line.rstrip("\n")
-        m = _FENCE.match(bare)
-        if m:
-            marker = m.group(1)
-            if fence is None:
-                fence = marker
-            elif marker[0] == fence[0] and len(marker) >= len(fence):
-                fence = None
-        elif fence is None:
-            h = _ATX.match(bare)
-            if h:
-                out.append(_Section(cur_heading, cur_start, pos))
-                level, text = len(h.group(1)), (h.group(2) or "").strip()
-                while path and path[-1][0] >= level:
-                    path.pop()
-                if text:
-                    path.append((level, text))
-                cur_heading = " > ".join(t for _, t in path)
-                cur_start = pos + len(line)
-        pos += len(line)
+    for block in scan_blocks(content, headings_from=frontmatter_end(content) if content.startswith("---") else 0):
+        if block.kind != HEADING:
+            continue
+        starts = starts or line_starts(content)
+        out.append(_Section(cur_heading, cur_start, starts[block.start]))
+        cur_heading = " > ".join(block.headings)
+        cur_start = starts[block.end + 1] if block.end + 1 < len(starts) else len(content)
     out.append(_Section(cur_heading, cur_start, len(content)))
     return [s for s in out if content[s.start : s.stop].strip()]
 

@@ -189,6 +189,7 @@ class EmbeddingPipeline:
             if keep:
                 matrix = model.embed([t for _, t in keep])
                 vec.put_vectors(self.cache, self.spec.key, list(zip([h for h, _ in keep], vec.encode_vectors(matrix))))
+                vec.done_embedding(self.con, [h for h, _ in keep])
                 report.embedded += len(keep)
                 dirty = True
             done += len(batch)

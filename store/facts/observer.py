@@ -51,8 +51,6 @@ from memvault.store.facts import rows as sf
 from memvault.store.facts.reextract import FactLinks, fact_title, sync_source_facts
 from memvault.store.settings import Settings
 from memvault.vault_io.facts import Extraction, extract_facts, source_uri
-from memvault.vault_io.frontmatter import key_lines as fm_key_lines
-from memvault.vault_io.frontmatter import split_frontmatter
 from memvault.vault_io.note import NoteReadError, ParsedNote, content_hash
 from memvault.vault_io.parser import parse_note
 from memvault.vault_io.resolve import path_key
@@ -73,13 +71,6 @@ DEFERRED = "deferred"
 #: ``defer(source_id, path)`` queues a source for background llm extraction;
 #: False when it could not be queued (full, stopping).
 Defer = Callable[[str, str], bool]
-
-
-def frontmatter_key_lines(data: bytes) -> dict[str, int]:
-    """File line of each top-level front-matter key of a note's raw bytes."""
-    text = data.decode("utf-8", "replace").lstrip("\ufeff").replace("\r\n", "\n").replace("\r", "\n")
-    yaml_text, _, _ = split_frontmatter(text)
-    return fm_key_lines(yaml_text) if yaml_text else {}
 
 
 class FactObserver:
@@ -174,14 +165,7 @@ class FactObserver:
     ) -> Extraction | None:
         """Facts of one source note with the configured extractor (falling
         back to the default rules when the llm extractor fails)."""
-        key_lines: dict[str, int] = {}
-        if note.frontmatter:
-            try:
-                data = (self.root / note.path).read_bytes()
-                if content_hash(data) == note.hash:
-                    key_lines = frontmatter_key_lines(data)
-            except OSError:
-                pass
+        key_lines = note.key_lines  # found by the parser: the source file is not read again
         if self.llm is not None:
             from memvault.store.facts.llm_extract import LLMCancelled
 

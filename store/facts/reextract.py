@@ -17,6 +17,11 @@ For one source note (:func:`sync_source_facts`):
    superseded with reason "changed in source" (``memvault history`` follows the chain);
 4. old facts left unpaired are retired: "removed from source".
 
+A fact a person forgot (``memvault forget <fact id>``, recorded in
+``state.fact_forgets``) is extracted like any other but written as
+forgotten (status ``deleted``): it never comes back by itself, also not in a
+rebuilt index, until it is restored.
+
 Which notes to extract, and when, is :mod:`.facts`' business.
 """
 
@@ -296,9 +301,10 @@ def sync_source_facts(
     by_id = {t.id: (t, m) for t, m in sf.facts_of(con, [source_id])}
     drafts = extraction.facts
     _adopt_earlier_ids(con, note, source_id, drafts, by_id)
+    forgotten = sf.forgotten_facts(con, source_id)
     new_ids = {d.id for d in drafts}
     active_old = [(t, m) for t, m in by_id.values() if t.status == sf.ACTIVE and t.id not in new_ids]
-    fresh = [d for d in drafts if d.id not in by_id or by_id[d.id][0].status != sf.ACTIVE]
+    fresh = [d for d in drafts if d.id not in forgotten and (d.id not in by_id or by_id[d.id][0].status != sf.ACTIVE)]
     pairs = dict((d.id, old_id) for d, old_id in pair_changed(fresh, active_old))
     paired_old = set(pairs.values())
 
@@ -310,6 +316,9 @@ def sync_source_facts(
     for d in drafts:
         trace, meta = build_fact(d, note, source_id, extractor)
         current = by_id.get(d.id)
+        if d.id in forgotten:
+            _keep_forgotten(con, d, trace, meta, current, forgotten[d.id], new_facts, new_edges, note.path, source_id)
+            continue
         if current is not None and current[0].status == sf.ACTIVE:
             # Same id, so same text: at most its anchor or type moved.
             t, m = current
@@ -355,6 +364,33 @@ def sync_source_facts(
         extractor=extractor, facts=len(drafts), redacted=extraction.redacted, extracted_at=rec.now_iso(),
     ))
     return result
+
+
+def _keep_forgotten(
+    con: apsw.Connection,
+    d: FactDraft,
+    trace: rec.TraceRow,
+    meta: sf.FactMeta,
+    current: tuple[rec.TraceRow, sf.FactMeta] | None,
+    reason: str,
+    new_facts: list[tuple[rec.TraceRow, sf.FactMeta]],
+    new_edges: list[tuple[str, rec.EdgeRow]],
+    path: str,
+    source_id: str,
+) -> None:
+    """A forgotten fact is still in its note: index it as forgotten (a fresh
+    index gets it back that way), or keep it so with its new anchor."""
+    trace.status, trace.reason = sf.FORGOTTEN, reason
+    if current is None:
+        new_facts.append((trace, meta))
+        new_edges.append((d.id, rec.EdgeRow(
+            kind=sf.DERIVED_FROM, target_name=path, target_path=path, target_id=source_id,
+            anchor=d.anchor, line=d.line_start,
+        )))
+    elif current[0].status == sf.ACTIVE:
+        sf.forget(con, d.id, source_id, reason)  # live in an index that missed the forget
+    else:
+        sf.put_meta(con, meta)
 
 
 def _add_edges(con: apsw.Connection, edges: list[tuple[str, rec.EdgeRow]]) -> None:

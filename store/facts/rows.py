@@ -189,6 +189,37 @@ def retire(con: apsw.Connection, trace_id: str, reason: str) -> None:
         )
 
 
+#: Status of a fact a person forgot (as for a forgotten memory).
+FORGOTTEN = "deleted"
+
+
+def forget(con: apsw.Connection, trace_id: str, source_id: str, reason: str) -> None:
+    """A person forgets a fact: it is kept as deleted with ``reason`` and
+    recorded in the durable state, so re-extraction keeps it forgotten."""
+    con.execute(
+        "INSERT OR REPLACE INTO state.fact_forgets (fact_id, source_id, reason, at) VALUES (?,?,?,?)",
+        (trace_id, source_id, reason, rec.now_iso()),
+    )
+    retire(con, trace_id, reason)
+    rec.set_status(con, trace_id, FORGOTTEN, reason)
+    con.execute("UPDATE state.fact_history SET trace = ? WHERE fact_id = ?",
+                (rec.trace_json(rec.get_trace(con, trace_id)), trace_id))
+
+
+def unforget(con: apsw.Connection, trace_id: str) -> bool:
+    """Drop a fact's forget record; whether there was one."""
+    con.execute("DELETE FROM state.fact_forgets WHERE fact_id = ?", (trace_id,))
+    return con.changes() > 0
+
+
+def forgotten_facts(con: apsw.Connection, source_id: str) -> dict[str, str]:
+    """The facts of a source note a person forgot, with the reason given."""
+    return {
+        r[0]: r[1] or "forgotten"
+        for r in con.execute("SELECT fact_id, reason FROM state.fact_forgets WHERE source_id = ?", (source_id,))
+    }
+
+
 def reactivate_cleanup(con: apsw.Connection, trace_id: str) -> None:
     """A superseded fact's text is back: drop the ``updates`` edges that
     pointed at it, so its history does not loop back onto itself, and its

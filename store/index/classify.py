@@ -7,8 +7,9 @@ else from the ``memory:`` value, else ``semantic``. Everything else is an
 ordinary note of type ``note``.
 
 A conflict copy (front-matter ``conflict_of: <id>``, written beside a note a
-person changed while the store changed it too) is never a memory, wherever
-it lies: it holds the store's side of a clash for the person to merge, and
+person changed while the store changed it too, or a file-sync tool's copy
+named like ``Note.sync-conflict-…md``, see :mod:`memvault.vault_io.sync_conflicts`)
+is never a memory, wherever it lies: it holds the store's side of a clash for the person to merge, and
 as a memory it would be a second live copy of one (or bring back text that
 was forgotten). It is indexed as an ordinary note, so it stays searchable.
 """
@@ -26,6 +27,8 @@ from memvault.vault_io.memory_note import read_memory, related_section
 from memvault.vault_io.note import ParsedNote
 from memvault.vault_io.resolve import LinkResolver, Resolution, link_key
 from memvault.vault_io.scan import FileStat
+from memvault.vault_io.secrets import redact
+from memvault.vault_io.sync_conflicts import sync_conflict
 
 DEFAULT_MEMORY_TYPE = "semantic"
 
@@ -59,8 +62,8 @@ def is_conflict_copy(note: ParsedNote) -> bool:
 
 def is_memory_note(note: ParsedNote, memory_folder: str) -> bool:
     """Whether the note is a memory (by folder or by ``memory: <type>``, and
-    not a conflict copy)."""
-    if is_conflict_copy(note):
+    not a conflict copy, memvault's or a sync tool's)."""
+    if is_conflict_copy(note) or sync_conflict(note.path) is not None:
         return False
     return in_memory_folder(note.path, memory_folder) or maybe_type(note.frontmatter.get("memory")) is not None
 
@@ -91,6 +94,11 @@ def note_trace(note: ParsedNote, trace_id: str, st: FileStat, memory_folder: str
     aliases = list(note.aliases)
     if not is_memory_note(note, memory_folder):
         created = note.frontmatter.get("created") or note.frontmatter.get("date")
+        metadata: dict[str, object] = {"frontmatter": note.frontmatter, "aliases": aliases}
+        copy = sync_conflict(note.path)
+        if copy is not None:
+            # A sync tool's conflict copy: listed with the note it sits beside.
+            metadata["sync_conflict"] = {"tool": copy.tool, "original": copy.original}
         return rec.TraceRow(
             id=trace_id,
             kind="note",
@@ -98,7 +106,7 @@ def note_trace(note: ParsedNote, trace_id: str, st: FileStat, memory_folder: str
             title=note.title,
             content=note.body,
             tags=list(note.tags),
-            metadata={"frontmatter": note.frontmatter, "aliases": aliases},
+            metadata=metadata,
             path=note.path,
             source="vault",
             created=str(created) if isinstance(created, str) and created else "",
@@ -108,11 +116,15 @@ def note_trace(note: ParsedNote, trace_id: str, st: FileStat, memory_folder: str
     type_, warning = memory_type(note, memory_folder)
     extra = doc.extra
     title = note.frontmatter.get("title")
+    # A credential typed into a memory note is never indexed, embedded,
+    # shown in a snippet or recalled; the note itself is left as typed.
+    doc.content, _ = redact(doc.content)
+    title = redact(title)[0] if isinstance(title, str) and title.strip() else None
     return rec.TraceRow(
         id=trace_id,
         kind="memory",
         type=type_,
-        title=title if isinstance(title, str) and title.strip() else (_first_line(doc.content) or note.title),
+        title=title or _first_line(doc.content) or redact(note.title)[0],
         content=doc.content,
         tags=list(note.tags),
         metadata={

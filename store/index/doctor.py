@@ -174,7 +174,7 @@ def diagnose(store: "MemoryStore") -> list[Finding]:
 
 def repair(store: "MemoryStore", findings: list[Finding], progress: Callable[[int, int], None] | None = None) -> list[str]:
     """Run each repair the findings ask for, once, in :data:`REPAIRS` order."""
-    from memvault.store.index.rebuild import apply_state
+    from memvault.store.index.rebuild import apply_state, backfill_state
 
     wanted = {f.repair for f in findings if f.repair}
     done: list[str] = []
@@ -190,7 +190,7 @@ def repair(store: "MemoryStore", findings: list[Finding], progress: Callable[[in
         apply_state(con)
         done.append("state")
     if "backfill" in wanted:
-        _backfill(con)
+        backfill_state(con)
         done.append("backfill")
     if "prune" in wanted:
         with write_transaction(con):
@@ -201,23 +201,6 @@ def repair(store: "MemoryStore", findings: list[Finding], progress: Callable[[in
         store.sync(progress)
         done.append("sync")
     return done
-
-
-def _backfill(con: apsw.Connection) -> None:
-    """Copy versions and forgets the index has and the state lacks into the state."""
-    from memvault.store.memories import rows as mem
-
-    with write_transaction(con):
-        for t in rec.get_traces(con, "kind = 'memory' AND status = 'superseded' AND id NOT IN "
-                                     "(SELECT id FROM state.memory_versions)"):
-            memory_id, version = t.metadata.get("version_of"), t.metadata.get("version")
-            if memory_id and version:
-                con.execute(
-                    "INSERT OR IGNORE INTO state.memory_versions (id, memory_id, version, trace, reason, superseded_at) "
-                    "VALUES (?,?,?,?,?,?)", (t.id, memory_id, int(version), rec.trace_json(t), t.reason, t.updated))
-        for t in rec.get_traces(con, "kind = 'memory' AND status = 'deleted' AND id NOT IN "
-                                     "(SELECT memory_id FROM state.forgotten)"):
-            mem.mark_deleted(con, t.id, t.reason or "deleted")
 
 
 def data_files(data_dir: Path) -> list[Path]:

@@ -83,6 +83,32 @@ def parse_errors(con: apsw.Connection) -> list[tuple[str, str]]:
     return con.execute("SELECT path, parse_error FROM files WHERE parse_error IS NOT NULL ORDER BY path").fetchall()
 
 
+def sync_conflicts(con: apsw.Connection) -> list[dict[str, Any]]:
+    """Sync tools' conflict copies in the index, each with the note it sits
+    beside and whether its text differs from that note's."""
+    out = []
+    for path, tool, original, content in con.execute(
+        "SELECT path, json_extract(metadata, '$.sync_conflict.tool'), "
+        "json_extract(metadata, '$.sync_conflict.original'), content FROM traces "
+        "WHERE kind = 'note' AND json_valid(metadata) AND json_extract(metadata, '$.sync_conflict') IS NOT NULL "
+        "ORDER BY path"
+    ):
+        row = con.execute(
+            "SELECT t.id, t.content FROM files f JOIN traces t ON t.id = f.trace_id WHERE f.path = ?", (original,)
+        ).fetchone()
+        out.append({
+            "id": row[0] if row else None, "note": original, "conflict_note": path, "tool": tool,
+            "differs": row is None or _memory_text(row[1]) != _memory_text(content),
+        })
+    return out
+
+
+def _memory_text(body: str) -> str:
+    from memvault.vault_io.memory_note import split_related
+
+    return " ".join(split_related(body)[0].split())
+
+
 def count_notes(con: apsw.Connection) -> int:
     """How many notes the index holds."""
     return int(con.execute("SELECT count(*) FROM files WHERE kind = 'note'").fetchone()[0])

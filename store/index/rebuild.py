@@ -157,6 +157,31 @@ def _recall(con: apsw.Connection) -> int:
     return con.changes()
 
 
+def backfill_state(con: apsw.Connection) -> int:
+    """Copy into the durable state the versions and forgets the index has
+    and the state lacks; how many.
+
+    A reconcile writes both databases in one transaction, and SQLite commits
+    the index first: a process killed between the two commits leaves such
+    rows (every full sync calls this, so they never stay behind long)."""
+    versions = rec.get_traces(
+        con, "kind = 'memory' AND status = 'superseded' AND id NOT IN (SELECT id FROM state.memory_versions)")
+    deleted = rec.get_traces(
+        con, "kind = 'memory' AND status = 'deleted' AND id NOT IN (SELECT memory_id FROM state.forgotten)")
+    if not versions and not deleted:
+        return 0
+    with write_transaction(con):
+        for t in versions:
+            memory_id, version = t.metadata.get("version_of"), t.metadata.get("version")
+            if memory_id and version:
+                con.execute(
+                    "INSERT OR IGNORE INTO state.memory_versions (id, memory_id, version, trace, reason, superseded_at) "
+                    "VALUES (?,?,?,?,?,?)", (t.id, memory_id, int(version), rec.trace_json(t), t.reason, t.updated))
+        for t in deleted:
+            mem.stage_deleted(con, t, t.reason or "deleted")
+    return len(versions) + len(deleted)
+
+
 def recover_trash(con: apsw.Connection, root: Path, done: Restored | None = None) -> Restored:
     """Memory notes in the vault's ``.trash/`` that neither the index nor the
     state knows come back as forgotten memories with their own ids (the

@@ -22,12 +22,26 @@ A write that fails (a full disk, a read-only folder) is the same case: the
 change stays in the index, the outbox entry stays as it was, the command
 ends with one line saying so (:class:`MemoryWriteError`), and the next
 ``sync``, daemon batch or command on that memory tries the write again.
+
+Secrets: content given to :meth:`Memories.add` and :meth:`Memories.update`
+is redacted (:func:`~memvault.vault_io.secrets.redact`) before anything is
+stored, named or written, and the result says so. A memory note a person
+typed a secret into is indexed redacted (see
+:func:`~memvault.store.index.classify.note_trace`) but never rewritten for
+it: a store-side write that leaves the content as it was keeps the person's
+body as they typed it (:func:`render_note`).
+
+Versions: a memory's version is 1 plus the number of earlier versions kept
+(store updates and edits in the vault alike). :meth:`Memories.update` with
+``expect_version`` refuses (:class:`.guard.VersionConflict`, carrying the current
+text) when the memory moved on since that version was read, after first
+importing any edit a person saved meanwhile.
 """
 
 from __future__ import annotations
 
+import hashlib
 import logging
-import secrets
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import datetime
@@ -39,12 +53,14 @@ from memvault.store.db.connection import write_transaction
 from memvault.store.index.classify import content_key
 from memvault.store.index.lookup import find_trace
 from memvault.store.memories import rows as mem
+from memvault.store.memories.guard import check_version, redaction_warnings
 from memvault.store.memories.memtypes import canonical_type, maybe_type
 from memvault.vault_io.atomic import NAME_MAX, atomic_move, atomic_write, fit_name, free_path, fsync_dir
 from memvault.vault_io.errors import MemvaultError
 from memvault.vault_io.fm_edit import edit_frontmatter
-from memvault.vault_io.memory_note import MemoryDoc, memory_filename, render_memory
+from memvault.vault_io.memory_note import MemoryDoc, memory_filename, render_memory, split_related
 from memvault.vault_io.note import content_hash
+from memvault.vault_io.secrets import redact
 
 #: Strength a new memory starts with (0-1); recall nudges it up over time.
 DEFAULT_STRENGTH = 0.5
@@ -55,6 +71,8 @@ _COUNTER_ROOM = 8
 log = logging.getLogger(__name__)
 
 if TYPE_CHECKING:
+    import apsw
+
     from memvault.store.memory_store import MemoryStore
 
 
@@ -80,6 +98,10 @@ class WriteResult:
     conflict: str | None = None
     conflict_path: str | None = None
     warnings: list[str] = field(default_factory=list)
+    #: The memory's version after the change (None when not looked up).
+    version: int | None = None
+    #: Secrets replaced by ``[redacted]`` in the content given.
+    redacted: int = 0
     #: For ``duplicate_of``: why the new memory was taken for the existing one.
     reason: str | None = None
 
@@ -89,14 +111,43 @@ class WriteResult:
             "id": self.id, "action": self.action, "path": self.path,
             "conflict": self.conflict, "conflict_path": self.conflict_path, "warnings": self.warnings,
         }
+        if self.version is not None:
+            data["version"] = self.version
+        if self.redacted:
+            data["redacted"] = self.redacted
         if self.action == "duplicate_of":
             data.update(duplicate_of=self.id, reason=self.reason)
         return data
 
 
-def new_memory_id() -> str:
-    """A fresh random memory id, ``m-`` and 12 hex digits."""
-    return "m-" + secrets.token_hex(6)
+def render_note(trace: rec.TraceRow, existing: str | None) -> str:
+    """The note text of a memory trace (see :func:`render_memory`), keeping
+    the body a person typed when only redaction tells it from the trace's
+    content: memvault never rewrites a note to take a secret out of it."""
+    doc = doc_from_trace(trace)
+    if existing is not None:
+        from memvault.vault_io.frontmatter import split_frontmatter
+
+        _, body, _ = split_frontmatter(existing.lstrip("\ufeff").replace("\r\n", "\n"))
+        typed, _ = split_related(body)
+        if typed != doc.content and redact(typed)[0] == doc.content:
+            doc.content = typed
+    return render_memory(doc, existing)
+
+
+def memory_id_for(con: "apsw.Connection", key: str) -> str:
+    """The id of a new memory with dedup key ``key``: ``m-`` and 12 hex digits
+    derived from it, so two devices that add the same memory give it the same
+    id (and the same note name: their sync tool sees one file, not two
+    memories). An id some trace already holds (an earlier memory of that text,
+    forgotten) moves on to the next derivation."""
+    n = 0
+    while True:
+        seed = key if n == 0 else f"{key}\x00{n}"
+        candidate = "m-" + hashlib.sha256(seed.encode()).hexdigest()[:12]
+        if not mem.id_in_use(con, candidate):
+            return candidate
+        n += 1
 
 
 def doc_from_trace(t: rec.TraceRow) -> MemoryDoc:
@@ -158,7 +209,7 @@ class Memories:
         strength and last-seen time bumped, unless ``allow_duplicate``.
         ``extra``: front-matter keys of the new note besides memvault's own."""
         type_ = canonical_type(type_)
-        content = content.strip()
+        content, secrets_found = redact(content.strip())
         if not content:
             raise MemoryOpError("a memory needs some content")
         scope = scope.strip() or "user"
@@ -170,8 +221,10 @@ class Memories:
             if found is not None:
                 with write_transaction(self.con):
                     mem.bump_seen(self.con, found.id)
-                return WriteResult(found.id, "duplicate_of", mem.trace_path(self.con, found.id), reason=found.reason)
-        trace_id = new_memory_id()
+                return WriteResult(found.id, "duplicate_of", mem.trace_path(self.con, found.id),
+                                   version=mem.current_version(self.con, found.id), redacted=secrets_found,
+                                   warnings=redaction_warnings(secrets_found), reason=found.reason)
+        trace_id = memory_id_for(self.con, key)
         now = rec.now_iso()
         clean_tags = _clean_tags(tags)
         trace = rec.TraceRow(
@@ -182,12 +235,12 @@ class Memories:
         )
         target = self._new_note_path(type_, memory_filename(content, trace_id[2:10]))
         data = render_memory(doc_from_trace(trace)).encode("utf-8")
-        with write_transaction(self.con):
-            rec.put_trace(self.con, trace)
-            mem.put_outbox(self.con, trace_id, "write", target, content_hash(data))
+        self._commit(trace, "write", target, content_hash(data), lambda: rec.put_trace(self.con, trace))
         result = self.flush(trace_id) or WriteResult(trace_id, "added", target)
         result.action = "added" if result.conflict is None else result.action
         result.warnings += self._unresolved_links(trace_id)
+        result.version, result.redacted = 1, secrets_found
+        result.warnings[:0] = redaction_warnings(secrets_found)
         return result
 
     def update(
@@ -198,18 +251,25 @@ class Memories:
         tags: list[str] | None = None,
         type_: str | None = None,
         reason: str | None = None,
+        expect_version: int | None = None,
         related: list[str] | None = None,
         created: str | None = None,
         strength: float | None = None,
     ) -> WriteResult:
         """Change a memory, keeping the previous version as superseded; a type
-        change moves its note to the new type's folder. ``related`` (its links),
-        ``created`` and ``strength`` are what a merge gives the memory it keeps."""
+        change moves its note to the new type's folder. With
+        ``expect_version``, refuse (:class:`.guard.VersionConflict`) unless the
+        memory is still at that version once pending vault edits are in.
+        ``related`` (its links), ``created`` and ``strength`` are what a merge
+        gives the memory it keeps."""
         new_type = canonical_type(type_) if type_ is not None else None
         trace = self._live_memory(ref)
         trace, deleted_at = self._import_pending(trace)
+        version = check_version(self.con, trace, expect_version)
         changed = replace(trace)
+        secrets_found = 0
         if content is not None:
+            content, secrets_found = redact(content.strip())
             if not content.strip():
                 raise MemoryOpError("a memory needs some content")
             changed.content = content.strip()
@@ -234,7 +294,8 @@ class Memories:
                 raise MemoryOpError(
                     f"memory {trace.id} was deleted in the vault ({deleted_at}); `memvault restore {trace.id}` first"
                 )
-            return WriteResult(trace.id, "unchanged", mem.trace_path(self.con, trace.id))
+            return WriteResult(trace.id, "unchanged", mem.trace_path(self.con, trace.id), version=version,
+                               redacted=secrets_found, warnings=redaction_warnings(secrets_found))
         changed.updated = rec.now_iso()
         changed.content_key = content_key(changed.type, changed.scope or "user", changed.content)
         if changed.content != trace.content:
@@ -261,21 +322,26 @@ class Memories:
                 target = self._new_note_path(changed.type, name)
         existing = self._read_text(current) if current else None
         with write_transaction(self.con):
-            version_id = mem.snapshot_version(self.con, trace, reason)
-            # The note names the version it replaced (``supersedes``), so the
-            # chain can be followed from the vault too.
-            changed.metadata = dict(changed.metadata, supersedes=version_id)
-            data = render_memory(doc_from_trace(changed), existing).encode("utf-8")
+            snap = mem.stage_version(self.con, trace, reason)
+        # The note names the version it replaced (``supersedes``), so the
+        # chain can be followed from the vault too.
+        changed.metadata = dict(changed.metadata, supersedes=snap.id)
+        data = render_note(changed, existing).encode("utf-8")
+
+        def index() -> None:
+            mem.put_version(self.con, snap)
             rec.put_trace(self.con, changed)
             if created is not None:  # put_trace keeps a trace's creation time
                 self.con.execute("UPDATE traces SET created = ? WHERE id = ?", (created, trace.id))
             if strength is not None:
                 mem.set_strength(self.con, trace.id, strength)
-            mem.put_outbox(self.con, trace.id, "write", target, content_hash(data))
+
+        self._commit(changed, "write", target, content_hash(data), index)
         result = self.flush(trace.id) or WriteResult(trace.id, "updated", target)
         if result.conflict is None:
             result.action = "updated"
-        result.warnings = warnings + result.warnings
+        result.warnings = redaction_warnings(secrets_found) + warnings + result.warnings
+        result.version, result.redacted = mem.current_version(self.con, trace.id), secrets_found
         return result
 
     def forget(self, ref: str, reason: str | None = None) -> WriteResult:
@@ -287,9 +353,11 @@ class Memories:
             return WriteResult(trace.id, "forgotten", None,
                                warnings=[f"the note {deleted_at} had already been deleted in the vault"])
         current = mem.trace_path(self.con, trace.id)
+        gone = replace(trace, status="deleted", reason=reason or "forgotten")
         with write_transaction(self.con):
-            mem.mark_deleted(self.con, trace.id, reason or "forgotten")
-            mem.put_outbox(self.con, trace.id, "trash", current, None)
+            mem.stage_deleted(self.con, gone, gone.reason or "forgotten")
+        self._commit(gone, "trash", current, None,
+                     lambda: rec.set_status(self.con, trace.id, "deleted", gone.reason))
         return self.flush(trace.id) or WriteResult(trace.id, "forgotten")
 
     def restore(self, ref: str) -> WriteResult:
@@ -309,9 +377,9 @@ class Memories:
         if trace.status != "deleted":
             raise MemoryOpError(f"memory {trace.id} is {trace.status}, not deleted")
         with write_transaction(self.con):
-            rec.set_status(self.con, trace.id, "active", None)
             mem.clear_deleted(self.con, trace.id)
-            mem.put_outbox(self.con, trace.id, "restore", None, None)
+        self._commit(replace(trace, status="active", reason=None), "restore", None, None,
+                     lambda: rec.set_status(self.con, trace.id, "active", None))
         return self.flush(trace.id) or WriteResult(trace.id, "restored")
 
     def history(self, ref: str) -> list[rec.TraceRow]:
@@ -332,12 +400,15 @@ class Memories:
         if deleted_at is not None:
             raise MemoryOpError(f"memory {trace.id} was deleted in the vault ({deleted_at}); nothing to revert")
         current = mem.trace_path(self.con, trace.id)
-        with write_transaction(self.con):
+        back = replace(snapshot, path=current, status="active", reason=None)
+
+        def index() -> None:
             for version_id in drop_versions:
                 mem.drop_version(self.con, version_id)
-            rec.put_trace(self.con, replace(snapshot, path=current, status="active", reason=None))
+            rec.put_trace(self.con, back)
             self.con.execute("UPDATE traces SET created = ? WHERE id = ?", (snapshot.created, trace.id))
-            mem.put_outbox(self.con, trace.id, "write", path, content_hash(data))
+
+        self._commit(back, "write", path, content_hash(data), index)
         if self.before_write is not None and current:
             self.before_write(current)
         if current and (self.root / current).exists():
@@ -351,7 +422,7 @@ class Memories:
     def discard(self, ref: str) -> WriteResult:
         """Remove a memory the store made itself, note, trace and history (an
         undo of the run that made it). Refused when a person changed its note."""
-        trace, deleted_at = self._import_pending(self._live_memory(ref))
+        trace, _ = self._import_pending(self._live_memory(ref))
         path = mem.trace_path(self.con, trace.id)
         if trace.retrieval_count or len(mem.versions(self.con, trace.id)):
             raise MemoryOpError(f"memory {trace.id} was recalled or changed since it was made; forget it instead")
@@ -367,6 +438,19 @@ class Memories:
             mem.drop_memory(self.con, trace.id)
         return WriteResult(trace.id, "discarded", path)
 
+    def _commit(
+        self, trace: rec.TraceRow, action: str, path: str | None, digest: str | None, index: Callable[[], None]
+    ) -> None:
+        """Record a store-side change: the durable state (the outbox entry
+        with the memory as it must be written) commits first, the index
+        second. SQLite commits two attached databases one after the other,
+        so a writer killed between them leaves the index behind the state,
+        never ahead: :func:`~.rows.index_catch_up` levels it from the outbox."""
+        with write_transaction(self.con):
+            mem.put_outbox(self.con, trace, action, path, digest)
+        with write_transaction(self.con):
+            index()
+
     # -- mirroring -------------------------------------------------------------
 
     def flush(self, trace_id: str) -> WriteResult | None:
@@ -374,7 +458,8 @@ class Memories:
         entry = mem.get_outbox(self.con, trace_id)
         if entry is None:
             return None
-        trace = rec.get_trace(self.con, trace_id)
+        with write_transaction(self.con):
+            trace = mem.index_catch_up(self.con, trace_id)
         if trace is None:
             with write_transaction(self.con):
                 mem.clear_outbox(self.con, trace_id)
@@ -427,7 +512,7 @@ class Memories:
                 return self._conflict(trace, current, "the note was edited in the vault meanwhile")
             existing = data.decode("utf-8", "replace")
             mode = (self.root / current).stat().st_mode & 0o7777
-        new = render_memory(doc_from_trace(trace), existing).encode("utf-8")
+        new = render_note(trace, existing).encode("utf-8")
         if target != current and (self.root / target).exists() and (self.root / target).read_bytes() != new:
             # Someone created a file at the planned name meanwhile: never overwrite it.
             target = free_path(self.root / target).relative_to(self.root).as_posix()

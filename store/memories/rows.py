@@ -53,6 +53,15 @@ def find_by_content_key(con: apsw.Connection, key: str) -> rec.TraceRow | None:
     return found[0] if found else None
 
 
+def id_in_use(con: apsw.Connection, trace_id: str) -> bool:
+    """Whether any trace, or the durable state, knows ``trace_id``."""
+    return con.execute(
+        "SELECT EXISTS (SELECT 1 FROM traces WHERE id = ?) OR EXISTS (SELECT 1 FROM state.forgotten WHERE memory_id = ?) "
+        "OR EXISTS (SELECT 1 FROM state.memory_versions WHERE memory_id = ?)",
+        (trace_id, trace_id, trace_id),
+    ).fetchone()[0] == 1
+
+
 def trace_path(con: apsw.Connection, trace_id: str) -> str | None:
     """The vault path of the note that currently holds a trace, if any."""
     row = con.execute("SELECT path FROM files WHERE trace_id = ?", (trace_id,)).fetchone()
@@ -66,12 +75,28 @@ def synced_hash(con: apsw.Connection, path: str) -> str | None:
 
 
 def snapshot_version(con: apsw.Connection, current: rec.TraceRow, reason: str | None) -> str:
-    """Keep ``current`` as a superseded version before it changes; return its id."""
-    n = 1 + int(
-        con.execute(
-            "SELECT coalesce(max(version), 0) FROM state.memory_versions WHERE memory_id = ?", (current.id,)
-        ).fetchone()[0]
-    )
+    """Keep ``current`` as a superseded version before it changes (in the
+    durable state and the index, one transaction); return its id."""
+    snap = stage_version(con, current, reason)
+    put_version(con, snap)
+    return snap.id
+
+
+def stage_version(con: apsw.Connection, current: rec.TraceRow, reason: str | None) -> rec.TraceRow:
+    """Record ``current`` as the next version of its memory in the durable
+    state only, and return the version's trace (for :func:`put_version`).
+
+    Idempotent: a retry after a crash (the state committed, the index not)
+    finds its own version as the last one and returns it again."""
+    last = con.execute(
+        "SELECT version, trace FROM state.memory_versions WHERE memory_id = ? ORDER BY version DESC LIMIT 1",
+        (current.id,),
+    ).fetchone()
+    if last is not None:
+        prev = rec.trace_from_json(last[1])
+        if (prev.content, prev.type, prev.tags) == (current.content, current.type, current.tags):
+            return prev
+    n = 1 + (int(last[0]) if last else 0)
     version_id = f"{current.id}.v{n}"
     meta = dict(current.metadata, version_of=current.id, version=n)
     snap = replace(
@@ -83,12 +108,28 @@ def snapshot_version(con: apsw.Connection, current: rec.TraceRow, reason: str | 
         "VALUES (?,?,?,?,?,?)",
         (version_id, current.id, n, rec.trace_json(snap), snap.reason, rec.now_iso()),
     )
-    put_version(con, snap)
-    return version_id
+    return snap
+
+
+def current_version(con: apsw.Connection, memory_id: str) -> int:
+    """The version a memory is at: 1 plus the earlier versions kept."""
+    row = con.execute("SELECT max(version) FROM state.memory_versions WHERE memory_id = ?", (memory_id,)).fetchone()
+    return 1 + int(row[0] or 0)
+
+
+def last_version_reason(con: apsw.Connection, memory_id: str) -> str | None:
+    """Why the memory's latest earlier version was superseded ("edited in the vault", a reason given)."""
+    row = con.execute(
+        "SELECT reason FROM state.memory_versions WHERE memory_id = ? ORDER BY version DESC LIMIT 1", (memory_id,)
+    ).fetchone()
+    return row[0] if row else None
 
 
 def put_version(con: apsw.Connection, snap: rec.TraceRow) -> None:
-    """Index one version snapshot and its ``supersedes`` edge from the memory."""
+    """Index one version snapshot and its ``supersedes`` edge from the memory
+    (a no-op when the index has it already)."""
+    if rec.get_trace(con, snap.id) is not None:
+        return
     rec.put_trace(con, snap)
     # put_trace keeps an existing row's created time; a snapshot is new.
     con.execute("UPDATE traces SET created = ? WHERE id = ?", (snap.created or rec.now_iso(), snap.id))
@@ -178,9 +219,14 @@ def mark_deleted(con: apsw.Connection, trace_id: str, reason: str, **metadata: o
             "UPDATE traces SET metadata = ? WHERE id = ?",
             (json.dumps(t.metadata, ensure_ascii=False, sort_keys=True, default=str), trace_id),
         )
+    stage_deleted(con, t, reason)
+
+
+def stage_deleted(con: apsw.Connection, t: rec.TraceRow, reason: str) -> None:
+    """Remember durably that memory ``t`` is deleted, with its last text."""
     con.execute(
         "INSERT OR REPLACE INTO state.forgotten (memory_id, reason, at, trace) VALUES (?,?,?,?)",
-        (trace_id, reason, rec.now_iso(), rec.trace_json(t)),
+        (t.id, reason, rec.now_iso(), rec.trace_json(replace(t, status="deleted", reason=reason))),
     )
 
 
@@ -237,16 +283,47 @@ def newer_versions(con: apsw.Connection, trace_id: str) -> list[rec.TraceRow]:
 
 
 def put_outbox(
-    con: apsw.Connection, trace_id: str, action: str, expected_path: str | None, expected_hash: str | None
+    con: apsw.Connection, trace: rec.TraceRow, action: str, expected_path: str | None, expected_hash: str | None
 ) -> None:
-    """Record (or replace) the pending vault write for a trace, with the
-    trace as it stands now (the caller has just written it to the index)."""
-    t = rec.get_trace(con, trace_id)
+    """Record (or replace) the pending vault write of ``trace``, with the
+    trace as the store wants it: the index may lag behind the state (see
+    :func:`index_catch_up`)."""
     con.execute(
         "INSERT OR REPLACE INTO state.outbox (trace_id, action, expected_path, expected_hash, created, trace) "
         "VALUES (?,?,?,?,?,?)",
-        (trace_id, action, expected_path, expected_hash, time.time(), rec.trace_json(t) if t else None),
+        (trace.id, action, expected_path, expected_hash, time.time(), rec.trace_json(trace)),
     )
+
+
+def index_catch_up(con: apsw.Connection, trace_id: str) -> rec.TraceRow | None:
+    """Bring the index's copy of a memory up to what its pending outbox
+    entry (and its versions in the state) say, and return it.
+
+    A store-side change commits the durable state first and the index
+    second; a writer killed in between leaves the index behind, and this is
+    where the next writer (or the outbox flush) puts it level again."""
+    row = con.execute("SELECT trace FROM state.outbox WHERE trace_id = ?", (trace_id,)).fetchone()
+    have = rec.get_trace(con, trace_id)
+    if row is None or row[0] is None:
+        return have
+    want = rec.trace_from_json(row[0])
+    for (snapshot,) in con.execute(
+        "SELECT trace FROM state.memory_versions WHERE memory_id = ? ORDER BY version", (trace_id,)
+    ).fetchall():
+        if have is not None:
+            put_version(con, rec.trace_from_json(snapshot))
+    if have is None or (have.content, have.type, have.tags, have.status) != (want.content, want.type, want.tags, want.status):
+        from memvault.store.index.classify import content_key
+
+        want.path = have.path if have is not None else None
+        want.content_key = content_key(want.type, want.scope or "user", want.content)
+        rec.put_trace(con, want)
+        if have is None:
+            for (snapshot,) in con.execute(
+                "SELECT trace FROM state.memory_versions WHERE memory_id = ? ORDER BY version", (trace_id,)
+            ).fetchall():
+                put_version(con, rec.trace_from_json(snapshot))
+    return rec.get_trace(con, trace_id)
 
 
 def get_outbox(con: apsw.Connection, trace_id: str) -> OutboxEntry | None:

@@ -61,6 +61,9 @@ class Filters:
     tags: Sequence[str] = ()
     path_glob: str | None = None
     statuses: Sequence[str] = ("active",)
+    #: Memory scopes (user, a project...): a memory must have one of them;
+    #: notes and facts have no scope and are not affected.
+    scopes: Sequence[str] = ()
 
 
 def query_words(query: str) -> list[str]:
@@ -169,6 +172,9 @@ def filter_sql(f: Filters) -> tuple[str, list[Any]]:
     if f.path_glob:
         clauses.append("t.path GLOB ?")
         params.append(f.path_glob)
+    if f.scopes:
+        clauses.append(f"(t.kind != 'memory' OR t.scope IN ({','.join('?' * len(f.scopes))}))")
+        params += list(f.scopes)
     return (" AND " + " AND ".join(clauses)) if clauses else "", params
 
 

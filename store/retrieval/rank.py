@@ -310,14 +310,17 @@ def _allowed_vector_hits(
         want *= 4
 
 
-def _best_chunk(matrix: VectorMatrix, sims: np.ndarray, rowid: int) -> tuple[float, int] | None:
+def _best_chunk(matrix: VectorMatrix, query_vector: np.ndarray, rowid: int) -> tuple[float, int] | None:
+    """The most similar chunk of one trace (exactly: a keyword hit may lie
+    outside what the vector first pass scored)."""
     rows = matrix.rows_of_trace(rowid)
     if rows is None or len(rows) == 0:
         return None
     import numpy as np
 
-    i = rows[int(np.argmax(sims[rows]))]
-    return float(sims[i]), int(matrix.chunk_ids[i])
+    sims = matrix.exact(rows, query_vector)
+    i = int(np.argmax(sims))
+    return float(sims[i]), int(matrix.chunk_ids[rows[i]])
 
 
 def _parse_time(value: str) -> datetime | None:
@@ -439,7 +442,7 @@ def rank(
             cands[rowid] = c
         for c in cands.values():  # keyword-only candidates: their own best chunk
             if c.similarity is None:
-                found = _best_chunk(matrix, sims, c.rowid)  # type: ignore[arg-type]
+                found = _best_chunk(matrix, query_vector, c.rowid)  # type: ignore[arg-type]
                 if found:
                     c.similarity, c.chunk_id = found
 
@@ -473,7 +476,7 @@ def rank(
             kept[rowid] = c
 
     if mode == "hybrid" and kept and use_vectors:
-        _add_graph(con, kept, matrix, sims, filters, floor - GRAPH_FLOOR_MARGIN)  # type: ignore[arg-type]
+        _add_graph(con, kept, matrix, query_vector, filters, floor - GRAPH_FLOOR_MARGIN)  # type: ignore[arg-type]
 
     for c in kept.values():
         c.recency = recency_factor(c, params, now)
@@ -502,7 +505,7 @@ def _add_graph(
     con: apsw.Connection,
     kept: dict[int, Candidate],
     matrix: VectorMatrix,
-    sims: np.ndarray,
+    query_vector: np.ndarray,
     filters: Filters,
     neighbour_floor: float,
 ) -> None:
@@ -518,7 +521,7 @@ def _add_graph(
     missing = [i for i in seed_score if i not in by_id]
     if missing:
         for rowid, c in _fetch(con, f"t.id IN ({placeholders(len(missing))})", missing, filters).items():
-            found = _best_chunk(matrix, sims, rowid)
+            found = _best_chunk(matrix, query_vector, rowid)
             if found is None or found[0] < neighbour_floor:
                 continue
             c.similarity, c.chunk_id = found

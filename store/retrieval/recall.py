@@ -16,13 +16,19 @@ fewer than :data:`MIN_TRUNCATED_WORDS` words is skipped for a shorter one
 after it. With no relevant item the block is empty, identity included: an
 agent gets nothing rather than noise. An identity memory that is itself
 relevant counts as relevant (it is shown once, with the identity lines).
+
+An ordinary note (or a long memory) is recalled by the passage that
+matches, not by its first lines: :func:`passages` picks its best chunk (and
+other chunks of it nearly as good) and each becomes an item of its own that
+quotes the chunk's text under its heading path, ``(Note.md > Heading)``.
 """
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import apsw
 
@@ -30,9 +36,22 @@ from memvault.store.db.connection import write_transaction
 from memvault.store.db.records import now_iso
 from memvault.store.embedding.model import count_tokens
 
+if TYPE_CHECKING:
+    import numpy as np
+
+    from memvault.store.embedding.vectors import VectorMatrix
+
 HEADER = "## Recalled Memory"
 #: Longest single item, in tokens; longer memories are cut with an ellipsis.
 ITEM_MAX_TOKENS = 120
+#: Longest quoted passage of a note, in tokens: a chunk is at most 256
+#: tokens, and the sentence that answers is rarely in its first 120.
+PASSAGE_MAX_TOKENS = 200
+#: Further chunks of a note are quoted when their similarity to the message
+#: is within this of the note's best chunk (and it passes the floor).
+PASSAGE_MARGIN = 0.04
+#: Most passages one note may put in the block.
+PASSAGES_PER_NOTE = 2
 #: Identity memories may take at most this share of the budget left after
 #: the best relevant item (so at a small budget relevance is not starved).
 IDENTITY_SHARE = 0.4
@@ -59,15 +78,27 @@ class RecallItem:
     score: float | None = None
     text: str = ""
     tokens: int = 0
+    #: A quoted passage: its heading path ("" for the note's opening) and
+    #: where it starts in the trace's content; None for a whole trace.
+    heading: str | None = None
+    start: int | None = None
+    max_tokens: int = ITEM_MAX_TOKENS
     #: The newer claim that contradicts this one (see :func:`mark_outdated`).
     outdated_by: str | None = None
 
     @property
+    def key(self) -> str:
+        """What makes an item distinct: its trace, and for a passage its place."""
+        return self.id if self.start is None else f"{self.id}@{self.start}"
+
+    @property
     def source(self) -> str:
-        """Where the item comes from: a fact's "Note > Heading", else the note path."""
+        """Where the item comes from: a fact's "Note > Heading", a passage's
+        "path > heading path", else the note path."""
         if self.kind == "fact":
             return self.title or (self.path or self.id)
-        return self.path or self.id
+        where = self.path or self.id
+        return f"{where} > {self.heading}" if self.heading else where
 
     def as_dict(self) -> dict[str, Any]:
         """JSON-ready form."""
@@ -75,6 +106,8 @@ class RecallItem:
             "id": self.id, "kind": self.kind, "type": self.type, "source": self.source, "path": self.path,
             "score": self.score, "tokens": self.tokens, "text": self.text,
         }
+        if self.start is not None:
+            data.update(heading=self.heading, passage=self.content)
         if self.outdated_by:
             data["outdated_by"] = self.outdated_by
         return data
@@ -133,18 +166,33 @@ def _join(lines: Sequence[str]) -> str:
     return "\n".join([HEADER, *lines])
 
 
-def assemble(identity: Sequence[RecallItem], relevant: Sequence[RecallItem], budget: int) -> tuple[str, list[RecallItem]]:
+def _place(item: RecallItem, room: int, min_words: int = MIN_TRUNCATED_WORDS) -> bool:
+    """Give ``item`` its line within ``room`` tokens (and its own cap); False when it cannot have one."""
+    line = fit_line(item, min(item.max_tokens, room), min_words)
+    if line is None:
+        return False
+    item.text, item.tokens = line, _tokens(line)
+    return True
+
+
+def assemble(
+    identity: Sequence[RecallItem], relevant: Sequence[RecallItem], budget: int, *, always_identity: bool = False
+) -> tuple[str, list[RecallItem]]:
     """The block and the items in it, within ``budget`` tokens of the
     embedder's tokenizer; empty when ``relevant`` is empty or not even the
     shortest cut of one relevant item fits beside the header.
 
     ``identity`` is listed first and ``relevant`` (best first) after it; an
-    item in both is shown once, among the identity lines.
+    item in both is shown once, among the identity lines. With
+    ``always_identity`` (``recall.identity = always``: a session start) the
+    identity memories make a block of their own when nothing is relevant.
     """
     rel: list[RecallItem] = []
-    for item in relevant:  # a trace listed twice is shown once, at its best rank
-        if all(item.id != r.id for r in rel):
+    for item in relevant:  # a trace (or passage) listed twice is shown once, at its best rank
+        if all(item.key != r.key for r in rel):
             rel.append(item)
+    if not rel and always_identity and identity and budget > 0:
+        return _identity_only(identity, budget)
     if not rel or budget <= 0:
         return "", []
     header = block_tokens(HEADER)
@@ -153,7 +201,7 @@ def assemble(identity: Sequence[RecallItem], relevant: Sequence[RecallItem], bud
     # what makes the block worth having, so it is placed before identity.
     anchor: RecallItem | None = None
     for item in rel:
-        line = fit_line(item, min(ITEM_MAX_TOKENS, room))
+        line = fit_line(item, min(item.max_tokens, room))
         if line is not None:
             anchor, item.text, item.tokens = item, line, _tokens(line)
             break
@@ -164,21 +212,17 @@ def assemble(identity: Sequence[RecallItem], relevant: Sequence[RecallItem], bud
     id_ids = {i.id for i in identity}
     id_room = int(room * IDENTITY_SHARE)
     shown_identity: list[RecallItem] = []
-    seen = {anchor.id}
+    seen = {anchor.key}
     for item in identity:
         if item.id == anchor.id:
             shown_identity.append(anchor)
             continue
-        if item.id in seen:
+        if item.key in seen or not _place(item, id_room):
             continue
-        line = fit_line(item, min(ITEM_MAX_TOKENS, id_room), MIN_TRUNCATED_WORDS)
-        if line is None:
-            continue
-        item.text, item.tokens = line, _tokens(line)
         id_room -= item.tokens
         room -= item.tokens
         shown_identity.append(item)
-        seen.add(item.id)
+        seen.add(item.key)
     # 3. The other relevant items, best first, in what remains.
     shown_relevant: list[RecallItem] = []
     for item in rel:
@@ -186,15 +230,11 @@ def assemble(identity: Sequence[RecallItem], relevant: Sequence[RecallItem], bud
             if anchor.id not in id_ids:
                 shown_relevant.append(anchor)
             continue
-        if item.id in seen:
+        if item.key in seen or not _place(item, room):
             continue
-        line = fit_line(item, min(ITEM_MAX_TOKENS, room), MIN_TRUNCATED_WORDS)
-        if line is None:
-            continue
-        item.text, item.tokens = line, _tokens(line)
         room -= item.tokens
         shown_relevant.append(item)
-        seen.add(item.id)
+        seen.add(item.key)
     # An identity memory let in on its relevance still reads best among the
     # identity lines: identity first, in its own order, then the rest.
     order = {i.id: n for n, i in enumerate(identity)}
@@ -213,14 +253,31 @@ def assemble(identity: Sequence[RecallItem], relevant: Sequence[RecallItem], bud
     return text, chosen
 
 
-def identity_items(con: apsw.Connection, limit: int) -> list[RecallItem]:
-    """Active identity memories, strongest and newest first."""
+def _identity_only(identity: Sequence[RecallItem], budget: int) -> tuple[str, list[RecallItem]]:
+    """A block of identity memories alone (``recall.identity = always``), in
+    their order, as many as fit ``budget``."""
+    room = budget - block_tokens(HEADER)
+    chosen: list[RecallItem] = []
+    for item in identity:
+        if _place(item, room):
+            room -= item.tokens
+            chosen.append(item)
+    text = _join([i.text for i in chosen])
+    while chosen and block_tokens(text) > budget:
+        chosen.pop()
+        text = _join([i.text for i in chosen])
+    return (text, chosen) if chosen else ("", [])
+
+
+def identity_items(con: apsw.Connection, limit: int, scopes: Sequence[str] = ()) -> list[RecallItem]:
+    """Active identity memories (of ``scopes``, when given), strongest and newest first."""
+    where = f" AND scope IN ({','.join('?' * len(scopes))})" if scopes else ""
     return [
         RecallItem(r[0], r[1], r[2], r[3], r[4], r[5])
         for r in con.execute(
             "SELECT id, kind, type, title, path, content FROM traces WHERE kind = 'memory' AND type = 'identity' "
-            "AND status = 'active' ORDER BY coalesce(strength, 0.5) DESC, updated DESC, id LIMIT ?",
-            (limit,),
+            f"AND status = 'active'{where} ORDER BY coalesce(strength, 0.5) DESC, updated DESC, id LIMIT ?",
+            (*scopes, limit),
         )
     ]
 
@@ -293,3 +350,108 @@ def record_recall(con: apsw.Connection, ids: Sequence[str]) -> int:
             ids,
         )
         return changed
+
+
+# -- passages: the part of a note that matches ------------------------------------
+
+_WORD = re.compile(r"[^\W_]+")
+#: Words shorter than this are not evidence when a passage is chosen by words.
+_MIN_WORD = 3
+#: Letters of a word compared when a passage is chosen by words (a cheap
+#: stem: "deploying" and "deploys" meet at "deplo").
+_STEM = 5
+
+
+@dataclass(frozen=True)
+class Passage:
+    """A span of a trace's content under a heading path, and how well it matches."""
+
+    start: int
+    stop: int
+    heading: str
+    similarity: float | None = None
+
+
+def _stems(text: str) -> set[str]:
+    return {w[:_STEM] for w in (m.group(0).lower() for m in _WORD.finditer(text)) if len(w) >= _MIN_WORD}
+
+
+def trace_spans(con: apsw.Connection, rowid: int, content: str) -> list[Passage]:
+    """The chunks of a trace as spans (its sections when it has no chunks yet)."""
+    rows = con.execute("SELECT start, stop, heading FROM chunks WHERE trace_rowid = ? ORDER BY seq", (rowid,)).fetchall()
+    if rows:
+        return [Passage(r[0], r[1], r[2] or "") for r in rows]
+    from memvault.store.embedding.chunk import sections
+
+    return [Passage(s.start, s.stop, s.heading) for s in sections(content)]
+
+
+def passages_by_words(spans: Sequence[Passage], content: str, message: str) -> list[Passage]:
+    """The span sharing most words with ``message`` (no vectors to judge by);
+    the first span when none shares any."""
+    wanted = _stems(message) - {w[:_STEM] for w in _STOPWORDS}
+    best, best_n = None, 0
+    for span in spans:
+        n = len(wanted & _stems(span.heading + " " + content[span.start : span.stop]))
+        if n > best_n:
+            best, best_n = span, n
+    if best is None:
+        return list(spans[:1])
+    return [best]
+
+
+def passages_by_vector(
+    con: apsw.Connection, matrix: "VectorMatrix", query: "np.ndarray", rowid: int, floor: float
+) -> list[Passage]:
+    """The trace's best chunk by similarity to ``query``, and up to
+    :data:`PASSAGES_PER_NOTE` - 1 more within :data:`PASSAGE_MARGIN` of it
+    (and at least ``floor``); overlapping chunks of one section are merged.
+    Empty when the trace has no vectors."""
+    import numpy as np
+
+    from memvault.store.embedding.vectors import chunk_rows
+
+    rows = matrix.rows_of_trace(rowid)
+    if rows is None or len(rows) == 0:
+        return []
+    sims = matrix.matrix[rows] @ query
+    order = np.argsort(-sims, kind="stable")
+    best = float(sims[order[0]])
+    picked = [int(i) for i in order[:PASSAGES_PER_NOTE]
+              if float(sims[i]) >= max(floor, best - PASSAGE_MARGIN) or int(i) == int(order[0])]
+    ids = [int(matrix.chunk_ids[rows[i]]) for i in picked]
+    spans = chunk_rows(con, ids)
+    out: list[Passage] = []
+    for i, cid in zip(picked, ids):
+        if cid not in spans:
+            continue
+        _, start, stop, heading = spans[cid]
+        out.append(Passage(start, stop, heading or "", float(sims[i])))
+    return merge_overlaps(out)
+
+
+def merge_overlaps(spans: list[Passage]) -> list[Passage]:
+    """Spans of one heading that overlap or touch become one (best first kept)."""
+    out: list[Passage] = []
+    for p in spans:
+        for n, q in enumerate(out):
+            if p.heading == q.heading and p.start <= q.stop and q.start <= p.stop:
+                out[n] = Passage(min(p.start, q.start), max(p.stop, q.stop), q.heading, q.similarity)
+                break
+        else:
+            out.append(p)
+    return out
+
+
+def quote(content: str, span: Passage) -> str:
+    """The text of a passage as the note has it (whitespace trimmed)."""
+    return content[span.start : span.stop].strip()
+
+
+_STOPWORDS = frozenset(
+    "about after again also and are because been before being between both but can could did does doing down "
+    "during each for from further had has have having her here hers him his how into its itself just more most "
+    "not now off once only other our out over own same she should some such than that the their theirs them "
+    "then there these they this those through too under until very was were what when where which while who "
+    "whom why will with would you your yours".split()
+)

@@ -31,13 +31,36 @@ if TYPE_CHECKING:
     from memvault.store.settings import RecallSettings
 
 MODES = ("keyword", "semantic", "hybrid")
-#: Trace kinds each scope covers (empty: every kind).
-SCOPE_KINDS: dict[str, tuple[str, ...]] = {
+#: Trace kinds each choice of what to search covers (empty: every kind).
+#: (Called ``scope`` before 0.3; a memory's scope is the ``memory_scope`` filter.)
+WHAT_KINDS: dict[str, tuple[str, ...]] = {
     "all": (),
     "notes": ("note",),
     "memories": ("memory", "fact"),
     "facts": ("fact",),
 }
+SCOPE_KINDS = WHAT_KINDS  # the old name, for callers written before the rename
+IDENTITY_MODES = ("always", "relevant")
+
+
+def what_of(what: str | None, scope: str | None, default: str) -> str:
+    """The kinds choice from ``what``, or from the pre-0.3 keyword ``scope``
+    (which meant the same); ``default`` when neither is given."""
+    value = what if what is not None else scope if scope is not None else default
+    if value not in WHAT_KINDS:
+        from memvault.vault_io.errors import UsageError
+
+        raise UsageError(f"what to search must be one of {', '.join(WHAT_KINDS)}, not {value!r}")
+    return value
+
+
+def memory_scopes(value: str | Sequence[str] | None) -> tuple[str, ...]:
+    """Memory scopes as a tuple (one string, a list, or nothing)."""
+    if value is None:
+        return ()
+    if isinstance(value, str):
+        value = [value]
+    return tuple(v.strip() for v in value if v and v.strip())
 
 
 def rank_params(recall: "RecallSettings") -> "RankParams":
@@ -148,20 +171,31 @@ class Retriever:
         tags: Sequence[str] = (),
         path_glob: str | None = None,
         raw: bool = False,
-        scope: str = "all",
+        what: str | None = None,
+        memory_scope: str | Sequence[str] | None = None,
         include_deleted: bool = False,
         include_superseded: bool = False,
         explain: bool = False,
         record: bool = False,
+        scope: str | None = None,
     ) -> dict[str, Any]:
-        """Hits for ``query`` as JSON-ready dicts: ``{"mode", "hits", "notices"}``."""
+        """Hits for ``query`` as JSON-ready dicts: ``{"mode", "hits", "notices"}``.
+
+        ``what`` picks notes, memories, facts or all; ``memory_scope`` keeps
+        only memories of those scopes (notes and facts have none and pass);
+        ``scope`` is the pre-0.3 name of ``what``. Each hit carries the plain
+        text of its matching passage (``passage``) beside the highlighted snippet.
+        """
         statuses = ("active",) + (("deleted",) if include_deleted else ()) + (("superseded",) if include_superseded else ())
-        filters = Filters(types=tuple(types), tags=tuple(tags), path_glob=path_glob, statuses=statuses, kinds=SCOPE_KINDS[scope])
+        filters = Filters(types=tuple(types), tags=tuple(tags), path_glob=path_glob, statuses=statuses,
+                          kinds=WHAT_KINDS[what_of(what, scope, "all")], scopes=memory_scopes(memory_scope))
         chosen, notices = self.choose_mode(mode, raw)
         hits: list[Hit] | None = None
+        qvec = None
         if chosen != "keyword":
             try:
-                hits = self._ranked_hits(query, chosen, filters, limit, explain)
+                qvec = self.embedder().embed_query(query) if query.strip() else None
+                hits = self._ranked_hits(query, chosen, filters, limit, explain, qvec)
             except ModelUnavailable as exc:
                 notices = [f"semantic search unavailable: {exc}; using keyword search"]
                 chosen = "keyword"
@@ -173,12 +207,14 @@ class Retriever:
             from memvault.store.retrieval.recall import record_recall
 
             record_recall(self.con, [h.id for h in hits if h.kind in ("memory", "fact")])
-        return {"mode": chosen, "hits": [self._hit_dict(h, explain) for h in hits], "notices": notices}
+        return {"mode": chosen, "hits": [self._hit_dict(h, explain, query, qvec) for h in hits], "notices": notices}
 
-    def _ranked_hits(self, query: str, mode: str, filters: Filters, limit: int, explain: bool) -> list[Hit]:
+    def _ranked_hits(
+        self, query: str, mode: str, filters: Filters, limit: int, explain: bool, qvec: Any = None
+    ) -> list[Hit]:
         from memvault.store.retrieval.rank import to_hits
 
-        cands = self._rank(query, mode, filters, limit)
+        cands = self._rank(query, mode, filters, limit, qvec)
         return to_hits(self.con, cands, explain, mode)
 
     def _explain_keyword(self, query: str, raw: bool, filters: Filters, hits: list[Hit]) -> None:
@@ -201,10 +237,11 @@ class Retriever:
                 "vector_rank": None, "vector_similarity": None, "not_applied": ["graph", "recency", "strength"],
             }
 
-    def _rank(self, query: str, mode: str, filters: Filters, limit: int) -> list[Any]:
+    def _rank(self, query: str, mode: str, filters: Filters, limit: int, qvec: Any = None) -> list[Any]:
         from memvault.store.retrieval.rank import rank
 
-        qvec = self.embedder().embed_query(query) if query.strip() else None
+        if qvec is None:
+            qvec = self.embedder().embed_query(query) if query.strip() else None
         matrix = self.matrix()
         if mode == "semantic" and qvec is None:
             return []
@@ -213,7 +250,7 @@ class Retriever:
             params=rank_params(self.settings.recall), now=datetime.now(timezone.utc),
         )
 
-    def _hit_dict(self, h: Hit, explain: bool) -> dict[str, Any]:
+    def _hit_dict(self, h: Hit, explain: bool, query: str = "", qvec: Any = None) -> dict[str, Any]:
         anchor = None
         if h.kind == "fact":
             from memvault.store.facts.rows import fact_anchor  # only facts need it
@@ -227,6 +264,7 @@ class Retriever:
             # A fact points at the exact place in its source note.
             row.update(kind="fact", anchor=anchor.anchor, source_uri=anchor.source_uri,
                        heading_path=anchor.heading_path, lines=[anchor.line_start, anchor.line_end])
+        row["passage"] = self._passage_text(h, query, qvec)
         if h.status != "active":
             row["status"] = h.status
         if explain:
@@ -235,48 +273,139 @@ class Retriever:
 
     # -- context ---------------------------------------------------------------
 
-    def context(self, message: str, *, budget: int | None = None, scope: str = "memories", record: bool = True) -> dict[str, Any]:
-        """The recall block for ``message``: ``{"text", "tokens", "budget", "items", "notices"}``."""
+    def context(
+        self,
+        message: str,
+        *,
+        budget: int | None = None,
+        what: str | None = None,
+        memory_scope: str | Sequence[str] | None = None,
+        identity: str | None = None,
+        record: bool = True,
+        scope: str | None = None,
+    ) -> dict[str, Any]:
+        """The recall block for ``message``: ``{"text", "tokens", "budget", "items", "notices"}``.
+
+        ``what`` is "memories" (memories and facts, the default) or "all"
+        (ordinary notes too, each quoted by its matching passage);
+        ``memory_scope`` keeps only memories of those scopes; ``identity``
+        is "relevant" (identity memories only beside something relevant) or
+        "always" (default: ``recall.identity``); ``scope`` is the pre-0.3
+        name of ``what``.
+        """
         from memvault.store.retrieval.recall import (
             assemble,
             block_tokens,
             identity_items,
-            items_for,
             mark_outdated,
             record_recall,
         )
 
         budget = self.settings.recall.budget if budget is None else int(budget)
-        filters = Filters(kinds=SCOPE_KINDS[scope])
+        identity = identity or self.settings.recall.identity
+        if identity not in IDENTITY_MODES:
+            from memvault.vault_io.errors import UsageError
+
+            raise UsageError(f"identity must be always or relevant, not {identity!r}")
+        scopes = memory_scopes(memory_scope)
+        filters = Filters(kinds=WHAT_KINDS[what_of(what, scope, "memories")], scopes=scopes)
         notices: list[str] = []
-        ranked: list[tuple[str, float]] = []
+        cands: list[Any] = []
+        qvec = None
         if self.spec is not None and self.has_vectors():
             try:
-                cands = self._rank(message, "hybrid", filters, 20)
-                ranked = [(c.id, round(c.score, 6)) for c in cands]
+                qvec = self.embedder().embed_query(message) if message.strip() else None
+                cands = self._rank(message, "hybrid", filters, 20, qvec)
             except ModelUnavailable as exc:
                 notices = [f"semantic search unavailable: {exc}; using keyword search"]
-                ranked = self._keyword_context(message, filters)
+                cands = self._keyword_context(message, filters)
         else:
             _, notices = self.choose_mode(None, False)
             if self.spec is None:
                 notices = []
-            ranked = self._keyword_context(message, filters)
-        identity = identity_items(self.con, self.settings.recall.identity_max)
-        relevant = mark_outdated(self.con, items_for(self.con, ranked), identity)
-        text, items = assemble(identity, relevant, budget)
+            cands = self._keyword_context(message, filters)
+        ids = identity_items(self.con, self.settings.recall.identity_max, scopes)
+        relevant = mark_outdated(self.con, self._recall_items(cands, message, qvec), ids)
+        text, items = assemble(ids, relevant, budget, always_identity=identity == "always")
         if record and items:
-            record_recall(self.con, [i.id for i in items])
+            record_recall(self.con, list(dict.fromkeys(i.id for i in items)))
         return {
             "text": text, "tokens": block_tokens(text), "budget": budget,
             "items": [i.as_dict() for i in items], "notices": notices,
         }
 
-    def _keyword_context(self, message: str, filters: Filters) -> list[tuple[str, float]]:
+    def _recall_items(self, cands: Sequence[Any], message: str, qvec: Any) -> list[Any]:
+        """RecallItems for ranked candidates, best first: a note, or a memory
+        long enough to have several chunks, as its matching passages."""
+        from memvault.store.retrieval.recall import PASSAGE_MAX_TOKENS, RecallItem, quote
+
+        if not cands:
+            return []
+        marks = ",".join("?" * len(cands))
+        rows = {
+            r[0]: r for r in self.con.execute(
+                f"SELECT id, kind, type, title, path, content, rowid FROM traces WHERE id IN ({marks})",
+                [c.id for c in cands],
+            )
+        }
+        out: list[RecallItem] = []
+        for c in cands:
+            row = rows.get(c.id)
+            if row is None:
+                continue
+            trace_id, kind, type_, title, path, content, rowid = row
+            score = round(c.score if c.score else (c.bm25 or 0.0), 6)
+            spans = self._passages(kind, type_, rowid, content, message, qvec)
+            if not spans:
+                out.append(RecallItem(trace_id, kind, type_, title, path, content, score=score))
+                continue
+            for span in spans:
+                out.append(RecallItem(
+                    trace_id, kind, type_, title, path, quote(content, span), score=score,
+                    heading=span.heading, start=span.start, max_tokens=PASSAGE_MAX_TOKENS,
+                ))
+        return out
+
+    def _passages(self, kind: str, type_: str, rowid: int, content: str, message: str, qvec: Any) -> list[Any]:
+        """The passages to quote of a recalled trace ([] to show it whole):
+        notes always, memories only when long (several chunks), facts never."""
+        from memvault.store.retrieval.recall import ITEM_MAX_TOKENS, passages_by_vector, passages_by_words, trace_spans
+
+        if kind == "fact" or (kind == "memory" and (type_ == "identity" or len(content) < ITEM_MAX_TOKENS * 4)):
+            return []
+        spans = trace_spans(self.con, rowid, content)
+        if kind == "memory" and len(spans) < 2:
+            return []  # a memory of one chunk is shown whole, like a short one
+        if qvec is not None:
+            matrix = self.matrix()
+            if matrix is not None:
+                found = passages_by_vector(self.con, matrix, qvec, rowid, self.settings.recall.min_similarity)
+                if found:
+                    return found
+        return passages_by_words(spans, content, message)
+
+    def _passage_text(self, h: Hit, query: str, qvec: Any) -> str:
+        """The plain text of a hit's matching passage: a fact's or a short
+        memory's whole text, else the note's best chunk (by the query's
+        vector when there is one, else by its words)."""
+        from memvault.store.retrieval.recall import quote
+
+        row = self.con.execute("SELECT rowid, kind, type, content FROM traces WHERE id = ?", (h.id,)).fetchone()
+        if row is None:
+            return ""
+        rowid, kind, type_, content = row
+        spans = self._passages(kind, type_, rowid, content, query, qvec)
+        if not spans:
+            return content
+        span = spans[0]
+        text = quote(content, span)
+        return f"{span.heading}\n{text}" if span.heading else text
+
+    def _keyword_context(self, message: str, filters: Filters) -> list[Any]:
         """Relevant memories by words alone (no vectors): the hybrid keyword
         lists without stop words, by BM25, each sharing at least half the
         message's content words (:func:`~memvault.store.retrieval.rank.keyword_recall`)."""
         from memvault.store.retrieval.rank import keyword_recall
 
-        return [(c.id, round(c.bm25 or 0.0, 6)) for c in keyword_recall(self.con, message, filters, 20)]
+        return keyword_recall(self.con, message, filters, 20)
 

@@ -1,0 +1,415 @@
+"""Installing memvault into agent clients' config files, and taking it out again.
+
+``memvault mcp install --client C`` writes (or merges into) the MCP server
+list of client C; ``memvault hook install --client C`` merges the session
+hooks into its settings. Both follow the same rules:
+
+- every other server, hook and key of the file stays as it was (the JSON
+  is rewritten with two-space indentation; in Codex's TOML only memvault's
+  own table is replaced, every other byte stays);
+- a copy of the file is written first, beside it (``<name>.memvault-backup``);
+- a file that does not parse is refused (:class:`ClientConfigError`, exit 1)
+  and nothing is written;
+- uninstall removes only memvault's own entry.
+
+Where each client keeps its files (``--scope user`` or ``project``):
+
+========================  =====================================================  ==========================
+client                    user                                                   project (working directory)
+========================  =====================================================  ==========================
+claude-code (MCP)         ``~/.claude.json`` ``mcpServers``                      ``.mcp.json``
+claude-code (hooks)       ``~/.claude/settings.json`` ``hooks``                  ``.claude/settings.json``
+claude-desktop            ``claude_desktop_config.json`` (platform config dir)   (none)
+cursor                    ``~/.cursor/mcp.json``                                 ``.cursor/mcp.json``
+vscode                    ``Code/User/mcp.json`` (platform config dir) ``servers``  ``.vscode/mcp.json``
+codex (MCP)               ``$CODEX_HOME/config.toml`` ``[mcp_servers.memvault]``  ``.codex/config.toml``
+codex (hooks)             ``$CODEX_HOME/hooks.json``                             ``.codex/hooks.json``
+========================  =====================================================  ==========================
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shlex
+import shutil
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from memvault.vault_io.atomic import atomic_write
+from memvault.vault_io.errors import MemvaultError, UsageError
+
+CLIENTS = ("claude-code", "claude-desktop", "cursor", "vscode", "codex")
+HOOK_CLIENTS = ("claude-code", "codex")
+BACKUP_SUFFIX = ".memvault-backup"
+DEFAULT_NAME = "memvault"
+
+#: Hook events memvault installs: (event, matcher, subcommand, timeout in seconds).
+HOOK_EVENTS: tuple[tuple[str, str | None, str, int], ...] = (
+    ("SessionStart", "startup|resume|clear|compact", "session-start", 10),
+    ("UserPromptSubmit", None, "prompt", 5),
+    ("PreCompact", "manual|auto", "pre-compact", 30),
+    ("SessionEnd", None, "session-end", 30),
+)
+
+
+class ClientConfigError(MemvaultError):
+    """A client config file that cannot be read or changed safely (nothing was written)."""
+
+
+@dataclass
+class ConfigChange:
+    """What an install or uninstall did to one file."""
+
+    path: Path
+    action: str  # added | updated | unchanged | removed | absent
+    backup: Path | None = None
+
+    def as_dict(self) -> dict[str, Any]:
+        """JSON-ready form."""
+        return {"path": str(self.path), "action": self.action, "backup": str(self.backup) if self.backup else None}
+
+    def describe(self, what: str) -> str:
+        """One line for people."""
+        verb = {"added": f"added {what} to", "updated": f"updated {what} in", "unchanged": f"{what} already up to date in",
+                "removed": f"removed {what} from", "absent": f"no {what} to remove in"}[self.action]
+        backup = f" (backup: {self.backup})" if self.backup else ""
+        return f"{verb} {self.path}{backup}"
+
+
+# -- where --------------------------------------------------------------------------
+
+
+def _config_base() -> Path:
+    """The platform's per-user config folder (XDG on Linux)."""
+    if sys.platform == "darwin":
+        return Path.home() / "Library" / "Application Support"
+    if sys.platform.startswith("win"):
+        return Path(os.environ.get("APPDATA") or Path.home() / "AppData" / "Roaming")
+    base = os.environ.get("XDG_CONFIG_HOME", "").strip()
+    return Path(base) if os.path.isabs(base) else Path.home() / ".config"
+
+
+def _codex_home() -> Path:
+    env = os.environ.get("CODEX_HOME", "").strip()
+    return Path(env).expanduser() if env else Path.home() / ".codex"
+
+
+def mcp_config_path(client: str, scope: str, project: Path) -> Path:
+    """The file that lists ``client``'s MCP servers at ``scope``."""
+    if client not in CLIENTS:
+        raise UsageError(f"unknown client {client!r}: one of {', '.join(CLIENTS)}")
+    if scope == "project":
+        where = {"claude-code": ".mcp.json", "cursor": ".cursor/mcp.json", "vscode": ".vscode/mcp.json",
+                 "codex": ".codex/config.toml"}.get(client)
+        if where is None:
+            raise UsageError(f"{client} has no project config: use --scope user")
+        return project / where
+    if client == "claude-code":
+        return Path.home() / ".claude.json"
+    if client == "claude-desktop":
+        return _config_base() / "Claude" / "claude_desktop_config.json"
+    if client == "cursor":
+        return Path.home() / ".cursor" / "mcp.json"
+    if client == "vscode":
+        return _config_base() / "Code" / "User" / "mcp.json"
+    return _codex_home() / "config.toml"
+
+
+def hook_config_path(client: str, scope: str, project: Path) -> Path:
+    """The settings file that holds ``client``'s hooks at ``scope``."""
+    if client not in HOOK_CLIENTS:
+        raise UsageError(f"hooks can be installed for {' and '.join(HOOK_CLIENTS)}, not {client!r}")
+    if client == "claude-code":
+        return project / ".claude" / "settings.json" if scope == "project" else Path.home() / ".claude" / "settings.json"
+    return project / ".codex" / "hooks.json" if scope == "project" else _codex_home() / "hooks.json"
+
+
+# -- what ---------------------------------------------------------------------------
+
+
+def memvault_executable() -> str:
+    """The absolute path of this memvault's command (clients start it with a bare environment)."""
+    beside = Path(sys.executable).parent / "memvault"
+    if beside.exists():
+        return str(beside)
+    found = shutil.which("memvault")
+    if found:
+        return str(Path(found).absolute())
+    return str(Path(sys.argv[0]).absolute())
+
+
+def server_env() -> dict[str, str]:
+    """The memvault variables of this shell that a client must pass on (it starts servers with few)."""
+    return {k: os.environ[k] for k in ("MEMVAULT_HOME", "MEMVAULT_CONFIG") if os.environ.get(k)}
+
+
+def server_entry(client: str, vault: Path, *, read_only: bool = False) -> dict[str, Any]:
+    """The MCP server entry for ``client``: this memvault, this vault, on stdio."""
+    args = ["--vault", str(vault), "mcp"] + (["--read-only"] if read_only else [])
+    entry: dict[str, Any] = {"command": memvault_executable(), "args": args}
+    if client in ("claude-code", "vscode"):
+        entry = {"type": "stdio", **entry}
+    env = server_env()
+    if env:
+        entry["env"] = env
+    return entry
+
+
+def hook_command(vault: Path, sub: str, client: str) -> str:
+    """The shell command of one hook."""
+    env = " ".join(f"{k}={shlex.quote(v)}" for k, v in server_env().items())
+    cmd = f"{shlex.quote(memvault_executable())} --vault {shlex.quote(str(vault))} hook {sub} --client {client}"
+    return f"{env} {cmd}" if env else cmd
+
+
+# -- JSON files -------------------------------------------------------------------------
+
+
+def _read_json(path: Path) -> dict[str, Any] | None:
+    """The file's object; None when it does not exist (or is empty). Raises when it cannot be parsed."""
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        return None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ClientConfigError(f"cannot read {path}: {exc}; nothing was written") from None
+    if not text.strip():
+        return None
+    try:
+        data = json.loads(text)
+    except ValueError as exc:
+        raise ClientConfigError(f"{path} is not valid JSON ({exc}); nothing was written: fix it or move it away") from None
+    if not isinstance(data, dict):
+        raise ClientConfigError(f"{path} does not hold a JSON object; nothing was written")
+    return data
+
+
+def _backup(path: Path) -> Path | None:
+    if not path.exists():
+        return None
+    backup = path.with_name(path.name + BACKUP_SUFFIX)
+    shutil.copy2(path, backup)
+    os.chmod(backup, path.stat().st_mode & 0o777)
+    return backup
+
+
+def _write(path: Path, text: str) -> Path | None:
+    """Back the file up, then replace it atomically (keeping its mode)."""
+    backup = _backup(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    mode = path.stat().st_mode & 0o777 if path.exists() else None
+    atomic_write(path, text.encode("utf-8"), mode=mode)
+    return backup
+
+
+def _dump(data: dict[str, Any]) -> str:
+    return json.dumps(data, indent=2, ensure_ascii=False) + "\n"
+
+
+def _servers_key(client: str) -> str:
+    return "servers" if client == "vscode" else "mcpServers"
+
+
+def install_json_server(path: Path, client: str, name: str, entry: dict[str, Any]) -> ConfigChange:
+    """Put ``entry`` under the client's server list as ``name``; everything else stays."""
+    data = _read_json(path)
+    data = {} if data is None else data
+    key = _servers_key(client)
+    servers = data.get(key)
+    if servers is None:
+        servers = data[key] = {}
+    if not isinstance(servers, dict):
+        raise ClientConfigError(f"{path}: {key!r} is not an object; nothing was written")
+    if servers.get(name) == entry:
+        return ConfigChange(path, "unchanged")
+    action = "updated" if name in servers else "added"
+    servers[name] = entry
+    return ConfigChange(path, action, _write(path, _dump(data)))
+
+
+def uninstall_json_server(path: Path, client: str, name: str) -> ConfigChange:
+    """Take ``name`` out of the client's server list (nothing else)."""
+    data = _read_json(path)
+    servers = data.get(_servers_key(client)) if data else None
+    if not isinstance(servers, dict) or name not in servers:
+        return ConfigChange(path, "absent")
+    del servers[name]
+    return ConfigChange(path, "removed", _write(path, _dump(data)))  # type: ignore[arg-type]
+
+
+# -- Codex's TOML -------------------------------------------------------------------------
+
+_TABLE = re.compile(r"^\s*\[\[?\s*([^\]]+?)\s*\]\]?\s*(?:#.*)?$")
+
+
+def _toml_key(name: str) -> str:
+    return name if re.fullmatch(r"[A-Za-z0-9_-]+", name) else json.dumps(name)
+
+
+def _toml_value(value: Any) -> str:
+    if isinstance(value, dict):
+        return "{ " + ", ".join(f"{_toml_key(k)} = {_toml_value(v)}" for k, v in value.items()) + " }"
+    if isinstance(value, list):
+        return "[" + ", ".join(_toml_value(v) for v in value) + "]"
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, (int, float)):
+        return str(value)
+    return json.dumps(str(value), ensure_ascii=False)  # a TOML basic string is JSON-compatible
+
+
+def _parse_toml(path: Path) -> tuple[str, dict[str, Any]]:
+    import tomllib
+
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        return "", {}
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ClientConfigError(f"cannot read {path}: {exc}; nothing was written") from None
+    try:
+        return text, tomllib.loads(text)
+    except tomllib.TOMLDecodeError as exc:
+        raise ClientConfigError(f"{path} is not valid TOML ({exc}); nothing was written") from None
+
+
+def _without_table(text: str, table: str) -> tuple[str, bool]:
+    """``text`` without ``[table]`` and its sub-tables (header to the next other header)."""
+    out: list[str] = []
+    skipping = found = False
+    for line in text.splitlines(keepends=True):
+        m = _TABLE.match(line)
+        if m:
+            name = re.sub(r"\s*\.\s*", ".", m.group(1)).replace('"', "")
+            skipping = name == table or name.startswith(table + ".")
+            found = found or skipping
+        if not skipping:
+            out.append(line)
+    return "".join(out), found
+
+
+def install_codex_server(path: Path, name: str, entry: dict[str, Any]) -> ConfigChange:
+    """Write ``[mcp_servers.<name>]`` into Codex's config.toml; other bytes stay."""
+    text, data = _parse_toml(path)
+    current = (data.get("mcp_servers") or {}).get(name)
+    if current == entry:
+        return ConfigChange(path, "unchanged")
+    table = f"mcp_servers.{name}"
+    rest, found = _without_table(text, table)
+    if current is not None and not found:
+        raise ClientConfigError(f"{path} defines mcp_servers.{name} inline; change it by hand (nothing was written)")
+    block = f"[mcp_servers.{_toml_key(name)}]\n" + "".join(f"{k} = {_toml_value(v)}\n" for k, v in entry.items())
+    new = (rest.rstrip("\n") + "\n\n" if rest.strip() else "") + block
+    _check_toml(path, new, name, entry)
+    return ConfigChange(path, "updated" if current is not None else "added", _write(path, new))
+
+
+def uninstall_codex_server(path: Path, name: str) -> ConfigChange:
+    """Take ``[mcp_servers.<name>]`` out of Codex's config.toml."""
+    text, data = _parse_toml(path)
+    if name not in (data.get("mcp_servers") or {}):
+        return ConfigChange(path, "absent")
+    rest, found = _without_table(text, f"mcp_servers.{name}")
+    if not found:
+        raise ClientConfigError(f"{path} defines mcp_servers.{name} inline; remove it by hand (nothing was written)")
+    _check_toml(path, rest, name, None)
+    return ConfigChange(path, "removed", _write(path, rest))
+
+
+def _check_toml(path: Path, text: str, name: str, entry: dict[str, Any] | None) -> None:
+    """The edited text must parse and hold exactly the intended entry."""
+    import tomllib
+
+    try:
+        got = (tomllib.loads(text).get("mcp_servers") or {}).get(name)
+    except tomllib.TOMLDecodeError as exc:
+        raise ClientConfigError(f"editing {path} would break it ({exc}); nothing was written") from None
+    if got != entry:
+        raise ClientConfigError(f"cannot edit mcp_servers.{name} in {path} safely; nothing was written")
+
+
+# -- the commands' entry points -----------------------------------------------------------
+
+
+def install_server(client: str, scope: str, vault: Path, *, name: str = DEFAULT_NAME, read_only: bool = False,
+                   project: Path | None = None) -> ConfigChange:
+    """Install memvault's MCP server for ``client``."""
+    path = mcp_config_path(client, scope, project or Path.cwd())
+    entry = server_entry(client, vault, read_only=read_only)
+    if client == "codex":
+        return install_codex_server(path, name, entry)
+    return install_json_server(path, client, name, entry)
+
+
+def uninstall_server(client: str, scope: str, *, name: str = DEFAULT_NAME, project: Path | None = None) -> ConfigChange:
+    """Remove memvault's MCP server entry from ``client``'s config."""
+    path = mcp_config_path(client, scope, project or Path.cwd())
+    if client == "codex":
+        return uninstall_codex_server(path, name)
+    return uninstall_json_server(path, client, name)
+
+
+def _is_ours(handler: Any) -> bool:
+    return isinstance(handler, dict) and isinstance(handler.get("command"), str) \
+        and re.search(r"memvault\S*\s.*\bhook (session-start|prompt|pre-compact|session-end)\b", handler["command"]) is not None
+
+
+def _strip_ours(hooks: dict[str, Any]) -> bool:
+    """Remove memvault's hook handlers (and groups left empty); whether any was there."""
+    removed = False
+    for event in list(hooks):
+        groups = hooks[event]
+        if not isinstance(groups, list):
+            continue
+        kept = []
+        for group in groups:
+            handlers = group.get("hooks") if isinstance(group, dict) else None
+            if isinstance(handlers, list) and any(_is_ours(h) for h in handlers):
+                removed = True
+                group = dict(group, hooks=[h for h in handlers if not _is_ours(h)])
+                if not group["hooks"]:
+                    continue
+            kept.append(group)
+        if kept:
+            hooks[event] = kept
+        else:
+            del hooks[event]
+    return removed
+
+
+def install_hooks(client: str, scope: str, vault: Path, *, project: Path | None = None) -> ConfigChange:
+    """Merge memvault's session hooks into ``client``'s settings."""
+    path = hook_config_path(client, scope, project or Path.cwd())
+    data = _read_json(path)
+    data = {} if data is None else data
+    hooks = data.setdefault("hooks", {})
+    if not isinstance(hooks, dict):
+        raise ClientConfigError(f"{path}: 'hooks' is not an object; nothing was written")
+    before = json.dumps(hooks, sort_keys=True)
+    had = _strip_ours(hooks)
+    for event, matcher, sub, timeout in HOOK_EVENTS:
+        group: dict[str, Any] = {"matcher": matcher} if matcher else {}
+        group["hooks"] = [{"type": "command", "command": hook_command(vault, sub, client), "timeout": timeout}]
+        groups = hooks.setdefault(event, [])
+        if not isinstance(groups, list):
+            raise ClientConfigError(f"{path}: hooks.{event} is not a list; nothing was written")
+        groups.append(group)
+    if json.dumps(hooks, sort_keys=True) == before:
+        return ConfigChange(path, "unchanged")
+    return ConfigChange(path, "updated" if had else "added", _write(path, _dump(data)))
+
+
+def uninstall_hooks(client: str, scope: str, *, project: Path | None = None) -> ConfigChange:
+    """Remove memvault's hooks from ``client``'s settings (others stay)."""
+    path = hook_config_path(client, scope, project or Path.cwd())
+    data = _read_json(path)
+    hooks = data.get("hooks") if data else None
+    if not isinstance(hooks, dict) or not _strip_ours(hooks):
+        return ConfigChange(path, "absent")
+    if not hooks:
+        del data["hooks"]  # type: ignore[index]
+    return ConfigChange(path, "removed", _write(path, _dump(data)))  # type: ignore[arg-type]

@@ -1,0 +1,289 @@
+"""``memvault hook``: session hooks for Claude Code and Codex (JSON on stdin, text on stdout).
+
+::
+
+    memvault hook session-start   # identity, what changed lately, what is relevant to the project
+    memvault hook prompt          # the `context` block for the user's prompt (nothing when nothing is relevant)
+    memvault hook session-end     # hand the transcript to conversation ingest
+    memvault hook pre-compact     # the same, before the client compacts the conversation
+    memvault hook install --client claude-code [--scope user|project]
+
+Both clients add what a ``SessionStart`` or ``UserPromptSubmit`` hook prints
+to the model's context. A hook must never break the agent's session: on any
+error, or past its time budget (:data:`BUDGET_WARM` seconds when a daemon
+answers warm, :data:`BUDGET_COLD` without one, when recall goes by words
+alone so as not to load the model; :data:`BUDGET_INGEST` for
+the ingest hooks, whose output nobody waits for; counted from the moment
+the hook command starts its work), it prints nothing, exits 0 and logs why
+to ``hooks.log`` in memvault's data dir. The work runs on a
+thread; past the budget the process ends at once, whatever that thread is
+doing (a SQLite transaction in flight is rolled back, never half-written).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Callable
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import click
+
+from memvault.cli.main import AppContext, cli, emit_json, json_option, pass_app
+
+if TYPE_CHECKING:
+    from memvault.store.memory_store import MemoryStore
+
+#: Seconds a context hook may take with a running daemon (warm answers) and without.
+BUDGET_WARM = 0.3
+BUDGET_COLD = 2.0
+#: Seconds an ingest hook may take (it runs when the session ends; installed with a 30 s client timeout).
+BUDGET_INGEST = 25.0
+#: Clients cap injected context at 10,000 characters.
+MAX_CHARS = 9000
+LOG_NAME = "hooks.log"
+LOG_MAX_BYTES = 1 << 20
+#: How far back session-start looks for what changed.
+RECENT_SINCE = "3 days"
+RECENT_ITEMS = 5
+
+
+def log_line(event: str, message: str) -> None:
+    """Append one line to the hooks log (never raises: logging must not break a hook either)."""
+    from memvault.store.location import data_home
+
+    try:
+        home = data_home()
+        home.mkdir(parents=True, exist_ok=True)
+        path = home / LOG_NAME
+        if path.exists() and path.stat().st_size > LOG_MAX_BYTES:
+            path.replace(path.with_name(LOG_NAME + ".1"))
+        stamp = datetime.now(timezone.utc).isoformat(timespec="seconds")
+        with open(path, "a", encoding="utf-8") as f:
+            f.write(f"{stamp} {event} pid {os.getpid()}: {' '.join(message.split())}\n")
+    except OSError:
+        pass
+
+
+def read_input() -> dict[str, Any]:
+    """The hook's JSON input (an empty object when there is none or it is not JSON)."""
+    if sys.stdin is None or sys.stdin.isatty():
+        return {}
+    try:
+        data = json.loads(sys.stdin.read() or "{}")
+    except (ValueError, OSError, UnicodeDecodeError):
+        return {}
+    return data if isinstance(data, dict) else {}
+
+
+def daemon_serves(store: "MemoryStore") -> bool:
+    """Whether this vault's daemon socket is there (warm answers)."""
+    from memvault.daemon.client import socket_path
+
+    return socket_path(store.data_dir).exists()
+
+
+def run_hook(app: AppContext, event: str, work: Callable[["MemoryStore", dict[str, Any]], str],
+             timeout: float | None, ingest: bool = False) -> None:
+    """Run ``work(store, input)`` within the budget; print its text, or nothing.
+
+    Never raises and always exits 0: a failure, a missing vault or a
+    timeout is logged, not shown (exit 2 would block a prompt).
+    """
+    started = time.monotonic()
+    data = read_input()
+    result: dict[str, Any] = {}
+
+    def target() -> None:
+        try:
+            store = app.store
+            result["budget"] = timeout if timeout is not None else (
+                BUDGET_INGEST if ingest else BUDGET_WARM if daemon_serves(store) else BUDGET_COLD)
+            budget_known.set()
+            result["text"] = work(store, data)
+        except BaseException as exc:  # noqa: BLE001 - anything at all: the session must go on
+            result["error"] = f"{type(exc).__name__}: {exc}"
+        finally:
+            budget_known.set()
+
+    budget_known = threading.Event()
+    thread = threading.Thread(target=target, name=f"memvault-hook-{event}", daemon=True)
+    thread.start()
+    budget_known.wait(timeout if timeout is not None else BUDGET_COLD)
+    budget = result.get("budget", timeout if timeout is not None else BUDGET_COLD)
+    thread.join(max(0.0, budget - (time.monotonic() - started)))
+    if thread.is_alive():
+        log_line(event, f"gave up after {time.monotonic() - started:.2f}s (budget {budget}s); printed nothing")
+        sys.stdout.flush()
+        os._exit(0)  # the worker may be stuck in C code (a model load): end now, print nothing
+    if "error" in result:
+        log_line(event, f"failed: {result['error']}; printed nothing")
+        return
+    text = (result.get("text") or "").strip()
+    if text:
+        click.echo(text[:MAX_CHARS])
+
+
+def _context(store: "MemoryStore", args: dict[str, Any]) -> dict[str, Any]:
+    """The recall block from the daemon (warm); without one, by words alone
+    in-process: loading the model takes longer than a hook's budget."""
+    from memvault.daemon.client import ask
+    from memvault.store.memory_store import MemoryStore
+
+    found = ask(store.data_dir, "context", args, config=store.settings.values)
+    if found is not None:
+        return found
+    words_only = MemoryStore.open(str(store.root), {"embedding.model": "none"})
+    try:
+        return words_only.context(**args)
+    finally:
+        words_only.close()
+
+
+def project_of(cwd: str | None) -> tuple[str | None, Path | None]:
+    """(project name, its folder) of a working directory: its git root's name, else the folder's."""
+    if not cwd:
+        return None, None
+    folder = Path(cwd)
+    try:
+        top = subprocess.run(["git", "-C", str(folder), "rev-parse", "--show-toplevel"], capture_output=True,
+                             text=True, timeout=0.2, check=False).stdout.strip()
+    except (OSError, subprocess.SubprocessError):
+        top = ""
+    root = Path(top) if top else folder
+    return (root.name or None), root
+
+
+def session_start_text(store: "MemoryStore", data: dict[str, Any], budget: int | None) -> str:
+    """Identity memories, what changed lately, and what is relevant to the project."""
+    project, _ = project_of(data.get("cwd") or os.getcwd())
+    message = f"project {project}" if project else "current work"
+    recalled = _context(store, {"message": message, "budget": budget, "what": "memories", "identity": "always",
+                                "record": False})
+    parts = [recalled["text"]] if recalled["text"] else []
+    shown = {i["id"] for i in recalled["items"]}
+    recent = store.recent(since=RECENT_SINCE, what="memories", limit=RECENT_ITEMS * 2)["items"]
+    lines = [f"- [{i['type']}] {i['preview']} ({i['path'] or i['id']})" for i in recent
+             if i["id"] not in shown and i["status"] == "active"][:RECENT_ITEMS]
+    if lines:
+        parts.append(f"## Changed in memory lately (since {RECENT_SINCE} ago)\n" + "\n".join(lines))
+    if project:
+        scoped = store.list(what="memories", scopes=[project], sort="strength", limit=RECENT_ITEMS)["items"]
+        lines = [f"- [{i['type']}] {i['preview']} ({i['path'] or i['id']})" for i in scoped if i["id"] not in shown]
+        if lines:
+            parts.append(f"## Memories of project {project}\n" + "\n".join(lines))
+    return "\n\n".join(parts)
+
+
+def prompt_text(store: "MemoryStore", data: dict[str, Any], budget: int | None, what: str) -> str:
+    """The ``context`` block for the user's prompt ("" when nothing is relevant)."""
+    prompt = data.get("prompt")
+    if not isinstance(prompt, str) or not prompt.strip():
+        return ""
+    return _context(store, {"message": prompt, "budget": budget, "what": what, "identity": "relevant"})["text"]
+
+
+def ingest_transcript(store: "MemoryStore", data: dict[str, Any], event: str, client: str) -> str:
+    """Hand the session's transcript to conversation ingest; prints nothing."""
+    path = data.get("transcript_path")
+    if not isinstance(path, str) or not path:
+        log_line(event, "no transcript_path in the hook input; nothing to ingest")
+        return ""
+    ingest = getattr(store, "ingest", None)
+    if ingest is None:
+        log_line(event, f"ingest not available in this memvault; {path} not ingested")
+        return ""
+    report = ingest(Path(path), session=data.get("session_id"), client=client)
+    summary = report.as_dict() if hasattr(report, "as_dict") else report
+    log_line(event, f"ingested {path}: {json.dumps(summary, default=str)[:500]}")
+    return ""
+
+
+@cli.group()
+def hook() -> None:
+    """Session hooks for agent clients: JSON on stdin, text on stdout, always exit 0.
+
+    `memvault hook install --client claude-code` adds them to the client's settings.
+    """
+
+
+_client = click.option("--client", default="claude-code", show_default=True,
+                       help="Which client runs the hook (recorded with ingested sessions).")
+_timeout = click.option("--timeout", type=click.FloatRange(0.05, 600), default=None, metavar="SECONDS",
+                        help=f"Time budget (default {BUDGET_WARM}s with a daemon, {BUDGET_COLD}s without).")
+_budget = click.option("--budget", type=click.IntRange(50, 4000), default=None, metavar="TOKENS",
+                       help="Token budget of the recall block (default: recall.budget).")
+
+
+@hook.command("session-start")
+@_client
+@_timeout
+@_budget
+@pass_app
+def hook_session_start(app: AppContext, client: str, timeout: float | None, budget: int | None) -> None:
+    """Print identity memories, what changed lately and what is relevant to the project."""
+    run_hook(app, "session-start", lambda s, d: session_start_text(s, d, budget), timeout)
+
+
+@hook.command("prompt")
+@_client
+@_timeout
+@_budget
+@click.option("--what", type=click.Choice(["memories", "all"]), default="memories", show_default=True,
+              help="Recall memories and facts, or note passages too.")
+@pass_app
+def hook_prompt(app: AppContext, client: str, timeout: float | None, budget: int | None, what: str) -> None:
+    """Print the recall block for the user's prompt (nothing when nothing is relevant)."""
+    run_hook(app, "prompt", lambda s, d: prompt_text(s, d, budget, what), timeout)
+
+
+def _ingest_hook(event: str, doc: str) -> None:
+    """Define ``memvault hook <event>``: the transcript to conversation ingest."""
+
+    @hook.command(event, help=doc)
+    @_client
+    @_timeout
+    @pass_app
+    def command(app: AppContext, client: str, timeout: float | None) -> None:
+        run_hook(app, event, lambda s, d: ingest_transcript(s, d, event, client), timeout, ingest=True)
+
+
+_ingest_hook("session-end", "Hand the finished session's transcript to conversation ingest.")
+_ingest_hook("pre-compact", "Hand the transcript to conversation ingest before the client compacts it.")
+
+
+_hook_client = click.option("--client", type=click.Choice(["claude-code", "codex"]), required=True,
+                            help="The client whose settings get the hooks.")
+_scope = click.option("--scope", type=click.Choice(["user", "project"]), default="user", show_default=True,
+                      help="Settings for all your projects, or the project in the working directory.")
+
+
+@hook.command("install")
+@_hook_client
+@_scope
+@json_option
+@pass_app
+def hook_install(app: AppContext, client: str, scope: str, as_json: bool) -> None:
+    """Merge memvault's hooks into the client's settings (other hooks and keys stay; a backup first)."""
+    from memvault.cli.client_config import install_hooks
+
+    change = install_hooks(client, scope, app.store.root)
+    emit_json(change.as_dict()) if as_json else click.echo(change.describe("memvault hooks"))
+
+
+@hook.command("uninstall")
+@_hook_client
+@_scope
+@json_option
+def hook_uninstall(client: str, scope: str, as_json: bool) -> None:
+    """Remove memvault's hooks (only those) from the client's settings."""
+    from memvault.cli.client_config import uninstall_hooks
+
+    change = uninstall_hooks(client, scope)
+    emit_json(change.as_dict()) if as_json else click.echo(change.describe("memvault hooks"))

@@ -1,0 +1,483 @@
+"""memvault's MCP server: one vault's memory as tools, resources and a prompt.
+
+``memvault mcp`` serves it on stdio (an agent client starts it), ``memvault
+mcp --http`` on the SDK's Streamable HTTP transport (see :mod:`.mcp_cmds`).
+It is one more front end of :class:`~memvault.store.memory_store.MemoryStore`:
+every tool is a call of a store method, nothing else.
+
+- Reads (read-only annotations): ``search``, ``context``, ``read``, ``links``,
+  ``recent``, ``list``, ``history``, ``status``.
+- Writes, all reversible (versions, ``.trash/``, ``restore``): ``remember``,
+  ``update`` (refused when the memory changed since the version the agent
+  read), ``forget``, ``restore``. None of them touches an ordinary note a
+  person wrote: they change memories, and ``forget`` of a fact only retires
+  it. Each memory an agent writes says which client wrote it in ``source``
+  (``mcp:<client name>``).
+- Resources ``memvault://memory/{id}``, ``memvault://note/{+path}``,
+  ``memvault://identity``; the prompt ``recall``.
+
+Start-up is cheap: the store is opened without touching the model, so
+``initialize`` is answered at once; ``search`` and ``context`` ask the
+running daemon's socket first (warm) and otherwise load the model in this
+process on first use. Tools run on worker threads; one lock serialises the
+store. A failure is a tool error of one sentence (the SDK prefixes the tool
+name); nothing but protocol is written to stdout (the SDK points fd 1 at
+stderr while it serves stdio, and logging goes to stderr).
+
+This is the only module that imports the ``mcp`` SDK (the ``mcp`` extra):
+no other command pays for it.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import re
+import threading
+from collections.abc import Callable
+from typing import Annotated, Any, Literal, TypeVar
+
+from mcp.server import MCPServer
+from mcp.server.mcpserver import Context
+from mcp.server.mcpserver.exceptions import ResourceError, ResourceNotFoundError, ToolError
+from mcp.types import CallToolResult, TextContent, ToolAnnotations
+from pydantic import AliasChoices, Field, ValidationError
+
+from memvault.cli.mcp_boot import INSTRUCTIONS, SERVER_NAME, server_version
+from memvault.store.memory_store import MemoryStore
+from memvault.vault_io.errors import MemvaultError
+
+log = logging.getLogger("memvault.mcp")
+T = TypeVar("T")
+
+_READ = ToolAnnotations(read_only_hint=True, destructive_hint=False, idempotent_hint=True, open_world_hint=False)
+
+# -- argument types (with the names models tend to guess as aliases) --------------
+
+
+def _field(description: str, *names: str, **limits: Any) -> Any:
+    return Field(description=description, validation_alias=AliasChoices(*names), **limits)
+
+
+Query = Annotated[str, _field("What to look for, in plain words.", "query", "q", "text", "search", "keywords")]
+Message = Annotated[str, _field("The user's message or task to recall memories for.",
+                                "message", "query", "q", "prompt", "text", "topic")]
+Ref = Annotated[str, _field("A memory id (m-...), fact id (f-...), vault path or note title.",
+                            "id", "ref", "memory_id", "fact_id", "note", "path")]
+Limit = Annotated[int, _field("Most results to return.", "limit", "k", "top_k", "n", "max_results", "count",
+                              ge=1, le=100)]
+What = Annotated[Literal["all", "notes", "memories", "facts"],
+                 _field("What to search: ordinary notes, memories (memory notes and facts), facts only, or all.",
+                        "what", "kind", "kinds", "search_in", "collection")]
+MemoryScope = Annotated[str | None, _field("Only memories of this scope (user, a project name...); "
+                                           "notes and facts have none and are not filtered.",
+                                           "scope", "memory_scope", "namespace")]
+Types = Annotated[str | list[str] | None, _field("Memory types to keep: identity, semantic, episodic, procedural, "
+                                                 "prospective (or note for ordinary notes).",
+                                                 "types", "type", "memory_type", "memory_types")]
+Tags = Annotated[str | list[str] | None, _field("Tags to keep (a nested tag counts: project finds project/x).",
+                                                "tags", "tag")]
+Since = Annotated[str | None, _field("Changed since: an ISO date (2026-11-20) or a span like '2 days', '3h', "
+                                     "'yesterday'.", "since", "after", "from", "start")]
+Until = Annotated[str | None, _field("Changed before: an ISO date or a span like '2 days'.",
+                                     "until", "before", "to", "end")]
+Reason = Annotated[str | None, _field("Why, in a few words (kept with the history).", "reason", "why")]
+
+
+def _as_list(value: str | list[str] | None) -> list[str]:
+    if value is None:
+        return []
+    if isinstance(value, str):
+        return [v.strip() for v in value.split(",") if v.strip()]
+    return [v.strip() for v in value if v and v.strip()]
+
+
+def _ok(data: dict[str, Any], text: str | None = None) -> CallToolResult:
+    """A result with structured content and its text (the JSON unless ``text``)."""
+    if text is None:
+        text = json.dumps(data, ensure_ascii=False, indent=1, default=str)
+    return CallToolResult(content=[TextContent(type="text", text=text)],
+                          structured_content=json.loads(json.dumps(data, default=str)))
+
+
+def client_source(ctx: Context | None) -> str:
+    """``mcp:<client name>`` from the MCP client's ``initialize`` (``mcp`` when it gave none)."""
+    name = None
+    try:
+        params = ctx.session.client_params if ctx is not None else None
+        name = params.client_info.name if params is not None else None
+    except Exception:  # no session (an in-process call), or an HTTP request without one
+        name = None
+    clean = re.sub(r"[^A-Za-z0-9._ -]+", "", name or "").strip()[:60]
+    return f"mcp:{clean}" if clean else "mcp"
+
+
+class Backend:
+    """The vault's store, opened once, behind one lock (tools run on worker threads)."""
+
+    def __init__(self, store: MemoryStore) -> None:
+        self.store = store
+        self.lock = threading.Lock()
+
+    def run(self, fn: Callable[[MemoryStore], T]) -> T:
+        """``fn(store)`` under the lock; memvault's errors become one-sentence tool errors."""
+        from memvault.store.memories.guard import VersionConflict
+
+        with self.lock:
+            try:
+                return fn(self.store)
+            except VersionConflict as exc:
+                current = exc.current
+                raise ToolError(f"{exc}. Current text (version {current['version']}, "
+                                f"tags {current['tags']}):\n{current['content']}") from None
+            except MemvaultError as exc:
+                raise ToolError(str(exc)) from None
+            except (ToolError, ValidationError):
+                raise
+            except Exception as exc:  # a bug must not end the session: say so in one line, log the rest
+                log.exception("tool failed")
+                raise ToolError(f"memvault failed with {type(exc).__name__}: {exc} (see the server's log)") from None
+
+    def warm(self, op: str, args: dict[str, Any]) -> dict[str, Any] | None:
+        """The running daemon's answer (model and vectors warm), or None."""
+        from memvault.daemon.client import ask
+
+        try:
+            return ask(self.store.data_dir, op, args, config=self.store.settings.values)
+        except MemvaultError as exc:
+            raise ToolError(str(exc)) from None
+
+    def versions(self, ids: list[str]) -> dict[str, int]:
+        """Current versions of memories, for hits an agent may update."""
+        from memvault.store.memories.rows import current_version
+
+        with self.lock:
+            con = self.store.read_con()
+            return {i: current_version(con, i) for i in ids}
+
+
+def build_server(store: MemoryStore, *, read_only: bool = False, **server_options: Any) -> MCPServer:
+    """The MCP server over ``store`` (read tools only with ``read_only``);
+    ``server_options`` go to :class:`MCPServer` (the HTTP auth settings)."""
+    server = MemvaultMCP(SERVER_NAME, version=server_version(), instructions=INSTRUCTIONS, log_level="WARNING",
+                         **server_options)
+    backend = Backend(store)
+    _read_tools(server, backend)
+    _browse_tools(server, backend)
+    if not read_only:
+        _write_tools(server, backend)
+    _resources(server, backend)
+    return server
+
+
+class MemvaultMCP(MCPServer):
+    """The SDK's server, with argument errors said in one sentence."""
+
+    async def call_tool(self, name: str, arguments: dict[str, Any], context: Any = None) -> Any:
+        """Call a tool; a schema violation reads "argument 'limit': ..." instead of pydantic's report."""
+        try:
+            return await super().call_tool(name, arguments, context)
+        except ToolError as exc:
+            cause = exc.__cause__
+            if isinstance(cause, ValidationError):
+                raise ToolError(f"Error executing tool {name}: {argument_error(cause)}") from cause
+            raise
+
+
+def argument_error(exc: ValidationError) -> str:
+    """The first problem of a validation error as one sentence."""
+    errors = exc.errors()
+    if not errors:
+        return "bad arguments"
+    first = errors[0]
+    where = ".".join(str(p) for p in first.get("loc", ()) if not isinstance(p, int)) or "arguments"
+    if first.get("type") == "missing":
+        text = f"argument {where!r} is required"
+    else:
+        text = f"argument {where!r}: {first.get('msg', 'is not valid')}"
+    more = f" (and {len(errors) - 1} more problem{'s' if len(errors) > 2 else ''})" if len(errors) > 1 else ""
+    return text + more
+
+
+# -- read tools ----------------------------------------------------------------------
+
+
+def _read_tools(server: MCPServer, backend: Backend) -> None:
+    @server.tool(annotations=_READ)
+    def search(
+        query: Query,
+        what: What = "all",
+        scope: MemoryScope = None,
+        types: Types = None,
+        tags: Tags = None,
+        path: Annotated[str | None, _field("Only notes whose vault path matches this glob (Projects/*).",
+                                           "path", "path_glob", "folder", "glob")] = None,
+        mode: Annotated[Literal["hybrid", "keyword", "semantic"] | None,
+                        _field("Words, meaning, or both (default: hybrid when vectors exist).", "mode")] = None,
+        limit: Limit = 10,
+    ) -> CallToolResult:
+        """Search the vault's notes, memories and facts by words and meaning. Each hit has its id,
+        title, type, vault path, obsidian:// uri, a highlighted snippet and the plain text of the
+        matching passage; memory hits carry the version an `update` needs."""
+        args = {"query": query, "mode": mode, "limit": limit, "types": _types(types), "tags": _as_list(tags),
+                "path_glob": path, "what": what, "memory_scope": _as_list(scope)}
+        result = backend.warm("search", args) if mode != "keyword" else None
+        if result is None:
+            result = backend.run(lambda s: s.search(**args))
+        hits = result["hits"]
+        versions = backend.versions([h["id"] for h in hits if h["id"].startswith("m-") and "." not in h["id"]])
+        for h in hits:
+            if h["id"] in versions:
+                h["version"] = versions[h["id"]]
+        return _ok({"mode": result["mode"], "hits": hits, "notices": result["notices"]})
+
+    @server.tool(annotations=_READ)
+    def context(
+        message: Message,
+        budget: Annotated[int | None, _field("Most tokens the block may use (default 800).",
+                                             "budget", "max_tokens", "tokens", ge=50, le=20000)] = None,
+        what: Annotated[Literal["memories", "all"], _field(
+            "Memories and facts only, or ordinary notes too (quoted by their matching passage).",
+            "what", "kind", "search_in")] = "memories",
+        scope: MemoryScope = None,
+    ) -> CallToolResult:
+        """The memories, facts (and with what=all, note passages) that matter for a message, as a
+        compact `## Recalled Memory` block within a token budget. Empty when nothing is relevant."""
+        args = {"message": message, "budget": budget, "what": what, "memory_scope": _as_list(scope)}
+        result = backend.warm("context", args)
+        if result is None:
+            result = backend.run(lambda s: s.context(**args))
+        data = {k: result[k] for k in ("text", "tokens", "budget", "items")}
+        return _ok(data, result["text"] or "(nothing relevant in memory)")
+
+    @server.tool(annotations=_READ)
+    def read(
+        id: Annotated[str | None, _field("A memory id (m-...) or fact id (f-...).",
+                                         "id", "ref", "memory_id", "fact_id")] = None,
+        path: Annotated[str | None, _field("A vault path (Projects/Alpha.md; .md may be left out).",
+                                           "path", "file", "note")] = None,
+        title: Annotated[str | None, _field("A note title.", "title", "name")] = None,
+        heading: Annotated[str | None, _field("Only this section of a note (its heading's text).",
+                                              "heading", "section")] = None,
+    ) -> CallToolResult:
+        """Read one note, memory or fact in full: content (or one section), metadata, its version
+        (memories), its source (facts), links out and in, and an obsidian:// link for the person."""
+        ref = id or path or title
+        if not ref:
+            raise ToolError("give an id, a path or a title")
+        return _ok(backend.run(lambda s: s.read(ref, heading)))
+
+    @server.tool(annotations=_READ)
+    def links(
+        id: Ref,
+        direction: Annotated[Literal["out", "in", "both"], _field(
+            "Links this one makes (out), links to it (in), or both.", "direction", "dir")] = "both",
+    ) -> CallToolResult:
+        """The links of a note or memory: wikilinks, embeds and property links it makes (out) and
+        the notes, memories and facts that link to it (in), resolved to vault paths and ids."""
+        def run(s: MemoryStore) -> dict[str, Any]:
+            data: dict[str, Any] = {}
+            if direction in ("out", "both"):
+                data["out"] = s.links(id)
+            if direction in ("in", "both"):
+                data["in"] = s.backlinks(id)
+            return data
+
+        return _ok(backend.run(run))
+
+
+
+def _browse_tools(server: MCPServer, backend: Backend) -> None:
+    @server.tool(annotations=_READ)
+    def recent(
+        since: Since = "7 days",
+        until: Until = None,
+        what: Annotated[Literal["all", "notes", "memories", "facts"], _field(
+            "Notes and memories (all), one of them, or facts.", "what", "kind")] = "all",
+        types: Types = None,
+        limit: Limit = 20,
+    ) -> CallToolResult:
+        """What changed lately in the vault, newest first: notes and memories changed since a time
+        (forgotten memories too, marked)."""
+        return _ok(backend.run(lambda s: s.recent(since=since, until=until, what=what, types=_types(types),
+                                                  limit=limit)))
+
+    @server.tool(name="list", annotations=_READ)
+    def list_(
+        what: Annotated[Literal["memories", "notes", "facts", "all"], _field(
+            "Memories (default), ordinary notes, facts, or memories and notes.", "what", "kind")] = "memories",
+        types: Types = None,
+        scope: MemoryScope = None,
+        tags: Tags = None,
+        sort: Annotated[Literal["updated", "strength", "created", "title"], _field(
+            "Order: latest change, strongest, newest, or title.", "sort", "order", "order_by")] = "updated",
+        since: Since = None,
+        until: Until = None,
+        limit: Annotated[int, _field("Most items per page.", "limit", "k", "n", "page_size", ge=1, le=200)] = 50,
+        cursor: Annotated[str | None, _field("next_cursor of the previous page.", "cursor", "page", "next")] = None,
+    ) -> CallToolResult:
+        """List memories (or notes, facts) without a query, filtered by type, scope, tag and time,
+        in pages: pass next_cursor back as cursor for the next page."""
+        return _ok(backend.run(lambda s: s.list(
+            what=what, types=_types(types), scopes=_as_list(scope), tags=_as_list(tags), sort=sort, since=since,
+            until=until, limit=limit, cursor=cursor)))
+
+    @server.tool(annotations=_READ)
+    def history(id: Ref) -> CallToolResult:
+        """Every version of a memory (yours and the person's edits in Obsidian) or fact, newest first."""
+        return _ok({"versions": backend.run(lambda s: s.history(id))})
+
+    @server.tool(annotations=_READ)
+    def status() -> CallToolResult:
+        """The vault, whether a daemon keeps it current, the last sync, counts, open conflicts."""
+        from memvault.daemon.status import vault_status
+
+        return _ok(backend.run(vault_status))
+
+
+def _types(value: str | list[str] | None) -> list[str]:
+    from memvault.store.memories.memtypes import NOTE_TYPE, canonical_type
+
+    return [NOTE_TYPE if t.lower() == NOTE_TYPE else canonical_type(t) for t in _as_list(value)]
+
+
+# -- write tools ---------------------------------------------------------------------
+
+
+def _write_tools(server: MCPServer, backend: Backend) -> None:
+    @server.tool(annotations=ToolAnnotations(read_only_hint=False, destructive_hint=False, idempotent_hint=True,
+                                             open_world_hint=False))
+    def remember(
+        content: Annotated[str, _field("The memory, one self-contained statement (it is written as a note).",
+                                       "content", "text", "memory", "fact", "statement")],
+        type: Annotated[str, _field(
+            "identity (who the person is), semantic (facts, preferences), episodic (what happened), "
+            "procedural (how to), prospective (to do).", "type", "memory_type", "kind", "category")] = "semantic",
+        tags: Tags = None,
+        links: Annotated[str | list[str] | None, _field("Notes this memory relates to (titles or paths).",
+                                                        "links", "link", "related")] = None,
+        scope: Annotated[str, _field("Whose memory: user (default), or a project name.",
+                                     "scope", "memory_scope", "namespace")] = "user",
+        ctx: Context = None,  # type: ignore[assignment]
+    ) -> CallToolResult:
+        """Remember something durable: stored and written as a note under Memory/<type>/.
+        The same content, type and scope again returns the existing memory (idempotent).
+        Credentials in the content are stored as [redacted]."""
+        source = client_source(ctx)
+        result = backend.run(lambda s: s.add(content, type, tags=_as_list(tags), scope=scope,
+                                             links=_as_list(links), source=source))
+        return _write_result(backend, result)
+
+    @server.tool(annotations=ToolAnnotations(read_only_hint=False, destructive_hint=False, idempotent_hint=False,
+                                             open_world_hint=False))
+    def update(
+        id: Annotated[str, _field("The memory's id (m-...).", "id", "ref", "memory_id")],
+        version: Annotated[int, _field("The version you read (from read, search or list). The update is "
+                                       "refused if the memory changed since.", "version", "expected_version",
+                                       "expect_version", "base_version", ge=1)],
+        content: Annotated[str | None, _field("The new content (whole).", "content", "text", "memory")] = None,
+        tags: Tags = None,
+        type: Annotated[str | None, _field("A new memory type (moves the note).", "type", "memory_type")] = None,
+        reason: Reason = None,
+        ctx: Context = None,  # type: ignore[assignment]
+    ) -> CallToolResult:
+        """Change a memory: its content, tags or type. The previous version is kept (history).
+        Refused with the current text when the memory changed since `version` (the person may have
+        edited it in Obsidian): redo the change on top of that text. Ordinary notes cannot be changed."""
+        if content is None and tags is None and type is None:
+            raise ToolError("nothing to update: give content, tags or type")
+        result = backend.run(lambda s: s.update(
+            id, content=content, tags=_as_list(tags) if tags is not None else None, type_=type,
+            reason=_by(reason, "updated", ctx), expect_version=version))
+        return _write_result(backend, result)
+
+    @server.tool(annotations=ToolAnnotations(read_only_hint=False, destructive_hint=True, idempotent_hint=True,
+                                             open_world_hint=False))
+    def forget(id: Ref, reason: Reason = None, ctx: Context = None) -> CallToolResult:  # type: ignore[assignment]
+        """Forget a memory (its note moves to the vault's .trash/) or retire a single wrong fact (its
+        source note is not touched and the fact stays retired). Reversible with `restore`."""
+        return _write_result(backend, backend.run(lambda s: s.forget(id, _by(reason, "forgotten", ctx))))
+
+    @server.tool(annotations=ToolAnnotations(read_only_hint=False, destructive_hint=False, idempotent_hint=True,
+                                             open_world_hint=False))
+    def restore(id: Ref) -> CallToolResult:
+        """Bring back a forgotten memory (and its note) or a forgotten fact."""
+        return _write_result(backend, backend.run(lambda s: s.restore(id)))
+
+
+def _by(reason: str | None, verb: str, ctx: Context | None) -> str:
+    """A change's reason, saying which client made it (history and forgets keep it)."""
+    who = client_source(ctx)
+    return f"{reason} ({who})" if reason else f"{verb} by {who}"
+
+
+def _write_result(backend: Backend, result: Any) -> CallToolResult:
+    from memvault.vault_io.uri import obsidian_uri
+
+    data = result.as_dict()
+    if result.path:
+        data["uri"] = obsidian_uri(backend.store.name, result.path)
+    lines = [f"{result.action} {result.id}" + (f" -> {result.path}" if result.path else "")
+             + (f" (version {result.version})" if result.version else "")]
+    lines += data["warnings"]
+    if result.conflict:
+        lines.append(f"conflict: {result.conflict}; the store's version was written to {result.conflict_path}")
+    return _ok(data, "\n".join(lines))
+
+
+# -- resources and the prompt -----------------------------------------------------------
+
+
+def _resources(server: MCPServer, backend: Backend) -> None:
+    def read_or_404(ref: str, kinds: tuple[str, ...]) -> dict[str, Any]:
+        try:
+            data = backend.run(lambda s: s.read(ref))
+        except ToolError as exc:
+            raise ResourceNotFoundError(str(exc)) from None
+        if data["kind"] not in kinds:
+            raise ResourceNotFoundError(f"{ref} is a {data['kind']}, not a {' or '.join(kinds)}")
+        return data
+
+    @server.resource("memvault://memory/{id}", mime_type="text/markdown",
+                     description="One memory (or fact) as Markdown, with its metadata.")
+    def memory_resource(id: str) -> str:
+        return _markdown(read_or_404(id, ("memory", "fact")))
+
+    @server.resource("memvault://note/{+path}", mime_type="text/markdown",
+                     description="One note of the vault by its vault path.")
+    def note_resource(path: str) -> str:
+        return _markdown(read_or_404(path, ("note", "memory")))
+
+    @server.resource("memvault://identity", mime_type="text/markdown",
+                     description="Who the person is: their identity memories.")
+    def identity_resource() -> str:
+        try:
+            items = backend.run(lambda s: s.identity())
+        except ToolError as exc:
+            raise ResourceError(str(exc)) from None
+        if not items:
+            return "No identity memories yet.\n"
+        return "# Identity\n\n" + "".join(f"- {' '.join(i['content'].split())} ({i['id']})\n" for i in items)
+
+    @server.prompt(description="Recall what memvault holds about a topic, to ground the answer in it.")
+    def recall(topic: str) -> str:
+        try:
+            result = backend.warm("context", {"message": topic, "what": "all"})
+            if result is None:
+                result = backend.run(lambda s: s.context(topic, what="all"))
+        except ToolError as exc:
+            return f"memvault could not recall anything about {topic!r}: {exc}"
+        if not result["text"]:
+            return f"memvault holds nothing relevant about: {topic}"
+        return (f"Here is what memvault (the person's long-term memory) recalls about: {topic}\n\n"
+                f"{result['text']}\n\nUse it where it helps, say where it came from, and ask before "
+                "relying on anything that looks outdated.")
+
+
+def _markdown(data: dict[str, Any]) -> str:
+    """A trace as a Markdown document: title, a few metadata lines, its content."""
+    meta = [f"{k}: {data[k]}" for k in ("id", "kind", "type", "scope", "version", "status", "path", "updated", "uri")
+            if data.get(k) not in (None, "", [])]
+    if data.get("tags"):
+        meta.append("tags: " + ", ".join(data["tags"]))
+    return f"# {data.get('title') or data['id']}\n\n" + "\n".join(f"- {m}" for m in meta) + f"\n\n{data['content']}\n"

@@ -1,0 +1,274 @@
+"""Browsing the index without a query: list, what changed lately, read one trace.
+
+These answer the questions an agent (or a person at a shell) asks before
+it knows what to search for: which memories exist (:func:`list_traces`,
+filtered by kind, type, memory scope, tag and time, sorted, in pages),
+what changed since yesterday (:func:`recent`), and everything about one
+note, memory or fact (:func:`read_trace`: metadata, its version, links both
+ways, an ``obsidian://`` URI, optionally one section of a note).
+
+Times given as ``since``/``until`` are ISO dates or datetimes, or a span
+back from now ("2 days", "3h", "1 week", "yesterday", "today"); they filter
+on the time a trace last changed (``updated``). Read-only throughout.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import re
+from collections.abc import Sequence
+from datetime import datetime, timedelta, timezone
+from typing import Any
+
+import apsw
+
+from memvault.store.db import records as rec
+from memvault.store.retrieval.keyword import TAGGED_SQL, tag_params
+from memvault.vault_io.errors import UsageError
+from memvault.vault_io.uri import obsidian_uri
+
+#: Trace kinds of each ``what`` choice for listing (facts only when asked:
+#: one source note holds hundreds).
+LIST_KINDS: dict[str, tuple[str, ...]] = {
+    "memories": ("memory",),
+    "facts": ("fact",),
+    "notes": ("note",),
+    "all": ("memory", "note"),
+}
+SORTS = {
+    "updated": "coalesce(nullif(t.updated, ''), t.created) DESC, t.id",
+    "created": "t.created DESC, t.id",
+    "strength": "coalesce(t.strength, 0.5) DESC, coalesce(nullif(t.updated, ''), t.created) DESC, t.id",
+    "title": "t.title COLLATE NOCASE, t.id",
+}
+PREVIEW_CHARS = 200
+MAX_LIMIT = 500
+
+_SPAN = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([a-z]+)\s*(?:ago)?\s*$")
+_UNITS = {
+    "m": 60, "min": 60, "mins": 60, "minute": 60, "minutes": 60,
+    "h": 3600, "hr": 3600, "hrs": 3600, "hour": 3600, "hours": 3600,
+    "d": 86400, "day": 86400, "days": 86400,
+    "w": 604800, "wk": 604800, "week": 604800, "weeks": 604800,
+}
+
+
+class BrowseError(UsageError):
+    """A bad argument to list/recent/read (a time, a cursor, a sort)."""
+
+
+def parse_time(value: str | None, now: datetime | None = None) -> str | None:
+    """An ISO 8601 UTC timestamp for ``value`` (see the module docstring); None for None/""."""
+    if value is None or not str(value).strip():
+        return None
+    text = str(value).strip().lower()
+    now = now or datetime.now(timezone.utc)
+    if text in ("today", "yesterday"):
+        day = now.replace(hour=0, minute=0, second=0, microsecond=0)
+        return (day - timedelta(days=1 if text == "yesterday" else 0)).isoformat()
+    if text.startswith("last "):
+        text = "1 " + text[5:]
+    m = _SPAN.match(text)
+    if m and m.group(2) in _UNITS:
+        return (now - timedelta(seconds=float(m.group(1)) * _UNITS[m.group(2)])).replace(microsecond=0).isoformat()
+    try:
+        when = datetime.fromisoformat(str(value).strip().replace("Z", "+00:00"))
+    except ValueError:
+        raise BrowseError(
+            f"cannot read {value!r} as a time: give an ISO date (2026-11-20) or a span like '2 days' or '3h'"
+        ) from None
+    if when.tzinfo is None:
+        when = when.replace(tzinfo=timezone.utc)
+    return when.astimezone(timezone.utc).isoformat()
+
+
+def _cursor_offset(cursor: str | None) -> int:
+    if not cursor:
+        return 0
+    try:
+        data = json.loads(base64.urlsafe_b64decode(cursor.encode() + b"=" * (-len(cursor) % 4)))
+        return max(0, int(data["o"]))
+    except (ValueError, KeyError, TypeError):
+        raise BrowseError(f"cursor {cursor!r} is not one this list handed out") from None
+
+
+def _cursor(offset: int) -> str:
+    return base64.urlsafe_b64encode(json.dumps({"o": offset}).encode()).decode().rstrip("=")
+
+
+def _item(vault_name: str, r: Sequence[Any], versions: dict[str, int]) -> dict[str, Any]:
+    (trace_id, kind, type_, title, path, status, tags, scope, strength, created, updated, source, content) = r
+    preview = " ".join((content or "").split())
+    item: dict[str, Any] = {
+        "id": trace_id, "kind": kind, "type": type_, "title": title, "path": path,
+        "uri": obsidian_uri(vault_name, path) if path else None, "status": status,
+        "tags": tags.split(" ") if tags else [], "scope": scope, "strength": strength,
+        "created": created, "updated": updated, "source": source,
+        "preview": preview[:PREVIEW_CHARS] + ("…" if len(preview) > PREVIEW_CHARS else ""),
+    }
+    if kind == "memory":
+        item["version"] = 1 + versions.get(trace_id, 0)
+    return item
+
+
+_ITEM_COLS = ("t.id, t.kind, t.type, t.title, t.path, t.status, t.tags, t.scope, t.strength, t.created, "
+              "coalesce(nullif(t.updated, ''), t.created), t.source, t.content")
+
+
+def _query(
+    con: apsw.Connection,
+    *,
+    kinds: Sequence[str],
+    types: Sequence[str],
+    scopes: Sequence[str],
+    tags: Sequence[str],
+    statuses: Sequence[str],
+    since: str | None,
+    until: str | None,
+) -> tuple[str, list[Any]]:
+    clauses = [f"t.kind IN ({','.join('?' * len(kinds))})", f"t.status IN ({','.join('?' * len(statuses))})"]
+    params: list[Any] = [*kinds, *statuses]
+    if types:
+        clauses.append(f"t.type IN ({','.join('?' * len(types))})")
+        params += list(types)
+    if scopes:
+        clauses.append(f"(t.kind != 'memory' OR t.scope IN ({','.join('?' * len(scopes))}))")
+        params += list(scopes)
+    for tag in tags:
+        clauses.append(f"t.rowid IN ({TAGGED_SQL})")
+        params += tag_params(tag)
+    stamp = "coalesce(nullif(t.updated, ''), t.created)"
+    if since:
+        clauses.append(f"{stamp} >= ?")
+        params.append(since)
+    if until:
+        clauses.append(f"{stamp} < ?")
+        params.append(until)
+    return " AND ".join(clauses), params
+
+
+def _versions(con: apsw.Connection, ids: Sequence[str]) -> dict[str, int]:
+    if not ids:
+        return {}
+    return dict(con.execute(
+        f"SELECT memory_id, max(version) FROM state.memory_versions WHERE memory_id IN ({','.join('?' * len(ids))}) "
+        "GROUP BY memory_id", list(ids),
+    ).fetchall())
+
+
+def list_traces(
+    con: apsw.Connection,
+    vault_name: str,
+    *,
+    what: str = "memories",
+    types: Sequence[str] = (),
+    scopes: Sequence[str] = (),
+    tags: Sequence[str] = (),
+    sort: str = "updated",
+    since: str | None = None,
+    until: str | None = None,
+    include_deleted: bool = False,
+    limit: int = 50,
+    cursor: str | None = None,
+) -> dict[str, Any]:
+    """A page of traces: ``{"items", "total", "next_cursor"}`` (``next_cursor``
+    is None on the last page; pass it back as ``cursor`` for the next)."""
+    if what not in LIST_KINDS:
+        raise BrowseError(f"what to list must be one of {', '.join(LIST_KINDS)}, not {what!r}")
+    if sort not in SORTS:
+        raise BrowseError(f"sort must be one of {', '.join(SORTS)}, not {sort!r}")
+    limit = max(1, min(MAX_LIMIT, int(limit)))
+    offset = _cursor_offset(cursor)
+    where, params = _query(
+        con, kinds=LIST_KINDS[what], types=types, scopes=scopes, tags=tags,
+        statuses=("active", "deleted") if include_deleted else ("active",),
+        since=parse_time(since), until=parse_time(until),
+    )
+    total = int(con.execute(f"SELECT count(*) FROM traces t WHERE {where}", params).fetchone()[0])
+    rows = con.execute(
+        f"SELECT {_ITEM_COLS} FROM traces t WHERE {where} ORDER BY {SORTS[sort]} LIMIT ? OFFSET ?",
+        [*params, limit, offset],
+    ).fetchall()
+    versions = _versions(con, [r[0] for r in rows if r[1] == "memory"])
+    items = [_item(vault_name, r, versions) for r in rows]
+    more = offset + len(items) < total
+    return {"items": items, "total": total, "next_cursor": _cursor(offset + len(items)) if more else None}
+
+
+def recent(
+    con: apsw.Connection,
+    vault_name: str,
+    *,
+    since: str | None = "7 days",
+    until: str | None = None,
+    what: str = "all",
+    types: Sequence[str] = (),
+    scopes: Sequence[str] = (),
+    limit: int = 20,
+) -> dict[str, Any]:
+    """What changed lately, newest first: notes and memories (facts with
+    ``what="facts"``) changed since ``since``, forgotten memories included
+    (their ``status`` says so)."""
+    if what not in LIST_KINDS:
+        raise BrowseError(f"what must be one of {', '.join(LIST_KINDS)}, not {what!r}")
+    return list_traces(con, vault_name, what=what, types=types, scopes=scopes, since=since or "7 days", until=until,
+                       include_deleted=True, limit=limit)
+
+
+def section_span(content: str, heading: str) -> tuple[int, int, str] | None:
+    """(start, stop, heading path) of the section under ``heading`` (its text
+    and its subsections), matched by the heading's own text or its whole
+    path, case-insensitively; None when the note has no such heading."""
+    from memvault.store.embedding.chunk import sections
+
+    want = heading.strip().lstrip("#").strip().casefold()
+    parts = sections(content)
+    for i, sec in enumerate(parts):
+        names = [p.strip().casefold() for p in sec.heading.split(" > ")] if sec.heading else []
+        if names and (names[-1] == want or sec.heading.casefold() == want):
+            stop = sec.stop
+            for later in parts[i + 1:]:
+                if later.heading.startswith(sec.heading + " > "):
+                    stop = later.stop
+                else:
+                    break
+            return sec.start, stop, sec.heading
+    return None
+
+
+def read_trace(con: apsw.Connection, vault_name: str, t: rec.TraceRow, heading: str | None = None) -> dict[str, Any]:
+    """Everything about one trace: metadata, content (or one section of a
+    note), version (memories), source anchor (facts), links out and in."""
+    from memvault.store.facts.rows import fact_anchor
+    from memvault.store.index.lookup import describe, incoming, outgoing
+
+    data = describe(con, t, vault_name)
+    data.pop("links", None)
+    meta = data.pop("metadata") or {}
+    if t.kind == "memory":
+        data["version"] = 1 + _versions(con, [t.id]).get(t.id, 0)
+        if meta.get("supersedes"):
+            data["supersedes"] = meta["supersedes"]
+    elif t.kind == "fact":
+        anchor = fact_anchor(con, t.id)
+        if anchor is not None:
+            data.update(source_path=anchor.path, anchor=anchor.anchor, heading_path=anchor.heading_path,
+                        lines=[anchor.line_start, anchor.line_end], source_uri=anchor.source_uri)
+            if anchor.path:
+                data["uri"] = obsidian_uri(vault_name, anchor.path, anchor.anchor)
+    elif isinstance(meta.get("frontmatter"), dict) and meta["frontmatter"]:
+        data["properties"] = meta["frontmatter"]
+    if t.reason:
+        data["reason"] = t.reason
+    if heading:
+        found = section_span(t.content, heading)
+        if found is None:
+            raise BrowseError(f"{t.path or t.id} has no heading {heading!r}")
+        start, stop, path = found
+        data.update(content=t.content[start:stop].strip(), heading=path)
+        if t.path:
+            data["uri"] = obsidian_uri(vault_name, t.path, path.split(" > ")[-1])
+    data["links"] = outgoing(con, t.id)
+    data["backlinks"] = incoming(con, t.id)
+    return data

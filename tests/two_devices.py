@@ -1,0 +1,152 @@
+"""A harness for two devices that share one vault through a file-sync tool.
+
+Each :class:`Device` is a vault folder with its own memvault data dir and its
+own running daemon (a real :class:`DaemonRunner`: watcher, reconcile, outbox),
+plus a second store standing in for the CLI commands a person or an agent
+runs there. :class:`FileSync` plays Syncthing between the two folders:
+
+- a round copies what changed on one side since the last round to the other
+  (a rename arrives as a delete and a create), through a hidden temp file
+  and a rename, as Syncthing does;
+- the same path changed on both sides to different bytes: the newer version
+  (by mtime, then by device name) keeps the name on both sides, the other is
+  written beside it as ``NAME.sync-conflict-YYYYMMDD-HHMMSS-DEVICEID.md``;
+- changed on one side and deleted on the other: the change wins;
+- identical bytes on both sides are no conflict.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from helpers import wait_for
+
+from memvault.daemon.runner import DaemonRunner
+from memvault.store.memory_store import MemoryStore
+from memvault.store.settings import load_settings
+
+#: How long a daemon waits after an event before it reconciles (ms).
+DEBOUNCE_MS = 40
+
+
+def files_of(root: Path) -> dict[str, bytes]:
+    """Every file a sync tool would carry: all but memvault's temp files."""
+    out = {}
+    for dirpath, dirnames, filenames in os.walk(root):
+        for name in filenames:
+            if name.endswith(".memvault-tmp") or name.startswith(".syncthing."):
+                continue
+            p = Path(dirpath) / name
+            out[p.relative_to(root).as_posix()] = p.read_bytes()
+    return out
+
+
+def _digest(files: dict[str, bytes]) -> dict[str, str]:
+    return {p: hashlib.sha256(b).hexdigest() for p, b in files.items()}
+
+
+@dataclass
+class Device:
+    """One machine: a vault copy, its daemon, and a store for its CLI."""
+
+    name: str
+    root: Path
+    data_dir: Path
+    runner: DaemonRunner | None = None
+    cli: MemoryStore | None = None
+
+    def start(self) -> None:
+        """Start the daemon (ready after its first full sync) and open the CLI's store."""
+        settings = load_settings({"vault": str(self.root)})
+        self.runner = DaemonRunner(
+            MemoryStore(self.root, settings, data_dir=self.data_dir),
+            debounce_ms=DEBOUNCE_MS, rescan_interval=0, background=False,
+        )
+        self.runner.start()
+        wait_for(lambda: self.runner.ready.is_set() or self.runner.error, timeout=30)
+        assert self.runner.error is None, self.runner.error
+        self.cli = MemoryStore(self.root, settings, data_dir=self.data_dir)
+
+    def stop(self) -> None:
+        """Stop the daemon and close the CLI's store."""
+        if self.cli is not None:
+            self.cli.close()
+        if self.runner is not None:
+            self.runner.stop()
+
+    def idle(self) -> bool:
+        """Whether the daemon has nothing queued (events seen, batches done)."""
+        assert self.runner is not None
+        return len(self.runner.queue) == 0
+
+
+@dataclass
+class FileSync:
+    """Syncthing between two device folders (see the module docstring)."""
+
+    a: Device
+    b: Device
+    base: dict[str, str] = field(default_factory=dict)  # path -> digest both sides agreed on
+    conflicts_written: int = 0
+    rounds: int = 0
+
+    def round(self) -> int:
+        """One sync round both ways; returns how many files it changed."""
+        self.rounds += 1
+        fa, fb = files_of(self.a.root), files_of(self.b.root)
+        da, db = _digest(fa), _digest(fb)
+        changed = 0
+        for path in sorted(set(da) | set(db) | set(self.base)):
+            base, ha, hb = self.base.get(path), da.get(path), db.get(path)
+            if ha == hb:
+                continue
+            if ha == base:  # only b changed it
+                changed += self._copy(path, fb, self.b, self.a)
+            elif hb == base:  # only a changed it
+                changed += self._copy(path, fa, self.a, self.b)
+            elif ha is None or hb is None:  # changed on one side, deleted on the other: the change wins
+                winner, src = (self.a, fa) if ha is not None else (self.b, fb)
+                changed += self._copy(path, src, winner, self.b if winner is self.a else self.a)
+            else:
+                changed += self._conflict(path, fa, fb)
+        self.base = _digest(files_of(self.a.root))
+        assert self.base == _digest(files_of(self.b.root)), "the sync tool left the devices different"
+        return changed
+
+    def _copy(self, path: str, files: dict[str, bytes], src: Device, dst: Device) -> int:
+        target = dst.root / path
+        if path not in files:
+            if target.exists():
+                target.unlink()
+                return 1
+            return 0
+        _deliver(target, files[path], (src.root / path).stat().st_mtime_ns)
+        return 1
+
+    def _conflict(self, path: str, fa: dict[str, bytes], fb: dict[str, bytes]) -> int:
+        ma, mb = ((d.root / path).stat().st_mtime_ns for d in (self.a, self.b))
+        (win, wf, wm), (lose, lf, lm) = sorted(
+            [(self.a, fa, ma), (self.b, fb, mb)], key=lambda x: (x[2], x[0].name), reverse=True
+        )
+        stamp = time.strftime("%Y%m%d-%H%M%S", time.gmtime(lm / 1e9))
+        p = Path(path)
+        copy = str(p.with_name(f"{p.stem}.sync-conflict-{stamp}-{lose.name.upper()[:7]:0<7}{p.suffix}"))
+        for d in (self.a, self.b):
+            _deliver(d.root / copy, lf[path], lm)
+        _deliver(lose.root / path, wf[path], wm)
+        self.conflicts_written += 1
+        return 2
+
+
+def _deliver(target: Path, data: bytes, mtime_ns: int) -> None:
+    """Write a received file the way Syncthing does: a hidden temp file in the
+    same folder, renamed over the name, keeping the sender's mtime."""
+    target.parent.mkdir(parents=True, exist_ok=True)
+    tmp = target.with_name(f".syncthing.{target.name}.tmp")
+    tmp.write_bytes(data)
+    os.utime(tmp, ns=(mtime_ns, mtime_ns))
+    os.replace(tmp, target)
