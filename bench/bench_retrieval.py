@@ -6,7 +6,8 @@
 
 * **quality**: recall@5, recall@10 and MRR of keyword, semantic and hybrid
   search over ``tests/fixtures/retrieval`` (paraphrase and keyword-exact
-  queries), and how many unrelated queries return nothing.
+  queries), and how many unrelated queries return nothing from search and
+  from ``context`` (notes included).
 * **calibrate**: the similarity of each paraphrase query's target versus the
   best similarity an unrelated query reaches, the data behind the relevance
   floor ``recall.min_similarity``.
@@ -120,6 +121,8 @@ def evaluate(root: Path, min_similarity: float | None = None) -> dict[str, Any]:
                                      "misses": misses}
         silent = sum(1 for q in sets["unrelated"] if not r.search(q, mode=mode, limit=10)["hits"])
         out[f"{mode}/unrelated_silent"] = f"{silent}/{len(sets['unrelated'])}"
+    silent = sum(1 for q in sets["unrelated"] if not r.context(q, what="all", record=False)["items"])
+    out["context/unrelated_silent"] = f"{silent}/{len(sets['unrelated'])}"
     r.close()
     v.close()
     return out
@@ -225,6 +228,33 @@ def synthetic_index(work: Path, n: int, dim: int = 384, clusters: int = 256, see
     return root
 
 
+def first_pass_recall(matrix: Any, query_vectors: list[Any]) -> dict[str, Any]:
+    """Recall@10 of the vector search memvault runs (a binary first pass above
+    EXACT_BELOW rows) against exact cosine search over the same matrix, for
+    real query vectors; and both timings."""
+    import numpy as np
+
+    from memvault.store.embedding.vectors import EXACT_BELOW, rescored
+
+    recall, fast, exact = [], [], []
+    for qv in query_vectors:
+        t = time.perf_counter()
+        s = matrix.similarities(qv)
+        top = set(np.argpartition(-s, 10)[:10])
+        fast.append(time.perf_counter() - t)
+        t = time.perf_counter()
+        e = matrix.matrix @ qv
+        truth = set(np.argpartition(-e, 10)[:10])
+        exact.append(time.perf_counter() - t)
+        recall.append(len(top & truth) / 10)
+    n = len(matrix)
+    return {
+        "recall_at_10": round(float(np.mean(recall)), 4), "min_recall_at_10": min(recall),
+        "rescored": rescored(n) if n >= EXACT_BELOW else n,
+        "first_pass": summarize(fast), "exact": summarize(exact),
+    }
+
+
 def latency_at(work: Path, n: int, runs: int) -> dict[str, Any]:
     """In-process search latency per mode over ``n`` traces (model and matrix warm)."""
     from memvault.store.memory_store import MemoryStore
@@ -265,6 +295,9 @@ def latency_at(work: Path, n: int, runs: int) -> dict[str, Any]:
         t = time.perf_counter(); m = r.matrix(); s = m.similarities(qv); m.best_per_trace(s, 50); parts["matmul_topk"].append(time.perf_counter() - t)
         t = time.perf_counter(); keyword_hits(r.con, q, Filters(), 50); parts["keyword_lists"].append(time.perf_counter() - t)
     out["hybrid_parts"] = {k: summarize(v_) for k, v_ in parts.items()}
+    out["first_pass"] = first_pass_recall(r.matrix(), [r.embedder().embed_query(q) for q in queries[:50]])
+    print(f"   vector first pass: recall@10 vs exact {out['first_pass']['recall_at_10']:.3f}, "
+          f"{out['first_pass']['rescored']} of {out['vectors']} rows rescored")
     print("   hybrid parts: " + ", ".join(f"{k} {v_['median_ms']} ms (p95 {v_['p95_ms']})" for k, v_ in out["hybrid_parts"].items()))
     r.close()
     v.close()

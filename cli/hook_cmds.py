@@ -195,13 +195,8 @@ def ingest_transcript(store: "MemoryStore", data: dict[str, Any], event: str, cl
     if not isinstance(path, str) or not path:
         log_line(event, "no transcript_path in the hook input; nothing to ingest")
         return ""
-    ingest = getattr(store, "ingest", None)
-    if ingest is None:
-        log_line(event, f"ingest not available in this memvault; {path} not ingested")
-        return ""
-    report = ingest(Path(path), session=data.get("session_id"), client=client)
-    summary = report.as_dict() if hasattr(report, "as_dict") else report
-    log_line(event, f"ingested {path}: {json.dumps(summary, default=str)[:500]}")
+    report = store.ingest(Path(path), session=data.get("session_id"), client=client)
+    log_line(event, f"ingested {path}: {json.dumps(report.as_dict(), default=str)[:500]}")
     return ""
 
 

@@ -8,6 +8,7 @@ from typing import Any
 import click
 
 from memvault.cli.main import AppContext, cli, emit_json, json_option, pass_app, progress_bar, stderr_is_tty, warn
+from memvault.store.retrieval.when import given
 
 
 @cli.command()
@@ -100,6 +101,31 @@ def _check_tags(ctx: click.Context, param: click.Parameter, value: tuple[str, ..
     return value
 
 
+def _check_time(ctx: click.Context, param: click.Parameter, value: str | None) -> str | None:
+    """A ``--since``/``--until`` value must parse (checked here so a bad one
+    is a usage error before any daemon is asked)."""
+    if value is None:
+        return None
+    from datetime import datetime, timezone
+
+    from memvault.store.retrieval.when import BadTimeError, parse_bound
+
+    try:
+        parse_bound(value, datetime.now(timezone.utc))
+    except BadTimeError as exc:
+        raise click.BadParameter(str(exc)) from None
+    return value
+
+
+def since_until_options(f: Any) -> Any:
+    """``--since`` and ``--until``: when the results happened (shared by search and context)."""
+    f = click.option("--until", metavar="WHEN", callback=_check_time,
+                     help="Only what happened before the end of WHEN (same forms as --since).")(f)
+    return click.option("--since", metavar="WHEN", callback=_check_time,
+                        help="Only what happened since WHEN: 2023-05-01, 2023-05, 2023-05-01T10:00, or back from now: "
+                             "7d, 12h, 2w, 1y. Event time (session_date, date, occurred...), else creation.")(f)
+
+
 @cli.command()
 @click.argument("query", nargs=-1, required=True)
 @click.option("-n", "--limit", default=10, show_default=True, type=click.IntRange(1, 1000), help="Most hits to show.")
@@ -119,6 +145,7 @@ def _check_tags(ctx: click.Context, param: click.Parameter, value: tuple[str, ..
 @click.option("--record", is_flag=True, help="Count the memories and facts found as recalled (strength, last access).")
 @click.option("--include-deleted", is_flag=True, help="Also find forgotten (soft-deleted) memories.")
 @click.option("--include-superseded", is_flag=True, help="Also find old versions of memories and facts.")
+@since_until_options
 @json_option
 @pass_app
 def search(
@@ -136,6 +163,8 @@ def search(
     record: bool,
     include_deleted: bool,
     include_superseded: bool,
+    since: str | None,
+    until: str | None,
     as_json: bool,
 ) -> None:
     """Search the index by words and meaning. QUERY is plain language unless --raw is given
@@ -146,7 +175,7 @@ def search(
         "query": " ".join(query), "mode": mode, "limit": limit, "types": list(_canonical_types(types)), "tags": list(tags),
         "path_glob": path_glob, "raw": raw, "what": what or old_what or "all", "memory_scope": list(memory_scope),
         "include_deleted": include_deleted, "include_superseded": include_superseded, "explain": explain,
-        "record": record,
+        "record": record, **given(since, until),
     }
     result = None
     if mode != "keyword" and not raw:
@@ -179,16 +208,22 @@ def _explain_line(e: dict[str, Any]) -> str:
     kw_text = f"keyword #{kw} ({e.get('keyword_match')})" if kw else "keyword -"
     if kw and bm25 is not None:
         kw_text += f" bm25 {bm25:.3f}"
+    if e.get("keyword_neighbours"):
+        kw_text += f" (+{e['keyword_neighbours']:.3f} from neighbouring turns)"
     if e.get("mode") == "keyword":
         skipped = ", ".join(e.get("not_applied") or ())
         return f"{kw_text}  (keyword mode: BM25 order; {skipped} not applied)"
     sim = e.get("vector_similarity")
     vr = e.get("vector_rank")
     sim_text = f"similarity {sim:.3f}" + (f" (#{vr})" if vr else "") if sim is not None else "similarity -"
-    passed = f"  passed: {e['passed']}" if e.get("passed") else ""
+    if e.get("similarity_alone") is not None:
+        sim_text += f" in context ({e['similarity_alone']:.3f} alone)"
+    passed = f"  passed: {e['passed']}" if e.get("passed") else "  below the floor"
+    when = f"  happened {e['event_time'][:10]}" if e.get("event_time") else ""
+    time_match = f"  time match x{e['time_match']:.2f}" if (e.get("time_match") or 1) != 1 else ""
     return (
-        f"{kw_text}  {sim_text}  graph +{e.get('graph') or 0:.4f}  fused {e.get('fused') or 0:.4f}  "
-        f"recency x{e.get('recency') or 1:.3f}  strength x{e.get('strength') or 1:.2f}{passed}"
+        f"{kw_text}  {sim_text}  graph +{e.get('graph') or 0:.4f}  fused {e.get('fused') or 0:.4f}{time_match}  "
+        f"recency x{e.get('recency') or 1:.3f}{when}  strength x{e.get('strength') or 1:.2f}{passed}"
     )
 
 

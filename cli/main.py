@@ -49,6 +49,7 @@ COMMAND_MODULES: dict[str, str] = {
     **dict.fromkeys(["merge", "consolidate", "conflicts"], "consolidate_cmds"),
     "cache": "cache_cmds",
     "config": "config_cmds",
+    **dict.fromkeys(["ingest", "import", "export", "restore-backup"], "flow_cmds"),
 }
 
 

@@ -45,6 +45,7 @@ from pydantic import AliasChoices, Field, ValidationError
 
 from memvault.cli.mcp_boot import INSTRUCTIONS, SERVER_NAME, server_version
 from memvault.store.memory_store import MemoryStore
+from memvault.store.retrieval.when import given
 from memvault.vault_io.errors import MemvaultError
 
 log = logging.getLogger("memvault.mcp")
@@ -82,6 +83,13 @@ Since = Annotated[str | None, _field("Changed since: an ISO date (2026-11-20) or
 Until = Annotated[str | None, _field("Changed before: an ISO date or a span like '2 days'.",
                                      "until", "before", "to", "end")]
 Reason = Annotated[str | None, _field("Why, in a few words (kept with the history).", "reason", "why")]
+Happened = ("When it happened (a memory's session_date, date, occurred..., else when it was created): "
+            "an ISO date (2023-05-01), a month (2023-05), a year, or a span back from now ('7d', '2 weeks').")
+HappenedSince = Annotated[str | None, _field("Only what happened since this. " + Happened,
+                                             "since", "after", "from", "start")]
+HappenedUntil = Annotated[str | None, _field("Only what happened before the end of this. " + Happened,
+                                             "until", "before", "to", "end")]
+
 
 
 def _as_list(value: str | list[str] | None) -> list[str]:
@@ -215,12 +223,14 @@ def _read_tools(server: MCPServer, backend: Backend) -> None:
         mode: Annotated[Literal["hybrid", "keyword", "semantic"] | None,
                         _field("Words, meaning, or both (default: hybrid when vectors exist).", "mode")] = None,
         limit: Limit = 10,
+        since: HappenedSince = None,
+        until: HappenedUntil = None,
     ) -> CallToolResult:
         """Search the vault's notes, memories and facts by words and meaning. Each hit has its id,
         title, type, vault path, obsidian:// uri, a highlighted snippet and the plain text of the
         matching passage; memory hits carry the version an `update` needs."""
         args = {"query": query, "mode": mode, "limit": limit, "types": _types(types), "tags": _as_list(tags),
-                "path_glob": path, "what": what, "memory_scope": _as_list(scope)}
+                "path_glob": path, "what": what, "memory_scope": _as_list(scope), **given(since, until)}
         result = backend.warm("search", args) if mode != "keyword" else None
         if result is None:
             result = backend.run(lambda s: s.search(**args))
@@ -240,10 +250,13 @@ def _read_tools(server: MCPServer, backend: Backend) -> None:
             "Memories and facts only, or ordinary notes too (quoted by their matching passage).",
             "what", "kind", "search_in")] = "memories",
         scope: MemoryScope = None,
+        since: HappenedSince = None,
+        until: HappenedUntil = None,
     ) -> CallToolResult:
         """The memories, facts (and with what=all, note passages) that matter for a message, as a
         compact `## Recalled Memory` block within a token budget. Empty when nothing is relevant."""
-        args = {"message": message, "budget": budget, "what": what, "memory_scope": _as_list(scope)}
+        args = {"message": message, "budget": budget, "what": what, "memory_scope": _as_list(scope),
+                **given(since, until)}
         result = backend.warm("context", args)
         if result is None:
             result = backend.run(lambda s: s.context(**args))
@@ -309,8 +322,9 @@ def _browse_tools(server: MCPServer, backend: Backend) -> None:
         types: Types = None,
         scope: MemoryScope = None,
         tags: Tags = None,
-        sort: Annotated[Literal["updated", "strength", "created", "title"], _field(
-            "Order: latest change, strongest, newest, or title.", "sort", "order", "order_by")] = "updated",
+        sort: Annotated[Literal["updated", "happened", "strength", "created", "title"], _field(
+            "Order: latest change, latest to happen, strongest, newest, or title.", "sort", "order", "order_by")
+        ] = "updated",
         since: Since = None,
         until: Until = None,
         limit: Annotated[int, _field("Most items per page.", "limit", "k", "n", "page_size", ge=1, le=200)] = 50,

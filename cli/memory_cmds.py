@@ -147,10 +147,11 @@ def _print_items(page: dict[str, Any], as_json: bool) -> None:
 @click.option("--type", "types", multiple=True, metavar="T", help="Only this memory type (repeatable).")
 @click.option("--scope", "scopes", multiple=True, metavar="S", help="Only memories of this scope (repeatable).")
 @click.option("--tag", "tags", multiple=True, metavar="X", help="Only traces with this tag or a nested one (repeatable).")
-@click.option("--sort", type=click.Choice(["updated", "strength", "created", "title"]), default="updated",
-              show_default=True, help="Newest change first, strongest first, newest first, or by title.")
-@click.option("--since", metavar="WHEN", help="Changed since: an ISO date or a span like '2 days'.")
-@click.option("--until", metavar="WHEN", help="Changed before: an ISO date or a span like '2 days'.")
+@click.option("--sort", type=click.Choice(["updated", "happened", "strength", "created", "title"]), default="updated",
+              show_default=True, help="Newest change first, latest to happen first, strongest, newest, or by title.")
+@click.option("--since", metavar="WHEN",
+              help="Happened since (event time, else creation): an ISO date, a month, a year, or a span like '7d'.")
+@click.option("--until", metavar="WHEN", help="Happened before: an ISO date, a month, a year, or a span like '7d'.")
 @click.option("--include-deleted", is_flag=True, help="Also list forgotten memories.")
 @click.option("-n", "--limit", default=50, show_default=True, type=click.IntRange(1, 500), help="Most items per page.")
 @click.option("--cursor", metavar="C", help="Where a previous page ended (printed after it).")

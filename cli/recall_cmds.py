@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import click
 
-from memvault.cli.index_cmds import ask_daemon, notice, split_scopes
+from memvault.cli.index_cmds import ask_daemon, notice, since_until_options, split_scopes
 from memvault.cli.main import AppContext, UsageFailure, cli, emit_json, json_option, pass_app
+from memvault.store.retrieval.when import given
 
 
 @cli.command()
@@ -19,10 +20,12 @@ from memvault.cli.main import AppContext, UsageFailure, cli, emit_json, json_opt
 @click.option("--identity", type=click.Choice(["relevant", "always"]), default=None,
               help="Identity memories only beside something relevant, or always (default: recall.identity).")
 @click.option("--no-record", is_flag=True, help="Do not count this recall (strength, last access).")
+@since_until_options
 @json_option
 @pass_app
 def context(app: AppContext, message: str, budget: int | None, what: str | None,
-            scopes: tuple[tuple[str, ...], str | None], identity: str | None, no_record: bool, as_json: bool) -> None:
+            scopes: tuple[tuple[str, ...], str | None], identity: str | None, no_record: bool, since: str | None,
+            until: str | None, as_json: bool) -> None:
     """The memories that matter for MESSAGE, as a `## Recalled Memory` block for a prompt.
 
     Identity memories first, then the most relevant memories and facts until
@@ -35,7 +38,7 @@ def context(app: AppContext, message: str, budget: int | None, what: str | None,
     if what not in ("memories", "all"):
         raise UsageFailure(f"context recalls memories or all, not {what}")
     args = {"message": message, "budget": budget, "what": what, "memory_scope": list(memory_scope),
-            "identity": identity, "record": not no_record}
+            "identity": identity, "record": not no_record, **given(since, until)}
     result = ask_daemon(store, "context", args)
     if result is None:
         result = store.context(**args)

@@ -48,9 +48,9 @@ OPS = ("ping", "search", "context", "wake")
 
 _SEARCH_ARGS = {
     "query", "mode", "limit", "types", "tags", "path_glob", "raw", "scope", "what", "memory_scope",
-    "include_deleted", "include_superseded", "explain", "record",
+    "include_deleted", "include_superseded", "explain", "record", "since", "until",
 }
-_CONTEXT_ARGS = {"message", "budget", "scope", "what", "memory_scope", "identity", "record"}
+_CONTEXT_ARGS = {"message", "budget", "scope", "what", "memory_scope", "identity", "record", "since", "until"}
 
 
 class ServerRunningError(MemvaultError):

@@ -33,7 +33,7 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import IO, TYPE_CHECKING, Any
 
 import apsw
 
@@ -49,6 +49,10 @@ if TYPE_CHECKING:
     from memvault.store.embedding.pipeline import EmbedReport
     from memvault.store.facts.observer import Defer, FactObserver
     from memvault.store.facts.source_notes import Sources
+    from memvault.store.flows.backup import RestoreReport
+    from memvault.store.flows.export import ExportOptions, ExportReport
+    from memvault.store.flows.ingest import IngestReport
+    from memvault.store.flows.sink import ImportReport
     from memvault.store.index.doctor import DoctorReport
     from memvault.store.index.rebuild import Restored
     from memvault.store.index.reconcile import Indexer, SyncSummary
@@ -136,6 +140,10 @@ class MemoryStore:
         self.fact_defer: "Defer | None" = None
         #: Called after every sync with (kind, summary); kind is "sync" or "paths".
         self.sync_listeners: list[SyncListener] = []
+        #: Session note id -> the fact ids it is to keep, while memvault's own
+        #: export is restored: its facts are what the export lists, not what
+        #: the repeat rule would decide in a vault filled in another order.
+        self.fact_keep: dict[str, set[str]] = {}
 
     @classmethod
     def open(cls, vault: str | None = None, overrides: dict[str, Any] | None = None) -> "MemoryStore":
@@ -211,6 +219,7 @@ class MemoryStore:
 
         observer = FactObserver(self.root, con or self.con, self.settings)
         observer.defer = self.fact_defer
+        observer.keep = self.fact_keep
         return observer
 
     @cached_property
@@ -650,6 +659,47 @@ class MemoryStore:
                 "older": {"id": c.older_id, "content": older.content if older else None, "path": older.path if older else None},
             })
         return out
+
+    # -- flows: conversations, imports, export, backup -----------------------------------
+
+    def ingest(
+        self,
+        source: "str | os.PathLike[str] | IO[str] | IO[bytes]",
+        *,
+        session: str | None = None,
+        title: str | None = None,
+        client: str | None = None,
+    ) -> "IngestReport":
+        """Write a conversation transcript (Claude Code or generic JSONL, a
+        path or a stream) as its session note, appending only new turns, and
+        index it (see :mod:`.flows.ingest`)."""
+        from memvault.store.flows.ingest import ingest
+
+        return ingest(self, source, session=session, title=title, client=client)
+
+    def import_(
+        self, fmt: str, path: "str | os.PathLike[str]", *, dry_run: bool = False, folder: str = "Imports",
+        progress: Progress | None = None,
+    ) -> "ImportReport":
+        """Import a file of another tool (``chatgpt``, ``claude``, ``mem0``,
+        ``mcp-memory``, ``csv``, ``markdown``) or memvault's own export
+        (``json``/``jsonl``); see :mod:`.flows.sink`. ``progress(done, total)``."""
+        from memvault.store.flows.sink import run_import
+
+        return run_import(self, fmt, Path(path).expanduser(), dry_run=dry_run, folder=folder, progress=progress)
+
+    def export(self, options: "ExportOptions") -> "ExportReport":
+        """Write an export (see :mod:`.flows.export`); ``sqlite`` is a backup."""
+        from memvault.store.flows.export import export
+
+        return export(self, options)
+
+    def restore_backup(self, file: "str | os.PathLike[str]") -> "RestoreReport":
+        """Put a backup's durable state (and vectors) in place and rebuild the
+        index (see :mod:`.flows.backup`). The caller makes sure no daemon runs."""
+        from memvault.store.flows.backup import restore
+
+        return restore(self, Path(file).expanduser())
 
     # -- memory sources ---------------------------------------------------------------------
 

@@ -21,13 +21,19 @@ def cand(i: int, **kw) -> R.Candidate:
 
 
 @pytest.mark.parametrize(
-    ("type_", "days", "expected"),
+    ("type_", "days", "halved"),
     [("episodic", 14, 0.5), ("episodic", 28, 0.25), ("semantic", 90, 0.5), ("procedural", 45, 0.5 ** 0.5),
      ("identity", 180, 0.5), ("prospective", 400, 1.0)],
 )
-def test_recency_halves_per_half_life(type_: str, days: int, expected: float) -> None:
+def test_recency_halves_per_half_life_above_its_floor(type_: str, days: int, halved: float) -> None:
+    """The decaying part halves per half-life; the factor never falls below
+    RECENCY_FLOOR (unbounded decay by event time buried every earlier session)."""
     c = cand(1, kind="memory", type=type_, stamp=(NOW - timedelta(days=days)).isoformat())
-    assert R.recency_factor(c, R.RankParams(), NOW) == pytest.approx(expected, rel=1e-6)
+    floor = R.RECENCY_FLOOR if halved < 1.0 else 0.0
+    assert R.recency_factor(c, R.RankParams(), NOW) == pytest.approx(floor + (1 - floor) * halved, rel=1e-6)
+    assert R.recency_factor(c, R.RankParams(recency_floor=0.0), NOW) == pytest.approx(halved, rel=1e-6)
+    ancient = cand(2, kind="memory", type=type_, stamp=(NOW - timedelta(days=100 * 365)).isoformat())
+    assert R.recency_factor(ancient, R.RankParams(), NOW) >= R.RECENCY_FLOOR
 
 
 def test_notes_and_evergreen_memories_do_not_decay() -> None:
@@ -35,7 +41,7 @@ def test_notes_and_evergreen_memories_do_not_decay() -> None:
     assert R.recency_factor(cand(1, stamp=old), R.RankParams(), NOW) == 1.0
     ever = cand(2, kind="memory", type="episodic", stamp=old, tags=["Evergreen"])
     assert R.recency_factor(ever, R.RankParams(), NOW) == 1.0
-    decaying_notes = R.RankParams(half_lives={**R.DEFAULT_HALF_LIVES, "note": 10.0})
+    decaying_notes = R.RankParams(half_lives={**R.DEFAULT_HALF_LIVES, "note": 10.0}, recency_floor=0.0)
     assert R.recency_factor(cand(3, stamp=(NOW - timedelta(days=10)).isoformat()), decaying_notes, NOW) == pytest.approx(0.5)
 
 

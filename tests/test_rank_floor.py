@@ -84,4 +84,9 @@ def test_an_identifier_matched_exactly_is_found_below_the_floor(vault_with_an_id
     assert hits and hits[0]["path"] == "Logs/Incident log.md"
     e = hits[0]["explain"]
     assert e["vector_similarity"] < FLOOR and e["keyword_match"] == "all" and e["passed"] == "distinctive word"
-    assert all(h["explain"]["passed"] == "similarity" for h in common)
+    # stop words and a common word are no evidence: only similarity lets a
+    # hit in; search lists the others near the floor below it, marked
+    assert any(h["explain"]["passed"] == "similarity" for h in common)
+    for h in common:
+        e = h["explain"]
+        assert e["passed"] == "similarity" or (e["passed"] == "" and e["vector_similarity"] >= FLOOR - R.SEARCH_FLOOR_MARGIN)

@@ -7,7 +7,7 @@ import time
 from pathlib import Path
 
 import pytest
-from helpers import write
+from helpers import opened, write
 
 from memvault.store.db import records as rec
 from memvault.store.db.connection import write_transaction
@@ -233,6 +233,16 @@ def test_unresolved_link_resolves_when_target_appears(vault: Path) -> None:
     assert [e.target_path for e in edges(vault, "A.md")] == ["Deep/Later note.md", "img/pic.png"]
     later = trace_at(vault, "Deep/Later note.md")
     assert later and edges(vault, "A.md")[0].target_id == later.id
+
+
+def test_a_link_resolves_when_its_target_appears_through_sync_paths(vault: Path) -> None:
+    # The daemon's batches, memory writes and imports index single paths.
+    write(vault, "A.md", "see [[Later note]]")
+    with opened(vault) as v:
+        v.sync()
+        write(vault, "Deep/Later note.md", "now here")
+        v.sync_paths(["Deep/Later note.md"])
+    assert [e.target_path for e in edges(vault, "A.md")] == ["Deep/Later note.md"]
 
 
 def test_case_variant_files_resolve_like_a_rebuild(vault: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -9,8 +9,10 @@ daemon) sees either the old file or the new one, never half of either.
 
 from __future__ import annotations
 
+import ctypes
 import os
 import secrets
+from collections.abc import Sequence
 from pathlib import Path
 
 #: Longest file name (in bytes) the usual Linux file systems accept (ext4,
@@ -94,6 +96,71 @@ def atomic_write(path: Path, data: bytes, *, mode: int | None = None) -> bool:
         raise
     fsync_dir(path.parent)
     return True
+
+
+def _syncfs(fd: int) -> bool:
+    """Flush every file of ``fd``'s file system at once (Linux ``syncfs``);
+    False where that call does not exist."""
+    try:
+        libc = ctypes.CDLL(None, use_errno=True)
+        return bool(hasattr(libc, "syncfs") and libc.syncfs(fd) == 0)
+    except OSError:
+        return False
+
+
+def atomic_write_many(items: Sequence[tuple[Path, bytes]]) -> list[bool]:
+    """:func:`atomic_write` for many files, with one flush for all of them.
+
+    Each file is still replaced atomically (temp file, rename), and nothing
+    is renamed before every temp file's bytes are on disk; but the bytes are
+    flushed by one ``syncfs`` of the file system rather than an ``fsync``
+    each, and each folder is flushed once: writing a few thousand notes (an
+    import) costs a few flushes instead of thousands. Identical bytes are
+    not rewritten; returns, per item, whether it was written.
+    """
+    pending: list[tuple[Path, Path, int | None]] = []
+    written = [False] * len(items)
+    fds: list[int] = []
+    try:
+        for i, (path, data) in enumerate(items):
+            try:
+                if path.read_bytes() == data:
+                    continue
+            except FileNotFoundError:
+                pass
+            try:
+                keep_mode: int | None = os.stat(path).st_mode & 0o7777
+            except FileNotFoundError:
+                keep_mode = None
+            path.parent.mkdir(parents=True, exist_ok=True)
+            tmp = path.parent / f".{truncate_utf8(path.name, _TMP_NAME_BYTES)}.{secrets.token_hex(4)}.memvault-tmp"
+            fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
+            fds.append(fd)
+            pending.append((tmp, path, keep_mode))
+            view = memoryview(data)
+            while view:
+                view = view[os.write(fd, view):]
+            written[i] = True
+        if pending and not _syncfs(fds[0]):
+            for fd in fds:
+                os.fsync(fd)
+        for tmp, path, keep_mode in pending:
+            if keep_mode is not None:
+                os.chmod(tmp, keep_mode)
+            os.replace(tmp, path)
+    except BaseException:
+        for tmp, _, _ in pending:
+            try:
+                os.unlink(tmp)
+            except FileNotFoundError:
+                pass
+        raise
+    finally:
+        for fd in fds:
+            os.close(fd)
+    for folder in {path.parent for _, path, _ in pending}:
+        fsync_dir(folder)
+    return written
 
 
 def atomic_move(src: Path, dest: Path) -> None:

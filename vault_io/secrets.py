@@ -128,9 +128,21 @@ _HINTS = (
 )
 
 
+# The hints each costly pattern needs, so a text holding only "key" (common
+# in technical prose) is not scanned for every token shape as well.
+_TOKEN_HINTS = tuple(h for h in _HINTS if h not in (
+    "bearer", "authorization", "private key", "://", "pass", "pwd", "secret", "token", "key", "credential",
+)) + ("hooks.slack",)
+# What "password: value" and "key: value" need before their (costly) full
+# patterns are tried: one of their key words, and an assignment sign.
+_ALWAYS_HINTS = ("pass", "pwd", "secret")
+_TOKEN_KEY_HINTS = ("key", "token", "secret", "credential")
+# One scan of the text for all hints at once beats a substring test per hint.
+_HINT_RE = re.compile("|".join(re.escape(h) for h in _HINTS))
+
+
 def _may_hold_secret(text: str) -> bool:
-    low = text.lower()
-    return any(hint in low for hint in _HINTS)
+    return _HINT_RE.search(text.lower()) is not None
 
 
 def _entropy(value: str) -> float:
@@ -176,8 +188,10 @@ def redact(text: str) -> tuple[str, int]:
         count += 1
         return REDACTED
 
-    out = _PEM_RE.sub(whole, text)
-    out = _TOKEN_RE.sub(whole, out)
+    low = text.lower()
+    out = _PEM_RE.sub(whole, text) if "private key" in low else text
+    if any(hint in low for hint in _TOKEN_HINTS):
+        out = _TOKEN_RE.sub(whole, out)
 
     def auth(m: re.Match[str]) -> str:
         nonlocal count
@@ -220,7 +234,9 @@ def redact(text: str) -> tuple[str, int]:
         count += 1
         return m.group(1) + (f"{quote}{REDACTED}{quote}" if quote else REDACTED + value[len(value.rstrip()):])
 
-    out = _ALWAYS_RE.sub(always, out)
+    assigns = ":" in out or "=" in out
+    if assigns and any(hint in low for hint in _ALWAYS_HINTS):
+        out = _ALWAYS_RE.sub(always, out)
 
     def token_value(m: re.Match[str]) -> str:
         nonlocal count
@@ -230,7 +246,8 @@ def redact(text: str) -> tuple[str, int]:
         count += 1
         return m.group(1) + m.group(2) + REDACTED
 
-    out = _TOKEN_VALUE_RE.sub(token_value, out)
+    if assigns and any(hint in low for hint in _TOKEN_KEY_HINTS):
+        out = _TOKEN_VALUE_RE.sub(token_value, out)
     return out, count
 
 

@@ -140,7 +140,7 @@ def consolidate(store: "MemoryStore", *, dry_run: bool = False, today: date | No
                 report.deferred.append(action.as_dict())
                 continue
             try:
-                undo = _do(store, action, run_id)
+                undo = _do(store, action, run_id, plan.day)
             except MemoryOpError as exc:  # one memory that cannot be changed now: the rest go on
                 report.failed.append({**action.as_dict(), "error": str(exc)})
                 continue
@@ -156,7 +156,7 @@ def consolidate(store: "MemoryStore", *, dry_run: bool = False, today: date | No
     return report
 
 
-def _do(store: "MemoryStore", action: Action, run_id: str) -> dict[str, Any]:
+def _do(store: "MemoryStore", action: Action, run_id: str, day: str) -> dict[str, Any]:
     """Carry out one action; returns what undoing it needs."""
     con = store.con
     if action.kind == "decay":
@@ -166,8 +166,11 @@ def _do(store: "MemoryStore", action: Action, run_id: str) -> dict[str, Any]:
         store.memories.forget(action.ids[0], "faded")
         return {"trace": rec.trace_json(before) if before else None}
     if action.kind == "merge":
+        recall = con.execute("SELECT retrieval_count, last_access, strength, decayed_at FROM state.recall "
+                             "WHERE trace_id = ?", (action.ids[0],)).fetchone()
         outcome = merge(store, action.ids, None, run_id=run_id, detail=action.detail)
-        return outcome.undo
+        _decayed_on(store, action.ids[0], day)  # its strength is this run's: no more decay today
+        return {**outcome.undo, "recall": list(recall) if recall else None}
     if action.kind == "promote":
         d = action.detail
         result = store.memories.add(d["statement"], "semantic", tags=d["tags"], scope=d["scope"], source=SOURCE,
@@ -176,6 +179,7 @@ def _do(store: "MemoryStore", action: Action, run_id: str) -> dict[str, Any]:
             for member in d["members"]:
                 log.put_link(con, result.id, links.DERIVED_FROM, member, run_id)
             links.apply_durable_edges(con)
+        _decayed_on(store, result.id, day)  # made on the run's day, whatever the clock says
         return {"id": result.id, **_after(store, result.id)}
     if action.kind == "contradiction":
         d = action.detail
@@ -193,6 +197,17 @@ def _do(store: "MemoryStore", action: Action, run_id: str) -> dict[str, Any]:
         return {"trace": rec.trace_json(before) if before else None, "path": path, "text": text,
                 "version": after.metadata.get("supersedes") if after else None, **_after(store, memory_id)}
     raise ValueError(f"unknown action {action.kind!r}")
+
+
+def _decayed_on(store: "MemoryStore", memory_id: str, day: str) -> None:
+    """A memory's strength is as of ``day`` (the run's): decay starts from there."""
+    with write_transaction(store.con):
+        store.con.execute(
+            "INSERT INTO state.recall (trace_id, retrieval_count, last_access, strength, decayed_at) "
+            "SELECT id, retrieval_count, last_access, strength, ? FROM traces WHERE id = ? "
+            "ON CONFLICT(trace_id) DO UPDATE SET decayed_at = excluded.decayed_at",
+            (day, memory_id),
+        )
 
 
 def _after(store: "MemoryStore", memory_id: str) -> dict[str, Any]:
@@ -348,6 +363,11 @@ def _undo_merge(store: "MemoryStore", action: log.LoggedAction) -> None:
         store.memories.restore(memory_id)
         _restore_member(store, u["members"][memory_id])
     _revert(store, u)
+    with write_transaction(con):  # the survivor's recall row as it was
+        con.execute("DELETE FROM state.recall WHERE trace_id = ?", (survivor,))
+        if u.get("recall"):
+            con.execute("INSERT INTO state.recall (trace_id, retrieval_count, last_access, strength, decayed_at) "
+                        "VALUES (?,?,?,?,?)", (survivor, *u["recall"]))
 
 
 def _restore_member(store: "MemoryStore", info: dict[str, Any]) -> None:

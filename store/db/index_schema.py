@@ -427,6 +427,115 @@ def m009_embed_pending(con: apsw.Connection) -> None:
     )
 
 
+def m010_fact_text_key(con: apsw.Connection) -> None:
+    """Facts found by their normalised text: a conversation's new fact that
+    repeats a live fact of another source is not added twice, and asking
+    that must not scan every fact (or the full-text index of every transcript)."""
+    con.execute("CREATE INDEX facts_text_key ON facts(text_key COLLATE NOCASE)")
+
+
+#: The text each trace gives the full-text index, one column per FTS column
+#: (index migration 11). A *derived* title is not indexed as a title: a
+#: memory's title is its first line (already in its body) unless its
+#: front-matter names one, and a fact's ("Note > Heading > parent item") is
+#: where it sits, indexed unboosted in ``context`` with a memory's speaker.
+FTS_SOURCE_SQL = """
+CREATE VIEW traces_fts_source AS
+SELECT
+    rowid AS rowid,
+    CASE
+        WHEN kind = 'fact' THEN ''
+        WHEN kind = 'memory' AND NOT coalesce(json_valid(metadata)
+            AND json_type(metadata, '$.frontmatter.title') = 'text'
+            AND trim(json_extract(metadata, '$.frontmatter.title')) <> '', 0) THEN ''
+        ELSE title
+    END AS title,
+    content,
+    tags,
+    trim(
+        CASE WHEN kind = 'fact' THEN title ELSE '' END || ' ' ||
+        CASE WHEN json_valid(metadata) THEN coalesce(json_extract(metadata, '$.frontmatter.speaker'), '') ELSE '' END
+    ) AS context
+FROM traces
+"""
+
+
+def m011_event_time_and_fts_context(con: apsw.Connection) -> None:
+    """Event time, conversation sessions, and a full-text index that does not
+    count derived titles twice.
+
+    * ``event_time``, ``session`` and ``seq`` read what the indexer puts in a
+      trace's metadata (when it happened; the conversation session it is a
+      turn of, and its position), and ``happened`` places every trace in time:
+      its event time, else its creation time (when it looks like a date), else
+      its last change. Generated columns, so the row writers stay as they are;
+      ``happened`` is indexed for ``--since``/``--until``, sessions for
+      neighbour lookups.
+    * The FTS table is rebuilt over :data:`FTS_SOURCE_SQL` with a fourth
+      column, ``context``; the triggers read that view, so every write, the
+      bulk loader's 'rebuild' and snippets see the same text.
+    * A change of a trace's session, position or status moves the vector
+      generation: the retriever's neighbour arrays are built with its matrix.
+    * Every note (and source note's facts) is read again on the next sync, so
+      existing traces get their event time and session.
+    """
+    meta = "CASE WHEN json_valid(metadata) THEN json_extract(metadata, '$.{}') END"
+    con.execute(
+        f"""
+        ALTER TABLE traces ADD COLUMN event_time TEXT GENERATED ALWAYS AS ({meta.format('event_time')}) VIRTUAL;
+        ALTER TABLE traces ADD COLUMN session TEXT GENERATED ALWAYS AS ({meta.format('session')}) VIRTUAL;
+        ALTER TABLE traces ADD COLUMN seq REAL GENERATED ALWAYS AS ({meta.format('seq')}) VIRTUAL;
+        ALTER TABLE traces ADD COLUMN happened TEXT GENERATED ALWAYS AS (coalesce(
+            {meta.format('event_time')},
+            CASE WHEN created GLOB '[0-9][0-9][0-9][0-9]-[0-9][0-9]-[0-9][0-9]*' THEN created END,
+            updated)) VIRTUAL;
+        CREATE INDEX traces_session ON traces(session, seq) WHERE session IS NOT NULL;
+        CREATE INDEX traces_happened ON traces(happened);
+
+        DROP TRIGGER traces_ai;
+        DROP TRIGGER traces_ad;
+        DROP TRIGGER traces_au;
+        DROP TABLE traces_fts;
+        {FTS_SOURCE_SQL};
+        CREATE VIRTUAL TABLE traces_fts USING fts5(
+            title, content, tags, context,
+            content='traces_fts_source', content_rowid='rowid',
+            tokenize='porter unicode61 remove_diacritics 2'
+        );
+        CREATE TRIGGER traces_ai AFTER INSERT ON traces
+        WHEN NOT EXISTS (SELECT 1 FROM meta WHERE key = 'bulk_load') BEGIN
+            INSERT INTO traces_fts(rowid, title, content, tags, context)
+            SELECT rowid, title, content, tags, context FROM traces_fts_source WHERE rowid = new.rowid;
+        END;
+        CREATE TRIGGER traces_bd BEFORE DELETE ON traces
+        WHEN NOT EXISTS (SELECT 1 FROM meta WHERE key = 'bulk_load') BEGIN
+            INSERT INTO traces_fts(traces_fts, rowid, title, content, tags, context)
+            SELECT 'delete', rowid, title, content, tags, context FROM traces_fts_source WHERE rowid = old.rowid;
+        END;
+        CREATE TRIGGER traces_bu BEFORE UPDATE OF kind, title, content, tags, metadata ON traces
+        WHEN NOT EXISTS (SELECT 1 FROM meta WHERE key = 'bulk_load') BEGIN
+            INSERT INTO traces_fts(traces_fts, rowid, title, content, tags, context)
+            SELECT 'delete', rowid, title, content, tags, context FROM traces_fts_source WHERE rowid = old.rowid;
+        END;
+        CREATE TRIGGER traces_au AFTER UPDATE OF kind, title, content, tags, metadata ON traces
+        WHEN NOT EXISTS (SELECT 1 FROM meta WHERE key = 'bulk_load') BEGIN
+            INSERT INTO traces_fts(rowid, title, content, tags, context)
+            SELECT rowid, title, content, tags, context FROM traces_fts_source WHERE rowid = new.rowid;
+        END;
+        INSERT INTO traces_fts(traces_fts) VALUES ('rebuild');
+
+        CREATE TRIGGER traces_session_au AFTER UPDATE OF metadata, status ON traces
+        WHEN old.session IS NOT new.session OR old.seq IS NOT new.seq
+            OR (new.session IS NOT NULL AND old.status IS NOT new.status) BEGIN
+            UPDATE vector_state SET generation = generation + 1 WHERE id = 1;
+        END;
+
+        UPDATE files SET hash = NULL, mtime_ns = 0, ctime_ns = 0 WHERE kind = 'note';
+        UPDATE fact_sources SET hash = NULL;
+        """
+    )
+
+
 MIGRATIONS: list[Callable[[apsw.Connection], None]] = [
     m001_foundation,
     m002_memories,
@@ -437,4 +546,6 @@ MIGRATIONS: list[Callable[[apsw.Connection], None]] = [
     m007_recheck_conflict_copies,
     m008_durable_state_apart,
     m009_embed_pending,
+    m010_fact_text_key,
+    m011_event_time_and_fts_context,
 ]

@@ -116,7 +116,35 @@ def m002_fact_forgets(con: apsw.Connection) -> None:
     )
 
 
-def m003_consolidation(con: apsw.Connection) -> None:
+def m003_import_keys(con: apsw.Connection) -> None:
+    """What was imported or ingested from where: the key of each item at its
+    source, so importing or ingesting it again changes nothing (and an item
+    changed at the source updates what it became). Lives here, not in the
+    index: a rebuilt index must not make a re-import duplicate everything."""
+    con.execute(
+        """
+        -- source: the kind of item ('session', 'mem0', 'csv', ...); key: its
+        -- id at the source, else 'sha256:<hash of its content>'; target_id:
+        -- the memory or note id it became; path: that note's vault path when
+        -- written; hash: the item's content as last imported; detail: JSON
+        -- (for a session: the digest of each turn written).
+        CREATE TABLE state.import_keys (
+            source    TEXT NOT NULL,
+            key       TEXT NOT NULL,
+            target_id TEXT NOT NULL,
+            path      TEXT,
+            hash      TEXT NOT NULL,
+            detail    TEXT NOT NULL DEFAULT '{}',
+            created   TEXT NOT NULL,
+            updated   TEXT NOT NULL,
+            PRIMARY KEY (source, key)
+        );
+        CREATE INDEX state.import_keys_target ON import_keys(target_id);
+        """
+    )
+
+
+def m004_consolidation(con: apsw.Connection) -> None:
     """Consolidation: the log of runs and their actions (what undo needs),
     merged memories, flagged contradictions, links only memvault knows
     (``derived_from``), and when a memory's strength last decayed."""
@@ -192,5 +220,6 @@ def m003_consolidation(con: apsw.Connection) -> None:
 MIGRATIONS: list[Callable[[apsw.Connection], None]] = [
     m001_durable_state,
     m002_fact_forgets,
-    m003_consolidation,
+    m003_import_keys,
+    m004_consolidation,
 ]

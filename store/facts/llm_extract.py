@@ -234,16 +234,19 @@ class LLMExtractor:
             lines.append(f"{note.body_line + i}: {REDACTED if i in in_key else redact(text)[0]}")
         return redact("\n".join(lines))[0]
 
-    def request(self, note: ParsedNote) -> list[dict[str, Any]]:
-        """Ask the endpoint (with retries); the validated facts, or :class:`LLMError`."""
+    def request(
+        self, note: ParsedNote, *, system_prompt: str = SYSTEM_PROMPT, user_prompt: str | None = None
+    ) -> list[dict[str, Any]]:
+        """Ask the endpoint (with retries); the validated facts, or :class:`LLMError`.
+        ``user_prompt`` replaces the note's own (:meth:`prompt`), e.g. a conversation's."""
         s = self.settings
         payload = {
             "model": s.model,
             "temperature": 0,
             "response_format": {"type": "json_object"},
             "messages": [
-                {"role": "system", "content": SYSTEM_PROMPT},
-                {"role": "user", "content": self.prompt(note)},
+                {"role": "system", "content": system_prompt},
+                {"role": "user", "content": self.prompt(note) if user_prompt is None else user_prompt},
             ],
         }
         body = json.dumps(payload, ensure_ascii=False).encode("utf-8")
@@ -321,13 +324,23 @@ class LLMExtractor:
 
     # -- extraction ------------------------------------------------------------
 
-    def extract(self, note: ParsedNote, source_id: str, *, key_lines: dict[str, int] | None = None) -> Extraction:
-        """The facts of one note from the model, anchored to the note.
+    def extract(
+        self,
+        note: ParsedNote,
+        source_id: str,
+        *,
+        key_lines: dict[str, int] | None = None,
+        system_prompt: str = SYSTEM_PROMPT,
+        user_prompt: str | None = None,
+    ) -> Extraction:
+        """The facts of one note from the model, anchored to the note
+        (``system_prompt``/``user_prompt``: another kind of note's, e.g. a
+        conversation's; the length limit then applies to ``user_prompt``).
 
         Raises :class:`LLMError` (note too long, endpoint failing, breaker
         open); the caller then uses the default extractor.
         """
-        if len(note.body) > self.settings.max_chars:
+        if len(note.body if user_prompt is None else user_prompt) > self.settings.max_chars:
             raise LLMError(f"note is longer than llm.max_chars ({self.settings.max_chars})")
         now = time.monotonic()
         if now < self._closed_until:
@@ -336,7 +349,7 @@ class LLMExtractor:
                 f"{self._closed_until - now:.0f}s"
             )
         try:
-            items = self.request(note)
+            items = self.request(note, system_prompt=system_prompt, user_prompt=user_prompt)
         except LLMCancelled:
             raise  # not the endpoint's fault: the breaker does not count it
         except LLMError:

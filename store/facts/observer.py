@@ -54,6 +54,7 @@ from memvault.vault_io.facts import Extraction, extract_facts, source_uri
 from memvault.vault_io.note import NoteReadError, ParsedNote, content_hash
 from memvault.vault_io.parser import parse_note
 from memvault.vault_io.resolve import path_key
+from memvault.vault_io.session_note import is_session_note
 from memvault.vault_io.sources import SourceMarks, matching_glob, source_marks
 
 log = logging.getLogger(__name__)
@@ -86,6 +87,12 @@ class FactObserver:
         #: Set by the daemon (see :class:`LLMFactWorker`): llm extraction is
         #: queued there instead of run inline.
         self.defer: Defer | None = None
+        #: Repeat keys of conversation facts extracted in the current batch
+        #: (see :func:`~.conversation.drop_repeats`): the first session wins.
+        self.batch_seen: dict[str, str] = {}
+        #: Session note id -> fact ids to keep instead of the repeat rule
+        #: (a restore of memvault's own export; see MemoryStore.fact_keep).
+        self.keep: dict[str, set[str]] = {}
         if self.extractor_name == "llm":
             from memvault.store.facts.llm_extract import LLMExtractor
 
@@ -105,6 +112,7 @@ class FactObserver:
         return warnings
 
     def _apply(self, written: list[tuple[ParsedNote, rec.TraceRow]], removed: list[str], warnings: list[str]) -> None:
+        self.batch_seen = {}
         resolver = FactLinks(self.con)
         with_facts = sf.source_ids_with_facts(self.con, [t.id for _, t in written])
         todo: list[tuple[ParsedNote, rec.TraceRow, SourceMarks]] = []
@@ -164,7 +172,25 @@ class FactObserver:
         self, note: ParsedNote, trace: rec.TraceRow, state: sf.SourceState | None, warnings: list[str]
     ) -> Extraction | None:
         """Facts of one source note with the configured extractor (falling
-        back to the default rules when the llm extractor fails)."""
+        back to the default rules when the llm extractor fails). A session
+        note gets the conversation extractor's rules or prompt, its facts
+        anchored to their turns, and none that repeat what is known already."""
+        extraction = self._extract_note(note, trace, state, warnings)
+        if extraction is None or extraction.extractor in (MOVED, DEFERRED) or not is_session_note(note.frontmatter):
+            return extraction
+        from memvault.store.facts.conversation import anchor_to_turns, drop_repeats
+
+        if extraction.extractor != "conversation":  # the llm's facts: anchored by line, to their turns here
+            extraction = anchor_to_turns(note, extraction)
+        if trace.id in self.keep:
+            extraction.facts = [d for d in extraction.facts if d.id in self.keep[trace.id]]
+            return extraction
+        return drop_repeats(self.con, trace.id, extraction, self.batch_seen)
+
+    def _extract_note(
+        self, note: ParsedNote, trace: rec.TraceRow, state: sf.SourceState | None, warnings: list[str]
+    ) -> Extraction | None:
+        session = is_session_note(note.frontmatter)
         key_lines = note.key_lines  # found by the parser: the source file is not read again
         if self.llm is not None:
             from memvault.store.facts.llm_extract import LLMCancelled
@@ -181,12 +207,21 @@ class FactObserver:
                     log.warning("%s: llm extraction queue full or stopped; used the default extractor", note.path)
             else:
                 try:
+                    if session:
+                        from memvault.store.facts.conversation import CONVERSATION_PROMPT, llm_prompt
+
+                        return self.llm.extract(note, trace.id, key_lines=key_lines, system_prompt=CONVERSATION_PROMPT,
+                                                user_prompt=llm_prompt(note))
                     return self.llm.extract(note, trace.id, key_lines=key_lines)
                 except LLMCancelled:
                     raise  # shutting down: write nothing for this note
                 except Exception as exc:
                     warnings.append(f"{note.path}: llm extractor failed ({exc}); used the default extractor")
         try:
+            if session:
+                from memvault.store.facts.conversation import extract_conversation_facts
+
+                return extract_conversation_facts(note, trace.id)
             return extract_facts(note, trace.id, key_lines=key_lines)
         except Exception as exc:  # a bug in the rules must not stop the other notes
             log.exception("extracting facts from %s", note.path)
@@ -267,6 +302,7 @@ class FactObserver:
         change queued its own job), ``current``, ``gone`` or ``unmarked``.
         Raises :class:`~.llm_extract.LLMCancelled` when the worker stops.
         """
+        self.batch_seen = {}
         row = self.con.execute(
             "SELECT path, hash FROM files WHERE trace_id = ? AND kind = 'note'", (source_id,)
         ).fetchone()

@@ -39,6 +39,7 @@ import apsw
 
 from memvault.store.db import records as rec
 from memvault.store.facts import rows as sf
+from memvault.store.index.event_time import fact_event_time, note_event_time
 from memvault.vault_io.facts import Extraction, FactDraft, source_uri
 from memvault.vault_io.note import ParsedNote
 from memvault.vault_io.resolve import LinkResolver, link_key
@@ -115,6 +116,10 @@ def build_fact(
         metadata["topics"] = list(d.topics)
     if d.importance is not None:
         metadata["importance"] = d.importance
+    # When it happened: a dated heading above it, else its note's event time.
+    when = fact_event_time(d.headings, note_event_time(note.frontmatter, note.path))
+    if when:
+        metadata["event_time"] = when
     tags = list(d.tags) + [t for t in (f"topic/{x}" for x in d.topics) if t not in d.tags]
     trace = rec.TraceRow(
         id=d.id, kind="fact", type=d.type, title=fact_title(note.title, d.heading_path, context),

@@ -7,9 +7,12 @@ what changed since yesterday (:func:`recent`), and everything about one
 note, memory or fact (:func:`read_trace`: metadata, its version, links both
 ways, an ``obsidian://`` URI, optionally one section of a note).
 
-Times given as ``since``/``until`` are ISO dates or datetimes, or a span
-back from now ("2 days", "3h", "1 week", "yesterday", "today"); they filter
-on the time a trace last changed (``updated``). Read-only throughout.
+Times given as ``since``/``until`` are ISO dates or datetimes, a month or
+a year, or a span back from now ("2 days", "3h", "1 week", "yesterday"). For
+:func:`list_traces` they bound when a memory *happened* (its event time: a
+session date, ``occurred``, a daily note's date; else when it was created),
+the time ``search`` and ``context`` filter on too; for :func:`recent` they
+bound when it last *changed* (``updated``). Read-only throughout.
 """
 
 from __future__ import annotations
@@ -40,6 +43,7 @@ SORTS = {
     "updated": "coalesce(nullif(t.updated, ''), t.created) DESC, t.id",
     "created": "t.created DESC, t.id",
     "strength": "coalesce(t.strength, 0.5) DESC, coalesce(nullif(t.updated, ''), t.created) DESC, t.id",
+    "happened": "t.happened DESC, t.id",
     "title": "t.title COLLATE NOCASE, t.id",
 }
 PREVIEW_CHARS = 200
@@ -126,6 +130,7 @@ def _query(
     statuses: Sequence[str],
     since: str | None,
     until: str | None,
+    stamp: str = "coalesce(nullif(t.updated, ''), t.created)",
 ) -> tuple[str, list[Any]]:
     clauses = [f"t.kind IN ({','.join('?' * len(kinds))})", f"t.status IN ({','.join('?' * len(statuses))})"]
     params: list[Any] = [*kinds, *statuses]
@@ -138,7 +143,6 @@ def _query(
     for tag in tags:
         clauses.append(f"t.rowid IN ({TAGGED_SQL})")
         params += tag_params(tag)
-    stamp = "coalesce(nullif(t.updated, ''), t.created)"
     if since:
         clauses.append(f"{stamp} >= ?")
         params.append(since)
@@ -171,19 +175,28 @@ def list_traces(
     include_deleted: bool = False,
     limit: int = 50,
     cursor: str | None = None,
+    by_change: bool = False,
 ) -> dict[str, Any]:
     """A page of traces: ``{"items", "total", "next_cursor"}`` (``next_cursor``
-    is None on the last page; pass it back as ``cursor`` for the next)."""
+    is None on the last page; pass it back as ``cursor`` for the next).
+    ``since``/``until`` bound when each happened (``by_change``: when it
+    last changed)."""
     if what not in LIST_KINDS:
         raise BrowseError(f"what to list must be one of {', '.join(LIST_KINDS)}, not {what!r}")
     if sort not in SORTS:
         raise BrowseError(f"sort must be one of {', '.join(SORTS)}, not {sort!r}")
     limit = max(1, min(MAX_LIMIT, int(limit)))
     offset = _cursor_offset(cursor)
+    if by_change:
+        bounds = {"since": parse_time(since), "until": parse_time(until)}
+        stamp = "coalesce(nullif(t.updated, ''), t.created)"
+    else:
+        from memvault.store.retrieval.when import time_bounds
+
+        bounds, stamp = time_bounds(since, until, datetime.now(timezone.utc)), "t.happened"
     where, params = _query(
         con, kinds=LIST_KINDS[what], types=types, scopes=scopes, tags=tags,
-        statuses=("active", "deleted") if include_deleted else ("active",),
-        since=parse_time(since), until=parse_time(until),
+        statuses=("active", "deleted") if include_deleted else ("active",), stamp=stamp, **bounds,
     )
     total = int(con.execute(f"SELECT count(*) FROM traces t WHERE {where}", params).fetchone()[0])
     rows = con.execute(
@@ -213,7 +226,7 @@ def recent(
     if what not in LIST_KINDS:
         raise BrowseError(f"what must be one of {', '.join(LIST_KINDS)}, not {what!r}")
     return list_traces(con, vault_name, what=what, types=types, scopes=scopes, since=since or "7 days", until=until,
-                       include_deleted=True, limit=limit)
+                       include_deleted=True, limit=limit, by_change=True)
 
 
 def section_span(content: str, heading: str) -> tuple[int, int, str] | None:

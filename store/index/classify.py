@@ -6,6 +6,10 @@ front-matter ``type``, else from its folder (``Memory/procedural/...``),
 else from the ``memory:`` value, else ``semantic``. Everything else is an
 ordinary note of type ``note``.
 
+A session note (front-matter ``session_id``, written by ``memvault ingest``
+and the conversation importers under ``<memory folder>/episodic/sessions/``)
+is an ordinary note and a memory source, never a memory.
+
 A conflict copy (front-matter ``conflict_of: <id>``, written beside a note a
 person changed while the store changed it too, or a file-sync tool's copy
 named like ``Note.sync-conflict-…md``, see :mod:`memvault.vault_io.sync_conflicts`)
@@ -22,12 +26,14 @@ from collections.abc import Sequence
 from datetime import datetime, timezone
 
 from memvault.store.db import records as rec
+from memvault.store.index.event_time import time_metadata
 from memvault.store.memories.memtypes import NOTE_TYPE, maybe_type
 from memvault.vault_io.memory_note import read_memory, related_section
 from memvault.vault_io.note import ParsedNote
 from memvault.vault_io.resolve import LinkResolver, Resolution, link_key
 from memvault.vault_io.scan import FileStat
 from memvault.vault_io.secrets import redact
+from memvault.vault_io.session_note import is_session_note
 from memvault.vault_io.sync_conflicts import sync_conflict
 
 DEFAULT_MEMORY_TYPE = "semantic"
@@ -62,8 +68,10 @@ def is_conflict_copy(note: ParsedNote) -> bool:
 
 def is_memory_note(note: ParsedNote, memory_folder: str) -> bool:
     """Whether the note is a memory (by folder or by ``memory: <type>``, and
-    not a conflict copy, memvault's or a sync tool's)."""
-    if is_conflict_copy(note) or sync_conflict(note.path) is not None:
+    not a conflict copy, memvault's or a sync tool's, nor a session note: a
+    conversation's transcript is a memory source, searchable, but never a
+    memory of its own)."""
+    if is_conflict_copy(note) or sync_conflict(note.path) is not None or is_session_note(note.frontmatter):
         return False
     return in_memory_folder(note.path, memory_folder) or maybe_type(note.frontmatter.get("memory")) is not None
 
@@ -94,7 +102,9 @@ def note_trace(note: ParsedNote, trace_id: str, st: FileStat, memory_folder: str
     aliases = list(note.aliases)
     if not is_memory_note(note, memory_folder):
         created = note.frontmatter.get("created") or note.frontmatter.get("date")
-        metadata: dict[str, object] = {"frontmatter": note.frontmatter, "aliases": aliases}
+        metadata: dict[str, object] = {
+            "frontmatter": note.frontmatter, "aliases": aliases, **time_metadata(note.frontmatter, note.path),
+        }
         copy = sync_conflict(note.path)
         if copy is not None:
             # A sync tool's conflict copy: listed with the note it sits beside.
@@ -138,6 +148,8 @@ def note_trace(note: ParsedNote, trace_id: str, st: FileStat, memory_folder: str
             "fm_created": doc.created,
             "fm_type": doc.type,  # as spelled ("goal"); the trace's type is canonical
             "supersedes": doc.supersedes,
+            # When it happened and the conversation it is part of (event_time.py).
+            **time_metadata(note.frontmatter, note.path),
         },
         path=note.path,
         source=doc.source or "vault",

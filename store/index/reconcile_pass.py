@@ -95,6 +95,10 @@ class ReconcilePass:
 
         # The paths every link can point at once this reconcile is applied.
         self.all_files, self.resolver = self.ix._path_index()
+        # Links elsewhere can only need re-resolving when the index held
+        # files before (not on a first index); `known` alone cannot say so
+        # for sync_paths, where it holds just the rows of the given paths.
+        self.indexed_before = bool(known) or bool(self.all_files)
         for p in self.gone:
             self.all_files.pop(p, None)
             self.resolver.remove(p)
@@ -222,7 +226,7 @@ class ReconcilePass:
             self.con.execute(f"PRAGMA wal_autocheckpoint={WAL_AUTOCHECKPOINT}")
         appeared = {c.stat.path for c in self.changes if c.old_path != c.stat.path}
         appeared |= {st.path for st in self.attachments if st.path not in self.known}
-        if self.known and (appeared or self.gone):
+        if self.indexed_before and (appeared or self.gone):
             keys = {path_key(p) for p in appeared | set(self.gone)}
             with write_transaction(self.con):
                 self.ix._reresolve(keys, self.resolver, self.all_files, self.written)

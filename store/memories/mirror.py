@@ -243,6 +243,20 @@ class Memories:
         result.warnings[:0] = redaction_warnings(secrets_found)
         return result
 
+    def create(self, trace: rec.TraceRow, path: str | None = None) -> WriteResult:
+        """Write a memory made elsewhere (an import: its id, times, strength and
+        front-matter kept) as a new note, by the same protocol as :meth:`add`
+        (outbox, atomic write, conflict check). ``path`` (vault-relative) is
+        used when no file is there yet, else a fresh name in the type's folder."""
+        if path is None or (self.root / path).exists():
+            path = self._new_note_path(trace.type, memory_filename(trace.content, trace.id[2:10]))
+        data = render_memory(doc_from_trace(trace)).encode("utf-8")
+        self._commit(trace, "write", path, content_hash(data), lambda: rec.put_trace(self.con, trace))
+        result = self.flush(trace.id) or WriteResult(trace.id, "added", path)
+        result.action = "added" if result.conflict is None else result.action
+        result.warnings += self._unresolved_links(trace.id)
+        return result
+
     def update(
         self,
         ref: str,

@@ -1,37 +1,36 @@
 """Hybrid ranking: keyword, vector and graph signals fused, then adjusted.
 
 1. **Keyword**: BM25 hits where every query word matches (strong), then
-   hits where any content word matches (weak), ranked by BM25 on the FTS table.
-2. **Vector**: the traces whose best chunk is most similar to the query.
-3. **Fusion** by reciprocal rank: ``sum(w / (RRF_K + rank))`` over the lists a
+   hits where any content word matches (weak), ranked by BM25 on the FTS
+   table; a turn of a conversation scores with its neighbouring turns
+   (:mod:`.neighbours`), so the reply to a matching question joins.
+2. **Vector**: the traces whose best chunk is most similar to the query; a
+   turn's chunk is compared in context (its vector mixed with its
+   neighbours').
+3. **Relevance floor** (:mod:`.floor`): in ``context`` only candidates that
+   pass count; in ``search`` the floor is a gate (nothing passes: nothing is
+   shown) and candidates down to ``SEARCH_FLOOR_MARGIN`` under it stay
+   listed, since evidence spread over turns often sits under it.
+4. **Fusion** by reciprocal rank: ``sum(w / (RRF_K + rank))`` over the lists a
    trace is in; the weak keyword list counts a quarter.
-4. **Relevance floor**: a candidate stays when its best-chunk similarity
-   reaches ``min_similarity``, or when its words are evidence enough (see
-   :func:`floor_rule`): a strong match on a distinctive (rare) word passes
-   whatever its similarity (identifiers embed poorly); one of the first
-   ``KEYWORD_FLOOR_RANK`` keyword hits that shares at least
-   ``KEYWORD_MIN_WORDS`` content words with the query needs only
-   ``min_similarity - KEYWORD_FLOOR_MARGIN``; a trace with no vector yet is
-   judged by its words alone (:func:`keyword_relevant`). Stop words and very
-   common words are never evidence, so an unrelated query still returns
-   nothing rather than the least bad notes.
 5. **Graph**: notes and memories one link away from the strongest hits
    (wikilinks, embeds, property links, ``related``, fact-to-source
    ``derived_from``) close ``GRAPH_DAMPING`` of the gap between their own
    fused score and the seed's (a neighbour rises towards its seed, never
-   past it); a
-   neighbour that was no candidate joins only if its own similarity reaches
-   ``min_similarity - GRAPH_FLOOR_MARGIN``.
-6. **Recency and strength**: memories decay by type (half-life in days,
-   0 = never; notes and evergreen-tagged memories are exempt by default), and
-   strength (0-1, 0.5 when unset) scales the score by ``0.5 + strength``.
-7. **MMR** (lambda 0.7) orders the result for diversity and drops
-   near-duplicates (best chunks at cosine >= ``DUPLICATE_SIMILARITY``).
+   past it); a neighbour that was no candidate joins only if its own
+   similarity reaches ``min_similarity - GRAPH_FLOOR_MARGIN``.
+6. **Time**: a candidate from the period the query names ("in May 2023",
+   "last week") gains ``TIME_MATCH_BOOST``; memories decay by the age of
+   their event time (else their last change) per type, bounded below by
+   ``RECENCY_FLOOR`` (:mod:`.when`); strength (0-1, 0.5 when unset) scales
+   the score by ``0.5 + strength``.
+7. **MMR** (lambda 0.7) orders ``context``'s candidates for diversity and
+   drops near-duplicates (best chunks at cosine >= ``DUPLICATE_SIMILARITY``);
+   ``search`` keeps score order (MMR moved evidence out of its top 10).
 """
 
 from __future__ import annotations
 
-import math
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
@@ -40,10 +39,22 @@ from typing import TYPE_CHECKING, Any
 import apsw
 
 from memvault.store.embedding.vectors import VectorMatrix, chunk_rows
+from memvault.store.retrieval.floor import (  # noqa: F401  (re-exported: the floor's knobs belong to ranking)
+    KEYWORD_FLOOR_MARGIN,
+    KEYWORD_FLOOR_RANK,
+    KEYWORD_MIN_WORDS,
+    MIN_SIMILARITY,
+    SEARCH_FLOOR_MARGIN,
+    apply_floor,
+    floor_rule,
+    keyword_relevant,
+    matched_words,
+)
 from memvault.store.retrieval.keyword import (
     Filters,
     Hit,
     common_words,
+    content_words,
     filter_sql,
     fts_top,
     natural_match_expressions,
@@ -52,20 +63,29 @@ from memvault.store.retrieval.keyword import (
     query_words,
     quoted,
     snippets,
-    trace_count_estimate,
+    with_neighbours,
 )
+from memvault.store.retrieval.when import RECENCY_FLOOR, TIME_MATCH_BOOST, named_periods
 
 if TYPE_CHECKING:  # numpy is imported where vectors are used: keyword recall runs without it
     import numpy as np
 
+    from memvault.store.retrieval.neighbours import ContextVectors
+
 #: Reciprocal-rank-fusion constant. The usual 60 flattens ranks so much that
-#: a note in both lists at rank 8 beats the semantic #1; 10 keeps the top of
-#: each list decisive (MRR on the labelled paraphrase set: 0.645 at 60,
-#: 0.70 at 10, equal recall).
-RRF_K = 10.0
+#: a note in both lists at rank 8 beats the semantic #1; a small k keeps the
+#: top of each list decisive. Chosen with WEAK_KEYWORD_WEIGHT on the
+#: conversational dev split (bench/bench_recall.py) under the paraphrase
+#: set's bar (hybrid MRR >= semantic MRR, 0.760): dev recall@10 ranged
+#: 0.68-0.71 over k 3-20 and weak weights 0.25-0.75; the best that keeps the
+#: bar is k 5 with weight 0.25 (0.699, paraphrase MRR 0.767). Weight 0.5 gave
+#: 0.708 on dev but paraphrase MRR 0.738; k 10 with 0.25 gave 0.697 / 0.757.
+RRF_K = 5.0
 #: Weight of a rank in the weak (any-word) keyword list: one shared content
-#: word is thin evidence next to meaning.
+#: word is thin evidence next to meaning (see RRF_K).
 WEAK_KEYWORD_WEIGHT = 0.25
+#: Weight of a rank in the vector list.
+VECTOR_WEIGHT = 1.0
 #: How many hits each signal contributes before fusion.
 CANDIDATES = 50
 #: Strongest fused hits whose neighbours the graph signal looks at.
@@ -81,28 +101,6 @@ GRAPH_EDGE_KINDS = ("link", "embed", "property", "related", "derived_from")
 MMR_LAMBDA = 0.7
 #: Best chunks this similar are the same thing said twice: the lower one goes.
 DUPLICATE_SIMILARITY = 0.95
-#: The relevance floor (cosine similarity), calibrated on the labelled set:
-#: at 0.30 every unrelated query returns nothing and 34/40 paraphrase
-#: targets stay findable; 0.25 keeps 37/40 but lets 3/10 unrelated queries
-#: return noise (bench/bench_retrieval.py --only calibrate).
-MIN_SIMILARITY = 0.3
-#: A keyword hit below the floor still counts when it is among the first
-#: KEYWORD_FLOOR_RANK keyword hits, shares at least KEYWORD_MIN_WORDS
-#: distinct content words with the query and its similarity is at most
-#: KEYWORD_FLOOR_MARGIN under the floor. On the labelled set this finds the
-#: four paraphrase targets keyword mode found and hybrid dropped (similarity
-#: 0.24-0.27, two shared words each) while every unrelated query stays
-#: silent: their keyword hits share one content word ("machine" at 0.285)
-#: or sit far below (two shared words at most 0.10).
-KEYWORD_FLOOR_RANK = 10
-KEYWORD_MIN_WORDS = 2
-KEYWORD_FLOOR_MARGIN = 0.07
-#: A word is distinctive (rare) when at most max(RARE_MIN_DOCS, RARE_SHARE x
-#: traces) traces contain it: an identifier like ERR_CONNECTION_RESET, a
-#: name, a term of art. Only a strong match on such a word skips the floor;
-#: "time" (in 17% of the labelled vault) or a stop word never does.
-RARE_MIN_DOCS = 3
-RARE_SHARE = 0.01
 
 DEFAULT_HALF_LIVES: dict[str, float] = {
     "identity": 180.0,
@@ -122,6 +120,7 @@ class RankParams:
     half_lives: Mapping[str, float] = field(default_factory=lambda: dict(DEFAULT_HALF_LIVES))
     evergreen_tags: frozenset[str] = frozenset({"evergreen"})
     candidates: int = CANDIDATES
+    recency_floor: float = field(default_factory=lambda: RECENCY_FLOOR)
 
 
 @dataclass
@@ -152,6 +151,16 @@ class Candidate:
     recency: float = 1.0
     strength_factor: float = 1.0
     score: float = 0.0
+    event_time: str | None = None
+    #: Its place in time: event time, else creation, else last change.
+    happened: str = ""
+    #: Similarity of the best chunk alone, when its conversation neighbours
+    #: made ``similarity`` (the one ranked on) differ.
+    own_similarity: float | None = None
+    #: BM25 the keyword score gained from conversation neighbours.
+    keyword_neighbours: float = 0.0
+    #: Factor for falling in the period the query names (1: none named, or outside).
+    time_match: float = 1.0
 
     def explain(self, mode: str = "hybrid") -> dict[str, Any]:
         """Every signal, for ``--explain``; ``passed`` names the rule that let
@@ -164,30 +173,31 @@ class Candidate:
             "vector_rank": self.vector_rank,
             "vector_similarity": None if self.similarity is None else round(self.similarity, 4),
             "passed": self.passed,
+            "similarity_alone": None if self.own_similarity is None else round(self.own_similarity, 4),
+            "keyword_neighbours": round(self.keyword_neighbours, 4),
             "graph": round(self.graph, 6),
             "fused": round(self.fused, 6),
+            "time_match": round(self.time_match, 4),
+            "event_time": self.event_time,
             "recency": round(self.recency, 4),
             "strength": round(self.strength_factor, 4),
         }
 
 
-_COLS = "t.rowid, t.id, t.title, t.type, t.kind, t.path, t.status, t.tags, t.strength, coalesce(nullif(t.updated, ''), t.created)"
+#: A candidate's time for recency: when it happened, else when it last changed.
+_COLS = (
+    "t.rowid, t.id, t.title, t.type, t.kind, t.path, t.status, t.tags, t.strength, "
+    "coalesce(t.event_time, nullif(t.updated, ''), t.created), t.event_time, t.happened"
+)
 
 
 def _fetch(con: apsw.Connection, where: str, params: Sequence[Any], filters: Filters) -> dict[int, Candidate]:
     fsql, fparams = filter_sql(filters)
     out: dict[int, Candidate] = {}
     for r in con.execute(f"SELECT {_COLS} FROM traces t WHERE {where}{fsql}", [*params, *fparams]):
-        out[r[0]] = Candidate(r[0], r[1], r[2], r[3], r[4], r[5], r[6], r[7].split(" ") if r[7] else [], r[8], r[9] or "")
+        out[r[0]] = Candidate(r[0], r[1], r[2], r[3], r[4], r[5], r[6], r[7].split(" ") if r[7] else [], r[8], r[9] or "",
+                              event_time=r[10], happened=r[11] or "")
     return out
-
-
-#: Words too common to be evidence on their own in the any-word list.
-STOPWORDS = frozenset(
-    "a am an and are as at be been but by can could did do does for from had has have how i if in into is it its "
-    "may me might must my no not of on or our shall should so than that the their them then there these they this "
-    "to was we were what when where which who why will with would you your".split()
-)
 
 
 @dataclass
@@ -202,17 +212,8 @@ class KeywordLists:
     #: Distinct query words that can be evidence: neither stop words nor
     #: very common words (lower-cased).
     content: list[str]
-
-
-def content_words(words: Sequence[str], common: set[str]) -> list[str]:
-    """The distinct words of a query that can be evidence, lower-cased:
-    no stop words, no words in more than COMMON_DOCS traces."""
-    out: list[str] = []
-    for w in words:
-        low = w.lower()
-        if low not in STOPWORDS and w not in common and low not in out:
-            out.append(low)
-    return out
+    #: What each hit gained from its conversation neighbours (neighbours.py).
+    gains: dict[int, float] = field(default_factory=dict)
 
 
 def keyword_hits(con: apsw.Connection, query: str, filters: Filters, k: int) -> KeywordLists:
@@ -228,70 +229,14 @@ def keyword_hits(con: apsw.Connection, query: str, filters: Filters, k: int) -> 
     content = content_words(words, common)
     weak: list[tuple[int, float]] = []
     weak_expr = " OR ".join(quoted(content))
+    gains: dict[int, float] = {}
     if len(words) > 1 and len(strong) < k and content:
         seen = {r for r, _ in strong}
-        weak = [h for h in fts_top(con, weak_expr, filters, k, pre) if h[0] not in seen]
-    return KeywordLists(strong, weak, strong_expr, weak_expr, content)
-
-
-def matched_words(con: apsw.Connection, words: Sequence[str], rowids: Sequence[int]) -> dict[int, set[str]]:
-    """Which of ``words`` each of ``rowids`` contains (FTS5's own tokenizer
-    and stemmer decide: one lookup per word, on those rows only)."""
-    out: dict[int, set[str]] = {r: set() for r in rowids}
-    if not rowids:
-        return out
-    marks = placeholders(len(rowids))
-    for w, expr in zip(words, quoted(words)):
-        for (rowid,) in con.execute(f"SELECT rowid FROM traces_fts WHERE traces_fts MATCH ? AND rowid IN ({marks})", (expr, *rowids)):
-            out[rowid].add(w)
-    return out
-
-
-def rare_words(con: apsw.Connection, words: Sequence[str]) -> set[str]:
-    """The distinctive ones among ``words``: in at most max(RARE_MIN_DOCS,
-    RARE_SHARE x traces) traces (stepping that far into each word's match
-    list, as :func:`~store.search.common_words` does: no counting)."""
-    if not words:
-        return set()
-    limit = max(RARE_MIN_DOCS, int(RARE_SHARE * trace_count_estimate(con)))
-    return set(words) - common_words(con, words, limit)
-
-
-def keyword_relevant(words_matched: int, content: int) -> bool:
-    """Whether a keyword hit is relevant on its words alone (no vector to
-    judge it by): it shares at least half the query's content words."""
-    return content > 0 and words_matched >= max(1, math.ceil(content / 2))
-
-
-def floor_rule(c: Candidate, floor: float, content: int, rare_matched: bool) -> str:
-    """The rule by which ``c`` passes the relevance floor, "" when none does:
-
-    * "similarity": its best chunk reaches ``floor``;
-    * "distinctive word": every query word matches and one of them is rare;
-    * "keyword words": one of the first KEYWORD_FLOOR_RANK keyword hits,
-      sharing at least KEYWORD_MIN_WORDS content words, with similarity at
-      least ``floor - KEYWORD_FLOOR_MARGIN``;
-    * "keyword (no vector)": no vector yet, and :func:`keyword_relevant`.
-
-    ``content`` is the number of the query's content words and
-    ``rare_matched`` whether ``c`` contains a rare one; ``c.words_matched``
-    must be set for keyword hits below the floor.
-    """
-    if c.similarity is not None and c.similarity >= floor:
-        return "similarity"
-    if c.keyword_rank is None:
-        return ""
-    if c.similarity is None:
-        return "keyword (no vector)" if keyword_relevant(c.words_matched or 0, content) else ""
-    if c.keyword_strong and rare_matched:
-        return "distinctive word"
-    if (
-        c.keyword_rank <= KEYWORD_FLOOR_RANK
-        and (c.words_matched or 0) >= KEYWORD_MIN_WORDS
-        and c.similarity >= floor - KEYWORD_FLOOR_MARGIN
-    ):
-        return "keyword words"
-    return ""
+        # Turns of a conversation score with their neighbours; strong hits
+        # lend their any-word score to the turns around them.
+        ranked, gains = with_neighbours(con, weak_expr, fts_top(con, weak_expr, filters, k, pre), filters, k + len(strong))
+        weak = [h for h in ranked if h[0] not in seen][:k]
+    return KeywordLists(strong, weak, strong_expr, weak_expr, content, gains)
 
 
 def _allowed_vector_hits(
@@ -310,38 +255,31 @@ def _allowed_vector_hits(
         want *= 4
 
 
-def _best_chunk(matrix: VectorMatrix, query_vector: np.ndarray, rowid: int) -> tuple[float, int] | None:
-    """The most similar chunk of one trace (exactly: a keyword hit may lie
-    outside what the vector first pass scored)."""
+def _best_chunk(
+    matrix: VectorMatrix, query_vector: np.ndarray, rowid: int, context: ContextVectors | None = None
+) -> tuple[float, int, float | None] | None:
+    """The most similar chunk of one trace, exactly (a keyword hit may lie
+    outside what the vector first pass scored): (similarity in context,
+    chunk id, own similarity when neighbours changed it)."""
     rows = matrix.rows_of_trace(rowid)
     if rows is None or len(rows) == 0:
         return None
     import numpy as np
 
-    sims = matrix.exact(rows, query_vector)
+    if context is not None:
+        own, sims = context.exact(matrix, rows, query_vector)
+    else:
+        own = sims = matrix.exact(rows, query_vector)
     i = int(np.argmax(sims))
-    return float(sims[i]), int(matrix.chunk_ids[rows[i]])
-
-
-def _parse_time(value: str) -> datetime | None:
-    try:
-        dt = datetime.fromisoformat(value.replace("Z", "+00:00"))
-    except (ValueError, AttributeError):
-        return None
-    return dt if dt.tzinfo else dt.replace(tzinfo=timezone.utc)
+    alone = float(own[i]) if abs(float(own[i]) - float(sims[i])) > 1e-6 else None
+    return float(sims[i]), int(matrix.chunk_ids[rows[i]]), alone
 
 
 def recency_factor(c: Candidate, params: RankParams, now: datetime) -> float:
-    """0.5 ** (age in days / half-life of the trace's type); 1 when exempt."""
-    kind_key = "note" if c.kind == "note" else c.type
-    half = float(params.half_lives.get(kind_key, 0.0) or 0.0)
-    if half <= 0 or any(t.lower() in params.evergreen_tags for t in c.tags):
-        return 1.0
-    when = _parse_time(c.stamp)
-    if when is None:
-        return 1.0
-    age = max(0.0, (now - when).total_seconds() / 86400.0)
-    return math.pow(0.5, age / half)
+    """The candidate's recency factor (:func:`~memvault.store.retrieval.when.recency_factor`)."""
+    from memvault.store.retrieval.when import recency_factor as factor
+
+    return factor(c.kind, c.type, c.tags, c.stamp, params.half_lives, params.evergreen_tags, now, params.recency_floor)
 
 
 def strength_factor(strength: float | None) -> float:
@@ -420,70 +358,62 @@ def rank(
     limit: int = 10,
     params: RankParams | None = None,
     now: datetime | None = None,
+    context: ContextVectors | None = None,
+    for_context: bool = False,
 ) -> list[Candidate]:
-    """Ranked candidates for ``query`` in ``mode`` "hybrid" or "semantic"."""
+    """Ranked candidates for ``query`` in ``mode`` "hybrid" or "semantic".
+
+    ``context`` gives conversation turns their similarity in context
+    (neighbours.py). For ``search`` the relevance floor decides whether the
+    query finds anything at all: when some candidate passes it, the best
+    ``limit`` candidates are returned in score order, whether they pass or
+    not (the floor must not cut evidence from a result list). For ``context``
+    (``for_context``) only candidates that pass count, and MMR orders them.
+    """
     filters = filters or Filters()
     params = params or RankParams()
     now = now or datetime.now(timezone.utc)
     k = max(params.candidates, limit)
     cands: dict[int, Candidate] = {}
     use_vectors = matrix is not None and query_vector is not None and len(matrix) > 0
-    sims = matrix.similarities(query_vector) if use_vectors else None  # type: ignore[union-attr,arg-type]
+    sims = own = None
+    if use_vectors:
+        own = matrix.similarities(query_vector)  # type: ignore[union-attr,arg-type]
+        if context is not None:
+            own, sims = context.apply(own, matrix, query_vector)  # type: ignore[arg-type]
+        else:
+            sims = own
 
     kw = KeywordLists([], [], "", "", [])
     if mode == "hybrid":
         kw = keyword_hits(con, query, filters, k)
         cands.update(_keyword_candidates(con, kw, filters))
     if use_vectors:
-        best, rows = _allowed_vector_hits(con, matrix, sims, filters, k)  # type: ignore[arg-type]
-        for n, (rowid, sim, chunk_id) in enumerate(best, 1):
-            c = cands.get(rowid) or rows[rowid]
-            c.vector_rank, c.similarity, c.chunk_id = n, sim, chunk_id
-            cands[rowid] = c
-        for c in cands.values():  # keyword-only candidates: their own best chunk
-            if c.similarity is None:
-                found = _best_chunk(matrix, query_vector, c.rowid)  # type: ignore[arg-type]
-                if found:
-                    c.similarity, c.chunk_id = found
+        _vector_candidates(con, cands, matrix, query_vector, sims, own, filters, k, context)  # type: ignore[arg-type]
 
     floor = params.min_similarity
-    kept: dict[int, Candidate] = {}
-    # Words are weighed only for keyword hits the similarity alone would
-    # drop and a word rule could still keep: a strong hit contains every
-    # content word by definition; a weak one is looked up only when it has
-    # no vector, or its rank and similarity leave "keyword words" open.
-    def needs_words(c: Candidate) -> bool:
-        if c.keyword_rank is None or c.keyword_strong:
-            return False
-        if c.similarity is None:
-            return True
-        return c.similarity < floor and c.keyword_rank <= KEYWORD_FLOOR_RANK and c.similarity >= floor - KEYWORD_FLOOR_MARGIN
-
-    words = matched_words(con, kw.content, [c.rowid for c in cands.values() if needs_words(c)])
-    rare: set[str] | None = None
-    for rowid, c in cands.items():
-        rare_matched = False
-        if c.keyword_strong:
-            c.words_matched = len(kw.content)
-            if c.similarity is not None and c.similarity < floor:
-                rare = rare_words(con, kw.content) if rare is None else rare
-                rare_matched = bool(rare)
-        elif rowid in words:
-            c.words_matched = len(words[rowid])
-        c.passed = floor_rule(c, floor, len(kw.content), rare_matched)
-        if c.passed:
-            c.fused = _rrf(c)
-            kept[rowid] = c
-
-    if mode == "hybrid" and kept and use_vectors:
-        _add_graph(con, kept, matrix, query_vector, filters, floor - GRAPH_FLOOR_MARGIN)  # type: ignore[arg-type]
-
+    passed = apply_floor(con, cands, kw, floor)
+    if not passed:
+        return []
+    kept = passed if for_context else {
+        r: c for r, c in cands.items()
+        if c.passed or (c.similarity is not None and c.similarity >= floor - SEARCH_FLOOR_MARGIN)
+    }
     for c in kept.values():
+        c.fused = _rrf(c)
+
+    if mode == "hybrid" and use_vectors:
+        _add_graph(con, kept, matrix, query_vector, filters, floor - GRAPH_FLOOR_MARGIN, context)  # type: ignore[arg-type]
+
+    periods = named_periods(query, now) if mode == "hybrid" else []
+    for c in kept.values():
+        if any(p.start <= c.happened < p.end for p in periods):
+            c.time_match = 1.0 + TIME_MATCH_BOOST
         c.recency = recency_factor(c, params, now)
         c.strength_factor = strength_factor(c.strength)
-        c.score = (c.fused + c.graph) * c.recency * c.strength_factor
+        c.score = (c.fused + c.graph) * c.time_match * c.recency * c.strength_factor
     ordered = sorted(kept.values(), key=lambda c: (-c.score, c.id))
-    picked = mmr(ordered, matrix, limit) if use_vectors else ordered[:limit]
+    picked = mmr(ordered, matrix, limit) if use_vectors and for_context else ordered[:limit]
     for expr, strong in ((kw.strong_expr, True), (kw.weak_expr, False)):
         found = snippets(con, expr, [c.rowid for c in picked if c.keyword_rank is not None and c.keyword_strong == strong])
         for c in picked:
@@ -492,12 +422,33 @@ def rank(
     return picked
 
 
+def _vector_candidates(
+    con: apsw.Connection, cands: dict[int, Candidate], matrix: VectorMatrix, query_vector: np.ndarray,
+    sims: np.ndarray, own: np.ndarray, filters: Filters, k: int, context: ContextVectors | None,
+) -> None:
+    """Add the ``k`` most similar traces to ``cands``, and give every
+    candidate its best chunk's similarity (in context, and alone when that differs)."""
+    best, rows = _allowed_vector_hits(con, matrix, sims, filters, k)
+    for n, (rowid, sim, chunk_id) in enumerate(best, 1):
+        c = cands.get(rowid) or rows[rowid]
+        c.vector_rank, c.similarity, c.chunk_id = n, sim, chunk_id
+        row = matrix.row_of_chunk(chunk_id)
+        if row is not None and sims is not own and abs(float(own[row]) - sim) > 1e-6:
+            c.own_similarity = float(own[row])
+        cands[rowid] = c
+    for c in cands.values():
+        if c.similarity is None:  # keyword-only candidates: their own best chunk, exactly
+            found = _best_chunk(matrix, query_vector, c.rowid, context)
+            if found:
+                c.similarity, c.chunk_id, c.own_similarity = found
+
+
 def _rrf(c: Candidate) -> float:
     s = 0.0
     if c.keyword_rank is not None:
         s += (1.0 if c.keyword_strong else WEAK_KEYWORD_WEIGHT) / (RRF_K + c.keyword_rank)
     if c.vector_rank is not None:
-        s += 1.0 / (RRF_K + c.vector_rank)
+        s += VECTOR_WEIGHT / (RRF_K + c.vector_rank)
     return s
 
 
@@ -508,6 +459,7 @@ def _add_graph(
     query_vector: np.ndarray,
     filters: Filters,
     neighbour_floor: float,
+    context: ContextVectors | None = None,
 ) -> None:
     seeds = sorted(kept.values(), key=lambda c: (-c.fused, c.id))[:GRAPH_SEEDS]
     links = graph_neighbours(con, [s.id for s in seeds])
@@ -521,10 +473,10 @@ def _add_graph(
     missing = [i for i in seed_score if i not in by_id]
     if missing:
         for rowid, c in _fetch(con, f"t.id IN ({placeholders(len(missing))})", missing, filters).items():
-            found = _best_chunk(matrix, query_vector, rowid)
+            found = _best_chunk(matrix, query_vector, rowid, context)
             if found is None or found[0] < neighbour_floor:
                 continue
-            c.similarity, c.chunk_id = found
+            c.similarity, c.chunk_id, c.own_similarity = found
             c.passed = "graph"
             kept[rowid] = c
             by_id[c.id] = c

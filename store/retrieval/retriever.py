@@ -12,7 +12,8 @@ only once a semantic or hybrid answer is actually computed.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from datetime import datetime, timezone
 from typing import TYPE_CHECKING, Any
 
@@ -74,6 +75,20 @@ def rank_params(recall: "RecallSettings") -> "RankParams":
     )
 
 
+@dataclass
+class _NeighbourTurn:
+    """A turn recalled because it stands beside a recalled turn (neighbours.py)."""
+
+    id: str
+    score: float
+    bm25: float | None = None
+
+    @classmethod
+    def beside(cls, trace_id: str, item: Any) -> "_NeighbourTurn":
+        """The neighbour ``trace_id`` of recalled ``item``, at its score."""
+        return cls(trace_id, item.score or item.bm25 or 0.0)
+
+
 class Retriever:
     """Search and recall over one vault's index (not thread-safe: callers serialise)."""
 
@@ -84,8 +99,11 @@ class Retriever:
         self.spec = resolve_model(store.settings.embedding.model)
         self._cache: apsw.Connection | None = None
         self._matrix: vec.VectorMatrix | None = None
+        self._context: tuple[vec.VectorMatrix, Any] | None = None
         self._embedder: "Embedder | None" = None
         self._unavailable: str | None = None
+        #: The time recency is measured from (benchmarks fix it).
+        self.clock: Callable[[], datetime] = lambda: datetime.now(timezone.utc)
 
     # -- state -------------------------------------------------------------
 
@@ -126,13 +144,24 @@ class Retriever:
             self._matrix = vec.VectorMatrix.load(self.con, self.cache(), self.spec.key)
         return self._matrix
 
+    def context_vectors(self) -> Any:
+        """The conversation-neighbour mixing for the current matrix (built once per matrix)."""
+        from memvault.store.retrieval.neighbours import ContextVectors
+
+        matrix = self.matrix()
+        if matrix is None:
+            return None
+        if self._context is None or self._context[0] is not matrix:
+            self._context = (matrix, ContextVectors.build(self.con, matrix))
+        return self._context[1]
+
     def warm(self) -> None:
         """Load the model and the matrix now (the daemon does, before queries come)."""
         try:
             self.embedder().embed_query("warm up")
         except ModelUnavailable:
             return
-        self.matrix()
+        self.context_vectors()
 
     def close(self) -> None:
         """Close the cache connection (the index connection is the caller's)."""
@@ -178,17 +207,22 @@ class Retriever:
         explain: bool = False,
         record: bool = False,
         scope: str | None = None,
+        since: str | None = None,
+        until: str | None = None,
     ) -> dict[str, Any]:
         """Hits for ``query`` as JSON-ready dicts: ``{"mode", "hits", "notices"}``.
 
         ``what`` picks notes, memories, facts or all; ``memory_scope`` keeps
         only memories of those scopes (notes and facts have none and pass);
-        ``scope`` is the pre-0.3 name of ``what``. Each hit carries the plain
-        text of its matching passage (``passage``) beside the highlighted snippet.
+        ``scope`` is the pre-0.3 name of ``what``; ``since``/``until`` bound
+        when the hits happened (:func:`~.when.time_bounds`). Each hit carries
+        the plain text of its matching passage (``passage``) beside the
+        highlighted snippet.
         """
         statuses = ("active",) + (("deleted",) if include_deleted else ()) + (("superseded",) if include_superseded else ())
         filters = Filters(types=tuple(types), tags=tuple(tags), path_glob=path_glob, statuses=statuses,
-                          kinds=WHAT_KINDS[what_of(what, scope, "all")], scopes=memory_scopes(memory_scope))
+                          kinds=WHAT_KINDS[what_of(what, scope, "all")], scopes=memory_scopes(memory_scope),
+                          **self.time_bounds(since, until))
         chosen, notices = self.choose_mode(mode, raw)
         hits: list[Hit] | None = None
         qvec = None
@@ -202,12 +236,18 @@ class Retriever:
         if hits is None:
             hits = keyword_search(self.con, query, limit=limit, raw=raw, filters=filters)
             if explain:
-                self._explain_keyword(query, raw, filters, hits)
+                self._explain_keyword(raw, hits)
         if record:
             from memvault.store.retrieval.recall import record_recall
 
             record_recall(self.con, [h.id for h in hits if h.kind in ("memory", "fact")])
         return {"mode": chosen, "hits": [self._hit_dict(h, explain, query, qvec) for h in hits], "notices": notices}
+
+    def time_bounds(self, since: str | None, until: str | None) -> dict[str, str | None]:
+        """``since``/``until`` as written by a person, as :class:`Filters` bounds (now: :attr:`clock`)."""
+        from memvault.store.retrieval.when import time_bounds
+
+        return time_bounds(since, until, self.clock())
 
     def _ranked_hits(
         self, query: str, mode: str, filters: Filters, limit: int, explain: bool, qvec: Any = None
@@ -217,27 +257,23 @@ class Retriever:
         cands = self._rank(query, mode, filters, limit, qvec)
         return to_hits(self.con, cands, explain, mode)
 
-    def _explain_keyword(self, query: str, raw: bool, filters: Filters, hits: list[Hit]) -> None:
+    def _explain_keyword(self, raw: bool, hits: list[Hit]) -> None:
         """Explain keyword-mode hits (also the fallback when the model is
         unavailable): rank and BM25, nothing else. Keyword mode is BM25 order
         alone; no similarity, graph, recency or strength takes part, and the
         explanation says so rather than show neutral factors."""
-        from memvault.store.retrieval.keyword import TITLE_TAGS, fts_top, natural_match_expressions
-
-        match = "raw"
-        if not raw and hits:
-            # keyword_search tries every word first and any word only when
-            # that finds nothing (within the filters): ask which it was.
-            exprs = natural_match_expressions(query, self.con)
-            strict = len(exprs) < 2 or exprs[0].startswith(TITLE_TAGS) or bool(fts_top(self.con, exprs[0], filters, 1))
-            match = "all" if strict else "any"
         for n, h in enumerate(hits, 1):
+            # keyword_search says which hits matched every word and which
+            # only some (they fill the page after the first).
             h.extra["explain"] = {
-                "mode": "keyword", "keyword_rank": n, "keyword_match": match, "keyword_bm25": h.score,
+                "mode": "keyword", "keyword_rank": n, "keyword_match": "raw" if raw else h.extra.get("match", "all"),
+                "keyword_bm25": h.score, "keyword_neighbours": round(h.extra.get("neighbours", 0.0), 4),
                 "vector_rank": None, "vector_similarity": None, "not_applied": ["graph", "recency", "strength"],
             }
 
-    def _rank(self, query: str, mode: str, filters: Filters, limit: int, qvec: Any = None) -> list[Any]:
+    def _rank(
+        self, query: str, mode: str, filters: Filters, limit: int, qvec: Any = None, for_context: bool = False
+    ) -> list[Any]:
         from memvault.store.retrieval.rank import rank
 
         if qvec is None:
@@ -247,7 +283,8 @@ class Retriever:
             return []
         return rank(
             self.con, query, matrix=matrix, query_vector=qvec, mode=mode, filters=filters, limit=limit,
-            params=rank_params(self.settings.recall), now=datetime.now(timezone.utc),
+            params=rank_params(self.settings.recall), now=self.clock(), context=self.context_vectors(),
+            for_context=for_context,
         )
 
     def _hit_dict(self, h: Hit, explain: bool, query: str = "", qvec: Any = None) -> dict[str, Any]:
@@ -283,6 +320,8 @@ class Retriever:
         identity: str | None = None,
         record: bool = True,
         scope: str | None = None,
+        since: str | None = None,
+        until: str | None = None,
     ) -> dict[str, Any]:
         """The recall block for ``message``: ``{"text", "tokens", "budget", "items", "notices"}``.
 
@@ -291,8 +330,10 @@ class Retriever:
         ``memory_scope`` keeps only memories of those scopes; ``identity``
         is "relevant" (identity memories only beside something relevant) or
         "always" (default: ``recall.identity``); ``scope`` is the pre-0.3
-        name of ``what``.
+        name of ``what``; ``since``/``until`` bound when the recalled
+        memories happened.
         """
+        from memvault.store.retrieval.neighbours import with_turn_context
         from memvault.store.retrieval.recall import (
             assemble,
             block_tokens,
@@ -308,14 +349,15 @@ class Retriever:
 
             raise UsageError(f"identity must be always or relevant, not {identity!r}")
         scopes = memory_scopes(memory_scope)
-        filters = Filters(kinds=WHAT_KINDS[what_of(what, scope, "memories")], scopes=scopes)
+        filters = Filters(kinds=WHAT_KINDS[what_of(what, scope, "memories")], scopes=scopes,
+                          **self.time_bounds(since, until))
         notices: list[str] = []
         cands: list[Any] = []
         qvec = None
         if self.spec is not None and self.has_vectors():
             try:
                 qvec = self.embedder().embed_query(message) if message.strip() else None
-                cands = self._rank(message, "hybrid", filters, 20, qvec)
+                cands = self._rank(message, "hybrid", filters, 20, qvec, for_context=True)
             except ModelUnavailable as exc:
                 notices = [f"semantic search unavailable: {exc}; using keyword search"]
                 cands = self._keyword_context(message, filters)
@@ -325,7 +367,8 @@ class Retriever:
                 notices = []
             cands = self._keyword_context(message, filters)
         ids = identity_items(self.con, self.settings.recall.identity_max, scopes)
-        relevant = mark_outdated(self.con, self._recall_items(cands, message, qvec), ids)
+        relevant = self._recall_items(with_turn_context(self.con, cands, _NeighbourTurn.beside), message, qvec)
+        relevant = mark_outdated(self.con, relevant, ids)
         text, items = assemble(ids, relevant, budget, always_identity=identity == "always")
         if record and items:
             record_recall(self.con, list(dict.fromkeys(i.id for i in items)))

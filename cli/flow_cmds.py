@@ -1,0 +1,148 @@
+"""Memory flowing in and out: ``ingest``, ``import``, ``export``, ``restore-backup``."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import click
+
+from memvault.cli.main import AppContext, cli, emit_json, json_option, pass_app, progress_bar, stderr_is_tty, warn
+
+
+@cli.command()
+@click.argument("transcript", metavar="PATH|-")
+@click.option("--session", metavar="ID", help="The session id (default: the transcript's own, else its first turn).")
+@click.option("--title", help="The session note's title (default: the transcript's summary, else its first request).")
+@click.option("--source", "client", metavar="CLIENT",
+              help="The client that held the conversation (default: claude-code for Claude Code transcripts, "
+                   "else generic).")
+@json_option
+@pass_app
+def ingest(app: AppContext, transcript: str, session: str | None, title: str | None, client: str | None,
+           as_json: bool) -> None:
+    """Turn a conversation transcript into memory: its session note and facts.
+
+    PATH is a Claude Code session transcript (JSONL, a hook's transcript_path)
+    or a generic JSONL of {"role", "content", "timestamp"?} lines; "-" reads
+    stdin. The session note goes under Memory/episodic/sessions/; ingesting
+    a session that grew appends only its new turns, the same transcript
+    again changes nothing. Secrets are redacted before anything is written.
+    """
+    source = sys.stdin.buffer if transcript == "-" else transcript
+    report = app.store.ingest(source, session=session, title=title, client=client)
+    if as_json:
+        emit_json(report.as_dict())
+    else:
+        plan = report.plan
+        what = {"imported": "Wrote", "updated": "Appended to", "skipped": "Unchanged:"}[plan.action]
+        detail = (f"{plan.new_turns} new turns" if plan.action == "updated"
+                  else f"{len(plan.conv.turns)} turns" if plan.action == "imported" else plan.why)
+        click.echo(f"{what} {plan.path or plan.note_id} ({detail}; {report.facts} facts)")
+    for line in report.warnings:
+        warn(line)
+
+
+IMPORT_FORMATS = ("chatgpt", "claude", "mem0", "mcp-memory", "csv", "json", "jsonl", "markdown")
+EXPORT_FORMATS = ("json", "jsonl", "markdown", "obsidian", "csv", "sqlite")
+
+
+@cli.command("import")
+@click.argument("fmt", metavar="FORMAT", type=click.Choice(IMPORT_FORMATS))
+@click.argument("path", type=click.Path(exists=True, path_type=Path))
+@click.option("--dry-run", is_flag=True, help="Say what would be imported; write nothing.")
+@click.option("--folder", default="Imports", show_default=True,
+              help="Vault folder for imported ordinary notes (Claude project documents).")
+@json_option
+@pass_app
+def import_(app: AppContext, fmt: str, path: Path, dry_run: bool, folder: str, as_json: bool) -> None:
+    """Import memories and conversations from another tool.
+
+    \b
+    chatgpt     ChatGPT export: the zip, its folder, conversations.json or conversations-NNN.json
+    claude      Claude.ai export: the zip, its folder, conversations.json, projects.json
+    mem0        the JSON of mem0's get_all()
+    mcp-memory  the MCP memory server's memory.jsonl
+    csv         a `content` column; optional type, tags, scope, created, id
+    json/jsonl  memvault's own export
+    markdown    a folder of notes with front-matter (id, type, scope, tags, strength)
+
+    Conversations become session notes (Memory/episodic/sessions/), the rest
+    memories. Importing the same file again imports nothing; an item changed
+    at its source updates its memory as a new version. One bad item is one
+    error line and never stops the rest.
+    """
+    show = stderr_is_tty() and not as_json
+    with progress_bar("Importing", show) as progress:
+        report = app.store.import_(fmt, path, dry_run=dry_run, folder=folder, progress=progress)
+    if as_json:
+        emit_json(report.as_dict())
+    else:
+        would = "would be " if dry_run else ""
+        click.echo(f"{report.imported} {would}imported, {report.updated} {would}updated, {report.skipped} skipped, "
+                   f"{len(report.errors)} errors" + (f"; {report.redacted} secrets redacted" if report.redacted else ""))
+        for line in report.warnings:
+            warn(line)
+        for ref, why in report.errors:
+            click.echo(f"error: {ref}: {why}", err=True)
+    if report.errors:
+        raise click.exceptions.Exit(1)
+
+
+@cli.command()
+@click.option("--format", "fmt", type=click.Choice(EXPORT_FORMATS), default="json", show_default=True,
+              help="json/jsonl: lossless; markdown/obsidian: a folder of notes; csv: a row per memory; "
+                   "sqlite: a backup of the databases (restore with `memvault restore-backup`).")
+@click.option("--output", "-o", type=click.Path(path_type=Path), metavar="PATH",
+              help="File (json, jsonl, csv; default stdout), folder (markdown, obsidian), "
+                   "file or folder (sqlite; default memvault-backup-<vault>-<time>.zip here).")
+@click.option("--types", "types", metavar="T,T", help="Only memories (and facts) of these types, comma separated.")
+@click.option("--scope", help="Only memories of this scope.")
+@click.option("--include-deleted", is_flag=True, help="Forgotten memories too (json and jsonl always hold them).")
+@click.option("--embeddings", is_flag=True, help="json/jsonl: include each memory's and fact's vectors.")
+@json_option
+@pass_app
+def export(app: AppContext, fmt: str, output: Path | None, types: str | None, scope: str | None,
+           include_deleted: bool, embeddings: bool, as_json: bool) -> None:
+    """Export memories: losslessly (json, jsonl), as notes, as CSV, or a database backup."""
+    from memvault.store.flows.export import ExportOptions
+    from memvault.store.memories.memtypes import canonical_type
+
+    chosen = tuple(canonical_type(t) for t in (types or "").split(",") if t.strip())
+    if as_json and output is None and fmt in ("json", "jsonl", "csv"):
+        raise click.UsageError("--json prints a summary: give --output for the export itself")
+    report = app.store.export(ExportOptions(
+        format=fmt, output=output, types=chosen, scope=scope, include_deleted=include_deleted or fmt in ("json", "jsonl"),
+        embeddings=embeddings,
+    ))
+    if as_json:
+        emit_json(report.as_dict())
+    elif report.output != "-":
+        counts = ", ".join(f"{n} {kind}" for kind, n in report.counts.items() if n)
+        what = "Backup written to" if fmt == "sqlite" else "Exported to"
+        click.echo(f"{what} {report.output}" + (f" ({counts})" if counts and fmt != "sqlite" else ""))
+
+
+@cli.command("restore-backup")
+@click.argument("file", type=click.Path(exists=True, dir_okay=False, path_type=Path))
+@json_option
+@pass_app
+def restore_backup(app: AppContext, file: Path, as_json: bool) -> None:
+    """Restore memvault's durable state from a backup (`export --format sqlite`).
+
+    Stop the daemon first. The current state.db is kept beside it as
+    state.db.before-restore-<time>; the index is then rebuilt from the vault
+    and the restored state.
+    """
+    from memvault.cli.maintenance_cmds import _refuse_while_a_daemon_runs
+
+    _refuse_while_a_daemon_runs(app, "restoring a backup")
+    report = app.store.restore_backup(file)
+    if as_json:
+        emit_json(report.as_dict())
+        return
+    kept = f"; the previous state is kept as {report.kept}" if report.kept else ""
+    r = report.sync.restored if report.sync is not None else None
+    back = (f": {r.versions} versions, {r.forgotten} forgotten memories, {r.facts} old facts, "
+            f"{r.recall} recall records") if r else ""
+    click.echo(f"Restored {file.name} (made {report.manifest.get('created')}){back}{kept}.")

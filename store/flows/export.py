@@ -1,0 +1,248 @@
+"""``memvault export``: memories out, in memvault's own formats and others.
+
+- ``json``: one document ``{"format": "memvault-export", "version", ...header,
+  "memory": [...], "source": [...], "fact": [...], "fact_history": [...],
+  "edge": [...], "import": [...]}`` (records in :mod:`.records`), written
+  as a stream (50,000 memories never sit in memory at once);
+- ``jsonl``: the same, one record a line, each with its ``record`` kind,
+  after a header line;
+- ``markdown``/``obsidian``: a folder, one note per memory under its type,
+  in the memory-note format, with a ``## Related`` section of
+  ``[[wikilinks]]`` to related memories (and for ``obsidian`` the tags as
+  ``#tags`` in the body too);
+- ``csv``: one row per memory;
+- ``sqlite``: a backup of the databases (:mod:`.backup`).
+
+``json``/``jsonl`` hold forgotten memories always (they are lossless);
+the other formats only with ``include_deleted``. ``types`` and ``scope``
+narrow the memories (``types`` the facts too).
+"""
+
+from __future__ import annotations
+
+import csv
+import itertools
+import json
+import sys
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import IO, TYPE_CHECKING, Any
+
+from memvault.store.db import records as rec
+from memvault.store.flows import records as rx
+from memvault.vault_io.atomic import free_path
+from memvault.vault_io.errors import UsageError
+from memvault.vault_io.memory_note import MemoryDoc, memory_filename, render_memory
+
+if TYPE_CHECKING:
+    from memvault.store.memory_store import MemoryStore
+
+FORMATS = ("json", "jsonl", "markdown", "obsidian", "csv", "sqlite")
+CSV_COLUMNS = ("id", "type", "status", "content", "scope", "tags", "strength", "created", "updated", "source", "path",
+               "retrieval_count", "last_access", "versions")
+
+
+@dataclass
+class ExportOptions:
+    """What to export and where."""
+
+    format: str = "json"
+    output: Path | None = None  # None: stdout (json, jsonl, csv)
+    types: Sequence[str] = ()
+    scope: str | None = None
+    include_deleted: bool = False
+    embeddings: bool = False
+
+
+@dataclass
+class ExportReport:
+    """What an export wrote."""
+
+    format: str
+    output: str
+    counts: dict[str, int] = field(default_factory=dict)
+    seconds: float = 0.0
+
+    def as_dict(self) -> dict[str, Any]:
+        """JSON-ready form."""
+        return {"format": self.format, "output": self.output, "counts": dict(self.counts),
+                "seconds": round(self.seconds, 3)}
+
+
+def header(store: "MemoryStore") -> dict[str, Any]:
+    """The document's header: format, version, when, which vault and model."""
+    from memvault.store.embedding.model import resolve_model
+
+    spec = resolve_model(store.settings.embedding.model)
+    return {"format": rx.FORMAT, "version": rx.VERSION, "exported_at": rec.now_iso(), "vault": store.name,
+            "memory_folder": store.settings.memory_folder, "embedding_model": spec.key if spec else None}
+
+
+def document_records(store: "MemoryStore", options: ExportOptions) -> Iterator[tuple[str, dict[str, Any]]]:
+    """(kind, record) for the whole document, kinds in :data:`records.KINDS` order."""
+    con = store.read_con()
+    cache = model = None
+    if options.embeddings:
+        from memvault.store.embedding import vectors as vec
+
+        cache = vec.open_cache(store.data_dir, create=False)
+        model = header(store)["embedding_model"]
+    try:
+        for m in rx.memories(con, types=options.types, scope=options.scope):
+            if options.embeddings:
+                m["embedding"] = rx.embeddings_of(con, cache, model, m["id"])
+            yield "memory", m
+        for s in rx.sources(con, store.root):
+            yield "source", s
+        for f in rx.facts(con):
+            if options.types and f["type"] not in options.types:
+                continue
+            if options.embeddings:
+                f["embedding"] = rx.embeddings_of(con, cache, model, f["id"])
+            yield "fact", f
+        for kind, rows in (("fact_history", rx.fact_history(con)), ("edge", rx.edges(con)), ("import", rx.imports(con))):
+            for r in rows:
+                yield kind, r
+    finally:
+        if cache is not None:
+            cache.close()
+
+
+def _dumps(value: Any) -> str:
+    return json.dumps(value, ensure_ascii=False, sort_keys=True)
+
+
+def write_json(out: IO[str], head: dict[str, Any], records: Iterator[tuple[str, dict[str, Any]]],
+               counts: dict[str, int]) -> None:
+    """The whole document as one JSON object, written record by record
+    (a list per record kind, every kind present)."""
+    out.write("{\n")
+    for key, value in head.items():
+        out.write(f"  {_dumps(key)}: {_dumps(value)},\n")
+    groups = itertools.groupby(records, key=lambda kr: kr[0])
+    group = next(groups, None)
+    for i, kind in enumerate(rx.KINDS):
+        out.write(f"  {_dumps(kind)}: [")
+        n = 0
+        if group is not None and group[0] == kind:
+            for _, record in group[1]:
+                out.write(("," if n else "") + "\n    " + _dumps(record))
+                n += 1
+            group = next(groups, None)
+        counts[kind] = n
+        out.write(("\n  " if n else "") + "]" + ("," if i < len(rx.KINDS) - 1 else "") + "\n")
+    out.write("}\n")
+
+
+def write_jsonl(out: IO[str], head: dict[str, Any], records: Iterator[tuple[str, dict[str, Any]]],
+                counts: dict[str, int]) -> None:
+    """A header line, then one record a line."""
+    out.write(_dumps({"record": "header", **head}) + "\n")
+    for kind, record in records:
+        out.write(_dumps({"record": kind, **record}) + "\n")
+        counts[kind] = counts.get(kind, 0) + 1
+
+
+def _open_out(output: Path | None) -> tuple[IO[str], Callable[[], None]]:
+    if output is None or str(output) == "-":
+        return sys.stdout, lambda: sys.stdout.flush()
+    output.parent.mkdir(parents=True, exist_ok=True)
+    fh = output.open("w", encoding="utf-8", newline="")
+    return fh, fh.close
+
+
+def export(store: "MemoryStore", options: ExportOptions) -> ExportReport:
+    """Write the export ``options`` ask for."""
+    import time
+
+    started = time.monotonic()
+    fmt = options.format
+    if fmt not in FORMATS:
+        raise UsageError(f"unknown export format {fmt!r}: use one of {', '.join(FORMATS)}")
+    report = ExportReport(fmt, str(options.output) if options.output else "-")
+    if fmt == "sqlite":
+        from memvault.store.flows.backup import backup
+
+        path = backup(store, options.output)
+        report.output, report.counts = str(path), {"files": 1}
+    elif fmt in ("json", "jsonl"):
+        out, close = _open_out(options.output)
+        try:
+            writer = write_json if fmt == "json" else write_jsonl
+            writer(out, header(store), document_records(store, options), report.counts)
+        finally:
+            close()
+    elif fmt == "csv":
+        out, close = _open_out(options.output)
+        try:
+            report.counts["memory"] = write_csv(out, _memories(store, options))
+        finally:
+            close()
+    else:
+        if options.output is None:
+            raise UsageError(f"--output FOLDER is required for the {fmt} format")
+        report.counts["memory"] = write_notes(options.output, _memories(store, options), obsidian=fmt == "obsidian",
+                                              links=memory_links(store))
+    report.seconds = time.monotonic() - started
+    return report
+
+
+def _memories(store: "MemoryStore", options: ExportOptions) -> Iterator[dict[str, Any]]:
+    return rx.memories(store.read_con(), types=options.types, scope=options.scope,
+                       include_deleted=options.include_deleted)
+
+
+def write_csv(out: IO[str], memories: Iterator[dict[str, Any]]) -> int:
+    """One row per memory; tags space separated; returns the row count."""
+    writer = csv.writer(out)
+    writer.writerow(CSV_COLUMNS)
+    n = 0
+    for m in memories:
+        recall = m["recall"] or {}
+        writer.writerow([
+            m["id"], m["type"], m["status"], m["content"], m["scope"], " ".join(m["tags"]), m["strength"],
+            m["created"], m["updated"], m["source"], m["path"], recall.get("retrieval_count", 0),
+            recall.get("last_access"), len(m["versions"]),
+        ])
+        n += 1
+    return n
+
+
+def memory_links(store: "MemoryStore") -> dict[str, list[str]]:
+    """Memory id -> ids of the memories its note links to."""
+    out: dict[str, list[str]] = {}
+    for e in rx.edges(store.read_con()):
+        if e["kind"] in ("link", "related") and e["target_id"]:
+            out.setdefault(e["source_id"], []).append(e["target_id"])
+    return out
+
+
+def write_notes(folder: Path, memories: Iterator[dict[str, Any]], *, obsidian: bool,
+                links: dict[str, list[str]] | None = None) -> int:
+    """One note per memory under ``folder/<type>/`` (forgotten ones under
+    ``folder/forgotten/<type>/``), each with a Related section of
+    ``[[wikilinks]]`` to the memories it links to or names as related."""
+    records = list(memories)
+    stems: dict[str, str] = {}
+    for m in records:
+        name = Path(m["path"]).name if m["path"] else memory_filename(m["content"], m["id"][2:10])
+        stems[m["id"]] = name[:-3]
+    links = links or {}
+    folder.mkdir(parents=True, exist_ok=True)
+    for m in records:
+        related = list(dict.fromkeys([*m["related"], *(stems[i] for i in links.get(m["id"], []) if i in stems)]))
+        content = m["content"]
+        if obsidian and m["tags"]:
+            content += "\n\n" + " ".join(f"#{t}" for t in m["tags"])
+        extra = dict(m["extra"])
+        if m["status"] == "deleted":
+            extra["forgotten"] = (m["forgotten"] or {}).get("reason") or "forgotten"
+        doc = MemoryDoc(id=m["id"], type=m["type"], content=content, scope=m["scope"], tags=m["tags"],
+                        strength=m["strength"], created=m["created"], updated=m["updated"], source=m["source"] or "",
+                        supersedes=m["supersedes"], related=related, extra=extra)
+        sub = folder / ("forgotten" if m["status"] == "deleted" else "") / m["type"]
+        target = free_path(sub / f"{stems[m['id']]}.md")
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_text(render_memory(doc), "utf-8")
+    return len(records)

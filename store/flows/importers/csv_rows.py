@@ -1,0 +1,62 @@
+"""A CSV of memories: a ``content`` column (required), optional ``type``,
+``tags`` (comma, semicolon or space separated), ``scope``, ``created`` and ``id``.
+
+Keyed by ``id`` when the file has one, else by a hash of content, type and
+scope. The header is read case-insensitively; a file without a ``content``
+column is refused with its header named.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import re
+from collections.abc import Iterator
+from pathlib import Path
+
+from memvault.store.flows.conversation import iso_time
+from memvault.store.flows.importers import Entry, Item, MemoryItem, Progress, short
+from memvault.store.flows.importers.stream import ImportFormatError, members
+from memvault.store.flows.keys import content_key
+from memvault.store.memories.memtypes import canonical_type
+
+_TAG_SPLIT_RE = re.compile(r"[,;\s]+")
+# A memory's text may be long; the csv module's default cap is 128 KiB a field.
+csv.field_size_limit(1 << 26)
+
+
+def read(path: Path, progress: Progress | None = None) -> Iterator[Entry]:
+    """Entries for every row of the CSV file(s)."""
+    found = members(path, lambda rel: rel.lower().endswith(".csv"))
+    if not found:
+        raise ImportFormatError(f"{path}: no .csv file in it")
+    for member in found:
+        with member.opener() as fh:
+            text = fh.read().decode("utf-8-sig", "replace")
+        reader = csv.DictReader(io.StringIO(text, newline=""))
+        header = [h.strip().lower() for h in reader.fieldnames or []]
+        if "content" not in header:
+            raise ImportFormatError(
+                f"{member.name}: a `content` column is required; the header is {', '.join(reader.fieldnames or []) or '(empty)'}")
+        reader.fieldnames = header
+        for n, row in enumerate(reader, 2):
+            yield Entry(f"{member.name} row {n}" + (f' ("{short(row.get("content"))}")' if row.get("content") else ""),
+                        lambda row=row: _convert(row))
+        if progress is not None:
+            progress(1, 1)
+
+
+def _convert(row: dict[str, str | None]) -> list[Item]:
+    content = (row.get("content") or "").strip()
+    if not content:
+        raise ImportFormatError("the content is empty")
+    type_ = canonical_type(row["type"]) if (row.get("type") or "").strip() else "semantic"
+    scope = (row.get("scope") or "").strip() or "user"
+    tags = [t.lstrip("#") for t in _TAG_SPLIT_RE.split(row.get("tags") or "") if t.strip("#")]
+    created = row.get("created")
+    when = iso_time(created) if created and created.strip() else None
+    if created and created.strip() and when is None:
+        raise ImportFormatError(f"created {created!r} is not a date or time")
+    key = (row.get("id") or "").strip() or content_key(content, type_, scope)
+    return [MemoryItem(source="csv", key=key, content=content, type=type_, tags=tags, scope=scope, created=when,
+                       origin="import:csv")]

@@ -1,0 +1,271 @@
+"""memvault's own export (``json`` or ``jsonl``, :mod:`..records`) back in.
+
+Into an empty vault this is a restore: memory notes are written with their
+ids, paths, times, strength and front-matter (through the mirror), memory
+sources and session notes are written back as they were (their facts come
+back from them with the same ids), and what ``state.db`` held (versions,
+forgotten memories, recall statistics, fact history, import keys) is put
+back and applied to the index. Exporting again gives the same records.
+
+Into a vault that has some of it: a memory whose id exists is updated as a
+new version when the export says something else (reason "changed at the
+source (memvault)"), else skipped; a note already at a source's path is left
+as it is; durable rows already present are kept.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from memvault.store.db import records as rec
+from memvault.store.db.connection import write_transaction
+from memvault.store.flows import keys as ik
+from memvault.store.flows import records as rx
+from memvault.store.flows.importers import Entry, MemoryItem, Progress
+from memvault.store.flows.importers.stream import ImportFormatError, members, sniff
+from memvault.store.flows.memories import import_memory
+from memvault.store.index.classify import content_key
+from memvault.vault_io.atomic import atomic_write
+
+if TYPE_CHECKING:
+    from memvault.store.flows.sink import ImportSink
+
+
+def read(path: Path, progress: Progress | None = None) -> Iterator[Entry]:
+    """Entries for every record of an export, then one that applies the state."""
+    found = members(path, lambda rel: rel.endswith((".json", ".jsonl")))
+    if len(found) != 1:
+        raise ImportFormatError(f"{path}: expected one memvault export file (.json or .jsonl), found {len(found)}")
+    member = found[0]
+    with member.opener() as fh:
+        data = fh.read()
+    sniff(data[:64], member.name, "a memvault export")
+    text = data.decode("utf-8-sig", "replace")
+    records = _jsonl(text, member.name) if _is_jsonl(text) else _document(text, member.name)
+    head = next(records)
+    embeddings: list[tuple[str, bytes, bytes]] = []
+    n = 0
+    for kind, record in records:
+        n += 1
+        ref = f"{member.name} {kind} {record.get('id') or record.get('key') or n}"
+        yield Entry(ref, lambda kind=kind, record=record: [_Record(kind, record, head, embeddings)])
+    yield Entry(f"{member.name} state", lambda: [_Finish(head, embeddings)])
+    if progress is not None:
+        progress(1, 1)
+
+
+def _is_jsonl(text: str) -> bool:
+    first = text.lstrip().split("\n", 1)[0]
+    try:
+        return json.loads(first).get("record") == "header"
+    except (ValueError, AttributeError):
+        return False
+
+
+def _check(head: Any, name: str) -> dict[str, Any]:
+    if not isinstance(head, dict) or head.get("format") != rx.FORMAT:
+        raise ImportFormatError(f"{name} is not a memvault export (no \"format\": \"{rx.FORMAT}\")")
+    if int(head.get("version", 0)) > rx.VERSION:
+        raise ImportFormatError(f"{name} was written by a newer memvault (export version {head['version']})")
+    return head
+
+
+def _document(text: str, name: str) -> Iterator[Any]:
+    try:
+        doc = json.loads(text)
+    except ValueError as exc:
+        raise ImportFormatError(f"{name} is not valid JSON ({exc})") from None
+    yield _check(doc, name)
+    for kind in rx.KINDS:
+        for record in doc.get(kind) or []:
+            yield kind, record
+
+
+def _jsonl(text: str, name: str) -> Iterator[Any]:
+    lines = iter(enumerate(text.splitlines(), 1))
+    _, first = next(lines)
+    head = json.loads(first)
+    head.pop("record", None)
+    yield _check(head, name)
+    for n, line in lines:
+        if not line.strip():
+            continue
+        try:
+            record = json.loads(line)
+        except ValueError as exc:
+            raise ImportFormatError(f"{name} line {n} is not JSON ({exc.msg})") from None
+        yield record.pop("record", None), record
+
+
+@dataclass
+class _Record:
+    """One exported record; :meth:`restore` returns the action to count (None: not an item)."""
+
+    kind: str
+    data: dict[str, Any]
+    head: dict[str, Any]
+    embeddings: list[tuple[str, bytes, bytes]]
+
+    def restore(self, sink: "ImportSink") -> str | None:
+        self._keep_vectors()
+        return getattr(self, f"_{self.kind}", self._unknown)(sink)
+
+    def _unknown(self, sink: "ImportSink") -> str | None:
+        raise ImportFormatError(f"unknown record kind {self.kind!r}")
+
+    def _keep_vectors(self) -> None:
+        emb = self.data.get("embedding")
+        if isinstance(emb, dict) and emb.get("model"):
+            for chunk in emb.get("chunks") or []:
+                self.embeddings.append((emb["model"], bytes.fromhex(chunk["hash"]), base64.b64decode(chunk["vector"])))
+
+    # -- memories ----------------------------------------------------------------
+
+    def _memory(self, sink: "ImportSink") -> str | None:
+        m = self.data
+        store, con = sink.store, sink.store.con
+        if rec.get_trace(con, m["id"]) is not None or sink.report.dry_run:
+            item = MemoryItem(source="memvault", key=m["id"], content=m["content"], type=m["type"], tags=m["tags"],
+                              scope=m["scope"], id=m["id"])
+            if m["status"] == "deleted" and rec.get_trace(con, m["id"]) is None:
+                return "imported"  # dry run
+            return import_memory(store, item, dry_run=sink.report.dry_run, keyed=False).action
+        trace = rec.TraceRow(
+            id=m["id"], kind="memory", type=m["type"], title=m["content"].splitlines()[0][:80] if m["content"] else "",
+            content=m["content"], tags=list(m["tags"]),
+            metadata={"frontmatter": dict(m.get("extra") or {}), "aliases": [], "related": list(m.get("related") or []),
+                      "fm_tags": list(m["tags"]), "supersedes": m.get("supersedes")},
+            source=m.get("source"), scope=m["scope"], strength=m.get("strength"), created=m["created"],
+            updated=m["updated"], content_key=content_key(m["type"], m["scope"], m["content"]),
+        )
+        with write_transaction(con):
+            self._durable_rows(con, m, trace)
+        if m["status"] == "active":
+            store.memories.create(trace, self._path(m.get("path"), store.settings.memory_folder))
+        return "imported"
+
+    def _durable_rows(self, con: Any, m: dict[str, Any], trace: rec.TraceRow) -> None:
+        for v in m.get("versions") or []:
+            con.execute(
+                "INSERT OR IGNORE INTO state.memory_versions (id, memory_id, version, trace, reason, superseded_at) "
+                "VALUES (?,?,?,?,?,?)",
+                (v["id"], m["id"], v["version"], json.dumps(v["trace"], ensure_ascii=False, sort_keys=True),
+                 v.get("reason"), v["superseded_at"]),
+            )
+        if m["status"] == "deleted":
+            forgotten = m.get("forgotten") or {}
+            snapshot = rec.TraceRow(**{**trace.__dict__, "status": "deleted", "reason": forgotten.get("reason")})
+            snapshot.content_key = None
+            con.execute(
+                "INSERT OR IGNORE INTO state.forgotten (memory_id, reason, at, trace) VALUES (?,?,?,?)",
+                (m["id"], forgotten.get("reason"), forgotten.get("at") or rec.now_iso(), rec.trace_json(snapshot)),
+            )
+        _put_recall(con, m["id"], m.get("recall"))
+
+    def _path(self, path: str | None, folder: str) -> str | None:
+        """The note's path in this vault (its memory folder may be named otherwise)."""
+        src = str(self.head.get("memory_folder") or "Memory").strip("/")
+        if not path or not path.startswith(src + "/"):
+            return None
+        return f"{folder}/{path[len(src) + 1:]}"
+
+    # -- sources, facts and the rest ----------------------------------------------------
+
+    def _source(self, sink: "ImportSink") -> str | None:
+        s = self.data
+        rel = str(s["path"])
+        if rel.startswith(("/", "../")) or "/../" in rel or not rel.endswith(".md"):
+            raise ImportFormatError(f"a source path outside the vault: {rel!r}")
+        target = sink.store.root / rel
+        if s.get("kind") == "session":
+            sink.store.fact_keep.setdefault(str(s["id"]), set())
+        if target.exists():
+            same = target.read_bytes().decode("utf-8", "replace") == s["text"]
+            if not same:
+                sink.report.warnings.append(f"{rel} is already in the vault with other text; left as it is")
+            return "skipped"
+        if not sink.report.dry_run:
+            atomic_write(target, s["text"].encode("utf-8"))
+            sink.note_paths.append(rel)
+        return "imported"
+
+    def _fact(self, sink: "ImportSink") -> str | None:
+        if str(self.data["source_id"]) in sink.store.fact_keep:
+            sink.store.fact_keep[str(self.data["source_id"])].add(str(self.data["id"]))
+        if not sink.report.dry_run:
+            with write_transaction(sink.store.con):
+                _put_recall(sink.store.con, self.data["id"], self.data.get("recall"), replace=False)
+        return None  # facts come back from their sources
+
+    def _fact_history(self, sink: "ImportSink") -> str | None:
+        h = self.data
+        if not sink.report.dry_run:
+            with write_transaction(sink.store.con):
+                sink.store.con.execute(
+                    "INSERT OR IGNORE INTO state.fact_history (fact_id, source_id, trace, anchor, reason, replaced_by, "
+                    "retired_at) VALUES (?,?,?,?,?,?,?)",
+                    (h["id"], h["source_id"], json.dumps(h["trace"], ensure_ascii=False, sort_keys=True),
+                     json.dumps(h["anchor"], ensure_ascii=False), h["reason"], h.get("replaced_by"), h["retired_at"]),
+                )
+                _put_recall(sink.store.con, h["id"], h.get("recall"), replace=False)
+        return None
+
+    def _edge(self, sink: "ImportSink") -> str | None:
+        return None  # edges come back from the notes and the state
+
+    def _import(self, sink: "ImportSink") -> str | None:
+        if not sink.report.dry_run:
+            d = self.data
+            with write_transaction(sink.store.con):
+                ik.insert_key(sink.store.con, ik.ImportKey(
+                    d["source"], d["key"], d["target_id"], d["hash"], d.get("path"), d.get("detail") or {},
+                    d.get("created") or rec.now_iso(), d.get("updated") or rec.now_iso()))
+        return None
+
+
+def _put_recall(con: Any, trace_id: str, recall: dict[str, Any] | None, *, replace: bool = True) -> None:
+    if not recall:
+        return
+    verb = "INSERT OR REPLACE" if replace else "INSERT OR IGNORE"
+    con.execute(
+        f"{verb} INTO state.recall (trace_id, retrieval_count, last_access, strength) VALUES (?,?,?,?)",
+        (trace_id, recall.get("retrieval_count") or 0, recall.get("last_access"), recall.get("strength")),
+    )
+
+
+@dataclass
+class _Finish:
+    """The last entry: index what was written, then apply the durable state to it."""
+
+    head: dict[str, Any]
+    embeddings: list[tuple[str, bytes, bytes]]
+
+    def restore(self, sink: "ImportSink") -> str | None:
+        if sink.report.dry_run:
+            return None
+        from memvault.store.index.rebuild import apply_state
+
+        try:
+            sink.finish()
+        finally:
+            sink.store.fact_keep.clear()
+        apply_state(sink.store.con)
+        if self.embeddings:
+            from memvault.store.embedding import vectors as vec
+
+            cache = vec.open_cache(sink.store.data_dir)
+            if cache is not None:
+                try:
+                    by_model: dict[str, list[tuple[bytes, bytes]]] = {}
+                    for model, digest, vector in self.embeddings:
+                        by_model.setdefault(model, []).append((digest, vector))
+                    for model, items in by_model.items():
+                        vec.put_vectors(cache, model, items)
+                finally:
+                    cache.close()
+        return None

@@ -1,0 +1,68 @@
+"""``memvault ingest``: one conversation transcript becomes (or grows) a session note.
+
+The entry point of the agents' ``session-end``/``pre-compact`` hooks too
+(:meth:`MemoryStore.ingest` with the hook's ``transcript_path`` and
+``session_id``). The transcript is read (:mod:`.transcript`), redacted,
+written as a session note (:mod:`.sessions`: append-only, idempotent) and
+indexed before this returns, so its turns are searchable and its facts
+(:mod:`memvault.store.facts.conversation`) are in ``context`` at once.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import IO, TYPE_CHECKING, Any
+
+from memvault.store.facts.rows import ACTIVE, facts_of
+from memvault.store.flows.sessions import SessionPlan, SessionWriter
+from memvault.store.flows.transcript import read_transcript
+
+if TYPE_CHECKING:
+    from memvault.store.memory_store import MemoryStore
+
+
+@dataclass
+class IngestReport:
+    """What one ingest did."""
+
+    plan: SessionPlan
+    facts: int = 0  # live facts of the session note after the ingest
+    warnings: list[str] = field(default_factory=list)
+
+    @property
+    def action(self) -> str:
+        """imported | updated | skipped."""
+        return self.plan.action
+
+    @property
+    def path(self) -> str | None:
+        """The session note's vault path."""
+        return self.plan.path
+
+    def as_dict(self) -> dict[str, Any]:
+        """JSON-ready form."""
+        return {**self.plan.as_dict(), "facts": self.facts, "warnings": list(self.warnings)}
+
+
+def ingest(
+    store: "MemoryStore",
+    source: str | Path | IO[str] | IO[bytes],
+    *,
+    session: str | None = None,
+    title: str | None = None,
+    client: str | None = None,
+) -> IngestReport:
+    """Write the conversation of ``source`` (a transcript path or stream) as
+    its session note, appending what is new; index it."""
+    conv, warnings = read_transcript(source, session=session, title=title, client=client)
+    if not store.has_index():
+        store.sync()  # a first index of the vault, so search finds more than this session
+    writer = SessionWriter(store)
+    plan = writer.plan(conv)
+    report = IngestReport(plan, warnings=warnings)
+    sync = writer.write([plan])
+    if sync is not None:
+        report.warnings += list(sync.summary.warnings)
+    report.facts = len(facts_of(store.con, [plan.note_id], [ACTIVE]))
+    return report

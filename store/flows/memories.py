@@ -1,0 +1,136 @@
+"""Imported memories, written through the memory mirror, once.
+
+:func:`import_memory` decides what one :class:`MemoryItem` does:
+
+- known by its import key (or, for memvault's own notes, by its id) and
+  unchanged at the source: nothing ("skipped");
+- known and changed at the source: the memory is updated through the store,
+  its previous version kept with the reason "changed at the source (<kind>)"
+  ("updated"); a memory forgotten in memvault stays forgotten ("skipped");
+- new, but the same text, type and scope is already remembered: that memory
+  is adopted ("skipped");
+- new: written through the mirror (outbox, atomic write, conflict check)
+  with its id, times and strength kept when the source has them ("imported").
+
+Secrets in the text are redacted before anything is written.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from memvault.store.db import records as rec
+from memvault.store.db.connection import write_transaction
+from memvault.store.flows import keys as ik
+from memvault.store.flows.importers import MemoryItem
+from memvault.store.index.classify import content_key
+from memvault.store.memories import rows as mem
+from memvault.store.memories.memtypes import canonical_type
+from memvault.store.memories.mirror import DEFAULT_STRENGTH, memory_id_for
+from memvault.vault_io.secrets import redact
+
+if TYPE_CHECKING:
+    from memvault.store.memory_store import MemoryStore
+
+
+@dataclass
+class Outcome:
+    """What importing one item did."""
+
+    action: str  # imported | updated | skipped
+    id: str | None = None
+    why: str = ""
+    redacted: int = 0
+    warnings: tuple[str, ...] = ()
+
+
+def _clean_tags(tags: list[str]) -> list[str]:
+    out: list[str] = []
+    for tag in tags:
+        t = tag.strip().lstrip("#").strip().replace(" ", "-")
+        if t and t.lower() not in {x.lower() for x in out}:
+            out.append(t)
+    return out
+
+
+def _same(trace: rec.TraceRow, content: str, type_: str, tags: list[str]) -> bool:
+    fm_tags = trace.metadata.get("fm_tags")
+    have = [t.casefold() for t in (fm_tags if isinstance(fm_tags, list) else trace.tags)]
+    return (" ".join(trace.content.split()), trace.type, have) == (" ".join(content.split()), type_, [t.casefold() for t in tags])
+
+
+def _target(store: "MemoryStore", item: MemoryItem, row: ik.ImportKey | None) -> rec.TraceRow | None:
+    for trace_id in ([row.target_id] if row else []) + ([item.id] if item.id else []):
+        trace = rec.get_trace(store.con, trace_id)
+        if trace is not None and trace.kind == "memory":
+            if trace.status == "superseded":  # an old version: the live memory is the newest
+                newer = mem.newer_versions(store.con, trace.id)
+                trace = newer[-1] if newer else trace
+            return trace
+    return None
+
+
+def import_memory(store: "MemoryStore", item: MemoryItem, *, dry_run: bool = False, keyed: bool = True) -> Outcome:
+    """Import one memory item (module docstring); with ``dry_run`` only say
+    what would happen. ``keyed=False``: the item's id is its identity (memvault's
+    own export), no import key is recorded."""
+    type_ = canonical_type(item.type)
+    content, redacted = redact(item.content.strip())
+    tags = _clean_tags(item.tags)
+    scope = item.scope.strip() or "user"
+    digest = ik.item_hash([content, type_, tags, scope])
+    row = ik.get_key(store.con, item.source, item.key) if keyed else None
+    key = ik.ImportKey(item.source if keyed else "", item.key, "", digest)
+    trace = _target(store, item, row)
+    if trace is not None:
+        key.target_id = trace.id
+        if trace.status == "deleted":
+            return Outcome("skipped", trace.id, "forgotten in memvault", redacted)
+        if (row is not None and row.hash == digest) or _same(trace, content, type_, tags):
+            if not dry_run and (row is None or row.hash != digest or row.target_id != trace.id):
+                _record(store, key)
+            return Outcome("skipped", trace.id, "unchanged", redacted)
+        if dry_run:
+            return Outcome("updated", trace.id, "changed at the source", redacted)
+        result = store.update(trace.id, content=content, tags=tags, type_=type_,
+                              reason=f"changed at the source ({item.source})")
+        _record(store, key)
+        return Outcome("updated", trace.id, "changed at the source", redacted, tuple(result.warnings))
+    existing = mem.find_by_content_key(store.con, content_key(type_, scope, content))
+    if existing is not None:
+        key.target_id = existing.id
+        if not dry_run:
+            _record(store, key)
+        return Outcome("skipped", existing.id, f"already remembered as {existing.id}", redacted)
+    if dry_run:
+        return Outcome("imported", item.id, "", redacted)
+    new = _new_trace(store, item, content, type_, tags, scope)
+    folder = store.settings.memory_folder
+    result = store.memories.create(new, f"{folder}/{item.path}" if item.path else None)
+    key.target_id = new.id
+    _record(store, key)
+    return Outcome("imported", new.id, "", redacted, tuple(result.warnings))
+
+
+def _new_trace(store: "MemoryStore", item: MemoryItem, content: str, type_: str, tags: list[str],
+               scope: str) -> rec.TraceRow:
+    key = content_key(type_, scope, content)
+    # An id of its own is kept when free; else one derived from the content,
+    # like every memory's (two devices importing the same file agree on it).
+    trace_id = item.id if item.id and not mem.id_in_use(store.con, item.id) else memory_id_for(store.con, key)
+    now = rec.now_iso()
+    created = item.created or now
+    return rec.TraceRow(
+        id=trace_id, kind="memory", type=type_, title=content.splitlines()[0][:80], content=content, tags=tags,
+        metadata={"frontmatter": dict(item.extra), "aliases": [], "related": list(item.related), "fm_tags": tags},
+        source=item.origin, scope=scope, strength=DEFAULT_STRENGTH if item.strength is None else item.strength,
+        created=created, updated=item.updated or created, content_key=key,
+    )
+
+
+def _record(store: "MemoryStore", key: ik.ImportKey) -> None:
+    if not key.source:
+        return
+    with write_transaction(store.con):
+        ik.put_key(store.con, key)

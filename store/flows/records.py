@@ -1,0 +1,186 @@
+"""The records of memvault's own export: everything the vault and ``state.db`` know.
+
+The export is lossless in this sense: what a rebuild keeps (the memory notes,
+the memory sources and session notes, and the durable state) is in it, so
+importing it into an empty vault gives back the same memories with every
+version and reason, forgotten ones, strengths and recall statistics, facts
+(re-extracted from their sources, with the same ids) with their history and
+anchors, and the import keys. Exporting that vault again gives the same
+records (tested). What only the derived index holds (rowids, when a fact
+was first indexed, the order of rows) is not part of it.
+
+Records are plain JSON-ready dicts, yielded in a stable order (by id) so two
+exports of the same knowledge are byte for byte the same:
+
+- ``memory``: id, type, status (active | deleted), content, scope, tags,
+  strength, created, updated, source, path, related, supersedes, extra
+  (front-matter keys a person added), forgotten {reason, at}, recall
+  {retrieval_count, last_access, strength}, versions [{version, id, reason,
+  superseded_at, trace}], and with ``--embeddings`` its chunks' vectors;
+- ``source``: a memory source or session note: id, path, kind (source |
+  session), session {session_id, client, title, started, ended, turns}, text;
+- ``fact``: a live fact: id, source_id, path, type, text, tags, anchor, recall;
+- ``fact_history``: a retired or changed fact as ``state.db`` keeps it;
+- ``edge``: source_id, kind, target (as written), target_id (only when the
+  target is itself exported: portable ids, never an ordinary note's);
+- ``import``: one import key (see :mod:`.keys`).
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+from collections.abc import Iterator, Sequence
+from typing import Any
+
+import apsw
+
+from memvault.store.db import records as rec
+from memvault.store.facts import rows as sf
+from memvault.store.flows.keys import all_keys
+from memvault.vault_io.session_note import SESSION_KEY
+
+FORMAT = "memvault-export"
+VERSION = 1
+#: Record kinds in the order a document holds them.
+KINDS = ("memory", "source", "fact", "fact_history", "edge", "import")
+
+
+def _recall(con: apsw.Connection, trace_id: str) -> dict[str, Any] | None:
+    row = con.execute(
+        "SELECT retrieval_count, last_access, strength FROM state.recall WHERE trace_id = ?", (trace_id,)
+    ).fetchone()
+    return {"retrieval_count": row[0], "last_access": row[1], "strength": row[2]} if row else None
+
+
+def memory_record(con: apsw.Connection, t: rec.TraceRow) -> dict[str, Any]:
+    """One memory (live or deleted) with its versions and recall statistics."""
+    meta = t.metadata
+    fm_tags = meta.get("fm_tags")
+    forgotten = con.execute("SELECT reason, at FROM state.forgotten WHERE memory_id = ?", (t.id,)).fetchone()
+    versions = [
+        {"version": v, "id": vid, "reason": reason, "superseded_at": at, "trace": json.loads(trace)}
+        for vid, v, reason, at, trace in con.execute(
+            "SELECT id, version, reason, superseded_at, trace FROM state.memory_versions WHERE memory_id = ? "
+            "ORDER BY version", (t.id,),
+        )
+    ]
+    extra = meta.get("frontmatter")
+    return {
+        "id": t.id, "type": t.type, "status": t.status, "content": t.content, "scope": t.scope or "user",
+        "tags": list(fm_tags if isinstance(fm_tags, list) else t.tags), "strength": t.strength,
+        "created": str(meta.get("fm_created") or t.created), "updated": t.updated, "source": t.source,
+        "path": t.path if t.status == "active" else None, "related": list(meta.get("related") or []),
+        "supersedes": meta.get("supersedes"), "extra": dict(extra) if isinstance(extra, dict) else {},
+        "forgotten": {"reason": forgotten[0], "at": forgotten[1]} if forgotten else None,
+        "recall": _recall(con, t.id), "versions": versions,
+    }
+
+
+def memories(
+    con: apsw.Connection, *, types: Sequence[str] = (), scope: str | None = None, include_deleted: bool = True
+) -> Iterator[dict[str, Any]]:
+    """Memory records (live, and deleted ones unless told not to), by id."""
+    statuses = ("active", "deleted") if include_deleted else ("active",)
+    where = f"kind = 'memory' AND status IN ({','.join('?' * len(statuses))})"
+    params: list[Any] = list(statuses)
+    if types:
+        where += f" AND type IN ({','.join('?' * len(types))})"
+        params += list(types)
+    if scope is not None:
+        where += " AND coalesce(scope, 'user') = ?"
+        params.append(scope)
+    ids = [r[0] for r in con.execute(f"SELECT id FROM traces WHERE {where} ORDER BY id", params)]
+    for i in range(0, len(ids), 500):
+        batch = ids[i : i + 500]
+        traces = {t.id: t for t in rec.get_traces(con, f"id IN ({','.join('?' * len(batch))})", batch)}
+        for trace_id in batch:
+            yield memory_record(con, traces[trace_id])
+
+
+def sources(con: apsw.Connection, root: Any) -> Iterator[dict[str, Any]]:
+    """Memory sources and session notes with their text (facts come back from it)."""
+    rows = con.execute(
+        "SELECT t.id, f.path, t.metadata FROM fact_sources s JOIN traces t ON t.id = s.source_id "
+        "JOIN files f ON f.trace_id = t.id ORDER BY t.id"
+    ).fetchall()
+    for trace_id, path, metadata in rows:
+        fm = (json.loads(metadata) if metadata else {}).get("frontmatter") or {}
+        try:
+            text = (root / path).read_bytes().decode("utf-8", "replace")
+        except OSError:
+            continue  # gone since the last sync: the next export has it again
+        record: dict[str, Any] = {"id": trace_id, "path": path, "kind": "source", "session": None, "text": text}
+        if fm.get(SESSION_KEY):
+            record["kind"] = "session"
+            record["session"] = {k: fm.get(k) for k in (SESSION_KEY, "client", "title", "started", "ended", "turns")}
+        yield record
+
+
+def facts(con: apsw.Connection) -> Iterator[dict[str, Any]]:
+    """Live facts with their anchors and recall statistics, by id."""
+    ids = [r[0] for r in con.execute("SELECT id FROM traces WHERE kind = 'fact' AND status = 'active' ORDER BY id")]
+    for i in range(0, len(ids), 500):
+        batch = ids[i : i + 500]
+        traces = {t.id: t for t in rec.get_traces(con, f"id IN ({','.join('?' * len(batch))})", batch)}
+        for trace_id in batch:
+            t, m = traces[trace_id], sf.get_meta(con, trace_id)
+            if m is None:
+                continue
+            yield {
+                "id": t.id, "source_id": m.source_id, "path": t.path, "type": t.type, "text": t.content,
+                "tags": list(t.tags), "anchor": {
+                    "segment": m.segment, "heading_path": m.heading_path, "heading": m.heading,
+                    "block_id": m.block_id, "lines": [m.line_start, m.line_end], "source_uri": m.source_uri,
+                    "context": m.context, "due": m.due, "extractor": m.extractor,
+                },
+                "recall": _recall(con, t.id),
+            }
+
+
+def fact_history(con: apsw.Connection) -> Iterator[dict[str, Any]]:
+    """Retired and changed facts exactly as the durable state keeps them."""
+    for fact_id, source_id, trace, anchor, reason, replaced_by, at in con.execute(
+        "SELECT fact_id, source_id, trace, anchor, reason, replaced_by, retired_at FROM state.fact_history "
+        "ORDER BY fact_id"
+    ):
+        yield {"id": fact_id, "source_id": source_id, "reason": reason, "replaced_by": replaced_by,
+               "retired_at": at, "trace": json.loads(trace), "anchor": json.loads(anchor),
+               "recall": _recall(con, fact_id)}
+
+
+def edges(con: apsw.Connection) -> Iterator[dict[str, Any]]:
+    """Edges from memories and facts; a target id only when it is exported too."""
+    exported = (
+        "(SELECT id FROM traces WHERE kind IN ('memory', 'fact') UNION SELECT source_id FROM fact_sources "
+        "UNION SELECT id FROM state.memory_versions UNION SELECT fact_id FROM state.fact_history)"
+    )
+    rows = con.execute(
+        "SELECT e.source_id, e.kind, e.target_name, CASE WHEN e.target_id IN " + exported + " THEN e.target_id END, "
+        "e.anchor FROM edges e JOIN traces t ON t.id = e.source_id WHERE t.kind IN ('memory', 'fact') "
+        "ORDER BY 1, 2, 3, 4, 5"
+    )
+    for source_id, kind, target, target_id, anchor in rows:
+        yield {"source_id": source_id, "kind": kind, "target": target, "target_id": target_id, "anchor": anchor}
+
+
+def imports(con: apsw.Connection) -> Iterator[dict[str, Any]]:
+    """Every import key."""
+    for k in all_keys(con):
+        yield k.as_dict()
+
+
+def embeddings_of(con: apsw.Connection, cache: apsw.Connection | None, model: str | None, trace_id: str) -> dict | None:
+    """The vectors of a trace's chunks (``--embeddings``): model, and per chunk
+    its text hash and float16 vector, base64."""
+    if cache is None or model is None:
+        return None
+    chunks = []
+    for seq, digest in con.execute(
+        "SELECT c.seq, c.hash FROM chunks c JOIN traces t ON t.rowid = c.trace_rowid WHERE t.id = ? ORDER BY c.seq",
+        (trace_id,),
+    ):
+        row = cache.execute("SELECT vec FROM vectors WHERE model = ? AND hash = ?", (model, digest)).fetchone()
+        if row is not None:
+            chunks.append({"seq": seq, "hash": bytes(digest).hex(), "vector": base64.b64encode(row[0]).decode()})
+    return {"model": model, "chunks": chunks} if chunks else None

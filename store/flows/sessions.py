@@ -1,0 +1,184 @@
+"""Writing conversations as session notes, once, and growing them in place.
+
+Every conversation has one session note (:mod:`memvault.vault_io.session_note`),
+found again by its id (derived from client and session id) through the
+durable import keys (:mod:`.keys`), the index, or its planned file name.
+What was written is remembered per turn (a digest of each), so
+
+- the same conversation again writes nothing ("skipped");
+- a conversation that grew keeps every byte of the turns already written
+  and appends the new ones; only the front-matter's managed keys and the
+  digest are rewritten ("updated");
+- a conversation whose earlier turns changed at the source (another branch
+  of an edited chat) is cut after the last turn both agree on and the rest
+  written again ("updated"); the facts of dropped turns are retired with
+  their history, as for any edited source.
+
+A batch of notes is written with one flush (:func:`atomic_write_many`),
+indexed at once (keyword search and facts work when the call returns), and
+only then are the import keys recorded: a writer that dies in between finds
+its notes again by id next time, instead of writing them twice.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from memvault.store.db.connection import write_transaction
+from memvault.store.flows import keys as ik
+from memvault.store.flows.conversation import Conversation, digest_lines
+from memvault.vault_io.atomic import atomic_write_many, fit_name, free_path
+from memvault.vault_io.frontmatter import FrontmatterError, load_frontmatter, split_frontmatter
+from memvault.vault_io.session_note import (
+    SessionHead,
+    append_turns,
+    render_session,
+    session_filename,
+    session_note_id,
+)
+
+if TYPE_CHECKING:
+    from memvault.store.memory_store import MemoryStore, SyncReport
+
+#: The import-key source of session notes.
+SESSION_SOURCE = "session"
+SESSIONS_FOLDER = "episodic/sessions"
+
+
+@dataclass
+class SessionPlan:
+    """What writing one conversation will do."""
+
+    conv: Conversation
+    note_id: str
+    action: str  # imported | updated | skipped
+    path: str | None = None
+    data: bytes | None = None  # the note's new bytes (None: nothing to write)
+    key: ik.ImportKey | None = None  # the row to record once written
+    why: str = ""
+    new_turns: int = 0
+
+    def as_dict(self) -> dict[str, object]:
+        """JSON-ready form (``ingest --json``)."""
+        return {
+            "id": self.note_id, "action": self.action, "path": self.path, "session": self.conv.session_id,
+            "client": self.conv.client, "title": self.conv.title, "turns": len(self.conv.turns),
+            "new_turns": self.new_turns, "redacted": self.conv.redacted, "why": self.why,
+        }
+
+
+def _common_prefix(old: Sequence[str], new: Sequence[str]) -> int:
+    n = 0
+    for a, b in zip(old, new):
+        if a != b:
+            break
+        n += 1
+    return n
+
+
+@dataclass
+class SessionWriter:
+    """Plans and writes session notes for one store (module docstring)."""
+
+    store: "MemoryStore"
+    claimed: set[str] = field(default_factory=set)  # paths planned in this batch
+
+    @property
+    def folder(self) -> str:
+        """The vault folder of session notes."""
+        return f"{self.store.settings.memory_folder}/{SESSIONS_FOLDER}"
+
+    def plan(self, conv: Conversation) -> SessionPlan:
+        """What writing ``conv`` would do (nothing is written)."""
+        note_id = session_note_id(conv.client, conv.session_id)
+        if not conv.turns:
+            return SessionPlan(conv, note_id, "skipped", why="no turns to write")
+        digests = [t.digest for t in conv.turns]
+        khash = ik.item_hash([conv.title, digests])
+        row = ik.get_key(self.store.con, SESSION_SOURCE, note_id)
+        head = SessionHead(
+            id=note_id, session_id=conv.session_id, client=conv.client, title=conv.title, started=conv.started,
+            ended=conv.ended, turns=len(conv.turns), digest=digest_lines(conv),
+        )
+        key = ik.ImportKey(SESSION_SOURCE, note_id, note_id, khash, detail={"turns": digests})
+        path = self._locate(note_id, row, conv)
+        if path is not None:
+            key.path = path
+            if row is not None and row.hash == khash and row.path == path:
+                return SessionPlan(conv, note_id, "skipped", path, why="unchanged")
+            existing = (self.store.root / path).read_bytes().decode("utf-8", "replace")
+            keep = _common_prefix(row.detail.get("turns", []), digests) if row is not None else 0
+            data = append_turns(existing, head, conv.turns, keep).encode("utf-8")
+            if data == existing.encode("utf-8"):
+                return SessionPlan(conv, note_id, "skipped", path, key=key, why="unchanged")
+            return SessionPlan(conv, note_id, "updated", path, data, key, new_turns=len(conv.turns) - keep)
+        if row is not None and row.hash == khash:
+            return SessionPlan(conv, note_id, "skipped", why="its note was deleted in the vault; unchanged at the source")
+        target = self._new_path(conv)
+        key.path = target
+        data = render_session(head, conv.turns).encode("utf-8")
+        return SessionPlan(conv, note_id, "imported", target, data, key, new_turns=len(conv.turns))
+
+    def write(self, plans: Sequence[SessionPlan]) -> "SyncReport | None":
+        """Write the planned notes (one flush), index them, record their keys."""
+        todo = [p for p in plans if p.data is not None and p.path is not None]
+        if todo:
+            atomic_write_many([(self.store.root / p.path, p.data) for p in todo if p.path and p.data is not None])
+        report = self.store.sync_paths([p.path for p in todo if p.path]) if todo else None
+        keyed = [p.key for p in plans if p.key is not None]
+        if keyed:
+            with write_transaction(self.store.con):
+                for k in keyed:
+                    ik.put_key(self.store.con, k)
+        self.claimed.clear()
+        return report
+
+    # -- finding the note ----------------------------------------------------
+
+    def _locate(self, note_id: str, row: ik.ImportKey | None, conv: Conversation) -> str | None:
+        """The vault path of the conversation's note, if it is in the vault:
+        where it was written, where the index saw it last (renamed), or at
+        its planned name (a writer died before recording its key)."""
+        root = self.store.root
+        if row is not None and row.path and self._holds(root / row.path, note_id):
+            return row.path
+        found = self.store.con.execute(
+            "SELECT path FROM files WHERE trace_id = ? AND kind = 'note'", (note_id,)
+        ).fetchone()
+        if found and self._holds(root / found[0], note_id):
+            return str(found[0])
+        planned = f"{self.folder}/{session_filename((conv.started or '')[:10] or None, conv.title)}"
+        if self._holds(root / planned, note_id):
+            return planned
+        return None
+
+    @staticmethod
+    def _holds(path: Path, note_id: str) -> bool:
+        """Whether the file at ``path`` is the session note ``note_id``."""
+        try:
+            with path.open("rb") as fh:
+                head = fh.read(4096).decode("utf-8", "replace")
+        except OSError:
+            return False
+        yaml_text, _, _ = split_frontmatter(head.lstrip("\ufeff").replace("\r\n", "\n"))
+        if yaml_text is None:
+            return False
+        try:
+            return str(load_frontmatter(yaml_text).get("id")) == note_id
+        except FrontmatterError:
+            return False
+
+    def _new_path(self, conv: Conversation) -> str:
+        root = self.store.root
+        name = session_filename((conv.started or "")[:10] or None, conv.title)
+        path = free_path(root / self.folder / name)
+        n = 2
+        while path.relative_to(root).as_posix() in self.claimed:
+            path = free_path(root / self.folder / fit_name(Path(name).stem, f" {n}.md"))
+            n += 1
+        rel = path.relative_to(root).as_posix()
+        self.claimed.add(rel)
+        return rel

@@ -1,0 +1,219 @@
+"""``memvault import``: entries from an importer, written through the store.
+
+:func:`run_import` reads one format (:mod:`.importers`), converts each entry
+and writes what it holds: conversations as session notes (in batches: one
+flush and one index pass per batch, :mod:`.sessions`), memories through the
+mirror (:mod:`.memories`), ordinary notes (project documents) under the
+import folder. An entry that fails to convert or write is one line of the
+report and the import goes on; the report counts imported / updated /
+skipped items. Everything written is indexed before this returns, so it is
+searchable at once.
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Callable
+
+from memvault.store.db.connection import write_transaction
+from memvault.store.flows import keys as ik
+from memvault.store.flows.conversation import Conversation
+from memvault.store.flows.importers import Entry, MemoryItem, NoteItem, Progress, Skip, reader
+from memvault.store.flows.memories import import_memory
+from memvault.store.flows.sessions import SessionPlan, SessionWriter
+from memvault.vault_io.atomic import atomic_write, free_path
+from memvault.vault_io.errors import MemvaultError
+from memvault.vault_io.secrets import redact
+
+if TYPE_CHECKING:
+    from memvault.store.memory_store import MemoryStore
+
+log = logging.getLogger(__name__)
+
+#: Conversations written (flushed and indexed) together: enough that the
+#: reconcile parses them on every core (see vault_io.bulk.POOL_MIN).
+BATCH = 500
+#: Default vault folder of imported ordinary notes (project documents).
+IMPORT_FOLDER = "Imports"
+
+
+@dataclass
+class ImportReport:
+    """What an import did (or, with ``dry_run``, would do)."""
+
+    format: str
+    path: str
+    dry_run: bool = False
+    imported: int = 0
+    updated: int = 0
+    skipped: int = 0
+    errors: list[tuple[str, str]] = field(default_factory=list)  # (item, why)
+    redacted: int = 0
+    warnings: list[str] = field(default_factory=list)
+
+    def count(self, action: str) -> None:
+        """Count one item's outcome."""
+        setattr(self, action, getattr(self, action) + 1)
+
+    def as_dict(self) -> dict[str, Any]:
+        """JSON-ready form."""
+        return {
+            "format": self.format, "path": self.path, "dry_run": self.dry_run, "imported": self.imported,
+            "updated": self.updated, "skipped": self.skipped, "errors": len(self.errors),
+            "failed": [{"item": ref, "error": why} for ref, why in self.errors], "redacted": self.redacted,
+            "warnings": list(self.warnings),
+        }
+
+
+class ImportSink:
+    """Writes converted items through the store, counting outcomes."""
+
+    def __init__(self, store: "MemoryStore", report: ImportReport, *, folder: str = IMPORT_FOLDER) -> None:
+        self.store = store
+        self.report = report
+        self.folder = folder.strip("/") or IMPORT_FOLDER
+        self.sessions = SessionWriter(store)
+        self.pending: list[tuple[str, SessionPlan]] = []
+        self.pending_ids: set[str] = set()
+        self.note_paths: list[str] = []
+
+    def put(self, ref: str, item: Any) -> None:
+        """Write one converted item (errors propagate to :meth:`run`)."""
+        if isinstance(item, Conversation):
+            self._conversation(ref, item)
+        elif isinstance(item, MemoryItem):
+            outcome = import_memory(self.store, item, dry_run=self.report.dry_run)
+            if outcome.action != "skipped":
+                self.report.redacted += outcome.redacted
+            self.report.count(outcome.action)
+            self.report.warnings += outcome.warnings
+        elif isinstance(item, Skip):
+            self.report.count("skipped")
+        elif isinstance(item, NoteItem):
+            self._note(item)
+        elif hasattr(item, "restore"):
+            action = item.restore(self)  # memvault's own export records (None: not an item to count)
+            if action:
+                self.report.count(action)
+        else:
+            raise MemvaultError(f"cannot import a {type(item).__name__}")
+
+    def _conversation(self, ref: str, conv: Conversation) -> None:
+        if _note_id(conv) in self.pending_ids:
+            self.flush()  # the same conversation twice in one file: the second sees the first
+        plan = self.sessions.plan(conv)
+        if plan.action != "skipped":
+            self.report.redacted += conv.redacted
+        if self.report.dry_run or plan.data is None:
+            self.report.count(plan.action)
+            if plan.key is not None and plan.data is None and not self.report.dry_run:
+                with write_transaction(self.store.con):
+                    ik.put_key(self.store.con, plan.key)
+            return
+        self.pending.append((ref, plan))
+        self.pending_ids.add(plan.note_id)
+        if len(self.pending) >= BATCH:
+            self.flush()
+
+    def flush(self) -> None:
+        """Write and index the pending session notes."""
+        pending, self.pending = self.pending, []
+        self.pending_ids = set()
+        if not pending:
+            return
+        try:
+            sync = self.sessions.write([p for _, p in pending])
+        except (OSError, MemvaultError) as exc:
+            for ref, _ in pending:
+                self.report.errors.append((ref, f"could not write its session note: {exc}"))
+            return
+        for _, plan in pending:
+            self.report.count(plan.action)
+        if sync is not None:
+            self.report.warnings += sync.summary.warnings
+
+    def _note(self, item: NoteItem) -> None:
+        text, n = redact(item.text)
+        digest = ik.item_hash(text)
+        row = ik.get_key(self.store.con, item.source, item.key)
+        root = self.store.root
+        if row is not None and row.hash == digest and row.path and (root / row.path).exists():
+            self.report.count("skipped")
+            return
+        if row is not None and row.path and (root / row.path).exists():
+            target, action = row.path, "updated"
+            current = (root / target).read_text("utf-8", "replace")
+            if ik.item_hash(current) != row.hash:
+                self.report.warnings.append(f"{target} was edited in the vault; the changed document was not written over it")
+                self.report.count("skipped")
+                return
+        else:
+            target = free_path(root / self.folder / item.path).relative_to(root).as_posix()
+            action = "imported"
+        self.report.redacted += n
+        if not self.report.dry_run:
+            atomic_write(root / target, text.encode("utf-8"))
+            self.note_paths.append(target)
+            with write_transaction(self.store.con):
+                ik.put_key(self.store.con, ik.ImportKey(item.source, item.key, target, digest, target))
+        self.report.count(action)
+
+    def finish(self) -> None:
+        """Write what is pending and index the written notes."""
+        self.flush()
+        if self.note_paths:
+            sync = self.store.sync_paths(self.note_paths)
+            self.report.warnings += sync.summary.warnings
+            self.note_paths = []
+
+
+def _note_id(conv: Conversation) -> str:
+    from memvault.vault_io.session_note import session_note_id
+
+    return session_note_id(conv.client, conv.session_id)
+
+
+def run_import(
+    store: "MemoryStore",
+    fmt: str,
+    path: Path,
+    *,
+    dry_run: bool = False,
+    folder: str = IMPORT_FOLDER,
+    progress: Progress | None = None,
+    read: Callable[..., Any] | None = None,
+) -> ImportReport:
+    """Import ``path`` in format ``fmt`` (see :data:`.importers.FORMATS`)."""
+    read = read or reader(fmt)
+    report = ImportReport(fmt, str(path), dry_run)
+    if not store.has_index():
+        store.sync()  # a first index, so what is imported meets the vault's notes
+    sink = ImportSink(store, report, folder=folder)
+    for entry in read(path, progress):
+        _one(sink, entry)
+    sink.finish()
+    return report
+
+
+def _one(sink: ImportSink, entry: Entry) -> None:
+    """Convert and write one entry; whatever goes wrong is that entry's error line."""
+    try:
+        items = entry.convert()
+    except Exception as exc:  # one odd item must never stop the others
+        sink.report.errors.append((entry.ref, _why(exc)))
+        return
+    for item in items:
+        try:
+            sink.put(entry.ref, item)
+        except Exception as exc:
+            log.debug("importing %s failed", entry.ref, exc_info=True)
+            sink.report.errors.append((entry.ref, _why(exc)))
+
+
+def _why(exc: Exception) -> str:
+    """An error as one line: a memvault error's message, else its type too."""
+    if isinstance(exc, MemvaultError):
+        return str(exc)
+    return f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__

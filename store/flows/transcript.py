@@ -1,0 +1,226 @@
+"""Reading a session transcript: Claude Code's JSONL, or generic JSONL.
+
+Claude Code (a hook's ``transcript_path``) writes one JSON object per line:
+``user`` and ``assistant`` lines carry an Anthropic Messages API ``message``;
+one API response is split over several lines sharing ``message.id`` (merged
+here into one turn); ``summary``/``custom-title`` lines name the session.
+Side chains (sub-agents), injected meta text, compaction summaries,
+thinking blocks and system lines are left out; tool calls and tool results
+become one line each. The format is internal to Claude Code and changes
+between versions: unknown line types are ignored, a torn last line (the
+file is appended live) is skipped.
+
+Generic JSONL: ``{"role": "user"|"assistant"|"tool"|"system", "content":
+str | [parts], "timestamp"?: ISO or epoch}`` per line (also ``name``,
+``tool_calls`` in the OpenAI style, and a ``session_id`` on any line).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable
+from pathlib import Path
+from typing import IO, Any
+
+from memvault.store.flows.conversation import (
+    Conversation,
+    ConversationBuilder,
+    join_parts,
+    strip_injected,
+    text_of,
+)
+from memvault.store.flows.keys import content_key
+from memvault.vault_io.errors import MemvaultError, UsageError
+
+CLAUDE_CODE = "claude-code"
+GENERIC = "generic"
+_USER_ROLES = {"user", "human"}
+_ASSISTANT_ROLES = {"assistant", "ai", "bot", "model", "gpt"}
+_TOOL_ROLES = {"tool", "function", "tool_result"}
+_INTERRUPTED = "[Request interrupted"
+
+
+class TranscriptError(MemvaultError):
+    """A transcript that cannot be read at all (no JSON lines in it)."""
+
+
+def read_lines(source: str | Path | IO[str] | IO[bytes]) -> tuple[list[dict[str, Any]], str, list[str]]:
+    """The JSON objects of a JSONL transcript (a path or an open stream),
+    where it came from, and warnings for lines that are not JSON (a torn
+    last line is skipped silently: the file is being appended to)."""
+    if isinstance(source, (str, Path)):
+        path = Path(source).expanduser()
+        if not path.is_file():
+            raise UsageError(f"transcript {path} does not exist or is not a file")
+        ref = str(path)
+        with path.open("rb") as fh:
+            return _parse(fh, ref)
+    ref = getattr(source, "name", "<stdin>")
+    return _parse(source, str(ref))
+
+
+def _parse(stream: IO[Any], ref: str) -> tuple[list[dict[str, Any]], str, list[str]]:
+    objects: list[dict[str, Any]] = []
+    warnings: list[str] = []
+    raw = stream.read()
+    text = raw.decode("utf-8", "replace") if isinstance(raw, bytes) else raw
+    lines = text.split("\n")
+    for n, line in enumerate(lines, 1):
+        if not line.strip():
+            continue
+        try:
+            obj = json.loads(line)
+        except ValueError:
+            if n < len(lines) - 1 or text.endswith("\n"):
+                warnings.append(f"{ref}: line {n} is not JSON; skipped")
+            continue
+        if isinstance(obj, dict):
+            objects.append(obj)
+    if not objects and text.strip():
+        raise TranscriptError(f"{ref}: no JSON lines in it (expected a JSONL transcript)")
+    return objects, ref, warnings
+
+
+def is_claude_code(objects: Iterable[dict[str, Any]]) -> bool:
+    """Whether these lines come from Claude Code (typed lines carrying a message)."""
+    return any(o.get("type") in ("user", "assistant") and isinstance(o.get("message"), dict) for o in objects)
+
+
+def read_transcript(
+    source: str | Path | IO[str] | IO[bytes],
+    *,
+    session: str | None = None,
+    title: str | None = None,
+    client: str | None = None,
+) -> tuple[Conversation, list[str]]:
+    """The conversation a transcript holds, and warnings about skipped lines."""
+    objects, ref, warnings = read_lines(source)
+    if is_claude_code(objects):
+        conv = _claude_code(objects, ref, session, title, client or CLAUDE_CODE)
+    else:
+        conv = _generic(objects, ref, session, title, client or GENERIC)
+    return conv, warnings
+
+
+def _session_of(objects: list[dict[str, Any]], *names: str) -> str | None:
+    for o in objects:
+        for name in names:
+            value = o.get(name)
+            if isinstance(value, (str, int)) and not isinstance(value, bool) and str(value).strip():
+                return str(value).strip()
+    return None
+
+
+def _fallback_session(conv: Conversation) -> str:
+    """An id for a transcript that names none: its first turn, which stays
+    the same as the conversation grows."""
+    first = conv.turns[0] if conv.turns else None
+    return content_key(first.role if first else "", first.at if first else "", first.text if first else "")[7:23]
+
+
+def _claude_code(
+    objects: list[dict[str, Any]], ref: str, session: str | None, title: str | None, client: str
+) -> Conversation:
+    found_title = title
+    if found_title is None:
+        for o in objects:  # the newest name wins
+            if o.get("type") == "custom-title" and isinstance(o.get("customTitle") or o.get("title"), str):
+                found_title = o.get("customTitle") or o.get("title")
+            elif o.get("type") == "summary" and isinstance(o.get("summary"), str) and found_title is None:
+                found_title = o["summary"]
+    b = ConversationBuilder(session or _session_of(objects, "sessionId", "session_id") or "", client,
+                            title=found_title, ref=ref)
+    tool_names: dict[str, str] = {}
+    last_message: str | None = None
+    for o in objects:
+        kind = o.get("type")
+        if kind not in ("user", "assistant") or o.get("isSidechain") or o.get("isMeta") or o.get("isCompactSummary"):
+            continue
+        message = o.get("message")
+        if not isinstance(message, dict):
+            continue
+        at = o.get("timestamp")
+        b.note_time(at)
+        if kind == "assistant":
+            last_message = _assistant_line(b, message, at, tool_names, last_message)
+        else:
+            last_message = None
+            _user_line(b, message.get("content"), at, tool_names)
+    conv = b.build()
+    if not conv.session_id:
+        conv.session_id = _fallback_session(conv)
+    return conv
+
+
+def _assistant_line(
+    b: ConversationBuilder, message: dict[str, Any], at: Any, tool_names: dict[str, str], last: str | None
+) -> str | None:
+    """One assistant line: its text and tool calls, merged into the previous
+    turn when they are parts of the same API message."""
+    parts = []
+    content = message.get("content")
+    blocks = content if isinstance(content, list) else [content]
+    for block in blocks:
+        if isinstance(block, str):
+            parts.append(block)
+        elif isinstance(block, dict) and block.get("type") == "text" and isinstance(block.get("text"), str):
+            parts.append(block["text"])
+        elif isinstance(block, dict) and block.get("type") == "tool_use":
+            tool_names[str(block.get("id"))] = str(block.get("name") or "tool")
+            parts.append(b.tool_call(str(block.get("name") or "tool"), block.get("input")))
+    text = join_parts(parts)
+    message_id = message.get("id") if isinstance(message.get("id"), str) else None
+    if not text:
+        return message_id or last
+    if message_id is not None and message_id == last and b.turns and b.turns[-1].role == "assistant":
+        b.extend(text)
+    else:
+        b.add("assistant", text, at)
+    return message_id
+
+
+def _user_line(b: ConversationBuilder, content: Any, at: Any, tool_names: dict[str, str]) -> None:
+    """One user line: what the person typed, or tool results (one line each)."""
+    if isinstance(content, str):
+        text = strip_injected(content)
+        if text and not text.startswith(_INTERRUPTED):
+            b.add("user", text, at)
+        return
+    if not isinstance(content, list):
+        return
+    typed = []
+    for block in content:
+        if isinstance(block, dict) and block.get("type") == "tool_result":
+            name = tool_names.get(str(block.get("tool_use_id")))
+            b.add("tool", b.tool_result(name, block.get("content") or "", error=bool(block.get("is_error"))), at)
+        elif isinstance(block, dict) and block.get("type") == "text" and isinstance(block.get("text"), str):
+            typed.append(block["text"])
+        elif isinstance(block, dict) and block.get("type") == "image":
+            typed.append("[image]")
+    text = strip_injected("\n".join(typed))
+    if text and not text.startswith(_INTERRUPTED):
+        b.add("user", text, at)
+
+
+def _generic(objects: list[dict[str, Any]], ref: str, session: str | None, title: str | None, client: str) -> Conversation:
+    b = ConversationBuilder(
+        session or _session_of(objects, "session_id", "sessionId", "conversation_id") or "", client,
+        title=title or _session_of(objects, "title"), ref=ref,
+    )
+    for o in objects:
+        role = str(o.get("role") or o.get("sender") or "").lower()
+        at = o.get("timestamp", o.get("created_at", o.get("time")))
+        content = text_of(o.get("content", o.get("text")))
+        if role in _USER_ROLES:
+            b.add("user", strip_injected(content), at)
+        elif role in _ASSISTANT_ROLES:
+            calls = [b.tool_call((c.get("function") or c).get("name", "tool"), (c.get("function") or c).get("arguments"))
+                     for c in o.get("tool_calls") or [] if isinstance(c, dict)]
+            b.add("assistant", "\n".join([content.strip("\n")] + calls).strip("\n"), at)
+        elif role in _TOOL_ROLES:
+            b.add("tool", b.tool_result(o.get("name"), content), at)
+        # system messages and unknown roles are not part of the conversation
+    conv = b.build()
+    if not conv.session_id:
+        conv.session_id = _fallback_session(conv)
+    return conv

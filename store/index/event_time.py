@@ -1,0 +1,187 @@
+"""When a note, memory or fact happened, apart from when its file changed.
+
+A trace's **event time** comes from, in this order:
+
+1. a front-matter date of the event: ``occurred``, ``occurred_at``,
+   ``session_date``, ``session_start``, ``started``, ``date``, ``event_date``
+   (the first that parses);
+2. a daily note's name or date folders (``2025-01-10.md``,
+   ``Journal/2025/01/10.md``);
+3. for a fact, the innermost enclosing heading that spells a whole date
+   (``## 2025-01-31``, ``## 12 March 2025``), else its source note's event time.
+
+Values are normalised to ISO 8601 in UTC with seconds
+(``2023-03-04T10:15:00+00:00``); a date or a time without a zone is read as
+UTC, so string order is time order. A trace without an event time is placed
+at its creation time, else its last change (see the ``happened`` column of
+index migration 11).
+
+Conversation structure is read here too: a memory or note with a front-matter
+``session`` belongs to that session, at position ``turn`` (a number); turns
+of one session are neighbours in ranking (:mod:`memvault.store.retrieval.neighbours`).
+An ingested session note (``session_id``) is a session of its own: its
+consecutive chunks are neighbours.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping, Sequence
+from datetime import date, datetime, timezone
+from typing import Any
+
+#: Front-matter keys that say when the thing a note records happened, in order.
+EVENT_KEYS = ("occurred", "occurred_at", "session_date", "session_start", "started", "date", "event_date")
+#: Front-matter key naming the conversation session a note belongs to.
+SESSION_KEY = "session"
+#: The key of an ingested session note (vault_io/session_note.py): the whole
+#: conversation in one note, whose consecutive chunks are neighbours.
+SESSION_NOTE_KEY = "session_id"
+#: Front-matter key of a note's position in its session.
+TURN_KEY = "turn"
+
+_MONTHS = {
+    m: n
+    for n, names in enumerate(
+        (("jan", "january"), ("feb", "february"), ("mar", "march"), ("apr", "april"), ("may",), ("jun", "june"),
+         ("jul", "july"), ("aug", "august"), ("sep", "sept", "september"), ("oct", "october"),
+         ("nov", "november"), ("dec", "december")),
+        1,
+    )
+    for m in names
+}
+_MONTH = r"(jan(?:uary)?|feb(?:ruary)?|mar(?:ch)?|apr(?:il)?|may|june?|july?|aug(?:ust)?|sept?(?:ember)?|oct(?:ober)?|nov(?:ember)?|dec(?:ember)?)\.?"
+_ISO = re.compile(
+    r"(\d{4})[-/](\d{1,2})[-/](\d{1,2})(?:[T ](\d{1,2}):(\d{2})(?::(\d{2})(?:\.\d+)?)?\s*(Z|[+-]\d{2}:?\d{2})?)?",
+    re.I,
+)
+_DAY_MONTH_YEAR = re.compile(rf"\b(\d{{1,2}})(?:st|nd|rd|th)?(?: of)? {_MONTH},? (\d{{4}})\b", re.I)
+_MONTH_DAY_YEAR = re.compile(rf"\b{_MONTH} (\d{{1,2}})(?:st|nd|rd|th)?,? (\d{{4}})\b", re.I)
+_DAILY_NAME = re.compile(r"^(\d{4})-(\d{2})-(\d{2})\b")
+_DATE_PATH = re.compile(r"(?:^|/)((?:19|20)\d{2})/(0[1-9]|1[0-2])/(0[1-9]|[12]\d|3[01])(?:[ ._-][^/]*)?\.md$", re.I)
+
+
+def iso(dt: datetime) -> str:
+    """``dt`` as the index's event-time string (UTC, seconds)."""
+    if dt.tzinfo is None:
+        dt = dt.replace(tzinfo=timezone.utc)
+    return dt.astimezone(timezone.utc).replace(microsecond=0).isoformat()
+
+
+def _make(y: int, mo: int, d: int, h: int = 0, mi: int = 0, s: int = 0, zone: str | None = None) -> str | None:
+    try:
+        dt = datetime(y, mo, d, h, mi, s)
+    except ValueError:
+        return None
+    if zone:
+        if zone.upper() == "Z":
+            dt = dt.replace(tzinfo=timezone.utc)
+        else:
+            z = zone.replace(":", "")
+            dt = datetime.fromisoformat(dt.isoformat() + z[:3] + ":" + z[3:])
+    return iso(dt)
+
+
+def parse_time(value: Any) -> str | None:
+    """A front-matter value as an event time, or None when it is no date.
+
+    Accepts dates and date-times (YAML timestamps arrive as ISO strings),
+    ``2023/03/04``, ``2023-03-04 10:15``, ``4 March 2023``, ``March 4, 2023``.
+    A value with more than a date in it ("2023-03-04 trip notes") is no date.
+    """
+    if isinstance(value, datetime):
+        return iso(value)
+    if isinstance(value, date):
+        return iso(datetime(value.year, value.month, value.day))
+    if not isinstance(value, str):
+        return None
+    text = value.strip()
+    m = _ISO.fullmatch(text)
+    if m:
+        y, mo, d, h, mi, s, zone = m.groups()
+        return _make(int(y), int(mo), int(d), int(h or 0), int(mi or 0), int(s or 0), zone)
+    m = _DAY_MONTH_YEAR.fullmatch(text)
+    if m:
+        return _make(int(m.group(3)), _MONTHS[m.group(2).lower().rstrip(".")], int(m.group(1)))
+    m = _MONTH_DAY_YEAR.fullmatch(text)
+    if m:
+        return _make(int(m.group(3)), _MONTHS[m.group(1).lower().rstrip(".")], int(m.group(2)))
+    return None
+
+
+def date_in_text(text: str) -> str | None:
+    """The first whole date (with a year) written in ``text``, e.g. a heading."""
+    m = _ISO.search(text)
+    if m and not m.group(4):
+        found = _make(int(m.group(1)), int(m.group(2)), int(m.group(3)))
+        if found:
+            return found
+    for rx, order in ((_DAY_MONTH_YEAR, (3, 2, 1)), (_MONTH_DAY_YEAR, (3, 1, 2))):
+        m = rx.search(text)
+        if m:
+            y, mo, d = (m.group(i) for i in order)
+            found = _make(int(y), _MONTHS[mo.lower().rstrip(".")], int(d))
+            if found:
+                return found
+    return None
+
+
+def path_date(path: str) -> str | None:
+    """The date a daily note's name or folders spell, if any."""
+    name = path.rsplit("/", 1)[-1]
+    m = _DAILY_NAME.match(name) or _DATE_PATH.search(path)
+    return _make(int(m.group(1)), int(m.group(2)), int(m.group(3))) if m else None
+
+
+def note_event_time(frontmatter: Mapping[str, Any], path: str) -> str | None:
+    """When what a note records happened: its first parseable event key, else
+    the date its daily-note name or folders spell."""
+    lowered = {str(k).lower(): v for k, v in frontmatter.items()}
+    for key in EVENT_KEYS:
+        found = parse_time(lowered.get(key))
+        if found:
+            return found
+    return path_date(path)
+
+
+def fact_event_time(headings: Sequence[str], note_time: str | None) -> str | None:
+    """A fact's event time: the innermost heading with a whole date, else its note's."""
+    for heading in reversed(headings):
+        found = date_in_text(heading)
+        if found:
+            return found
+    return note_time
+
+
+def session_of(frontmatter: Mapping[str, Any]) -> tuple[str | None, float | None]:
+    """The conversation session a note belongs to and its position in it
+    (an ingested session note is a session of its own)."""
+    session = frontmatter.get(SESSION_KEY)
+    if session is None and frontmatter.get(SESSION_NOTE_KEY) not in (None, ""):
+        session = f"{SESSION_NOTE_KEY}:{frontmatter[SESSION_NOTE_KEY]}"
+    if isinstance(session, bool) or session is None or isinstance(session, (list, dict)):
+        return None, None
+    name = str(session).strip()
+    if not name:
+        return None, None
+    turn = frontmatter.get(TURN_KEY)
+    if isinstance(turn, bool) or not isinstance(turn, (int, float, str)):
+        return name, None
+    try:
+        return name, float(turn)
+    except ValueError:
+        return name, None
+
+
+def time_metadata(frontmatter: Mapping[str, Any], path: str) -> dict[str, Any]:
+    """The metadata keys the index reads event time and session from (only those that are set)."""
+    out: dict[str, Any] = {}
+    when = note_event_time(frontmatter, path)
+    if when:
+        out["event_time"] = when
+    session, seq = session_of(frontmatter)
+    if session:
+        out["session"] = session
+        if seq is not None:
+            out["seq"] = seq
+    return out

@@ -1,0 +1,323 @@
+"""The Markdown form of a conversation: the session note.
+
+One conversation (a Claude Code session, a ChatGPT or Claude.ai chat) is one
+note under ``<memory folder>/episodic/sessions/``::
+
+    ---
+    id: s-5d41402abc4b2a76
+    memory: source
+    session_id: 00893aaf-19fa-41d2-8238-13269b9b3ca0
+    client: claude-code
+    title: Fix the deploy script
+    started: '2026-11-23T10:02:11+00:00'
+    ended: '2026-11-23T10:40:00+00:00'
+    turns: 3
+    tags:
+      - session
+    ---
+    # Fix the deploy script
+
+    ## Digest
+    claude-code session on 2026-11-23, 10:02-10:40 UTC: 3 turns (1 by the user, 1 by the assistant, 1 tool result).
+    - First request: the deploy script fails on the staging host
+
+    ## Transcript
+
+    > [!user] User · 2026-11-23 10:02
+    > the deploy script fails on the staging host
+
+    ^t1
+
+    > [!assistant] Assistant · 2026-11-23 10:03
+    > - tool call: Bash `./deploy.sh staging`
+
+    ^t2
+    ...
+
+Each turn is a callout followed by its own block id (``^t12``), which names
+the whole callout, so a fact extracted from a turn anchors back to exactly
+that turn (``vault://...#^t12``). ``memory: source`` makes the note a memory
+source; ``session_id`` makes it a session note, which is an ordinary note
+(searchable, never a memory) even under the memory folder.
+
+The transcript only grows: re-ingesting a session that grew keeps every byte
+of the turns already written and appends the new ones
+(:func:`append_turns`); the front-matter's managed keys and the digest are
+the only parts rewritten. Turn text is written as given: callers redact
+secrets and summarise tool calls before it gets here.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+import unicodedata
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+
+from memvault.vault_io.atomic import fit_name, truncate_utf8
+from memvault.vault_io.fm_edit import dump_key, edit_frontmatter
+
+#: Front-matter key that makes a note a session note.
+SESSION_KEY = "session_id"
+#: Front-matter keys memvault writes on a session note, in order.
+MANAGED_KEYS: tuple[str, ...] = (
+    "id", "memory", "session_id", "client", "title", "started", "ended", "turns", "tags",
+)
+SESSION_TAG = "session"
+ROLES = ("user", "assistant", "tool", "system")
+ROLE_LABELS = {"user": "User", "assistant": "Assistant", "tool": "Tool result", "system": "System"}
+DIGEST_HEADING = "## Digest"
+TRANSCRIPT_HEADING = "## Transcript"
+
+_TURN_START_RE = re.compile(r"^> \[!(user|assistant|tool|system)\]")
+_TURN_END_RE = re.compile(r"^\^t(\d+)[ \t]*$")
+_FENCE_RE = re.compile(r"^[ \t]*(```|~~~)")
+# A line of turn text that ends like a block id would name a block of its own.
+_TRAILING_BLOCK_ID_RE = re.compile(r"(\s)\^([A-Za-z0-9-]+)[ \t]*$")
+# Characters a file name cannot hold, or that break Obsidian links to it.
+_UNSAFE_NAME_RE = re.compile(r'[\\/:*?"<>|#^\[\]`%{}\x00-\x1f\x7f\ud800-\udfff]')
+_TITLE_BYTES = 100
+
+
+def is_session_note(frontmatter: dict) -> bool:
+    """Whether a note's front-matter makes it a session note."""
+    value = frontmatter.get(SESSION_KEY)
+    return isinstance(value, (str, int)) and not isinstance(value, bool) and str(value).strip() != ""
+
+
+def session_note_id(client: str, session_id: str) -> str:
+    """The stable note id of a session: ``s-`` and 16 hex digits of its client and id."""
+    seed = f"{client}\x00{session_id}"
+    return "s-" + hashlib.sha256(seed.encode("utf-8")).hexdigest()[:16]
+
+
+def readable_stem(text: str, max_bytes: int = _TITLE_BYTES, default: str = "Untitled") -> str:
+    """``text`` as a file-name stem a person reads as it was written: the
+    characters a name cannot hold or that break Obsidian links become
+    spaces, white space collapses, no leading or trailing dots, at most
+    ``max_bytes`` bytes (``default`` when nothing is left)."""
+    clean = " ".join(_UNSAFE_NAME_RE.sub(" ", unicodedata.normalize("NFC", text)).split()).strip(". ")
+    return truncate_utf8(clean, max_bytes).rstrip(" .").replace("..", ".") or default
+
+
+def session_filename(day: str | None, title: str) -> str:
+    """``2026-11-23 Fix the deploy script.md``: a readable, safe file name
+    (no separators, link-breaking characters or leading dots; short)."""
+    clean = readable_stem(title, default="Untitled conversation")
+    stem = f"{day} {clean}" if day else clean
+    return fit_name(stem.replace("..", "."), ".md")
+
+
+@dataclass(frozen=True)
+class Turn:
+    """One turn of a conversation, ready to be written (redacted, tool calls summarised)."""
+
+    role: str  # user | assistant | tool | system
+    text: str
+    at: str | None = None  # ISO 8601 UTC, when known
+
+    @property
+    def digest(self) -> str:
+        """What identifies the turn's written form: role, time and text."""
+        seed = f"{self.role}\x00{self.at or ''}\x00{self.text}"
+        return hashlib.sha256(seed.encode("utf-8")).hexdigest()[:16]
+
+
+@dataclass
+class SessionHead:
+    """A session note's front-matter values and digest."""
+
+    id: str
+    session_id: str
+    client: str
+    title: str
+    started: str | None = None
+    ended: str | None = None
+    turns: int = 0
+    digest: list[str] = field(default_factory=list)  # lines under "## Digest"
+
+    def managed_values(self) -> dict[str, object]:
+        """The front-matter keys memvault writes (None: left out)."""
+        return {
+            "id": self.id, "memory": "source", SESSION_KEY: self.session_id, "client": self.client,
+            "title": self.title, "started": self.started, "ended": self.ended, "turns": self.turns,
+            "tags": [SESSION_TAG],
+        }
+
+
+def when(at: str | None) -> str:
+    """``2026-11-23 10:02`` (UTC) from an ISO time; empty when unknown."""
+    if not at:
+        return ""
+    if len(at) == 25 and at.endswith("+00:00") and at[10] == "T":
+        return f"{at[:10]} {at[11:16]}"  # memvault's own form (the common case): no parsing
+    try:
+        moment = datetime.fromisoformat(at.replace("Z", "+00:00"))
+    except ValueError:
+        return ""
+    if moment.tzinfo is not None:
+        moment = moment.astimezone(timezone.utc)
+    return moment.strftime("%Y-%m-%d %H:%M")
+
+
+def _safe_line(line: str) -> str:
+    """One line of turn text as it may stand inside the callout: an Obsidian
+    comment mark (``%%``) would hide every later turn, and a trailing
+    ``^word`` would name a block of its own."""
+    line = line.replace("%%", "%\\%")
+    return _TRAILING_BLOCK_ID_RE.sub(lambda m: f"{m.group(1)}\\^{m.group(2)}", line)
+
+
+def render_turn(n: int, turn: Turn) -> str:
+    """The Markdown of turn ``n``: a callout, a blank line, its block id, a blank line."""
+    label = ROLE_LABELS.get(turn.role, turn.role.title())
+    stamp = when(turn.at)
+    lines = [f"> [!{turn.role}] {label}" + (f" · {stamp}" if stamp else "")]
+    body = turn.text.strip("\n").split("\n") if turn.text.strip() else ["(empty)"]
+    fences = sum(1 for line in body if _FENCE_RE.match(line))
+    if fences % 2:
+        body.append("```")  # an open fence would swallow every later turn
+    lines += [f"> {_safe_line(line)}" if line.strip() else ">" for line in body]
+    return "\n".join(lines) + f"\n\n^t{n}\n\n"
+
+
+_PLAIN_RE = re.compile(r"[A-Za-z][A-Za-z0-9 _.,()/+-]*[A-Za-z0-9.)]|[A-Za-z]")
+_ISO_RE = re.compile(r"\d{4}-\d\d-\d\dT[0-9:.+-]+Z?")
+_UUID_RE = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}")
+_YAML_WORDS = frozenset("y n yes no on off true false null".split())
+
+
+def yaml_line(key: str, value: object) -> str:
+    """One front-matter line, as :func:`dump_key` would write it for the
+    values a session note holds (a string, an int, a list of plain words),
+    without the YAML emitter's cost (thousands of notes in an import)."""
+    if isinstance(value, bool) or not isinstance(value, (str, int, list)):
+        return dump_key(key, value)
+    if isinstance(value, int):
+        return f"{key}: {value}\n"
+    if isinstance(value, list):
+        if not all(isinstance(v, str) and _PLAIN_RE.fullmatch(v) and v.lower() not in _YAML_WORDS for v in value):
+            return dump_key(key, value)
+        return f"{key}:\n" + "".join(f"  - {v}\n" for v in value)
+    if _ISO_RE.fullmatch(value):
+        return f"{key}: '{value}'\n"
+    if (_PLAIN_RE.fullmatch(value) and value.lower() not in _YAML_WORDS and ": " not in value) or _UUID_RE.fullmatch(value):
+        return f"{key}: {value}\n"
+    return dump_key(key, value)
+
+
+def render_head(head: SessionHead) -> str:
+    """Front-matter, title and digest of a new session note."""
+    fm = "".join(yaml_line(k, v) for k, v in head.managed_values().items() if v is not None)
+    return f"---\n{fm}---\n# {head.title}\n\n{render_digest(head.digest)}{TRANSCRIPT_HEADING}\n\n"
+
+
+def render_digest(lines: Sequence[str]) -> str:
+    """The digest section, heading included."""
+    return DIGEST_HEADING + "\n" + "".join(f"{line}\n" for line in lines) + "\n"
+
+
+def render_session(head: SessionHead, turns: Sequence[Turn]) -> str:
+    """The whole note for a session written for the first time."""
+    return render_head(head) + "".join(render_turn(i, t) for i, t in enumerate(turns, 1))
+
+
+@dataclass(frozen=True)
+class TurnSpan:
+    """Where turn ``n`` sits in a session note: its role and file lines (1-based)."""
+
+    n: int
+    role: str
+    first_line: int
+    last_line: int  # the line of its ``^tN``
+
+
+def turn_spans(body: str, body_line: int = 1) -> list[TurnSpan]:
+    """The turns of a session note's body, in order (turns whose block id
+    line a person removed are left out)."""
+    spans = []
+    start: tuple[int, str] | None = None
+    for i, line in enumerate(body.split("\n")):
+        m = _TURN_START_RE.match(line)
+        if m:
+            start = (i, m.group(1))
+            continue
+        end = _TURN_END_RE.match(line)
+        if end and start is not None:
+            spans.append(TurnSpan(int(end.group(1)), start[1], body_line + start[0], body_line + i))
+            start = None
+    return spans
+
+
+def append_turns(existing: str, head: SessionHead, turns: Sequence[Turn], keep: int) -> str:
+    """``existing`` note text with the managed front-matter keys and the
+    digest updated, the transcript cut after turn ``keep`` and turns
+    ``keep + 1 ...`` of ``turns`` appended.
+
+    With ``keep`` equal to the number of turns already written, every byte of
+    those turns (and anything a person wrote after them) stays and the new
+    turns go at the end. A smaller ``keep`` (earlier turns changed at the
+    source: an edited branch of a chat) drops what followed turn ``keep``.
+    """
+    text = edit_frontmatter(existing, {k: v for k, v in head.managed_values().items() if v is not None})
+    text = _replace_digest(_replace_title(text, head.title), head.digest)
+    if keep < _written_turns(text):
+        text = _cut_after(text, keep)
+    if text and not text.endswith("\n"):
+        text += "\n"
+    if text and not text.endswith("\n\n"):
+        text += "\n"
+    return text + "".join(render_turn(i, t) for i, t in enumerate(turns[keep:], keep + 1))
+
+
+def _written_turns(text: str) -> int:
+    return max((s.n for s in turn_spans(text)), default=0)
+
+
+def _cut_after(text: str, keep: int) -> str:
+    """``text`` up to and including turn ``keep``'s block id line (and its
+    blank line); everything after the transcript heading when ``keep`` is 0."""
+    lines = text.split("\n")
+    if keep == 0:
+        for i, line in enumerate(lines):
+            if line.strip() == TRANSCRIPT_HEADING:
+                return "\n".join(lines[: i + 1]) + "\n\n"
+        return text
+    for i, line in enumerate(lines):
+        m = _TURN_END_RE.match(line)
+        if m and int(m.group(1)) == keep:
+            return "\n".join(lines[: i + 1]) + "\n\n"
+    return text
+
+
+def _replace_title(text: str, title: str) -> str:
+    """``text`` with its title heading (the first ``# `` line before the
+    digest) saying ``title``."""
+    lines = text.split("\n")
+    start = 0
+    if lines and lines[0].lstrip("\ufeff").rstrip() == "---":
+        start = next((i + 1 for i in range(1, len(lines)) if lines[i].rstrip() == "---"), 0)
+    for i, line in enumerate(lines[start:], start):
+        if line.strip() == DIGEST_HEADING or _TURN_START_RE.match(line):
+            break
+        if line.startswith("# "):
+            lines[i] = f"# {title}"
+            return "\n".join(lines)
+    return text
+
+
+def _replace_digest(text: str, digest: Sequence[str]) -> str:
+    """``text`` with the body of its ``## Digest`` section replaced (kept
+    as it is when a person removed the heading)."""
+    lines = text.split("\n")
+    try:
+        start = next(i for i, line in enumerate(lines) if line.strip() == DIGEST_HEADING)
+    except StopIteration:
+        return text
+    end = start + 1
+    while end < len(lines) and not lines[end].startswith("## ") and not _TURN_START_RE.match(lines[end]):
+        end += 1
+    section = render_digest(digest).rstrip("\n").split("\n") + [""]
+    return "\n".join(lines[:start] + section + lines[end:])
