@@ -128,6 +128,8 @@ def status(app: AppContext, as_json: bool) -> None:
     click.echo(f"{'conflicts:':12} {len(open_list)} open ({data['conflicts']} recorded)")
     for item in open_list:
         click.echo(f"  {item['note']}: {item['detail']}; store version in {item['conflict_note']}")
+    if data.get("contradictions"):
+        click.echo(f"{'contradicts:':12} {data['contradictions']} open contradictions (see `memvault conflicts`)")
     _print_services(data.get("services") or {})
     click.echo(
         f"{'index:':12} {index['notes']} notes, {index['attachments']} attachments, {index['traces']} traces, "

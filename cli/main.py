@@ -46,6 +46,7 @@ COMMAND_MODULES: dict[str, str] = {
     **dict.fromkeys(["source", "facts"], "fact_cmds"),
     **dict.fromkeys(["context", "model"], "recall_cmds"),
     **dict.fromkeys(["rebuild", "doctor"], "maintenance_cmds"),
+    **dict.fromkeys(["merge", "consolidate", "conflicts"], "consolidate_cmds"),
     "cache": "cache_cmds",
     "config": "config_cmds",
     **dict.fromkeys(["ingest", "import", "export", "restore-backup"], "flow_cmds"),

@@ -15,9 +15,12 @@ always through the vault's :class:`~memvault.store.memory_store.MemoryStore`:
 5. on stop (SIGTERM/SIGINT): no more events, the queue is applied at once,
    the services stop, the WAL is checkpointed, ``STOPPING=1``.
 
-The background services (the watcher, the llm fact worker, the query server
-and the embedding worker) run under one :class:`.services.Supervisor`, which
-restarts a failed one with backoff and reports each one's state.
+The background services (the watcher, the llm fact worker, the query server,
+the embedding worker and the consolidation schedule) run under one
+:class:`.services.Supervisor`, which restarts a failed one with backoff and
+reports each one's state. Consolidation runs at a quiet moment: the runner
+tells it how long the vault has been quiet (:meth:`DaemonRunner.quiet_for`)
+and whether a person may be editing a note (:meth:`DaemonRunner.editing`).
 
 Between deadlines the thread sleeps on a condition with a timeout equal to
 the time to the next deadline (debounce, rescan, watchdog ping, vault check,
@@ -36,6 +39,7 @@ from typing import Any
 
 import apsw
 
+from memvault.daemon.consolidate_service import ConsolidateService
 from memvault.daemon.embedding_service import EmbeddingService
 from memvault.daemon.llm_worker import LLMFactWorker
 from memvault.daemon.lock import DaemonLock
@@ -123,6 +127,8 @@ class DaemonRunner:
         self.services.add(self.watcher)
         self._embedder: EmbeddingService | None = None
         self._server: QueryServer | None = None
+        self._consolidator: ConsolidateService | None = None
+        self._last_activity = time.monotonic()  # the last batch of vault events applied
         # With extractor = "llm": the model is asked off the hot path.
         self._llm_worker: LLMFactWorker | None = None
         store.sync_listeners.append(self._synced)
@@ -224,6 +230,9 @@ class DaemonRunner:
             self.services.add(self._server)
             self.services.start_service(self._server.name)
             self.services.add(self._embedder)
+            if self.store.settings.consolidate.interval > 0:
+                self._consolidator = ConsolidateService(self.store, quiet_for=self.quiet_for, editing=self.editing)
+                self.services.add(self._consolidator)
 
     def _serve(self) -> None:
         while not self._stop.is_set():
@@ -248,6 +257,8 @@ class DaemonRunner:
             if not self.ready.is_set():
                 if self._embedder is not None:
                     self.services.start_service(self._embedder.name)
+                if self._consolidator is not None:
+                    self.services.start_service(self._consolidator.name)
                 self.notifier.ready(self._status_line())
                 self.ready.set()
                 log.info("memvault daemon ready: watching %s (%s mode)", self.root, self.mode)
@@ -360,6 +371,23 @@ class DaemonRunner:
     def _rules(self) -> IgnoreRules:
         return vault_rules(self.root, self.store.settings.ignore)
 
+    def quiet_for(self) -> float:
+        """Seconds since the last vault event was applied (0 while any is queued)."""
+        if len(self.queue) or not self.ready.is_set() or self.mode not in ("watch", "poll"):
+            return 0.0
+        return time.monotonic() - self._last_activity
+
+    def editing(self, path: str) -> bool:
+        """Whether a person may be editing the note at ``path`` right now:
+        events are queued, or it was saved within the quiet period."""
+        if len(self.queue):
+            return True
+        try:
+            mtime = (self.root / path).stat().st_mtime
+        except OSError:
+            return False
+        return time.time() - mtime < self.store.settings.consolidate.quiet
+
     def _on_root_gone(self) -> None:
         self._root_gone = True
         self._wake()
@@ -463,6 +491,7 @@ class DaemonRunner:
         if not paths:
             return
         summary = self.store.sync_paths(paths, stale_after=OUTBOX_AGE).summary
+        self._last_activity = time.monotonic()
         self.batches += 1
         self._last_batch = _iso_now()
         self._log_summary("batch", summary, len(paths))
@@ -542,6 +571,7 @@ class DaemonRunner:
             "services": services,
             "embedding": services.get("embedding"),
             "llm_facts": services.get("llm_facts"),
+            "consolidate": services.get("consolidate"),
             "query_socket": services.get("query", {}).get("socket", False),
             "updated": _iso_now(),
         }

@@ -97,6 +97,7 @@ def vault_status(store: "MemoryStore") -> dict[str, Any]:
         out["last_sync"] = counts.get("last_sync")
         out["conflicts"] = counts.get("conflicts", 0)
         out["conflict_list"] = store.conflicts()
+        out["contradictions"] = len(store.contradictions())
     return out
 
 

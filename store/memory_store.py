@@ -43,6 +43,8 @@ from memvault.store.settings import Settings, load_settings
 from memvault.vault_io.errors import MemvaultError, UsageError
 
 if TYPE_CHECKING:
+    from memvault.store.consolidation.merge import MergeOutcome
+    from memvault.store.consolidation.run import RunReport, UndoReport
     from memvault.store.embedding.cache import PruneReport
     from memvault.store.embedding.pipeline import EmbedReport
     from memvault.store.facts.observer import Defer, FactObserver
@@ -331,6 +333,9 @@ class MemoryStore:
         for result in flush_outbox(self, stale_after, errors=report.unwritten):
             report.finished.append(result.id)
             summary.warnings.append(f"finished an interrupted write of {result.id}")
+        from memvault.store.consolidation.links import apply_durable
+
+        apply_durable(self.con)  # merges, contradictions and links only the durable state holds
         if kind == "sync":
             with write_transaction(self.con):
                 rec.set_meta(self.con, "last_sync", rec.now_iso())
@@ -416,11 +421,17 @@ class MemoryStore:
         return data
 
     def history(self, ref: str) -> list[dict[str, Any]]:
-        """The versions of a memory or fact, newest first."""
+        """The versions of a memory or fact, newest first, then the memories
+        merged into it (each marked ``merged into``)."""
+        from memvault.store.consolidation.rows import merged_members
+        from memvault.store.db.records import get_trace
+
+        traces = self.memories.history(ref)
+        traces += [t for m in merged_members(self.con, traces[0].id) if (t := get_trace(self.con, m)) is not None]
         return [
             {"id": t.id, "status": t.status, "reason": t.reason, "type": t.type,
              "updated": t.updated, "content": t.content, "tags": t.tags}
-            for t in self.memories.history(ref)
+            for t in traces
         ]
 
     def cache_prune(self, index: apsw.Connection | None = None) -> "PruneReport":
@@ -547,7 +558,8 @@ class MemoryStore:
     # -- memories ------------------------------------------------------------------------
 
     def add(self, content: str, type_: str = "semantic", **options: Any) -> "WriteResult":
-        """Remember ``content`` (options: tags, scope, links, source)."""
+        """Remember ``content`` (options: tags, scope, links, source,
+        allow_duplicate); a duplicate of a live memory returns that one."""
         return self.memories.add(content, type_, **options)
 
     def update(self, ref: str, **changes: Any) -> "WriteResult":
@@ -567,12 +579,21 @@ class MemoryStore:
         return self.memories.forget(ref, reason)
 
     def restore(self, ref: str) -> "WriteResult":
-        """Bring back a forgotten memory and its note, or a forgotten fact."""
+        """Bring back a forgotten memory and its note, or a forgotten fact; a
+        merged memory is taken back out of the memory it was merged into."""
         fact = self._fact(ref)
         if fact is not None:
             from memvault.store.facts.forgets import restore_fact
 
             return restore_fact(self, fact)
+        from memvault.store.consolidation.rows import merged_into
+        from memvault.store.index.lookup import find_trace
+
+        found = find_trace(self.con, ref)
+        if found is not None and found.status == "superseded" and merged_into(self.con, found.id):
+            from memvault.store.consolidation.merge import unmerge
+
+            return unmerge(self, found.id)
         return self.memories.restore(ref)
 
     def _fact(self, ref: str) -> Any:
@@ -581,6 +602,63 @@ class MemoryStore:
 
         trace = find_trace(self.con, ref)
         return trace if trace is not None and trace.kind == "fact" else None
+
+    # -- consolidation ------------------------------------------------------------------------
+
+    def consolidate(self, *, dry_run: bool = False, today: Any = None, trigger: str = "cli",
+                    avoid: Callable[[str], bool] | None = None) -> "RunReport":
+        """Plan and (unless ``dry_run``) carry out a consolidation run (see
+        :mod:`memvault.store.consolidation.run`); ``avoid(path)``: a note a
+        person is editing, whose actions wait for a later run."""
+        from memvault.store.consolidation.run import consolidate
+
+        return consolidate(self, dry_run=dry_run, today=today, trigger=trigger, avoid=avoid)
+
+    def undo_consolidation(self, run: str) -> "UndoReport":
+        """Reverse a whole consolidation run (or ``memvault merge``)."""
+        from memvault.store.consolidation.run import undo
+
+        return undo(self, run)
+
+    def consolidation_runs(self, limit: int = 20) -> list[dict[str, Any]]:
+        """The latest consolidation runs, newest first."""
+        from memvault.store.consolidation.run import runs
+
+        return runs(self, limit)
+
+    def merge(self, ids: Sequence[str], content: str | None = None) -> "MergeOutcome":
+        """Merge memories into the first of ``ids`` (see :mod:`memvault.store.consolidation.merge`)."""
+        from memvault.store.consolidation.run import merge_now
+
+        return merge_now(self, ids, content)
+
+    def set_contradiction(self, number: int, status: str) -> None:
+        """Resolve or dismiss a flagged contradiction (a dismissed pair is never flagged again)."""
+        from memvault.store.consolidation import rows as clog
+        from memvault.store.consolidation.links import apply_durable
+        from memvault.store.db.connection import write_transaction
+
+        con = self.read_con()
+        if not any(c.id == number for c in clog.contradictions(con, None)):
+            raise MemvaultError(f"no contradiction number {number} (see `memvault conflicts --all`)")
+        with write_transaction(con):
+            clog.set_contradiction_status(con, number, status)
+        apply_durable(con)
+
+    def contradictions(self, status: str | None = "open") -> list[dict[str, Any]]:
+        """Flagged contradictions (``open`` by default), with both texts."""
+        from memvault.store.consolidation.rows import contradictions
+        from memvault.store.db.records import get_trace
+
+        out = []
+        for c in contradictions(self.read_con(), status):
+            newer, older = get_trace(self.con, c.newer_id), get_trace(self.con, c.older_id)
+            out.append({
+                "id": c.id, "kind": c.kind, "status": c.status, "reason": c.reason, "run": c.run_id, "flagged": c.created,
+                "newer": {"id": c.newer_id, "content": newer.content if newer else None, "path": newer.path if newer else None},
+                "older": {"id": c.older_id, "content": older.content if older else None, "path": older.path if older else None},
+            })
+        return out
 
     # -- flows: conversations, imports, export, backup -----------------------------------
 

@@ -71,6 +71,13 @@ KEYS: tuple[Key, ...] = (
     Key("recall.half_life.prospective", 0.0, "Days for a prospective memory's recency factor to halve (0: no decay)."),
     Key("recall.half_life.note", 0.0, "Days for an ordinary note's recency factor to halve (0: notes never decay)."),
     Key("recall.evergreen_tags", ["evergreen"], "Memories with any of these tags never decay."),
+    Key("consolidate.interval", 86400, "Seconds between the daemon's consolidation runs (default daily); 0 turns them off."),
+    Key("consolidate.quiet", 60, "The daemon consolidates only after this many seconds without a vault event."),
+    Key("consolidate.duplicate_similarity", 0.7, "`add` takes a new memory this similar to a live one for a duplicate."),
+    Key("consolidate.merge_similarity", 0.75, "`consolidate` merges memories at least this similar to each other."),
+    Key("consolidate.archive_strength", 0.2, "`consolidate` archives memories whose strength fell to this or below..."),
+    Key("consolidate.archive_days", 120, "...and that were not recalled for more than this many days."),
+    Key("consolidate.protect_days", 7, "`consolidate` never archives a memory a person edited within this many days."),
 )
 
 _BY_NAME = {k.name: k for k in KEYS}
@@ -193,6 +200,19 @@ class RecallSettings:
 
 
 @dataclass(frozen=True)
+class ConsolidateSettings:
+    """``[consolidate]``: the schedule and thresholds of consolidation."""
+
+    interval: int
+    quiet: int
+    duplicate_similarity: float
+    merge_similarity: float
+    archive_strength: float
+    archive_days: int
+    protect_days: int
+
+
+@dataclass(frozen=True)
 class Settings:
     """The effective settings after file, environment and flags: a typed,
     read-only view (``settings.recall.budget``), plus every raw value and
@@ -214,6 +234,7 @@ class Settings:
     llm: LLMSettings
     embedding: EmbeddingSettings
     recall: RecallSettings
+    consolidate: ConsolidateSettings
 
     @classmethod
     def from_values(cls, values: dict[str, Any], file: Path, origins: dict[str, str]) -> "Settings":
@@ -251,6 +272,13 @@ class Settings:
                     for k in v if k.startswith("recall.half_life.")
                 }),
                 evergreen_tags=tuple(t.lower().lstrip("#") for t in v["recall.evergreen_tags"]),
+            ),
+            consolidate=ConsolidateSettings(
+                interval=max(0, int(v["consolidate.interval"])), quiet=max(0, int(v["consolidate.quiet"])),
+                duplicate_similarity=float(v["consolidate.duplicate_similarity"]),
+                merge_similarity=float(v["consolidate.merge_similarity"]),
+                archive_strength=float(v["consolidate.archive_strength"]),
+                archive_days=int(v["consolidate.archive_days"]), protect_days=int(v["consolidate.protect_days"]),
             ),
         )
 

@@ -115,7 +115,7 @@ def test_listings_tools_and_a_write_then_read(agent_vault: Path, tmp_path: Path)
     hits = out["search"].structured_content["hits"]
     assert hits and all("passage" in h for h in hits) and len(hits) <= 3
     assert "## Recalled Memory" in text(out["context"])
-    assert out["again"].structured_content["action"] == "exists"
+    assert out["again"].structured_content["action"] == "duplicate_of"  # consolidation: a duplicate returns the live one
     read = out["read"].structured_content
     assert read["content"] == "Prefers kayaking trips in the fjords" and read["version"] == 1
     assert read["source"] == "mcp:pytest-agent" and read["scope"] == "travel" and read["uri"].startswith("obsidian://")

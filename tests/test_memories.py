@@ -52,7 +52,7 @@ def test_add_writes_note_by_type_and_dedups(mv: Memories) -> None:
     related = [e for e in rec.edges_from(mv.con, r.id) if e.kind == "related"]
     assert [e.target_path for e in related] == ["Editor setup.md"]
     again = mv.add("  Prefers dark   mode in every editor. ", "fact")
-    assert (again.action, again.id, again.path) == ("exists", r.id, r.path)
+    assert (again.action, again.id, again.path) == ("duplicate_of", r.id, r.path)
     assert memory_notes(mv.root) == [r.path]
     # a different scope is a different memory
     assert mv.add("Prefers dark mode in every editor.", "semantic", scope="work").id != r.id

@@ -144,8 +144,82 @@ def m003_import_keys(con: apsw.Connection) -> None:
     )
 
 
+def m004_consolidation(con: apsw.Connection) -> None:
+    """Consolidation: the log of runs and their actions (what undo needs),
+    merged memories, flagged contradictions, links only memvault knows
+    (``derived_from``), and when a memory's strength last decayed."""
+    con.execute(
+        """
+        -- One consolidation run (or one `memvault merge`): what it did is in
+        -- consolidation_actions, in order. status: done | undone | failed.
+        CREATE TABLE state.consolidation_runs (
+            id       TEXT PRIMARY KEY,
+            started  TEXT NOT NULL,
+            finished TEXT,
+            day      TEXT NOT NULL,             -- the day the plan was made for (UTC date)
+            trigger  TEXT NOT NULL,             -- cli | daemon | merge
+            status   TEXT NOT NULL,
+            summary  TEXT NOT NULL DEFAULT '{}'
+        );
+
+        -- One action of a run, with its reason. detail: the planned action,
+        -- JSON; undo: what reversing it needs (earlier traces, note bytes), JSON.
+        CREATE TABLE state.consolidation_actions (
+            run_id TEXT NOT NULL,
+            seq    INTEGER NOT NULL,
+            kind   TEXT NOT NULL,
+            ids    TEXT NOT NULL,
+            reason TEXT NOT NULL,
+            detail TEXT NOT NULL,
+            undo   TEXT,
+            PRIMARY KEY (run_id, seq)
+        );
+
+        -- A memory merged into another (superseded, its note in .trash/).
+        -- old_key: the link key of its note's name, so links to it resolve
+        -- to the survivor in the index.
+        CREATE TABLE state.merges (
+            memory_id   TEXT PRIMARY KEY,
+            survivor_id TEXT NOT NULL,
+            run_id      TEXT NOT NULL,
+            old_path    TEXT,
+            old_key     TEXT,
+            at          TEXT NOT NULL
+        );
+        CREATE INDEX state.merges_survivor ON merges(survivor_id);
+
+        -- Two live claims that disagree. status: open | resolved | dismissed.
+        CREATE TABLE state.contradictions (
+            id       INTEGER PRIMARY KEY,
+            older_id TEXT NOT NULL,
+            newer_id TEXT NOT NULL,
+            kind     TEXT NOT NULL,
+            reason   TEXT NOT NULL,
+            run_id   TEXT,
+            status   TEXT NOT NULL DEFAULT 'open',
+            created  TEXT NOT NULL,
+            UNIQUE (older_id, newer_id)
+        );
+
+        -- Typed links between traces that only memvault knows (derived_from:
+        -- a promoted memory and the episodes it came from).
+        CREATE TABLE state.memory_links (
+            source_id TEXT NOT NULL,
+            kind      TEXT NOT NULL,
+            target_id TEXT NOT NULL,
+            run_id    TEXT,
+            created   TEXT NOT NULL,
+            PRIMARY KEY (source_id, kind, target_id)
+        );
+
+        ALTER TABLE state.recall ADD COLUMN decayed_at TEXT;
+        """
+    )
+
+
 MIGRATIONS: list[Callable[[apsw.Connection], None]] = [
     m001_durable_state,
     m002_fact_forgets,
     m003_import_keys,
+    m004_consolidation,
 ]

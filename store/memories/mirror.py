@@ -42,7 +42,7 @@ from __future__ import annotations
 
 import hashlib
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import datetime
 from pathlib import Path, PurePosixPath
@@ -93,7 +93,7 @@ class WriteResult:
     """What a store-side change did."""
 
     id: str
-    action: str  # added | exists | updated | unchanged | forgotten | restored
+    action: str  # added | duplicate_of | updated | unchanged | forgotten | restored | reverted | discarded
     path: str | None = None
     conflict: str | None = None
     conflict_path: str | None = None
@@ -102,6 +102,8 @@ class WriteResult:
     version: int | None = None
     #: Secrets replaced by ``[redacted]`` in the content given.
     redacted: int = 0
+    #: For ``duplicate_of``: why the new memory was taken for the existing one.
+    reason: str | None = None
 
     def as_dict(self) -> dict[str, object]:
         """JSON-ready form for ``--json`` output."""
@@ -113,6 +115,8 @@ class WriteResult:
             data["version"] = self.version
         if self.redacted:
             data["redacted"] = self.redacted
+        if self.action == "duplicate_of":
+            data.update(duplicate_of=self.id, reason=self.reason)
         return data
 
 
@@ -196,26 +200,37 @@ class Memories:
         scope: str = "user",
         links: tuple[str, ...] | list[str] = (),
         source: str = "manual",
+        allow_duplicate: bool = False,
+        extra: dict[str, object] | None = None,
     ) -> WriteResult:
-        """Create a memory and its note; identical content+type+scope returns the existing one."""
+        """Create a memory and its note. A memory that says the same as a live
+        one of the same type and scope (:mod:`memvault.store.consolidation.dedup`)
+        is not added: the existing one is returned (``duplicate_of``), its
+        strength and last-seen time bumped, unless ``allow_duplicate``.
+        ``extra``: front-matter keys of the new note besides memvault's own."""
         type_ = canonical_type(type_)
         content, secrets_found = redact(content.strip())
         if not content:
             raise MemoryOpError("a memory needs some content")
         scope = scope.strip() or "user"
         key = content_key(type_, scope, content)
-        existing = mem.find_by_content_key(self.con, key)
-        if existing is not None:
-            return WriteResult(existing.id, "exists", mem.trace_path(self.con, existing.id),
-                               version=mem.current_version(self.con, existing.id), redacted=secrets_found,
-                               warnings=redaction_warnings(secrets_found))
+        if not allow_duplicate:
+            from memvault.store.consolidation.dedup import find_duplicate
+
+            found = find_duplicate(self.store, type_, scope, content)
+            if found is not None:
+                with write_transaction(self.con):
+                    mem.bump_seen(self.con, found.id)
+                return WriteResult(found.id, "duplicate_of", mem.trace_path(self.con, found.id),
+                                   version=mem.current_version(self.con, found.id), redacted=secrets_found,
+                                   warnings=redaction_warnings(secrets_found), reason=found.reason)
         trace_id = memory_id_for(self.con, key)
         now = rec.now_iso()
         clean_tags = _clean_tags(tags)
         trace = rec.TraceRow(
             id=trace_id, kind="memory", type=type_, title=content.splitlines()[0][:80], content=content,
             tags=clean_tags,
-            metadata={"frontmatter": {}, "aliases": [], "related": list(links), "fm_tags": clean_tags},
+            metadata={"frontmatter": dict(extra or {}), "aliases": [], "related": list(links), "fm_tags": clean_tags},
             source=source, scope=scope, strength=DEFAULT_STRENGTH, created=now, updated=now, content_key=key,
         )
         target = self._new_note_path(type_, memory_filename(content, trace_id[2:10]))
@@ -251,11 +266,16 @@ class Memories:
         type_: str | None = None,
         reason: str | None = None,
         expect_version: int | None = None,
+        related: list[str] | None = None,
+        created: str | None = None,
+        strength: float | None = None,
     ) -> WriteResult:
         """Change a memory, keeping the previous version as superseded; a type
         change moves its note to the new type's folder. With
         ``expect_version``, refuse (:class:`.guard.VersionConflict`) unless the
-        memory is still at that version once pending vault edits are in."""
+        memory is still at that version once pending vault edits are in.
+        ``related`` (its links), ``created`` and ``strength`` are what a merge
+        gives the memory it keeps."""
         new_type = canonical_type(type_) if type_ is not None else None
         trace = self._live_memory(ref)
         trace, deleted_at = self._import_pending(trace)
@@ -272,9 +292,18 @@ class Memories:
             changed.metadata = dict(changed.metadata, fm_tags=changed.tags)
         if new_type is not None:
             changed.type = new_type
+        if related is not None:
+            changed.metadata = dict(changed.metadata, related=list(related))
+        if created is not None:
+            changed.created = created
+            changed.metadata = dict(changed.metadata, fm_created=created)
+        if strength is not None:
+            changed.strength = strength
         before = doc_from_trace(trace)
         after = doc_from_trace(changed)
-        if (before.content, before.tags, before.type) == (after.content, after.tags, after.type):
+        if (before.content, before.tags, before.type, before.related, before.created, before.strength) == (
+            after.content, after.tags, after.type, after.related, after.created, after.strength
+        ):
             if deleted_at is not None:  # no edit to win over the deletion
                 raise MemoryOpError(
                     f"memory {trace.id} was deleted in the vault ({deleted_at}); `memvault restore {trace.id}` first"
@@ -316,6 +345,10 @@ class Memories:
         def index() -> None:
             mem.put_version(self.con, snap)
             rec.put_trace(self.con, changed)
+            if created is not None:  # put_trace keeps a trace's creation time
+                self.con.execute("UPDATE traces SET created = ? WHERE id = ?", (created, trace.id))
+            if strength is not None:
+                mem.set_strength(self.con, trace.id, strength)
 
         self._commit(changed, "write", target, content_hash(data), index)
         result = self.flush(trace.id) or WriteResult(trace.id, "updated", target)
@@ -371,6 +404,53 @@ class Memories:
         newer = mem.newer_versions(self.con, trace.id)
         head = newer[-1] if newer else trace
         return [head, *mem.versions(self.con, head.id)]
+
+    def revert(self, snapshot: rec.TraceRow, path: str, data: bytes, *, drop_versions: Sequence[str] = ()) -> WriteResult:
+        """Put a live memory back exactly as it was (an undo): its trace as in
+        ``snapshot`` and its note as ``data`` at ``path``, dropping the
+        versions the change being undone made. The writer's conflict check
+        holds: a note edited meanwhile is kept, the reverted one goes beside it."""
+        trace, deleted_at = self._import_pending(self._live_memory(snapshot.id))
+        if deleted_at is not None:
+            raise MemoryOpError(f"memory {trace.id} was deleted in the vault ({deleted_at}); nothing to revert")
+        current = mem.trace_path(self.con, trace.id)
+        back = replace(snapshot, path=current, status="active", reason=None)
+
+        def index() -> None:
+            for version_id in drop_versions:
+                mem.drop_version(self.con, version_id)
+            rec.put_trace(self.con, back)
+            self.con.execute("UPDATE traces SET created = ? WHERE id = ?", (snapshot.created, trace.id))
+
+        self._commit(back, "write", path, content_hash(data), index)
+        if self.before_write is not None and current:
+            self.before_write(current)
+        if current and (self.root / current).exists():
+            if content_hash((self.root / current).read_bytes()) != mem.synced_hash(self.con, current):
+                return self._conflict(rec.get_trace(self.con, trace.id) or trace, current,
+                                      "the note was edited in the vault meanwhile")
+        mode = (self.root / current).stat().st_mode & 0o7777 if current and (self.root / current).exists() else None
+        self._place(trace.id, current, path, data, mode)
+        return WriteResult(trace.id, "reverted", path)
+
+    def discard(self, ref: str) -> WriteResult:
+        """Remove a memory the store made itself, note, trace and history (an
+        undo of the run that made it). Refused when a person changed its note."""
+        trace, _ = self._import_pending(self._live_memory(ref))
+        path = mem.trace_path(self.con, trace.id)
+        if trace.retrieval_count or len(mem.versions(self.con, trace.id)):
+            raise MemoryOpError(f"memory {trace.id} was recalled or changed since it was made; forget it instead")
+        if path and (self.root / path).exists():
+            if self.before_write is not None:
+                self.before_write(path)
+            if content_hash((self.root / path).read_bytes()) != mem.synced_hash(self.con, path):
+                raise MemoryOpError(f"memory {trace.id}: its note {path} was edited in the vault; forget it instead")
+            (self.root / path).unlink()
+            fsync_dir((self.root / path).parent)
+            self.indexer.sync_paths([path])
+        with write_transaction(self.con):
+            mem.drop_memory(self.con, trace.id)
+        return WriteResult(trace.id, "discarded", path)
 
     def _commit(
         self, trace: rec.TraceRow, action: str, path: str | None, digest: str | None, index: Callable[[], None]
@@ -452,14 +532,19 @@ class Memories:
             target = free_path(self.root / target).relative_to(self.root).as_posix()
         # An edit always beats a deletion: a note the person deleted while
         # the store changed it is written again.
-        atomic_write(self.root / target, new, mode=mode)
+        self._place(trace.id, current, target, new, mode)
+        return WriteResult(trace.id, "written", target)
+
+    def _place(self, trace_id: str, current: str | None, target: str, data: bytes, mode: int | None) -> None:
+        """Write a note's new bytes at ``target`` atomically, remove it from
+        ``current`` when it moved, confirm the outbox entry and index both."""
+        atomic_write(self.root / target, data, mode=mode)
         if current and current != target and (self.root / current).exists():
             (self.root / current).unlink()
             fsync_dir((self.root / current).parent)
         with write_transaction(self.con):
-            mem.clear_outbox(self.con, trace.id)
+            mem.clear_outbox(self.con, trace_id)
         self.indexer.sync_paths([target] + ([current] if current and current != target else []))
-        return WriteResult(trace.id, "written", target)
 
     def _trash(self, trace: rec.TraceRow, current: str | None) -> WriteResult:
         if self.before_write is not None and current:

@@ -155,6 +155,54 @@ def meaningfully_changed(old: rec.TraceRow, new: rec.TraceRow) -> bool:
     return _normalised(old.content) != _normalised(new.content) or old.type != new.type or tags(old) != tags(new)
 
 
+def drop_version(con: apsw.Connection, version_id: str) -> None:
+    """Forget a version snapshot entirely (the change that made it is undone)."""
+    con.execute("DELETE FROM state.memory_versions WHERE id = ?", (version_id,))
+    con.execute("DELETE FROM edges WHERE target_id = ? AND kind = 'supersedes'", (version_id,))
+    rec.delete_trace(con, version_id)
+
+
+def drop_memory(con: apsw.Connection, trace_id: str) -> None:
+    """Forget a memory entirely: trace, versions, recall statistics, forget
+    record (a memory the store made and then took back)."""
+    for (version_id,) in con.execute("SELECT id FROM state.memory_versions WHERE memory_id = ?", (trace_id,)).fetchall():
+        drop_version(con, version_id)
+    con.execute("DELETE FROM state.forgotten WHERE memory_id = ?", (trace_id,))
+    con.execute("DELETE FROM state.recall WHERE trace_id = ?", (trace_id,))
+    con.execute("DELETE FROM state.outbox WHERE trace_id = ?", (trace_id,))
+    rec.delete_trace(con, trace_id)
+
+
+#: Strength a memory gains when a write says it again (as a recall does).
+SEEN_BOOST = 0.02
+
+
+def bump_seen(con: apsw.Connection, trace_id: str) -> None:
+    """A write said this memory again: last seen now, strength + :data:`SEEN_BOOST`
+    (capped at 1), in the index and the durable state (never in the note)."""
+    con.execute(
+        "UPDATE traces SET last_access = ?, strength = round(min(1.0, coalesce(strength, 0.5) + ?), 6) WHERE id = ?",
+        (rec.now_iso(), SEEN_BOOST, trace_id),
+    )
+    _keep_recall(con, trace_id)
+
+
+def set_strength(con: apsw.Connection, trace_id: str, strength: float) -> None:
+    """Give a memory a strength (a merge keeps the highest of its group)."""
+    con.execute("UPDATE traces SET strength = ? WHERE id = ?", (strength, trace_id))
+    _keep_recall(con, trace_id)
+
+
+def _keep_recall(con: apsw.Connection, trace_id: str) -> None:
+    con.execute(
+        "INSERT INTO state.recall (trace_id, retrieval_count, last_access, strength) "
+        "SELECT id, retrieval_count, last_access, strength FROM traces WHERE id = ? "
+        "ON CONFLICT(trace_id) DO UPDATE SET retrieval_count = excluded.retrieval_count, "
+        "last_access = excluded.last_access, strength = excluded.strength",
+        (trace_id,),
+    )
+
+
 # -- forgotten ---------------------------------------------------------------
 
 

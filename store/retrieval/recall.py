@@ -83,6 +83,8 @@ class RecallItem:
     heading: str | None = None
     start: int | None = None
     max_tokens: int = ITEM_MAX_TOKENS
+    #: The newer claim that contradicts this one (see :func:`mark_outdated`).
+    outdated_by: str | None = None
 
     @property
     def key(self) -> str:
@@ -100,17 +102,24 @@ class RecallItem:
 
     def as_dict(self) -> dict[str, Any]:
         """JSON-ready form."""
-        data = {
+        data: dict[str, Any] = {
             "id": self.id, "kind": self.kind, "type": self.type, "source": self.source, "path": self.path,
             "score": self.score, "tokens": self.tokens, "text": self.text,
         }
         if self.start is not None:
             data.update(heading=self.heading, passage=self.content)
+        if self.outdated_by:
+            data["outdated_by"] = self.outdated_by
         return data
 
 
+#: How a recalled claim that a newer one contradicts is labelled.
+OUTDATED = "possibly outdated"
+
+
 def _label(item: RecallItem) -> str:
-    return "fact" if item.kind == "fact" and item.type in ("", "semantic", "fact") else item.type
+    label = "fact" if item.kind == "fact" and item.type in ("", "semantic", "fact") else item.type
+    return f"{label}, {OUTDATED}" if item.outdated_by else label
 
 
 def _render(item: RecallItem, words: list[str], cut: bool) -> str:
@@ -284,6 +293,34 @@ def items_for(con: apsw.Connection, ranked: Sequence[tuple[str, float]]) -> list
         for r in con.execute(f"SELECT id, kind, type, title, path, content FROM traces WHERE id IN ({marks})", ids)
     }
     return [RecallItem(*rows[i], score=s) for i, s in ranked if i in rows]
+
+
+def mark_outdated(con: apsw.Connection, relevant: Sequence[RecallItem],
+                  identity: Sequence[RecallItem] = ()) -> list[RecallItem]:
+    """Contradictions flagged by consolidation: an item that a newer live
+    claim contradicts is marked :data:`OUTDATED`, and the newer claim is
+    recalled just before it (fetched if the ranking left it out), so an agent
+    reads which one holds now instead of two claims as equally true."""
+    from memvault.store.consolidation.rows import outdated_by
+
+    newer_of = outdated_by(con, [i.id for i in [*relevant, *identity]])
+    if not newer_of:
+        return list(relevant)
+    for item in identity:
+        item.outdated_by = newer_of.get(item.id)
+    by_id = {i.id: i for i in relevant}
+    missing = [(n, 0.0) for n in newer_of.values() if n not in by_id]
+    by_id.update({i.id: i for i in items_for(con, missing)})
+    out: list[RecallItem] = []
+    for item in relevant:
+        newer = by_id.get(newer_of.get(item.id, ""))
+        if newer is not None and newer not in out:
+            newer.score = max(newer.score or 0.0, item.score or 0.0)
+            out.append(newer)
+        item.outdated_by = newer_of.get(item.id)
+        if item not in out:
+            out.append(item)
+    return out
 
 
 def record_recall(con: apsw.Connection, ids: Sequence[str]) -> int:

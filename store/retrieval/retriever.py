@@ -334,7 +334,13 @@ class Retriever:
         memories happened.
         """
         from memvault.store.retrieval.neighbours import with_turn_context
-        from memvault.store.retrieval.recall import assemble, block_tokens, identity_items, record_recall
+        from memvault.store.retrieval.recall import (
+            assemble,
+            block_tokens,
+            identity_items,
+            mark_outdated,
+            record_recall,
+        )
 
         budget = self.settings.recall.budget if budget is None else int(budget)
         identity = identity or self.settings.recall.identity
@@ -362,6 +368,7 @@ class Retriever:
             cands = self._keyword_context(message, filters)
         ids = identity_items(self.con, self.settings.recall.identity_max, scopes)
         relevant = self._recall_items(with_turn_context(self.con, cands, _NeighbourTurn.beside), message, qvec)
+        relevant = mark_outdated(self.con, relevant, ids)
         text, items = assemble(ids, relevant, budget, always_identity=identity == "always")
         if record and items:
             record_recall(self.con, list(dict.fromkeys(i.id for i in items)))

@@ -1,0 +1,136 @@
+"""Consolidation commands: merge, consolidate, conflicts."""
+
+from __future__ import annotations
+
+from datetime import date
+from typing import Any
+
+import click
+
+from memvault.cli.main import AppContext, cli, emit_json, json_option, pass_app, warn
+
+_VERBS = {
+    "decay": "decay", "archive": "archive", "merge": "merge", "promote": "promote",
+    "contradiction": "flag", "task_done": "task done",
+}
+
+
+def _describe(action: dict[str, Any]) -> str:
+    """One line for a person: what, which memories, why."""
+    kind, ids, d = action["kind"], action["ids"], action["detail"]
+    if kind == "decay":
+        return f"decay     {action['reason']}"
+    if kind == "merge":
+        return f"merge     {ids[0]} <- {', '.join(ids[1:])}: {action['reason']}"
+    if kind == "promote":
+        return f"promote   {len(ids)} episodes ({', '.join(ids)}) -> \"{d['statement']}\""
+    if kind == "contradiction":
+        return f"flag      {d['newer']} contradicts older {d['older']}: {action['reason']}"
+    return f"{_VERBS[kind]:<9} {', '.join(ids)}: {action['reason']}"
+
+
+@cli.command()
+@click.argument("refs", metavar="ID ID...", nargs=-1, required=True)
+@click.option("--content", help="The merged memory's content (default: the longest of them).")
+@json_option
+@pass_app
+def merge(app: AppContext, refs: tuple[str, ...], content: str | None, as_json: bool) -> None:
+    """Merge memories into the first ID: union of tags and links, highest
+    strength, earliest created; the others go to .trash/ (`restore` takes one back)."""
+    if len(refs) < 2:
+        raise click.UsageError("give two or more memory ids to merge")
+    outcome = app.store.merge(list(refs), content)
+    if as_json:
+        emit_json({**outcome.as_dict(), "run": outcome.undo.get("run")})
+    else:
+        click.echo(f"Merged {', '.join(outcome.merged) or 'nothing'} into {outcome.survivor} -> {outcome.path}")
+        click.echo(f"Undo with: memvault consolidate --undo {outcome.undo.get('run')}")
+    for w in outcome.warnings:
+        warn(w)
+
+
+@cli.command()
+@click.option("--dry-run", is_flag=True, help="Show the plan and its reasons; change nothing.")
+@click.option("--undo", "undo_run", metavar="RUN", help="Reverse a whole run (its id, or a unique prefix).")
+@click.option("--log", "show_log", is_flag=True, help="List the latest runs.")
+@click.option("--today", type=click.DateTime(formats=["%Y-%m-%d"]), hidden=True,
+              help="Plan for another day (tests and what-if questions).")
+@json_option
+@pass_app
+def consolidate(app: AppContext, dry_run: bool, undo_run: str | None, show_log: bool, today: Any,
+                as_json: bool) -> None:
+    """Decay, archive faded memories, merge duplicates, promote recurring
+    episodes, flag contradictions and close done tasks: each action with its
+    reason, logged, and undoable as a whole run."""
+    store = app.store
+    if sum(map(bool, (dry_run, undo_run, show_log))) > 1:
+        raise click.UsageError("--dry-run, --undo and --log do not go together")
+    if show_log:
+        for run in store.consolidation_runs():
+            if as_json:
+                emit_json(run)
+            else:
+                counts = ", ".join(f"{n} {k}" for k, n in sorted(run["counts"].items()) if n) or "nothing"
+                click.echo(f"{run['run']}  {run['started']}  {run['trigger']:<6} {run['status']:<7} {counts}")
+        return
+    if undo_run:
+        report = store.undo_consolidation(undo_run)
+        if as_json:
+            emit_json(report.as_dict())
+        else:
+            click.echo(f"Undid {len(report.undone)} actions of {report.run_id}")
+        for r in report.refused:
+            warn(f"not undone: {r['kind']} {', '.join(r['ids'])}: {r['why']}")
+        if report.refused:
+            raise click.exceptions.Exit(1)
+        return
+    day: date | None = today.date() if today else None
+    store.read_con()  # a clear error before anything when the vault was never synced
+    report = store.consolidate(dry_run=dry_run, today=day)
+    if as_json:
+        for action in report.actions:
+            emit_json(action)
+        emit_json(report.as_dict())
+        return
+    counts = report.counts()
+    summary = ", ".join(f"{n} {_VERBS[k]}" for k, n in counts.items() if n) or "nothing to do"
+    click.echo(f"{'Plan' if dry_run else 'Consolidated'} for {report.day}: {summary}")
+    for action in report.actions:
+        click.echo("  " + _describe(action))
+    for action in report.deferred:
+        warn(f"deferred (a note is being edited): {_describe(action)}")
+    for action in report.failed:
+        warn(f"not done: {_describe(action)}: {action['error']}")
+    if report.run_id:
+        click.echo(f"Run {report.run_id}. Undo with: memvault consolidate --undo {report.run_id}")
+
+
+@cli.command()
+@click.option("--all", "show_all", is_flag=True, help="Also list dismissed and resolved ones.")
+@click.option("--dismiss", type=int, metavar="N", help="Mark contradiction N as not one (never flagged again).")
+@click.option("--resolve", type=int, metavar="N", help="Mark contradiction N as settled.")
+@json_option
+@pass_app
+def conflicts(app: AppContext, show_all: bool, dismiss: int | None, resolve: int | None, as_json: bool) -> None:
+    """Contradicting memories and facts that consolidation flagged: the newer
+    one is recalled, the older marked possibly outdated."""
+    store = app.store
+    if dismiss is not None or resolve is not None:
+        number, status = (dismiss, "dismissed") if dismiss is not None else (resolve, "resolved")
+        store.set_contradiction(int(number), status)  # type: ignore[arg-type]
+        if not as_json:
+            click.echo(f"Contradiction {number} {status}")
+        else:
+            emit_json({"id": number, "status": status})
+        return
+    rows = store.contradictions(None if show_all else "open")
+    for c in rows:
+        if as_json:
+            emit_json(c)
+            continue
+        state = "" if c["status"] == "open" else f" ({c['status']})"
+        click.echo(f"{c['id']}. [{c['kind']}]{state} {c['reason']}")
+        click.echo(f"    newer {c['newer']['id']}: {c['newer']['content']}")
+        click.echo(f"    older {c['older']['id']}: {c['older']['content']}")
+    if not rows and not as_json:
+        click.echo("No contradictions flagged" + ("" if show_all else " (open)"))

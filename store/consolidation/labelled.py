@@ -1,0 +1,158 @@
+"""Scoring consolidation against a labelled set (``tests/fixtures/consolidation``).
+
+A set's memories become :class:`~.records.Record` s exactly as a store's
+would (strength, last recall, pinned, edited by a person, due and done), the
+one planner runs on them, and every rule is scored against the labels next
+to a plain baseline computed in the same run:
+
+* duplicates, pairwise: the write-time rule (:func:`.rules.duplicate` at the
+  ``duplicate`` threshold) and the merge groups of a run (every pair inside a
+  group), against "normalised text equal";
+* contradictions: the flagged pairs, against "same scope, two or more content
+  words in common, and a differing number or a negation on one side";
+* archive: what was archived, against the ``faded`` label, and how many
+  ``protected`` memories were archived (must be none);
+* promote: planned groups against ``promote_groups`` (a match shares at least
+  half its members), and how close each statement is to the reference;
+* due tasks: done past-due tasks made episodic; open ones left alone.
+
+``bench/bench_consolidate_quality.py`` prints the table the README reports;
+``tests/test_dedup.py`` holds the rules to their bars.
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from memvault.store.consolidation import rules
+from memvault.store.consolidation.plan import Plan, Policy, make_plan
+from memvault.store.consolidation.records import Record, parse_day, parse_time
+
+if TYPE_CHECKING:
+    import numpy as np
+
+
+@dataclass
+class LabelledSet:
+    """One labelled set: its records, its labels and the moment it is judged at."""
+
+    name: str
+    now: datetime
+    records: list[Record]
+    labels: dict[str, Any]
+
+
+def load_set(path: Path) -> LabelledSet:
+    """Read a set; its memories as records (strength taken as current: no decay)."""
+    data = json.loads(path.read_text(encoding="utf-8"))
+    now = parse_time(data["now"])
+    assert now is not None
+    records = []
+    for m in data["memories"]:
+        edited = m.get("edited_days_ago")
+        records.append(Record(
+            id=m["id"], kind="memory", type=m["type"], scope=m["scope"], content=m["content"],
+            created=parse_time(m["created"]) or now, tags=tuple(m.get("tags") or ()), strength=m.get("strength"),
+            last_access=parse_time(m.get("last_recalled")), decayed_at=now.date(), pinned=bool(m.get("pinned")),
+            edited_at=now - timedelta(days=edited) if edited is not None else None,
+            due=parse_day(m.get("due")), done=bool(m.get("done")) or m["content"].lstrip().startswith("[x]"),
+        ))
+    return LabelledSet(data["name"], now, records, data)
+
+
+def _pairs(groups: Sequence[Sequence[str]]) -> set[frozenset[str]]:
+    return {frozenset(p) for g in groups for p in itertools.combinations(g, 2)}
+
+
+def _pr(predicted: set[frozenset[str]], gold: set[frozenset[str]]) -> dict[str, float]:
+    tp = len(predicted & gold)
+    return {
+        "precision": round(tp / len(predicted), 3) if predicted else 1.0,
+        "recall": round(tp / len(gold), 3) if gold else 1.0,
+        "predicted": len(predicted), "true": tp, "labelled": len(gold),
+    }
+
+
+def duplicate_pairs(records: Sequence[Record], vectors: "Mapping[str, np.ndarray]", threshold: float,
+                    book: rules.NameBook) -> set[frozenset[str]]:
+    """Every same-type, same-scope pair the rule calls duplicates (all pairs: the sets are small)."""
+    out = set()
+    for a, b in itertools.combinations(records, 2):
+        sim = round(float(vectors[a.id] @ vectors[b.id]), 6) if a.id in vectors and b.id in vectors else None
+        if rules.duplicate(a.memo, b.memo, sim, threshold, book):
+            out.add(frozenset((a.id, b.id)))
+    return out
+
+
+def baseline_contradictions(records: Sequence[Record]) -> set[frozenset[str]]:
+    """Same scope, two or more content words shared, and differing numbers or one negated."""
+    out = set()
+    for a, b in itertools.combinations(records, 2):
+        fa, fb = a.memo.f, b.memo.f
+        if a.scope == b.scope and len(fa.stems & fb.stems) >= 2 and (fa.values != fb.values or fa.negative != fb.negative):
+            out.add(frozenset((a.id, b.id)))
+    return out
+
+
+def score(s: LabelledSet, vectors: "Mapping[str, np.ndarray]", policy: Policy | None = None,
+          similarity: Callable[[str, str], float] | None = None) -> dict[str, Any]:
+    """Every rule's figures on one set (module docstring). ``similarity``
+    compares a promoted statement with its reference (by meaning)."""
+    policy = policy or Policy()
+    labels = s.labels
+    plan: Plan = make_plan(s.records, vectors, policy, s.now.date())
+    book = rules.NameBook.of(r.memo.f for r in s.records)
+    gold_dup = _pairs(labels["duplicate_groups"])
+    merged = _pairs([a.ids for a in plan.actions if a.kind == "merge"])
+    flagged = {frozenset(a.ids) for a in plan.actions if a.kind == "contradiction"}
+    gold_con = {frozenset((c["a"], c["b"])) for c in labels["contradictions"]}
+    newer_ok = sum(
+        1 for a in plan.actions if a.kind == "contradiction"
+        for c in labels["contradictions"] if frozenset((c["a"], c["b"])) == frozenset(a.ids) and c["newer"] == a.detail["newer"]
+    )
+    dated = {frozenset((c["a"], c["b"])) for c in labels["contradictions"] if c["dated"]}
+    archived = {a.ids[0] for a in plan.actions if a.kind == "archive"}
+    promoted = [a for a in plan.actions if a.kind == "promote"]
+    matches = []
+    for g in labels["promote_groups"]:
+        members = set(g["members"])
+        best = max(promoted, key=lambda a: len(members & set(a.ids)) / len(members | set(a.ids)), default=None)
+        if best is not None and len(members & set(best.ids)) * 2 >= len(members):
+            sim = similarity(best.detail["statement"], g["statement"]) if similarity else None
+            matches.append({"members": sorted(members), "planned": sorted(best.ids), "statement": best.detail["statement"],
+                            "reference": g["statement"], "similarity": sim})
+    tasks = {a.ids[0] for a in plan.actions if a.kind == "task_done"}
+    touched = archived | tasks
+    return {
+        "set": s.name,
+        "memories": len(s.records),
+        "vectors": sum(1 for r in s.records if r.id in vectors),
+        "duplicates_rule": _pr(duplicate_pairs(s.records, vectors, policy.thresholds.duplicate, book), gold_dup),
+        "duplicates_merge": _pr(merged, gold_dup),
+        "duplicates_baseline": _pr(duplicate_pairs(s.records, {}, 2.0, book), gold_dup),
+        "contradictions": {**_pr(flagged, gold_con), "newer_right": newer_ok,
+                           "dated_recall": _pr(flagged & dated, dated)["recall"],
+                           "undated_recall": _pr(flagged & (gold_con - dated), gold_con - dated)["recall"]},
+        "contradictions_baseline": _pr(baseline_contradictions(s.records), gold_con),
+        "archive": {**_pr({frozenset([i]) for i in archived}, {frozenset([i]) for i in labels["faded"]}),
+                    "protected_archived": len(archived & set(labels["protected"]))},
+        "archive_baseline": _pr(
+            {frozenset([r.id]) for r in s.records if (r.strength or 0.5) <= policy.archive_strength
+             and (s.now.date() - r.last_seen.date()).days > policy.archive_days},
+            {frozenset([i]) for i in labels["faded"]}),
+        "promote": {"groups": len(labels["promote_groups"]), "planned": len(promoted), "matched": len(matches),
+                    "statement_similarity": (round(sum(m["similarity"] for m in matches) / len(matches), 3)
+                                             if matches and similarity else None),
+                    "matches": matches},
+        "due_tasks": {"done_past_due": len(labels["done_past_due"]),
+                      "made_episodic": len(tasks & set(labels["done_past_due"])),
+                      "wrongly_touched_open": len(touched & set(labels["open_past_due"])),
+                      "other": len(tasks - set(labels["done_past_due"]))},
+        "plan_seconds": plan.stats.get("seconds"),
+    }

@@ -1,0 +1,256 @@
+"""The pair rules: duplicate, contradiction, recurrence. Deterministic, explained.
+
+Each rule looks at two memories (their :class:`~.text.Features`, type, scope,
+creation time) and, when there are vectors, their cosine similarity, and
+answers with a reason a person can read, or None.
+
+**Duplicate** (:func:`duplicate`): same type and scope, and either the same
+normalised text, or cosine similarity at least the threshold with nothing
+that tells them apart: the same numbers, dates, weekdays and identifiers; the
+same polarity ("eats pork" / "does not eat pork" are not one claim); no name
+in one that the other lacks (another person, a subject only one of them
+names, a narrower claim: "a nurse" / "a nurse in Braga"); and, for episodic memories, the
+same event: both name the same month and year, or were written within
+:data:`EPISODE_DAYS` days of each other (two Thursday climbing sessions a week
+apart are a habit to promote, not a duplicate). Without vectors only the
+normalised text counts.
+
+**Contradiction** (:func:`contradiction`): same scope, both claims about how
+things are (semantic or identity memories, facts), about the same subject (the
+same names, at least one content word in common, nothing else on either side
+but words that report a change or when), and one difference of value:
+
+* ``number`` / ``date``: the numbers or dates differ, in one place only
+  ("has 2 cats" / "has 3 cats"; "5 km in 24 minutes" vs "10 km in 52" is two
+  places: a different race);
+* ``negation``: one says "not" ("does not have a driving licence" / "has a
+  driving licence", "stopped drinking alcohol" / "drinks alcohol socially"),
+  and the negated side adds no words of its own ("does not like running in
+  the rain" is narrower than "likes running", not its opposite);
+* ``place`` / ``value``: a name in one place differs ("lives in Alfama" /
+  "lives in Benfica", "main browser is Chrome" / "uses Firefox as her main
+  browser"); a plain word that differs ("mentor" / "manager") is not enough.
+
+With vectors the pair must also be at least :attr:`Thresholds.contradiction`
+similar. The newer claim is the later-created one.
+
+**Recurrence** (:func:`recurrence`): two episodic memories of the same scope
+about the same recurring thing on different days: similar (cosine, or shared
+words without vectors), no dates of their own (a dated event happened once),
+the same weekday when both name one, and the same names.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from datetime import datetime
+
+from memvault.store.consolidation.text import (
+    LIGHT_STEMS,
+    TEMPORAL_STEMS,
+    Features,
+    names_in,
+    near,
+    unmatched,
+)
+
+#: Two episodic memories written this many days apart are two events.
+EPISODE_DAYS = 1.5
+#: Memory types whose claims can contradict each other (facts count as semantic).
+CLAIM_TYPES = frozenset({"semantic", "identity"})
+
+
+@dataclass(frozen=True)
+class Thresholds:
+    """Cosine similarity thresholds, calibrated on ``tests/fixtures/consolidation/dev.json``
+    (see ``bench/bench_consolidate_quality.py`` and the README)."""
+
+    #: ``add`` refuses a new memory this similar to a live one (with no value, polarity or name apart).
+    duplicate: float = 0.70
+    #: ``consolidate`` merges groups whose every pair is at least this similar.
+    merge: float = 0.75
+    #: A contradiction candidate must be at least this similar (when there are vectors).
+    contradiction: float = 0.45
+    #: Two episodes of one habit are at least this similar.
+    recurrence: float = 0.55
+    #: Without vectors: shared content words (Jaccard) for two episodes of one habit.
+    recurrence_words: float = 0.34
+
+
+@dataclass(frozen=True)
+class Memo:
+    """What the rules see of one memory or fact."""
+
+    id: str
+    type: str
+    scope: str
+    text: str
+    created: datetime
+    f: Features
+
+
+@dataclass
+class NameBook:
+    """The store's names: words written with a capital inside some text and
+    never in lower case there (``known``), and those of them that also begin a
+    text (``subjects``: people and things memories are about, "Ana lives...")."""
+
+    known: frozenset[str] = frozenset()
+    subjects: frozenset[str] = frozenset()
+    _names: dict[str, frozenset[str]] = field(default_factory=dict)
+
+    def names(self, f: Features) -> frozenset[str]:
+        """The names of one text (:func:`.text.names_in` with this book), remembered."""
+        found = self._names.get(f.norm)
+        if found is None:
+            found = self._names[f.norm] = names_in(f, self.known)
+        return found
+
+    @classmethod
+    def of(cls, features: Iterable[Features]) -> "NameBook":
+        """The name book of a set of texts."""
+        capital: set[str] = set()
+        lower: set[str] = set()
+        firsts: set[str] = set()
+        for f in features:
+            capital |= f.capitals
+            lower |= (f.folded - f.capitals - {f.first})
+            if f.first_capital:
+                firsts.add(f.first)
+        known = frozenset(capital - lower)
+        return cls(known, frozenset(known & firsts))
+
+
+def _different_names(a: Features, b: Features, book: NameBook, *, strict: bool = True) -> bool:
+    """Whether the names make them about different people or things.
+
+    Strict (duplicates): any name only one of them spells: another person
+    ("Tiago" / "Marta"), a subject only one names ("Isla is ..." / "Is ..."),
+    a narrower claim ("a nurse" / "a nurse in Braga"). Not strict (episodes
+    of a habit, which name the odd detail): another name in the same place, a
+    subject only one names, or a person of the store only one mentions."""
+    ua = unmatched(book.names(a), b.folded)
+    ub = unmatched(book.names(b), a.folded)
+    if strict:
+        return bool(ua or ub)
+    if (ua and ub) or a.first in ua or b.first in ub:
+        return True
+    return bool((ua | ub) & book.subjects)
+
+
+def apart(a: Memo, b: Memo, book: NameBook) -> str | None:
+    """Why two memories cannot say the same thing (None: nothing tells them apart)."""
+    fa, fb = a.f, b.f
+    if fa.values != fb.values:
+        return "different numbers or dates"
+    if fa.negative != fb.negative:
+        return "one is negated"
+    if _different_names(fa, fb, book):
+        return "different names"
+    if a.type == "episodic":
+        same_date = fa.dated and (fa.months, fa.years) == (fb.months, fb.years)
+        if not same_date and abs((a.created - b.created).total_seconds()) > EPISODE_DAYS * 86400:
+            return "different episodes"
+    return None
+
+
+def duplicate(a: Memo, b: Memo, sim: float | None, threshold: float, book: NameBook) -> str | None:
+    """Why ``b`` duplicates ``a`` (None: it does not). ``sim`` is None without vectors."""
+    if a.type != b.type or a.scope != b.scope:
+        return None
+    if a.f.norm == b.f.norm:
+        return "same normalised text"
+    if sim is None or sim < threshold:
+        return None
+    if apart(a, b, book) is not None:
+        return None
+    return f"similarity {sim:.3f} >= {threshold:.2f}, same values, polarity and names"
+
+
+def _residual(f: Features, other: Features) -> set[str]:
+    """Content stems of ``f`` the other text lacks, without words of change,
+    time or light verbs."""
+    return set(f.stems - other.stems) - f.changes - TEMPORAL_STEMS - LIGHT_STEMS
+
+
+def _kinds(values: frozenset[str]) -> set[str]:
+    """The kinds of values in a set: month, year, weekday, identifier, number."""
+    return {"month" if v[0] == "m" and v[1:].isdigit() else "year" if v[0] == "y" and v[1:].isdigit()
+            else "ident" if v.startswith("i:") else "number" if v[0].isdigit() else "weekday" for v in values}
+
+
+def contradiction(a: Memo, b: Memo, sim: float | None, threshold: float, book: NameBook) -> tuple[str, str] | None:
+    """(kind, reason) when ``a`` and ``b`` contradict each other, else None."""
+    if a.scope != b.scope or a.type not in CLAIM_TYPES or b.type not in CLAIM_TYPES:
+        return None
+    fa, fb = a.f, b.f
+    if fa.norm == fb.norm or not (fa.stems & fb.stems) or fa.possessives != fb.possessives:
+        return None  # nothing in common, or whose thing it is differs ("her sister's flat" / "her flat")
+    if sim is not None and sim < threshold:
+        return None
+    ra, rb = _residual(fa, fb), _residual(fb, fa)
+    if len(ra) > 3 or len(rb) > 3:
+        return None  # more than one thing differs (no branch below allows it): cheap to tell first
+    # A claim that says when it became true ("since July 2026", "moved ... in
+    # June 2026") where the other names no date: the date is not the value.
+    change_a = bool(fa.changes) or (fa.dated and not fb.dated)
+    change_b = bool(fb.changes) or (fb.dated and not fa.dated)
+    va = fa.values - (fa.dates if fa.dated and not fb.dated else frozenset())
+    vb = fb.values - (fb.dates if fb.dated and not fa.dated else frozenset())
+    if fa.negative == fb.negative and va == vb and (not ra or not rb):
+        return None  # no value, polarity or name in one place differs
+    names = unmatched(book.names(fa), fb.folded), unmatched(book.names(fb), fa.folded)
+    if fa.negative != fb.negative:
+        rneg, rpos = (ra, rb) if fa.negative else (rb, ra)
+        if va != vb or names[0] or names[1] or rneg or len(rpos) > 1:
+            return None
+        return "negation", "one says the opposite of the other (a negation)"
+    if va != vb:
+        da, db = va - vb, vb - va
+        if not da or not db or not (_kinds(da) & _kinds(db)):
+            return None  # one only adds a value (a narrower claim), or values of different kinds
+        if len(da) >= 2 and len(db) >= 2:
+            return None  # two values differ: another thing ("5k in 24 min" / "10k in 52 min")
+        renamed = ra and rb and _all_names(ra | rb, fa, fb, book) and len(ra) <= 2 and len(rb) <= 2
+        if not renamed:
+            if names[0] or names[1] or (ra and rb):
+                return None
+            if len(ra) + len(rb) > (2 if change_a or change_b else 0):
+                return None
+        kind = "date" if any(v[0] in "my" for v in da | db) else "number"
+        return kind, f"same subject, different {kind}: {', '.join(sorted(da))} / {', '.join(sorted(db))}"
+    # One slot differs, and it is a name: a place or a value.
+    if not ra or not rb or len(ra) > 3 or len(rb) > 3 or not _all_names(ra | rb, fa, fb, book):
+        return None
+    if all(any(near(x, y) for y in rb) for x in ra):
+        return None  # two spellings of one name ("Hibs" / "Hibernian")
+    if fa.first in names[0] or fb.first in names[1]:
+        return None  # whose claim it is differs ("Miso's vet" / "Pico's vet")
+    kind = "place" if {"live", "base", "move", "locat", "offic", "meet"} & (fa.stems | fb.stems) else "value"
+    return kind, f"same subject, different {kind}: {', '.join(sorted(ra))} / {', '.join(sorted(rb))}"
+
+
+def _all_names(stems: set[str], fa: Features, fb: Features, book: NameBook) -> bool:
+    """Whether every one of ``stems`` is a name (written with a capital) in one of the texts."""
+    capitals = fa.capitals | fb.capitals | book.names(fa) | book.names(fb)
+    return all(any(near(s, c) or c.startswith(s) for c in capitals) for s in stems)
+
+
+def recurrence(a: Memo, b: Memo, sim: float | None, thresholds: Thresholds, book: NameBook) -> bool:
+    """Whether two episodic memories are occurrences of one recurring thing."""
+    if a.type != "episodic" or b.type != "episodic" or a.scope != b.scope:
+        return False
+    fa, fb = a.f, b.f
+    if fa.years or fb.years:
+        return False  # an event of a given year happened once
+    if fa.weekdays and fb.weekdays and fa.weekdays != fb.weekdays:
+        return False
+    if sim is not None:
+        if sim < thresholds.recurrence:
+            return False
+    else:
+        union = fa.stems | fb.stems
+        if not union or len(fa.stems & fb.stems) / len(union) < thresholds.recurrence_words:
+            return False
+    return not _different_names(fa, fb, book, strict=False)

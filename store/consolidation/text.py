@@ -1,0 +1,288 @@
+"""What consolidation reads in a memory's text: words, values and polarity.
+
+Everything here is deterministic string work (no model): the same text gives
+the same features on any machine.
+
+* :func:`normalise` is the "normalised text" of the issue and of the
+  labelled sets: NFKC, case-folded, punctuation turned into spaces, white
+  space collapsed. Two memories with equal normalised text say the same.
+* :class:`Features` are what the pair rules (:mod:`.rules`) compare: content
+  stems (Snowball English after a small table of irregular verbs, stop words
+  out), the values a claim carries (numbers, including number words and
+  ordinals; months; weekdays; years; identifiers such as ``S12``), the words
+  written with a capital (names), its polarity (an odd number of negations
+  and negative verbs: "not", "never", "dislikes", "avoids", "can't stand",
+  "quit", "turned off"), and the words that report a change ("moved",
+  "switched", "since", "now").
+"""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+from collections.abc import Iterable
+from dataclasses import dataclass
+from functools import cached_property, lru_cache
+
+_PUNCT = re.compile(r"[^\w\s]")
+#: Words as written: letters/digits, with inner apostrophes ("doesn't", "Miso's").
+_WORD = re.compile(r"\w+(?:['’]\w+)*")
+_DIGITS = re.compile(r"\d+")
+_THOUSANDS = re.compile(r"(?<=\d),(?=\d{3}\b)")
+_IDENTIFIER = re.compile(r"^[^\W\d_]+\d")  # S12, NC500, B17, v2: letters, then digits
+_YEAR = re.compile(r"^(19|20)\d\d$")
+#: Phrases that negate without a negation word.
+_NEGATIVE_PHRASES = re.compile(
+    r"\b(?:(?:turn|switch)(?:ed|s|ing)? (?:\w+ )?off|(?:gave|give|gives|giving) up|no longer|can ?not stand"
+    r"|can't stand|cant stand)\b"
+)
+
+STOP_WORDS = frozenset(
+    """a an the and or but of to in on at by for with from into onto over under about as is are was were be been
+    being am her his she he it its they them their theirs our we us you your my me i this that these those there
+    here then than so very too also just only again still really quite some any each every all both either
+    do does did doing done has have had having will would shall should can could may might must get gets got
+    one s t when while whenever if because usual usually always often up down off out back""".split()
+)
+#: Words that turn a claim around.
+NEGATORS = frozenset(
+    "not no never none nobody nothing neither nor without cannot cant dont doesnt didnt isnt arent wasnt "
+    "werent wont hasnt havent hadnt shouldnt wouldnt couldnt".split()
+)
+#: Stems of verbs and adjectives that say "not" by themselves.
+NEGATIVE_STEMS = frozenset("dislik hate avoid refus detest loath intoler quit stop lack unabl".split())
+#: Stems of words that report a change ("moved to Porto", "switched to VEX",
+#: "since July", "now", "renewed"): they mark the newer of two claims and do
+#: not count as a difference of subject between them.
+CHANGE_STEMS = frozenset(
+    "move switch replac rewrit relicens renew sell buy chang becom turn quit stop start put push postpon "
+    "reschedul go sinc now new upgrad downgrad set".split()
+)
+#: Stems that qualify when a claim holds rather than what it says.
+TEMPORAL_STEMS = frozenset(
+    "current still anymor longer plan schedul due expect spring summer autumn winter earli later recent "
+    "today yesterday after befor".split()
+)
+#: Light verbs: paraphrases swap them freely ("uses"/"takes"/"has").
+LIGHT_STEMS = frozenset("use take have make do keep run go put give call build work write".split())
+#: Irregular forms the stemmer leaves apart from their verb.
+_IRREGULAR = {
+    "paid": "pay", "made": "make", "took": "take", "taken": "take", "went": "go", "gone": "go", "grew": "grow",
+    "grown": "grow", "rode": "ride", "ridden": "ride", "wrote": "write", "written": "write", "rewrote": "rewrite",
+    "rewritten": "rewrite", "bought": "buy", "sold": "sell", "ran": "run", "ate": "eat", "eaten": "eat",
+    "drank": "drink", "drunk": "drink", "kept": "keep", "built": "build", "sent": "send", "spent": "spend",
+    "lost": "lose", "won": "win", "met": "meet", "taught": "teach", "thought": "think", "brought": "bring",
+    "gave": "give", "given": "give", "came": "come", "became": "become", "began": "begin", "begun": "begin",
+    "felt": "feel", "left": "leave", "held": "hold", "told": "tell", "said": "say", "saw": "see", "seen": "see",
+    "found": "find", "slept": "sleep", "swam": "swim", "sang": "sing", "sung": "sing", "broke": "break",
+    "broken": "break", "chose": "choose", "chosen": "choose", "fell": "fall", "flew": "fly", "forgot": "forget",
+    "forgotten": "forget",
+}
+MONTHS = {
+    "january": 1, "february": 2, "march": 3, "april": 4, "may": 5, "june": 6, "july": 7, "august": 8,
+    "september": 9, "october": 10, "november": 11, "december": 12,
+    "jan": 1, "feb": 2, "mar": 3, "apr": 4, "jun": 6, "jul": 7, "aug": 8, "sep": 9, "sept": 9, "oct": 10,
+    "nov": 11, "dec": 12,
+}
+WEEKDAYS = frozenset("monday tuesday wednesday thursday friday saturday sunday".split())
+_NUMBER_WORDS = {
+    "zero": 0, "two": 2, "three": 3, "four": 4, "five": 5, "six": 6, "seven": 7, "eight": 8,
+    "nine": 9, "ten": 10, "eleven": 11, "twelve": 12, "thirteen": 13, "fourteen": 14, "fifteen": 15,
+    "sixteen": 16, "seventeen": 17, "eighteen": 18, "nineteen": 19, "twenty": 20, "thirty": 30, "forty": 40,
+    "fifty": 50, "sixty": 60, "seventy": 70, "eighty": 80, "ninety": 90, "hundred": 100,
+    "third": 3, "fourth": 4, "fifth": 5, "sixth": 6, "seventh": 7, "eighth": 8,
+    "ninth": 9, "tenth": 10, "eleventh": 11, "twelfth": 12, "twice": 2, "dozen": 12,
+}
+#: First words that are never names, whatever their case.
+_NOT_NAMES = STOP_WORDS | NEGATORS | frozenset(MONTHS) | WEEKDAYS | frozenset(_NUMBER_WORDS)
+
+
+def normalise(text: str) -> str:
+    """Case-folded text with punctuation as spaces and white space collapsed."""
+    text = unicodedata.normalize("NFKC", text).casefold()
+    return " ".join(_PUNCT.sub(" ", text).split())
+
+
+@lru_cache(maxsize=1)
+def _stemmer():  # type: ignore[no-untyped-def]
+    from py_rust_stemmers import SnowballStemmer
+
+    return SnowballStemmer("english")
+
+
+@lru_cache(maxsize=65536)
+def stem(word: str) -> str:
+    """The Snowball (Porter 2) English stem of a folded word (irregular verbs first)."""
+    return str(_stemmer().stem_word(_IRREGULAR.get(word, word)))
+
+
+def fold(word: str) -> str:
+    """A word as compared: NFKC, case-folded, apostrophes and possessive 's out."""
+    w = unicodedata.normalize("NFKC", word).casefold().replace("’", "'")
+    if w.endswith("'s"):
+        w = w[:-2]
+    return w.replace("'", "")
+
+
+def words(text: str) -> list[str]:
+    """The words of ``text`` as written (NFKC; thousands separators dropped)."""
+    return _WORD.findall(_THOUSANDS.sub("", unicodedata.normalize("NFKC", text)))
+
+
+@dataclass(frozen=True)
+class Features:
+    """The parts of one text that the pair rules compare."""
+
+    norm: str
+    stems: frozenset[str]  # content stems (no stop words, negators, numbers or dates)
+    folded: frozenset[str]  # every word, folded (names are matched against these)
+    numbers: frozenset[str]  # every number the text states, as canonical strings
+    months: frozenset[int]
+    weekdays: frozenset[str]
+    years: frozenset[str]
+    idents: frozenset[str]  # identifiers such as s12, nc500, b17
+    capitals: frozenset[str]  # folded words written with a capital, not first in the text
+    possessives: frozenset[str]  # stems of words with a possessive 's ("sister's flat")
+    first: str  # the folded first word
+    first_capital: bool  # whether it is written with a capital and could be a name
+    possessive_first: bool  # "Miso's vet ...": the first word owns what follows (a name)
+    negative: bool  # odd number of negations (not, never, dislikes, can't stand...)
+    changes: frozenset[str]  # stems of words reporting a change ("move", "sinc", "now")
+
+    @cached_property
+    def values(self) -> frozenset[str]:
+        """Numbers, months, weekdays, years and identifiers as one comparable set."""
+        return (
+            self.numbers | {f"m{m}" for m in self.months} | {f"y{y}" for y in self.years}
+            | self.weekdays | {f"i:{i}" for i in self.idents}
+        )
+
+    @property
+    def dated(self) -> bool:
+        """Whether the text names a month or a year."""
+        return bool(self.months or self.years)
+
+    @cached_property
+    def dates(self) -> frozenset[str]:
+        """The month and year values (what a dated change statement adds)."""
+        return frozenset({f"m{m}" for m in self.months} | {f"y{y}" for y in self.years})
+
+
+def _number_values(folded: str) -> list[str]:
+    if folded in _NUMBER_WORDS:
+        return [str(_NUMBER_WORDS[folded])]
+    return [str(int(d)) for d in _DIGITS.findall(folded)]
+
+
+@lru_cache(maxsize=65536)
+def features(text: str) -> Features:
+    """The :class:`Features` of ``text`` (cached: texts recur across runs)."""
+    raw_words = words(text)
+    stems: list[str] = []
+    numbers: set[str] = set()
+    months: set[int] = set()
+    weekdays: set[str] = set()
+    years: set[str] = set()
+    idents: set[str] = set()
+    capitals: set[str] = set()
+    changes: set[str] = set()
+    possessives: set[str] = set()
+    negations = len(_NEGATIVE_PHRASES.findall(text.casefold().replace("’", "'")))
+    stand_negated = negations > 0 and re.search(r"\b(?:can ?not|can't|cant) stand\b", text.casefold().replace("’", "'"))
+    for i, raw in enumerate(raw_words):
+        folded = fold(raw)
+        if not folded:
+            continue
+        capital = i > 0 and raw[0].isupper()
+        if folded in NEGATORS or raw.casefold().replace("’", "'").endswith("n't"):
+            if not (stand_negated and folded in ("can", "cant", "cannot")):
+                negations += 1
+            continue
+        month = MONTHS.get(folded)
+        # "may" is a month only when written "May" inside a sentence.
+        if month is not None and (folded != "may" or capital):
+            months.add(month)
+            continue
+        day = folded[:-1] if folded.endswith("s") else folded
+        if day in WEEKDAYS:
+            weekdays.add(day)
+            continue
+        if _YEAR.match(folded):
+            years.add(folded)
+            continue
+        if any(c.isdigit() for c in folded):
+            if _IDENTIFIER.match(folded):
+                idents.add(folded)
+                if capital:
+                    capitals.add(folded)
+            else:  # 12, 3am, 10k, 4th, 1:58: the number is the value, the unit is noise
+                numbers.update(_number_values(folded))
+            continue
+        if folded in _NUMBER_WORDS:
+            numbers.update(_number_values(folded))
+            continue
+        if capital and folded not in _NOT_NAMES:
+            capitals.add(folded)
+        if folded in STOP_WORDS or (stand_negated and folded == "stand"):
+            continue
+        s = stem(folded)
+        if raw.casefold().replace("’", "'").endswith("'s"):
+            possessives.add(s)
+        if s in NEGATIVE_STEMS:
+            negations += 1
+        if s in CHANGE_STEMS and not capital:
+            changes.add(s)
+        stems.append(s)
+    first_raw = raw_words[0] if raw_words else ""
+    first = fold(first_raw)
+    return Features(
+        norm=normalise(text),
+        stems=frozenset(stems),
+        folded=frozenset(fold(w) for w in raw_words),
+        numbers=frozenset(numbers),
+        months=frozenset(months),
+        weekdays=frozenset(weekdays),
+        years=frozenset(years),
+        idents=frozenset(idents),
+        capitals=frozenset(capitals),
+        possessives=frozenset(possessives),
+        first=first,
+        first_capital=bool(first_raw[:1].isupper()) and first not in _NOT_NAMES,
+        possessive_first=first_raw.casefold().replace("’", "'").endswith("'s"),
+        negative=negations % 2 == 1,
+        changes=frozenset(changes),
+    )
+
+
+def names_in(f: Features, known: Iterable[str] = ()) -> frozenset[str]:
+    """The names a text mentions: words capitalised inside it, and its first
+    word when that is a possessive ("Miso's") or a name the store has seen
+    capitalised inside a text (``known``)."""
+    out = set(f.capitals)
+    if f.first_capital and (f.possessive_first or f.first in known):
+        out.add(f.first)
+    return frozenset(out)
+
+
+def near(a: str, b: str) -> bool:
+    """Whether two folded words are spellings of one name ("Hibs" and
+    "Hibernian", "Scotland" and "Scottish"): one is a prefix of the other (a
+    final "s" aside; three letters at least), or they share four letters."""
+    if a == b:
+        return True
+    if not a or not b or a[0] != b[0]:
+        return False
+    a2, b2 = a.removesuffix("s"), b.removesuffix("s")
+    if min(len(a2), len(b2)) >= 3 and (a2.startswith(b2) or b2.startswith(a2)):
+        return True
+    n = 0
+    for x, y in zip(a, b):
+        if x != y:
+            break
+        n += 1
+    return n >= 4
+
+
+def unmatched(names: Iterable[str], other_words: frozenset[str]) -> set[str]:
+    """The names that no word of the other text spells."""
+    return {n for n in names if n not in other_words and not any(near(n, w) for w in other_words)}

@@ -1,0 +1,163 @@
+"""Write-time deduplication (add, and everything that adds through the store)
+and the rules' quality on the labelled consolidation sets."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+from helpers import FIXTURES, opened
+
+from memvault.cli.main import cli
+from memvault.store.index.lookup import find_trace
+
+SETS = FIXTURES / "consolidation"
+
+
+def test_same_normalised_text_returns_the_live_memory_and_bumps_it(vault: Path) -> None:
+    with opened(vault) as v:
+        v.sync()
+        first = v.add("Prefers dark mode in every editor", "preference", tags=["ui"])
+        again = v.add("prefers dark-mode in every editor!!", "semantic")
+        assert (again.action, again.id, again.path) == ("duplicate_of", first.id, first.path)
+        assert again.as_dict()["duplicate_of"] == first.id and again.reason == "same normalised text"
+        t = find_trace(v.con, first.id)
+        assert t.strength == 0.52 and t.last_access is not None
+        assert v.con.execute("SELECT strength FROM state.recall WHERE trace_id = ?", (first.id,)).fetchone() == (0.52,)
+        assert len(list((vault / "Memory").rglob("*.md"))) == 1
+        # another type or scope is another memory; a forgotten one is not live
+        assert v.add("Prefers dark mode in every editor", "procedural").action == "added"
+        assert v.add("Prefers dark mode in every editor", "semantic", scope="work").action == "added"
+        v.forget(first.id)
+        assert v.add("Prefers dark mode in every editor.", "semantic").action == "added"
+
+
+def test_allow_duplicate_and_the_cli(vault: Path) -> None:
+    runner = CliRunner()
+    base = ["--vault", str(vault)]
+    runner.invoke(cli, [*base, "sync"])
+    out = runner.invoke(cli, [*base, "add", "Has a peanut allergy"])
+    assert out.exit_code == 0 and out.output.startswith("Added m-")
+    out = runner.invoke(cli, [*base, "add", "has a peanut allergy.", "--json"])
+    data = json.loads(out.output)
+    assert data["action"] == "duplicate_of" and data["duplicate_of"] == data["id"] and data["reason"]
+    out = runner.invoke(cli, [*base, "add", "Has a peanut allergy."])
+    assert out.output.startswith(f"Already remembered as {data['id']}")
+    out = runner.invoke(cli, [*base, "add", "Has a peanut allergy.", "--allow-duplicate", "--json"])
+    assert json.loads(out.output)["action"] == "added"
+    assert len(list((vault / "Memory").rglob("*.md"))) == 2
+
+
+def test_without_vectors_add_is_text_only_and_loads_no_model(vault: Path) -> None:
+    code = (
+        "import sys, time; from memvault.store.memory_store import MemoryStore\n"
+        f"v = MemoryStore.open({str(vault)!r}); v.sync()\n"
+        "v.add('Cycles to work every day', 'semantic')\n"
+        "t = time.perf_counter(); r = v.add('Rides a bike to the office daily', 'semantic')\n"
+        "print(r.action, round(time.perf_counter() - t, 3), 'fastembed' in sys.modules, 'numpy' in sys.modules)\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=dict(os.environ), check=True)
+    action, seconds, fastembed, numpy = out.stdout.split()
+    assert (action, fastembed, numpy) == ("added", "False", "False")
+    assert float(seconds) < 0.5
+
+
+@pytest.fixture(scope="module")
+def embedded_vault(tmp_path_factory: pytest.TempPathFactory):
+    """A vault whose memories have vectors (the bundled model)."""
+    home = tmp_path_factory.mktemp("home")
+    root = tmp_path_factory.mktemp("vault")
+    old = {k: os.environ.get(k) for k in ("MEMVAULT_HOME", "MEMVAULT_CONFIG")}
+    os.environ.update(MEMVAULT_HOME=str(home), MEMVAULT_CONFIG=str(home / "none.toml"))
+    try:
+        with opened(root) as v:
+            v.sync()
+            for text in ("Gets seasick on boats", "Has 2 cats", "Her sister Marta is a paediatric nurse",
+                         "Drinks coffee black, no sugar"):
+                v.add(text, "semantic")
+            v.embed()
+        yield root, home
+    finally:
+        for k, val in old.items():
+            if val is not None:
+                os.environ[k] = val
+
+
+def test_with_vectors_a_paraphrase_is_a_duplicate_but_a_different_value_is_not(embedded_vault, monkeypatch) -> None:
+    root, home = embedded_vault
+    monkeypatch.setenv("MEMVAULT_HOME", str(home))
+    with opened(root) as v:
+        seasick = find_trace(v.con, "Gets seasick on boats")
+        dup = v.add("Gets motion sick on boats", "semantic")
+        assert dup.action == "duplicate_of" and dup.reason.startswith("similarity ")
+        assert seasick is None or dup.id == seasick.id
+        coffee = v.add("Takes her coffee black with no sugar", "semantic")
+        assert coffee.action == "duplicate_of"
+        # same words, another value / person / polarity: new memories
+        assert v.add("Has 3 cats", "semantic").action == "added"
+        assert v.add("Her sister Marta is a nurse in Braga", "semantic").action == "added"  # says more
+        assert v.add("Does not get seasick on boats", "semantic").action == "added"
+        assert v.add("Gets motion sick on boats", "semantic", allow_duplicate=True).action == "added"
+
+
+# -- quality on the labelled sets ---------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def scored():
+    """Every rule scored on dev and test, with vectors from the bundled model."""
+    import numpy as np
+
+    from memvault.store import location
+    from memvault.store.consolidation.labelled import load_set, score
+    from memvault.store.embedding.model import load_embedder, resolve_model
+
+    embedder = load_embedder(resolve_model("default"), location.data_home())
+    out = {}
+    for name in ("dev", "test"):
+        s = load_set(SETS / f"{name}.json")
+        matrix = embedder.embed([r.content for r in s.records]).astype(np.float16).astype(np.float64)
+        vectors = {r.id: row / np.linalg.norm(row) for r, row in zip(s.records, matrix)}
+        out[name] = score(s, vectors)
+        out[name + "-text"] = score(s, {})
+    return out
+
+
+@pytest.mark.parametrize("name", ["dev", "test", "dev-text", "test-text"])
+def test_nothing_protected_is_ever_archived_and_faded_ones_are(scored, name: str) -> None:
+    archive = scored[name]["archive"]
+    assert archive["protected_archived"] == 0
+    assert archive["precision"] == 1.0 and archive["recall"] == 1.0
+    tasks = scored[name]["due_tasks"]
+    assert tasks["made_episodic"] == tasks["done_past_due"] and tasks["wrongly_touched_open"] == 0
+
+
+@pytest.mark.parametrize("name", ["dev", "test", "dev-text", "test-text"])
+def test_contradictions_are_precise_with_the_deterministic_rule(scored, name: str) -> None:
+    c = scored[name]["contradictions"]
+    assert c["precision"] >= 0.9, c
+    assert c["newer_right"] == c["true"]
+    assert c["recall"] > scored[name]["contradictions_baseline"]["precision"]
+    assert c["precision"] > scored[name]["contradictions_baseline"]["precision"] + 0.5
+
+
+@pytest.mark.parametrize("name", ["dev", "test"])
+def test_duplicates_beat_the_text_baseline(scored, name: str) -> None:
+    """The README's figures, held as a floor (the issue's bar of P >= 0.95 and
+    R >= 0.90 is not reached by this model and rule: see the README)."""
+    rule, merge, base = (scored[name][k] for k in ("duplicates_rule", "duplicates_merge", "duplicates_baseline"))
+    assert base["precision"] == 1.0 and base["recall"] < 0.2
+    assert rule["precision"] >= 0.88 and rule["recall"] >= 0.8, rule
+    assert merge["precision"] >= 0.9 and merge["recall"] >= 0.65, merge
+    assert scored[name + "-text"]["duplicates_rule"] == base  # without vectors: the text rule alone
+
+
+@pytest.mark.parametrize("name", ["dev", "test"])
+def test_recurring_episodes_are_promoted(scored, name: str) -> None:
+    p = scored[name]["promote"]
+    assert p["matched"] >= p["groups"] - 1 and p["planned"] == p["matched"], p
