@@ -131,13 +131,51 @@ print(json.dumps({"seconds": time.perf_counter() - t, "peak_rss_mb": resource.ge
 """
 
 
-def first_syncs(sizes: list[int], batch_tokens: list[int]) -> int:
-    """Peak RSS and throughput of a first whole-process sync, per vault size and batch size."""
+def _rss_mb(pid: int) -> float | None:
+    try:
+        for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1]) / 1024
+    except OSError:
+        return None
+    return None
+
+
+def _sampled_child(vault: Path, env: dict[str, str]) -> dict[str, object]:
+    """Run one first sync in a child, sampling its RSS every second.
+
+    The timeline shows whether memory is flat as the run goes on: the peak of
+    the run's second half against its first half is reported beside the peak.
+    """
     import subprocess
 
+    proc = subprocess.Popen([sys.executable, "-c", _CHILD, str(vault)], env=env,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    samples: list[tuple[float, float]] = []
+    t0 = time.perf_counter()
+    while proc.poll() is None:
+        rss = _rss_mb(proc.pid)
+        if rss is not None:
+            samples.append((round(time.perf_counter() - t0, 1), round(rss, 1)))
+        time.sleep(1.0)  # a sampling period, not a wait for a condition
+    stdout, stderr = proc.communicate()
+    if proc.returncode != 0:
+        raise SystemExit(stderr)
+    row: dict[str, object] = json.loads(stdout.strip().splitlines()[-1])
+    half = len(samples) // 2
+    row["rss_peak_first_half_mb"] = max((r for _, r in samples[:half]), default=None)
+    row["rss_peak_second_half_mb"] = max((r for _, r in samples[half:]), default=None)
+    row["rss_timeline_mb"] = samples[:: max(1, len(samples) // 60)]
+    row["load_average_after"] = [round(x, 2) for x in os.getloadavg()]
+    return row
+
+
+def first_syncs(sizes: list[int], batch_tokens: list[int]) -> int:
+    """Peak RSS and throughput of a first whole-process sync, per vault size and batch size."""
     sys.path.insert(0, str(BENCH))
     import _common as C
 
+    (BENCH / "out").mkdir(exist_ok=True)
     results = []
     for notes in sizes:
         vault = C.generated_vault(notes, 1)
@@ -146,10 +184,7 @@ def first_syncs(sizes: list[int], batch_tokens: list[int]) -> int:
             env = C.isolate_env(home)
             env["MEMVAULT_EMBEDDING_BATCH_TOKENS"] = str(bt)
             try:
-                r = subprocess.run([sys.executable, "-c", _CHILD, str(vault)], env=env, capture_output=True, text=True)
-                if r.returncode != 0:
-                    raise SystemExit(r.stderr)
-                row = json.loads(r.stdout.strip().splitlines()[-1])
+                row = _sampled_child(vault, env)
             finally:
                 shutil.rmtree(home, ignore_errors=True)
             row.update(vault_notes=notes, batch_tokens=bt,

@@ -170,7 +170,8 @@ def build_server(store: MemoryStore, *, read_only: bool = False, **server_option
     server = MemvaultMCP(SERVER_NAME, version=server_version(), instructions=INSTRUCTIONS, log_level="WARNING",
                          **server_options)
     backend = Backend(store)
-    _read_tools(server, backend)
+    _recall_tools(server, backend)
+    _lookup_tools(server, backend)
     _browse_tools(server, backend)
     if not read_only:
         _write_tools(server, backend)
@@ -210,7 +211,7 @@ def argument_error(exc: ValidationError) -> str:
 # -- read tools ----------------------------------------------------------------------
 
 
-def _read_tools(server: MCPServer, backend: Backend) -> None:
+def _recall_tools(server: MCPServer, backend: Backend) -> None:
     @server.tool(annotations=_READ)
     def search(
         query: Query,
@@ -263,6 +264,8 @@ def _read_tools(server: MCPServer, backend: Backend) -> None:
         data = {k: result[k] for k in ("text", "tokens", "budget", "items")}
         return _ok(data, result["text"] or "(nothing relevant in memory)")
 
+
+def _lookup_tools(server: MCPServer, backend: Backend) -> None:
     @server.tool(annotations=_READ)
     def read(
         id: Annotated[str | None, _field("A memory id (m-...) or fact id (f-...).",
@@ -297,7 +300,6 @@ def _read_tools(server: MCPServer, backend: Backend) -> None:
             return data
 
         return _ok(backend.run(run))
-
 
 
 def _browse_tools(server: MCPServer, backend: Backend) -> None:

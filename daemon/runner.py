@@ -46,7 +46,7 @@ from memvault.daemon.lock import DaemonLock
 from memvault.daemon.notify import Notifier
 from memvault.daemon.serve import QueryServer
 from memvault.daemon.services import Supervisor
-from memvault.daemon.status import write_state
+from memvault.daemon.status import iso_now, log_summary, write_state
 from memvault.daemon.watch import OverflowListener, PathQueue, VaultEventHandler, WatchService
 from memvault.store.db.connection import StoreBusyError
 from memvault.store.index.reconcile import SyncSummary, VaultMissingError
@@ -75,10 +75,6 @@ BatchHook = Callable[[str, set[str], SyncSummary], None]
 
 class _Stopped(Exception):
     """Raised from the sync progress callback to abandon a sync on stop."""
-
-
-def _iso_now() -> str:
-    return time.strftime("%Y-%m-%dT%H:%M:%S%z")
 
 
 class DaemonRunner:
@@ -458,10 +454,10 @@ class DaemonRunner:
             # Sources whose llm job was lost (full queue, a stop); at start
             # also those holding default-extractor facts.
             self._llm_worker.submit_backlog(upgrade=kind == "sync")
-        self._last_rescan = _iso_now()
+        self._last_rescan = iso_now()
         if kind == "rescan":
             self.rescans += 1
-        self._log_summary("rescan" if kind == "rescan" else "full sync", summary, None)
+        log_summary("rescan" if kind == "rescan" else "full sync", summary, None)
         self._report(kind, set(), summary)
         now = time.monotonic()
         self._next_rescan = now + self.rescan_interval if self.rescan_interval > 0 else float("inf")
@@ -493,8 +489,8 @@ class DaemonRunner:
         summary = self.store.sync_paths(paths, stale_after=OUTBOX_AGE).summary
         self._last_activity = time.monotonic()
         self.batches += 1
-        self._last_batch = _iso_now()
-        self._log_summary("batch", summary, len(paths))
+        self._last_batch = iso_now()
+        log_summary("batch", summary, len(paths))
         self._report(kind, paths, summary)
 
     def _expand_dir(self, rel: str) -> set[str]:
@@ -518,21 +514,6 @@ class DaemonRunner:
         self.queue.changed = True  # publish the new state
         if self.notifier.enabled:
             self.notifier.status(self._status_line())
-
-    def _log_summary(self, what: str, summary: SyncSummary, checked: int | None) -> None:
-        for line in summary.warnings:
-            log.warning("%s", line)
-        for line in summary.parse_errors:
-            log.warning("parse error: %s", line)
-        changed = summary.added + summary.updated + summary.moved + summary.deleted
-        if checked is None:
-            level = logging.INFO if changed or what == "full sync" else logging.DEBUG
-            log.log(level, "%s: %d added, %d updated, %d moved, %d deleted in %.2fs",
-                    what, summary.added, summary.updated, summary.moved, summary.deleted, summary.seconds)
-        elif changed:
-            log.info("indexed %d changed paths in %.2fs", changed, summary.seconds)
-        else:
-            log.debug("checked %d paths: nothing changed (%.2fs)", checked, summary.seconds)
 
     # -- reporting -----------------------------------------------------------------
 
@@ -573,7 +554,7 @@ class DaemonRunner:
             "llm_facts": services.get("llm_facts"),
             "consolidate": services.get("consolidate"),
             "query_socket": services.get("query", {}).get("socket", False),
-            "updated": _iso_now(),
+            "updated": iso_now(),
         }
 
     def _publish(self) -> None:

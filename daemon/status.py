@@ -14,15 +14,21 @@ gone (an unmounted disk) and the daemon waits for it to come back.
 from __future__ import annotations
 
 import json
+import logging
 import os
 import tempfile
+import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from memvault.daemon.lock import is_locked, read_holder
 
 if TYPE_CHECKING:
+    from memvault.store.index.reconcile import SyncSummary
     from memvault.store.memory_store import MemoryStore
+
+#: The daemon's logger: its summaries read as the runner's own lines.
+log = logging.getLogger("memvault.daemon")
 
 STATE_FILE = "daemon.json"
 
@@ -119,3 +125,26 @@ def vault_without_folder(vault_arg: str | None) -> "MemoryStore | None":
         return None
     store = MemoryStore(root, settings)
     return store if store.data_dir.is_dir() else None
+
+
+def iso_now() -> str:
+    """Local time with its offset, as the state file shows times."""
+    return time.strftime("%Y-%m-%dT%H:%M:%S%z")
+
+
+def log_summary(what: str, summary: "SyncSummary", checked: int | None) -> None:
+    """Log what a full sync (``checked`` None) or a batch of ``checked`` paths did:
+    warnings always, a quiet batch only at debug level."""
+    for line in summary.warnings:
+        log.warning("%s", line)
+    for line in summary.parse_errors:
+        log.warning("parse error: %s", line)
+    changed = summary.added + summary.updated + summary.moved + summary.deleted
+    if checked is None:
+        level = logging.INFO if changed or what == "full sync" else logging.DEBUG
+        log.log(level, "%s: %d added, %d updated, %d moved, %d deleted in %.2fs",
+                what, summary.added, summary.updated, summary.moved, summary.deleted, summary.seconds)
+    elif changed:
+        log.info("indexed %d changed paths in %.2fs", changed, summary.seconds)
+    else:
+        log.debug("checked %d paths: nothing changed (%.2fs)", checked, summary.seconds)

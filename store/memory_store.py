@@ -23,40 +23,41 @@ The post-sync sequence lives here once (:meth:`_after_sync`): after a
 reconcile (whose observers extract facts) the outbox of store-side writes
 that a dead writer left behind is finished, ``last_sync`` is recorded, and
 whoever listens (the daemon's embedding service) is told.
+
+This module holds the store's core (opening, connections, collaborators,
+sync, rebuild, doctor, embed); the operations front ends call are grouped in
+:class:`~.api_read.ReadAPI` (search, recall, lookups) and
+:class:`~.api_change.ChangeAPI` (memories, consolidation, flows, sources),
+which :class:`MemoryStore` combines.
 """
 
 from __future__ import annotations
 
 import os
 import time
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
-from typing import IO, TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any
 
 import apsw
 
 from memvault.store import location
+from memvault.store.api_change import ChangeAPI
+from memvault.store.api_read import ReadAPI
 from memvault.store.db.connection import IndexDatabaseError, connect
 from memvault.store.settings import Settings, load_settings
 from memvault.vault_io.errors import MemvaultError, UsageError
 
 if TYPE_CHECKING:
-    from memvault.store.consolidation.merge import MergeOutcome
-    from memvault.store.consolidation.run import RunReport, UndoReport
-    from memvault.store.embedding.cache import PruneReport
     from memvault.store.embedding.pipeline import EmbedReport
     from memvault.store.facts.observer import Defer, FactObserver
     from memvault.store.facts.source_notes import Sources
-    from memvault.store.flows.backup import RestoreReport
-    from memvault.store.flows.export import ExportOptions, ExportReport
-    from memvault.store.flows.ingest import IngestReport
-    from memvault.store.flows.sink import ImportReport
     from memvault.store.index.doctor import DoctorReport
     from memvault.store.index.rebuild import Restored
     from memvault.store.index.reconcile import Indexer, SyncSummary
-    from memvault.store.memories.mirror import Memories, WriteResult
+    from memvault.store.memories.mirror import Memories
     from memvault.store.retrieval.retriever import Retriever
 
 #: Store-side writes older than this (seconds) are taken for a dead writer's
@@ -127,7 +128,7 @@ class SyncReport:
         return data
 
 
-class MemoryStore:
+class MemoryStore(ReadAPI, ChangeAPI):
     """One vault's memory: index, durable state, and every operation on them."""
 
     def __init__(self, root: Path, settings: Settings, *, data_dir: Path | None = None) -> None:
@@ -377,347 +378,11 @@ class MemoryStore:
         finally:
             pipeline.close()
 
-    # -- reading ---------------------------------------------------------------------
-
-    def search(self, query: str, **options: Any) -> dict[str, Any]:
-        """Hits for ``query``: ``{"mode", "hits", "notices"}`` (see :meth:`Retriever.search`)."""
-        return self.retriever.search(query, **options)
-
-    def context(self, message: str, **options: Any) -> dict[str, Any]:
-        """The recall block for ``message`` (see :meth:`Retriever.context`)."""
-        return self.retriever.context(message, **options)
-
-    def show(self, ref: str) -> dict[str, Any]:
-        """One note, memory or fact by id, vault path or title, as a dict."""
-        from memvault.store.index import lookup
-
-        return lookup.describe(self.read_con(), self._trace(ref), self.name)
-
-    def links(self, ref: str) -> list[dict[str, Any]]:
-        """Outgoing links, embeds and property links of a trace, resolved."""
-        from memvault.store.index import lookup
-
-        return lookup.outgoing(self.read_con(), self._trace(ref).id)
-
-    def backlinks(self, ref: str) -> list[dict[str, Any]]:
-        """Traces that link to ``ref`` (a trace, or an attachment by path)."""
-        from memvault.store.index import lookup
-
-        con = self.read_con()
-        attachment = lookup.find_attachment(con, ref)
-        if attachment:  # an image or PDF: no trace, but notes embed and link it
-            return lookup.incoming_to_path(con, attachment)
-        return lookup.incoming(con, self._trace(ref).id)
-
-    def stats(self, *, parse_errors: bool = False) -> dict[str, Any]:
-        """Counts of what the index holds (and every parse error, if asked)."""
-        from memvault.store.index import lookup
-
-        con = self.read_con()
-        data = lookup.stats(con, self.index_path)
-        data["vault"] = str(self.root)
-        if parse_errors:
-            data["parse_error_list"] = [{"path": p, "error": e} for p, e in lookup.parse_errors(con)]
-        return data
-
-    def history(self, ref: str) -> list[dict[str, Any]]:
-        """The versions of a memory or fact, newest first, then the memories
-        merged into it (each marked ``merged into``)."""
-        from memvault.store.consolidation.rows import merged_members
-        from memvault.store.db.records import get_trace
-
-        traces = self.memories.history(ref)
-        traces += [t for m in merged_members(self.con, traces[0].id) if (t := get_trace(self.con, m)) is not None]
-        return [
-            {"id": t.id, "status": t.status, "reason": t.reason, "type": t.type,
-             "updated": t.updated, "content": t.content, "tags": t.tags}
-            for t in traces
-        ]
-
-    def cache_prune(self, index: apsw.Connection | None = None) -> "PruneReport":
-        """Drop cached vectors no note uses (older than ``embedding.cache_keep_days``,
-        or past ``embedding.cache_max_mb``); ``index``: another thread's own connection."""
-        from memvault.store.embedding import cache, vectors
-
-        con = vectors.open_cache(self.data_dir)
-        assert con is not None
-        try:
-            e = self.settings.embedding
-            return cache.prune(con, index or self.read_con(), keep_days=e.cache_keep_days,
-                               max_bytes=e.cache_max_mb * 2**20)
-        finally:
-            con.close()
-
-    def cache_export(self, target: Path) -> int:
-        """Write a copy of the embedding cache to ``target``; how many vectors."""
-        from memvault.store.embedding.cache import export_cache
-
-        return export_cache(self.data_dir, target)
-
-    def cache_import(self, source: Path) -> int:
-        """Add the vectors of a cache file (another device's export); how many were new."""
-        from memvault.store.embedding.cache import import_cache
-
-        return import_cache(self.data_dir, source)
-
-    def model_status(self) -> dict[str, Any]:
-        """The configured embedding model and how much of the vault has its vectors."""
-        from memvault.store.embedding import vectors as vec
-        from memvault.store.embedding.model import resolve_model
-
-        spec = resolve_model(self.settings.embedding.model)
-        data: dict[str, Any] = {"model": self.settings.embedding.model, "key": spec.key if spec else None}
-        if spec is not None:
-            con = self.read_con()
-            cache = vec.open_cache(self.data_dir, create=False)
-            try:
-                done, total = vec.coverage(con, cache, spec.key)
-            finally:
-                if cache is not None:
-                    cache.close()
-            data.update(chunks=total, embedded=done, queued=vec.queue_size(con),
-                        unavailable=vec.recorded_unavailable(con, spec.key))
-        return data
-
-    def conflicts(self) -> list[dict[str, Any]]:
-        """Recorded conflicts whose store copy is still in the vault (a person
-        resolves one by merging and deleting the ``(conflict ...)`` note)."""
-        from memvault.store.index.lookup import sync_conflicts
-        from memvault.store.memories.rows import conflicts
-
-        # Without the vault folder nobody can tell which were resolved: list all.
-        missing = not self.root.is_dir()
-        own = [
-            {"id": c.trace_id, "note": c.path, "conflict_note": c.conflict_path,
-             "detail": c.detail, "when": c.created, "kind": "memvault"}
-            for c in conflicts(self.read_con())
-            if c.conflict_path is None or missing or (self.root / c.conflict_path).exists()
-        ]
-        synced = [
-            dict(c, kind="sync", when=None,
-                 detail=f"{c['tool']} kept two versions" + ("" if c["differs"] else " (the same text)"))
-            for c in sync_conflicts(self.read_con())
-        ]
-        return own + synced
-
-    def note_count(self) -> int:
-        """How many notes the index holds."""
-        from memvault.store.index import lookup
-
-        return lookup.count_notes(self.con)
-
-    def indexed_paths_under(self, folder: str) -> set[str]:
-        """Every indexed vault path under ``folder`` (a daemon's folder event)."""
-        from memvault.store.index import lookup
-
-        return lookup.paths_under(self.con, folder)
-
     def checkpoint(self) -> None:
         """Fold the WAL files back into the databases (a daemon's shutdown)."""
         from memvault.store.db.connection import checkpoint
 
         checkpoint(self.con)
-
-    def list(self, **options: Any) -> dict[str, Any]:
-        """A page of memories (or notes, facts): ``{"items", "total", "next_cursor"}``
-        (options: what, types, scopes, tags, sort, since, until, include_deleted,
-        limit, cursor; see :func:`~memvault.store.index.browse.list_traces`)."""
-        from memvault.store.index import browse
-
-        return browse.list_traces(self.read_con(), self.name, **options)
-
-    def recent(self, **options: Any) -> dict[str, Any]:
-        """What changed lately, newest first (options: since, until, what,
-        types, scopes, limit; see :func:`~memvault.store.index.browse.recent`)."""
-        from memvault.store.index import browse
-
-        return browse.recent(self.read_con(), self.name, **options)
-
-    def read(self, ref: str, heading: str | None = None) -> dict[str, Any]:
-        """One note, memory or fact with its metadata, version, links both
-        ways and ``obsidian://`` URI; ``heading`` narrows a note to one section."""
-        from memvault.store.index import browse
-
-        return browse.read_trace(self.read_con(), self.name, self._trace(ref), heading)
-
-    def identity(self, limit: int | None = None) -> list[dict[str, Any]]:
-        """The active identity memories, strongest and newest first."""
-        from memvault.store.retrieval.recall import identity_items
-
-        items = identity_items(self.read_con(), limit or self.settings.recall.identity_max)
-        return [{"id": i.id, "path": i.path, "content": i.content} for i in items]
-
-    def _trace(self, ref: str) -> Any:
-        from memvault.store.index.lookup import find_trace
-
-        trace = find_trace(self.read_con(), ref)
-        if trace is None:
-            raise MemvaultError(f"no note or trace matches {ref!r} (give an id or a vault path)")
-        return trace
-
-    # -- memories ------------------------------------------------------------------------
-
-    def add(self, content: str, type_: str = "semantic", **options: Any) -> "WriteResult":
-        """Remember ``content`` (options: tags, scope, links, source,
-        allow_duplicate); a duplicate of a live memory returns that one."""
-        return self.memories.add(content, type_, **options)
-
-    def update(self, ref: str, **changes: Any) -> "WriteResult":
-        """Change a memory (content, tags, type_, reason, expect_version); the
-        old version is kept. ``expect_version`` refuses a change based on a
-        version that is no longer current (:class:`~.memories.guard.VersionConflict`)."""
-        return self.memories.update(ref, **changes)
-
-    def forget(self, ref: str, reason: str | None = None) -> "WriteResult":
-        """Soft-delete a memory (its note moves to ``.trash/``), or retire one
-        fact (its source note untouched; it stays retired until restored)."""
-        fact = self._fact(ref)
-        if fact is not None:
-            from memvault.store.facts.forgets import forget_fact
-
-            return forget_fact(self, fact, reason)
-        return self.memories.forget(ref, reason)
-
-    def restore(self, ref: str) -> "WriteResult":
-        """Bring back a forgotten memory and its note, or a forgotten fact; a
-        merged memory is taken back out of the memory it was merged into."""
-        fact = self._fact(ref)
-        if fact is not None:
-            from memvault.store.facts.forgets import restore_fact
-
-            return restore_fact(self, fact)
-        from memvault.store.consolidation.rows import merged_into
-        from memvault.store.index.lookup import find_trace
-
-        found = find_trace(self.con, ref)
-        if found is not None and found.status == "superseded" and merged_into(self.con, found.id):
-            from memvault.store.consolidation.merge import unmerge
-
-            return unmerge(self, found.id)
-        return self.memories.restore(ref)
-
-    def _fact(self, ref: str) -> Any:
-        """The fact ``ref`` names, if it names one."""
-        from memvault.store.index.lookup import find_trace
-
-        trace = find_trace(self.con, ref)
-        return trace if trace is not None and trace.kind == "fact" else None
-
-    # -- consolidation ------------------------------------------------------------------------
-
-    def consolidate(self, *, dry_run: bool = False, today: Any = None, trigger: str = "cli",
-                    avoid: Callable[[str], bool] | None = None) -> "RunReport":
-        """Plan and (unless ``dry_run``) carry out a consolidation run (see
-        :mod:`memvault.store.consolidation.run`); ``avoid(path)``: a note a
-        person is editing, whose actions wait for a later run."""
-        from memvault.store.consolidation.run import consolidate
-
-        return consolidate(self, dry_run=dry_run, today=today, trigger=trigger, avoid=avoid)
-
-    def undo_consolidation(self, run: str) -> "UndoReport":
-        """Reverse a whole consolidation run (or ``memvault merge``)."""
-        from memvault.store.consolidation.run import undo
-
-        return undo(self, run)
-
-    def consolidation_runs(self, limit: int = 20) -> list[dict[str, Any]]:
-        """The latest consolidation runs, newest first."""
-        from memvault.store.consolidation.run import runs
-
-        return runs(self, limit)
-
-    def merge(self, ids: Sequence[str], content: str | None = None) -> "MergeOutcome":
-        """Merge memories into the first of ``ids`` (see :mod:`memvault.store.consolidation.merge`)."""
-        from memvault.store.consolidation.run import merge_now
-
-        return merge_now(self, ids, content)
-
-    def set_contradiction(self, number: int, status: str) -> None:
-        """Resolve or dismiss a flagged contradiction (a dismissed pair is never flagged again)."""
-        from memvault.store.consolidation import rows as clog
-        from memvault.store.consolidation.links import apply_durable
-        from memvault.store.db.connection import write_transaction
-
-        con = self.read_con()
-        if not any(c.id == number for c in clog.contradictions(con, None)):
-            raise MemvaultError(f"no contradiction number {number} (see `memvault conflicts --all`)")
-        with write_transaction(con):
-            clog.set_contradiction_status(con, number, status)
-        apply_durable(con)
-
-    def contradictions(self, status: str | None = "open") -> list[dict[str, Any]]:
-        """Flagged contradictions (``open`` by default), with both texts."""
-        from memvault.store.consolidation.rows import contradictions
-        from memvault.store.db.records import get_trace
-
-        out = []
-        for c in contradictions(self.read_con(), status):
-            newer, older = get_trace(self.con, c.newer_id), get_trace(self.con, c.older_id)
-            out.append({
-                "id": c.id, "kind": c.kind, "status": c.status, "reason": c.reason, "run": c.run_id, "flagged": c.created,
-                "newer": {"id": c.newer_id, "content": newer.content if newer else None, "path": newer.path if newer else None},
-                "older": {"id": c.older_id, "content": older.content if older else None, "path": older.path if older else None},
-            })
-        return out
-
-    # -- flows: conversations, imports, export, backup -----------------------------------
-
-    def ingest(
-        self,
-        source: "str | os.PathLike[str] | IO[str] | IO[bytes]",
-        *,
-        session: str | None = None,
-        title: str | None = None,
-        client: str | None = None,
-    ) -> "IngestReport":
-        """Write a conversation transcript (Claude Code or generic JSONL, a
-        path or a stream) as its session note, appending only new turns, and
-        index it (see :mod:`.flows.ingest`)."""
-        from memvault.store.flows.ingest import ingest
-
-        return ingest(self, source, session=session, title=title, client=client)
-
-    def import_(
-        self, fmt: str, path: "str | os.PathLike[str]", *, dry_run: bool = False, folder: str = "Imports",
-        progress: Progress | None = None,
-    ) -> "ImportReport":
-        """Import a file of another tool (``chatgpt``, ``claude``, ``mem0``,
-        ``mcp-memory``, ``csv``, ``markdown``) or memvault's own export
-        (``json``/``jsonl``); see :mod:`.flows.sink`. ``progress(done, total)``."""
-        from memvault.store.flows.sink import run_import
-
-        return run_import(self, fmt, Path(path).expanduser(), dry_run=dry_run, folder=folder, progress=progress)
-
-    def export(self, options: "ExportOptions") -> "ExportReport":
-        """Write an export (see :mod:`.flows.export`); ``sqlite`` is a backup."""
-        from memvault.store.flows.export import export
-
-        return export(self, options)
-
-    def restore_backup(self, file: "str | os.PathLike[str]") -> "RestoreReport":
-        """Put a backup's durable state (and vectors) in place and rebuild the
-        index (see :mod:`.flows.backup`). The caller makes sure no daemon runs."""
-        from memvault.store.flows.backup import restore
-
-        return restore(self, Path(file).expanduser())
-
-    # -- memory sources ---------------------------------------------------------------------
-
-    def source_add(self, paths: Sequence[str]) -> tuple[list[Any], list[str]]:
-        """Mark notes as memory sources and extract their facts: (results, warnings)."""
-        return self.sources.add(list(paths))
-
-    def source_remove(self, paths: Sequence[str]) -> tuple[list[Any], list[str]]:
-        """Unmark notes; their facts are retired: (results, warnings)."""
-        return self.sources.remove(list(paths))
-
-    def source_list(self) -> list[dict[str, Any]]:
-        """Every memory source, how it is marked, and its fact count."""
-        return self.sources.list()
-
-    def facts(self, path: str, include_superseded: bool = False) -> tuple[str, list[dict[str, Any]], bool]:
-        """The facts of one source note: (vault path, facts, whether the note is indexed)."""
-        return self.sources.facts(path, include_superseded)
 
 
 def wait_for(condition: Callable[[], bool], timeout: float, interval: float = 0.05) -> bool:

@@ -385,7 +385,7 @@ def query_outbox(vault: Path) -> list[tuple]:
 def test_a_failing_write_is_one_line_and_retried(vault: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     import errno
 
-    from memvault.store.memories import mirror as memories_mod
+    from memvault.store.memories import writer as memories_mod
 
     assert run(vault, "sync").exit_code == 0
     mid = json.loads(run(vault, "add", "Backups run on Sunday.", "--json").output)["id"]
@@ -437,7 +437,7 @@ def test_daemon_style_flush_logs_a_failing_write_once(vault: Path, monkeypatch: 
     import errno
     import logging
 
-    from memvault.store.memories import mirror as memories_mod
+    from memvault.store.memories import writer as memories_mod
 
     v = MemoryStore.open(str(vault))
     try:

@@ -41,11 +41,9 @@ importing any edit a person saved meanwhile.
 from __future__ import annotations
 
 import hashlib
-import logging
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field, replace
-from datetime import datetime
-from pathlib import Path, PurePosixPath
+from dataclasses import replace
+from pathlib import PurePosixPath
 from typing import TYPE_CHECKING
 
 from memvault.store.db import records as rec
@@ -54,85 +52,35 @@ from memvault.store.index.classify import content_key
 from memvault.store.index.lookup import find_trace
 from memvault.store.memories import rows as mem
 from memvault.store.memories.guard import check_version, redaction_warnings
-from memvault.store.memories.memtypes import canonical_type, maybe_type
-from memvault.vault_io.atomic import NAME_MAX, atomic_move, atomic_write, fit_name, free_path, fsync_dir
-from memvault.vault_io.errors import MemvaultError
-from memvault.vault_io.fm_edit import edit_frontmatter
-from memvault.vault_io.memory_note import MemoryDoc, memory_filename, render_memory, split_related
+from memvault.store.memories.memtypes import canonical_type
+from memvault.store.memories.writer import (
+    TRASH,
+    MemoryOpError,
+    MemoryWriteError,
+    NoteWriter,
+    WriteResult,
+    doc_from_trace,
+    flush_outbox,
+    render_note,
+)
+from memvault.vault_io.atomic import free_path, fsync_dir
+from memvault.vault_io.memory_note import memory_filename, render_memory
 from memvault.vault_io.note import content_hash
 from memvault.vault_io.secrets import redact
 
 #: Strength a new memory starts with (0-1); recall nudges it up over time.
 DEFAULT_STRENGTH = 0.5
-TRASH = ".trash"
-#: Bytes kept free in a conflict copy's name for free_path's " 2" counter.
-_COUNTER_ROOM = 8
 
-log = logging.getLogger(__name__)
+# The writer's names are the mirror's public names too.
+__all__ = [
+    "DEFAULT_STRENGTH", "TRASH", "Memories", "MemoryOpError", "MemoryWriteError", "WriteResult",
+    "doc_from_trace", "flush_outbox", "memory_id_for", "render_note",
+]
 
 if TYPE_CHECKING:
     import apsw
 
     from memvault.store.memory_store import MemoryStore
-
-
-class MemoryOpError(MemvaultError):
-    """A memory operation that cannot be done (unknown id, wrong state)."""
-
-
-class MemoryWriteError(MemoryOpError):
-    """The index has the change, but its note could not be written (yet).
-
-    The outbox entry is left as it was, so the write is retried by the next
-    ``sync``, the daemon, or the next command on the same memory.
-    """
-
-
-@dataclass
-class WriteResult:
-    """What a store-side change did."""
-
-    id: str
-    action: str  # added | duplicate_of | updated | unchanged | forgotten | restored | reverted | discarded
-    path: str | None = None
-    conflict: str | None = None
-    conflict_path: str | None = None
-    warnings: list[str] = field(default_factory=list)
-    #: The memory's version after the change (None when not looked up).
-    version: int | None = None
-    #: Secrets replaced by ``[redacted]`` in the content given.
-    redacted: int = 0
-    #: For ``duplicate_of``: why the new memory was taken for the existing one.
-    reason: str | None = None
-
-    def as_dict(self) -> dict[str, object]:
-        """JSON-ready form for ``--json`` output."""
-        data: dict[str, object] = {
-            "id": self.id, "action": self.action, "path": self.path,
-            "conflict": self.conflict, "conflict_path": self.conflict_path, "warnings": self.warnings,
-        }
-        if self.version is not None:
-            data["version"] = self.version
-        if self.redacted:
-            data["redacted"] = self.redacted
-        if self.action == "duplicate_of":
-            data.update(duplicate_of=self.id, reason=self.reason)
-        return data
-
-
-def render_note(trace: rec.TraceRow, existing: str | None) -> str:
-    """The note text of a memory trace (see :func:`render_memory`), keeping
-    the body a person typed when only redaction tells it from the trace's
-    content: memvault never rewrites a note to take a secret out of it."""
-    doc = doc_from_trace(trace)
-    if existing is not None:
-        from memvault.vault_io.frontmatter import split_frontmatter
-
-        _, body, _ = split_frontmatter(existing.lstrip("\ufeff").replace("\r\n", "\n"))
-        typed, _ = split_related(body)
-        if typed != doc.content and redact(typed)[0] == doc.content:
-            doc.content = typed
-    return render_memory(doc, existing)
 
 
 def memory_id_for(con: "apsw.Connection", key: str) -> str:
@@ -150,31 +98,7 @@ def memory_id_for(con: "apsw.Connection", key: str) -> str:
         n += 1
 
 
-def doc_from_trace(t: rec.TraceRow) -> MemoryDoc:
-    """The note form of a memory trace."""
-    fm_tags = t.metadata.get("fm_tags")
-    # The note's own spelling of its type ("goal") while it still names the
-    # trace's type, so an unchanged type line is not rewritten as "prospective".
-    fm_type = t.metadata.get("fm_type")
-    return MemoryDoc(
-        id=t.id,
-        type=fm_type if isinstance(fm_type, str) and maybe_type(fm_type) == t.type else t.type,
-        content=t.content,
-        scope=t.scope or "user",
-        tags=list(fm_tags if isinstance(fm_tags, list) else t.tags),
-        strength=t.strength,
-        created=str(t.metadata.get("fm_created") or t.created),
-        updated=t.updated,
-        source=t.source or "manual",
-        supersedes=t.metadata.get("supersedes"),
-        related=list(t.metadata.get("related") or []),
-        # Keys a person added, for a note written from scratch (it was
-        # deleted): an existing note keeps its own lines instead.
-        extra=dict(extra) if isinstance(extra := t.metadata.get("frontmatter"), dict) else {},
-    )
-
-
-class Memories:
+class Memories(NoteWriter):
     """Add, update, forget and restore memories of one vault."""
 
     def __init__(self, store: "MemoryStore") -> None:
@@ -276,34 +200,12 @@ class Memories:
         memory is still at that version once pending vault edits are in.
         ``related`` (its links), ``created`` and ``strength`` are what a merge
         gives the memory it keeps."""
-        new_type = canonical_type(type_) if type_ is not None else None
         trace = self._live_memory(ref)
         trace, deleted_at = self._import_pending(trace)
         version = check_version(self.con, trace, expect_version)
-        changed = replace(trace)
-        secrets_found = 0
-        if content is not None:
-            content, secrets_found = redact(content.strip())
-            if not content.strip():
-                raise MemoryOpError("a memory needs some content")
-            changed.content = content.strip()
-        if tags is not None:
-            changed.tags = _clean_tags(tags)
-            changed.metadata = dict(changed.metadata, fm_tags=changed.tags)
-        if new_type is not None:
-            changed.type = new_type
-        if related is not None:
-            changed.metadata = dict(changed.metadata, related=list(related))
-        if created is not None:
-            changed.created = created
-            changed.metadata = dict(changed.metadata, fm_created=created)
-        if strength is not None:
-            changed.strength = strength
-        before = doc_from_trace(trace)
-        after = doc_from_trace(changed)
-        if (before.content, before.tags, before.type, before.related, before.created, before.strength) == (
-            after.content, after.tags, after.type, after.related, after.created, after.strength
-        ):
+        changed, secrets_found = _changed(trace, content=content, tags=tags, type_=type_, related=related,
+                                          created=created, strength=strength)
+        if _note_form(trace) == _note_form(changed):
             if deleted_at is not None:  # no edit to win over the deletion
                 raise MemoryOpError(
                     f"memory {trace.id} was deleted in the vault ({deleted_at}); `memvault restore {trace.id}` first"
@@ -314,26 +216,8 @@ class Memories:
         changed.content_key = content_key(changed.type, changed.scope or "user", changed.content)
         if changed.content != trace.content:
             changed.title = changed.content.splitlines()[0][:80]
-        warnings: list[str] = []
         current = mem.trace_path(self.con, trace.id)
-        target = current
-        if deleted_at is not None:
-            # The note was deleted in the vault and nobody had told the index
-            # yet: an edit beats a deletion, so the memory comes back with
-            # the new text, where its note was (or in its new type's folder).
-            changed.status, changed.reason = "active", None
-            if changed.type == trace.type:
-                target = free_path(self.root / deleted_at).relative_to(self.root).as_posix()
-            else:
-                target = self._new_note_path(changed.type, PurePosixPath(deleted_at).name)
-            warnings.append(
-                f"the note {deleted_at} had been deleted in the vault; the update wins "
-                f"(an edit beats a deletion) and writes the memory back to {target}"
-            )
-        elif current is None or changed.type != trace.type:
-            name = PurePosixPath(current).name if current else memory_filename(changed.content, trace.id[2:10])
-            if current != f"{self.folder}/{changed.type}/{name}":  # already in that folder: stays put
-                target = self._new_note_path(changed.type, name)
+        target, warnings = self._update_target(trace, changed, current, deleted_at)
         existing = self._read_text(current) if current else None
         with write_transaction(self.con):
             snap = mem.stage_version(self.con, trace, reason)
@@ -357,6 +241,31 @@ class Memories:
         result.warnings = redaction_warnings(secrets_found) + warnings + result.warnings
         result.version, result.redacted = mem.current_version(self.con, trace.id), secrets_found
         return result
+
+    def _update_target(
+        self, trace: rec.TraceRow, changed: rec.TraceRow, current: str | None, deleted_at: str | None
+    ) -> tuple[str | None, list[str]]:
+        """Where an updated memory's note goes, and what to tell the person."""
+        warnings: list[str] = []
+        target = current
+        if deleted_at is not None:
+            # The note was deleted in the vault and nobody had told the index
+            # yet: an edit beats a deletion, so the memory comes back with
+            # the new text, where its note was (or in its new type's folder).
+            changed.status, changed.reason = "active", None
+            if changed.type == trace.type:
+                target = free_path(self.root / deleted_at).relative_to(self.root).as_posix()
+            else:
+                target = self._new_note_path(changed.type, PurePosixPath(deleted_at).name)
+            warnings.append(
+                f"the note {deleted_at} had been deleted in the vault; the update wins "
+                f"(an edit beats a deletion) and writes the memory back to {target}"
+            )
+        elif current is None or changed.type != trace.type:
+            name = PurePosixPath(current).name if current else memory_filename(changed.content, trace.id[2:10])
+            if current != f"{self.folder}/{changed.type}/{name}":  # already in that folder: stays put
+                target = self._new_note_path(changed.type, name)
+        return target, warnings
 
     def forget(self, ref: str, reason: str | None = None) -> WriteResult:
         """Soft-delete a memory: the trace stays (``--include-deleted``), the
@@ -452,169 +361,7 @@ class Memories:
             mem.drop_memory(self.con, trace.id)
         return WriteResult(trace.id, "discarded", path)
 
-    def _commit(
-        self, trace: rec.TraceRow, action: str, path: str | None, digest: str | None, index: Callable[[], None]
-    ) -> None:
-        """Record a store-side change: the durable state (the outbox entry
-        with the memory as it must be written) commits first, the index
-        second. SQLite commits two attached databases one after the other,
-        so a writer killed between them leaves the index behind the state,
-        never ahead: :func:`~.rows.index_catch_up` levels it from the outbox."""
-        with write_transaction(self.con):
-            mem.put_outbox(self.con, trace, action, path, digest)
-        with write_transaction(self.con):
-            index()
-
     # -- mirroring -------------------------------------------------------------
-
-    def flush(self, trace_id: str) -> WriteResult | None:
-        """Carry out the pending vault write of one trace (idempotent)."""
-        entry = mem.get_outbox(self.con, trace_id)
-        if entry is None:
-            return None
-        with write_transaction(self.con):
-            trace = mem.index_catch_up(self.con, trace_id)
-        if trace is None:
-            with write_transaction(self.con):
-                mem.clear_outbox(self.con, trace_id)
-            return None
-        try:
-            current = self._locate(trace_id)
-            if entry.action == "trash":
-                return self._trash(trace, current)
-            if entry.action == "restore":
-                return self._restore(trace)
-            return self._write(trace, current, entry.expected_path or current)
-        except OSError as exc:
-            # The change is committed and its outbox entry untouched: the
-            # write is retried later, and the person gets one line, not a
-            # traceback.
-            raise MemoryWriteError(self._write_failure(trace_id, entry, exc)) from None
-
-    def _write_failure(self, trace_id: str, entry: mem.OutboxEntry, exc: OSError) -> str:
-        where = exc.filename or entry.expected_path or ""
-        try:
-            where = Path(where).relative_to(self.root).as_posix() if Path(where).is_absolute() else str(where)
-        except ValueError:
-            pass
-        # A temp file's name says nothing to a person: name the note.
-        if where and PurePosixPath(where).name.endswith(".memvault-tmp") and entry.expected_path:
-            where = entry.expected_path
-        why = exc.strerror or str(exc)
-        return (
-            f"memory {trace_id} is saved in the index, but its note could not be written"
-            f"{f' ({where})' if where else ''}: {why}; the next `memvault sync` or the running daemon "
-            f"tries again"
-        )
-
-    def _write(self, trace: rec.TraceRow, current: str | None, target: str | None) -> WriteResult:
-        if current and not (self.root / current).exists():
-            moved_to = self._locate(trace.id)
-            if moved_to and moved_to != current:
-                target = moved_to if target == current else target
-            current = moved_to
-            trace = rec.get_trace(self.con, trace.id) or trace
-        if target is None:
-            target = self._new_note_path(trace.type, memory_filename(trace.content, trace.id[2:10]))
-        existing: str | None = None
-        mode = None
-        if self.before_write is not None and current:
-            self.before_write(current)
-        if current and (self.root / current).exists():
-            data = (self.root / current).read_bytes()
-            if content_hash(data) != mem.synced_hash(self.con, current):
-                return self._conflict(trace, current, "the note was edited in the vault meanwhile")
-            existing = data.decode("utf-8", "replace")
-            mode = (self.root / current).stat().st_mode & 0o7777
-        new = render_note(trace, existing).encode("utf-8")
-        if target != current and (self.root / target).exists() and (self.root / target).read_bytes() != new:
-            # Someone created a file at the planned name meanwhile: never overwrite it.
-            target = free_path(self.root / target).relative_to(self.root).as_posix()
-        # An edit always beats a deletion: a note the person deleted while
-        # the store changed it is written again.
-        self._place(trace.id, current, target, new, mode)
-        return WriteResult(trace.id, "written", target)
-
-    def _place(self, trace_id: str, current: str | None, target: str, data: bytes, mode: int | None) -> None:
-        """Write a note's new bytes at ``target`` atomically, remove it from
-        ``current`` when it moved, confirm the outbox entry and index both."""
-        atomic_write(self.root / target, data, mode=mode)
-        if current and current != target and (self.root / current).exists():
-            (self.root / current).unlink()
-            fsync_dir((self.root / current).parent)
-        with write_transaction(self.con):
-            mem.clear_outbox(self.con, trace_id)
-        self.indexer.sync_paths([target] + ([current] if current and current != target else []))
-
-    def _trash(self, trace: rec.TraceRow, current: str | None) -> WriteResult:
-        if self.before_write is not None and current:
-            self.before_write(current)
-        if current is None or not (self.root / current).exists():
-            with write_transaction(self.con):
-                mem.clear_outbox(self.con, trace.id)
-            if current:
-                self.indexer.sync_paths([current])
-                self._set_deleted(trace, None, None)
-            return WriteResult(trace.id, "forgotten", None)
-        if content_hash((self.root / current).read_bytes()) != mem.synced_hash(self.con, current):
-            return self._conflict(trace, current, "forget cancelled: the note was edited in the vault meanwhile")
-        trash = free_path(self.root / TRASH / PurePosixPath(current).name)
-        atomic_move(self.root / current, trash)
-        trash_rel = trash.relative_to(self.root).as_posix()
-        with write_transaction(self.con):
-            mem.clear_outbox(self.con, trace.id)
-        self.indexer.sync_paths([current])
-        self._set_deleted(trace, current, trash_rel)
-        return WriteResult(trace.id, "forgotten", trash_rel)
-
-    def _set_deleted(self, trace: rec.TraceRow, trashed_from: str | None, trash_path: str | None) -> None:
-        """Record the forget reason and where the note went (the indexer's
-        own deletion handling only knows the file disappeared)."""
-        where = {"trashed_from": trashed_from, "trash_path": trash_path} if trashed_from else {}
-        with write_transaction(self.con):
-            self.con.execute("UPDATE traces SET path = NULL WHERE id = ?", (trace.id,))
-            mem.mark_deleted(self.con, trace.id, trace.reason or "forgotten", **where)
-
-    def _restore(self, trace: rec.TraceRow) -> WriteResult:
-        origin = trace.metadata.get("trashed_from") or (
-            f"{self.folder}/{trace.type}/{memory_filename(trace.content, trace.id[2:10])}"
-        )
-        target = free_path(self.root / origin)
-        trash = trace.metadata.get("trash_path")
-        if trash and (self.root / trash).is_file():
-            text = (self.root / trash).read_bytes().decode("utf-8", "replace")
-            # The trash copy may predate the note's id; give it the id so the
-            # restored note is recognised as this memory.
-            atomic_write(target, edit_frontmatter(text, {"id": trace.id}).encode("utf-8"))
-            (self.root / trash).unlink()
-        else:
-            atomic_write(target, render_memory(doc_from_trace(trace)).encode("utf-8"))
-        rel = target.relative_to(self.root).as_posix()
-        with write_transaction(self.con):
-            mem.clear_outbox(self.con, trace.id)
-        self.indexer.sync_paths([rel])
-        return WriteResult(trace.id, "restored", rel)
-
-    def _conflict(self, trace: rec.TraceRow, current: str, detail: str) -> WriteResult:
-        """The person changed the note since we last read it: import their
-        version, write ours beside it, and record the conflict."""
-        store_text = render_memory(doc_from_trace(trace))
-        store_text = edit_frontmatter(store_text, {"conflict_of": trace.id}, ["id"])
-        stamp = datetime.now().strftime("%Y-%m-%d %H%M%S")
-        stem = PurePosixPath(current).stem
-        # A note whose name is already near the 255-byte limit: shorten the
-        # stem (by bytes), never the conflict mark, and leave room for a counter.
-        name = fit_name(stem, f" (conflict {stamp}).md", NAME_MAX - _COUNTER_ROOM)
-        beside = free_path((self.root / current).with_name(name))
-        atomic_write(beside, store_text.encode("utf-8"))
-        rel = beside.relative_to(self.root).as_posix()
-        with write_transaction(self.con):
-            mem.clear_outbox(self.con, trace.id)
-            mem.add_conflict(self.con, trace.id, current, rel, "edit", detail)
-        # Importing the person's version makes it the live trace again (an
-        # edit beats a deletion, too); ours stays readable in the conflict note.
-        self.indexer.sync_paths([current, rel])
-        return WriteResult(trace.id, "conflict", current, conflict=detail, conflict_path=rel)
 
     # -- helpers ---------------------------------------------------------------
 
@@ -633,61 +380,6 @@ class Memories:
         if trace.status == "deleted":
             raise MemoryOpError(f"memory {trace.id} is deleted; `memvault restore {trace.id}` first")
         return trace
-
-    def _locate(self, trace_id: str) -> str | None:
-        """Where the memory's note is now, as far as the vault can tell.
-
-        The index may be behind a person's rename or move (no daemon ran):
-        a note missing from its indexed path is looked for by a full sync,
-        which recognises the move by the note's ``id``, instead of being
-        taken for deleted and written a second time.
-        """
-        path = mem.trace_path(self.con, trace_id)
-        if path and not (self.root / path).exists():
-            self.indexer.sync()
-            path = mem.trace_path(self.con, trace_id)
-        return path
-
-    def _import_pending(self, trace: rec.TraceRow) -> tuple[rec.TraceRow, str | None]:
-        """Index the memory's note first, so a person's unsynced edit (or
-        rename) is the base of the change instead of being overwritten.
-
-        Returns the fresh trace, and the path its note had when this import
-        is what found the note deleted in the vault (else None): the caller
-        decides what a deletion it did not know about means for its change.
-        """
-        before = mem.trace_path(self.con, trace.id)
-        path = self._locate(trace.id)
-        if path:
-            self.indexer.sync_paths([path])
-        fresh = rec.get_trace(self.con, trace.id)
-        if fresh is None:
-            raise MemoryOpError(f"memory {trace.id} is gone from the index")
-        if fresh.kind != "memory":
-            raise MemoryOpError(f"{trace.id} is no longer a memory: its note {path} is an ordinary note now")
-        if fresh.status == "deleted" and before is not None and path is None:
-            return fresh, before
-        if fresh.status != "active":
-            raise MemoryOpError(f"memory {trace.id} is {fresh.status}; `memvault restore {trace.id}` first")
-        return fresh, None
-
-    def _new_note_path(self, type_: str, name: str) -> str:
-        folder = self.root / self.folder / type_
-        taken = {r[0] for r in self.con.execute("SELECT expected_path FROM state.outbox WHERE expected_path IS NOT NULL")}
-        path = free_path(folder / name)
-        rel = path.relative_to(self.root).as_posix()
-        n = 2
-        while rel in taken:  # another writer has claimed this name but not written it yet
-            path = free_path(folder / fit_name(Path(name).stem, f" {n}.md"))
-            rel = path.relative_to(self.root).as_posix()
-            n += 1
-        return rel
-
-    def _read_text(self, rel: str) -> str | None:
-        try:
-            return (self.root / rel).read_bytes().decode("utf-8", "replace")
-        except FileNotFoundError:
-            return None
 
     def _unresolved_links(self, trace_id: str) -> list[str]:
         return [
@@ -708,31 +400,35 @@ def _clean_tags(tags: tuple[str, ...] | list[str]) -> list[str]:
     return out
 
 
-#: The last failure logged for each memory whose write keeps failing, so a
-#: daemon retrying every batch logs it once, not every batch.
-_reported: dict[str, str] = {}
+def _changed(
+    trace: rec.TraceRow, *, content: str | None, tags: list[str] | None, type_: str | None,
+    related: list[str] | None, created: str | None, strength: float | None,
+) -> tuple[rec.TraceRow, int]:
+    """A copy of ``trace`` with the given changes (content redacted), and
+    how many secrets the redaction replaced."""
+    changed = replace(trace)
+    secrets_found = 0
+    if content is not None:
+        content, secrets_found = redact(content.strip())
+        if not content.strip():
+            raise MemoryOpError("a memory needs some content")
+        changed.content = content.strip()
+    if tags is not None:
+        changed.tags = _clean_tags(tags)
+        changed.metadata = dict(changed.metadata, fm_tags=changed.tags)
+    if type_ is not None:
+        changed.type = canonical_type(type_)
+    if related is not None:
+        changed.metadata = dict(changed.metadata, related=list(related))
+    if created is not None:
+        changed.created = created
+        changed.metadata = dict(changed.metadata, fm_created=created)
+    if strength is not None:
+        changed.strength = strength
+    return changed, secrets_found
 
 
-def flush_outbox(store: "MemoryStore", older_than: float = 30.0, *, errors: list[str] | None = None) -> list[WriteResult]:
-    """Finish store-side writes whose writer died (older than ``older_than`` s).
-
-    A write that fails again stays in the outbox for the next try; its one-line
-    reason goes to ``errors`` when given, else to the log (once per memory and
-    reason). Returns the writes that were finished.
-    """
-    memories = store.memories
-    results = []
-    for entry in mem.stale_outbox(store.con, older_than):
-        try:
-            result = memories.flush(entry.trace_id)
-        except MemoryWriteError as exc:
-            if errors is not None:
-                errors.append(str(exc))
-            elif _reported.get(entry.trace_id) != str(exc):
-                _reported[entry.trace_id] = str(exc)
-                log.warning("%s", exc)
-            continue
-        _reported.pop(entry.trace_id, None)
-        if result is not None:
-            results.append(result)
-    return results
+def _note_form(trace: rec.TraceRow) -> tuple[object, ...]:
+    """What of a memory its note shows: an update that leaves it equal changes nothing."""
+    doc = doc_from_trace(trace)
+    return (doc.content, doc.tags, doc.type, doc.related, doc.created, doc.strength)

@@ -1,0 +1,210 @@
+"""The changing half of :class:`~memvault.store.memory_store.MemoryStore`.
+
+Remember, update, forget and restore (memories and single facts),
+consolidation and merge, conversation ingest, imports, export and backup,
+memory sources and the embedding cache. Every one of them goes through the
+store's collaborators (the memory mirror's state-first writer, the fact
+sources); none assembles the pipeline itself.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import IO, TYPE_CHECKING, Any
+
+from memvault.vault_io.errors import MemvaultError
+
+if TYPE_CHECKING:
+    import apsw
+
+    from memvault.store.consolidation.merge import MergeOutcome
+    from memvault.store.consolidation.run import RunReport, UndoReport
+    from memvault.store.embedding.cache import PruneReport
+    from memvault.store.facts.source_notes import Sources
+    from memvault.store.flows.backup import RestoreReport
+    from memvault.store.flows.export import ExportOptions, ExportReport
+    from memvault.store.flows.ingest import IngestReport
+    from memvault.store.flows.sink import ImportReport
+    from memvault.store.memories.mirror import Memories, WriteResult
+    from memvault.store.retrieval.retriever import Retriever
+    from memvault.store.settings import Settings
+
+Progress = Callable[[int, int], None]
+
+
+class ChangeAPI:
+    """Every change a :class:`MemoryStore` makes on request (a mixin)."""
+
+    if TYPE_CHECKING:  # provided by MemoryStore
+        root: Path
+        settings: Settings
+        name: str
+        data_dir: Path
+        index_path: Path
+        con: apsw.Connection
+        memories: Memories
+        sources: Sources
+        retriever: Retriever
+
+        def read_con(self) -> apsw.Connection: ...
+
+    def cache_prune(self, index: apsw.Connection | None = None) -> "PruneReport":
+        """Drop cached vectors no note uses (older than ``embedding.cache_keep_days``,
+        or past ``embedding.cache_max_mb``); ``index``: another thread's own connection."""
+        from memvault.store.embedding import cache, vectors
+
+        con = vectors.open_cache(self.data_dir)
+        assert con is not None
+        try:
+            e = self.settings.embedding
+            return cache.prune(con, index or self.read_con(), keep_days=e.cache_keep_days,
+                               max_bytes=e.cache_max_mb * 2**20)
+        finally:
+            con.close()
+
+    def cache_export(self, target: Path) -> int:
+        """Write a copy of the embedding cache to ``target``; how many vectors."""
+        from memvault.store.embedding.cache import export_cache
+
+        return export_cache(self.data_dir, target)
+
+    def cache_import(self, source: Path) -> int:
+        """Add the vectors of a cache file (another device's export); how many were new."""
+        from memvault.store.embedding.cache import import_cache
+
+        return import_cache(self.data_dir, source)
+
+    def add(self, content: str, type_: str = "semantic", **options: Any) -> "WriteResult":
+        """Remember ``content`` (options: tags, scope, links, source,
+        allow_duplicate); a duplicate of a live memory returns that one."""
+        return self.memories.add(content, type_, **options)
+
+    def update(self, ref: str, **changes: Any) -> "WriteResult":
+        """Change a memory (content, tags, type_, reason, expect_version); the
+        old version is kept. ``expect_version`` refuses a change based on a
+        version that is no longer current (:class:`~.memories.guard.VersionConflict`)."""
+        return self.memories.update(ref, **changes)
+
+    def forget(self, ref: str, reason: str | None = None) -> "WriteResult":
+        """Soft-delete a memory (its note moves to ``.trash/``), or retire one
+        fact (its source note untouched; it stays retired until restored)."""
+        fact = self._fact(ref)
+        if fact is not None:
+            from memvault.store.facts.forgets import forget_fact
+
+            return forget_fact(self, fact, reason)
+        return self.memories.forget(ref, reason)
+
+    def restore(self, ref: str) -> "WriteResult":
+        """Bring back a forgotten memory and its note, or a forgotten fact; a
+        merged memory is taken back out of the memory it was merged into."""
+        fact = self._fact(ref)
+        if fact is not None:
+            from memvault.store.facts.forgets import restore_fact
+
+            return restore_fact(self, fact)
+        from memvault.store.consolidation.rows import merged_into
+        from memvault.store.index.lookup import find_trace
+
+        found = find_trace(self.con, ref)
+        if found is not None and found.status == "superseded" and merged_into(self.con, found.id):
+            from memvault.store.consolidation.merge import unmerge
+
+            return unmerge(self, found.id)
+        return self.memories.restore(ref)
+
+    def _fact(self, ref: str) -> Any:
+        """The fact ``ref`` names, if it names one."""
+        from memvault.store.index.lookup import find_trace
+
+        trace = find_trace(self.con, ref)
+        return trace if trace is not None and trace.kind == "fact" else None
+
+    def consolidate(self, *, dry_run: bool = False, today: Any = None, trigger: str = "cli",
+                    avoid: Callable[[str], bool] | None = None) -> "RunReport":
+        """Plan and (unless ``dry_run``) carry out a consolidation run (see
+        :mod:`memvault.store.consolidation.run`); ``avoid(path)``: a note a
+        person is editing, whose actions wait for a later run."""
+        from memvault.store.consolidation.run import consolidate
+
+        return consolidate(self, dry_run=dry_run, today=today, trigger=trigger, avoid=avoid)
+
+    def undo_consolidation(self, run: str) -> "UndoReport":
+        """Reverse a whole consolidation run (or ``memvault merge``)."""
+        from memvault.store.consolidation.run import undo
+
+        return undo(self, run)
+
+    def consolidation_runs(self, limit: int = 20) -> list[dict[str, Any]]:
+        """The latest consolidation runs, newest first."""
+        from memvault.store.consolidation.run import runs
+
+        return runs(self, limit)
+
+    def merge(self, ids: Sequence[str], content: str | None = None) -> "MergeOutcome":
+        """Merge memories into the first of ``ids`` (see :mod:`memvault.store.consolidation.merge`)."""
+        from memvault.store.consolidation.run import merge_now
+
+        return merge_now(self, ids, content)
+
+    def set_contradiction(self, number: int, status: str) -> None:
+        """Resolve or dismiss a flagged contradiction (a dismissed pair is never flagged again)."""
+        from memvault.store.consolidation import rows as clog
+        from memvault.store.consolidation.links import apply_durable
+        from memvault.store.db.connection import write_transaction
+
+        con = self.read_con()
+        if not any(c.id == number for c in clog.contradictions(con, None)):
+            raise MemvaultError(f"no contradiction number {number} (see `memvault conflicts --all`)")
+        with write_transaction(con):
+            clog.set_contradiction_status(con, number, status)
+        apply_durable(con)
+
+    def ingest(
+        self,
+        source: "str | os.PathLike[str] | IO[str] | IO[bytes]",
+        *,
+        session: str | None = None,
+        title: str | None = None,
+        client: str | None = None,
+    ) -> "IngestReport":
+        """Write a conversation transcript (Claude Code or generic JSONL, a
+        path or a stream) as its session note, appending only new turns, and
+        index it (see :mod:`.flows.ingest`)."""
+        from memvault.store.flows.ingest import ingest
+
+        return ingest(self, source, session=session, title=title, client=client)
+
+    def import_(
+        self, fmt: str, path: "str | os.PathLike[str]", *, dry_run: bool = False, folder: str = "Imports",
+        progress: Progress | None = None,
+    ) -> "ImportReport":
+        """Import a file of another tool (``chatgpt``, ``claude``, ``mem0``,
+        ``mcp-memory``, ``csv``, ``markdown``) or memvault's own export
+        (``json``/``jsonl``); see :mod:`.flows.sink`. ``progress(done, total)``."""
+        from memvault.store.flows.sink import run_import
+
+        return run_import(self, fmt, Path(path).expanduser(), dry_run=dry_run, folder=folder, progress=progress)
+
+    def export(self, options: "ExportOptions") -> "ExportReport":
+        """Write an export (see :mod:`.flows.export`); ``sqlite`` is a backup."""
+        from memvault.store.flows.export import export
+
+        return export(self, options)
+
+    def restore_backup(self, file: "str | os.PathLike[str]") -> "RestoreReport":
+        """Put a backup's durable state (and vectors) in place and rebuild the
+        index (see :mod:`.flows.backup`). The caller makes sure no daemon runs."""
+        from memvault.store.flows.backup import restore
+
+        return restore(self, Path(file).expanduser())
+
+    def source_add(self, paths: Sequence[str]) -> tuple[list[Any], list[str]]:
+        """Mark notes as memory sources and extract their facts: (results, warnings)."""
+        return self.sources.add(list(paths))
+
+    def source_remove(self, paths: Sequence[str]) -> tuple[list[Any], list[str]]:
+        """Unmark notes; their facts are retired: (results, warnings)."""
+        return self.sources.remove(list(paths))

@@ -1,0 +1,206 @@
+"""The reading half of :class:`~memvault.store.memory_store.MemoryStore`.
+
+Search, recall, browsing and the lookups every front end shows (a note, its
+links, a memory's history, conflicts, facts). Nothing here writes the vault;
+the one write is recall bookkeeping inside the retriever. Kept apart from
+the store's core so that each file reads in one sitting.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from memvault.vault_io.errors import MemvaultError
+
+if TYPE_CHECKING:
+    import apsw
+
+    from memvault.store.facts.source_notes import Sources
+    from memvault.store.memories.mirror import Memories
+    from memvault.store.retrieval.retriever import Retriever
+    from memvault.store.settings import Settings
+
+
+class ReadAPI:
+    """Search, recall and lookups of a :class:`MemoryStore` (a mixin)."""
+
+    if TYPE_CHECKING:  # provided by MemoryStore
+        root: Path
+        settings: Settings
+        name: str
+        data_dir: Path
+        index_path: Path
+        con: apsw.Connection
+        memories: Memories
+        sources: Sources
+        retriever: Retriever
+
+        def read_con(self) -> apsw.Connection: ...
+
+    def search(self, query: str, **options: Any) -> dict[str, Any]:
+        """Hits for ``query``: ``{"mode", "hits", "notices"}`` (see :meth:`Retriever.search`)."""
+        return self.retriever.search(query, **options)
+
+    def context(self, message: str, **options: Any) -> dict[str, Any]:
+        """The recall block for ``message`` (see :meth:`Retriever.context`)."""
+        return self.retriever.context(message, **options)
+
+    def show(self, ref: str) -> dict[str, Any]:
+        """One note, memory or fact by id, vault path or title, as a dict."""
+        from memvault.store.index import lookup
+
+        return lookup.describe(self.read_con(), self._trace(ref), self.name)
+
+    def links(self, ref: str) -> list[dict[str, Any]]:
+        """Outgoing links, embeds and property links of a trace, resolved."""
+        from memvault.store.index import lookup
+
+        return lookup.outgoing(self.read_con(), self._trace(ref).id)
+
+    def backlinks(self, ref: str) -> list[dict[str, Any]]:
+        """Traces that link to ``ref`` (a trace, or an attachment by path)."""
+        from memvault.store.index import lookup
+
+        con = self.read_con()
+        attachment = lookup.find_attachment(con, ref)
+        if attachment:  # an image or PDF: no trace, but notes embed and link it
+            return lookup.incoming_to_path(con, attachment)
+        return lookup.incoming(con, self._trace(ref).id)
+
+    def stats(self, *, parse_errors: bool = False) -> dict[str, Any]:
+        """Counts of what the index holds (and every parse error, if asked)."""
+        from memvault.store.index import lookup
+
+        con = self.read_con()
+        data = lookup.stats(con, self.index_path)
+        data["vault"] = str(self.root)
+        if parse_errors:
+            data["parse_error_list"] = [{"path": p, "error": e} for p, e in lookup.parse_errors(con)]
+        return data
+
+    def history(self, ref: str) -> list[dict[str, Any]]:
+        """The versions of a memory or fact, newest first, then the memories
+        merged into it (each marked ``merged into``)."""
+        from memvault.store.consolidation.rows import merged_members
+        from memvault.store.db.records import get_trace
+
+        traces = self.memories.history(ref)
+        traces += [t for m in merged_members(self.con, traces[0].id) if (t := get_trace(self.con, m)) is not None]
+        return [
+            {"id": t.id, "status": t.status, "reason": t.reason, "type": t.type,
+             "updated": t.updated, "content": t.content, "tags": t.tags}
+            for t in traces
+        ]
+
+    def list(self, **options: Any) -> dict[str, Any]:
+        """A page of memories (or notes, facts): ``{"items", "total", "next_cursor"}``
+        (options: what, types, scopes, tags, sort, since, until, include_deleted,
+        limit, cursor; see :func:`~memvault.store.index.browse.list_traces`)."""
+        from memvault.store.index import browse
+
+        return browse.list_traces(self.read_con(), self.name, **options)
+
+    def recent(self, **options: Any) -> dict[str, Any]:
+        """What changed lately, newest first (options: since, until, what,
+        types, scopes, limit; see :func:`~memvault.store.index.browse.recent`)."""
+        from memvault.store.index import browse
+
+        return browse.recent(self.read_con(), self.name, **options)
+
+    def read(self, ref: str, heading: str | None = None) -> dict[str, Any]:
+        """One note, memory or fact with its metadata, version, links both
+        ways and ``obsidian://`` URI; ``heading`` narrows a note to one section."""
+        from memvault.store.index import browse
+
+        return browse.read_trace(self.read_con(), self.name, self._trace(ref), heading)
+
+    def identity(self, limit: int | None = None) -> list[dict[str, Any]]:
+        """The active identity memories, strongest and newest first."""
+        from memvault.store.retrieval.recall import identity_items
+
+        items = identity_items(self.read_con(), limit or self.settings.recall.identity_max)
+        return [{"id": i.id, "path": i.path, "content": i.content} for i in items]
+
+    def _trace(self, ref: str) -> Any:
+        from memvault.store.index.lookup import find_trace
+
+        trace = find_trace(self.read_con(), ref)
+        if trace is None:
+            raise MemvaultError(f"no note or trace matches {ref!r} (give an id or a vault path)")
+        return trace
+
+    def model_status(self) -> dict[str, Any]:
+        """The configured embedding model and how much of the vault has its vectors."""
+        from memvault.store.embedding import vectors as vec
+        from memvault.store.embedding.model import resolve_model
+
+        spec = resolve_model(self.settings.embedding.model)
+        data: dict[str, Any] = {"model": self.settings.embedding.model, "key": spec.key if spec else None}
+        if spec is not None:
+            con = self.read_con()
+            cache = vec.open_cache(self.data_dir, create=False)
+            try:
+                done, total = vec.coverage(con, cache, spec.key)
+            finally:
+                if cache is not None:
+                    cache.close()
+            data.update(chunks=total, embedded=done, queued=vec.queue_size(con),
+                        unavailable=vec.recorded_unavailable(con, spec.key))
+        return data
+
+    def conflicts(self) -> list[dict[str, Any]]:
+        """Recorded conflicts whose store copy is still in the vault (a person
+        resolves one by merging and deleting the ``(conflict ...)`` note)."""
+        from memvault.store.index.lookup import sync_conflicts
+        from memvault.store.memories.rows import conflicts
+
+        # Without the vault folder nobody can tell which were resolved: list all.
+        missing = not self.root.is_dir()
+        own = [
+            {"id": c.trace_id, "note": c.path, "conflict_note": c.conflict_path,
+             "detail": c.detail, "when": c.created, "kind": "memvault"}
+            for c in conflicts(self.read_con())
+            if c.conflict_path is None or missing or (self.root / c.conflict_path).exists()
+        ]
+        synced = [
+            dict(c, kind="sync", when=None,
+                 detail=f"{c['tool']} kept two versions" + ("" if c["differs"] else " (the same text)"))
+            for c in sync_conflicts(self.read_con())
+        ]
+        return own + synced
+
+    def contradictions(self, status: str | None = "open") -> list[dict[str, Any]]:
+        """Flagged contradictions (``open`` by default), with both texts."""
+        from memvault.store.consolidation.rows import contradictions
+        from memvault.store.db.records import get_trace
+
+        out = []
+        for c in contradictions(self.read_con(), status):
+            newer, older = get_trace(self.con, c.newer_id), get_trace(self.con, c.older_id)
+            out.append({
+                "id": c.id, "kind": c.kind, "status": c.status, "reason": c.reason, "run": c.run_id, "flagged": c.created,
+                "newer": {"id": c.newer_id, "content": newer.content if newer else None, "path": newer.path if newer else None},
+                "older": {"id": c.older_id, "content": older.content if older else None, "path": older.path if older else None},
+            })
+        return out
+
+    def note_count(self) -> int:
+        """How many notes the index holds."""
+        from memvault.store.index import lookup
+
+        return lookup.count_notes(self.con)
+
+    def indexed_paths_under(self, folder: str) -> set[str]:
+        """Every indexed vault path under ``folder`` (a daemon's folder event)."""
+        from memvault.store.index import lookup
+
+        return lookup.paths_under(self.con, folder)
+
+    def source_list(self) -> list[dict[str, Any]]:
+        """Every memory source, how it is marked, and its fact count."""
+        return self.sources.list()
+
+    def facts(self, path: str, include_superseded: bool = False) -> tuple[str, list[dict[str, Any]], bool]:
+        """The facts of one source note: (vault path, facts, whether the note is indexed)."""
+        return self.sources.facts(path, include_superseded)
