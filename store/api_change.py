@@ -14,6 +14,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any
 
+from memvault.store.api_parts import StoreParts
 from memvault.vault_io.errors import MemvaultError
 
 if TYPE_CHECKING:
@@ -22,33 +23,17 @@ if TYPE_CHECKING:
     from memvault.store.consolidation.merge import MergeOutcome
     from memvault.store.consolidation.run import RunReport, UndoReport
     from memvault.store.embedding.cache import PruneReport
-    from memvault.store.facts.source_notes import Sources
     from memvault.store.flows.backup import RestoreReport
     from memvault.store.flows.export import ExportOptions, ExportReport
     from memvault.store.flows.ingest import IngestReport
     from memvault.store.flows.sink import ImportReport
-    from memvault.store.memories.mirror import Memories, WriteResult
-    from memvault.store.retrieval.retriever import Retriever
-    from memvault.store.settings import Settings
+    from memvault.store.memories.mirror import WriteResult
 
 Progress = Callable[[int, int], None]
 
 
-class ChangeAPI:
+class ChangeAPI(StoreParts):
     """Every change a :class:`MemoryStore` makes on request (a mixin)."""
-
-    if TYPE_CHECKING:  # provided by MemoryStore
-        root: Path
-        settings: Settings
-        name: str
-        data_dir: Path
-        index_path: Path
-        con: apsw.Connection
-        memories: Memories
-        sources: Sources
-        retriever: Retriever
-
-        def read_con(self) -> apsw.Connection: ...
 
     def cache_prune(self, index: apsw.Connection | None = None) -> "PruneReport":
         """Drop cached vectors no note uses (older than ``embedding.cache_keep_days``,

@@ -8,35 +8,18 @@ the store's core so that each file reads in one sitting.
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from memvault.store.api_parts import StoreParts
 from memvault.vault_io.errors import MemvaultError
 
 if TYPE_CHECKING:
-    import apsw
 
-    from memvault.store.facts.source_notes import Sources
-    from memvault.store.memories.mirror import Memories
-    from memvault.store.retrieval.retriever import Retriever
-    from memvault.store.settings import Settings
+    pass
 
 
-class ReadAPI:
+class ReadAPI(StoreParts):
     """Search, recall and lookups of a :class:`MemoryStore` (a mixin)."""
-
-    if TYPE_CHECKING:  # provided by MemoryStore
-        root: Path
-        settings: Settings
-        name: str
-        data_dir: Path
-        index_path: Path
-        con: apsw.Connection
-        memories: Memories
-        sources: Sources
-        retriever: Retriever
-
-        def read_con(self) -> apsw.Connection: ...
 
     def search(self, query: str, **options: Any) -> dict[str, Any]:
         """Hits for ``query``: ``{"mode", "hits", "notices"}`` (see :meth:`Retriever.search`)."""
