@@ -2,6 +2,7 @@
 
     python bench/bench_consolidate_quality.py            # dev and test, with and without vectors
     python bench/bench_consolidate_quality.py --json     # the raw figures
+    python bench/bench_consolidate_quality.py --grid     # calibrate the duplicate rule's margins on dev
 
 Embeds every memory with the bundled model (the vectors a store would have;
 cached in bench/out/), runs the one planner over each set, and scores every
@@ -19,7 +20,8 @@ import sys
 import numpy as np
 from _common import OUT, REPO, isolate_env
 
-from memvault.store.consolidation.labelled import load_set, score
+from memvault.store.consolidation import paraphrase, rules
+from memvault.store.consolidation.labelled import duplicate_pairs, load_set, score
 from memvault.store.embedding.model import load_embedder, resolve_model
 
 SETS = REPO / "tests" / "fixtures" / "consolidation"
@@ -55,11 +57,44 @@ def statement_similarity(a: str, b: str) -> float:
     return round(float(m[0] @ m[1]), 3)
 
 
+def grid() -> int:
+    """The duplicate rule's margins (memvault.store.consolidation.paraphrase)
+    over a grid, scored on dev only: the settings with the best recall at
+    precision >= 0.95, best first."""
+    import itertools
+
+    s = load_set(SETS / "dev.json")
+    vectors = vectors_for({r.id: r.content for r in s.records})
+    book = rules.NameBook.of(r.memo.f for r in s.records)
+    gold = {frozenset(p) for g in s.labels["duplicate_groups"] for p in itertools.combinations(g, 2)}
+    saved = paraphrase.EXPLAINED, paraphrase.LIGHT_CHANGE, paraphrase.HEAVY_CHANGE, paraphrase.LIGHT_WORDS
+    rows = []
+    try:
+        for e, lc, h, lw in itertools.product((-0.3, -0.25, -0.2, -0.15, -0.1), (-0.15, -0.12, -0.1, -0.05, 0.0),
+                                              (0.0, 0.03, 0.05, 0.08, 0.1), (1, 2, 3)):
+            paraphrase.EXPLAINED, paraphrase.LIGHT_CHANGE, paraphrase.HEAVY_CHANGE, paraphrase.LIGHT_WORDS = e, lc, h, lw
+            paraphrase.FLOOR = -e
+            got = duplicate_pairs(s.records, vectors, 0.70, book)
+            tp = len(got & gold)
+            rows.append((tp / len(gold), tp / len(got) if got else 1.0, (e, lc, h, lw)))
+    finally:
+        paraphrase.EXPLAINED, paraphrase.LIGHT_CHANGE, paraphrase.HEAVY_CHANGE, paraphrase.LIGHT_WORDS = saved
+        paraphrase.FLOOR = -saved[0]
+    print("| EXPLAINED | LIGHT_CHANGE | HEAVY_CHANGE | LIGHT_WORDS | dev P / R |")
+    print("|---|---|---|---|---|")
+    for r, p, (e, lc, h, lw) in sorted((x for x in rows if x[1] >= 0.95), key=lambda x: (-x[0], -x[1]))[:20]:
+        print(f"| {e} | {lc} | {h} | {lw} | {p:.3f} / {r:.3f} |")
+    return 0
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--json", action="store_true")
+    ap.add_argument("--grid", action="store_true", help="calibrate the duplicate rule's margins on dev")
     args = ap.parse_args()
     isolate_env(OUT / "home-quality")
+    if args.grid:
+        return grid()
     results = []
     for name in ("dev", "test"):
         s = load_set(SETS / f"{name}.json")

@@ -14,6 +14,7 @@ from click.testing import CliRunner
 from helpers import FIXTURES, opened
 
 from memvault.cli.main import cli
+from memvault.store.consolidation import rules
 from memvault.store.index.lookup import find_trace
 
 SETS = FIXTURES / "consolidation"
@@ -105,6 +106,72 @@ def test_with_vectors_a_paraphrase_is_a_duplicate_but_a_different_value_is_not(e
         assert v.add("Gets motion sick on boats", "semantic", allow_duplicate=True).action == "added"
 
 
+# -- the duplicate rule on pairs (cosines as the bundled model gives them) ---------------
+
+
+def _memo(text: str, type_: str = "semantic") -> rules.Memo:
+    from datetime import datetime, timezone
+
+    from memvault.store.consolidation.text import features
+
+    return rules.Memo(text, type_, "user", text, datetime(2026, 1, 1, tzinfo=timezone.utc), features(text))
+
+
+def _dup(a: str, b: str, sim: float | None, threshold: float = 0.70) -> str | None:
+    ma, mb = _memo(a), _memo(b)
+    book = rules.NameBook.of([ma.f, mb.f])
+    return rules.duplicate(ma, mb, sim, threshold, book)
+
+
+@pytest.mark.parametrize(("a", "b", "sim"), [
+    # the bundled model's cosine for the first; the others at 0.74 (theirs is
+    # higher: "lives"/"works" 0.913, "personal"/"work" 0.857, "green"/"orange"
+    # 0.779, and the rule still takes those three for duplicates: the docs say so)
+    ("Her cat Miso is afraid of the vacuum cleaner", "Her cat Miso is afraid of thunderstorms", 0.723),
+    ("Ana lives in Benfica", "Ana works in Benfica", 0.74),
+    ("Personal laptop has 32 GB of RAM", "Work laptop has 32 GB of RAM", 0.74),
+    ("Favourite colour is green", "Favourite colour is orange", 0.74),
+])
+def test_one_slot_refilled_needs_more_than_the_threshold(a: str, b: str, sim: float) -> None:
+    """The same sentence with one filler swapped is another claim unless the
+    cosine reaches the threshold plus the heavy-change margin (0.75)."""
+    assert _dup(a, b, sim) is None
+    assert _dup(a, b, 0.76) is not None and "one slot refilled" in _dup(a, b, 0.76)
+
+
+@pytest.mark.parametrize(("a", "b", "sim"), [
+    ("Does not like running", "Does not like running in the rain", 0.99),  # words added at the end: narrower
+    ("Is Portuguese", "Native language is Portuguese", 0.99),  # more added than shared: another claim
+    ("Bramble is not allowed on the sofa", "Bramble is allowed on the sofa", 0.99),  # polarity
+])
+def test_narrower_or_opposite_claims_are_never_duplicates(a: str, b: str, sim: float) -> None:
+    assert _dup(a, b, sim) is None
+
+
+@pytest.mark.parametrize(("a", "b", "sim"), [
+    ("Is a Hibs supporter", "Supports Hibernian", 0.549),  # another spelling of the name, the same verb
+    ("Doesn't eat pork", "Avoids eating pork", 0.654),  # a negative verb for a negation
+    ("Keeps her phone in greyscale", "Keeps her phone in grayscale", 0.52),  # one letter
+    ("Before opening a PR, rebase the feature branch on main",
+     "Always rebase feature branches onto main before opening a pull request", 0.769),  # an acronym, not a name
+    ("Rode the NC500 route in June 2025", "Rode the North Coast 500 route in June 2025", 0.80),  # NC500 is 500
+])
+def test_paraphrases_whose_differences_are_explained_need_less(a: str, b: str, sim: float) -> None:
+    why = _dup(a, b, sim)
+    assert why is not None and "explained" in why, why
+    assert _dup(a, b, 0.45) is None  # still similar at all: the floor is threshold - 0.20
+
+
+def test_a_light_rewrite_passes_below_the_threshold_and_a_heavy_one_above_it() -> None:
+    light = ("Rides a steel touring bike", "His bike is a steel-framed tourer")  # "ride" / "frame" unexplained
+    assert _dup(*light, 0.658) is not None and _dup(*light, 0.59) is None
+    heavy = ("Morag runs the choir's music library", "Morag sings alto in the community choir")
+    assert _dup(*heavy, 0.725) is None and _dup(*heavy, 0.76) is not None
+    # without vectors: normalised text only
+    assert _dup("Supports Hibernian", "supports hibernian!", None) == "same normalised text"
+    assert _dup(*light, None) is None
+
+
 # -- quality on the labelled sets ---------------------------------------------------
 
 
@@ -148,12 +215,13 @@ def test_contradictions_are_precise_with_the_deterministic_rule(scored, name: st
 
 @pytest.mark.parametrize("name", ["dev", "test"])
 def test_duplicates_beat_the_text_baseline(scored, name: str) -> None:
-    """The README's figures, held as a floor (the issue's bar of P >= 0.95 and
-    R >= 0.90 is not reached by this model and rule: see the README)."""
+    """The issue's precision bar (>= 0.95) holds on both sets; its recall bar
+    (>= 0.90) holds on test (0.975) but not on dev (0.875): the floor here is
+    what the rule reaches, see docs/consolidation.md."""
     rule, merge, base = (scored[name][k] for k in ("duplicates_rule", "duplicates_merge", "duplicates_baseline"))
     assert base["precision"] == 1.0 and base["recall"] < 0.2
-    assert rule["precision"] >= 0.88 and rule["recall"] >= 0.8, rule
-    assert merge["precision"] >= 0.9 and merge["recall"] >= 0.65, merge
+    assert rule["precision"] >= 0.95 and rule["recall"] >= (0.9 if name == "test" else 0.85), rule
+    assert merge["precision"] >= 0.95 and merge["recall"] >= 0.65, merge
     assert scored[name + "-text"]["duplicates_rule"] == base  # without vectors: the text rule alone
 
 

@@ -6,10 +6,12 @@ the store: MCP ``remember``, import, ingest), cheapest test first:
 1. the same text up to spaces and case (the index's content key, one lookup);
 2. the same normalised text (punctuation too) as a live memory of the same
    type and scope (one indexed query over that type and scope);
-3. with vectors only: a live memory of the same type and scope whose cosine
-   similarity is at least ``consolidate.duplicate_similarity`` and that the
-   duplicate rule finds nothing apart from (:func:`.rules.duplicate`: same
-   numbers, dates, polarity and names).
+3. with vectors only: a live memory of the same type and scope that the
+   duplicate rule (:func:`.rules.duplicate`) accepts: the same numbers,
+   dates, polarity and names, and a cosine similarity at least what the
+   words that differ call for (:func:`.paraphrase.judge`: from
+   ``consolidate.duplicate_similarity`` - 0.20 when every differing word is
+   explained, to + 0.05 for one slot refilled or a heavy rewrite).
 
 Step 3 needs the new text's vector: the embedding cache is asked first (the
 same text embedded before costs nothing); otherwise the model is loaded,
@@ -23,7 +25,7 @@ from dataclasses import dataclass
 from datetime import datetime, timezone
 from typing import TYPE_CHECKING
 
-from memvault.store.consolidation import rules
+from memvault.store.consolidation import paraphrase, rules
 from memvault.store.consolidation.text import features, normalise
 from memvault.store.index.classify import content_key
 from memvault.store.memories import rows as mem
@@ -93,8 +95,10 @@ def _similar(store: "MemoryStore", type_: str, scope: str, content: str,
     threshold = store.settings.consolidate.duplicate_similarity
     texts = dict(rows)
     sims = np.round((matrix @ query).astype(np.float64), 6)
+    # The lowest similarity the rule can accept (every differing word explained).
+    floor = threshold - paraphrase.FLOOR
     candidates = sorted(
-        ((float(sims[i]), tid) for i in np.nonzero(sims >= threshold)[0].tolist() if (tid := ids[i]) in texts),
+        ((float(sims[i]), tid) for i in np.nonzero(sims >= floor)[0].tolist() if (tid := ids[i]) in texts),
         key=lambda t: (-t[0], t[1]),
     )
     new = _memo("new", type_, scope, content)

@@ -6,7 +6,7 @@ one planner runs on them, and every rule is scored against the labels next
 to a plain baseline computed in the same run:
 
 * duplicates, pairwise: the write-time rule (:func:`.rules.duplicate` at the
-  ``duplicate`` threshold) and the merge groups of a run (every pair inside a
+  ``duplicate`` threshold, with :func:`.paraphrase.judge`) and the merge groups of a run (every pair inside a
   group), against "normalised text equal";
 * contradictions: the flagged pairs, against "same scope, two or more content
   words in common, and a differing number or a negation on one side";

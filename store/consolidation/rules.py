@@ -5,11 +5,16 @@ creation time) and, when there are vectors, their cosine similarity, and
 answers with a reason a person can read, or None.
 
 **Duplicate** (:func:`duplicate`): same type and scope, and either the same
-normalised text, or cosine similarity at least the threshold with nothing
-that tells them apart: the same numbers, dates, weekdays and identifiers; the
+normalised text, or nothing that tells them apart and a cosine similarity
+at least what the words that differ call for (:func:`.paraphrase.judge`:
+from the threshold - 0.20 when every differing word is another spelling, an
+acronym, a light verb, to + 0.05 for one slot refilled). Nothing apart: the
+same numbers, dates, weekdays and identifiers (an acronym read as what it
+spells: "NC500" / "North Coast 500"); the
 same polarity ("eats pork" / "does not eat pork" are not one claim); no name
 in one that the other lacks (another person, a subject only one of them
-names, a narrower claim: "a nurse" / "a nurse in Braga"); and, for episodic memories, the
+names, a narrower claim: "a nurse" / "a nurse in Braga"; an acronym the other
+spells out is no name: "PR" / "pull request"); and, for episodic memories, the
 same event: both name the same month and year, or were written within
 :data:`EPISODE_DAYS` days of each other (two Thursday climbing sessions a week
 apart are a habit to promote, not a duplicate). Without vectors only the
@@ -46,6 +51,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from datetime import datetime
 
+from memvault.store.consolidation import paraphrase
 from memvault.store.consolidation.text import (
     LIGHT_STEMS,
     TEMPORAL_STEMS,
@@ -142,11 +148,13 @@ def _different_names(a: Features, b: Features, book: NameBook, *, strict: bool =
 def apart(a: Memo, b: Memo, book: NameBook) -> str | None:
     """Why two memories cannot say the same thing (None: nothing tells them apart)."""
     fa, fb = a.f, b.f
-    if fa.values != fb.values:
+    if fa.values != fb.values and not _spelled_out(a, b):
         return "different numbers or dates"
     if fa.negative != fb.negative:
         return "one is negated"
-    if _different_names(fa, fb, book):
+    ua = unmatched(book.names(fa), fb.folded) - paraphrase.abbreviations(a.text, b.text)
+    ub = unmatched(book.names(fb), fa.folded) - paraphrase.abbreviations(b.text, a.text)
+    if ua or ub:
         return "different names"
     if a.type == "episodic":
         same_date = fa.dated and (fa.months, fa.years) == (fb.months, fb.years)
@@ -155,17 +163,32 @@ def apart(a: Memo, b: Memo, book: NameBook) -> str | None:
     return None
 
 
+def _spelled_out(a: Memo, b: Memo) -> bool:
+    """Whether the values are the same once an identifier the other text
+    spells out is read as its number ("NC500" / "North Coast 500")."""
+
+    def read(m: Memo, other: Memo) -> set[str]:
+        values = set(m.f.values)
+        for w in paraphrase.abbreviations(m.text, other.text):
+            if f"i:{w}" in values:
+                values.discard(f"i:{w}")
+                values.add(str(int(w.lstrip("abcdefghijklmnopqrstuvwxyz"))))
+        return values
+
+    return read(a, b) == read(b, a)
+
+
 def duplicate(a: Memo, b: Memo, sim: float | None, threshold: float, book: NameBook) -> str | None:
     """Why ``b`` duplicates ``a`` (None: it does not). ``sim`` is None without vectors."""
     if a.type != b.type or a.scope != b.scope:
         return None
     if a.f.norm == b.f.norm:
         return "same normalised text"
-    if sim is None or sim < threshold:
+    if sim is None or sim < threshold - paraphrase.FLOOR:
         return None
     if apart(a, b, book) is not None:
         return None
-    return f"similarity {sim:.3f} >= {threshold:.2f}, same values, polarity and names"
+    return paraphrase.judge(a.text, b.text, a.f, b.f, sim, threshold)
 
 
 def _residual(f: Features, other: Features) -> set[str]:

@@ -97,6 +97,15 @@ _NUMBER_WORDS = {
 _NOT_NAMES = STOP_WORDS | NEGATORS | frozenset(MONTHS) | WEEKDAYS | frozenset(_NUMBER_WORDS)
 
 
+def is_value_word(folded: str) -> bool:
+    """Whether a folded word is a value (a number, number word, ordinal,
+    month, weekday or year, or has a digit: "6am", "4th", "v1"): what
+    :attr:`Features.values` compares, not a content word."""
+    if any(c.isdigit() for c in folded) or folded in _NUMBER_WORDS or folded in MONTHS:
+        return folded != "may"
+    return (folded[:-1] if folded.endswith("s") else folded) in WEEKDAYS
+
+
 def normalise(text: str) -> str:
     """Case-folded text with punctuation as spaces and white space collapsed."""
     text = unicodedata.normalize("NFKC", text).casefold()

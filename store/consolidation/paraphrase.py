@@ -1,0 +1,269 @@
+"""Whether two similar texts say the same: the words only one side has.
+
+MiniLM rates a sentence and the same sentence with one slot refilled ("Ana
+lives in Benfica" / "Ana works in Benfica", "Favourite colour is green" /
+"... orange") as close as a true paraphrase, and rates some paraphrases
+("Is a Hibs supporter" / "Supports Hibernian") well below its threshold. What
+tells them apart is in the words: a paraphrase rewrites a sentence, or says a
+word another way (another spelling, an acronym, a negative verb for a
+negation); a one-slot change keeps the sentence and swaps one filler.
+
+:func:`difference` aligns the two texts' content words (Snowball stems, stop
+words out) and sets aside every differing word that is *explained*:
+
+* a spelling of a word the other side has ("greyscale" / "grayscale",
+  "teacher" / "teaches", "seasick" / "sick", "Hibs" / "Hibernian": a shared
+  prefix of four letters, or one word inside the other);
+* an acronym of words the other side spells out ("PR" / "pull request",
+  "NC500" / "North Coast 500");
+* a light verb ("uses", "takes", "has"), a verb of liking ("likes" /
+  "prefers" / "enjoys"), and a negative verb when both sides are negative
+  ("avoids eating" / "does not eat"): polarity is compared elsewhere, so the
+  word itself adds nothing;
+* a unit written as one capital after a number ("30°C"), a hedge ("around
+  11pm"); numbers and dates are left to the caller, which compares values.
+
+What is left is *unexplained*: words that change what is said unless the
+rest of the sentence was rewritten around them. :func:`judge` turns it into a
+decision (see there).
+
+Everything is deterministic string work on the two texts.
+"""
+
+from __future__ import annotations
+
+import difflib
+from dataclasses import dataclass
+from functools import lru_cache
+
+from memvault.store.consolidation.text import (
+    NEGATIVE_STEMS,
+    NEGATORS,
+    STOP_WORDS,
+    Features,
+    fold,
+    is_value_word,
+    stem,
+    words,
+)
+
+#: Verbs that carry little meaning of their own: a paraphrase swaps them
+#: freely ("uses a keyboard" / "types on a keyboard", "takes notes in" /
+#: "uses ... for notes"). Unlike the contradiction rule's light words, "work"
+#: and "live" are not here: "lives in Benfica" / "works in Benfica" differ.
+LIGHT = frozenset("use take have make do keep run put give get go goe".split())
+#: Verbs of liking: the relation both sides state, in other words ("likes
+#: dark themes" / "prefers dark mode"); polarity is compared elsewhere.
+PREFERENCE = frozenset("like love enjoy prefer rather fond".split())
+#: Hedges and clock units that qualify a value without changing it
+#: ("around 11pm" / "about 11 pm").
+HEDGES = frozenset("around roughly approximately nearly almost am pm".split())
+
+
+@dataclass(frozen=True)
+class Token:
+    """One word of a text: as written, folded, and its stem."""
+
+    raw: str
+    folded: str
+    stem: str
+
+
+@lru_cache(maxsize=65536)
+def content_tokens(text: str) -> tuple[Token, ...]:
+    """The content words of ``text`` in order: no stop words, negations or
+    numbers (values and polarity are compared by the caller)."""
+    out = []
+    previous = ""
+    for raw in words(text):
+        folded = fold(raw)
+        after, previous = previous, folded
+        if not folded or folded in STOP_WORDS or folded in NEGATORS or raw.casefold().endswith("n't"):
+            continue
+        if folded == "stand" and after in ("cant", "cannot", "not"):
+            continue  # "can't stand": a negative verb, its polarity compared elsewhere
+        if folded in HEDGES or is_value_word(folded) or (len(folded) == 1 and not raw.isupper()):
+            continue  # numbers, dates, "4th", "6am" (compared as values); "e.g."
+        out.append(Token(raw, folded, stem(folded)))
+    return tuple(out)
+
+
+def _spelling(a: str, b: str) -> bool:
+    """Whether two folded words are spellings of one word: a shared prefix
+    of four letters ("teacher" / "teaches", "Hibs" / "Hibernian" share
+    three, so a prefix of three for a short word), or one inside the other
+    ("seasick" / "sick")."""
+    if a == b:
+        return True
+    short, long_ = sorted((a, b), key=len)
+    if len(short) >= 4 and short in long_:
+        return True
+    n = 0
+    for x, y in zip(a, b):
+        if x != y:
+            break
+        n += 1
+    if n >= 4 or (n >= 3 and n == len(short.removesuffix("s"))):
+        return True
+    return len(short) >= 5 and _one_edit(a, b)
+
+
+def _one_edit(a: str, b: str) -> bool:
+    """Whether one letter changed, added or dropped turns ``a`` into ``b``
+    ("grayscale" / "greyscale")."""
+    if abs(len(a) - len(b)) > 1:
+        return False
+    i = 0
+    while i < min(len(a), len(b)) and a[i] == b[i]:
+        i += 1
+    return a[i + 1:] == b[i + 1:] or a[i:] == b[i + 1:] or a[i + 1:] == b[i:]
+
+
+def _acronym(tok: Token, other: tuple[Token, ...], other_numbers: tuple[str, ...]) -> list[Token] | None:
+    """The words of ``other`` that ``tok`` abbreviates ("PR": pull request,
+    "NC500": North Coast 500), or None. Only a word written in capitals."""
+    raw = tok.raw
+    letters = raw.rstrip("0123456789")
+    digits = raw[len(letters):]
+    if len(letters) < 2 or not letters.isalpha() or not letters.isupper():
+        return None
+    if digits and digits not in other_numbers:
+        return None
+    initials = letters.casefold()
+    for i in range(len(other) - len(initials) + 1):
+        span = other[i : i + len(initials)]
+        if "".join(t.folded[0] for t in span) == initials:
+            return list(span)
+    return None
+
+
+@lru_cache(maxsize=65536)
+def _numbers(text: str) -> tuple[str, ...]:
+    return tuple(w for w in words(text) if w.isdigit())
+
+
+@dataclass(frozen=True)
+class Difference:
+    """The content words only one side has, after the explained ones are set aside."""
+
+    only_a: tuple[str, ...]  # unexplained stems of a
+    only_b: tuple[str, ...]
+    blocks: int  # places where the aligned content words differ
+    trailing: bool  # one text is the other plus words at its end ("... in the rain")
+    shared: int  # content stems both have
+    explained: int  # differing words set aside as another spelling, an acronym, a light or negative verb
+
+    @property
+    def unexplained(self) -> int:
+        """How many differing words nothing explains."""
+        return len(self.only_a) + len(self.only_b)
+
+
+def difference(text_a: str, text_b: str, fa: Features, fb: Features) -> Difference:
+    """Align the content words of two texts and explain what differs (module docstring)."""
+    ta, tb = content_tokens(text_a), content_tokens(text_b)
+    sa, sb = {t.stem for t in ta}, {t.stem for t in tb}
+    da = [t for t in ta if t.stem not in sb]
+    db = [t for t in tb if t.stem not in sa]
+    gone: set[tuple[str, int]] = set()  # explained words, as (side, index in da / db)
+    for side, mine, other, other_text in (("a", da, db, text_b), ("b", db, da, text_a)):
+        theirs = "b" if side == "a" else "a"
+        for i, t in enumerate(mine):
+            spelled = _acronym(t, tuple(other), _numbers(other_text))
+            if spelled is not None:
+                gone.add((side, i))
+                gone.update((theirs, j) for j, o in enumerate(other) if any(o is s for s in spelled))
+    for i, x in enumerate(da):
+        for j, y in enumerate(db):
+            if _spelling(x.folded, y.folded) or _spelling(x.stem, y.stem):
+                gone.update((("a", i), ("b", j)))
+    both_negative = fa.negative and fb.negative
+    for side, mine in (("a", da), ("b", db)):
+        for i, t in enumerate(mine):
+            if t.stem in LIGHT or t.stem in PREFERENCE or (both_negative and t.stem in NEGATIVE_STEMS):
+                gone.add((side, i))
+            elif len(t.raw) == 1 and t.raw.isupper():
+                gone.add((side, i))  # a unit after a number ("30°C"), an initial
+    only_a = tuple(t.stem for i, t in enumerate(da) if ("a", i) not in gone)
+    only_b = tuple(t.stem for j, t in enumerate(db) if ("b", j) not in gone)
+    # Where the two orders of content words differ: one place only is one
+    # slot refilled, or words added at one place.
+    ops = difflib.SequenceMatcher(None, [t.stem for t in ta], [t.stem for t in tb], autojunk=False).get_opcodes()
+    changed = [op for op in ops if op[0] != "equal"]
+    trailing = len(changed) == 1 and changed[0][0] in ("insert", "delete") and (
+        changed[0][2] == len(ta) and changed[0][4] == len(tb))
+    explained = len(da) + len(db) - len(only_a) - len(only_b)
+    return Difference(only_a, only_b, len(changed), trailing, len(sa & sb), explained)
+
+def abbreviations(text: str, other_text: str) -> set[str]:
+    """Folded words of ``text`` that are no name of their own against
+    ``other_text``: an acronym it spells out ("PR" / "pull request", "NC500"
+    / "North Coast 500"), a word such an acronym of the other text spells,
+    or one capital letter (a unit: "30°C")."""
+    out = set()
+    for raw in words(text):
+        if len(raw) == 1 and raw.isupper():
+            out.add(fold(raw))
+        elif raw[:2].isupper() and _acronym(_token(raw), content_tokens(other_text), _numbers(other_text)):
+            out.add(fold(raw))
+    mine = content_tokens(text)
+    for raw in words(other_text):
+        if raw[:2].isupper():
+            out.update(t.folded for t in _acronym(_token(raw), mine, _numbers(text)) or ())
+    return out
+
+
+def _token(raw: str) -> Token:
+    folded = fold(raw)
+    return Token(raw, folded, stem(folded))
+
+
+#: How far below (or above) the configured threshold each kind of pair may
+#: be (see :func:`judge`). Fitted on tests/fixtures/consolidation/dev.json
+#: only, by a grid over these four values (bench/bench_consolidate_quality.py
+#: --grid): every setting from -0.30 to -0.10 for EXPLAINED, -0.15 to -0.10
+#: for LIGHT_CHANGE and 0.03 to 0.05 for HEAVY_CHANGE gives dev its best
+#: recall at precision >= 0.95; the values are the cautious end of each
+#: range but EXPLAINED, the middle (no pair on dev with every differing word
+#: explained is not a duplicate, down to a cosine of 0.3).
+EXPLAINED = -0.20
+LIGHT_CHANGE = -0.10
+HEAVY_CHANGE = 0.05
+#: The most :func:`judge` ever goes below the threshold (callers pre-filter with it).
+FLOOR = -EXPLAINED
+#: Unexplained words a light change may have.
+LIGHT_WORDS = 2
+
+
+def judge(text_a: str, text_b: str, fa: Features, fb: Features, sim: float, threshold: float) -> str | None:
+    """Why two texts with nothing else apart (values, polarity, names: the
+    caller checks them) say the same at cosine ``sim`` (None: they do not).
+
+    First, one text that is the other with words added at its end ("likes
+    running" / "... in the rain"), or with more words added than the two
+    share ("Is Portuguese" / "Native language is Portuguese"), is a narrower
+    or another claim. Otherwise the cosine must reach ``threshold`` plus:
+
+    * :data:`EXPLAINED` (-0.20) when every differing word is explained
+      ("Is a Hibs supporter" / "Supports Hibernian", 0.55);
+    * :data:`LIGHT_CHANGE` (-0.10) for at most :data:`LIGHT_WORDS`
+      unexplained words that are not one slot refilled ("Rides a steel
+      touring bike" / "His bike is a steel-framed tourer");
+    * :data:`HEAVY_CHANGE` (+0.05) for more, or for one slot refilled in an
+      otherwise unchanged sentence ("Ana lives in Benfica" / "Ana works in
+      Benfica"), which MiniLM rates as close as a paraphrase.
+    """
+    d = difference(text_a, text_b, fa, fb)
+    added = len(d.only_a) + len(d.only_b) if not (d.only_a and d.only_b) else 0
+    if added and (d.trailing or added > d.shared):
+        return None  # a narrower or another claim: "likes running" / "... in the rain"
+    swap = d.blocks == 1 and bool(d.only_a) and bool(d.only_b)
+    if d.unexplained == 0:
+        need, kind = threshold + EXPLAINED, "every differing word explained"
+    elif d.unexplained <= LIGHT_WORDS and not swap:
+        need, kind = threshold + LIGHT_CHANGE, f"{d.unexplained} unexplained words"
+    else:
+        need, kind = threshold + HEAVY_CHANGE, "one slot refilled" if swap else f"{d.unexplained} unexplained words"
+    if sim < need:
+        return None
+    return f"similarity {sim:.3f} >= {need:.2f} ({kind}), same values, polarity and names"
