@@ -18,12 +18,12 @@ The bar is pipeline >= 90% of raw throughput; both ratios are reported.
 Chunking (done once per changed trace, before embedding) is timed apart. Results go to
 ``bench/out/bench_embed-<time>.json``.
 
-    python bench/bench_embed.py --first-sync 6600 20000 [--batch-tokens 2048 8192]
+    python bench/bench_embed.py --first-sync 6600 20000 [--batch-tokens 512 2048 8192]
 
 The memory bar: a first ``memvault sync`` (text and embedding) of a generated
 vault of that many notes, as a whole process with a fresh data dir, reporting
 its peak RSS (``ru_maxrss``), the texts it embedded, and texts/s, for each
-``embedding.batch_tokens`` given (the old default was 8192, the new 2048).
+``embedding.batch_tokens`` given (the first default was 8192, then 2048, now 512).
 """
 
 from __future__ import annotations
@@ -48,7 +48,7 @@ def main() -> None:
     ap.add_argument("--seed", type=int, default=3)
     ap.add_argument("--first-sync", type=int, nargs="*", metavar="NOTES",
                     help="measure peak RSS and texts/s of a first `memvault sync` of generated vaults instead")
-    ap.add_argument("--batch-tokens", type=int, nargs="*", default=[2048])
+    ap.add_argument("--batch-tokens", type=int, nargs="*", default=[512])
     args = ap.parse_args()
     if args.first_sync:
         return first_syncs(args.first_sync, args.batch_tokens)
@@ -157,6 +157,9 @@ def _sampled_child(vault: Path, env: dict[str, str]) -> dict[str, object]:
         rss = _rss_mb(proc.pid)
         if rss is not None:
             samples.append((round(time.perf_counter() - t0, 1), round(rss, 1)))
+            if len(samples) % 60 == 0:  # a long run shows its course as it goes
+                print(json.dumps({"seconds": samples[-1][0], "rss_mb": samples[-1][1],
+                                  "peak_so_far_mb": max(r for _, r in samples)}), file=sys.stderr, flush=True)
         time.sleep(1.0)  # a sampling period, not a wait for a condition
     stdout, stderr = proc.communicate()
     if proc.returncode != 0:

@@ -57,7 +57,7 @@ KEYS: tuple[Key, ...] = (
     Key("llm.max_chars", 40000, "Source notes longer than this many characters use the default extractor, not the llm."),
     Key("embedding.model", "default", 'fastembed model name, "default" (bundled all-MiniLM-L6-v2 int8) or "none".'),
     Key("embedding.daemon_threads", 1, "CPU threads the daemon's model uses (0: all cores); `memvault sync` uses all."),
-    Key("embedding.batch_tokens", 2048, "Embedding batch size in padded tokens (texts x longest text): bounds memory."),
+    Key("embedding.batch_tokens", 512, "Embedding batch size in padded tokens (texts x longest text): bounds memory."),
     Key("embedding.cache_keep_days", 30.0, "Days a cached vector no note uses is kept (a deleted note, a rebuild come back free)."),
     Key("embedding.cache_max_mb", 2048, "Size cap of the embedding cache in MB: past it, unused vectors go first (never used ones)."),
     Key("recall.budget", 800, "Default token budget of `memvault context`."),

@@ -97,7 +97,7 @@ class EmbeddingPipeline:
         data_dir: Path,
         spec: ModelSpec | None,
         *,
-        batch_tokens: int = 8192,
+        batch_tokens: int = 512,
         embedder: Embedder | None = None,
     ) -> None:
         self.con = index
