@@ -102,7 +102,10 @@ def test_an_edit_keeps_the_facts_until_the_model_answers_and_stale_answers_are_d
         third.set()
         wait_for(lambda: {r["text"] for r in fact_rows(vault)} == {OTHER["facts"][0]["text"]}, timeout=5)
         wait_for(lambda: runner._llm_worker is not None and runner._llm_worker.idle.is_set(), timeout=5)
-        assert runner.state()["llm_facts"]["stale"] == 1
+        # At least the one answer for the replaced version was dropped; a
+        # loaded machine may drop one more (a job that found the file already
+        # saved again before asking), which is as correct.
+        assert runner.state()["llm_facts"]["stale"] >= 1
         with opened(vault) as v:
             assert not keyword_search(v.con, "old version", filters=Filters(kinds=("fact",), statuses=("active", "superseded")))
             (state,) = sf.all_sources(v.con)
