@@ -72,9 +72,16 @@ def _note(store: "MemoryStore", trace_id: str) -> tuple[str | None, str | None]:
 
 
 def merge(store: "MemoryStore", ids: Sequence[str], content: str | None, *, run_id: str,
-          detail: dict[str, Any] | None = None) -> MergeOutcome:
+          detail: dict[str, Any] | None = None, seq: int | None = None,
+          undo_extra: dict[str, Any] | None = None) -> MergeOutcome:
     """Merge ``ids[1:]`` into ``ids[0]`` (module docstring); ``detail`` is a
-    planned merge's (the same values), else they are worked out here."""
+    planned merge's (the same values), else they are worked out here.
+
+    ``seq``: the run's log row for this merge, written before the call. It
+    is kept up to date (``pending``) before each change, so a writer killed
+    halfway leaves a row naming the memories it was changing, how to put them
+    back and which members it merged (:func:`.run.recover` finishes it);
+    ``undo_extra`` goes into that row's undo with the rest."""
     memories = store.memories
     con = store.con
     traces = []
@@ -90,8 +97,21 @@ def merge(store: "MemoryStore", ids: Sequence[str], content: str | None, *, run_
     if detail is None:
         detail = merge_detail(record_of(survivor), [record_of(t) for t in others], content)
     path, text = _note(store, survivor.id)
-    undo: dict[str, Any] = {"trace": rec.trace_json(survivor), "path": path, "text": text, "members": {}}
+    undo: dict[str, Any] = {**(undo_extra or {}), "trace": rec.trace_json(survivor), "path": path, "text": text,
+                            "members": {}}
     reason = f"merged {', '.join(t.id for t in others)} into {survivor.id}"
+
+    def logged() -> None:
+        """Record the merge so far (in the caller's transaction)."""
+        if seq is not None:
+            log.update_action(con, run_id, seq, {**undo, "pending": True})
+
+    if seq is not None:
+        # What a recovery needs to tell how far a killed merge got.
+        undo.update(survivor=survivor.id, reason=reason, others={
+            t.id: {"trace": rec.trace_json(t), "path": mem.trace_path(con, t.id)} for t in others})
+        with write_transaction(con):
+            logged()
     created = detail["created"]
     if parse_time(created) == parse_time(survivor.metadata.get("fm_created") or survivor.created):
         created = None  # the same moment: keep it as the note spells it
@@ -107,6 +127,8 @@ def merge(store: "MemoryStore", ids: Sequence[str], content: str | None, *, run_
     undo["version"] = after.metadata.get("supersedes") if after and result.action == "updated" else None
     undo["path_after"], text_after = _note(store, survivor.id)
     undo["hash_after"] = content_hash(text_after.encode("utf-8", "surrogateescape")) if text_after else None
+    with write_transaction(con):
+        logged()
     outcome = MergeOutcome(survivor.id, path=result.path, warnings=list(result.warnings), undo=undo)
     for t in others:
         old_path = mem.trace_path(con, t.id)
@@ -115,13 +137,20 @@ def merge(store: "MemoryStore", ids: Sequence[str], content: str | None, *, run_
             outcome.skipped.append(t.id)  # edited in the vault meanwhile: it stays, live
             outcome.warnings.append(f"{t.id} was edited in the vault meanwhile and was not merged")
             continue
-        with write_transaction(con):
-            mark_merged(store, t.id, survivor.id)
-            log.put_merge(con, t.id, survivor.id, run_id, old_path, path_key(old_path) if old_path else None)
-            links.redirect(con)
         undo["members"][t.id] = {"trace": rec.trace_json(t), "path": old_path}
+        with write_transaction(con):  # merged and logged as merged in one go
+            mark_member(store, t.id, survivor.id, run_id, old_path)
+            logged()
         outcome.merged.append(t.id)
     return outcome
+
+
+def mark_member(store: "MemoryStore", memory_id: str, survivor_id: str, run_id: str, old_path: str | None) -> None:
+    """A member that was forgotten for a merge is merged (in a transaction):
+    superseded, recorded in ``state.merges``, links to it resolved to the survivor."""
+    mark_merged(store, memory_id, survivor_id)
+    log.put_merge(store.con, memory_id, survivor_id, run_id, old_path, path_key(old_path) if old_path else None)
+    links.redirect(store.con)
 
 
 def mark_merged(store: "MemoryStore", memory_id: str, survivor_id: str) -> None:

@@ -45,6 +45,11 @@ class LoggedAction:
     detail: dict[str, Any]
     undo: dict[str, Any] | None
 
+    @property
+    def pending(self) -> bool:
+        """Logged before it started and not confirmed done: its writer died halfway."""
+        return bool(self.undo and self.undo.get("pending"))
+
 
 @dataclass
 class Contradiction:
@@ -102,6 +107,39 @@ def log_action(
         (run_id, seq, kind, _dumps(list(ids)), reason, _dumps(detail), _dumps(undo) if undo is not None else None),
     )
     return seq
+
+
+def update_action(con: apsw.Connection, run_id: str, seq: int, undo: dict[str, Any] | None, *,
+                  ids: Sequence[str] | None = None, detail: dict[str, Any] | None = None) -> None:
+    """Bring a logged action up to date with what it did so far (an action is
+    logged before it starts, ``pending`` in its undo, so a writer killed
+    halfway leaves a row saying what it was doing)."""
+    con.execute("UPDATE state.consolidation_actions SET undo = ? WHERE run_id = ? AND seq = ?",
+                (_dumps(undo) if undo is not None else None, run_id, seq))
+    if ids is not None:
+        con.execute("UPDATE state.consolidation_actions SET ids = ? WHERE run_id = ? AND seq = ?",
+                    (_dumps(list(ids)), run_id, seq))
+    if detail is not None:
+        con.execute("UPDATE state.consolidation_actions SET detail = ? WHERE run_id = ? AND seq = ?",
+                    (_dumps(detail), run_id, seq))
+
+
+def drop_action(con: apsw.Connection, run_id: str, seq: int) -> None:
+    """Take back a logged action that turned out not to have happened."""
+    con.execute("DELETE FROM state.consolidation_actions WHERE run_id = ? AND seq = ?", (run_id, seq))
+
+
+def unfinished_runs(con: apsw.Connection) -> list[Run]:
+    """Runs still marked ``running`` (their writer died, when no run holds the lock)."""
+    return [_run(r) for r in con.execute(
+        f"SELECT {_RUN_COLS} FROM state.consolidation_runs WHERE status = 'running' ORDER BY started, rowid")]
+
+
+def runs_with_pending(con: apsw.Connection) -> list[str]:
+    """Runs with an action still ``pending`` (see :func:`update_action`)."""
+    return [r[0] for r in con.execute(
+        "SELECT DISTINCT run_id FROM state.consolidation_actions WHERE json_extract(undo, '$.pending') = 1 "
+        "ORDER BY run_id")]
 
 
 def _run(row: Sequence[Any]) -> Run:
