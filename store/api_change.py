@@ -21,7 +21,8 @@ if TYPE_CHECKING:
     import apsw
 
     from memvault.store.consolidation.merge import MergeOutcome
-    from memvault.store.consolidation.run import RunReport, UndoReport
+    from memvault.store.consolidation.run import RunReport
+    from memvault.store.consolidation.undo import UndoReport
     from memvault.store.embedding.cache import PruneReport
     from memvault.store.flows.backup import RestoreReport
     from memvault.store.flows.export import ExportOptions, ExportReport
@@ -118,7 +119,7 @@ class ChangeAPI(StoreParts):
 
     def undo_consolidation(self, run: str) -> "UndoReport":
         """Reverse a whole consolidation run (or ``memvault merge``)."""
-        from memvault.store.consolidation.run import undo
+        from memvault.store.consolidation.undo import undo
 
         return undo(self, run)
 
