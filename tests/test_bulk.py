@@ -81,3 +81,33 @@ def test_stop_during_pooled_read_leaves_no_workers(tmp_path: Path) -> None:
     assert multiprocessing.active_children() == []
     assert v.con.execute("SELECT count(*) FROM files").fetchone()[0] <= BATCH
     v.close()
+
+
+def test_a_streamed_first_index_lets_go_of_written_notes_but_not_of_sources(tmp_path: Path) -> None:
+    # More than two batches, with memory sources scattered through them: each
+    # gets its facts, though the reconcile keeps only what an observer wants.
+    root = tmp_path / "vault"
+    n = 2 * BATCH + 50
+    make_vault(root, n)
+    sources = [3, BATCH + 11, 2 * BATCH + 40]
+    for i in sources:
+        write(root, f"about {i}.md", f"---\nmemory_source: true\n---\n- Prefers tea number {i}\n")
+    v = MemoryStore.open(str(root))
+    kept: list[int] = []
+    observer = v.reconciler.observers[0]
+    real = observer.notes_changed
+
+    def counting(written, removed):  # type: ignore[no-untyped-def]
+        kept.append(len(written))
+        return real(written, removed)
+
+    observer.notes_changed = counting  # type: ignore[method-assign]
+    s = v.sync()
+    assert s.added == n + len(sources)
+    # the sources, and at most the last (partial) batch: never the whole vault
+    assert len(kept) == 1 and len(sources) <= kept[0] <= len(sources) + (n + len(sources)) % BATCH
+    texts = {r[0] for r in v.con.execute("SELECT content FROM traces WHERE kind = 'fact' AND status = 'active'")}
+    assert all(any(f"tea number {i}" in t for t in texts) for i in sources)
+    # links across the let-go batches still resolve
+    assert v.con.execute("SELECT count(*) FROM edges WHERE target_path IS NOT NULL AND target_id IS NULL").fetchone()[0] == 0
+    v.close()

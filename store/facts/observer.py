@@ -100,6 +100,14 @@ class FactObserver:
 
     # -- the observer protocol ---------------------------------------------
 
+    def wants(self, note: ParsedNote, trace: rec.TraceRow) -> bool:
+        """Whether :meth:`notes_changed` has work for this written note: a
+        source (to extract), or a note that had facts (to retire or keep).
+        Lets a long reconcile let go of every other note as it goes."""
+        if trace.kind == "note" and source_marks(note, self.globs):
+            return True
+        return bool(sf.source_ids_with_facts(self.con, [trace.id])) or sf.get_source(self.con, trace.id) is not None
+
     def notes_changed(self, written: list[tuple[ParsedNote, rec.TraceRow]], removed: list[str]) -> list[str]:
         """Update the facts of every written source note; retire those of
         unmarked and removed ones. Never raises: problems become warnings."""

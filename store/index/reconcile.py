@@ -69,6 +69,11 @@ class NoteObserver(Protocol):
         """``written``: notes (re)indexed, with their traces; ``removed``: trace ids whose note is gone."""
         ...
 
+    def wants(self, note: ParsedNote, trace: rec.TraceRow) -> bool:
+        """Whether ``notes_changed`` would do anything with this written note
+        (a long reconcile keeps only those; an observer without it gets all)."""
+        ...
+
 
 @dataclass
 class SyncSummary:

@@ -60,6 +60,7 @@ class ReconcilePass:
         self.written: set[str] = set()
         self.written_notes: list[tuple[ParsedNote, rec.TraceRow]] = []
         self.removed: list[str] = []
+        self.appeared: set[str] = set()  # paths new to the index, of batches already let go
         self.batches = 0
 
     def run(self, progress: "Progress | None") -> SyncSummary:
@@ -159,8 +160,9 @@ class ReconcilePass:
                     self.changes.append(
                         NoteChange(st, note, old, memory=memory, resolutions=res.resolutions, keys=res.keys)
                     )
-                    if self.stream and len(self.changes) % BATCH == 0:
-                        self._write(self.changes[-BATCH:])
+                    if self.stream and len(self.changes) == BATCH:
+                        self._write(self.changes)
+                        self._let_go()
         finally:
             results.close()  # stops the worker pool early if progress() gave up
         for path, message in self.read_errors:
@@ -205,11 +207,23 @@ class ReconcilePass:
                 self.summary.count(c)
         self.batches += 1
 
+    def _let_go(self) -> None:
+        """Drop a written batch's parsed notes (streaming only): a first index
+        of a large vault then holds one batch of notes at a time, not the vault.
+        What later steps need of them is kept: the paths that appeared, and
+        the notes an observer still has work for."""
+        self.appeared.update(c.stat.path for c in self.changes if c.old_path != c.stat.path)
+        self.changes = []
+        self.written_notes = [w for w in self.written_notes if self._wanted(w)]
+
+    def _wanted(self, written: tuple[ParsedNote, rec.TraceRow]) -> bool:
+        """Whether some observer will do anything with a written note."""
+        return any(o.wants(*written) if hasattr(o, "wants") else True for o in self.ix.observers)
+
     def _write_remaining(self) -> None:
         changes = self.changes
-        rest = changes[len(changes) - len(changes) % BATCH :] if self.stream else changes
-        for i in range(0, len(rest), BATCH):
-            self._write(rest[i : i + BATCH])
+        for i in range(0, len(changes), BATCH):
+            self._write(changes[i : i + BATCH])
         if self.stream and self.batches > 1:
             # Links written before their target note's batch had no trace id yet.
             with write_transaction(self.con):
@@ -224,7 +238,7 @@ class ReconcilePass:
         if self.bulk:
             self.con.wal_checkpoint(mode=apsw.SQLITE_CHECKPOINT_PASSIVE)
             self.con.execute(f"PRAGMA wal_autocheckpoint={WAL_AUTOCHECKPOINT}")
-        appeared = {c.stat.path for c in self.changes if c.old_path != c.stat.path}
+        appeared = self.appeared | {c.stat.path for c in self.changes if c.old_path != c.stat.path}
         appeared |= {st.path for st in self.attachments if st.path not in self.known}
         if self.indexed_before and (appeared or self.gone):
             keys = {path_key(p) for p in appeared | set(self.gone)}
