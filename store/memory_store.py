@@ -33,6 +33,7 @@ which :class:`MemoryStore` combines.
 
 from __future__ import annotations
 
+import logging
 import os
 import time
 from collections.abc import Callable, Iterable
@@ -49,6 +50,8 @@ from memvault.store.api_read import ReadAPI
 from memvault.store.db.connection import IndexDatabaseError, connect
 from memvault.store.settings import Settings, load_settings
 from memvault.vault_io.errors import MemvaultError, UsageError
+
+log = logging.getLogger(__name__)
 
 if TYPE_CHECKING:
     from memvault.store.embedding.pipeline import EmbedReport
@@ -202,15 +205,22 @@ class MemoryStore(ReadAPI, ChangeAPI):
             raise NoIndexError(str(exc)) from exc
 
     def close(self) -> None:
-        """Close the store's connections (it can be used again: they reopen)."""
+        """Close the store's connections (it can be used again: they reopen).
+
+        Never raises for SQLite: closing the last connection checkpoints the
+        write-ahead log, and a disk still full (or failing) then makes that
+        checkpoint fail. Every commit is safe in the WAL all the same and the
+        next open checkpoints it, so a command that ends here has nothing to
+        report beyond one logged line (and a traceback after its own error
+        would be wrong)."""
         retriever = self.__dict__.pop("retriever", None)
         if retriever is not None:
-            retriever.close()
+            _quietly(retriever.close)
         for name in ("reconciler", "memories", "sources"):
             self.__dict__.pop(name, None)
         con = self.__dict__.pop("con", None)
         if con is not None:
-            con.close()
+            _quietly(con.close, lambda: con.close(force=True))
 
     # -- collaborators (one each per store) -------------------------------------
 
@@ -383,6 +393,20 @@ class MemoryStore(ReadAPI, ChangeAPI):
         from memvault.store.db.connection import checkpoint
 
         checkpoint(self.con)
+
+
+def _quietly(close: Callable[[], None], fallback: Callable[[], None] | None = None) -> None:
+    """Run ``close``; a SQLite error (the closing checkpoint on a full disk)
+    is logged as one line, and ``fallback`` releases what is left."""
+    try:
+        close()
+    except apsw.Error as exc:
+        log.warning("the write-ahead log was not folded back on close (%s); the next open does it", exc)
+        if fallback is not None:
+            try:
+                fallback()
+            except apsw.Error:
+                pass
 
 
 def wait_for(condition: Callable[[], bool], timeout: float, interval: float = 0.05) -> bool:

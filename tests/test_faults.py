@@ -20,8 +20,8 @@ vault edits, an agent's ``add`` and its scheduled consolidation. After each faul
   a second run has nothing to do; an undo cut short finishes when run again).
 
 Bounded for CI; ``HYPOTHESIS_PROFILE=dev`` (or MEMVAULT_FAULT_ROUNDS) loops longer.
-Bugs found outside the files these tests may change are pinned at the end
-as strict xfails.
+The bugs these loops found are pinned at the end by deterministic tests
+(tests/test_write_recovery.py has one for each kill point).
 """
 
 from __future__ import annotations
@@ -34,9 +34,8 @@ import signal
 import subprocess
 import sys
 import time
-import warnings
 from datetime import date, datetime, timedelta, timezone
-from pathlib import Path, PurePosixPath
+from pathlib import Path
 from typing import Any
 
 import apsw
@@ -324,21 +323,10 @@ def note_paths(vault: Path) -> dict[str, list[str]]:
     return found
 
 
-def writer_copy(paths: list[str]) -> bool:
-    """Two notes of one memory side by side in one folder: the note writer
-    finishing a move or a restore that was killed after its new note was
-    written (it takes its own note for someone else's file and writes a
-    second one, ``X 2.md`` or under the default name). A bug of the writer
-    (store/memories/), pinned by the xfail tests at the end; until it is
-    fixed a round that meets it stops there, with a warning, instead of
-    failing. Any other double still fails."""
-    return len(paths) == 2 and len({PurePosixPath(p).parent for p in paths}) == 1
-
-
-def consolidation_sound(vault: Path, texts: set[str]) -> bool:
+def consolidation_sound(vault: Path, texts: set[str]) -> None:
     """After a kill (once pending note writes are finished): a sound vault,
     every live memory in exactly one note, every text of ``texts`` still to
-    be had. False (after those checks) when the known writer bug struck."""
+    be had."""
     sound(vault)
     complete_pending(vault)
     live = live_memories(vault)
@@ -347,10 +335,7 @@ def consolidation_sound(vault: Path, texts: set[str]) -> bool:
     paths = note_paths(vault)
     assert set(paths) == set(live), paths
     doubled = {mid: p for mid, p in paths.items() if len(p) > 1}
-    assert all(writer_copy(p) for p in doubled.values()), doubled
-    if doubled:
-        warnings.warn(f"a second note of {sorted(doubled)} after a killed write (known writer bug)", stacklevel=2)
-    return not doubled
+    assert not doubled, doubled
 
 
 def finishes(vault: Path, day: date = TODAY) -> None:
@@ -415,8 +400,7 @@ def test_sigkill_at_random_points_of_consolidation(what: str, tmp_path: Path, qu
             span = timed(cmd, quiet_env)  # the first round runs whole: how long a run takes
         else:
             _kill_at_random(cmd, quiet_env, rng.uniform(0.1, span))
-        if not consolidation_sound(vault, original):
-            continue
+        consolidation_sound(vault, original)
         if what == "undo":
             with opened(vault) as v:
                 status = v.consolidation_runs(limit=1)[0]["status"]
@@ -426,10 +410,10 @@ def test_sigkill_at_random_points_of_consolidation(what: str, tmp_path: Path, qu
                 with opened(vault) as v:
                     assert v.consolidation_runs(limit=1)[0]["status"] == "undone"
             assert set(live_memories(vault).values()) == original
-            assert consolidation_sound(vault, original)
+            consolidation_sound(vault, original)
             continue
         finishes(vault)
-        assert consolidation_sound(vault, original)
+        consolidation_sound(vault, original)
         undo_all(vault)
         assert set(live_memories(vault).values()) == original, i
 
@@ -508,10 +492,9 @@ def test_sigkill_of_the_daemon_in_a_batch_and_a_consolidation(tmp_path: Path, qu
                     proc.wait(timeout=30)
             sock.close()
         texts = original | set(edits.values()) | ({f"Remember daemon{i}x always."} if added else set())
-        if not consolidation_sound(vault, texts):
-            continue
+        consolidation_sound(vault, texts)
         finishes(vault, today)
-        assert consolidation_sound(vault, texts)
+        consolidation_sound(vault, texts)
 
 
 # -- write faults in the middle of a consolidation run ---------------------------------
@@ -541,10 +524,9 @@ def test_vault_write_faults_during_consolidation(tmp_path: Path, monkeypatch: py
             failed += 1
             one_line_only(r)
             assert os.strerror(code) in r.stderr, r.stderr
-        if not consolidation_sound(vault, original):
-            continue
+        consolidation_sound(vault, original)
         finishes(vault)
-        assert consolidation_sound(vault, original)
+        consolidation_sound(vault, original)
         undo_all(vault)
         assert set(live_memories(vault).values()) == original, i
     assert failed, "no round hit a fault"
@@ -562,27 +544,24 @@ def test_database_write_faults_during_consolidation(failure: type[apsw.Error], t
         busy_store(vault)
         original = set(live_memories(vault).values())
         # Commits fail from a random point of the run on; the closing
-        # checkpoint works (when it fails too: the xfail below).
+        # checkpoint works (when it fails too: the test below).
         failing_vfs.countdown, failing_vfs.wal_only, failing_vfs.failing = rng.randint(0, 60), True, failure
         r = run(vault, *CONSOLIDATE)
         failing_vfs.failing = None
         if r.exit_code != 0:
             failed += 1
             one_line_only(r)
-        if not consolidation_sound(vault, original):
-            continue
+        consolidation_sound(vault, original)
         finishes(vault)
-        assert consolidation_sound(vault, original)
+        consolidation_sound(vault, original)
         undo_all(vault)
         assert set(live_memories(vault).values()) == original, i
     assert failed, "no round hit a fault"
 
 
-# -- known bugs outside this test's files, pinned (strict: they fail once fixed) ------
+# -- once strict xfails: a full disk at close, a move and a restore killed halfway ------
 
 
-@pytest.mark.xfail(strict=True, reason="MemoryStore.close() lets the closing checkpoint's apsw.FullError escape: "
-                   "a traceback after the one error line (cli/main.py AppContext.close -> store/memory_store.py close)")
 def test_a_disk_that_stays_full_until_the_command_ends_is_one_line(vault: Path, failing_vfs, quiet_env) -> None:  # type: ignore[no-untyped-def]
     busy_store(vault)
     failing_vfs.countdown, failing_vfs.failing = 90, apsw.FullError  # the run commits, then every write fails
@@ -595,10 +574,6 @@ class Killed(BaseException):
     """The writer dies here (as SIGKILL would, without unwinding anything)."""
 
 
-@pytest.mark.xfail(strict=True, reason="store/memories/writer.py: a note move (a type change, an undo putting a "
-                   "note back in its folder) killed between writing the new note and removing the old one leaves "
-                   "two notes with the memory's id; the outbox flush writes a third name ('<name> 2.md') instead "
-                   "of recognising its own write by the outbox entry's expected_hash")
 def test_a_move_killed_halfway_leaves_one_note(vault: Path, monkeypatch: pytest.MonkeyPatch, quiet_env) -> None:  # type: ignore[no-untyped-def]
     from memvault.store.memories import writer
 
@@ -620,9 +595,6 @@ def test_a_move_killed_halfway_leaves_one_note(vault: Path, monkeypatch: pytest.
     assert len(note_paths(vault)["m-task0"]) == 1
 
 
-@pytest.mark.xfail(strict=True, reason="store/memories/writer.py: a restore killed after writing the note back "
-                   "and before clearing its outbox entry is finished by writing a second note ('<name> 2.md'), "
-                   "free_path taking the restored note for someone else's file")
 def test_a_restore_killed_halfway_leaves_one_note(vault: Path, monkeypatch: pytest.MonkeyPatch, quiet_env) -> None:  # type: ignore[no-untyped-def]
     from memvault.store.memories import writer
 

@@ -13,11 +13,21 @@ or not:
    version is written beside it as ``<name> (conflict <time>).md``;
 4. clear the outbox entry and index the written path.
 
+What a change keeps in the durable state besides the trace (the version
+it supersedes, a forget's record) commits in step 2's transaction too, so a
+writer killed before the outbox entry leaves no trace of the change at all.
+
 A writer that dies between 2 and 4 leaves the outbox entry behind;
 :func:`flush_outbox` (run by ``sync`` and by the daemon) finishes it, and
 because step 3 is idempotent (identical bytes are not rewritten) finishing
-twice is harmless. The watcher recognises its own writes by the outbox's
-(path, hash), so one store change is one file write and no feedback loop.
+twice is harmless. The entry is the record of what the dead writer meant and
+how far it got: a note at its path with its hash is that writer's own write
+(a move then only removes the old note, unless a person edited it since); a
+restored note is found by its ``id``, and a note already moved to ``.trash``
+is found there by its ``id`` and recorded with the forget's own reason. So
+a killed write is finished, never done a second time beside the first. The
+watcher recognises its own writes by the outbox's (path, hash), so one store
+change is one file write and no feedback loop.
 A write that fails (a full disk, a read-only folder) is the same case: the
 change stays in the index, the outbox entry stays as it was, the command
 ends with one line saying so (:class:`MemoryWriteError`), and the next
@@ -219,12 +229,6 @@ class Memories(NoteWriter):
         current = mem.trace_path(self.con, trace.id)
         target, warnings = self._update_target(trace, changed, current, deleted_at)
         existing = self._read_text(current) if current else None
-        with write_transaction(self.con):
-            snap = mem.stage_version(self.con, trace, reason)
-        # The note names the version it replaced (``supersedes``), so the
-        # chain can be followed from the vault too.
-        changed.metadata = dict(changed.metadata, supersedes=snap.id)
-        data = render_note(changed, existing).encode("utf-8")
 
         def index() -> None:
             mem.put_version(self.con, snap)
@@ -234,7 +238,18 @@ class Memories(NoteWriter):
             if strength is not None:
                 mem.set_strength(self.con, trace.id, strength)
 
-        self._commit(changed, "write", target, content_hash(data), index)
+        # The version commits with the outbox entry (what _commit does for
+        # the other changes): staged alone, a writer killed before the entry
+        # would leave a version equal to the live text, and a version number
+        # one ahead of the memory's.
+        with write_transaction(self.con):
+            snap = mem.stage_version(self.con, trace, reason)
+            # The note names the version it replaced (``supersedes``), so the
+            # chain can be followed from the vault too.
+            changed.metadata = dict(changed.metadata, supersedes=snap.id)
+            data = render_note(changed, existing).encode("utf-8")
+            mem.put_outbox(self.con, changed, "write", target, content_hash(data))
+        self._index(index)
         result = self.flush(trace.id) or WriteResult(trace.id, "updated", target)
         if result.conflict is None:
             result.action = "updated"
@@ -277,10 +292,9 @@ class Memories(NoteWriter):
                                warnings=[f"the note {deleted_at} had already been deleted in the vault"])
         current = mem.trace_path(self.con, trace.id)
         gone = replace(trace, status="deleted", reason=reason or "forgotten")
-        with write_transaction(self.con):
-            mem.stage_deleted(self.con, gone, gone.reason or "forgotten")
         self._commit(gone, "trash", current, None,
-                     lambda: rec.set_status(self.con, trace.id, "deleted", gone.reason))
+                     lambda: rec.set_status(self.con, trace.id, "deleted", gone.reason),
+                     stage=lambda: mem.stage_deleted(self.con, gone, gone.reason or "forgotten"))
         return self.flush(trace.id) or WriteResult(trace.id, "forgotten")
 
     def restore(self, ref: str) -> WriteResult:
@@ -288,8 +302,11 @@ class Memories(NoteWriter):
         trace = find_trace(self.con, ref)
         if trace is None or trace.kind != "memory":
             raise MemoryOpError(f"no memory matches {ref!r}")
-        if self.flush(trace.id) is not None:
+        finished = self.flush(trace.id)
+        if finished is not None:
             trace = rec.get_trace(self.con, trace.id) or trace
+            if finished.action == "restored" and trace.status == "active":
+                return finished  # a restore a dead writer left, done now: what was asked
         if trace.status == "deleted" and not trace.metadata.get("trash_path"):
             # Deleted in the vault, not forgotten here: the note may be back
             # (restored from Obsidian's trash, moved) before we write a copy.
@@ -299,10 +316,9 @@ class Memories(NoteWriter):
                 return WriteResult(trace.id, "restored", mem.trace_path(self.con, trace.id))
         if trace.status != "deleted":
             raise MemoryOpError(f"memory {trace.id} is {trace.status}, not deleted")
-        with write_transaction(self.con):
-            mem.clear_deleted(self.con, trace.id)
         self._commit(replace(trace, status="active", reason=None), "restore", None, None,
-                     lambda: rec.set_status(self.con, trace.id, "active", None))
+                     lambda: rec.set_status(self.con, trace.id, "active", None),
+                     stage=lambda: mem.clear_deleted(self.con, trace.id))
         return self.flush(trace.id) or WriteResult(trace.id, "restored")
 
     def history(self, ref: str) -> list[rec.TraceRow]:

@@ -326,6 +326,22 @@ def index_catch_up(con: apsw.Connection, trace_id: str) -> rec.TraceRow | None:
     return rec.get_trace(con, trace_id)
 
 
+def outbox_trace(con: apsw.Connection, trace_id: str) -> rec.TraceRow | None:
+    """The memory as its pending change wants it (the record of intent: a
+    forget's reason, where a restore brings the note back from)."""
+    row = con.execute("SELECT trace FROM state.outbox WHERE trace_id = ?", (trace_id,)).fetchone()
+    return rec.trace_from_json(row[0]) if row and row[0] else None
+
+
+def retarget_outbox(con: apsw.Connection, trace_id: str, expected_path: str, expected_hash: str) -> None:
+    """The pending write of ``trace_id`` goes to ``expected_path`` with
+    ``expected_hash`` after all (a free name, bytes rendered afresh)."""
+    con.execute(
+        "UPDATE state.outbox SET expected_path = ?, expected_hash = ? WHERE trace_id = ?",
+        (expected_path, expected_hash, trace_id),
+    )
+
+
 def get_outbox(con: apsw.Connection, trace_id: str) -> OutboxEntry | None:
     """The pending write of one trace."""
     row = con.execute(

@@ -24,6 +24,7 @@ from memvault.store.memories.memtypes import maybe_type
 from memvault.vault_io.atomic import NAME_MAX, atomic_move, atomic_write, fit_name, free_path, fsync_dir
 from memvault.vault_io.errors import MemvaultError
 from memvault.vault_io.fm_edit import edit_frontmatter
+from memvault.vault_io.frontmatter import FrontmatterError, load_frontmatter, split_frontmatter
 from memvault.vault_io.memory_note import MemoryDoc, memory_filename, render_memory, split_related
 from memvault.vault_io.note import content_hash
 from memvault.vault_io.secrets import redact
@@ -141,15 +142,28 @@ class NoteWriter:
         before_write: Callable[[str], None] | None
 
     def _commit(
-        self, trace: rec.TraceRow, action: str, path: str | None, digest: str | None, index: Callable[[], None]
+        self, trace: rec.TraceRow, action: str, path: str | None, digest: str | None, index: Callable[[], None],
+        *, stage: Callable[[], None] | None = None,
     ) -> None:
         """Record a store-side change: the durable state (the outbox entry
         with the memory as it must be written) commits first, the index
         second. SQLite commits two attached databases one after the other,
         so a writer killed between them leaves the index behind the state,
-        never ahead: :func:`~.rows.index_catch_up` levels it from the outbox."""
+        never ahead: :func:`~.rows.index_catch_up` levels it from the outbox.
+
+        ``stage`` writes the state rows that belong to the change (a forget
+        record, its removal) in the outbox entry's own transaction: committed
+        alone, a writer killed before the entry would leave them describing
+        a change that never happened."""
         with write_transaction(self.con):
+            if stage is not None:
+                stage()
             mem.put_outbox(self.con, trace, action, path, digest)
+        self._index(index)
+
+    def _index(self, index: Callable[[], None]) -> None:
+        """The index's half of a commit, once the state's half (the outbox
+        entry, and what was staged with it) is in."""
         with write_transaction(self.con):
             index()
 
@@ -167,10 +181,10 @@ class NoteWriter:
         try:
             current = self._locate(trace_id)
             if entry.action == "trash":
-                return self._trash(trace, current)
+                return self._trash(trace, current, entry)
             if entry.action == "restore":
-                return self._restore(trace)
-            return self._write(trace, current, entry.expected_path or current)
+                return self._restore(trace, current)
+            return self._finish_own_write(trace, current, entry) or self._write(trace, current, entry)
         except OSError as exc:
             # The change is committed and its outbox entry untouched: the
             # write is retried later, and the person gets one line, not a
@@ -193,7 +207,56 @@ class NoteWriter:
             f"tries again"
         )
 
-    def _write(self, trace: rec.TraceRow, current: str | None, target: str | None) -> WriteResult:
+    def _finish_own_write(self, trace: rec.TraceRow, current: str | None, entry: mem.OutboxEntry) -> WriteResult | None:
+        """Finish a write whose writer died after putting the note in place.
+
+        A file at the entry's path with the entry's hash is that writer's own
+        note, not someone else's file to write beside: what is left is to
+        remove the note it replaces (a move: a type change, an undo putting a
+        note back in its folder) and index both. The old note goes only when
+        it is still as last indexed; a person's edit of it since keeps it,
+        and our note is withdrawn for the ordinary write to settle the two
+        as a conflict. None when there is no such note (nothing was written yet).
+        """
+        target = entry.expected_path
+        if not target or not entry.expected_hash:
+            return None
+        try:
+            if content_hash((self.root / target).read_bytes()) != entry.expected_hash:
+                return None
+        except OSError:  # not written yet (or unreadable: the ordinary write reports it)
+            return None
+        old = current if current and current != target and (self.root / current).exists() else None
+        # A sync that ran in between may have indexed our note as a memory of its own.
+        self._drop_own_copy(trace.id, target)
+        if old is not None and content_hash((self.root / old).read_bytes()) != mem.synced_hash(self.con, old):
+            (self.root / target).unlink()
+            fsync_dir((self.root / target).parent)
+            return None
+        if old is not None:
+            (self.root / old).unlink()
+            fsync_dir((self.root / old).parent)
+        with write_transaction(self.con):
+            mem.clear_outbox(self.con, trace.id)
+        self.indexer.sync_paths([target] + ([old] if old else []))
+        return WriteResult(trace.id, "written", target)
+
+    def _drop_own_copy(self, trace_id: str, path: str) -> None:
+        """Forget what the index made of our own note at ``path`` when it took
+        it for another memory. A sync between a killed move's write and its
+        finish sees two notes with one ``id`` and gives the newcomer a derived
+        id; once the old note is gone that phantom would stay as a second
+        memory. Dropping it (and the path's row) lets ``path`` be indexed
+        again as a move of ``trace_id``'s note."""
+        row = rec.get_file(self.con, path)
+        if row is None or row.trace_id is None or row.trace_id == trace_id:
+            return
+        with write_transaction(self.con):
+            rec.delete_file(self.con, path)
+            mem.drop_memory(self.con, row.trace_id)
+
+    def _write(self, trace: rec.TraceRow, current: str | None, entry: mem.OutboxEntry) -> WriteResult:
+        target = entry.expected_path or current
         if current and not (self.root / current).exists():
             moved_to = self._locate(trace.id)
             if moved_to and moved_to != current:
@@ -216,6 +279,12 @@ class NoteWriter:
         if target != current and (self.root / target).exists() and (self.root / target).read_bytes() != new:
             # Someone created a file at the planned name meanwhile: never overwrite it.
             target = free_path(self.root / target).relative_to(self.root).as_posix()
+        if (target, content_hash(new)) != (entry.expected_path, entry.expected_hash):
+            # The entry names what is written, before it is: a writer killed
+            # after the write leaves a note the reconciler and the retry
+            # recognise as its own (else the retry would write a second one).
+            with write_transaction(self.con):
+                mem.retarget_outbox(self.con, trace.id, target, content_hash(new))
         # An edit always beats a deletion: a note the person deleted while
         # the store changed it is written again.
         self._place(trace.id, current, target, new, mode)
@@ -232,54 +301,121 @@ class NoteWriter:
             mem.clear_outbox(self.con, trace_id)
         self.indexer.sync_paths([target] + ([current] if current and current != target else []))
 
-    def _trash(self, trace: rec.TraceRow, current: str | None) -> WriteResult:
+    def _trash(self, trace: rec.TraceRow, current: str | None, entry: mem.OutboxEntry) -> WriteResult:
+        # The outbox entry is the record of intent: its trace carries the
+        # forget's reason even when a sync in between already took the
+        # vanished note for one deleted in the vault.
+        intended = mem.outbox_trace(self.con, trace.id)
+        reason = (intended.reason if intended is not None else None) or trace.reason or "forgotten"
         if self.before_write is not None and current:
             self.before_write(current)
         if current is None or not (self.root / current).exists():
-            with write_transaction(self.con):
-                mem.clear_outbox(self.con, trace.id)
-            if current:
-                self.indexer.sync_paths([current])
-                self._set_deleted(trace, None, None)
-            return WriteResult(trace.id, "forgotten", None)
+            return self._trash_finished(trace, current, entry.expected_path or current, reason)
         if content_hash((self.root / current).read_bytes()) != mem.synced_hash(self.con, current):
             return self._conflict(trace, current, "forget cancelled: the note was edited in the vault meanwhile")
         trash = free_path(self.root / TRASH / PurePosixPath(current).name)
-        atomic_move(self.root / current, trash)
+        try:
+            atomic_move(self.root / current, trash)
+        except OSError as exc:
+            if (self.root / current).exists() or not trash.exists():
+                raise
+            # Renamed; only flushing a folder failed. The move is done (the
+            # note is in the trash for every reader), so it is not reported
+            # as failed: that would leave a forget half recorded.
+            log.warning("%s moved to %s, but its folder could not be flushed: %s", current, TRASH, exc)
         trash_rel = trash.relative_to(self.root).as_posix()
-        with write_transaction(self.con):
-            mem.clear_outbox(self.con, trace.id)
         self.indexer.sync_paths([current])
-        self._set_deleted(trace, current, trash_rel)
+        self._set_deleted(trace, current, trash_rel, reason)
         return WriteResult(trace.id, "forgotten", trash_rel)
 
-    def _set_deleted(self, trace: rec.TraceRow, trashed_from: str | None, trash_path: str | None) -> None:
+    def _trash_finished(self, trace: rec.TraceRow, current: str | None, origin: str | None, reason: str) -> WriteResult:
+        """The note is gone from its place: a writer killed after moving it to
+        the trash (found there by its ``id``), or a person deleting it. Either
+        way the forget is recorded with its own reason, and with where the
+        note went when the trash holds it (so ``restore`` brings that copy back)."""
+        trash_rel = self._trashed_copy(trace.id, origin) if origin else None
+        if current:
+            self.indexer.sync_paths([current])
+        self._set_deleted(trace, origin if trash_rel else None, trash_rel, reason)
+        return WriteResult(trace.id, "forgotten", trash_rel)
+
+    def _trashed_copy(self, trace_id: str, origin: str) -> str | None:
+        """The note of memory ``trace_id`` that a move to the trash put there
+        from ``origin`` (the names :func:`free_path` gives it, the newest
+        first), or None."""
+        name = PurePosixPath(origin)
+        try:
+            entries = list((self.root / TRASH).iterdir())
+        except OSError:
+            return None
+
+        def named_so(p: Path) -> bool:
+            counter = p.name[len(name.stem) + 1 : len(p.name) - len(name.suffix)]
+            return p.name == name.name or (
+                p.name.startswith(name.stem + " ") and p.name.endswith(name.suffix) and counter.isdigit()
+            )
+
+        found = [p for p in entries if named_so(p) and p.is_file() and note_id(p) == trace_id]
+        if not found:
+            return None
+        # A rename updates the file's ctime: the latest is this forget's move.
+        newest = max(found, key=lambda p: p.stat().st_ctime_ns)
+        return newest.relative_to(self.root).as_posix()
+
+    def _set_deleted(
+        self, trace: rec.TraceRow, trashed_from: str | None, trash_path: str | None, reason: str | None = None
+    ) -> None:
         """Record the forget reason and where the note went (the indexer's
-        own deletion handling only knows the file disappeared)."""
+        own deletion handling only knows the file disappeared), and clear
+        the outbox entry in the same transaction: until this is recorded the
+        entry stays, for a retry to find the note in the trash and record it."""
         where = {"trashed_from": trashed_from, "trash_path": trash_path} if trashed_from else {}
         with write_transaction(self.con):
+            mem.clear_outbox(self.con, trace.id)
             self.con.execute("UPDATE traces SET path = NULL WHERE id = ?", (trace.id,))
-            mem.mark_deleted(self.con, trace.id, trace.reason or "forgotten", **where)
+            mem.mark_deleted(self.con, trace.id, reason or trace.reason or "forgotten", **where)
 
-    def _restore(self, trace: rec.TraceRow) -> WriteResult:
-        origin = trace.metadata.get("trashed_from") or (
+    def _restore(self, trace: rec.TraceRow, current: str | None) -> WriteResult:
+        # The trace as the restore recorded it: a sync in between may have
+        # indexed the restored note, and with it lost where it came from.
+        intended = mem.outbox_trace(self.con, trace.id) or trace
+        origin = intended.metadata.get("trashed_from") or (
             f"{self.folder}/{trace.type}/{memory_filename(trace.content, trace.id[2:10])}"
         )
-        target = free_path(self.root / origin)
-        trash = trace.metadata.get("trash_path")
-        if trash and (self.root / trash).is_file():
-            text = (self.root / trash).read_bytes().decode("utf-8", "replace")
-            # The trash copy may predate the note's id; give it the id so the
-            # restored note is recognised as this memory.
-            atomic_write(target, edit_frontmatter(text, {"id": trace.id}).encode("utf-8"))
-            (self.root / trash).unlink()
+        trash = intended.metadata.get("trash_path")
+        restored = self._restored_note(trace.id, current, origin)
+        if restored is not None:
+            # Back already. A trash copy still there is this restore's
+            # leftover (the writer died before removing it), unless it is
+            # another memory's note by now.
+            if trash and (self.root / trash).is_file() and note_id(self.root / trash) in (None, trace.id):
+                (self.root / trash).unlink()
         else:
-            atomic_write(target, render_memory(doc_from_trace(trace)).encode("utf-8"))
-        rel = target.relative_to(self.root).as_posix()
+            target = free_path(self.root / origin)
+            if trash and (self.root / trash).is_file():
+                text = (self.root / trash).read_bytes().decode("utf-8", "replace")
+                # The trash copy may predate the note's id; give it the id so the
+                # restored note is recognised as this memory.
+                atomic_write(target, edit_frontmatter(text, {"id": trace.id}).encode("utf-8"))
+                (self.root / trash).unlink()
+            else:
+                atomic_write(target, render_memory(doc_from_trace(trace)).encode("utf-8"))
+            restored = target.relative_to(self.root).as_posix()
         with write_transaction(self.con):
             mem.clear_outbox(self.con, trace.id)
-        self.indexer.sync_paths([rel])
-        return WriteResult(trace.id, "restored", rel)
+        self.indexer.sync_paths([restored])
+        return WriteResult(trace.id, "restored", restored)
+
+    def _restored_note(self, trace_id: str, current: str | None, origin: str) -> str | None:
+        """The memory's note when it is back already: a restore killed after
+        writing it (indexed since, or still at ``origin`` with the memory's
+        ``id``), or a person restoring it themselves. Writing another would
+        leave two notes of one memory."""
+        if current and (self.root / current).is_file():
+            return current
+        if (self.root / origin).is_file() and note_id(self.root / origin) == trace_id:
+            return origin
+        return None
 
     def _conflict(self, trace: rec.TraceRow, current: str, detail: str) -> WriteResult:
         """The person changed the note since we last read it: import their
@@ -356,6 +492,22 @@ class NoteWriter:
             return (self.root / rel).read_bytes().decode("utf-8", "replace")
         except FileNotFoundError:
             return None
+
+
+def note_id(path: Path) -> str | None:
+    """The ``id`` in a note's front-matter (None when absent or unreadable)."""
+    try:
+        text = path.read_bytes().decode("utf-8", "replace")
+    except OSError:
+        return None
+    yaml_text, _, _ = split_frontmatter(text.lstrip("\ufeff").replace("\r\n", "\n"))
+    if yaml_text is None:
+        return None
+    try:
+        value = load_frontmatter(yaml_text).get("id")
+    except FrontmatterError:
+        return None
+    return str(value) if isinstance(value, (str, int)) and not isinstance(value, bool) else None
 
 
 #: The last failure logged for each memory whose write keeps failing, so a
