@@ -33,6 +33,7 @@ Everything is deterministic string work on the two texts.
 from __future__ import annotations
 
 import difflib
+import os
 from dataclasses import dataclass
 from functools import lru_cache
 
@@ -98,11 +99,7 @@ def _spelling(a: str, b: str) -> bool:
     short, long_ = sorted((a, b), key=len)
     if len(short) >= 4 and short in long_:
         return True
-    n = 0
-    for x, y in zip(a, b):
-        if x != y:
-            break
-        n += 1
+    n = len(os.path.commonprefix([a, b]))  # letters the two words start with alike
     if n >= 4 or (n >= 3 and n == len(short.removesuffix("s"))):
         return True
     return len(short) >= 5 and _one_edit(a, b)

@@ -18,6 +18,7 @@ the same features on any machine.
 
 from __future__ import annotations
 
+import os
 import re
 import unicodedata
 from collections.abc import Iterable
@@ -284,11 +285,7 @@ def near(a: str, b: str) -> bool:
     a2, b2 = a.removesuffix("s"), b.removesuffix("s")
     if min(len(a2), len(b2)) >= 3 and (a2.startswith(b2) or b2.startswith(a2)):
         return True
-    n = 0
-    for x, y in zip(a, b):
-        if x != y:
-            break
-        n += 1
+    n = len(os.path.commonprefix([a, b]))  # letters the two words start with alike
     return n >= 4
 
 
