@@ -100,13 +100,14 @@ class FactObserver:
 
     # -- the observer protocol ---------------------------------------------
 
-    def wants(self, note: ParsedNote, trace: rec.TraceRow) -> bool:
-        """Whether :meth:`notes_changed` has work for this written note: a
-        source (to extract), or a note that had facts (to retire or keep).
-        Lets a long reconcile let go of every other note as it goes."""
-        if trace.kind == "note" and source_marks(note, self.globs):
-            return True
-        return bool(sf.source_ids_with_facts(self.con, [trace.id])) or sf.get_source(self.con, trace.id) is not None
+    def wanted(self, written: list[tuple[ParsedNote, rec.TraceRow]]) -> list[tuple[ParsedNote, rec.TraceRow]]:
+        """The written notes :meth:`notes_changed` has work for: sources (to
+        extract) and notes that were sources or had facts (to retire or
+        keep). Lets a long reconcile let go of every other note as it goes."""
+        ids = [t.id for _, t in written]
+        known = sf.source_ids_with_facts(self.con, ids) | sf.recorded_sources(self.con, ids)
+        return [(n, t) for n, t in written
+                if t.id in known or (t.kind == "note" and bool(source_marks(n, self.globs)))]
 
     def notes_changed(self, written: list[tuple[ParsedNote, rec.TraceRow]], removed: list[str]) -> list[str]:
         """Update the facts of every written source note; retire those of

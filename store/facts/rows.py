@@ -294,6 +294,17 @@ def all_sources(con: apsw.Connection) -> list[SourceState]:
     return [SourceState(*r) for r in con.execute(f"SELECT {_SOURCE_COLS} FROM fact_sources ORDER BY path")]
 
 
+def recorded_sources(con: apsw.Connection, source_ids: Iterable[str]) -> set[str]:
+    """Which of ``source_ids`` have an extraction state (were sources once)."""
+    ids = list(set(source_ids))
+    found: set[str] = set()
+    for i in range(0, len(ids), 500):
+        chunk = ids[i : i + 500]
+        found.update(r[0] for r in con.execute(
+            f"SELECT source_id FROM fact_sources WHERE source_id IN ({','.join('?' * len(chunk))})", chunk))
+    return found
+
+
 def source_ids_with_facts(con: apsw.Connection, source_ids: Iterable[str]) -> set[str]:
     """Which of ``source_ids`` have at least one active fact."""
     ids = list(set(source_ids))

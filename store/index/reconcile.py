@@ -69,8 +69,8 @@ class NoteObserver(Protocol):
         """``written``: notes (re)indexed, with their traces; ``removed``: trace ids whose note is gone."""
         ...
 
-    def wants(self, note: ParsedNote, trace: rec.TraceRow) -> bool:
-        """Whether ``notes_changed`` would do anything with this written note
+    def wanted(self, written: list[tuple[ParsedNote, rec.TraceRow]]) -> list[tuple[ParsedNote, rec.TraceRow]]:
+        """Those of ``written`` that ``notes_changed`` would do anything with
         (a long reconcile keeps only those; an observer without it gets all)."""
         ...
 

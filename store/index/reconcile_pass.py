@@ -61,6 +61,7 @@ class ReconcilePass:
         self.written_notes: list[tuple[ParsedNote, rec.TraceRow]] = []
         self.removed: list[str] = []
         self.appeared: set[str] = set()  # paths new to the index, of batches already let go
+        self.let_go_upto = 0  # written_notes before this index were already filtered
         self.batches = 0
 
     def run(self, progress: "Progress | None") -> SyncSummary:
@@ -214,11 +215,13 @@ class ReconcilePass:
         the notes an observer still has work for."""
         self.appeared.update(c.stat.path for c in self.changes if c.old_path != c.stat.path)
         self.changes = []
-        self.written_notes = [w for w in self.written_notes if self._wanted(w)]
-
-    def _wanted(self, written: tuple[ParsedNote, rec.TraceRow]) -> bool:
-        """Whether some observer will do anything with a written note."""
-        return any(o.wants(*written) if hasattr(o, "wants") else True for o in self.ix.observers)
+        batch = self.written_notes[self.let_go_upto :]
+        keep: dict[str, tuple[ParsedNote, rec.TraceRow]] = {}
+        for o in self.ix.observers:
+            for w in o.wanted(batch) if hasattr(o, "wanted") else batch:
+                keep[w[1].id] = w
+        self.written_notes[self.let_go_upto :] = [w for w in batch if w[1].id in keep]
+        self.let_go_upto = len(self.written_notes)
 
     def _write_remaining(self) -> None:
         changes = self.changes
