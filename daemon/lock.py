@@ -19,6 +19,7 @@ from typing import Any
 
 from memvault.store import location
 from memvault.vault_io.errors import MemvaultError
+from memvault.vault_io.locks import flock_within
 
 LOCK_FILE = "daemon.lock"
 
@@ -115,17 +116,10 @@ class DaemonLock:
         """
         location.ensure_private_dir(self.data_dir)
         fd = os.open(self.path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
-        deadline = time.monotonic() + retry_for
-        while True:
-            try:
-                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-                break
-            except BlockingIOError:
-                if time.monotonic() >= deadline:
-                    holder = _read_holder(fd)
-                    os.close(fd)
-                    raise DaemonRunningError(self.vault_root, holder) from None
-                time.sleep(0.02)
+        if not flock_within(fd, retry_for):
+            holder = _read_holder(fd)
+            os.close(fd)
+            raise DaemonRunningError(self.vault_root, holder)
         self.started = time.strftime("%Y-%m-%dT%H:%M:%S%z")
         info = {"pid": os.getpid(), "started": self.started, "vault": str(self.vault_root)}
         os.ftruncate(fd, 0)

@@ -17,6 +17,7 @@ import base64
 import datetime as _dt
 import math
 import re
+from pathlib import Path
 from typing import Any
 
 import yaml
@@ -116,6 +117,25 @@ def load_frontmatter(
             f"front-matter is a {_yaml_type(data)}, not a mapping of properties"
         )
     return {_json_key(key): to_json(value) for key, value in data.items()}
+
+
+def file_frontmatter_id(path: Path, head: int | None = None) -> str | None:
+    """The ``id`` in the front-matter of the file at ``path`` (None when it is
+    absent, not text-like, or the file or its YAML cannot be read). ``head``:
+    read only that many bytes (the front-matter opens a note)."""
+    try:
+        with open(path, "rb") as fh:
+            text = fh.read(-1 if head is None else head).decode("utf-8", "replace")
+    except OSError:
+        return None
+    yaml_text, _, _ = split_frontmatter(text.lstrip("\ufeff").replace("\r\n", "\n"))
+    if yaml_text is None:
+        return None
+    try:
+        value = load_frontmatter(yaml_text).get("id")
+    except FrontmatterError:
+        return None
+    return str(value) if isinstance(value, (str, int)) and not isinstance(value, bool) else None
 
 
 def _yaml_message(exc: yaml.MarkedYAMLError, first_line: int) -> str:

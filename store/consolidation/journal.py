@@ -13,9 +13,7 @@ anything), and a run still marked ``running`` is marked ``interrupted``.
 
 from __future__ import annotations
 
-import fcntl
 import os
-import time
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any
@@ -29,6 +27,7 @@ from memvault.store.db.connection import write_transaction
 from memvault.store.memories import rows as mem
 from memvault.store.memories.mirror import MemoryWriteError
 from memvault.vault_io.errors import MemvaultError
+from memvault.vault_io.locks import flock_within
 from memvault.vault_io.note import content_hash
 
 if TYPE_CHECKING:
@@ -62,19 +61,13 @@ def exclusive(store: "MemoryStore") -> Iterator[None]:
     except OSError as exc:
         raise RunWriteError(f"cannot open the consolidation lock {path}: {exc.strerror}") from None
     try:
-        deadline = time.monotonic() + LOCK_WAIT
-        while True:
-            try:
-                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-                break
-            except BlockingIOError:
-                if time.monotonic() > deadline:
-                    raise RunBusyError("another consolidation run, merge or undo is going on for this vault "
-                                       "(the daemon's, or a command's); try again when it ends") from None
-                time.sleep(0.05)
+        if not flock_within(fd, LOCK_WAIT, interval=0.05):
+            raise RunBusyError("another consolidation run, merge or undo is going on for this vault "
+                               "(the daemon's, or a command's); try again when it ends")
         yield
     finally:
         os.close(fd)  # closing the descriptor releases the lock
+
 
 def decayed_on(store: "MemoryStore", memory_id: str, day: str) -> None:
     """A memory's strength is as of ``day`` (the run's): decay starts from there."""

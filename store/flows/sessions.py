@@ -31,7 +31,7 @@ from memvault.store.db.connection import write_transaction
 from memvault.store.flows import keys as ik
 from memvault.store.flows.conversation import Conversation, digest_lines
 from memvault.vault_io.atomic import atomic_write_many, fit_name, free_path
-from memvault.vault_io.frontmatter import FrontmatterError, load_frontmatter, split_frontmatter
+from memvault.vault_io.frontmatter import file_frontmatter_id
 from memvault.vault_io.session_note import (
     SessionHead,
     append_turns,
@@ -158,18 +158,7 @@ class SessionWriter:
     @staticmethod
     def _holds(path: Path, note_id: str) -> bool:
         """Whether the file at ``path`` is the session note ``note_id``."""
-        try:
-            with path.open("rb") as fh:
-                head = fh.read(4096).decode("utf-8", "replace")
-        except OSError:
-            return False
-        yaml_text, _, _ = split_frontmatter(head.lstrip("\ufeff").replace("\r\n", "\n"))
-        if yaml_text is None:
-            return False
-        try:
-            return str(load_frontmatter(yaml_text).get("id")) == note_id
-        except FrontmatterError:
-            return False
+        return file_frontmatter_id(path, head=4096) == note_id
 
     def _new_path(self, conv: Conversation) -> str:
         root = self.store.root

@@ -24,7 +24,7 @@ from memvault.store.memories.memtypes import maybe_type
 from memvault.vault_io.atomic import NAME_MAX, atomic_move, atomic_write, fit_name, free_path, fsync_dir
 from memvault.vault_io.errors import MemvaultError
 from memvault.vault_io.fm_edit import edit_frontmatter
-from memvault.vault_io.frontmatter import FrontmatterError, load_frontmatter, split_frontmatter
+from memvault.vault_io.frontmatter import file_frontmatter_id
 from memvault.vault_io.memory_note import MemoryDoc, memory_filename, render_memory, split_related
 from memvault.vault_io.note import content_hash
 from memvault.vault_io.secrets import redact
@@ -355,7 +355,7 @@ class NoteWriter:
                 p.name.startswith(name.stem + " ") and p.name.endswith(name.suffix) and counter.isdigit()
             )
 
-        found = [p for p in entries if named_so(p) and p.is_file() and note_id(p) == trace_id]
+        found = [p for p in entries if named_so(p) and p.is_file() and file_frontmatter_id(p) == trace_id]
         if not found:
             return None
         # A rename updates the file's ctime: the latest is this forget's move.
@@ -388,7 +388,7 @@ class NoteWriter:
             # Back already. A trash copy still there is this restore's
             # leftover (the writer died before removing it), unless it is
             # another memory's note by now.
-            if trash and (self.root / trash).is_file() and note_id(self.root / trash) in (None, trace.id):
+            if trash and (self.root / trash).is_file() and file_frontmatter_id(self.root / trash) in (None, trace.id):
                 (self.root / trash).unlink()
         else:
             target = free_path(self.root / origin)
@@ -413,7 +413,7 @@ class NoteWriter:
         leave two notes of one memory."""
         if current and (self.root / current).is_file():
             return current
-        if (self.root / origin).is_file() and note_id(self.root / origin) == trace_id:
+        if (self.root / origin).is_file() and file_frontmatter_id(self.root / origin) == trace_id:
             return origin
         return None
 
@@ -492,22 +492,6 @@ class NoteWriter:
             return (self.root / rel).read_bytes().decode("utf-8", "replace")
         except FileNotFoundError:
             return None
-
-
-def note_id(path: Path) -> str | None:
-    """The ``id`` in a note's front-matter (None when absent or unreadable)."""
-    try:
-        text = path.read_bytes().decode("utf-8", "replace")
-    except OSError:
-        return None
-    yaml_text, _, _ = split_frontmatter(text.lstrip("\ufeff").replace("\r\n", "\n"))
-    if yaml_text is None:
-        return None
-    try:
-        value = load_frontmatter(yaml_text).get("id")
-    except FrontmatterError:
-        return None
-    return str(value) if isinstance(value, (str, int)) and not isinstance(value, bool) else None
 
 
 #: The last failure logged for each memory whose write keeps failing, so a
