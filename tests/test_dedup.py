@@ -162,6 +162,36 @@ def test_paraphrases_whose_differences_are_explained_need_less(a: str, b: str, s
     assert _dup(a, b, 0.45) is None  # still similar at all: the floor is threshold - 0.20
 
 
+@pytest.mark.parametrize(("a", "b", "sim"), [
+    ("dislikes sparkling water", "Doesn't like fizzy water", 0.719),  # WordNet: fizzy -> effervescent
+    ("Takes the lift to the office", "Takes the elevator to the office", 0.74),
+])
+def test_a_swap_of_wordnet_synonyms_is_explained(a: str, b: str, sim: float) -> None:
+    """A one-word swap needs the threshold + 0.05, unless WordNet calls the words synonyms."""
+    why = _dup(a, b, sim)
+    assert why is not None and "explained" in why, why
+
+
+def test_synonyms_inside_a_wider_rewrite_explain_nothing() -> None:
+    """"scared" / "afraid" are synonyms, but "hoover" / "thunderstorms" still
+    differ: the pair stays a heavy change (the bundled model's cosine, 0.612)."""
+    a, b = "Miso the cat is scared of the hoover", "Her cat Miso is afraid of thunderstorms"
+    assert _dup(a, b, 0.612) is None and _dup(a, b, 0.76) is not None
+
+
+@pytest.mark.parametrize(("a", "b", "sim", "same"), [
+    ("Plays ukulele, not well, but enjoys it", "Plays the ukulele badly but happily", 0.896, True),
+    ("Is never early for meetings", "Is late for meetings", 0.80, True),
+    ("Plays ukulele well", "Does not play ukulele well", 0.95, False),  # no antonym: a negation
+    ("Is never late for meetings", "Is late for meetings", 0.95, False),
+])
+def test_a_negated_word_and_its_antonym_say_the_same(a: str, b: str, sim: float, same: bool) -> None:
+    assert (_dup(a, b, sim) is not None) is same
+    ma, mb = _memo(a), _memo(b)
+    flagged = rules.contradiction(ma, mb, sim, 0.45, rules.NameBook.of([ma.f, mb.f]))
+    assert (flagged is None) if same else (flagged is None or flagged[0] == "negation")
+
+
 def test_a_light_rewrite_passes_below_the_threshold_and_a_heavy_one_above_it() -> None:
     light = ("Rides a steel touring bike", "His bike is a steel-framed tourer")  # "ride" / "frame" unexplained
     assert _dup(*light, 0.658) is not None and _dup(*light, 0.59) is None
@@ -215,12 +245,11 @@ def test_contradictions_are_precise_with_the_deterministic_rule(scored, name: st
 
 @pytest.mark.parametrize("name", ["dev", "test"])
 def test_duplicates_beat_the_text_baseline(scored, name: str) -> None:
-    """The issue's precision bar (>= 0.95) holds on both sets; its recall bar
-    (>= 0.90) holds on test (0.975) but not on dev (0.875): the floor here is
-    what the rule reaches, see docs/consolidation.md."""
+    """The issue's bars, precision >= 0.95 and recall >= 0.90, hold on both
+    sets (dev 0.957 / 0.917, test 0.975 / 0.975), far above the text baseline."""
     rule, merge, base = (scored[name][k] for k in ("duplicates_rule", "duplicates_merge", "duplicates_baseline"))
     assert base["precision"] == 1.0 and base["recall"] < 0.2
-    assert rule["precision"] >= 0.95 and rule["recall"] >= (0.9 if name == "test" else 0.85), rule
+    assert rule["precision"] >= 0.95 and rule["recall"] >= 0.9, rule
     assert merge["precision"] >= 0.95 and merge["recall"] >= 0.65, merge
     assert scored[name + "-text"]["duplicates_rule"] == base  # without vectors: the text rule alone
 

@@ -37,6 +37,7 @@ import os
 from dataclasses import dataclass
 from functools import lru_cache
 
+from memvault.store.consolidation import lexicon
 from memvault.store.consolidation.text import (
     NEGATIVE_STEMS,
     NEGATORS,
@@ -156,6 +157,53 @@ class Difference:
         return len(self.only_a) + len(self.only_b)
 
 
+@lru_cache(maxsize=65536)
+def negated_words(text: str) -> frozenset[str]:
+    """The folded content words right after a negator ("plays, not well": well)."""
+    out = set()
+    pending = False
+    for raw in words(text):
+        folded = fold(raw)
+        if folded in NEGATORS or raw.casefold().replace("’", "'").endswith("n't"):
+            pending = True
+        elif pending and folded and folded not in STOP_WORDS:
+            out.add(folded)
+            pending = False
+    return frozenset(out)
+
+
+def opposite_word(text_a: str, text_b: str, fa: Features, fb: Features) -> tuple[str, str] | None:
+    """(negated word, its opposite) when the polarity two texts differ in is
+    one word negated on one side and its WordNet antonym on the other ("not
+    well" / "badly", "not early" / "late"): the same claim. None otherwise."""
+    if fa.negative == fb.negative:
+        return None
+    negated, other = (text_a, fb) if fa.negative else (text_b, fa)
+    for word in sorted(negated_words(negated) - other.folded):
+        for candidate in sorted(other.folded):
+            if lexicon.antonyms(word, candidate):
+                return word, candidate
+    return None
+
+
+def _synonyms_only(da: list[Token], db: list[Token], gone: set[tuple[str, int]]) -> set[tuple[str, int]]:
+    """The differing words WordNet synonyms explain, when they explain all
+    that is left ("dislikes sparkling water" / "Doesn't like fizzy water"),
+    else none: a synonym pair inside a wider rewrite ("scared of the hoover"
+    / "afraid of thunderstorms") says nothing about the rest, and WordNet's
+    rarer senses make some pairs synonyms that are not in context."""
+    left_a = [i for i in range(len(da)) if ("a", i) not in gone]
+    left_b = [j for j in range(len(db)) if ("b", j) not in gone]
+    if not left_a or not left_b:
+        return set()
+    paired: set[tuple[str, int]] = set()
+    for i in left_a:
+        for j in left_b:
+            if lexicon.synonyms(da[i].folded, db[j].folded):
+                paired.update((("a", i), ("b", j)))
+    return paired if len(paired) == len(left_a) + len(left_b) else set()
+
+
 def difference(text_a: str, text_b: str, fa: Features, fb: Features) -> Difference:
     """Align the content words of two texts and explain what differs (module docstring)."""
     ta, tb = content_tokens(text_a), content_tokens(text_b)
@@ -174,7 +222,12 @@ def difference(text_a: str, text_b: str, fa: Features, fb: Features) -> Differen
         for j, y in enumerate(db):
             if _spelling(x.folded, y.folded) or _spelling(x.stem, y.stem):
                 gone.update((("a", i), ("b", j)))
+    gone |= _synonyms_only(da, db, gone)
     both_negative = fa.negative and fb.negative
+    opposite = opposite_word(text_a, text_b, fa, fb)
+    if opposite is not None:  # "not well" / "badly": the pair of words is the one negation, said twice
+        for side, mine in (("a", da), ("b", db)):
+            gone.update((side, i) for i, t in enumerate(mine) if t.folded in opposite)
     for side, mine in (("a", da), ("b", db)):
         for i, t in enumerate(mine):
             if t.stem in LIGHT or t.stem in PREFERENCE or (both_negative and t.stem in NEGATIVE_STEMS):

@@ -150,7 +150,7 @@ def apart(a: Memo, b: Memo, book: NameBook) -> str | None:
     fa, fb = a.f, b.f
     if fa.values != fb.values and not _spelled_out(a, b):
         return "different numbers or dates"
-    if fa.negative != fb.negative:
+    if fa.negative != fb.negative and paraphrase.opposite_word(a.text, b.text, fa, fb) is None:
         return "one is negated"
     ua = unmatched(book.names(fa), fb.folded) - paraphrase.abbreviations(a.text, b.text)
     ub = unmatched(book.names(fb), fa.folded) - paraphrase.abbreviations(b.text, a.text)
@@ -227,6 +227,8 @@ def contradiction(a: Memo, b: Memo, sim: float | None, threshold: float, book: N
     if fa.negative != fb.negative:
         rneg, rpos = (ra, rb) if fa.negative else (rb, ra)
         if va != vb or names[0] or names[1] or rneg or len(rpos) > 1:
+            return None
+        if paraphrase.opposite_word(a.text, b.text, fa, fb) is not None:  # "never early" / "late": agreed
             return None
         return "negation", "one says the opposite of the other (a negation)"
     if va != vb:

@@ -1,0 +1,124 @@
+"""The WordNet lexicon (memvault.store.consolidation.lexicon) and its builder."""
+
+from __future__ import annotations
+
+import gzip
+import json
+from pathlib import Path
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from memvault.store.consolidation import lexicon, lexicon_build
+
+PAIRS = json.loads((Path(__file__).parent / "fixtures" / "lexicon" / "word_pairs.json").read_text(encoding="utf-8"))
+HEADER = "  1 This is a licence header line, as WordNet's files begin.\n"
+
+
+@pytest.fixture
+def bundled():
+    """The bundled table, whatever a test before swapped in."""
+    lexicon.use(None)
+    yield
+    lexicon.use(None)
+
+
+def test_the_bundled_table_finds_synonyms_and_joins_no_distinct_words(bundled) -> None:
+    """The hand-written pairs (kept apart from the consolidation sets): 50 of
+    60 synonym pairs found and none of 60 related-but-different pairs joined
+    (bench/bench_lexicon.py sweeps how many senses to keep on them)."""
+    found = [p for p in PAIRS["synonyms"] if lexicon.synonyms(*p)]
+    joined = [p for p in PAIRS["distinct"] if lexicon.synonyms(*p)]
+    assert joined == []
+    assert len(found) >= 50, sorted(set(map(tuple, PAIRS["synonyms"])) - set(map(tuple, found)))
+
+
+def test_inflections_and_the_antonym_guard(bundled) -> None:
+    assert lexicon.bases("cycles") == ("cycle",)
+    assert "ride" in lexicon.bases("rode")  # an irregular form from verb.exc
+    assert lexicon.synonyms("sparkling", "fizzy")  # through the satellite's head, "effervescent"
+    # "mother" and "father" share a verb sense (beget); WordNet calls them opposites
+    assert lexicon.antonyms("mother", "father") and not lexicon.synonyms("mother", "father")
+    assert lexicon.antonyms("well", "badly")
+    assert not lexicon.synonyms("qwzx", "sparkling") and lexicon.bases("qwzx") == ()
+
+
+def test_the_bundled_file_is_sorted_plain_text() -> None:
+    """The lookup halves the sorted lines: an unsorted table would miss words."""
+    lines = gzip.decompress(lexicon.TABLE.read_bytes()).decode("ascii").splitlines()
+    assert lines == sorted(lines) and len(lines) > 100_000
+    assert all(line.count("\t") == 2 and line[0] in "SHMAX" for line in lines)
+    assert (lexicon.TABLE.parent / "LICENSE-WordNet").read_text().startswith("WordNet Release 3.0")
+
+
+WORDS = sorted({w for kind in ("synonyms", "distinct") for p in PAIRS[kind] for w in p})
+
+
+@given(st.sampled_from(WORDS) | st.text("abcdefghijklmnopqrstuvwxyzé", min_size=1, max_size=10),
+       st.sampled_from(WORDS) | st.text("abcdefghijklmnopqrstuvwxyzé", min_size=1, max_size=10))
+def test_synonymy_is_symmetric_and_never_opposite(a: str, b: str) -> None:
+    lexicon.use(None)
+    assert lexicon.synonyms(a, a)
+    assert lexicon.synonyms(a, b) == lexicon.synonyms(b, a)
+    assert lexicon.antonyms(a, b) == lexicon.antonyms(b, a)
+    if a != b:
+        assert not (lexicon.synonyms(a, b) and lexicon.antonyms(a, b))
+
+
+# -- the builder, on a small WordNet of its own ---------------------------------------
+
+FILES = {
+    "index.adj": ["effervescent a 2 1 & 2 0 00000003 00000001", "fizzy a 1 1 & 1 0 00000002",
+                  "sparkling a 1 1 ! 1 0 00000003", "still a 1 1 ! 1 0 00000004"],
+    "data.adj": ["00000001 00 a 01 effervescent 0 000 | giving off bubbles",
+                 "00000002 00 s 01 fizzy 0 001 & 00000001 a 0000 | hissing and bubbling",
+                 "00000003 00 a 02 sparkling 0 effervescent 0 001 ! 00000004 a 0101 | of wines and waters",
+                 "00000004 00 a 01 still(a) 0 001 ! 00000003 a 0101 | not sparkling"],
+    "index.noun": ["cleaner n 2 0 2 0 00000014 00000013", "father n 1 1 ! 1 1 00000011",
+                   "hoover n 2 0 2 0 00000012 00000013", "mother n 1 1 ! 1 1 00000010"],
+    "data.noun": ["00000010 18 n 01 mother 0 001 ! 00000011 n 0101 | a female parent",
+                  "00000011 18 n 01 father 0 001 ! 00000010 n 0101 | a male parent",
+                  "00000012 06 n 02 hoover 0 vacuum_cleaner 0 000 | an electric cleaner",
+                  "00000013 06 n 02 hoover 0 cleaner 0 000 | a rarer sense both words have",
+                  "00000014 18 n 01 cleaner 0 000 | a person who cleans"],
+    "index.verb": ["father v 1 0 1 0 00000020", "mother v 1 0 1 0 00000020", "ride v 1 0 1 0 00000021"],
+    "data.verb": ["00000020 29 v 02 father 0 mother 0 000 01 + 02 00 | make children",
+                  "00000021 38 v 01 ride 0 000 01 + 02 00 | be carried"],
+    "index.adv": [], "data.adv": [],
+    "verb.exc": ["rode ride", "rid ride"], "noun.exc": [], "adj.exc": [], "adv.exc": [],
+}
+
+
+@pytest.fixture
+def small_wordnet(tmp_path: Path):
+    for name, lines in FILES.items():
+        text = "".join(line + "  \n" for line in lines)
+        (tmp_path / name).write_text(HEADER + text if name.startswith(("index", "data")) else text, encoding="utf-8")
+    yield tmp_path
+    lexicon.use(None)
+
+
+def test_the_builder_keeps_plain_words_senses_heads_and_opposites(small_wordnet: Path) -> None:
+    lines = lexicon_build.read(small_wordnet)
+    assert lines == sorted(lines) and lines == lexicon_build.read(small_wordnet)  # deterministic
+    assert "S\teffervescent\ta00000003 a00000001" in lines  # both senses (the default keeps 2), in order
+    assert "H\tfizzy\ta00000001" in lines  # a satellite's head
+    assert "M\tn00000012\thoover" in lines  # the multi-word lemma is dropped
+    assert "M\ta00000004\tstill" in lines  # the adjective marker "(a)" is dropped
+    assert "A\tsparkling\tstill" in lines and "A\tmother\tfather" in lines
+    assert "X\trode\tride" in lines
+    lexicon.use(lexicon_build.table_bytes(lines))
+    assert lexicon.synonyms("fizzy", "sparkling")  # fizzy's head shares "effervescent" with sparkling
+    assert not lexicon.synonyms("mother", "father")  # a shared verb sense, but opposites
+    assert lexicon.antonyms("sparkling", "still") and lexicon.bases("rode") == ("ride",)
+
+
+def test_keeping_one_sense_drops_the_rarer_ones(small_wordnet: Path) -> None:
+    """"hoover" and "cleaner" share only their second senses."""
+    lexicon.use(lexicon_build.table_bytes(lexicon_build.read(small_wordnet, senses_kept=2)))
+    assert lexicon.synonyms("hoover", "cleaner")
+    lines = lexicon_build.read(small_wordnet, senses_kept=1)
+    assert "S\teffervescent\ta00000003" in lines and "S\thoover\tn00000012" in lines
+    lexicon.use(lexicon_build.table_bytes(lines))
+    assert not lexicon.synonyms("hoover", "cleaner")
