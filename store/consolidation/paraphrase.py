@@ -21,7 +21,11 @@ words out) and sets aside every differing word that is *explained*:
   ("avoids eating" / "does not eat"): polarity is compared elsewhere, so the
   word itself adds nothing;
 * a unit written as one capital after a number ("30°C"), a hedge ("around
-  11pm"); numbers and dates are left to the caller, which compares values.
+  11pm"); numbers and dates are left to the caller, which compares values;
+* WordNet synonyms ("sparkling" / "fizzy", :mod:`.lexicon`), only when they
+  account for every word still unexplained;
+* a word negated on one side and its WordNet antonym on the other ("not
+  well" / "badly"): :func:`opposite_word`, the one negation said twice.
 
 What is left is *unexplained*: words that change what is said unless the
 rest of the sentence was rewritten around them. :func:`judge` turns it into a

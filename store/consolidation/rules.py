@@ -11,7 +11,8 @@ from the threshold - 0.20 when every differing word is another spelling, an
 acronym, a light verb, to + 0.05 for one slot refilled). Nothing apart: the
 same numbers, dates, weekdays and identifiers (an acronym read as what it
 spells: "NC500" / "North Coast 500"); the
-same polarity ("eats pork" / "does not eat pork" are not one claim); no name
+same polarity ("eats pork" / "does not eat pork" are not one claim; "not
+well" / "badly" is one, a negated word and its antonym); no name
 in one that the other lacks (another person, a subject only one of them
 names, a narrower claim: "a nurse" / "a nurse in Braga"; an acronym the other
 spells out is no name: "PR" / "pull request"); and, for episodic memories, the
