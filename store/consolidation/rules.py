@@ -153,8 +153,12 @@ def apart(a: Memo, b: Memo, book: NameBook) -> str | None:
         return "different numbers or dates"
     if fa.negative != fb.negative and paraphrase.opposite_word(a.text, b.text, fa, fb) is None:
         return "one is negated"
-    ua = unmatched(book.names(fa), fb.folded) - paraphrase.abbreviations(a.text, b.text)
-    ub = unmatched(book.names(fb), fa.folded) - paraphrase.abbreviations(b.text, a.text)
+    ua = unmatched(book.names(fa), fb.folded)
+    ub = unmatched(book.names(fb), fa.folded)
+    if ua:  # the rare case, so the costlier look at acronyms only here
+        ua -= paraphrase.abbreviations(a.text, b.text)
+    if ub:
+        ub -= paraphrase.abbreviations(b.text, a.text)
     if ua or ub:
         return "different names"
     if a.type == "episodic":
@@ -170,6 +174,8 @@ def _spelled_out(a: Memo, b: Memo) -> bool:
 
     def read(m: Memo, other: Memo) -> set[str]:
         values = set(m.f.values)
+        if not m.f.idents:
+            return values
         for w in paraphrase.abbreviations(m.text, other.text):
             if f"i:{w}" in values:
                 values.discard(f"i:{w}")
