@@ -101,6 +101,13 @@ def consolidate(app: AppContext, dry_run: bool, undo_run: str | None, show_log: 
         warn(f"deferred (a note is being edited): {_describe(action)}")
     for action in report.failed:
         warn(f"not done: {_describe(action)}: {action['error']}")
+    llm = report.stats.get("llm")
+    if llm:
+        for r in llm["rejected"]:
+            click.echo(f"  not flagged, {llm['model']} sees no contradiction: {', '.join(r['ids'])}"
+                       + (f" ({r['why']})" if r["why"] else ""))
+        if llm.get("error"):
+            warn(llm["error"])
     if report.run_id:
         click.echo(f"Run {report.run_id}. Undo with: memvault consolidate --undo {report.run_id}")
 

@@ -93,7 +93,7 @@ class ConsolidateService(Service):
                 if quiet < self.quiet:
                     self._sleep(stop, min(self.poll, self.quiet - quiet))
                     continue
-                self._run_once(own)
+                self._run_once(own, stop)
         finally:
             own.close()
 
@@ -110,9 +110,15 @@ class ConsolidateService(Service):
         last = datetime.fromisoformat(runs[0]["started"])
         return self.interval - (datetime.now(timezone.utc) - last).total_seconds()
 
-    def _run_once(self, store: "MemoryStore") -> None:
+    def _run_once(self, store: "MemoryStore", stop: threading.Event | None = None) -> None:
+        from memvault.store.facts.llm_extract import LLMCancelled
+
         started = time.monotonic()
-        report = store.consolidate(trigger="daemon", avoid=self.editing)
+        try:
+            report = store.consolidate(trigger="daemon", avoid=self.editing, cancel=stop)
+        except LLMCancelled:
+            log.info("consolidation left for the next start: stopped while the llm was asked")
+            return
         self.last_report = report
         self.runs += 1
         log.info("consolidation %s: %s in %.2fs", report.run_id, report.counts() or "nothing to do",

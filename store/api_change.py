@@ -109,13 +109,14 @@ class ChangeAPI(StoreParts):
         return trace if trace is not None and trace.kind == "fact" else None
 
     def consolidate(self, *, dry_run: bool = False, today: Any = None, trigger: str = "cli",
-                    avoid: Callable[[str], bool] | None = None) -> "RunReport":
+                    avoid: Callable[[str], bool] | None = None, cancel: Any = None) -> "RunReport":
         """Plan and (unless ``dry_run``) carry out a consolidation run (see
         :mod:`memvault.store.consolidation.run`); ``avoid(path)``: a note a
-        person is editing, whose actions wait for a later run."""
+        person is editing, whose actions wait for a later run; ``cancel``: a
+        ``threading.Event`` that abandons the llm's confirmation (and the run)."""
         from memvault.store.consolidation.run import consolidate
 
-        return consolidate(self, dry_run=dry_run, today=today, trigger=trigger, avoid=avoid)
+        return consolidate(self, dry_run=dry_run, today=today, trigger=trigger, avoid=avoid, cancel=cancel)
 
     def undo_consolidation(self, run: str) -> "UndoReport":
         """Reverse a whole consolidation run (or ``memvault merge``)."""

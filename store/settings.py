@@ -48,7 +48,7 @@ KEYS: tuple[Key, ...] = (
     Key("debounce_ms", 300, "The daemon waits this long after the last event on a path before re-indexing it."),
     Key("rescan_interval", 300, "Seconds between the daemon's full rescans (catch missed events); 0 turns them off."),
     Key("sources", [], "Gitignore-style patterns of notes that are memory sources even without a marker."),
-    Key("extractor", "default", 'Fact extractor for memory sources: "default" (local rules) or "llm".'),
+    Key("extractor", "default", 'Fact extractor for memory sources: "default" (local rules) or "llm"; "llm" also has the model confirm the contradictions `consolidate` flags.'),
     Key("llm.base_url", "http://localhost:11434/v1", "OpenAI-compatible API base URL for the llm extractor."),
     Key("llm.model", "llama3.1", "Model name sent to the llm extractor's endpoint."),
     Key("llm.api_key_env", "OPENAI_API_KEY", "Environment variable holding the API key (may be unset for local servers)."),

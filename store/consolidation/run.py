@@ -47,6 +47,8 @@ from memvault.vault_io.errors import MemvaultError
 from memvault.vault_io.secrets import redact
 
 if TYPE_CHECKING:
+    import threading
+
     from memvault.store.memory_store import MemoryStore
 
 #: Actions that write notes (and so wait while a person edits one of them).
@@ -88,8 +90,10 @@ def policy_for(store: "MemoryStore") -> Policy:
     )
 
 
-def plan_for(store: "MemoryStore", today: date | None = None) -> Plan:
-    """The plan for the store as it is now."""
+def plan_for(store: "MemoryStore", today: date | None = None, cancel: "threading.Event | None" = None) -> Plan:
+    """The plan for the store as it is now; with ``extractor = "llm"`` its
+    contradictions confirmed by the model (:mod:`.confirm`; ``cancel`` set
+    abandons a question in flight with :class:`~..facts.llm_extract.LLMCancelled`)."""
     from memvault.store.embedding import vectors as vec
     from memvault.store.embedding.model import resolve_model
 
@@ -110,7 +114,12 @@ def plan_for(store: "MemoryStore", today: date | None = None) -> Plan:
             "SELECT l.target_id FROM state.memory_links l JOIN traces t ON t.id = l.source_id "
             "WHERE l.kind = 'derived_from' AND t.status = 'active'")},
     )
-    return make_plan(records, vectors, policy_for(store), today or datetime.now(timezone.utc).date(), context)
+    plan = make_plan(records, vectors, policy_for(store), today or datetime.now(timezone.utc).date(), context)
+    if store.settings.extractor == "llm":
+        from memvault.store.consolidation.confirm import confirm_contradictions
+
+        confirm_contradictions(store, plan, {r.id: r for r in records}, cancel=cancel)
+    return plan
 
 
 def touched_paths(store: "MemoryStore", action: Action) -> list[str]:
@@ -122,23 +131,25 @@ def touched_paths(store: "MemoryStore", action: Action) -> list[str]:
 
 
 def consolidate(store: "MemoryStore", *, dry_run: bool = False, today: date | None = None, trigger: str = "cli",
-                avoid: Callable[[str], bool] | None = None) -> RunReport:
+                avoid: Callable[[str], bool] | None = None, cancel: "threading.Event | None" = None) -> RunReport:
     """Plan and (unless ``dry_run``) carry out one consolidation run.
 
     ``avoid(path)`` says a note is being edited by a person right now (the
     daemon's view): an action that would write it is deferred to a later run.
     A note that cannot be written (a full disk, a read-only vault) ends the
     run there with one line (:class:`~.mirror.MemoryWriteError`): what was
-    done is logged, and the next ``sync`` writes the note.
+    done is logged, and the next ``sync`` writes the note. ``cancel`` (the
+    daemon's stop) abandons the llm's confirmation of contradictions, and
+    with it the run, before anything is written.
     """
     if dry_run:
-        plan = plan_for(store, today)
+        plan = plan_for(store, today, cancel)
         report = RunReport(None, plan.day, dry_run, stats=dict(plan.stats))
         report.actions = plan.as_dicts()
         return report
     with exclusive(store):
         recover(store)
-        return _carry_out(store, plan_for(store, today), trigger, avoid)
+        return _carry_out(store, plan_for(store, today, cancel), trigger, avoid)
 
 
 def _carry_out(store: "MemoryStore", plan: Plan, trigger: str, avoid: Callable[[str], bool] | None) -> RunReport:

@@ -217,9 +217,29 @@ def m004_consolidation(con: apsw.Connection) -> None:
     )
 
 
+def m005_contradiction_verdicts(con: apsw.Connection) -> None:
+    """What the configured llm answered about a contradiction candidate
+    (``extractor = "llm"``), kept so a dry run and the run after it plan the
+    same, and a pair is asked once while neither text changes."""
+    con.execute(
+        """
+        -- pair: sha256 of the two texts (older, newer); verdict: 1 they
+        -- contradict, 0 they do not; why: the model's reason, as answered.
+        CREATE TABLE state.contradiction_verdicts (
+            pair    TEXT PRIMARY KEY,
+            verdict INTEGER NOT NULL,
+            why     TEXT NOT NULL DEFAULT '',
+            model   TEXT NOT NULL,
+            at      TEXT NOT NULL
+        );
+        """
+    )
+
+
 MIGRATIONS: list[Callable[[apsw.Connection], None]] = [
     m001_durable_state,
     m002_fact_forgets,
     m003_import_keys,
     m004_consolidation,
+    m005_contradiction_verdicts,
 ]

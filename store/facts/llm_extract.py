@@ -37,9 +37,10 @@ import threading
 import time
 import urllib.error
 import urllib.request
+from collections.abc import Callable
 from dataclasses import dataclass
 from difflib import SequenceMatcher
-from typing import Any
+from typing import Any, TypeVar
 
 from memvault.store.facts.http_deadline import CancelledIO, Deadline, deadline_opener
 from memvault.store.memories.memtypes import MEMORY_TYPES, maybe_type
@@ -56,6 +57,8 @@ from memvault.vault_io.facts import (
 from memvault.vault_io.note import ParsedNote
 from memvault.vault_io.secrets import REDACTED, private_key_lines, redact
 from memvault.vault_io.segment import collapse
+
+T = TypeVar("T")
 
 #: Consecutive failed notes after which the endpoint is left alone for a while.
 BREAKER_FAILURES = 3
@@ -170,6 +173,12 @@ def validate_facts(data: Any) -> list[dict[str, Any]]:
 
 def parse_answer(body: bytes) -> list[dict[str, Any]]:
     """The validated facts in a chat-completions response body."""
+    return validate_facts(answer_json(body))
+
+
+def answer_json(body: bytes) -> Any:
+    """The JSON the model answered with, from a chat-completions response body
+    (a code fence around it is fine); :class:`LLMError` if there is none."""
     try:
         envelope = json.loads(body)
         content = envelope["choices"][0]["message"]["content"]
@@ -184,7 +193,7 @@ def parse_answer(body: bytes) -> list[dict[str, Any]]:
         data = json.loads(content)
     except ValueError as exc:
         raise SchemaError(f"the model's answer is not valid JSON ({exc.msg} at char {exc.pos})") from None
-    return validate_facts(data)
+    return data
 
 
 def _topic(value: str) -> str:
@@ -239,6 +248,12 @@ class LLMExtractor:
     ) -> list[dict[str, Any]]:
         """Ask the endpoint (with retries); the validated facts, or :class:`LLMError`.
         ``user_prompt`` replaces the note's own (:meth:`prompt`), e.g. a conversation's."""
+        return self.ask(system_prompt, self.prompt(note) if user_prompt is None else user_prompt, parse_answer)
+
+    def ask(self, system_prompt: str, user_prompt: str, parse: Callable[[bytes], T]) -> T:
+        """One question to the endpoint, within the same bounded budget and
+        retries as an extraction; ``parse`` turns the response body into the
+        answer (raising :class:`LLMError` for a bad one, which is retried)."""
         s = self.settings
         payload = {
             "model": s.model,
@@ -246,7 +261,7 @@ class LLMExtractor:
             "response_format": {"type": "json_object"},
             "messages": [
                 {"role": "system", "content": system_prompt},
-                {"role": "user", "content": self.prompt(note) if user_prompt is None else user_prompt},
+                {"role": "user", "content": user_prompt},
             ],
         }
         body = json.dumps(payload, ensure_ascii=False).encode("utf-8")
@@ -272,7 +287,7 @@ class LLMExtractor:
                 break
             tried += 1
             try:
-                return parse_answer(self._post(url, body, headers, min(s.timeout, left)))
+                return parse(self._post(url, body, headers, min(s.timeout, left)))
             except _Permanent as exc:
                 raise LLMError(str(exc)) from None
             except LLMCancelled:
