@@ -66,7 +66,8 @@ def test_a_slow_model_does_not_hold_up_other_notes(vault: Path, llm: FakeLLM, me
         rows = fact_rows(vault)
         assert {r["segment"] for r in rows} == {"llm"}
         assert "The person prefers dark mode in every editor." in {r["text"] for r in rows}
-        assert runner.state()["llm_facts"]["written"] == 1
+        # the worker counts the job after its transaction commits: wait for the count too
+        wait_for(lambda: runner.state()["llm_facts"].get("written") == 1, timeout=5)
 
 
 def save(p: Path, text: str) -> None:
