@@ -50,7 +50,8 @@ def merge(app: AppContext, refs: tuple[str, ...], content: str | None, as_json: 
 
 
 @cli.command()
-@click.option("--dry-run", is_flag=True, help="Show the plan and its reasons; change nothing.")
+@click.option("--dry-run", is_flag=True, help="Show the plan and its reasons; change nothing (with the llm "
+              "extractor, its answers about contradictions are kept).")
 @click.option("--undo", "undo_run", metavar="RUN", help="Reverse a whole run (its id, or a unique prefix).")
 @click.option("--log", "show_log", is_flag=True, help="List the latest runs.")
 @click.option("--today", type=click.DateTime(formats=["%Y-%m-%d"]), hidden=True,
@@ -108,6 +109,9 @@ def consolidate(app: AppContext, dry_run: bool, undo_run: str | None, show_log: 
                        + (f" ({r['why']})" if r["why"] else ""))
         if llm.get("error"):
             warn(llm["error"])
+        if llm.get("unconfirmed"):
+            warn(f"{llm['unconfirmed']} contradictions flagged by the rule alone ({llm['model']} is asked about "
+                 "the first 50 of a run)")
     if report.run_id:
         click.echo(f"Run {report.run_id}. Undo with: memvault consolidate --undo {report.run_id}")
 

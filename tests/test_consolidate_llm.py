@@ -91,7 +91,7 @@ def test_the_model_removes_a_flag_it_disagrees_with_and_confirms_the_other(
     again = run(claims, "--dry-run", "--json").output.splitlines()
     assert again[:-1] == out.output.splitlines()[:-1] and len(llm.requests) == 2
     assert json.loads(again[-1])["stats"]["llm"] | {"rejected": []} == {
-        "model": "judge-model", "asked": 0, "remembered": 2, "confirmed": 1, "rejected": []}
+        "model": "judge-model", "asked": 0, "remembered": 2, "confirmed": 1, "rejected": [], "unconfirmed": 0}
     done = run(claims, "--json")
     assert done.exit_code == 0 and len(llm.requests) == 2
     assert flagged([json.loads(line) for line in done.output.splitlines()][:-1]) == [["m-porto", "m-lisbon"]]
@@ -216,3 +216,42 @@ def test_the_daemon_stops_mid_question_without_a_run_or_an_error(
         assert not thread.is_alive() and errors == [] and service.runs == 0
         assert "stopped while the llm was asked" in caplog.text
         assert v.consolidation_runs() == []
+
+
+def test_past_the_cap_the_rule_decides_alone_in_the_dry_run_and_the_run(
+        claims: Path, llm: FakeLLM, memvault_env: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Only the first MAX_QUESTIONS contradictions of a plan go to the model,
+    in plan order, so a dry run and the run after it agree."""
+    monkeypatch.setattr(confirm, "MAX_QUESTIONS", 1)
+    configure(memvault_env, llm.base_url)
+    llm.script(Reply({"contradicts": False, "why": "no"}))  # it would reject everything
+    plan = run(claims, "--dry-run", "--json")
+    lines = [json.loads(line) for line in plan.output.splitlines()]
+    assert lines[-1]["stats"]["llm"]["unconfirmed"] == 1 and len(llm.requests) == 1
+    assert len(flagged(lines[:-1])) == 1  # the first rejected, the second kept by the rule
+    done = run(claims, "--json")
+    assert flagged([json.loads(line) for line in done.output.splitlines()][:-1]) == flagged(lines[:-1])
+    assert len(llm.requests) == 1
+    human = run(claims, "--dry-run")  # the kept pair is flagged now; the rejected one is remembered as such
+    assert human.exit_code == 0 and "nothing to do" in human.output and "not flagged, judge-model" in human.output
+    assert len(llm.requests) == 1
+
+
+def test_a_state_that_cannot_be_written_costs_the_memory_not_the_plan(
+        claims: Path, llm: FakeLLM, memvault_env: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from contextlib import contextmanager
+
+    from memvault.store.db.connection import StoreWriteError
+
+    @contextmanager
+    def full_disk(con: Any) -> Iterator[Any]:
+        raise StoreWriteError("cannot write to state.db: database or disk is full; nothing was changed")
+        yield con
+
+    monkeypatch.setattr(confirm, "write_transaction", full_disk)
+    configure(memvault_env, llm.base_url)
+    llm.answer = judge
+    out = run(claims, "--dry-run", "--json")
+    assert out.exit_code == 0 and flagged([json.loads(x) for x in out.output.splitlines()][:-1]) == [
+        ["m-porto", "m-lisbon"]]
+    assert run(claims, "--dry-run").exit_code == 0 and len(llm.requests) == 4  # nothing kept: asked again

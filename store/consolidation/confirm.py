@@ -15,16 +15,21 @@ timeouts, retries and redaction as the llm fact extractor):
   one bounded call (``llm.timeout`` x (``llm.retries`` + 1)), never a hang.
 
 Answers are kept in the durable state (``state.contradiction_verdicts``)
-under a hash of the two texts: a dry run and the run after it plan the same,
-and a pair is asked again only once one of its texts changes. At most
-:data:`MAX_QUESTIONS` new pairs are asked per run; the rest keep the rule's
-decision. The model only ever removes flags: it never adds a pair the rule
-did not find, so the rule's precision is the floor.
+under a hash of the two texts: a dry run and the run after it plan the same
+(unless the endpoint failed in one of them), and a pair is asked again only
+once one of its texts changes. This is the one thing a dry run writes; a
+state that cannot be written (a full disk) costs the memory of the answer,
+not the plan. Only the first :data:`MAX_QUESTIONS` contradictions of a plan
+(in its order) are put to the model; the rest keep the rule's decision
+(``llm.unconfirmed`` in the stats), the same in a dry run and in the run.
+The model only ever removes flags: it never adds a pair the rule did not
+find, so the rule's precision is the floor.
 """
 
 from __future__ import annotations
 
 import hashlib
+import logging
 import threading
 from collections.abc import Mapping
 from datetime import datetime, timezone
@@ -32,14 +37,16 @@ from typing import TYPE_CHECKING, Any
 
 from memvault.store.consolidation.plan import Plan
 from memvault.store.consolidation.records import Record
-from memvault.store.db.connection import write_transaction
+from memvault.store.db.connection import StoreWriteError, write_transaction
 from memvault.store.facts.llm_extract import LLMCancelled, LLMError, LLMExtractor, SchemaError, answer_json
 from memvault.vault_io.secrets import redact
 
 if TYPE_CHECKING:
     from memvault.store.memory_store import MemoryStore
 
-#: New pairs put to the model in one run (the others keep the rule's decision).
+log = logging.getLogger("memvault.consolidate")
+
+#: Contradictions of one plan put to the model (the others keep the rule's decision).
 MAX_QUESTIONS = 50
 
 SYSTEM_PROMPT = """You check a personal memory store for contradictions.
@@ -78,11 +85,15 @@ def _known(store: "MemoryStore", keys: list[str]) -> dict[str, tuple[bool, str]]
 
 
 def _remember(store: "MemoryStore", key: str, verdict: bool, why: str, model: str) -> None:
-    with write_transaction(store.con) as con:
-        con.execute(
-            "INSERT OR REPLACE INTO state.contradiction_verdicts (pair, verdict, why, model, at) VALUES (?,?,?,?,?)",
-            (key, int(verdict), why, model, datetime.now(timezone.utc).isoformat(timespec="seconds")),
-        )
+    try:
+        with write_transaction(store.con) as con:
+            con.execute(
+                "INSERT OR REPLACE INTO state.contradiction_verdicts (pair, verdict, why, model, at) "
+                "VALUES (?,?,?,?,?)",
+                (key, int(verdict), why, model, datetime.now(timezone.utc).isoformat(timespec="seconds")),
+            )
+    except StoreWriteError as exc:  # the plan still has the answer; the next run asks again
+        log.warning("could not keep %s's answer: %s", model, exc)
 
 
 def confirm_contradictions(store: "MemoryStore", plan: Plan, records: Mapping[str, Record],
@@ -98,13 +109,14 @@ def confirm_contradictions(store: "MemoryStore", plan: Plan, records: Mapping[st
     texts = {id(a): (records[a.detail["older"]].content, records[a.detail["newer"]].content) for a in flagged}
     keys = {id(a): pair_key(*texts[id(a)]) for a in flagged}
     known = _known(store, sorted(set(keys.values())))
-    stats: dict[str, Any] = {"model": model, "asked": 0, "remembered": 0, "confirmed": 0, "rejected": []}
+    stats: dict[str, Any] = {"model": model, "asked": 0, "remembered": 0, "confirmed": 0, "rejected": [],
+                             "unconfirmed": max(0, len(flagged) - MAX_QUESTIONS)}
     drop = set()
-    for action in flagged:
+    for action in flagged[:MAX_QUESTIONS]:
         key = keys[id(action)]
         if key in known:
             stats["remembered"] += 1
-        elif "error" in stats or stats["asked"] >= MAX_QUESTIONS:
+        elif "error" in stats:
             continue  # the rule's decision stands
         else:
             older, newer = texts[id(action)]

@@ -15,8 +15,10 @@ the store: MCP ``remember``, import, ingest), cheapest test first:
 
 Step 3 needs the new text's vector: the embedding cache is asked first (the
 same text embedded before costs nothing); otherwise the model is loaded,
-which happens only when the configured model already has vectors of live
-memories of that type and scope. Without vectors the rule is text alone.
+which happens only when the store has vectors of the configured model at
+all, and the new vector is kept in the cache: it is the vector of the new
+memory's one chunk, so a second ``add`` right after (no embedding pass in
+between, no daemon) compares with it. Without vectors the rule is text alone.
 """
 
 from __future__ import annotations
@@ -60,8 +62,6 @@ def find_duplicate(store: "MemoryStore", type_: str, scope: str, content: str) -
         "ORDER BY created, id",
         (type_, scope),
     ).fetchall()
-    if not rows:
-        return None
     norm = normalise(content)
     for tid, text in rows:
         if normalise(text) == norm:
@@ -82,13 +82,13 @@ def _similar(store: "MemoryStore", type_: str, scope: str, content: str,
     if cache is None:
         return None
     try:
-        ids, matrix = _block_vectors(store, cache, spec.key, type_, scope)
-        if not ids:
-            return None
+        ids, matrix = _block_vectors(store, cache, spec.key, type_, scope, rows)
+        if not ids and not vec.has_vectors(cache, spec.key):
+            return None  # a store without vectors: text alone, and no model loaded
         query = _vector_of(store, cache, spec, content)
     finally:
         cache.close()
-    if query is None:
+    if query is None or not ids:
         return None
     import numpy as np
 
@@ -110,11 +110,16 @@ def _similar(store: "MemoryStore", type_: str, scope: str, content: str,
     return None
 
 
-def _block_vectors(store: "MemoryStore", cache: object, model: str, type_: str,
-                   scope: str) -> "tuple[list[str], np.ndarray]":
+def _block_vectors(store: "MemoryStore", cache: object, model: str, type_: str, scope: str,
+                   rows: list[tuple[str, str]]) -> "tuple[list[str], np.ndarray]":
     """Ids and unit vectors (rows) of the live memories of one type and scope
-    that are one chunk long (the short ones a duplicate can be)."""
+    that are one chunk long (the short ones a duplicate can be). A memory not
+    chunked yet (added since the last embedding pass) is looked up by the
+    hash of its text, which is what its one chunk will be."""
     import numpy as np
+
+    from memvault.store.embedding.chunk import clean_markup
+    from memvault.store.embedding.model import text_hash
 
     con = store.con
     hashes: dict[str, bytes] = {}
@@ -126,6 +131,10 @@ def _block_vectors(store: "MemoryStore", cache: object, model: str, type_: str,
     ):
         hashes[tid] = h
         counts[tid] = counts.get(tid, 0) + 1
+    for tid, text in rows:
+        if tid not in hashes:
+            hashes[tid] = text_hash(clean_markup(text).strip() or text)
+            counts[tid] = 1
     wanted = sorted({h for tid, h in hashes.items() if counts[tid] == 1})
     blobs: dict[bytes, bytes] = {}
     for i in range(0, len(wanted), 500):
@@ -154,6 +163,7 @@ def _vector_of(store: "MemoryStore", cache: object, spec: object, content: str) 
     import numpy as np
 
     from memvault.store import location
+    from memvault.store.embedding import vectors as vec
     from memvault.store.embedding.chunk import clean_markup
     from memvault.store.embedding.model import ModelUnavailable, load_embedder, text_hash
 
@@ -168,7 +178,12 @@ def _vector_of(store: "MemoryStore", cache: object, spec: object, content: str) 
             embedder = load_embedder(spec, location.data_home())  # type: ignore[arg-type]
         except ModelUnavailable:
             return None
-        # As the cache would hold it (float16), so a write and a consolidation agree.
-        v = embedder.embed([text])[0].astype(np.float16).astype(np.float64)
+        # As the cache holds it (float16), so a write and a consolidation agree.
+        v16 = embedder.embed([text])[0].astype(np.float16)
+        # Kept in the cache under the text's hash, which is the hash of the new
+        # memory's one chunk: the next ``add`` compares with it before any
+        # embedding pass has run, and that pass finds it done.
+        vec.put_vectors(cache, spec.key, [(text_hash(text), v16.tobytes())])  # type: ignore[arg-type, attr-defined]
+        v = v16.astype(np.float64)
     n = float(np.linalg.norm(v))
     return (v / n).astype(np.float32) if n > 0 else None

@@ -43,8 +43,8 @@ class _Table:
     7 MB held, where dictionaries of its 178k entries took 43 MB."""
 
     def __init__(self, blob: bytes) -> None:
-        self.blob = blob
-        self.ends = array("I", (m.start() for m in re.finditer(b"\n", blob)))
+        self.blob = blob if not blob or blob.endswith(b"\n") else blob + b"\n"
+        self.ends = array("I", (m.start() for m in re.finditer(b"\n", self.blob)))
         self.starts = array("I", [0])
         self.starts.extend(e + 1 for e in self.ends[:-1])
 
@@ -78,7 +78,7 @@ def use(blob: bytes | None) -> None:
     global _loaded
     with _lock:
         _loaded = None if blob is None else _Table(blob)
-    for cached in (bases, _senses, _words, _antonyms):
+    for cached in (bases, get_senses, _words, _antonyms):
         cached.cache_clear()
 
 
@@ -86,17 +86,18 @@ def use(blob: bytes | None) -> None:
 def bases(word: str) -> tuple[str, ...]:
     """The WordNet words a folded word may be an inflection of (itself included)."""
     t = _table()
-    found = dict.fromkeys(w for w in (word, *t.get("X", word)) if _senses(w))
+    found = dict.fromkeys(w for w in (word, *t.get("X", word)) if get_senses(w))
     for ending, replacement in _ENDINGS:
         if word.endswith(ending) and len(word) > len(ending) + 1:
             base = word[: len(word) - len(ending)] + replacement
-            if _senses(base):
+            if get_senses(base):
                 found[base] = None
     return tuple(found)
 
 
 @lru_cache(maxsize=65536)
-def _senses(word: str) -> tuple[str, ...]:
+def get_senses(word: str) -> tuple[str, ...]:
+    """The synsets kept for a WordNet word (empty: not a word of the table)."""
     return _table().get("S", word)
 
 
@@ -107,7 +108,7 @@ def _words(word: str) -> tuple[frozenset[str], frozenset[str]]:
     own: set[str] = set()
     wide: set[str] = set()
     for base in bases(word):
-        for sid in _senses(base):
+        for sid in get_senses(base):
             own.update(t.get("M", sid))
         for head in t.get("H", base):
             wide.update(t.get("M", head))

@@ -90,7 +90,8 @@ def read(wordnet: Path, senses_kept: int = SENSES) -> list[str]:
             lines.append(f"H\t{word}\t{' '.join(hs)}")
     for sid in sorted(kept):
         plain = [w for w in dict.fromkeys(members[sid]) if _PLAIN.match(w)]
-        lines.append(f"M\t{sid}\t{' '.join(plain)}")
+        if plain:  # a head of only multi-word lemmas holds nothing a word can match
+            lines.append(f"M\t{sid}\t{' '.join(plain)}")
     for word, targets in antonyms.items():
         names = set()
         for t in targets:

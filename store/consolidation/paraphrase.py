@@ -161,18 +161,28 @@ class Difference:
         return len(self.only_a) + len(self.only_b)
 
 
+#: Negators that deny the word after them (see :func:`negated_words`).
+_WORD_NEGATORS = frozenset({"not", "never", "cannot", "cant"})
+
+
 @lru_cache(maxsize=65536)
 def negated_words(text: str) -> frozenset[str]:
-    """The folded content words right after a negator ("plays, not well": well)."""
+    """The content words "not", "never" or a "n't" stand right before ("plays,
+    not well": well; "is never early": early). Only the very next word: in
+    "does not have a younger sister" the negation is of "have", a stop word,
+    and "younger" is not what it denies ("has an older sister" is no
+    paraphrase). "no", "without" and the like deny a thing, not a quality
+    ("has no younger brother"), so they never count here."""
     out = set()
     pending = False
     for raw in words(text):
         folded = fold(raw)
-        if folded in NEGATORS or raw.casefold().replace("’", "'").endswith("n't"):
+        if folded in _WORD_NEGATORS or raw.casefold().replace("’", "'").endswith("n't"):
             pending = True
-        elif pending and folded and folded not in STOP_WORDS:
+            continue
+        if pending and folded and folded not in STOP_WORDS:
             out.add(folded)
-            pending = False
+        pending = False
     return frozenset(out)
 
 

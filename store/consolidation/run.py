@@ -147,6 +147,11 @@ def consolidate(store: "MemoryStore", *, dry_run: bool = False, today: date | No
         report = RunReport(None, plan.day, dry_run, stats=dict(plan.stats))
         report.actions = plan.as_dicts()
         return report
+    if store.settings.extractor == "llm":
+        # The model's answers first, outside the lock (kept in state): a slow
+        # endpoint must not keep `merge` or `--undo` waiting on the lock. The
+        # plan made under the lock then asks nothing it has not asked here.
+        plan_for(store, today, cancel)
     with exclusive(store):
         recover(store)
         return _carry_out(store, plan_for(store, today, cancel), trigger, avoid)
