@@ -8,7 +8,9 @@ baseline, same run):
 
 * on hand-written word pairs kept apart from the labelled sets
   (``tests/fixtures/lexicon/word_pairs.json``): the share of synonym pairs
-  found, and how many related-but-different pairs it wrongly calls synonyms;
+  found, how many related-but-different pairs it wrongly calls synonyms,
+  and how many of each it calls alternatives of one kind (co-hyponyms: a
+  swap of them is another value, never a duplicate);
 * the duplicate rule's precision and recall on dev and on test
   (``tests/fixtures/consolidation``), vectors as in bench_consolidate_quality.
 
@@ -38,8 +40,13 @@ def score_pairs() -> dict[str, object]:
     data = json.loads(PAIRS.read_text(encoding="utf-8"))
     found = [p for p in data["synonyms"] if lexicon.synonyms(*p)]
     wrong = [p for p in data["distinct"] if lexicon.synonyms(*p)]
+    kinds = [p for p in data["distinct"] if lexicon.cohyponyms(*p)]
+    kinds_wrong = [p for p in data["synonyms"] if lexicon.cohyponyms(*p)]
     return {"synonyms_found": f"{len(found)}/{len(data['synonyms'])}",
-            "distinct_joined": f"{len(wrong)}/{len(data['distinct'])}", "wrong": wrong}
+            "distinct_joined": f"{len(wrong)}/{len(data['distinct'])}", "wrong": wrong,
+            "distinct_as_alternatives": f"{len(kinds)}/{len(data['distinct'])}",
+            "synonyms_as_alternatives": f"{len(kinds_wrong)}/{len(data['synonyms'])}",
+            "wrong_alternatives": kinds_wrong}
 
 
 def score_sets() -> dict[str, str]:
@@ -59,8 +66,9 @@ def score_sets() -> dict[str, str]:
 def row(label: str) -> dict[str, object]:
     """One line of the table for the lexicon now in use."""
     r = {"table": label, **score_pairs(), **score_sets()}
-    print(f"| {r['table']} | {r['synonyms_found']} | {r['distinct_joined']} | {r['dev']} | {r['test']} |"
-          f" {', '.join('/'.join(p) for p in r['wrong']) or '-'} |", flush=True)
+    print(f"| {r['table']} | {r['synonyms_found']} | {r['distinct_joined']} | {r['distinct_as_alternatives']} | "
+          f"{r['synonyms_as_alternatives']} | {r['dev']} | {r['test']} | {', '.join('/'.join(p) for p in r['wrong']) or '-'}"
+          f" | {', '.join('/'.join(p) for p in r['wrong_alternatives']) or '-'} |", flush=True)
     return r
 
 
@@ -69,8 +77,10 @@ def main() -> int:
     ap.add_argument("--wordnet", type=Path, help="a WordNet 3.0 dict folder: sweep the senses kept per word")
     args = ap.parse_args()
     isolate_env(OUT / "home-quality")
-    print("| table | synonym pairs found | distinct pairs joined | dev dup P / R | test dup P / R | wrongly joined |")
-    print("|---|---|---|---|---|---|")
+    print("| table | synonym pairs found | distinct pairs joined | distinct pairs seen as alternatives | "
+          "synonym pairs seen as alternatives | dev dup P / R | test dup P / R | wrongly joined | "
+          "synonyms seen as alternatives |")
+    print("|---" * 9 + "|")
     results = []
     lexicon.use(b"")  # an empty table: the rule without a lexicon (baseline)
     results.append(row("no lexicon (baseline)"))

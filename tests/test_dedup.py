@@ -140,18 +140,28 @@ def _dup(a: str, b: str, sim: float | None, threshold: float = 0.70) -> str | No
 
 @pytest.mark.parametrize(("a", "b", "sim"), [
     # the bundled model's cosine for the first; the others at 0.74 (theirs is
-    # higher: "lives"/"works" 0.913, "personal"/"work" 0.857, "green"/"orange"
-    # 0.779, and the rule still takes those three for duplicates: the docs say so)
+    # higher: "lives"/"works" 0.913, "personal"/"work" 0.857, and the rule
+    # still takes those two for duplicates: the docs say so)
     ("Her cat Miso is afraid of the vacuum cleaner", "Her cat Miso is afraid of thunderstorms", 0.723),
     ("Ana lives in Benfica", "Ana works in Benfica", 0.74),
     ("Personal laptop has 32 GB of RAM", "Work laptop has 32 GB of RAM", 0.74),
-    ("Favourite colour is green", "Favourite colour is orange", 0.74),
 ])
 def test_one_slot_refilled_needs_more_than_the_threshold(a: str, b: str, sim: float) -> None:
     """The same sentence with one filler swapped is another claim unless the
     cosine reaches the threshold plus the heavy-change margin (0.75)."""
     assert _dup(a, b, sim) is None
     assert _dup(a, b, 0.76) is not None and "one slot refilled" in _dup(a, b, 0.76)
+
+
+@pytest.mark.parametrize(("a", "b"), [
+    ("Favourite colour is green", "Favourite colour is orange"),  # adjectives of one head (WordNet)
+    ("Drinks tea every morning", "Drinks coffee every morning"),  # one hypernym: beverage
+])
+def test_a_swap_of_alternatives_of_one_kind_is_another_value(a: str, b: str) -> None:
+    """WordNet co-hyponyms swapped in one slot are never a duplicate, however
+    close MiniLM puts them (green / orange: 0.779)."""
+    assert _dup(a, b, 0.99) is None
+    assert _dup(a, a.replace("every", "each"), 0.99) is not None  # the same sentence reworded still is
 
 
 @pytest.mark.parametrize(("a", "b", "sim"), [
@@ -267,7 +277,7 @@ def test_contradictions_are_precise_with_the_deterministic_rule(scored, name: st
 @pytest.mark.parametrize("name", ["dev", "test"])
 def test_duplicates_beat_the_text_baseline(scored, name: str) -> None:
     """The issue's bars, precision >= 0.95 and recall >= 0.90, hold on both
-    sets (dev 0.957 / 0.917, test 0.975 / 0.975), far above the text baseline."""
+    sets (dev 0.971 / 0.917, test 0.975 / 0.975), far above the text baseline."""
     rule, merge, base = (scored[name][k] for k in ("duplicates_rule", "duplicates_merge", "duplicates_baseline"))
     assert base["precision"] == 1.0 and base["recall"] < 0.2
     assert rule["precision"] >= 0.95 and rule["recall"] >= 0.9, rule

@@ -34,6 +34,16 @@ def test_the_bundled_table_finds_synonyms_and_joins_no_distinct_words(bundled) -
     assert len(found) >= 50, sorted(set(map(tuple, PAIRS["synonyms"])) - set(map(tuple, found)))
 
 
+def test_alternatives_of_one_kind(bundled) -> None:
+    """Co-hyponyms: 25 of the 60 distinct pairs, and 2 of the 60 synonym pairs
+    (rubbish / garbage, talked / chatted: WordNet keeps them apart)."""
+    kinds = [p for p in PAIRS["distinct"] if lexicon.cohyponyms(*p)]
+    wrong = [p for p in PAIRS["synonyms"] if lexicon.cohyponyms(*p)]
+    assert len(kinds) >= 25 and len(wrong) <= 2, (kinds, wrong)
+    assert lexicon.cohyponyms("green", "orange") and lexicon.cohyponyms("tea", "coffee")
+    assert not lexicon.cohyponyms("sparkling", "fizzy") and not lexicon.cohyponyms("tea", "tea")
+
+
 def test_inflections_and_the_antonym_guard(bundled) -> None:
     assert lexicon.bases("cycles") == ("cycle",)
     assert "ride" in lexicon.bases("rode")  # an irregular form from verb.exc
@@ -48,7 +58,7 @@ def test_the_bundled_file_is_sorted_plain_text() -> None:
     """The lookup halves the sorted lines: an unsorted table would miss words."""
     lines = gzip.decompress(lexicon.TABLE.read_bytes()).decode("ascii").splitlines()
     assert lines == sorted(lines) and len(lines) > 100_000
-    assert all(line.count("\t") == 2 and line[0] in "SHMAX" for line in lines)
+    assert all(line.count("\t") == 2 and line[0] in "SHMAXP" for line in lines)
     assert (lexicon.TABLE.parent / "LICENSE-WordNet").read_text().startswith("WordNet Release 3.0")
 
 
@@ -78,9 +88,11 @@ FILES = {
                  "00000003 00 a 02 sparkling 0 effervescent 0 001 ! 00000004 a 0101 | of wines and waters",
                  "00000004 00 a 01 still(a) 0 001 ! 00000003 a 0101 | not sparkling"],
     "index.noun": ["cleaner n 2 0 2 0 00000014 00000013", "father n 1 1 ! 1 1 00000011",
-                   "hoover n 2 0 2 0 00000012 00000013", "mother n 1 1 ! 1 1 00000010"],
-    "data.noun": ["00000010 18 n 01 mother 0 001 ! 00000011 n 0101 | a female parent",
-                  "00000011 18 n 01 father 0 001 ! 00000010 n 0101 | a male parent",
+                   "hoover n 2 0 2 0 00000012 00000013", "mother n 1 1 ! 1 1 00000010",
+                   "parent n 1 0 1 0 00000015"],
+    "data.noun": ["00000010 18 n 01 mother 0 002 ! 00000011 n 0101 @ 00000015 n 0000 | a female parent",
+                  "00000011 18 n 01 father 0 002 ! 00000010 n 0101 @ 00000015 n 0000 | a male parent",
+                  "00000015 18 n 01 parent 0 000 | a mother or a father",
                   "00000012 06 n 02 hoover 0 vacuum_cleaner 0 000 | an electric cleaner",
                   "00000013 06 n 02 hoover 0 cleaner 0 000 | a rarer sense both words have",
                   "00000014 18 n 01 cleaner 0 000 | a person who cleans"],
@@ -110,10 +122,13 @@ def test_the_builder_keeps_plain_words_senses_heads_and_opposites(small_wordnet:
     assert "M\ta00000004\tstill" in lines  # the adjective marker "(a)" is dropped
     assert "A\tsparkling\tstill" in lines and "A\tmother\tfather" in lines
     assert "X\trode\tride" in lines
+    assert "P\tn00000010\tn00000015" in lines and "P\tn00000011\tn00000015" in lines  # hypernyms
     lexicon.use(lexicon_build.table_bytes(lines))
     assert lexicon.synonyms("fizzy", "sparkling")  # fizzy's head shares "effervescent" with sparkling
     assert not lexicon.synonyms("mother", "father")  # a shared verb sense, but opposites
     assert lexicon.antonyms("sparkling", "still") and lexicon.bases("rode") == ("ride",)
+    assert lexicon.cohyponyms("mother", "father")  # both under "parent"
+    assert not lexicon.cohyponyms("fizzy", "sparkling")  # synonyms are not alternatives
 
 
 def test_keeping_one_sense_drops_the_rarer_ones(small_wordnet: Path) -> None:

@@ -16,6 +16,8 @@ cannot match one word of a memory):
   speech (WordNet lists senses by frequency), as synset numbers;
 * ``H`` lines: for an adjective sense that is a satellite ("fizzy"), the head
   it is similar to ("effervescent");
+* ``P`` lines: the hypernyms of each synset kept ("tea" and "coffee" are
+  both a "beverage"), for telling alternatives of one kind apart;
 * ``M`` lines: the plain words of each synset kept;
 * ``A`` lines: the word's antonyms over all its senses (a guard: a pair
   WordNet calls opposites is never a pair of synonyms);
@@ -49,6 +51,7 @@ def read(wordnet: Path, senses_kept: int = SENSES) -> list[str]:
     senses: dict[str, list[str]] = defaultdict(list)  # word -> synset ids kept
     members: dict[str, list[str]] = {}
     heads: dict[str, set[str]] = defaultdict(set)  # adjective synset -> similar-to synsets
+    parents: dict[str, set[str]] = defaultdict(set)  # synset -> its hypernyms
     antonyms: dict[str, set[str]] = defaultdict(set)
     inflections: dict[str, set[str]] = defaultdict(set)
     for p, name in PARTS.items():
@@ -73,6 +76,8 @@ def read(wordnet: Path, senses_kept: int = SENSES) -> list[str]:
                 target = ("a" if pos in "as" else pos) + off
                 if symbol == "&" and f[2] == "s":
                     heads[sid].add(target)
+                elif symbol in ("@", "@i"):
+                    parents[sid].add(target)
                 elif symbol == "!":
                     source, dest = int(source_target[:2], 16), int(source_target[2:], 16)
                     antonyms[lemmas[source - 1]].add(target if not dest else f"{target}:{dest}")
@@ -88,6 +93,8 @@ def read(wordnet: Path, senses_kept: int = SENSES) -> list[str]:
         hs = sorted({h for s in ss for h in heads.get(s, ())})
         if hs:
             lines.append(f"H\t{word}\t{' '.join(hs)}")
+    for sid in sorted(s for s in kept if s in parents):
+        lines.append(f"P\t{sid}\t{' '.join(sorted(parents[sid]))}")
     for sid in sorted(kept):
         plain = [w for w in dict.fromkeys(members[sid]) if _PLAIN.match(w)]
         if plain:  # a head of only multi-word lemmas holds nothing a word can match

@@ -154,6 +154,8 @@ class Difference:
     trailing: bool  # one text is the other plus words at its end ("... in the rain")
     shared: int  # content stems both have
     explained: int  # differing words set aside as another spelling, an acronym, a light or negative verb
+    words_a: tuple[str, ...] = ()  # the unexplained words of a, folded as written
+    words_b: tuple[str, ...] = ()
 
     @property
     def unexplained(self) -> int:
@@ -257,7 +259,9 @@ def difference(text_a: str, text_b: str, fa: Features, fb: Features) -> Differen
     trailing = len(changed) == 1 and changed[0][0] in ("insert", "delete") and (
         changed[0][2] == len(ta) and changed[0][4] == len(tb))
     explained = len(da) + len(db) - len(only_a) - len(only_b)
-    return Difference(only_a, only_b, len(changed), trailing, len(sa & sb), explained)
+    words_a = tuple(t.folded for i, t in enumerate(da) if ("a", i) not in gone)
+    words_b = tuple(t.folded for j, t in enumerate(db) if ("b", j) not in gone)
+    return Difference(only_a, only_b, len(changed), trailing, len(sa & sb), explained, words_a, words_b)
 
 def abbreviations(text: str, other_text: str) -> set[str]:
     """Folded words of ``text`` that are no name of their own against
@@ -315,13 +319,17 @@ def judge(text_a: str, text_b: str, fa: Features, fb: Features, sim: float, thre
       touring bike" / "His bike is a steel-framed tourer");
     * :data:`HEAVY_CHANGE` (+0.05) for more, or for one slot refilled in an
       otherwise unchanged sentence ("Ana lives in Benfica" / "Ana works in
-      Benfica"), which MiniLM rates as close as a paraphrase.
+      Benfica"), which MiniLM rates as close as a paraphrase; a slot refilled
+      with another word of the same kind (WordNet co-hyponyms: "green" /
+      "orange") is another value, never a duplicate.
     """
     d = difference(text_a, text_b, fa, fb)
     added = len(d.only_a) + len(d.only_b) if not (d.only_a and d.only_b) else 0
     if added and (d.trailing or added > d.shared):
         return None  # a narrower or another claim: "likes running" / "... in the rain"
     swap = d.blocks == 1 and bool(d.only_a) and bool(d.only_b)
+    if swap and len(d.words_a) == len(d.words_b) == 1 and lexicon.cohyponyms(d.words_a[0], d.words_b[0]):
+        return None  # another value of one kind in the same slot: "green" / "orange", "tea" / "coffee"
     if d.unexplained == 0:
         need, kind = threshold + EXPLAINED, "every differing word explained"
     elif d.unexplained <= LIGHT_WORDS and not swap:
