@@ -169,6 +169,8 @@ def search(
 ) -> None:
     """Search the index by words and meaning. QUERY is plain language unless --raw is given
     (several words need no quotes)."""
+    if not " ".join(query).strip():
+        raise click.UsageError("QUERY is empty: give the words to search for")
     store = app.store
     memory_scope, old_what = scopes
     args = {

@@ -67,10 +67,16 @@ def test_search_filters_and_limit(indexed: Path, runner: CliRunner) -> None:
     assert len(r.output.splitlines()) == 1
 
 
-@pytest.mark.parametrize("query", ["status: done", "retry OR", '"unbalanced', "NEAR(", "*", "🙂", ""])
+@pytest.mark.parametrize("query", ["status: done", "retry OR", '"unbalanced', "NEAR(", "*", "🙂", "!!!"])
 def test_search_odd_queries_exit_zero(indexed: Path, runner: CliRunner, query: str) -> None:
     r = run(runner, indexed, "search", query)
     assert r.exit_code == 0, r.output
+
+
+@pytest.mark.parametrize("query", [[""], ["  ", "\t"]])
+def test_an_empty_query_is_a_usage_error(indexed: Path, runner: CliRunner, query: list[str]) -> None:
+    r = run(runner, indexed, "search", *query)
+    assert r.exit_code == 2 and "QUERY is empty" in r.output and "Traceback" not in r.output
 
 
 def test_raw_syntax_error_is_usage_error(indexed: Path, runner: CliRunner) -> None:
