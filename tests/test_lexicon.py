@@ -62,6 +62,23 @@ def test_the_bundled_file_is_sorted_plain_text() -> None:
     assert (lexicon.TABLE.parent / "LICENSE-WordNet").read_text().startswith("WordNet Release 3.0")
 
 
+@pytest.mark.parametrize("content", [None, b"not gzip at all", gzip.compress(b"S\tword")[:-6]])
+def test_a_missing_or_broken_table_degrades_to_no_word_knowledge(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture, content: bytes | None) -> None:
+    table = tmp_path / "wordnet.tsv.gz"
+    if content is not None:
+        table.write_bytes(content)
+    monkeypatch.setattr(lexicon, "TABLE", table)
+    lexicon.use(None)
+    try:
+        assert not lexicon.synonyms("sparkling", "fizzy") and not lexicon.cohyponyms("green", "orange")
+        assert "cannot read the WordNet table" in caplog.text
+    finally:
+        monkeypatch.undo()
+        lexicon.use(None)
+    assert lexicon.synonyms("sparkling", "fizzy")
+
+
 WORDS = sorted({w for kind in ("synonyms", "distinct") for p in PAIRS[kind] for w in p})
 ENDINGS = st.sampled_from(["", "s", "es", "ed", "ing", "er", "est", "'s", "ly"])
 

@@ -27,13 +27,17 @@ from __future__ import annotations
 
 import bisect
 import gzip
+import logging
 import re
 import threading
+import zlib
 from array import array
 from functools import lru_cache
 from pathlib import Path
 
 TABLE = Path(__file__).with_name("lexicon") / "wordnet.tsv.gz"
+
+log = logging.getLogger("memvault.consolidate")
 
 #: WordNet's detachment rules (morphy): an ending and what replaces it.
 _ENDINGS = (
@@ -73,7 +77,11 @@ def _table() -> _Table:
     global _loaded
     with _lock:
         if _loaded is None:
-            _loaded = _Table(gzip.decompress(TABLE.read_bytes()))
+            try:
+                _loaded = _Table(gzip.decompress(TABLE.read_bytes()))
+            except (OSError, EOFError, zlib.error) as exc:  # a broken install: the rules work without it
+                log.warning("cannot read the WordNet table %s (%s); duplicates are judged without it", TABLE, exc)
+                _loaded = _Table(b"")
         return _loaded
 
 
