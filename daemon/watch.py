@@ -27,6 +27,7 @@ import logging
 import os
 import threading
 import time
+import warnings
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -52,6 +53,14 @@ from memvault.vault_io.errors import MemvaultError
 from memvault.vault_io.scan import IgnoreRules, excluded
 
 log = logging.getLogger("memvault.daemon")
+
+#: watchdog (7.x, inotify) warns when a new folder's watch is added twice: by
+#: the recursive walk of its parent's creation and by its own creation event
+#: ("Memory/" and "Memory/semantic/" made at once). The second add replaces the
+#: same callback on the same watch, so nothing is lost; the warning is noise.
+DOUBLE_WATCH_WARNING = r"Callback with id .* already exists for watch"
+warnings.filterwarnings("ignore", message=DOUBLE_WATCH_WARNING, category=RuntimeWarning,
+                        module=r"watchdog\.observers\.inotify")
 
 #: The events that can mean a changed path. Leaving out opens, reads and
 #: folder "modified" events keeps the kernel from even queueing the flood the

@@ -421,3 +421,18 @@ def test_store_write_with_daemon_running_is_one_file_write(vault: Path) -> None:
         assert (note.stat().st_ino, note.stat().st_mtime_ns, note.read_bytes()) == first
         assert result.path not in rec.reindexed()  # already indexed by its writer: nothing to redo
         assert sorted(p.name for p in (vault / "Memory" / "episodic").iterdir()) == [note.name]
+
+
+def test_watchdogs_double_watch_warning_stays_out_of_the_daemons_log() -> None:
+    """The daemon silences only watchdog's benign "watched twice" warning
+    (folders made in a burst); other warnings of that module still show."""
+    import subprocess
+    import sys
+
+    code = (
+        "import warnings, memvault.daemon.watch\n"
+        "for text in ('Callback with id 1 already exists for watch <w>. It will be Overwritten.', 'another thing'):\n"
+        "    warnings.warn_explicit(text, RuntimeWarning, 'inotify.py', 365, module='watchdog.observers.inotify')\n"
+    )
+    out = subprocess.run([sys.executable, "-W", "default", "-c", code], capture_output=True, text=True, check=True)
+    assert "already exists" not in out.stderr and "another thing" in out.stderr
