@@ -14,25 +14,15 @@ from typing import Any
 
 import pytest
 from click.testing import CliRunner
-from fake_llm import FakeLLM, Reply, serve
+from fake_llm import FakeLLM, Reply
 from helpers import opened, wait_for
 from test_consolidate import TODAY, note
+from test_llm_extract import llm, quick_backoff  # noqa: F401 - the endpoint fixture, quick retries
 
 from memvault.cli.main import cli
 from memvault.store.consolidation import confirm
 from memvault.store.facts import llm_extract
 from memvault.store.facts.llm_extract import LLMCancelled
-
-
-@pytest.fixture
-def llm() -> Iterator[FakeLLM]:
-    with serve() as fake:
-        yield fake
-
-
-@pytest.fixture(autouse=True)
-def quick_backoff(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(llm_extract, "BACKOFF", 0.01)
 
 
 def configure(home: Path, base_url: str, extractor: str = "llm", timeout: float = 2.0) -> None:

@@ -358,6 +358,15 @@ def undo_all(vault: Path) -> None:
         assert r.exit_code == 0, (run_id, r.output)
 
 
+def finishes_and_undoes(vault: Path, original: set[str], round_: int) -> None:
+    """After a faulted round: a following run finishes (:func:`finishes`), the
+    vault is still sound, and undoing every run gives back ``original``."""
+    finishes(vault)
+    consolidation_sound(vault, original)
+    undo_all(vault)
+    assert set(live_memories(vault).values()) == original, round_
+
+
 def timed(cmd: list[str], env: dict[str, str]) -> float:
     """Wall time of an uninterrupted run (the range the kills are drawn from)."""
     started = time.monotonic()
@@ -412,10 +421,7 @@ def test_sigkill_at_random_points_of_consolidation(what: str, tmp_path: Path, qu
             assert set(live_memories(vault).values()) == original
             consolidation_sound(vault, original)
             continue
-        finishes(vault)
-        consolidation_sound(vault, original)
-        undo_all(vault)
-        assert set(live_memories(vault).values()) == original, i
+        finishes_and_undoes(vault, original, i)
 
 
 # -- the daemon, killed while it works ---------------------------------------------------
@@ -525,10 +531,7 @@ def test_vault_write_faults_during_consolidation(tmp_path: Path, monkeypatch: py
             one_line_only(r)
             assert os.strerror(code) in r.stderr, r.stderr
         consolidation_sound(vault, original)
-        finishes(vault)
-        consolidation_sound(vault, original)
-        undo_all(vault)
-        assert set(live_memories(vault).values()) == original, i
+        finishes_and_undoes(vault, original, i)
     assert failed, "no round hit a fault"
 
 
@@ -552,10 +555,7 @@ def test_database_write_faults_during_consolidation(failure: type[apsw.Error], t
             failed += 1
             one_line_only(r)
         consolidation_sound(vault, original)
-        finishes(vault)
-        consolidation_sound(vault, original)
-        undo_all(vault)
-        assert set(live_memories(vault).values()) == original, i
+        finishes_and_undoes(vault, original, i)
     assert failed, "no round hit a fault"
 
 

@@ -82,6 +82,15 @@ def dies_after(patch: pytest.MonkeyPatch, target: Any, name: str, when: Callable
     patch.setattr(target, name, step)
 
 
+def kill_a_move_halfway(v: MemoryStore, patch: pytest.MonkeyPatch, memory_id: str) -> None:
+    """Change a memory's type and die after its new note is written, before
+    the old one is removed (the patches undone, as a new process would be)."""
+    dies_after(patch, writer, "atomic_write", lambda path, *_: "/procedural/" in path.as_posix())
+    with pytest.raises(Killed):
+        v.update(memory_id, type_="procedural")
+    patch.undo()
+
+
 def settled(v: MemoryStore) -> None:
     """The next ``sync`` finishes everything and leaves nothing pending."""
     report = v.sync(stale_after=0)
@@ -99,10 +108,7 @@ def test_a_type_change_killed_halfway_ends_with_one_note(store: MemoryStore, pat
     r = v.add("Keeps the spare keys in the blue drawer.")
     old = r.path
     assert old is not None
-    dies_after(patch, writer, "atomic_write", lambda path, *_: "/procedural/" in path.as_posix())
-    with pytest.raises(Killed):
-        v.update(r.id, type_="procedural")
-    patch.undo()
+    kill_a_move_halfway(v, patch, r.id)
     both = notes_of(v.root, r.id)
     assert len(both) == 2 and old in both  # the kill point: new note written, old one still there
     new = next(p for p in both if p != old)
@@ -136,10 +142,7 @@ def test_a_move_whose_old_note_was_edited_after_the_kill_keeps_both_as_a_conflic
     r = v.add("Waters the ferns on Sundays.")
     old = r.path
     assert old is not None
-    dies_after(patch, writer, "atomic_write", lambda path, *_: "/procedural/" in path.as_posix())
-    with pytest.raises(Killed):
-        v.update(r.id, type_="procedural")
-    patch.undo()
+    kill_a_move_halfway(v, patch, r.id)
     text = (v.root / old).read_text(encoding="utf-8")
     (v.root / old).write_text(text.replace("Sundays", "Saturdays"), encoding="utf-8")
     v.memories.flush(r.id)  # the next command on it, before any sync
@@ -183,10 +186,7 @@ def test_a_write_that_moved_to_a_free_name_is_recognised_on_retry(
         return real(path)
 
     patch.setattr(writer, "free_path", taken_meanwhile)
-    dies_after(patch, writer, "atomic_write", lambda path, *_: "/procedural/" in path.as_posix())
-    with pytest.raises(Killed):
-        v.update(r.id, type_="procedural")
-    patch.undo()
+    kill_a_move_halfway(v, patch, r.id)
     settled(v)
     mine = notes_of(v.root, r.id)
     assert len(mine) == 1 and mine[0].startswith("Memory/procedural/") and mine[0] != planned
