@@ -118,8 +118,8 @@ def _block_vectors(store: "MemoryStore", cache: object, model: str, type_: str, 
     hash of its text, which is what its one chunk will be."""
     import numpy as np
 
-    from memvault.store.embedding.chunk import clean_markup
     from memvault.store.embedding.model import text_hash
+    from memvault.store.embedding.vectors import vectors_of
 
     con = store.con
     hashes: dict[str, bytes] = {}
@@ -133,16 +133,9 @@ def _block_vectors(store: "MemoryStore", cache: object, model: str, type_: str, 
         counts[tid] = counts.get(tid, 0) + 1
     for tid, text in rows:
         if tid not in hashes:
-            hashes[tid] = text_hash(clean_markup(text).strip() or text)
+            hashes[tid] = text_hash(_embedded_text(text))
             counts[tid] = 1
-    wanted = sorted({h for tid, h in hashes.items() if counts[tid] == 1})
-    blobs: dict[bytes, bytes] = {}
-    for i in range(0, len(wanted), 500):
-        part = wanted[i : i + 500]
-        marks = ",".join("?" * len(part))
-        blobs.update(cache.execute(  # type: ignore[attr-defined]
-            f"SELECT hash, vec FROM vectors WHERE model = ? AND hash IN ({marks})", (model, *part)
-        ).fetchall())
+    blobs = vectors_of(cache, model, [h for tid, h in hashes.items() if counts[tid] == 1])  # type: ignore[arg-type]
     ids = sorted(tid for tid, h in hashes.items() if counts[tid] == 1 and h in blobs)
     if not ids:
         return [], np.zeros((0, 0), dtype=np.float32)
@@ -157,6 +150,14 @@ def _block_vectors(store: "MemoryStore", cache: object, model: str, type_: str, 
     return ids, matrix / norms
 
 
+def _embedded_text(content: str) -> str:
+    """The text a one-chunk memory's vector is of (:func:`~..embedding.chunk.chunk_text`
+    for a memory; its content itself when no text is left once markup is out)."""
+    from memvault.store.embedding.chunk import chunk_text
+
+    return chunk_text("memory", content, content, 0, len(content), "")
+
+
 def _vector_of(store: "MemoryStore", cache: object, spec: object, content: str) -> "np.ndarray | None":
     """The new text's unit vector: from the cache when that text was embedded
     before, else from the model (None when it cannot be loaded)."""
@@ -164,15 +165,12 @@ def _vector_of(store: "MemoryStore", cache: object, spec: object, content: str) 
 
     from memvault.store import location
     from memvault.store.embedding import vectors as vec
-    from memvault.store.embedding.chunk import clean_markup
     from memvault.store.embedding.model import ModelUnavailable, load_embedder, text_hash
 
-    text = clean_markup(content).strip() or content
-    row = cache.execute(  # type: ignore[attr-defined]
-        "SELECT vec FROM vectors WHERE model = ? AND hash = ?", (spec.key, text_hash(text))  # type: ignore[attr-defined]
-    ).fetchone()
-    if row is not None:
-        v = np.frombuffer(row[0], dtype=np.float16).astype(np.float64)
+    text = _embedded_text(content)
+    stored = vec.vectors_of(cache, spec.key, [text_hash(text)])  # type: ignore[arg-type, attr-defined]
+    if stored:
+        v = np.frombuffer(next(iter(stored.values())), dtype=np.float16).astype(np.float64)
     else:
         try:
             embedder = load_embedder(spec, location.data_home())  # type: ignore[arg-type]

@@ -132,6 +132,8 @@ def load_vectors(con: apsw.Connection, cache: apsw.Connection | None, model: str
     chunks), by id; empty without a model or cache."""
     import numpy as np
 
+    from memvault.store.embedding.vectors import vectors_of
+
     if cache is None or model is None or not records:
         return {}
     wanted = {r.id for r in records}
@@ -142,14 +144,7 @@ def load_vectors(con: apsw.Connection, cache: apsw.Connection | None, model: str
     ):
         if tid in wanted:
             hashes.setdefault(tid, []).append(h)
-    blobs: dict[bytes, bytes] = {}
-    distinct = sorted({h for hs in hashes.values() for h in hs})
-    for i in range(0, len(distinct), 500):
-        part = distinct[i : i + 500]
-        marks = ",".join("?" * len(part))
-        blobs.update(cache.execute(
-            f"SELECT hash, vec FROM vectors WHERE model = ? AND hash IN ({marks})", (model, *part)
-        ).fetchall())
+    blobs = vectors_of(cache, model, [h for hs in hashes.values() for h in hs])
     out: dict[str, np.ndarray] = {}
     for tid, hs in hashes.items():
         rows = [np.frombuffer(blobs[h], dtype=np.float16).astype(np.float64) for h in hs if h in blobs]

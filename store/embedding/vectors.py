@@ -108,6 +108,18 @@ def put_vectors(cache: apsw.Connection, model: str, items: Sequence[tuple[bytes,
         )
 
 
+def vectors_of(cache: apsw.Connection, model: str, hashes: Sequence[bytes]) -> dict[bytes, bytes]:
+    """The stored vectors (float16 bytes) of ``model`` for those of ``hashes`` that have one."""
+    found: dict[bytes, bytes] = {}
+    distinct = sorted(set(hashes))
+    for i in range(0, len(distinct), 500):
+        part = distinct[i : i + 500]
+        marks = ",".join("?" * len(part))
+        found.update(cache.execute(
+            f"SELECT hash, vec FROM vectors WHERE model = ? AND hash IN ({marks})", (model, *part)).fetchall())
+    return found
+
+
 # -- a model that cannot be loaded ----------------------------------------------
 
 #: Index meta key recording that the configured model could not be loaded.
