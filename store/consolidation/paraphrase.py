@@ -47,6 +47,7 @@ from memvault.store.consolidation.text import (
     NEGATORS,
     STOP_WORDS,
     Features,
+    contracted_negation,
     fold,
     is_value_word,
     stem,
@@ -84,7 +85,7 @@ def content_tokens(text: str) -> tuple[Token, ...]:
     for raw in words(text):
         folded = fold(raw)
         after, previous = previous, folded
-        if not folded or folded in STOP_WORDS or folded in NEGATORS or raw.casefold().endswith("n't"):
+        if not folded or folded in STOP_WORDS or folded in NEGATORS or contracted_negation(raw):
             continue
         if folded == "stand" and after in ("cant", "cannot", "not"):
             continue  # "can't stand": a negative verb, its polarity compared elsewhere
@@ -179,7 +180,7 @@ def negated_words(text: str) -> frozenset[str]:
     pending = False
     for raw in words(text):
         folded = fold(raw)
-        if folded in _WORD_NEGATORS or raw.casefold().replace("’", "'").endswith("n't"):
+        if folded in _WORD_NEGATORS or contracted_negation(raw):
             pending = True
             continue
         if pending and folded and folded not in STOP_WORDS:

@@ -126,6 +126,11 @@ def stem(word: str) -> str:
     return str(_stemmer().stem_word(_IRREGULAR.get(word, word)))
 
 
+def contracted_negation(raw: str) -> bool:
+    """Whether a word as written ends in "n't" (either apostrophe): "doesn't", "mightn’t"."""
+    return raw.casefold().replace("’", "'").endswith("n't")
+
+
 def fold(word: str) -> str:
     """A word as compared: NFKC, case-folded, apostrophes and possessive 's out."""
     w = unicodedata.normalize("NFKC", word).casefold().replace("’", "'")
@@ -204,7 +209,7 @@ def features(text: str) -> Features:
         if not folded:
             continue
         capital = i > 0 and raw[0].isupper()
-        if folded in NEGATORS or raw.casefold().replace("’", "'").endswith("n't"):
+        if folded in NEGATORS or contracted_negation(raw):
             if not (stand_negated and folded in ("can", "cant", "cannot")):
                 negations += 1
             continue
