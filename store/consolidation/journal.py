@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any
 from memvault.store.consolidation import links
 from memvault.store.consolidation import rows as log
 from memvault.store.consolidation.merge import mark_member
-from memvault.store.consolidation.plan import Action
+from memvault.store.consolidation.plan import Action, count_actions
 from memvault.store.db import records as rec
 from memvault.store.db.connection import write_transaction
 from memvault.store.memories import rows as mem
@@ -112,10 +112,7 @@ def recover(store: "MemoryStore") -> None:
 
 def action_counts(actions: Sequence[log.LoggedAction]) -> dict[str, int]:
     """A run's summary from its log (decay counts memories)."""
-    out: dict[str, int] = {}
-    for a in actions:
-        out[a.kind] = out.get(a.kind, 0) + (len(a.detail.get("changes", ())) if a.kind == "decay" else 1)
-    return out
+    return count_actions((a.kind, a.detail) for a in actions)
 
 def settle_run(store: "MemoryStore", run_id: str) -> bool:
     """Settle a run's pending actions; True when one turned out done (even in part)."""

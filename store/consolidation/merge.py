@@ -148,15 +148,9 @@ def merge(store: "MemoryStore", ids: Sequence[str], content: str | None, *, run_
 def mark_member(store: "MemoryStore", memory_id: str, survivor_id: str, run_id: str, old_path: str | None) -> None:
     """A member that was forgotten for a merge is merged (in a transaction):
     superseded, recorded in ``state.merges``, links to it resolved to the survivor."""
-    mark_merged(store, memory_id, survivor_id)
+    links.mark_merged(store.con, memory_id, survivor_id)
     log.put_merge(store.con, memory_id, survivor_id, run_id, old_path, path_key(old_path) if old_path else None)
     links.redirect(store.con)
-
-
-def mark_merged(store: "MemoryStore", memory_id: str, survivor_id: str) -> None:
-    """A forgotten memory is superseded by the one it was merged into (in a
-    transaction; :func:`.links.apply_durable` does the same after a rebuild)."""
-    links.mark_merged(store.con, memory_id, survivor_id)
 
 
 def unmerge(store: "MemoryStore", memory_id: str) -> Any:

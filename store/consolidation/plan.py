@@ -24,7 +24,7 @@ is not merged in step 3, a memory merged away is not flagged in step 5.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field, replace
 from datetime import date
 from typing import TYPE_CHECKING, Any
@@ -81,15 +81,21 @@ class Plan:
     stats: dict[str, Any] = field(default_factory=dict)
 
     def counts(self) -> dict[str, int]:
-        """Actions per kind (decay counts the memories that fade)."""
-        out = dict.fromkeys(STEPS, 0)
-        for a in self.actions:
-            out[a.kind] += len(a.detail.get("changes", ())) if a.kind == "decay" else 1
-        return out
+        """Actions per kind, every step named (decay counts the memories that fade)."""
+        return dict.fromkeys(STEPS, 0) | count_actions((a.kind, a.detail) for a in self.actions)
 
     def as_dicts(self) -> list[dict[str, Any]]:
         """Every action as a dict, in order."""
         return [a.as_dict() for a in self.actions]
+
+
+def count_actions(actions: Iterable[tuple[str, Mapping[str, Any]]]) -> dict[str, int]:
+    """(kind, detail) of actions, planned, done or logged, counted per kind:
+    one each, but a decay counts the memories it fades."""
+    out: dict[str, int] = {}
+    for kind, detail in actions:
+        out[kind] = out.get(kind, 0) + (len(detail.get("changes", ())) if kind == "decay" else 1)
+    return out
 
 
 @dataclass

@@ -35,7 +35,7 @@ from memvault.store.consolidation.journal import (
     settle_run,
 )
 from memvault.store.consolidation.merge import merge
-from memvault.store.consolidation.plan import Action, Context, Plan, Policy, make_plan
+from memvault.store.consolidation.plan import Action, Context, Plan, Policy, count_actions, make_plan
 from memvault.store.consolidation.records import load_records, load_vectors
 from memvault.store.consolidation.rules import Thresholds
 from memvault.store.db import records as rec
@@ -69,10 +69,7 @@ class RunReport:
 
     def counts(self) -> dict[str, int]:
         """Done (or planned) actions per kind; decay counts memories."""
-        out: dict[str, int] = {}
-        for a in self.actions:
-            out[a["kind"]] = out.get(a["kind"], 0) + (len(a["detail"].get("changes", ())) if a["kind"] == "decay" else 1)
-        return out
+        return count_actions((a["kind"], a["detail"]) for a in self.actions)
 
     def as_dict(self) -> dict[str, Any]:
         """JSON-ready summary (without the actions, printed one per line)."""
