@@ -20,10 +20,13 @@ narrow the memories (``types`` the facts too).
 
 from __future__ import annotations
 
+import contextlib
 import csv
 import itertools
 import json
+import os
 import sys
+import tempfile
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -32,7 +35,7 @@ from typing import IO, TYPE_CHECKING, Any
 from memvault.store.db import records as rec
 from memvault.store.flows import records as rx
 from memvault.vault_io.atomic import free_path
-from memvault.vault_io.errors import UsageError
+from memvault.vault_io.errors import MemvaultError, UsageError
 from memvault.vault_io.memory_note import MemoryDoc, memory_filename, render_memory
 
 if TYPE_CHECKING:
@@ -144,12 +147,38 @@ def write_jsonl(out: IO[str], head: dict[str, Any], records: Iterator[tuple[str,
         counts[kind] = counts.get(kind, 0) + 1
 
 
-def _open_out(output: Path | None) -> tuple[IO[str], Callable[[], None]]:
+@contextlib.contextmanager
+def _output_file(output: Path | None) -> Iterator[IO[str]]:
+    """stdout, or a file written whole or not at all: the export goes to a
+    temporary file beside ``output`` that replaces it only once complete, so
+    a failure (a full disk, a bad record) never leaves half an export."""
     if output is None or str(output) == "-":
-        return sys.stdout, lambda: sys.stdout.flush()
-    output.parent.mkdir(parents=True, exist_ok=True)
-    fh = output.open("w", encoding="utf-8", newline="")
-    return fh, fh.close
+        yield sys.stdout
+        sys.stdout.flush()
+        return
+    if output.is_dir():
+        raise UsageError(f"--output {output} is a folder: this format writes one file, give its name")
+    try:
+        output.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(dir=output.parent, prefix=".memvault-export-", suffix=".tmp")
+    except OSError as exc:
+        raise cannot_write(output, exc) from None
+    done = False
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8", newline="") as fh:
+            yield fh
+        os.replace(tmp, output)
+        done = True
+    except OSError as exc:
+        raise cannot_write(output, exc) from None
+    finally:
+        if not done:
+            Path(tmp).unlink(missing_ok=True)
+
+
+def cannot_write(path: Path, exc: OSError) -> MemvaultError:
+    """One line naming the output that cannot be written (runtime: exit 1)."""
+    return MemvaultError(f"cannot write the export to {path}: {exc.strerror or exc}")
 
 
 def export(store: "MemoryStore", options: ExportOptions) -> ExportReport:
@@ -164,26 +193,28 @@ def export(store: "MemoryStore", options: ExportOptions) -> ExportReport:
     if fmt == "sqlite":
         from memvault.store.flows.backup import backup
 
-        path = backup(store, options.output)
+        try:
+            path = backup(store, options.output)
+        except OSError as exc:
+            raise cannot_write(options.output or Path.cwd(), exc) from None
         report.output, report.counts = str(path), {"files": 1}
     elif fmt in ("json", "jsonl"):
-        out, close = _open_out(options.output)
-        try:
+        with _output_file(options.output) as out:
             writer = write_json if fmt == "json" else write_jsonl
             writer(out, header(store), document_records(store, options), report.counts)
-        finally:
-            close()
     elif fmt == "csv":
-        out, close = _open_out(options.output)
-        try:
+        with _output_file(options.output) as out:
             report.counts["memory"] = write_csv(out, _memories(store, options))
-        finally:
-            close()
     else:
         if options.output is None:
             raise UsageError(f"--output FOLDER is required for the {fmt} format")
-        report.counts["memory"] = write_notes(options.output, _memories(store, options), obsidian=fmt == "obsidian",
-                                              links=memory_links(store))
+        if options.output.exists() and not options.output.is_dir():
+            raise UsageError(f"--output {options.output} is a file: the {fmt} format writes a folder of notes")
+        try:
+            report.counts["memory"] = write_notes(options.output, _memories(store, options),
+                                                  obsidian=fmt == "obsidian", links=memory_links(store))
+        except OSError as exc:  # name the note that failed, not only the folder
+            raise cannot_write(Path(exc.filename) if isinstance(exc.filename, str) else options.output, exc) from None
     report.seconds = time.monotonic() - started
     return report
 
