@@ -438,7 +438,13 @@ def _write_result(backend: Backend, result: Any) -> CallToolResult:
     lines += data["warnings"]
     if result.conflict:
         lines.append(f"conflict: {result.conflict}; the store's version was written to {result.conflict_path}")
+    lines += [_resembles(s) for s in result.similar_to or []]
     return _ok(data, "\n".join(lines))
+
+
+def _resembles(similar: dict[str, Any]) -> str:
+    """One line naming a live memory a new one resembles (update or merge it if it says the same)."""
+    return f"similar to {similar['id']} ({similar['measure']} {similar['similarity']}): {similar['text']}"
 
 
 # -- resources and the prompt -----------------------------------------------------------
@@ -465,7 +471,7 @@ def _resources(server: MCPServer, backend: Backend) -> None:
         return _markdown(read_or_404(path, ("note", "memory")))
 
     @server.resource("memvault://identity", mime_type="text/markdown",
-                     description="Who the person is: their identity memories.")
+                     description="Who the person is: their identity memories and identity facts.")
     def identity_resource() -> str:
         try:
             items = backend.run(lambda s: s.identity())

@@ -31,20 +31,24 @@ def _report(result: Any, as_json: bool, verb: str) -> None:
 @click.option("--link", "links", multiple=True, metavar="NOTE", help="A note this memory relates to (repeatable).")
 @click.option("--source", default="manual", show_default=True, help="Where the memory came from (manual, agent, import...).")
 @click.option("--allow-duplicate", is_flag=True,
-              help="Add it even when a live memory of the same type and scope says the same.")
+              help="Add it even when a live memory of the same type and scope has the same text.")
 @json_option
 @pass_app
 def add(app: AppContext, content: str, type_: str, tags: tuple[str, ...], scope: str,
         links: tuple[str, ...], source: str, allow_duplicate: bool, as_json: bool) -> None:
     """Remember CONTENT: store it and write it as a note under Memory/<type>/.
-    A memory that says the same as a live one is not added: the existing one
-    is returned (``duplicate_of``) unless --allow-duplicate."""
+    The same text as a live memory (up to case, punctuation and inflection) is
+    not added: the existing one is returned (``duplicate_of``) unless
+    --allow-duplicate. Live memories it resembles are listed (``similar_to``)."""
     result = app.store.add(content, type_, tags=tags, scope=scope, links=links, source=source,
                            allow_duplicate=allow_duplicate)
     if result.action == "duplicate_of" and not as_json:
         click.echo(f"Already remembered as {result.id} -> {result.path} ({result.reason})")
         return
     _report(result, as_json, "Added")
+    if not as_json:
+        for s in result.similar_to or []:
+            click.echo(f"  similar to {s['id']} ({s['measure']} {s['similarity']}): {s['text']}")
 
 
 @cli.command()

@@ -1,34 +1,37 @@
-"""Write-time deduplication: is a new memory already known?
+"""Write-time deduplication: is a new memory certainly one already known?
 
-:func:`find_duplicate` answers for ``add`` (and everything that adds through
-the store: MCP ``remember``, import, ingest), cheapest test first:
+A guess never drops a write. :func:`find_duplicate` refuses a new memory only
+when it is the same claim *by construction* as a live memory of the same type
+and scope:
 
 1. the same text up to spaces and case (the index's content key, one lookup);
-2. the same normalised text (punctuation too) as a live memory of the same
-   type and scope (one indexed query over that type and scope);
-3. with vectors only: a live memory of the same type and scope that the
-   duplicate rule (:func:`.rules.duplicate`) accepts: the same numbers,
-   dates, polarity and names, and a cosine similarity at least what the
-   words that differ call for (:func:`.paraphrase.judge`: from
-   ``consolidate.duplicate_similarity`` - 0.20 when every differing word is
-   explained, to + 0.05 for one slot refilled or a heavy rewrite).
+2. the same *claim key* (:func:`claim_key`): case-folded, punctuation as
+   spaces, white space collapsed, and each word's number inflection taken off
+   ("Likes cats." / "likes cat"), nothing else: tense, word order, negation,
+   every word is kept, so two claims that read differently are never one.
 
-Step 3 needs the new text's vector: the embedding cache is asked first (the
-same text embedded before costs nothing); otherwise the model is loaded,
-which happens only when the store has vectors of the configured model at
-all, and the new vector is kept in the cache: it is the vector of the new
-memory's one chunk, so a second ``add`` right after (no embedding pass in
-between, no daemon) compares with it. Without vectors the rule is text alone.
+Anything merely similar is stored, and :func:`find_similar` says what it
+resembles: the live memories of the same type and scope closest to it (cosine
+of the stored vectors when the store has vectors of the configured model,
+else the share of content words in common), so an agent or a person can
+``update`` or ``merge`` it. Merging likely paraphrases is consolidation's job
+(:mod:`.rules`, reversible).
+
+The new text's vector comes from the embedding cache when that text was
+embedded before; otherwise the model is loaded, which happens only when the
+store has vectors of the configured model at all, and the new vector is kept
+in the cache: it is the vector of the new memory's one chunk, so a second
+``add`` right after (no embedding pass in between, no daemon) compares with
+it. Without vectors no model is loaded.
 """
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
-from datetime import datetime, timezone
 from typing import TYPE_CHECKING
 
-from memvault.store.consolidation import paraphrase, rules
-from memvault.store.consolidation.text import features, normalise
+from memvault.store.consolidation.text import features, fold, normalise, words
 from memvault.store.index.classify import content_key
 from memvault.store.memories import rows as mem
 
@@ -37,41 +40,108 @@ if TYPE_CHECKING:
 
     from memvault.store.memory_store import MemoryStore
 
+#: How many neighbours an ``add`` reports at most.
+SIMILAR_LIMIT = 3
+#: Without vectors: the least share of content words in common (Jaccard) to be reported as similar.
+SIMILAR_WORDS = 0.5
+#: Plural / third-person endings: sibilant + "es" ("watches", "boxes"), consonant + "ies" ("parties").
+_ES = re.compile(r"(?:s|x|z|ch|sh)es$")
+
 
 @dataclass(frozen=True)
 class Duplicate:
-    """The live memory a new one duplicates, and why."""
+    """The live memory a new one is certainly the same claim as, and why."""
 
     id: str
     reason: str
 
 
-def _memo(tid: str, type_: str, scope: str, text: str) -> rules.Memo:
-    # Creation time only separates episodes; a new memory is made now.
-    return rules.Memo(tid, type_, scope, text, datetime.now(timezone.utc), features(text))
+@dataclass(frozen=True)
+class Similar:
+    """A live memory that resembles a new one (reported, never refused)."""
+
+    id: str
+    text: str
+    similarity: float
+    #: ``cosine`` (stored vectors) or ``words`` (share of content words, without vectors).
+    measure: str
+
+    def as_dict(self) -> dict[str, object]:
+        """JSON-ready form (``similar_to`` of a write result)."""
+        return {"id": self.id, "text": self.text, "similarity": self.similarity, "measure": self.measure}
+
+
+def _uninflect(word: str) -> str:
+    """A folded word without its number inflection (plural nouns, third-person verbs).
+    Only the -s endings: "-ed" and "-ing" change tense and aspect, which is a different claim."""
+    if len(word) <= 3 or not word.isalpha() or word.endswith(("ss", "us", "is")):
+        return word
+    if word.endswith("ies") and len(word) > 4:
+        return word[:-3] + "y"
+    if _ES.search(word):
+        return word[:-2]
+    return word[:-1] if word.endswith("s") else word
+
+
+def claim_key(text: str) -> str:
+    """The text as a claim is compared at write time: every word, in order,
+    folded and without number inflection (see the module docstring)."""
+    return " ".join(_uninflect(w) for w in normalise(" ".join(fold(w) for w in words(text))).split())
 
 
 def find_duplicate(store: "MemoryStore", type_: str, scope: str, content: str) -> Duplicate | None:
-    """The live memory of ``type_`` and ``scope`` that ``content`` duplicates, if any."""
+    """The live memory of ``type_`` and ``scope`` that ``content`` certainly restates, if any."""
     con = store.con
     exact = mem.find_by_content_key(con, content_key(type_, scope, content))
     if exact is not None:
         return Duplicate(exact.id, "same text")
-    rows = con.execute(
+    key = claim_key(content)
+    for tid, text in _live(store, type_, scope):
+        if claim_key(text) == key:
+            return Duplicate(tid, "same text up to case, punctuation and inflection")
+    return None
+
+
+def _live(store: "MemoryStore", type_: str, scope: str) -> list[tuple[str, str]]:
+    """Ids and texts of the live memories of one type and scope, oldest first."""
+    return store.con.execute(
         "SELECT id, content FROM traces WHERE kind = 'memory' AND status = 'active' AND type = ? AND scope = ? "
         "ORDER BY created, id",
         (type_, scope),
     ).fetchall()
-    norm = normalise(content)
+
+
+def find_similar(store: "MemoryStore", type_: str, scope: str, content: str,
+                 limit: int = SIMILAR_LIMIT) -> list[Similar]:
+    """The live memories of ``type_`` and ``scope`` that most resemble ``content``,
+    closest first (at most ``limit``): what an ``add`` reports as ``similar_to``."""
+    rows = _live(store, type_, scope)
+    if not rows:
+        return []
+    found = _by_vectors(store, type_, scope, content, rows)
+    if found is None:
+        found = _by_words(content, rows)
+    found.sort(key=lambda s: (-s.similarity, s.id))
+    return found[:limit]
+
+
+def _by_words(content: str, rows: list[tuple[str, str]]) -> list[Similar]:
+    """Neighbours by the share of content stems in common (no vectors)."""
+    mine = features(content).stems
+    out: list[Similar] = []
     for tid, text in rows:
-        if normalise(text) == norm:
-            return Duplicate(tid, "same normalised text")
-    return _similar(store, type_, scope, content, rows)
+        theirs = features(text).stems
+        union = mine | theirs
+        share = len(mine & theirs) / len(union) if union else 0.0
+        if share >= SIMILAR_WORDS:
+            out.append(Similar(tid, text, round(share, 3), "words"))
+    return out
 
 
-def _similar(store: "MemoryStore", type_: str, scope: str, content: str,
-             rows: list[tuple[str, str]]) -> Duplicate | None:
-    """Step 3 (module docstring)."""
+def _by_vectors(store: "MemoryStore", type_: str, scope: str, content: str,
+                rows: list[tuple[str, str]]) -> list[Similar] | None:
+    """Neighbours by cosine of stored vectors (None: the store has no vectors of the model)."""
+    from memvault.store.consolidation import paraphrase
     from memvault.store.embedding import vectors as vec
     from memvault.store.embedding.model import resolve_model
 
@@ -84,30 +154,22 @@ def _similar(store: "MemoryStore", type_: str, scope: str, content: str,
     try:
         ids, matrix = _block_vectors(store, cache, spec.key, type_, scope, rows)
         if not ids and not vec.has_vectors(cache, spec.key):
-            return None  # a store without vectors: text alone, and no model loaded
+            return None  # a store without vectors: words alone, and no model loaded
         query = _vector_of(store, cache, spec, content)
     finally:
         cache.close()
-    if query is None or not ids:
+    if query is None:
         return None
+    if not ids:
+        return []
     import numpy as np
 
-    threshold = store.settings.consolidate.duplicate_similarity
     texts = dict(rows)
-    sims = np.round((matrix @ query).astype(np.float64), 6)
-    # The lowest similarity the rule can accept (every differing word explained).
-    floor = threshold - paraphrase.FLOOR
-    candidates = sorted(
-        ((float(sims[i]), tid) for i in np.nonzero(sims >= floor)[0].tolist() if (tid := ids[i]) in texts),
-        key=lambda t: (-t[0], t[1]),
-    )
-    new = _memo("new", type_, scope, content)
-    book = rules.NameBook.of([new.f, *(features(texts[tid]) for _, tid in candidates)])
-    for sim, tid in candidates:
-        why = rules.duplicate(_memo(tid, type_, scope, texts[tid]), new, sim, threshold, book)
-        if why is not None:
-            return Duplicate(tid, why)
-    return None
+    # Reported from the lowest similarity the duplicate rule could ever call a paraphrase.
+    floor = store.settings.consolidate.duplicate_similarity - paraphrase.FLOOR
+    sims = np.round((matrix @ query).astype(np.float64), 3)
+    return [Similar(tid, texts[tid], float(sims[i]), "cosine")
+            for i in np.nonzero(sims >= floor)[0].tolist() if (tid := ids[i]) in texts]
 
 
 def _block_vectors(store: "MemoryStore", cache: object, model: str, type_: str, scope: str,

@@ -137,10 +137,13 @@ class Memories(NoteWriter):
         allow_duplicate: bool = False,
         extra: dict[str, object] | None = None,
     ) -> WriteResult:
-        """Create a memory and its note. A memory that says the same as a live
-        one of the same type and scope (:mod:`memvault.store.consolidation.dedup`)
+        """Create a memory and its note. A memory that is certainly the same claim
+        as a live one of the same type and scope (the same text up to case,
+        punctuation and inflection: :mod:`memvault.store.consolidation.dedup`)
         is not added: the existing one is returned (``duplicate_of``), its
-        strength and last-seen time bumped, unless ``allow_duplicate``.
+        strength and last-seen time bumped, unless ``allow_duplicate``. A new
+        memory that merely resembles live ones is added, and they are listed
+        in ``similar_to``.
         ``extra``: front-matter keys of the new note besides memvault's own."""
         type_ = canonical_type(type_)
         content, secrets_found = redact(content.strip())
@@ -148,9 +151,9 @@ class Memories(NoteWriter):
             raise MemoryOpError("a memory needs some content")
         scope = scope.strip() or "user"
         key = content_key(type_, scope, content)
-        if not allow_duplicate:
-            from memvault.store.consolidation.dedup import find_duplicate
+        from memvault.store.consolidation.dedup import find_duplicate, find_similar
 
+        if not allow_duplicate:
             found = find_duplicate(self.store, type_, scope, content)
             if found is not None:
                 with write_transaction(self.con):
@@ -158,6 +161,8 @@ class Memories(NoteWriter):
                 return WriteResult(found.id, "duplicate_of", mem.trace_path(self.con, found.id),
                                    version=mem.current_version(self.con, found.id), redacted=secrets_found,
                                    warnings=redaction_warnings(secrets_found), reason=found.reason)
+        # Looked up before the new memory exists, so it is never its own neighbour.
+        similar = [s.as_dict() for s in find_similar(self.store, type_, scope, content)]
         trace_id = memory_id_for(self.con, key)
         now = rec.now_iso()
         clean_tags = _clean_tags(tags)
@@ -173,7 +178,7 @@ class Memories(NoteWriter):
         result = self.flush(trace_id) or WriteResult(trace_id, "added", target)
         result.action = "added" if result.conflict is None else result.action
         result.warnings += self._unresolved_links(trace_id)
-        result.version, result.redacted = 1, secrets_found
+        result.version, result.redacted, result.similar_to = 1, secrets_found, similar
         result.warnings[:0] = redaction_warnings(secrets_found)
         return result
 

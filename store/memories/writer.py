@@ -72,6 +72,8 @@ class WriteResult:
     redacted: int = 0
     #: For ``duplicate_of``: why the new memory was taken for the existing one.
     reason: str | None = None
+    #: For ``added``: live memories the new one resembles (``Similar.as_dict`` each), closest first.
+    similar_to: list[dict[str, object]] | None = None
 
     def as_dict(self) -> dict[str, object]:
         """JSON-ready form for ``--json`` output."""
@@ -85,6 +87,8 @@ class WriteResult:
             data["redacted"] = self.redacted
         if self.action == "duplicate_of":
             data.update(duplicate_of=self.id, reason=self.reason)
+        if self.similar_to is not None:
+            data["similar_to"] = self.similar_to
         return data
 
 
