@@ -99,11 +99,12 @@ class ReadAPI(StoreParts):
         return browse.read_trace(self.read_con(), self.name, self._trace(ref), heading)
 
     def identity(self, limit: int | None = None) -> list[dict[str, Any]]:
-        """The active identity memories, strongest and newest first."""
+        """The active identity memories and identity facts (an "About me"
+        source's lines), strongest and newest first."""
         from memvault.store.retrieval.recall import identity_items
 
         items = identity_items(self.read_con(), limit or self.settings.recall.identity_max)
-        return [{"id": i.id, "path": i.path, "content": i.content} for i in items]
+        return [{"id": i.id, "kind": i.kind, "type": i.type, "path": i.path, "content": i.content} for i in items]
 
     def _trace(self, ref: str) -> Any:
         from memvault.store.index.lookup import find_trace

@@ -66,7 +66,7 @@ def test_session_start_prints_identity_recent_and_project_memories(hooked: Path,
     project.mkdir()
     r = hook(hooked, "session-start", dict(CC_START, cwd=str(project)))
     assert r.exit_code == 0, r.output
-    assert "## Recalled Memory" in r.output and "backend engineer in Lisbon" in r.output  # identity, always
+    assert "## Who the person is" in r.output and "backend engineer in Lisbon" in r.output  # identity, always
     assert "second reviewer" in r.output  # the project's memories (scope billing)
     assert "Changed in memory lately" in r.output and "tea over coffee" in r.output
 

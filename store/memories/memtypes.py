@@ -13,15 +13,24 @@ NOTE_TYPE = "note"
 _ALIASES: dict[str, str] = {
     "fact": "semantic",
     "knowledge": "semantic",
+    # An insight is something understood: knowledge, not a rule of practice.
+    "insight": "semantic",
     "preference": "semantic",
     "event": "episodic",
     "log": "episodic",
     "history": "episodic",
     "lesson": "procedural",
+    # A decision or choice made is how things are done from now on, a
+    # warning a lesson stated as what to avoid: both guide later work.
+    "decision": "procedural",
+    "choice": "procedural",
+    "warning": "procedural",
     "howto": "procedural",
     "how-to": "procedural",
     "skill": "procedural",
     "goal": "prospective",
+    # A commitment is something promised for later.
+    "commitment": "prospective",
     "todo": "prospective",
     "reminder": "prospective",
     "intention": "prospective",

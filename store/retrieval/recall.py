@@ -270,13 +270,23 @@ def _identity_only(identity: Sequence[RecallItem], budget: int) -> tuple[str, li
 
 
 def identity_items(con: apsw.Connection, limit: int, scopes: Sequence[str] = ()) -> list[RecallItem]:
-    """Active identity memories (of ``scopes``, when given), strongest and newest first."""
-    where = f" AND scope IN ({','.join('?' * len(scopes))})" if scopes else ""
+    """Active identity memories (of ``scopes``, when given) and identity
+    facts, strongest and newest first; a source's facts in their note's order.
+
+    A fact of type identity (a line of "About me.md", marked a memory source,
+    or "I'm a data engineer" said in a conversation) says who the person is
+    as much as an identity memory does. Facts have no scope, so a scope
+    filter keeps them, as it does in search.
+    """
+    where = f" AND (t.kind = 'fact' OR t.scope IN ({','.join('?' * len(scopes))}))" if scopes else ""
     return [
         RecallItem(r[0], r[1], r[2], r[3], r[4], r[5])
         for r in con.execute(
-            "SELECT id, kind, type, title, path, content FROM traces WHERE kind = 'memory' AND type = 'identity' "
-            f"AND status = 'active'{where} ORDER BY coalesce(strength, 0.5) DESC, updated DESC, id LIMIT ?",
+            "SELECT t.id, t.kind, t.type, t.title, t.path, t.content FROM traces t "
+            "LEFT JOIN facts f ON f.trace_id = t.id "
+            "WHERE t.kind IN ('memory', 'fact') AND t.type = 'identity' "
+            f"AND t.status = 'active'{where} ORDER BY coalesce(t.strength, 0.5) DESC, t.updated DESC, "
+            "f.source_id, f.ordinal, t.id LIMIT ?",
             (*scopes, limit),
         )
     ]
