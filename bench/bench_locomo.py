@@ -1,0 +1,425 @@
+"""Evidence recall on LoCoMo (development half): memvault's modes against plain baselines.
+
+    python bench/bench_locomo.py                          # every conversation of the dev half
+    python bench/bench_locomo.py --conversations conv-26 --limit 40   # a quick look
+    python bench/bench_locomo.py --json                   # the figures as JSON on stdout
+
+The data is **not** part of the project: it is read at run time from
+``../shared/benchmarks/locomo-dev/locomo-dev.json`` (CC BY-NC 4.0, see the
+README and LICENSE.txt there; ``--data`` names another copy). When it is
+absent the benchmark says so and exits 0. Nothing of it is written into the
+repository: vaults live in a temp folder under ``bench/out/`` (git-ignored)
+and are removed afterwards; only vectors (keyed by model and text hash) are
+cached in ``bench/out/locomo-cache/`` so later runs embed nothing.
+
+**Layout "turns"** (the default, and the one measured today): each
+conversation becomes its own vault with one episodic memory note per turn,
+``Memory/episodic/<conversation>/<dia id>.md`` with the front-matter keys the
+conversational set uses (``type: episodic``, ``session_date``, ``speaker``,
+``session``, ``turn``; docs/search.md "Conversations") and the turn's text as
+body. Images are left out (their ``blip_caption`` is not the speaker's words).
+The vault is synced and embedded in-process through the store API
+(``MemoryStore.sync`` and the embedding pipeline) under a private
+``MEMVAULT_HOME``.
+
+**Layout "ingest"** (``--layout ingest``): each session as a generic JSONL
+transcript (role/name/content/timestamp) through ``memvault ingest``'s API,
+so the product decides what a unit is. See :func:`build_ingest_vault`.
+
+Questions of categories 1 (multi-hop), 2 (temporal), 3 (open-domain) and
+4 (single-hop) are asked; category 5 (adversarial) has no evidence. Evidence
+ids are cleaned as the data's README says (split on ``;``/``,``/spaces, ids
+that are no turn dropped); a question left without evidence is skipped.
+
+Systems, all in the same run over the same turn texts:
+
+* memvault ``keyword``, ``semantic``, ``hybrid``: ``Retriever.search``
+  (what ``memvault search`` runs), limit 10, "now" one week after the
+  conversation's last session;
+* **bm25**: plain SQLite FTS5 ``bm25()`` in a separate in-memory database
+  (apsw; porter, unicode61, diacritics folded) over "Speaker: text", the
+  question's words OR-ed;
+* **cosine**: the bundled MiniLM (the product's embedder), question against
+  "Speaker: text";
+* **rrf**: reciprocal-rank fusion of those two (k = 60).
+
+Measures: evidence recall@5 and @10 (share of a question's evidence turns in
+the top 5 / 10), and the **recall block**: the share of evidence turns whose
+text is inside ``context --what all --budget 800`` (``Retriever.context``),
+against each baseline's best turns ("- Speaker: text" lines) packed greedily
+into the same 800 tokens, counted with the product's tokenizer
+(``recall.block_tokens``; the block's header counts too).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import re
+import shutil
+import sys
+import tempfile
+import time
+from collections import defaultdict
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import datetime, timedelta, timezone
+from pathlib import Path
+from typing import Any
+
+BENCH = Path(__file__).resolve().parent
+REPO = BENCH.parent
+sys.path.insert(0, str(BENCH))
+sys.path.insert(0, str(REPO / "tests"))
+from _common import isolate_env, machine_info  # noqa: E402
+
+OUT = BENCH / "out"
+DATA = REPO.parent / "shared" / "benchmarks" / "locomo-dev" / "locomo-dev.json"
+CACHE = OUT / "locomo-cache" / "embeddings.db"
+CATEGORIES = {1: "multi-hop", 2: "temporal", 3: "open-domain", 4: "single-hop"}
+MEMVAULT_MODES = ("keyword", "semantic", "hybrid")
+BASELINES = ("bm25", "cosine", "rrf")
+SYSTEMS = MEMVAULT_MODES + BASELINES
+BUDGET = 800
+RRF_K = 60
+TURN_FOLDER = "Memory/episodic"
+_WORD = re.compile(r"[^\W_]+", re.UNICODE)
+
+
+@dataclass(frozen=True)
+class Turn:
+    id: str  # the dia id, "D3:12"
+    session: int
+    number: int  # position in its session, from 1
+    date: datetime
+    speaker: str
+    text: str
+
+    @property
+    def plain(self) -> str:
+        """The baselines' text of the turn."""
+        return f"{self.speaker}: {self.text}"
+
+
+def session_date(text: str) -> datetime:
+    """``"1:56 pm on 8 May, 2023"`` as a UTC datetime."""
+    return datetime.strptime(text.strip(), "%I:%M %p on %d %B, %Y").replace(tzinfo=timezone.utc)
+
+
+def conversation_turns(sample: dict[str, Any]) -> list[Turn]:
+    """Every turn of a sample, in order."""
+    conv = sample["conversation"]
+    out = []
+    numbers = sorted(int(k.split("_")[1]) for k in conv if re.fullmatch(r"session_\d+", k))
+    for s in numbers:
+        date = session_date(conv[f"session_{s}_date_time"])
+        for n, t in enumerate(conv[f"session_{s}"], 1):
+            out.append(Turn(t["dia_id"].strip(), s, n, date, t["speaker"], t["text"]))
+    return out
+
+
+def clean_evidence(raw: list[str], known: set[str]) -> list[str]:
+    """Evidence ids split on ``;``/``,``/spaces, unknown ids dropped, order kept."""
+    out: list[str] = []
+    for item in raw:
+        for part in re.split(r"[;,\s]+", item):
+            part = part.strip()
+            if part in known and part not in out:
+                out.append(part)
+    return out
+
+
+def questions(sample: dict[str, Any], known: set[str]) -> list[dict[str, Any]]:
+    """The questions with evidence to retrieve (categories 1-4)."""
+    out = []
+    for n, q in enumerate(sample["qa"]):
+        if q.get("category") not in CATEGORIES:
+            continue
+        ev = clean_evidence(q.get("evidence") or [], known)
+        if ev:
+            out.append({"n": n, "question": q["question"], "category": q["category"], "evidence": ev})
+    return out
+
+
+# -- layouts -------------------------------------------------------------------
+
+
+def note_name(turn_id: str) -> str:
+    return turn_id.replace(":", "-")
+
+
+def turn_path(conv_id: str, turn_id: str) -> str:
+    return f"{TURN_FOLDER}/{conv_id}/{note_name(turn_id)}.md"
+
+
+def note_text(conv_id: str, t: Turn) -> str:
+    """A turn's memory note, with the keys docs/search.md "Conversations" reads."""
+    return (
+        f"---\ntype: episodic\nsession_date: {t.date.strftime('%Y-%m-%dT%H:%M:%S')}\nspeaker: {t.speaker}\n"
+        f"session: {conv_id}-s{t.session}\nturn: {t.number}\n---\n{t.text}\n"
+    )
+
+
+def build_turn_vault(root: Path, conv_id: str, turns: list[Turn]) -> dict[str, Any]:
+    """Layout "turns": one note per turn, synced and embedded (vectors seeded from :data:`CACHE`)."""
+    from fixtures.conversations import support as conv_support
+    from fixtures.retrieval import support as retrieval
+
+    for t in turns:
+        path = root / turn_path(conv_id, t.id)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(note_text(conv_id, t), encoding="utf-8")
+    report = retrieval.build(root, cache=CACHE)
+    conv_support.save_cache(root, CACHE)
+    return report
+
+
+def build_ingest_vault(root: Path, conv_id: str, turns: list[Turn]) -> dict[str, Any]:
+    """Layout "ingest" -- HOOK, not implemented yet.
+
+    Each session would be written as a generic JSONL transcript (one line per
+    turn: ``{"role": "user"|"assistant", "name": speaker, "content": text,
+    "timestamp": session date + n seconds}``) and passed through the store
+    API behind ``memvault ingest``, so that the product decides the units
+    (today a session note whose chunks are neighbours; another change makes
+    turns units of their own). Recall then needs a map from hits to dia ids:
+    by the turn's text inside the hit's passage, not by path.
+    """
+    raise NotImplementedError("layout 'ingest' is a hook: see build_ingest_vault's docstring")
+
+
+LAYOUTS: dict[str, Callable[[Path, str, list[Turn]], dict[str, Any]]] = {
+    "turns": build_turn_vault,
+    "ingest": build_ingest_vault,
+}
+
+
+# -- plain baselines -------------------------------------------------------------
+
+
+class Baselines:
+    """Plain bm25, cosine and their RRF over one conversation's turn texts."""
+
+    def __init__(self, turns: list[Turn], embedder: Any, model_key: str) -> None:
+        import apsw
+        import numpy as np
+
+        from memvault.store.embedding import vectors as vec
+        from memvault.store.embedding.model import text_hash
+
+        self.turns = turns
+        self.ids = [t.id for t in turns]
+        self.fts = apsw.Connection(":memory:")
+        self.fts.execute("CREATE VIRTUAL TABLE t USING fts5(text, tokenize='porter unicode61 remove_diacritics 2')")
+        self.fts.executemany("INSERT INTO t (rowid, text) VALUES (?, ?)", [(i, t.plain) for i, t in enumerate(turns)])
+        texts = [t.plain for t in turns]
+        hashes = [text_hash(x) for x in texts]
+        cached: dict[str, Any] = {}
+        cache = vec.open_cache(CACHE.parent, create=True)
+        assert cache is not None
+        for h, v in cache.execute(
+            f"SELECT hash, vec FROM vectors WHERE model = ? AND hash IN ({','.join('?' * len(hashes))})",
+            (model_key, *hashes),
+        ):
+            cached[h] = np.frombuffer(v, dtype=np.float16).astype(np.float32)
+        missing = [(x, h) for x, h in zip(texts, hashes) if h not in cached]
+        if missing:
+            vecs = list(embedder.embed([x for x, _ in missing]))
+            rows = []
+            for (_, h), v in zip(missing, vecs):
+                v16 = np.asarray(v, dtype=np.float16)
+                cached[h] = v16.astype(np.float32)
+                rows.append((model_key, h, v16.tobytes(), 0))
+            cache.executemany("INSERT OR IGNORE INTO vectors (model, hash, vec, used) VALUES (?, ?, ?, ?)", rows)
+        cache.close()
+        m = np.stack([cached[h] for h in hashes])
+        self.matrix = m / np.linalg.norm(m, axis=1, keepdims=True)
+
+    def bm25(self, question: str, k: int = 100) -> list[str]:
+        words = _WORD.findall(question)
+        if not words:
+            return []
+        expr = " OR ".join('"' + w.replace('"', '""') + '"' for w in words)
+        rows = self.fts.execute("SELECT rowid FROM t WHERE t MATCH ? ORDER BY bm25(t) LIMIT ?", (expr, k)).fetchall()
+        return [self.ids[r[0]] for r in rows]
+
+    def cosine(self, qvec: Any, k: int = 100) -> list[str]:
+        import numpy as np
+
+        sims = self.matrix @ np.asarray(qvec, dtype=np.float32)
+        return [self.ids[i] for i in np.argsort(-sims, kind="stable")[:k]]
+
+    @staticmethod
+    def rrf(*rankings: list[str], k: float = RRF_K) -> list[str]:
+        score: dict[str, float] = defaultdict(float)
+        for ranking in rankings:
+            for n, tid in enumerate(ranking, 1):
+                score[tid] += 1.0 / (k + n)
+        return sorted(score, key=lambda t: (-score[t], t))
+
+
+def _norm(text: str) -> str:
+    return " ".join(text.split())
+
+
+def packed(ranked: list[str], by_id: dict[str, Turn], budget: int = BUDGET) -> list[str]:
+    """The turns of ``ranked`` that fit in ``budget`` tokens as "- Speaker: text"
+    lines under the recall block's header, greedily in rank order (a turn
+    that does not fit is skipped, a later shorter one may still go in)."""
+    from memvault.store.embedding.model import count_tokens
+    from memvault.store.retrieval.recall import HEADER, block_tokens
+
+    ranked = ranked[:100]
+    # Without special tokens counts add up over lines joined by newlines.
+    costs = count_tokens([f"- {by_id[t].plain}" for t in ranked])
+    used = block_tokens(HEADER)
+    out = []
+    for tid, cost in zip(ranked, costs):
+        if used + cost <= budget:
+            out.append(tid)
+            used += cost
+    assert block_tokens("\n".join([HEADER, *(f"- {by_id[t].plain}" for t in out)])) <= budget
+    return out
+
+
+def recall_at(ranked: list[str], evidence: list[str], k: int) -> float:
+    ev = set(evidence)
+    return len(ev & set(ranked[:k])) / len(ev)
+
+
+# -- the run -------------------------------------------------------------------
+
+
+def run_conversation(work: Path, sample: dict[str, Any], args: argparse.Namespace) -> dict[str, Any]:
+    from memvault.store.memory_store import MemoryStore
+    from memvault.store.retrieval.retriever import Retriever
+
+    conv_id = sample["sample_id"]
+    turns = conversation_turns(sample)
+    by_id = {t.id: t for t in turns}
+    qs = questions(sample, set(by_id))
+    if args.limit:
+        qs = qs[: args.limit]
+    root = work / conv_id
+    t0 = time.perf_counter()
+    report = LAYOUTS[args.layout](root, conv_id, turns)
+    built = time.perf_counter() - t0
+    store = MemoryStore.open(str(root))
+    r = Retriever(store, store.read_con())
+    fixed = max(t.date for t in turns) + timedelta(days=7)
+    r.clock = lambda: fixed  # type: ignore[method-assign]
+    base = Baselines(turns, r.embedder(), r.model_key or "")
+    turn_of = {turn_path(conv_id, t.id): t.id for t in turns}
+    rows = []
+    t1 = time.perf_counter()
+    for q in qs:
+        ranked: dict[str, list[str]] = {}
+        for mode in MEMVAULT_MODES:
+            hits = r.search(q["question"], mode=mode, limit=10)["hits"]
+            ranked[mode] = [turn_of[h["path"]] for h in hits if h.get("path") in turn_of]
+        qvec = r.embedder().embed_query(q["question"])
+        ranked["bm25"] = base.bm25(q["question"])
+        ranked["cosine"] = base.cosine(qvec)
+        ranked["rrf"] = Baselines.rrf(ranked["bm25"], ranked["cosine"])
+        ev = q["evidence"]
+        row: dict[str, Any] = {
+            "conversation": conv_id, "n": q["n"], "category": q["category"], "evidence": ev,
+            "r5": {s: recall_at(ranked[s], ev, 5) for s in SYSTEMS},
+            "r10": {s: recall_at(ranked[s], ev, 10) for s in SYSTEMS},
+            "top": {s: ranked[s][:10] for s in SYSTEMS},
+        }
+        if not args.no_context:
+            block = _norm(r.context(q["question"], budget=BUDGET, what="all", record=False)["text"])
+            row["block"] = {"memvault": sum(1 for e in ev if _norm(by_id[e].text) in block) / len(ev)}
+            for s in BASELINES:
+                row["block"][s] = recall_at(packed(ranked[s], by_id), ev, 10**6)
+        rows.append(row)
+    asked = time.perf_counter() - t1
+    r.close()
+    store.close()
+    return {"conversation": conv_id, "turns": len(turns), "questions": rows, "build_s": round(built, 1),
+            "ask_s": round(asked, 1), "embedded": report.get("embedded")}
+
+
+def aggregate(rows: list[dict[str, Any]]) -> dict[str, Any]:
+    """Mean recall per category (and "all"), per system."""
+    out: dict[str, Any] = {}
+    for cat, name in [*CATEGORIES.items(), (0, "all")]:
+        sel = [q for q in rows if cat in (0, q["category"])]
+        if not sel:
+            continue
+        m: dict[str, Any] = {"n": len(sel)}
+        for key in ("r5", "r10"):
+            m[key] = {s: round(sum(q[key][s] for q in sel) / len(sel), 3) for s in SYSTEMS}
+        blocks = [q["block"] for q in sel if "block" in q]
+        if blocks:
+            m["block"] = {s: round(sum(b[s] for b in blocks) / len(blocks), 3) for s in ("memvault", *BASELINES)}
+        out[name] = m
+    return out
+
+
+def print_table(agg: dict[str, Any]) -> None:
+    cols = SYSTEMS
+    print(f"\n{'category':12} {'n':>4} {'measure':8} " + " ".join(f"{s:>8}" for s in cols) + "  hyb-rrf")
+    for name, m in agg.items():
+        for key in ("r5", "r10"):
+            vals = m[key]
+            print(f"{name:12} {m['n']:4d} {key:8} " + " ".join(f"{vals[s]:8.3f}" for s in cols)
+                  + f"  {vals['hybrid'] - vals['rrf']:+.3f}")
+        if "block" in m:
+            b = m["block"]
+            print(f"{name:12} {'':4} {'block800':8} " + f"{'':8} {'':8} {b['memvault']:8.3f} "
+                  + " ".join(f"{b[s]:8.3f}" for s in BASELINES) + f"  {b['memvault'] - b['rrf']:+.3f}")
+
+
+def main(argv: list[str] | None = None, hook: Callable[[], None] | None = None) -> dict[str, Any] | None:
+    """Run the benchmark; ``hook`` runs after the environment is isolated (what-ifs patch there)."""
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--data", type=Path, default=DATA)
+    ap.add_argument("--conversations", nargs="*", help="Only these sample ids (e.g. conv-26).")
+    ap.add_argument("--limit", type=int, default=0, help="At most this many questions per conversation.")
+    ap.add_argument("--layout", choices=sorted(LAYOUTS), default="turns")
+    ap.add_argument("--no-context", action="store_true", help="Skip the recall-block measure (faster).")
+    ap.add_argument("--json", action="store_true", help="Print the result as JSON instead of the table.")
+    ap.add_argument("--quiet", action="store_true")
+    args = ap.parse_args(argv)
+    if not args.data.exists():
+        print(f"LoCoMo data not found at {args.data}: skipped (see bench/README.md)")
+        return None
+    samples = json.loads(args.data.read_text(encoding="utf-8"))
+    if args.conversations:
+        samples = [s for s in samples if s["sample_id"] in args.conversations]
+    OUT.mkdir(exist_ok=True)
+    CACHE.parent.mkdir(exist_ok=True)
+    work = Path(tempfile.mkdtemp(prefix="bench-locomo-", dir=OUT))
+    isolate_env(work / "home")
+    if hook is not None:
+        hook()
+    started = time.perf_counter()
+    results = []
+    try:
+        for s in samples:
+            results.append(run_conversation(work, s, args))
+            d = results[-1]
+            if not args.quiet and not args.json:
+                print(f"{d['conversation']}: {d['turns']} turns built in {d['build_s']} s "
+                      f"({d['embedded']} embedded), {len(d['questions'])} questions in {d['ask_s']} s", flush=True)
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+    rows = [q for d in results for q in d["questions"]]
+    out = {"when": time.strftime("%Y-%m-%dT%H:%M:%S"), "machine": machine_info(), "layout": args.layout,
+           "budget": BUDGET, "seconds": round(time.perf_counter() - started, 1),
+           "aggregate": aggregate(rows), "conversations": results}
+    text = json.dumps(out, indent=1)
+    stamp = time.strftime("%Y%m%d-%H%M%S")
+    (OUT / f"bench_locomo-{stamp}.json").write_text(text)
+    (OUT / "bench_locomo-latest.json").write_text(text)
+    if args.json:
+        print(json.dumps({k: out[k] for k in ("when", "layout", "budget", "seconds", "aggregate")}, indent=1))
+    elif not args.quiet:
+        print_table(out["aggregate"])
+    return out
+
+
+if __name__ == "__main__":
+    main()
