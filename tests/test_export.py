@@ -79,7 +79,7 @@ def test_json_export_holds_everything_the_state_knows(vault: Path, tmp_path: Pat
         doc = json.loads(_export(store, tmp_path).read_text("utf-8"))
     finally:
         store.close()
-    assert doc["format"] == "memvault-export" and doc["version"] == 1 and doc["memory_folder"] == "Memory"
+    assert doc["format"] == "memvault-export" and doc["version"] == 2 and doc["memory_folder"] == "Memory"
     assert list(doc)[-len(KINDS):] == list(KINDS)
     mems = {m["content"]: m for m in doc["memory"]}
     light = mems["Prefers light mode"]

@@ -2,7 +2,7 @@
 
 - ``json``: one document ``{"format": "memvault-export", "version", ...header,
   "memory": [...], "source": [...], "fact": [...], "fact_history": [...],
-  "edge": [...], "import": [...]}`` (records in :mod:`.records`), written
+  "edge": [...], "import": [...], ...}`` (every kind in :mod:`.records`), written
   as a stream (50,000 memories never sit in memory at once);
 - ``jsonl``: the same, one record a line, each with its ``record`` kind,
   after a header line;
@@ -13,7 +13,8 @@
 - ``csv``: one row per memory;
 - ``sqlite``: a backup of the databases (:mod:`.backup`).
 
-``json``/``jsonl`` hold forgotten memories always (they are lossless);
+``json``/``jsonl`` hold forgotten and merged-away memories always (they are
+lossless: see :mod:`.records` for every kind of record);
 the other formats only with ``include_deleted``. ``types`` and ``scope``
 narrow the memories (``types`` the facts too).
 """
@@ -92,7 +93,7 @@ def document_records(store: "MemoryStore", options: ExportOptions) -> Iterator[t
         cache = vec.open_cache(store.data_dir, create=False)
         model = header(store)["embedding_model"]
     try:
-        for m in rx.memories(con, types=options.types, scope=options.scope):
+        for m in rx.memories(con, types=options.types, scope=options.scope, root=store.root):
             if options.embeddings:
                 m["embedding"] = rx.embeddings_of(con, cache, model, m["id"])
             yield "memory", m
@@ -104,8 +105,12 @@ def document_records(store: "MemoryStore", options: ExportOptions) -> Iterator[t
             if options.embeddings:
                 f["embedding"] = rx.embeddings_of(con, cache, model, f["id"])
             yield "fact", f
-        for kind, rows in (("fact_history", rx.fact_history(con)), ("edge", rx.edges(con)), ("import", rx.imports(con))):
-            for r in rows:
+        rest = {"fact_history": rx.fact_history(con), "fact_forget": rx.fact_forgets(con), "edge": rx.edges(con),
+                "import": rx.imports(con), "merge": rx.merges(con), "contradiction": rx.contradictions(con),
+                "link": rx.links(con), "consolidation": rx.consolidation_runs(con),
+                "conflict": rx.conflicts(con, store.root), "verdict": rx.verdicts(con)}
+        for kind in rx.KINDS[3:]:  # in the document's order (a generator each: nothing runs before its turn)
+            for r in rest[kind]:
                 yield kind, r
     finally:
         if cache is not None:
@@ -267,12 +272,12 @@ def write_notes(folder: Path, memories: Iterator[dict[str, Any]], *, obsidian: b
         if obsidian and m["tags"]:
             content += "\n\n" + " ".join(f"#{t}" for t in m["tags"])
         extra = dict(m["extra"])
-        if m["status"] == "deleted":
+        if m["status"] != "active":  # forgotten, or merged into another
             extra["forgotten"] = (m["forgotten"] or {}).get("reason") or "forgotten"
         doc = MemoryDoc(id=m["id"], type=m["type"], content=content, scope=m["scope"], tags=m["tags"],
                         strength=m["strength"], created=m["created"], updated=m["updated"], source=m["source"] or "",
                         supersedes=m["supersedes"], related=related, extra=extra)
-        sub = folder / ("forgotten" if m["status"] == "deleted" else "") / m["type"]
+        sub = folder / ("forgotten" if m["status"] != "active" else "") / m["type"]
         target = free_path(sub / f"{stems[m['id']]}.md")
         target.parent.mkdir(parents=True, exist_ok=True)
         target.write_text(render_memory(doc), "utf-8")

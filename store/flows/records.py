@@ -23,7 +23,20 @@ exports of the same knowledge are byte for byte the same:
 - ``fact_history``: a retired or changed fact as ``state.db`` keeps it;
 - ``edge``: source_id, kind, target (as written), target_id (only when the
   target is itself exported: portable ids, never an ordinary note's);
-- ``import``: one import key (see :mod:`.keys`).
+- ``import``: one import key (see :mod:`.keys`);
+- ``fact_forget``: a fact a person forgot (it stays retired when its source
+  is extracted again);
+- ``merge``: a memory merged into another (the merged-away memory itself is
+  a ``memory`` record with status ``superseded``);
+- ``contradiction``: a flagged contradiction, with its number;
+- ``link``: a link only memvault knows (``derived_from``);
+- ``consolidation``: a consolidation run (or ``merge``) with its actions and
+  what undoing each needs, so ``consolidate --undo`` works after a restore;
+- ``conflict``: a store version written beside a note a person had changed,
+  with the conflict copy's text;
+- ``verdict``: the llm's answer about a contradiction candidate.
+
+Per install, never compared: ``exported_at`` and ``vault`` (the header).
 """
 
 from __future__ import annotations
@@ -41,23 +54,44 @@ from memvault.store.flows.keys import all_keys
 from memvault.vault_io.session_note import SESSION_KEY
 
 FORMAT = "memvault-export"
-VERSION = 1
+#: 2: the consolidation log, merges, contradictions, links, conflicts, fact forgets,
+#: verdicts, merged-away memories, note texts and decay times were added.
+VERSION = 2
 #: Record kinds in the order a document holds them.
-KINDS = ("memory", "source", "fact", "fact_history", "edge", "import")
+KINDS = ("memory", "source", "fact", "fact_history", "fact_forget", "edge", "import", "merge", "contradiction",
+         "link", "consolidation", "conflict", "verdict")
 
 
 def _recall(con: apsw.Connection, trace_id: str) -> dict[str, Any] | None:
     row = con.execute(
-        "SELECT retrieval_count, last_access, strength FROM state.recall WHERE trace_id = ?", (trace_id,)
+        "SELECT retrieval_count, last_access, strength, decayed_at FROM state.recall WHERE trace_id = ?", (trace_id,)
     ).fetchone()
-    return {"retrieval_count": row[0], "last_access": row[1], "strength": row[2]} if row else None
+    if row is None:
+        return None
+    return {"retrieval_count": row[0], "last_access": row[1], "strength": row[2], "decayed_at": row[3]}
 
 
-def memory_record(con: apsw.Connection, t: rec.TraceRow) -> dict[str, Any]:
-    """One memory (live or deleted) with its versions and recall statistics."""
+def _note_text(root: Any, path: str | None) -> str | None:
+    """A note's text as it is in the vault (None: no root given, or unreadable)."""
+    if root is None or not path:
+        return None
+    try:
+        return (root / path).read_bytes().decode("utf-8", "surrogateescape")
+    except OSError:
+        return None
+
+
+def memory_record(con: apsw.Connection, t: rec.TraceRow, root: Any = None) -> dict[str, Any]:
+    """One memory (live, deleted, or merged away: ``superseded``) with its
+    versions and recall statistics, and (given the vault's ``root``) a live
+    memory's note text: a restore writes the same bytes, so what was logged
+    of them (a consolidation run's undo) still matches."""
     meta = t.metadata
     fm_tags = meta.get("fm_tags")
-    forgotten = con.execute("SELECT reason, at FROM state.forgotten WHERE memory_id = ?", (t.id,)).fetchone()
+    forgotten = con.execute(
+        "SELECT reason, at, json_extract(trace, '$.metadata.trashed_from') FROM state.forgotten WHERE memory_id = ?",
+        (t.id,),
+    ).fetchone()
     versions = [
         {"version": v, "id": vid, "reason": reason, "superseded_at": at, "trace": json.loads(trace)}
         for vid, v, reason, at, trace in con.execute(
@@ -72,18 +106,24 @@ def memory_record(con: apsw.Connection, t: rec.TraceRow) -> dict[str, Any]:
         "created": str(meta.get("fm_created") or t.created), "updated": t.updated, "source": t.source,
         "path": t.path if t.status == "active" else None, "related": list(meta.get("related") or []),
         "supersedes": meta.get("supersedes"), "extra": dict(extra) if isinstance(extra, dict) else {},
-        "forgotten": {"reason": forgotten[0], "at": forgotten[1]} if forgotten else None,
+        "forgotten": {"reason": forgotten[0], "at": forgotten[1], "from": forgotten[2]} if forgotten else None,
         "recall": _recall(con, t.id), "versions": versions,
+        "note": _note_text(root, t.path) if t.status == "active" else None,
     }
 
 
 def memories(
-    con: apsw.Connection, *, types: Sequence[str] = (), scope: str | None = None, include_deleted: bool = True
+    con: apsw.Connection, *, types: Sequence[str] = (), scope: str | None = None, include_deleted: bool = True,
+    root: Any = None,
 ) -> Iterator[dict[str, Any]]:
-    """Memory records (live, and deleted ones unless told not to), by id."""
-    statuses = ("active", "deleted") if include_deleted else ("active",)
-    where = f"kind = 'memory' AND status IN ({','.join('?' * len(statuses))})"
-    params: list[Any] = list(statuses)
+    """Memory records (live, and deleted and merged-away ones unless told
+    not to), by id; ``root``: the vault, for the notes' texts."""
+    if include_deleted:
+        where = ("kind = 'memory' AND (status IN ('active', 'deleted') OR (status = 'superseded' "
+                 "AND id IN (SELECT memory_id FROM state.merges)))")
+    else:
+        where = "kind = 'memory' AND status = 'active'"
+    params: list[Any] = []
     if types:
         where += f" AND type IN ({','.join('?' * len(types))})"
         params += list(types)
@@ -95,7 +135,7 @@ def memories(
         batch = ids[i : i + 500]
         traces = {t.id: t for t in rec.get_traces(con, f"id IN ({','.join('?' * len(batch))})", batch)}
         for trace_id in batch:
-            yield memory_record(con, traces[trace_id])
+            yield memory_record(con, traces[trace_id], root)
 
 
 def sources(con: apsw.Connection, root: Any) -> Iterator[dict[str, Any]]:
@@ -184,3 +224,64 @@ def embeddings_of(con: apsw.Connection, cache: apsw.Connection | None, model: st
         if row is not None:
             chunks.append({"seq": seq, "hash": bytes(digest).hex(), "vector": base64.b64encode(row[0]).decode()})
     return {"model": model, "chunks": chunks} if chunks else None
+
+
+def _rows(con: apsw.Connection, sql: str, names: Sequence[str]) -> Iterator[dict[str, Any]]:
+    for row in con.execute(sql):
+        yield dict(zip(names, row))
+
+
+def fact_forgets(con: apsw.Connection) -> Iterator[dict[str, Any]]:
+    """Facts a person forgot (they stay retired however often their source is extracted)."""
+    return _rows(con, "SELECT fact_id, source_id, reason, at FROM state.fact_forgets ORDER BY fact_id",
+                 ("id", "source_id", "reason", "at"))
+
+
+def merges(con: apsw.Connection) -> Iterator[dict[str, Any]]:
+    """Memories merged into others."""
+    return _rows(con, "SELECT memory_id, survivor_id, run_id, old_path, old_key, at FROM state.merges "
+                      "ORDER BY memory_id", ("memory_id", "survivor_id", "run_id", "old_path", "old_key", "at"))
+
+
+def contradictions(con: apsw.Connection) -> Iterator[dict[str, Any]]:
+    """Flagged contradictions with their numbers (a run's undo and `conflicts --resolve N` name them)."""
+    return _rows(con, "SELECT id, older_id, newer_id, kind, reason, run_id, status, created "
+                      "FROM state.contradictions ORDER BY id",
+                 ("id", "older_id", "newer_id", "kind", "reason", "run_id", "status", "created"))
+
+
+def links(con: apsw.Connection) -> Iterator[dict[str, Any]]:
+    """Links only memvault knows (``derived_from``)."""
+    return _rows(con, "SELECT source_id, kind, target_id, run_id, created FROM state.memory_links ORDER BY 1, 2, 3",
+                 ("source_id", "kind", "target_id", "run_id", "created"))
+
+
+def consolidation_runs(con: apsw.Connection) -> Iterator[dict[str, Any]]:
+    """Consolidation runs (and merges), each with its actions and their undo data."""
+    runs = con.execute("SELECT id, started, finished, day, trigger, status, summary FROM state.consolidation_runs "
+                       "ORDER BY id").fetchall()
+    for run_id, started, finished, day, trigger, status, summary in runs:
+        actions = [
+            {"seq": seq, "kind": kind, "ids": json.loads(ids), "reason": reason, "detail": json.loads(detail),
+             "undo": json.loads(undo) if undo else None}
+            for seq, kind, ids, reason, detail, undo in con.execute(
+                "SELECT seq, kind, ids, reason, detail, undo FROM state.consolidation_actions WHERE run_id = ? "
+                "ORDER BY seq", (run_id,))
+        ]
+        yield {"id": run_id, "started": started, "finished": finished, "day": day, "trigger": trigger,
+               "status": status, "summary": json.loads(summary or "{}"), "actions": actions}
+
+
+def conflicts(con: apsw.Connection, root: Any) -> Iterator[dict[str, Any]]:
+    """Store versions written beside notes a person had changed, with the
+    conflict copy's text while it is in the vault (resolving one deletes it)."""
+    for record in _rows(con, "SELECT id, trace_id, path, conflict_path, kind, detail, created FROM state.conflicts "
+                             "ORDER BY id", ("id", "trace_id", "path", "conflict_path", "kind", "detail", "created")):
+        record["text"] = _note_text(root, record["conflict_path"])
+        yield record
+
+
+def verdicts(con: apsw.Connection) -> Iterator[dict[str, Any]]:
+    """The llm's answers about contradiction candidates (asked once per pair of texts)."""
+    return _rows(con, "SELECT pair, verdict, why, model, at FROM state.contradiction_verdicts ORDER BY pair",
+                 ("pair", "verdict", "why", "model", "at"))

@@ -5,7 +5,11 @@ ids, paths, times, strength and front-matter (through the mirror), memory
 sources and session notes are written back as they were (their facts come
 back from them with the same ids), and what ``state.db`` held (versions,
 forgotten memories, recall statistics, fact history, import keys) is put
-back and applied to the index. Exporting again gives the same records.
+back and applied to the index, and so are merges, flagged contradictions,
+the consolidation log (``consolidate --undo`` works after the restore),
+forgotten facts (retired before their sources are extracted), write
+conflicts (with their conflict copies) and the llm's verdicts. Exporting
+again gives the same records.
 
 Into a vault that has some of it: a memory whose id exists is updated as a
 new version when the export says something else (reason "changed at the
@@ -22,6 +26,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from memvault.store.consolidation import links
 from memvault.store.db import records as rec
 from memvault.store.db.connection import write_transaction
 from memvault.store.flows import keys as ik
@@ -132,7 +137,7 @@ class _Record:
         if rec.get_trace(con, m["id"]) is not None or sink.report.dry_run:
             item = MemoryItem(source="memvault", key=m["id"], content=m["content"], type=m["type"], tags=m["tags"],
                               scope=m["scope"], id=m["id"])
-            if m["status"] == "deleted" and rec.get_trace(con, m["id"]) is None:
+            if m["status"] != "active" and rec.get_trace(con, m["id"]) is None:
                 return "imported"  # dry run
             return import_memory(store, item, dry_run=sink.report.dry_run, keyed=False).action
         trace = rec.TraceRow(
@@ -144,12 +149,19 @@ class _Record:
             updated=m["updated"], content_key=content_key(m["type"], m["scope"], m["content"]),
         )
         with write_transaction(con):
-            self._durable_rows(con, m, trace)
+            self._durable_rows(con, m, trace, store.settings.memory_folder)
         if m["status"] == "active":
-            store.memories.create(trace, self._path(m.get("path"), store.settings.memory_folder))
+            path = self._path(m.get("path"), store.settings.memory_folder)
+            if isinstance(m.get("note"), str) and path and not (store.root / path).exists():
+                # The note's own bytes: what a consolidation run logged of
+                # them (for its undo) still matches after the restore.
+                atomic_write(store.root / path, m["note"].encode("utf-8", "surrogateescape"))
+                sink.note_paths.append(path)
+            else:
+                store.memories.create(trace, path)
         return "imported"
 
-    def _durable_rows(self, con: Any, m: dict[str, Any], trace: rec.TraceRow) -> None:
+    def _durable_rows(self, con: Any, m: dict[str, Any], trace: rec.TraceRow, folder: str) -> None:
         for v in m.get("versions") or []:
             con.execute(
                 "INSERT OR IGNORE INTO state.memory_versions (id, memory_id, version, trace, reason, superseded_at) "
@@ -157,10 +169,13 @@ class _Record:
                 (v["id"], m["id"], v["version"], json.dumps(v["trace"], ensure_ascii=False, sort_keys=True),
                  v.get("reason"), v["superseded_at"]),
             )
-        if m["status"] == "deleted":
+        if m["status"] != "active":  # forgotten, or merged away (its merge record follows)
             forgotten = m.get("forgotten") or {}
             snapshot = rec.TraceRow(**{**trace.__dict__, "status": "deleted", "reason": forgotten.get("reason")})
             snapshot.content_key = None
+            if forgotten.get("from"):  # where `restore` puts its note back
+                snapshot.metadata = {**snapshot.metadata, "trashed_from": self._path(forgotten["from"], folder)
+                                                                       or forgotten["from"]}
             con.execute(
                 "INSERT OR IGNORE INTO state.forgotten (memory_id, reason, at, trace) VALUES (?,?,?,?)",
                 (m["id"], forgotten.get("reason"), forgotten.get("at") or rec.now_iso(), rec.trace_json(snapshot)),
@@ -170,7 +185,7 @@ class _Record:
     def _path(self, path: str | None, folder: str) -> str | None:
         """The note's path in this vault (its memory folder may be named otherwise)."""
         src = str(self.head.get("memory_folder") or "Memory").strip("/")
-        if not path or not path.startswith(src + "/"):
+        if not path or not path.startswith(src + "/") or ".." in path.split("/"):
             return None
         return f"{folder}/{path[len(src) + 1:]}"
 
@@ -218,6 +233,71 @@ class _Record:
     def _edge(self, sink: "ImportSink") -> str | None:
         return None  # edges come back from the notes and the state
 
+    # -- what only state.db knows: put back as it was (into an empty vault; rows already there are kept) --
+
+    def _state_row(self, sink: "ImportSink", table: str, columns: tuple[str, ...],
+                   json_columns: tuple[str, ...] = ()) -> None:
+        if not sink.report.dry_run:
+            with write_transaction(sink.store.con):
+                _insert(sink.store.con, table, self.data, columns, json_columns)
+
+    def _fact_forget(self, sink: "ImportSink") -> str | None:
+        # Before the sources are extracted (at the end): the fact stays retired.
+        self.data = {**self.data, "fact_id": self.data.get("id")}
+        self._state_row(sink, "fact_forgets", ("fact_id", "source_id", "reason", "at"))
+        return None
+
+    def _merge(self, sink: "ImportSink") -> str | None:
+        self._state_row(sink, "merges", ("memory_id", "survivor_id", "run_id", "old_path", "old_key", "at"))
+        return None
+
+    def _contradiction(self, sink: "ImportSink") -> str | None:
+        self._state_row(sink, "contradictions",
+                        ("id", "older_id", "newer_id", "kind", "reason", "run_id", "status", "created"))
+        return None
+
+    def _link(self, sink: "ImportSink") -> str | None:
+        self._state_row(sink, "memory_links", ("source_id", "kind", "target_id", "run_id", "created"))
+        return None
+
+    def _verdict(self, sink: "ImportSink") -> str | None:
+        self._state_row(sink, "contradiction_verdicts", ("pair", "verdict", "why", "model", "at"))
+        return None
+
+    def _consolidation(self, sink: "ImportSink") -> str | None:
+        if sink.report.dry_run:
+            return None
+        run = self.data
+        with write_transaction(sink.store.con):
+            _insert(sink.store.con, "consolidation_runs", run,
+                    ("id", "started", "finished", "day", "trigger", "status", "summary"), ("summary",))
+            for action in run.get("actions") or []:
+                row = {**action, "run_id": run["id"]}
+                if row.get("undo") is None:
+                    row["undo"] = None
+                _insert(sink.store.con, "consolidation_actions", row,
+                        ("run_id", "seq", "kind", "ids", "reason", "detail", "undo"),
+                        ("ids", "detail") + (("undo",) if action.get("undo") is not None else ()))
+        return None
+
+    def _conflict(self, sink: "ImportSink") -> str | None:
+        c = self.data
+        if sink.report.dry_run:
+            return None
+        con, root = sink.store.con, sink.store.root
+        rel = c.get("conflict_path")
+        if rel and isinstance(c.get("text"), str) and ".." not in rel.split("/") and not rel.startswith("/") \
+                and not (root / rel).exists():
+            atomic_write(root / rel, c["text"].encode("utf-8", "surrogateescape"))
+            sink.note_paths.append(rel)
+        with write_transaction(con):
+            if con.execute("SELECT 1 FROM state.conflicts WHERE trace_id = ? AND conflict_path IS ? AND created = ?",
+                           (c["trace_id"], rel, c["created"])).fetchone() is None:
+                con.execute("INSERT INTO state.conflicts (trace_id, path, conflict_path, kind, detail, created) "
+                            "VALUES (?,?,?,?,?,?)",
+                            (c["trace_id"], c["path"], rel, c["kind"], c["detail"], c["created"]))
+        return None
+
     def _import(self, sink: "ImportSink") -> str | None:
         if not sink.report.dry_run:
             d = self.data
@@ -233,9 +313,18 @@ def _put_recall(con: Any, trace_id: str, recall: dict[str, Any] | None, *, repla
         return
     verb = "INSERT OR REPLACE" if replace else "INSERT OR IGNORE"
     con.execute(
-        f"{verb} INTO state.recall (trace_id, retrieval_count, last_access, strength) VALUES (?,?,?,?)",
-        (trace_id, recall.get("retrieval_count") or 0, recall.get("last_access"), recall.get("strength")),
+        f"{verb} INTO state.recall (trace_id, retrieval_count, last_access, strength, decayed_at) VALUES (?,?,?,?,?)",
+        (trace_id, recall.get("retrieval_count") or 0, recall.get("last_access"), recall.get("strength"),
+         recall.get("decayed_at")),
     )
+
+
+def _insert(con: Any, table: str, record: dict[str, Any], columns: tuple[str, ...], json_columns: tuple[str, ...] = ()) -> None:
+    """One durable row from an export record; a row already there is kept."""
+    values = [json.dumps(record.get(c), ensure_ascii=False, sort_keys=True) if c in json_columns else record.get(c)
+              for c in columns]
+    con.execute(f"INSERT OR IGNORE INTO state.{table} ({', '.join(columns)}) VALUES ({','.join('?' * len(columns))})",
+                values)
 
 
 @dataclass
@@ -255,6 +344,7 @@ class _Finish:
         finally:
             sink.store.fact_keep.clear()
         apply_state(sink.store.con)
+        links.apply_durable(sink.store.con)  # merged-away memories, contradiction and derived_from edges
         if self.embeddings:
             from memvault.store.embedding import vectors as vec
 
