@@ -354,7 +354,7 @@ def test_secrets_are_redacted_and_counted() -> None:
         "---\napi_key: sk-proj-abcdefghijklmnopqrstuvwxyz123456\n---\n"
         "- The staging key is AKIAIOSFODNN7EXAMPLE for now\n"
         "- Database at postgres://app:s3cretpw@db.internal/app works\n"
-        "- password: correct horse battery staple\n"
+        "- passphrase: correct horse battery staple\n"
         "-----BEGIN OPENSSH PRIVATE KEY-----\nb3BlbnNzaC1rZXktdjEAAAAABG5vbmU\n-----END OPENSSH PRIVATE KEY-----\n"
         "```\ntoken = ghp_abcdefghijklmnopqrstuvwxyz0123456789\n```\n"
     )

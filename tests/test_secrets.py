@@ -119,11 +119,12 @@ _ALNUM = "abcdefghijkmnopqrstuvwxyzABCDEFGHJKLMNPQRSTUVWXYZ23456789"
 _body = st.text(alphabet=_ALNUM, min_size=36, max_size=40).filter(
     lambda s: any(c.isdigit() for c in s) and any(c.isalpha() for c in s)
 )
-# Passwords: one to three "words" that are neither key names nor placeholders.
+# Passwords: one "word" that is neither a key name nor a placeholder, or
+# several in quotes (an unquoted value is one token: white space ends it).
 _pw_word = st.text(alphabet=_ALNUM + "!$%^&()+.?", min_size=6, max_size=14).filter(
     lambda s: any(c.isdigit() for c in s) and any(c.isalpha() for c in s)
 )
-_password = st.lists(_pw_word, min_size=1, max_size=3).map(" ".join)
+_password = _pw_word | st.lists(_pw_word, min_size=2, max_size=3).map(lambda ws: '"' + " ".join(ws) + '"')
 _key_markup = st.sampled_from(["{k}", "**{k}**", "**{k}:**", "`{k}`", "'{k}'", "_{k}_", "- {k}"])
 _sep = st.sampled_from([": ", ":: ", " = ", "="])
 
@@ -138,8 +139,8 @@ def _secret(draw: st.DrawFn) -> tuple[str, str]:
         markup = draw(_key_markup)
         value = draw(_password)
         if markup.endswith(":**"):
-            return markup.format(k=key) + " " + value, value
-        return markup.format(k=key) + draw(_sep) + value, value
+            return markup.format(k=key) + " " + value, value.strip('"')
+        return markup.format(k=key) + draw(_sep) + value, value.strip('"')
     if kind == 1:
         prefix = draw(st.sampled_from(["sk-proj-", "sk-", "ghp_", "gho_", "glpat-", "hf_", "npm_", "xoxb-", "xoxp-"]))
         value = prefix + body

@@ -1,4 +1,4 @@
-"""Finding credentials in note text, so they never become searchable facts.
+"""Finding credentials in text, so they are never indexed, embedded or handed to an agent.
 
 :func:`redact` replaces every credential-looking value in a piece of text
 with ``[redacted]`` and says how many it replaced. It errs on the side of
@@ -19,14 +19,23 @@ What counts as a credential:
 - PEM private key blocks (``-----BEGIN ... PRIVATE KEY-----`` to ``END``);
 - the password in a URL (``postgres://user:pass@host`` keeps the user and
   host: ``postgres://user:[redacted]@host``; also ``redis://:pass@host``);
-- the value after ``password``/``passwd``/``pwd``/``passphrase``/``secret``
-  and ``:``, ``=`` or ``::``, the key possibly in Markdown emphasis or code
-  (``**password**:``): always, up to ``;``, the end of the line, or another
-  ``key:`` assignment on the same line (``user:``, ``host:``, ``token:``...);
-- the value after ``api_key``/``token``/``access_token``/``client_secret``/
-  ``aws_secret_access_key``/``key``... when it is long (16+ characters) and
-  looks random (mixed character classes or high Shannon entropy), so
-  ``token: see the wiki`` stays.
+- an AWS secret access key (40 characters of base64) after "aws" or
+  "secret" on its line;
+- the value of a secret's key, in an assignment (``password: v``,
+  ``api_key = v``, ``**Token**:: v``, the key possibly in Markdown emphasis
+  or code) or in prose ("my sudo password is v", "the PIN for the safe was
+  v", "the API key is: v"). The value is one token (white space ends it; a
+  quoted value goes whole); punctuation closing it ("v." at a sentence's
+  end) is kept, and so is the rest of the sentence and of the line: a
+  value never runs across a line break. An assigned ``password``,
+  ``passphrase``, ``passcode`` or ``secret`` is always cut; any other value
+  only when it looks like a secret (:func:`looks_secret`: not a plain word,
+  so "the password policy is strict" and "token: see the wiki" stay), and
+  the value of a bare ``key`` only when it looks generated
+  (:func:`looks_random`: "the key is to stay calm" stays).
+
+:func:`redact_tree` redacts every string of an answer (search hits, a read
+note, its properties, paths and links) on its way out to an agent.
 
 Placeholders (``****``, ``<your key>``, ``{{token}}``, ``xxx``, ``...``) and a
 value that is itself an already redacted token are not counted; a value that
@@ -39,6 +48,8 @@ from __future__ import annotations
 import math
 import re
 from collections import Counter
+from typing import Any
+from urllib.parse import unquote
 
 REDACTED = "[redacted]"
 
@@ -69,9 +80,9 @@ _TOKEN_RE = re.compile("|".join(f"(?:{p})" for p in _TOKEN_PATTERNS))
 # An HTTP Authorization header keeps its scheme: "Authorization: Bearer [redacted]".
 # With a scheme any token-like value goes; without one only a random-looking value.
 _AUTH_RE = re.compile(
-    r"(?i)(\bauthorization['\"]?\s*(?:::|:|=)\s*['\"]?)(?:(bearer|basic|token|digest|apikey)\s+)?([A-Za-z0-9._~+/=-]+)"
+    r"(?i)(\bauthorization['\"]?[ \t]*(?:::|:|=)[ \t]*['\"]?)(?:(bearer|basic|token|digest|apikey)[ \t]+)?([A-Za-z0-9._~+/=-]+)"
 )
-_BEARER_RE = re.compile(r"(?i)(\bbearer\s+)([A-Za-z0-9._~+/-]{16,}=*)")
+_BEARER_RE = re.compile(r"(?i)(\bbearer[ \t]+)([A-Za-z0-9._~+/-]{16,}=*)")
 
 _PEM_RE = re.compile(
     r"-----BEGIN (?:[A-Z0-9]+ )*PRIVATE KEY(?: BLOCK)?-----.*?(?:-----END (?:[A-Z0-9]+ )*PRIVATE KEY(?: BLOCK)?-----|\Z)",
@@ -87,29 +98,60 @@ _URL_PASSWORD_RE = re.compile(r"\b([a-zA-Z][a-zA-Z0-9+.-]*://[^\s:/@]*:)([^\s/]+
 
 # Markdown around a key: "**password**:", "**password:**", "`secret` =", "_pwd_:".
 _MARKUP = r"[*_`'\"]{0,2}"
-# "password: value" (also "=" and Dataview's "::"). The key may carry a
-# prefix ("db_password", "MY_SECRET").
-_ALWAYS_KEY = r"(?:[A-Za-z0-9]+[_-])*(?:password|passwd|pwd|passphrase|secret)"
+# Emphasis before a value ("password: **hunter2**"); a quote there starts a quoted value.
+_EMPHASIS = r"[*_`]{0,2}"
+# A key may carry a prefix ("db_password", "MY_SECRET", "sudo-password").
+_PREFIX = r"(?:[A-Za-z0-9]+[_-])*"
+# Keys whose assigned value is always a secret: "password: value" (also
+# "=" and Dataview's "::").
+_ALWAYS_KEY = rf"{_PREFIX}(?:password|passwd|pwd|passphrase|passcode|secret)"
+# Keys whose value is a secret when it looks like one (:func:`looks_secret`;
+# a bare "key" only when it looks generated, :func:`looks_random`).
 _TOKEN_KEY = (
-    r"(?:[A-Za-z0-9]+[_-])*(?:api[_ -]?key|apikey|(?:secret[_ -]?)?access[_ -]?key|secret[_ -]?key"
+    rf"{_PREFIX}(?:api[_ -]?key|apikey|(?:secret[_ -]?)?access[_ -]?key|secret[_ -]?key"
     r"|account[_-]?key|access[_ -]?token|auth[_ -]?token|refresh[_ -]?token|token|client[_ -]?secret"
-    r"|private[_ -]?key|credentials?|key)"
+    r"|private[_ -]?key|credentials?|pin|key)"
 )
-# Keys that start a new assignment on the same line ("user: deploy password:
-# hunter2 key: ..."): a password value stops before them, so each value is
-# judged (and counted) on its own and the other keys stay readable.
-_NEXT_KEY = (
-    rf"(?<![\s,])[\s,]+(?:-\s+|[\[(])?{_MARKUP}(?:{_ALWAYS_KEY}|{_TOKEN_KEY}|(?:[A-Za-z0-9]+[_-])*(?:user(?:[_ -]?name)?"
-    rf"|login|e-?mail|host(?:name)?|port|url|uri|server|db|database|account|id|dsn|endpoint|region))"
-    rf"{_MARKUP}\s*(?:::|:|=)"
+# The value of a key: a quoted string whole, else one token (it stops at
+# white space, so the rest of the sentence and of the line stays).
+_VALUE = (
+    r"""(?:(?P<q>['"])(?P<quoted>[^'"\n]*)(?P=q)"""
+    # A placeholder in brackets ("<your key>", "{{token}}", "[see below]") is
+    # never a secret, spaces and all.
+    r"|(?P<held><[^>\n]*>|\{\{[^}\n]*\}\}|\$\{[^}\n]*\}|\[\[?[^\]\n]*\]\]?)(?=[\s.,;:!?)]|$)"
+    r"|(?P<value>\S+))"
 )
-_ALWAYS_RE = re.compile(
-    rf"(?i)(?<![A-Za-z0-9])({_MARKUP}{_ALWAYS_KEY}{_MARKUP}\s*(?:::|:|=){_MARKUP}[ \t]*)"
-    rf"(?:(['\"])([^'\"\n]*)\2|((?:(?!{_NEXT_KEY})[^;\n])+))"
+# "password: value", "api_key = value", "**Token**:: value". Only spaces and
+# tabs around the sign: a key that ends a line never takes the next line's word.
+_ASSIGN_RE = re.compile(
+    rf"(?i)(?<![A-Za-z0-9])(?P<head>{_MARKUP}(?P<key>{_ALWAYS_KEY}|{_TOKEN_KEY}){_MARKUP}[ \t]*(?:::|:|=)"
+    rf"{_EMPHASIS}[ \t]*){_VALUE}"
 )
-_TOKEN_VALUE_RE = re.compile(
-    rf"(?i)(?<![A-Za-z0-9])({_MARKUP}{_TOKEN_KEY}{_MARKUP}\s*(?:::|:|=){_MARKUP}\s*)(['\"]?)([^\s'\";,]+)"
+# A passphrase is several words by nature: an assigned one runs to the end
+# of its sentence (or line), not to the first space.
+_PASSPHRASE_RE = re.compile(
+    rf"(?im)(?<![A-Za-z0-9])(?P<head>{_MARKUP}{_PREFIX}passphrase{_MARKUP}[ \t]*(?:::|:|=){_EMPHASIS}[ \t]*)"
+    r"(?P<value>[^\s'\"\[<{][^\n;]*?)(?=[.!?]?[ \t]*$|[.!?;][ \t])"
 )
+# Prose: "my sudo password is X", "the PIN for the safe was X", "the API key
+# is: X". What lies between the key and "is" is a "for/to/of/on/at ..."
+# phrase inside one sentence.
+_PROSE_RE = re.compile(
+    rf"(?i)(?<![A-Za-z0-9])(?P<head>(?P<key>{_ALWAYS_KEY}|{_TOKEN_KEY})"
+    r"(?:[ \t]+(?:for|to|of|on|at)[ \t]+[^\n.!?;:=]{1,60}?)?[ \t]+(?:is|was|are|were|=)(?:[ \t]*:)?[ \t]+"
+    rf"{_EMPHASIS}){_VALUE}"
+)
+# An AWS secret access key (40 characters of base64) after "aws" or
+# "secret" on its line: it has no prefix of its own.
+_AWS_SECRET_RE = re.compile(
+    r"(?i:\b(?:aws|secret))[^\n]*?(?<![A-Za-z0-9/+=])(?P<value>[A-Za-z0-9/+]{40})(?![A-Za-z0-9/+=])"
+)
+# Characters that may close a value's token without being part of it: a
+# sentence's end, a closing bracket or quote, Markdown emphasis.
+_TRAILING = ".,;:!?)]}>\"'*_`"
+# A plain word ("strict", "Calm", "well-known", "don't", "NASA") is prose,
+# not a secret, however it is spelled in case.
+_PLAIN_WORD_RE = re.compile(r"(?:[a-z]+|[A-Z][a-z]*|[A-Z]+)(?:['’-](?:[a-z]+|[A-Z][a-z]*|[A-Z]+))*")
 
 _PLACEHOLDER_RE = re.compile(
     r"^(?:[*xX.•_-]{3,}|<[^>]*>|\{\{[^}]*\}\}|\$\{[^}]*\}|\[[^\]]*\]|(?i:none|null|empty|n/?a|tbd|todo|changeme"
@@ -124,7 +166,7 @@ _HINTS = (
     "github_pat", "glpat-", "gldt-", "glrt-", "glptt-", "glft-", "glcbt-", "glimt-", "gloas-", "glsoat-",
     "glagent-", "hf_", "npm_", "pypi-", "sk-", "xox", "xapp-", "aiza", "ya29.", "_live_", "_test_",
     "whsec_", "sg.", "eyj", "bearer", "authorization", "private key", "://", "pass", "pwd", "secret", "token",
-    "key", "credential",
+    "key", "credential", "pin", "aws",
 )
 
 
@@ -132,11 +174,10 @@ _HINTS = (
 # in technical prose) is not scanned for every token shape as well.
 _TOKEN_HINTS = tuple(h for h in _HINTS if h not in (
     "bearer", "authorization", "private key", "://", "pass", "pwd", "secret", "token", "key", "credential",
+    "pin", "aws",
 )) + ("hooks.slack",)
-# What "password: value" and "key: value" need before their (costly) full
-# patterns are tried: one of their key words, and an assignment sign.
-_ALWAYS_HINTS = ("pass", "pwd", "secret")
-_TOKEN_KEY_HINTS = ("key", "token", "secret", "credential")
+# What the keyed patterns need before they are tried: one of their key words.
+_KEY_HINTS = ("pass", "pwd", "secret", "key", "token", "credential", "pin")
 # One scan of the text for all hints at once beats a substring test per hint.
 _HINT_RE = re.compile("|".join(re.escape(h) for h in _HINTS))
 
@@ -164,6 +205,22 @@ def looks_random(value: str) -> bool:
     return (has_digit and has_alpha) or _entropy(value) >= 3.5
 
 
+def looks_secret(value: str) -> bool:
+    """Whether ``value``, said to be a password, token or PIN, looks like one.
+
+    A secret is not a plain word: it has a digit or a symbol, or mixes case
+    inside a word ("Tr0ub4dor&3", "4821", "hunter2", "pAssw0rd"), or looks
+    generated (:func:`looks_random`). So "the password is strict" and "the
+    token is valid" are prose; very short values (under 4 characters: "3",
+    "a") are too. Placeholders (``****``, ``<your key>``) are not secrets.
+    """
+    if len(value) < 4 or _is_placeholder(value):
+        return False
+    if looks_random(value):
+        return True
+    return _PLAIN_WORD_RE.fullmatch(value) is None
+
+
 def _is_placeholder(value: str) -> bool:
     """An empty value, a placeholder (``****``, ``<your key>``), or one that
     *is* an already redacted secret. A value that merely contains
@@ -172,96 +229,180 @@ def _is_placeholder(value: str) -> bool:
     return not value or bool(_PLACEHOLDER_RE.match(value))
 
 
-def redact(text: str) -> tuple[str, int]:
-    """``text`` with every credential replaced by ``[redacted]``, and the count.
+def _strong(key: str) -> bool:
+    """Whether a key names a secret outright (password, token, PIN, API key...)
+    rather than being a bare ``key``, which in prose is as often an idea."""
+    words = re.split(r"[\s_-]+", key.lower())
+    return words[-1] != "key" or any(w in ("api", "apikey", "secret", "access", "private", "account") for w in words)
 
-    Each credential counts once, also when one value holds another already
-    replaced (``password: hunter2 ghp_...`` is two). Idempotent: redacting
-    the output again finds nothing more.
-    """
-    if not text or not _may_hold_secret(text):
-        return text, 0  # the common case: nothing that could start a credential
-    count = 0
 
-    def whole(m: re.Match[str]) -> str:
-        nonlocal count
-        count += 1
-        return REDACTED
+def _always(key: str) -> bool:
+    """Whether an assigned value of ``key`` is a secret whatever it looks like."""
+    last = re.split(r"[\s_-]+", key.lower())[-1]
+    return last.startswith("pass") or last in ("pwd", "secret")
 
-    low = text.lower()
-    out = _PEM_RE.sub(whole, text) if "private key" in low else text
-    if any(hint in low for hint in _TOKEN_HINTS):
-        out = _TOKEN_RE.sub(whole, out)
 
-    def auth(m: re.Match[str]) -> str:
-        nonlocal count
+def _token_end(value: str) -> int:
+    """Where the secret in one token ends: before trailing punctuation that
+    closes a sentence, a bracket or emphasis ("Pa55w0rd-xyz." keeps its period)."""
+    end = len(value)
+    while end > 0 and value[end - 1] in _TRAILING:
+        end -= 1
+    return end
+
+
+class _Redactor:
+    """One redaction of one text: the passes in order, and the count."""
+
+    def __init__(self) -> None:
+        self.count = 0
+
+    def whole(self, m: re.Match[str]) -> str:
+        """The match replaced whole (a private key block keeps its line count)."""
+        self.count += 1
+        return REDACTED + "\n" * m.group(0).count("\n")
+
+    def auth(self, m: re.Match[str]) -> str:
+        """An Authorization header's value, its scheme kept."""
         scheme, value = m.group(2), m.group(3)
         if _is_placeholder(value) or not (looks_random(value) or (scheme and len(value) >= 8)):
             return m.group(0)
-        count += 1
+        self.count += 1
         return m.group(1) + (scheme + " " if scheme else "") + REDACTED
 
-    def bearer(m: re.Match[str]) -> str:
-        nonlocal count
-        count += 1
+    def bearer(self, m: re.Match[str]) -> str:
+        """A Bearer token."""
+        self.count += 1
         return m.group(1) + REDACTED
 
-    low = out.lower()
-    if "authorization" in low:
-        out = _AUTH_RE.sub(auth, out)
-    if "bearer" in low:
-        out = _BEARER_RE.sub(bearer, out)
-
-    def url_password(m: re.Match[str]) -> str:
-        nonlocal count
+    def url_password(self, m: re.Match[str]) -> str:
+        """The password of ``scheme://user:password@host``."""
         if _is_placeholder(m.group(2)):
             return m.group(0)
-        count += 1
+        self.count += 1
         return m.group(1) + REDACTED + m.group(3)
 
+    def aws_secret(self, m: re.Match[str]) -> str:
+        """A 40-character AWS secret access key after "aws" or "secret"."""
+        value = m.group("value")
+        if not looks_random(value) or value.isalpha() or value.isdigit():
+            return m.group(0)
+        self.count += 1
+        return m.group(0)[: m.start("value") - m.start()] + REDACTED
+
+    def passphrase(self, m: re.Match[str]) -> str:
+        """An assigned passphrase, to the end of its sentence."""
+        value = m.group("value")
+        if _is_placeholder(value) or REDACTED in value:
+            return m.group(0)
+        self.count += 1
+        return m.group("head") + REDACTED + value[_token_end(value):]
+
+    def keyed(self, m: re.Match[str], *, assigned: bool) -> str:
+        """The value of ``key: value`` (``assigned``) or ``key is value``,
+        cut when it is a secret: only the value, its closing punctuation kept."""
+        key, quote = m.group("key"), m.group("q")
+        if m.group("held"):
+            return m.group(0)
+        raw = m.group("quoted") if quote else m.group("value")
+        value = raw if quote else raw[: _token_end(raw)]
+        if _is_placeholder(value) or REDACTED in raw:
+            return m.group(0)  # nothing, a placeholder, or a shaped token replaced above
+        if assigned and _always(key):
+            secret = True
+        else:
+            secret = looks_secret(value) if _strong(key) else looks_random(value)
+        if not secret:
+            return m.group(0)
+        self.count += 1
+        if quote:
+            return m.group("head") + quote + REDACTED + quote
+        return m.group("head") + REDACTED + raw[len(value):]
+
+
+def redact(text: str) -> tuple[str, int]:
+    """``text`` with every credential replaced by ``[redacted]``, and the count.
+
+    Only the secret goes: the rest of the sentence and every other line stay
+    (a private key block becomes ``[redacted]`` and as many line breaks as
+    it had). Each credential counts once, also when one value holds another
+    already replaced. Idempotent: redacting the output again finds nothing more.
+    """
+    if not text or not _may_hold_secret(text):
+        return text, 0  # the common case: nothing that could start a credential
+    r = _Redactor()
+    low = text.lower()
+    out = _PEM_RE.sub(r.whole, text) if "private key" in low else text
+    if any(hint in low for hint in _TOKEN_HINTS):
+        out = _TOKEN_RE.sub(r.whole, out)
+    low = out.lower()
+    if "authorization" in low:
+        out = _AUTH_RE.sub(r.auth, out)
+    if "bearer" in low:
+        out = _BEARER_RE.sub(r.bearer, out)
     if "://" in out:
-        out = _URL_PASSWORD_RE.sub(url_password, out)
+        out = _URL_PASSWORD_RE.sub(r.url_password, out)
+    if "aws" in low or "secret" in low:
+        out = _AWS_SECRET_RE.sub(r.aws_secret, out)
+    if any(hint in low for hint in _KEY_HINTS):
+        if ":" in out or "=" in out:
+            if "passphrase" in low:
+                out = _PASSPHRASE_RE.sub(r.passphrase, out)
+            out = _ASSIGN_RE.sub(lambda m: r.keyed(m, assigned=True), out)
+        out = _PROSE_RE.sub(lambda m: r.keyed(m, assigned=False), out)
+    return out, r.count
 
-    def always(m: re.Match[str]) -> str:
-        nonlocal count
-        quote = m.group(2)
-        value = m.group(3) if quote else m.group(4)
-        rest = value.lstrip()
-        if _is_placeholder(value) or rest.startswith(REDACTED):
-            # Nothing, a placeholder, or the value was itself a shaped token
-            # replaced (and counted) above; words after it are prose.
-            return m.group(0)
-        count += 1
-        return m.group(1) + (f"{quote}{REDACTED}{quote}" if quote else REDACTED + value[len(value.rstrip()):])
 
-    assigns = ":" in out or "=" in out
-    if assigns and any(hint in low for hint in _ALWAYS_HINTS):
-        out = _ALWAYS_RE.sub(always, out)
+def redact_tree(data: Any, key: str | None = None) -> Any:
+    """``data`` (an answer: dicts, lists, strings) with every string redacted.
 
-    def token_value(m: re.Match[str]) -> str:
-        nonlocal count
-        value = m.group(3)
-        if _is_placeholder(value) or REDACTED in value or not looks_random(value):
-            return m.group(0)
-        count += 1
-        return m.group(1) + m.group(2) + REDACTED
+    A string under a dict key is read as ``key: value``, so a property
+    ``password: hunter2`` loses its value; a percent-encoded string (an
+    ``obsidian://`` link's file name) is read decoded, and given back decoded
+    and redacted when it held a secret. Other values are returned as they are.
+    """
+    if isinstance(data, str):
+        return _redact_value(data, key)
+    if isinstance(data, dict):
+        return {k: redact_tree(v, k if isinstance(k, str) else None) for k, v in data.items()}
+    if isinstance(data, (list, tuple)):
+        return [redact_tree(v, key) for v in data]
+    return data
 
-    if assigns and any(hint in low for hint in _TOKEN_KEY_HINTS):
-        out = _TOKEN_VALUE_RE.sub(token_value, out)
-    return out, count
+
+def _redact_value(value: str, key: str | None) -> str:
+    if "%" in value:
+        decoded = unquote(value)
+        if decoded != value and redact(decoded)[1]:
+            value = decoded
+    if key:
+        prefix = f"{key}: "
+        out, n = redact(prefix + value)
+        if n:
+            return out[len(prefix):] if out.startswith(prefix) else REDACTED
+    return redact(value)[0]
 
 
 def always_value_spans(text: str) -> list[tuple[int, int]]:
-    """(start, end) of every ``password:``/``secret:`` value in ``text``.
-
-    Such a value runs to the end of its line (or ``;``), so the sentence
-    splitter must not cut it: ``password: Abc1! Def2`` split after ``!``
-    would leave ``Def2`` outside the value that :func:`redact` replaces.
+    """(start, end) of every keyed value in ``text`` (``password: value``,
+    ``api key is value``), so the sentence splitter does not cut one: a
+    quoted ``password: "Abc1! Def2"`` split after ``!`` would leave ``Def2``
+    outside the value that :func:`redact` replaces.
     """
     low = text.lower()
-    if "pass" not in low and "pwd" not in low and "secret" not in low:
+    if not any(hint in low for hint in _KEY_HINTS):
         return []
-    return [m.span() for m in _ALWAYS_RE.finditer(text)]
+    spans = [m.span("value") for m in _PASSPHRASE_RE.finditer(text)] if "passphrase" in low else []
+    for regex in (_ASSIGN_RE, _PROSE_RE):
+        for m in regex.finditer(text):
+            if m.group("held"):
+                continue
+            if m.group("q"):
+                spans.append(m.span("quoted"))
+            else:
+                start = m.start("value")
+                spans.append((start, start + _token_end(m.group("value"))))
+    return sorted(spans)
 
 
 def private_key_lines(lines: list[str]) -> set[int]:
