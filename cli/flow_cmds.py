@@ -35,8 +35,9 @@ def ingest(app: AppContext, transcript: str, session: str | None, title: str | N
         emit_json(report.as_dict())
     else:
         plan = report.plan
-        what = {"imported": "Wrote", "updated": "Appended to", "skipped": "Unchanged:"}[plan.action]
-        detail = (f"{plan.new_turns} new turns" if plan.action == "updated"
+        what = {"imported": "Wrote", "updated": "Updated", "skipped": "Unchanged:"}[plan.action]
+        # Say what happened: appended turns, and turns kept but marked superseded (changed at the source).
+        detail = (f"appended {plan.new_turns} turns, {plan.superseded} superseded" if plan.action == "updated"
                   else f"{len(plan.conv.turns)} turns" if plan.action == "imported" else plan.why)
         click.echo(f"{what} {plan.path or plan.note_id} ({detail}; {report.facts} facts)")
     for line in report.warnings:

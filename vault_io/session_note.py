@@ -40,10 +40,17 @@ that turn (``vault://...#^t12``). ``memory: source`` makes the note a memory
 source; ``session_id`` makes it a session note, which is an ordinary note
 (searchable, never a memory) even under the memory folder.
 
-The transcript only grows: re-ingesting a session that grew keeps every byte
-of the turns already written and appends the new ones
-(:func:`append_turns`); the front-matter's managed keys and the digest are
-the only parts rewritten. Turn text is written as given: callers redact
+The note is an append-only record (:func:`revise_session`): re-ingesting a
+session that grew keeps every byte of the turns already written and puts the
+new ones at the end of the transcript (before any section a person added
+after it); a turn that changed at the source (a regenerated answer, an
+edited message, another branch) is never deleted but marked superseded in
+place (its callout becomes ``> [!superseded]-``, its block id stays, so links
+to it still resolve), and the turns that replace it get new block ids. The
+front-matter's managed keys, the title and the digest are the only parts
+rewritten; whatever a person wrote stays where they wrote it. Block ids
+(``^tN``) therefore number turns in the order they were written, not their
+place in the conversation. Turn text is written as given: callers redact
 secrets and summarise tool calls before it gets here.
 """
 
@@ -52,7 +59,7 @@ from __future__ import annotations
 import hashlib
 import re
 import unicodedata
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 
@@ -71,8 +78,12 @@ ROLE_LABELS = {"user": "User", "assistant": "Assistant", "tool": "Tool result", 
 DIGEST_HEADING = "## Digest"
 TRANSCRIPT_HEADING = "## Transcript"
 
+#: The callout type a turn that changed at the source is marked with.
+SUPERSEDED = "superseded"
+
 _TURN_START_RE = re.compile(r"^> \[!(user|assistant|tool|system)\]")
 _TURN_END_RE = re.compile(r"^\^t(\d+)[ \t]*$")
+_HEADING_RE = re.compile(r"^#{1,6}(?:[ \t]|$)")
 _FENCE_RE = re.compile(r"^[ \t]*(```|~~~)")
 # A line of turn text that ends like a block id would name a block of its own.
 _TRAILING_BLOCK_ID_RE = re.compile(r"(\s)\^([A-Za-z0-9-]+)[ \t]*$")
@@ -117,12 +128,21 @@ class Turn:
     role: str  # user | assistant | tool | system
     text: str
     at: str | None = None  # ISO 8601 UTC, when known
+    name: str | None = None  # the speaker's own name, when the client gives one
 
     @property
     def digest(self) -> str:
-        """What identifies the turn's written form: role, time and text."""
+        """What identifies the turn's written form: role, time, text (and
+        the speaker's name, when given)."""
         seed = f"{self.role}\x00{self.at or ''}\x00{self.text}"
+        if self.name:  # only then: digests written before names were kept stay the same
+            seed += f"\x00{self.name}"
         return hashlib.sha256(seed.encode("utf-8")).hexdigest()[:16]
+
+    @property
+    def label(self) -> str:
+        """Who speaks, as the turn's callout shows it: the speaker's name, else the role's."""
+        return self.name or ROLE_LABELS.get(self.role, self.role.title())
 
 
 @dataclass
@@ -172,9 +192,8 @@ def _safe_line(line: str) -> str:
 
 def render_turn(n: int, turn: Turn) -> str:
     """The Markdown of turn ``n``: a callout, a blank line, its block id, a blank line."""
-    label = ROLE_LABELS.get(turn.role, turn.role.title())
     stamp = when(turn.at)
-    lines = [f"> [!{turn.role}] {label}" + (f" · {stamp}" if stamp else "")]
+    lines = [_safe_line(f"> [!{turn.role}] {turn.label}" + (f" · {stamp}" if stamp else ""))]
     body = turn.text.strip("\n").split("\n") if turn.text.strip() else ["(empty)"]
     fences = sum(1 for line in body if _FENCE_RE.match(line))
     if fences % 2:
@@ -251,45 +270,83 @@ def turn_spans(body: str, body_line: int = 1) -> list[TurnSpan]:
     return spans
 
 
-def append_turns(existing: str, head: SessionHead, turns: Sequence[Turn], keep: int) -> str:
-    """``existing`` note text with the managed front-matter keys and the
-    digest updated, the transcript cut after turn ``keep`` and turns
-    ``keep + 1 ...`` of ``turns`` appended.
+def written_ids(text: str) -> list[int]:
+    """The numbers of every turn block id (``^tN``) in a session note,
+    superseded turns' too, in file order."""
+    return [int(m.group(1)) for m in map(_TURN_END_RE.match, text.split("\n")) if m]
 
-    With ``keep`` equal to the number of turns already written, every byte of
-    those turns (and anything a person wrote after them) stays and the new
-    turns go at the end. A smaller ``keep`` (earlier turns changed at the
-    source: an edited branch of a chat) drops what followed turn ``keep``.
+
+def live_turns(text: str) -> list[tuple[int, str]]:
+    """(number, exact Markdown from callout to block id line) of each turn of
+    a session note that is not superseded, in file order: what lets a note
+    be matched against its conversation when the state that remembered it
+    is gone."""
+    lines = text.split("\n")
+    return [(s.n, "\n".join(lines[s.first_line : s.last_line + 1])) for s in turn_spans(text, 0)]
+
+
+def revise_session(
+    existing: str, head: SessionHead, superseded: Collection[int], new: Sequence[tuple[int, Turn]]
+) -> str:
+    """``existing`` note text with its managed front-matter keys, title and
+    digest updated, the turns numbered ``superseded`` marked superseded in
+    place, and the ``new`` (number, turn) pairs written at the end of the
+    transcript.
+
+    Nothing is removed: a person's sections and lines stay where they are.
+    The end of the transcript is the line after the last turn block id and
+    the plain lines that follow it, up to the first heading: new turns go
+    before a section a person added after the transcript, never under it.
     """
     text = edit_frontmatter(existing, {k: v for k, v in head.managed_values().items() if v is not None})
-    text = _replace_digest(_replace_title(text, head.title), head.digest)
-    if keep < _written_turns(text):
-        text = _cut_after(text, keep)
-    if text and not text.endswith("\n"):
-        text += "\n"
-    if text and not text.endswith("\n\n"):
-        text += "\n"
-    return text + "".join(render_turn(i, t) for i, t in enumerate(turns[keep:], keep + 1))
+    lines = _replace_digest(_replace_title(text, head.title), head.digest).split("\n")
+    if superseded:
+        _mark_superseded(lines, set(superseded))
+    if not new:
+        return "\n".join(lines)
+    at = _transcript_end(lines)
+    before, after = "\n".join(lines[:at]), "\n".join(lines[at:])
+    if before and not before.endswith("\n"):
+        before += "\n"
+    if before and not before.endswith("\n\n"):
+        before += "\n"
+    return before + "".join(render_turn(n, t) for n, t in new) + after
 
 
-def _written_turns(text: str) -> int:
-    return max((s.n for s in turn_spans(text)), default=0)
-
-
-def _cut_after(text: str, keep: int) -> str:
-    """``text`` up to and including turn ``keep``'s block id line (and its
-    blank line); everything after the transcript heading when ``keep`` is 0."""
-    lines = text.split("\n")
-    if keep == 0:
-        for i, line in enumerate(lines):
-            if line.strip() == TRANSCRIPT_HEADING:
-                return "\n".join(lines[: i + 1]) + "\n\n"
-        return text
+def _mark_superseded(lines: list[str], numbers: set[int]) -> None:
+    """Mark, in place, the callouts of the turns ``numbers`` as superseded:
+    ``> [!user] User · ...`` becomes ``> [!superseded]- User · ... ·
+    superseded``, folded; every other byte of the turn stays."""
+    start: int | None = None
     for i, line in enumerate(lines):
-        m = _TURN_END_RE.match(line)
-        if m and int(m.group(1)) == keep:
-            return "\n".join(lines[: i + 1]) + "\n\n"
-    return text
+        if _TURN_START_RE.match(line):
+            start = i
+            continue
+        end = _TURN_END_RE.match(line)
+        if end is None:
+            continue
+        if start is not None and int(end.group(1)) in numbers:
+            header = lines[start]
+            rest = header[header.index("]") + 1 :]
+            fold = "" if rest[:1] in ("-", "+") else "-"
+            lines[start] = f"> [!{SUPERSEDED}]{fold}{rest.rstrip()} · superseded"
+        start = None
+
+
+def _transcript_end(lines: Sequence[str]) -> int:
+    """The line index where new turns go (module docstring of :func:`revise_session`)."""
+    last = max((i for i, line in enumerate(lines) if _TURN_END_RE.match(line)), default=None)
+    if last is None:
+        last = next((i for i, line in enumerate(lines) if line.strip() == TRANSCRIPT_HEADING), None)
+        if last is None:
+            return len(lines)
+    fenced = False
+    for i in range(last + 1, len(lines)):
+        if _FENCE_RE.match(lines[i]):
+            fenced = not fenced
+        elif not fenced and _HEADING_RE.match(lines[i]):
+            return i
+    return len(lines)
 
 
 def _replace_title(text: str, title: str) -> str:
@@ -309,15 +366,20 @@ def _replace_title(text: str, title: str) -> str:
 
 
 def _replace_digest(text: str, digest: Sequence[str]) -> str:
-    """``text`` with the body of its ``## Digest`` section replaced (kept
-    as it is when a person removed the heading)."""
+    """``text`` with its digest replaced: the lines under ``## Digest`` up
+    to the first blank line, which are memvault's; lines a person wrote
+    after that blank line stay. Kept as it is when a person removed the
+    heading."""
     lines = text.split("\n")
     try:
         start = next(i for i, line in enumerate(lines) if line.strip() == DIGEST_HEADING)
     except StopIteration:
         return text
     end = start + 1
-    while end < len(lines) and not lines[end].startswith("## ") and not _TURN_START_RE.match(lines[end]):
+    while (end < len(lines) and lines[end].strip() and not lines[end].startswith("## ")
+           and not _TURN_START_RE.match(lines[end])):
         end += 1
-    section = render_digest(digest).rstrip("\n").split("\n") + [""]
+    section = render_digest(digest).rstrip("\n").split("\n")
+    if end >= len(lines) or lines[end].strip():
+        section.append("")  # a blank line before what follows
     return "\n".join(lines[:start] + section + lines[end:])

@@ -22,6 +22,8 @@ from memvault.vault_io.session_note import Turn, when
 
 #: Characters of a tool call's argument or a tool result shown on its one line.
 TOOL_LINE_CHARS = 120
+#: Characters of a speaker's name shown on a turn.
+SPEAKER_CHARS = 60
 #: Characters of a request quoted in the digest.
 DIGEST_REQUEST_CHARS = 160
 UNTITLED = "Untitled conversation"
@@ -141,6 +143,7 @@ class Conversation:
     tools: Counter = field(default_factory=Counter)
     redacted: int = 0
     ref: str = ""  # where it came from, for messages ("conversations.json item 17")
+    aliases: list[str] = field(default_factory=list)  # ids an earlier memvault gave it (adopted when they match)
 
     @property
     def user_turns(self) -> list[Turn]:
@@ -167,20 +170,29 @@ class ConversationBuilder:
         self.redacted += n
         return clean
 
-    def add(self, role: str, text: str, at: Any = None) -> None:
-        """A turn of ``role`` (consecutive parts of one turn go through
-        :meth:`extend`); empty text adds nothing."""
+    def add(self, role: str, text: str, at: Any = None, name: Any = None) -> None:
+        """A turn of ``role`` said by ``name`` (the speaker's own name, when
+        the client gives one; the role's label stands for it otherwise).
+        Consecutive parts of one turn go through :meth:`extend`; empty text
+        adds nothing."""
         text = text.strip("\n")
         if not text.strip():
             return
-        self.turns.append(Turn(role, self._clean(text), iso_time(at)))
+        self.turns.append(Turn(role, self._clean(text), iso_time(at), self.speaker(name)))
+
+    def speaker(self, name: Any) -> str | None:
+        """A speaker's name as a callout label shows it: one short line,
+        redacted; None when there is none."""
+        if not isinstance(name, str) or not name.strip():
+            return None
+        return self._clean(one_line(name, SPEAKER_CHARS)) or None
 
     def extend(self, text: str) -> None:
         """Append ``text`` as another paragraph of the last turn."""
         if not text.strip() or not self.turns:
             return
         last = self.turns[-1]
-        self.turns[-1] = Turn(last.role, join_parts([last.text, self._clean(text)]), last.at)
+        self.turns[-1] = Turn(last.role, join_parts([last.text, self._clean(text)]), last.at, last.name)
 
     def tool_call(self, name: str, arguments: Any) -> str:
         """The one line that stands for a tool call (counted for the digest)."""

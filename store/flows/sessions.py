@@ -3,16 +3,24 @@
 Every conversation has one session note (:mod:`memvault.vault_io.session_note`),
 found again by its id (derived from client and session id) through the
 durable import keys (:mod:`.keys`), the index, or its planned file name.
-What was written is remembered per turn (a digest of each), so
+What was written is remembered per turn (a digest of each, and the number
+of its block id ``^tN``), so
 
 - the same conversation again writes nothing ("skipped");
 - a conversation that grew keeps every byte of the turns already written
-  and appends the new ones; only the front-matter's managed keys and the
-  digest are rewritten ("updated");
-- a conversation whose earlier turns changed at the source (another branch
-  of an edited chat) is cut after the last turn both agree on and the rest
-  written again ("updated"); the facts of dropped turns are retired with
-  their history, as for any edited source.
+  and gets the new ones at the end of its transcript; only the
+  front-matter's managed keys, the title and the digest are rewritten
+  ("updated");
+- a conversation whose turns changed at the source after the last turn both
+  agree on (a regenerated answer, an edited message, another branch, a
+  message that was still being written) keeps the changed turns, marked
+  superseded in place, and gets the turns that replace them appended with
+  new block ids ("updated", with how many were superseded); the facts of
+  superseded turns are retired with their history, as for any edited
+  source. The note is a record: nothing in it is ever deleted.
+
+When the durable state is lost but the note is found, the turns already in
+it are recognised by their exact Markdown.
 
 A batch of notes is written with one flush (:func:`atomic_write_many`),
 indexed at once (keyword search and facts work when the call returns), and
@@ -34,10 +42,13 @@ from memvault.vault_io.atomic import atomic_write_many, fit_name, free_path
 from memvault.vault_io.frontmatter import file_frontmatter_id
 from memvault.vault_io.session_note import (
     SessionHead,
-    append_turns,
+    live_turns,
     render_session,
+    render_turn,
+    revise_session,
     session_filename,
     session_note_id,
+    written_ids,
 )
 
 if TYPE_CHECKING:
@@ -59,14 +70,16 @@ class SessionPlan:
     data: bytes | None = None  # the note's new bytes (None: nothing to write)
     key: ik.ImportKey | None = None  # the row to record once written
     why: str = ""
-    new_turns: int = 0
+    new_turns: int = 0  # turns written (appended)
+    superseded: int = 0  # turns written before that changed at the source (kept, marked superseded)
 
     def as_dict(self) -> dict[str, object]:
         """JSON-ready form (``ingest --json``)."""
         return {
             "id": self.note_id, "action": self.action, "path": self.path, "session": self.conv.session_id,
             "client": self.conv.client, "title": self.conv.title, "turns": len(self.conv.turns),
-            "new_turns": self.new_turns, "redacted": self.conv.redacted, "why": self.why,
+            "new_turns": self.new_turns, "superseded": self.superseded, "redacted": self.conv.redacted,
+            "why": self.why,
         }
 
 
@@ -77,6 +90,27 @@ def _common_prefix(old: Sequence[str], new: Sequence[str]) -> int:
             break
         n += 1
     return n
+
+
+def _written(row: ik.ImportKey | None, existing: str, conv: Conversation) -> tuple[list[str], list[int]]:
+    """(digest, block id number) of each turn of the conversation as last
+    written in its note: from the durable state, else (state lost) read
+    from the note itself, a turn counting as written when its Markdown is
+    exactly what ``conv``'s turn at that place renders to."""
+    if row is not None and isinstance(row.detail.get("turns"), list):
+        digests = [str(d) for d in row.detail["turns"]]
+        ids = row.detail.get("ids")
+        if not isinstance(ids, list) or len(ids) != len(digests):
+            ids = list(range(1, len(digests) + 1))  # written before ids were kept: numbered in order
+        return digests, [int(n) for n in ids]
+    found = live_turns(existing)
+    digests = []
+    for (n, block), turn in zip(found, conv.turns):
+        if block != render_turn(n, turn).rstrip("\n"):
+            break
+        digests.append(turn.digest)
+    digests += ["?"] * (len(found) - len(digests))  # turns that differ: they changed at the source
+    return digests, [n for n, _ in found]
 
 
 @dataclass
@@ -93,32 +127,39 @@ class SessionWriter:
 
     def plan(self, conv: Conversation) -> SessionPlan:
         """What writing ``conv`` would do (nothing is written)."""
-        note_id = session_note_id(conv.client, conv.session_id)
         if not conv.turns:
-            return SessionPlan(conv, note_id, "skipped", why="no turns to write")
+            return SessionPlan(conv, session_note_id(conv.client, conv.session_id), "skipped", why="no turns to write")
         digests = [t.digest for t in conv.turns]
+        self._adopt_alias(conv, digests)
+        note_id = session_note_id(conv.client, conv.session_id)
         khash = ik.item_hash([conv.title, digests])
         row = ik.get_key(self.store.con, SESSION_SOURCE, note_id)
         head = SessionHead(
             id=note_id, session_id=conv.session_id, client=conv.client, title=conv.title, started=conv.started,
             ended=conv.ended, turns=len(conv.turns), digest=digest_lines(conv),
         )
-        key = ik.ImportKey(SESSION_SOURCE, note_id, note_id, khash, detail={"turns": digests})
+        key = ik.ImportKey(SESSION_SOURCE, note_id, note_id, khash)
         path = self._locate(note_id, row, conv)
         if path is not None:
             key.path = path
             if row is not None and row.hash == khash and row.path == path:
                 return SessionPlan(conv, note_id, "skipped", path, why="unchanged")
             existing = (self.store.root / path).read_bytes().decode("utf-8", "replace")
-            keep = _common_prefix(row.detail.get("turns", []), digests) if row is not None else 0
-            data = append_turns(existing, head, conv.turns, keep).encode("utf-8")
+            old_digests, old_ids = _written(row, existing, conv)
+            keep = _common_prefix(old_digests, digests)
+            first = max([*old_ids, *written_ids(existing)], default=0) + 1  # block ids are never reused
+            new = list(zip(range(first, first + len(digests) - keep), conv.turns[keep:]))
+            key.detail = {"turns": digests, "ids": old_ids[:keep] + [n for n, _ in new]}
+            data = revise_session(existing, head, old_ids[keep:], new).encode("utf-8")
             if data == existing.encode("utf-8"):
                 return SessionPlan(conv, note_id, "skipped", path, key=key, why="unchanged")
-            return SessionPlan(conv, note_id, "updated", path, data, key, new_turns=len(conv.turns) - keep)
+            return SessionPlan(conv, note_id, "updated", path, data, key, new_turns=len(new),
+                               superseded=len(old_ids) - keep)
         if row is not None and row.hash == khash:
             return SessionPlan(conv, note_id, "skipped", why="its note was deleted in the vault; unchanged at the source")
         target = self._new_path(conv)
         key.path = target
+        key.detail = {"turns": digests, "ids": list(range(1, len(digests) + 1))}
         data = render_session(head, conv.turns).encode("utf-8")
         return SessionPlan(conv, note_id, "imported", target, data, key, new_turns=len(conv.turns))
 
@@ -137,6 +178,20 @@ class SessionWriter:
         return report
 
     # -- finding the note ----------------------------------------------------
+
+    def _adopt_alias(self, conv: Conversation, digests: list[str]) -> None:
+        """Give ``conv`` the id an earlier memvault gave it (one of its
+        ``aliases``) when it has no note of its own yet and the note written
+        under that id holds exactly the turns it begins with: the same
+        conversation, grown, rather than another one that begins alike."""
+        if not conv.aliases or ik.get_key(self.store.con, SESSION_SOURCE, session_note_id(conv.client, conv.session_id)):
+            return
+        for alias in conv.aliases:
+            row = ik.get_key(self.store.con, SESSION_SOURCE, session_note_id(conv.client, alias))
+            old = row.detail.get("turns") if row is not None else None
+            if isinstance(old, list) and old and digests[: len(old)] == old:
+                conv.session_id = alias
+                return
 
     def _locate(self, note_id: str, row: ik.ImportKey | None, conv: Conversation) -> str | None:
         """The vault path of the conversation's note, if it is in the vault:

@@ -10,9 +10,21 @@ become one line each. The format is internal to Claude Code and changes
 between versions: unknown line types are ignored, a torn last line (the
 file is appended live) is skipped.
 
+Only the branch Claude Code shows is read: each line names its parent
+(``parentUuid``; a compaction boundary its ``logicalParentUuid``), and a
+rewind leaves the abandoned messages in the file, so the conversation is
+the chain from the last message back to the root (:func:`shown_branch`).
+
 Generic JSONL: ``{"role": "user"|"assistant"|"tool"|"system", "content":
-str | [parts], "timestamp"?: ISO or epoch}`` per line (also ``name``,
-``tool_calls`` in the OpenAI style, and a ``session_id`` on any line).
+str | [parts], "timestamp"?: ISO or epoch, "name"?: the speaker}`` per line
+(also ``tool_calls`` in the OpenAI style, and a ``session_id`` on any
+line). A speaker's ``name`` labels their turns (the role's label
+otherwise); on a tool line it names the tool.
+
+A transcript that names no session gets an id from where it was read and how
+it begins (:func:`_fallback_session`): a file's resolved path and its first
+turn, so the same file keeps its note as it grows while another file that
+begins the same way gets its own; from a stream, the first turn alone.
 """
 
 from __future__ import annotations
@@ -96,10 +108,56 @@ def read_transcript(
     """The conversation a transcript holds, and warnings about skipped lines."""
     objects, ref, warnings = read_lines(source)
     if is_claude_code(objects):
-        conv = _claude_code(objects, ref, session, title, client or CLAUDE_CODE)
+        conv = _claude_code(shown_branch(objects), ref, session, title, client or CLAUDE_CODE)
     else:
         conv = _generic(objects, ref, session, title, client or GENERIC)
+    if not conv.session_id:
+        origin = str(Path(source).expanduser().resolve()) if isinstance(source, (str, Path)) else None
+        conv.session_id = _fallback_session(conv, origin)
+        if origin is not None:
+            # The id a file got before its path was part of it: a note written then is adopted
+            # when its turns are where this conversation begins (SessionWriter.plan).
+            conv.aliases.append(_fallback_session(conv, None))
     return conv, warnings
+
+
+def shown_branch(objects: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The lines of a Claude Code transcript on the branch it shows: the
+    chain from the last message (not a side chain's nor injected meta text)
+    back through ``parentUuid`` (``logicalParentUuid`` across a compaction
+    boundary) to the root. Lines without a ``uuid`` are kept; when a parent
+    is not in the file (a torn or partial copy), the lines before the chain
+    are read the same way, so nothing is dropped for want of a link."""
+    by_uuid = {o["uuid"]: i for i, o in enumerate(objects) if isinstance(o.get("uuid"), str)}
+    keep: set[int] = set()
+    end = len(objects)
+    while True:
+        leaf = next((i for i in range(end - 1, -1, -1) if _is_message(objects[i])), None)
+        if leaf is None:
+            break
+        chain, node = [leaf], objects[leaf]
+        while True:
+            parent = node.get("parentUuid") or node.get("logicalParentUuid")
+            if not isinstance(parent, str) or parent not in by_uuid or by_uuid[parent] in keep:
+                break
+            if by_uuid[parent] in chain:  # a cycle: the file is damaged; stop here
+                parent = None
+                break
+            chain.append(by_uuid[parent])
+            node = objects[chain[-1]]
+        keep.update(chain)
+        if not isinstance(parent, str) or parent in by_uuid:
+            break  # reached the root
+        end = min(chain)  # a broken link: what came before is read on its own
+    if not keep:
+        return objects
+    return [o for i, o in enumerate(objects) if i in keep or not isinstance(o.get("uuid"), str)]
+
+
+def _is_message(o: dict[str, Any]) -> bool:
+    """Whether a line is a message of the main conversation that has a uuid."""
+    return (o.get("type") in ("user", "assistant") and isinstance(o.get("uuid"), str)
+            and not o.get("isSidechain") and not o.get("isMeta"))
 
 
 def _session_of(objects: list[dict[str, Any]], *names: str) -> str | None:
@@ -111,11 +169,13 @@ def _session_of(objects: list[dict[str, Any]], *names: str) -> str | None:
     return None
 
 
-def _fallback_session(conv: Conversation) -> str:
-    """An id for a transcript that names none: its first turn, which stays
+def _fallback_session(conv: Conversation, origin: str | None) -> str:
+    """An id for a transcript that names none: the resolved path of its
+    file (``origin``; None for a stream) and its first turn, which both stay
     the same as the conversation grows."""
     first = conv.turns[0] if conv.turns else None
-    return content_key(first.role if first else "", first.at if first else "", first.text if first else "")[7:23]
+    parts = [first.role if first else "", first.at if first else "", first.text if first else ""]
+    return content_key(*([origin] if origin else []), *parts)[7:23]
 
 
 def _claude_code(
@@ -146,10 +206,7 @@ def _claude_code(
         else:
             last_message = None
             _user_line(b, message.get("content"), at, tool_names)
-    conv = b.build()
-    if not conv.session_id:
-        conv.session_id = _fallback_session(conv)
-    return conv
+    return b.build()
 
 
 def _assistant_line(
@@ -212,15 +269,12 @@ def _generic(objects: list[dict[str, Any]], ref: str, session: str | None, title
         at = o.get("timestamp", o.get("created_at", o.get("time")))
         content = text_of(o.get("content", o.get("text")))
         if role in _USER_ROLES:
-            b.add("user", strip_injected(content), at)
+            b.add("user", strip_injected(content), at, o.get("name"))
         elif role in _ASSISTANT_ROLES:
             calls = [b.tool_call((c.get("function") or c).get("name", "tool"), (c.get("function") or c).get("arguments"))
                      for c in o.get("tool_calls") or [] if isinstance(c, dict)]
-            b.add("assistant", "\n".join([content.strip("\n")] + calls).strip("\n"), at)
+            b.add("assistant", "\n".join([content.strip("\n")] + calls).strip("\n"), at, o.get("name"))
         elif role in _TOOL_ROLES:
             b.add("tool", b.tool_result(o.get("name"), content), at)
         # system messages and unknown roles are not part of the conversation
-    conv = b.build()
-    if not conv.session_id:
-        conv.session_id = _fallback_session(conv)
-    return conv
+    return b.build()

@@ -108,7 +108,7 @@ def _convert(raw: Any, ref: str) -> list[Item]:
         if role == "assistant" and last_role == "assistant":
             b.extend(text)  # consecutive assistant messages are one visible turn
         else:
-            b.add(role, text, at)
+            b.add(role, text, at, _speaker(message, role))
         last_role = role
     conv = b.build()
     conv.started = conv.started or iso_time(raw.get("create_time")) or iso_time(raw.get("update_time"))
@@ -175,6 +175,15 @@ def _message(b: ConversationBuilder, message: dict[str, Any]) -> tuple[str | Non
     if role not in ("user", "assistant"):
         return None, "", at
     return role, _CITATION_RE.sub("", text).strip(), at
+
+
+def _speaker(message: dict[str, Any], role: str) -> str | None:
+    """The name ChatGPT gives a person or an assistant (``author.name``,
+    set in group chats and for custom GPTs), None when it gives none; a
+    tool's name is already on its result line."""
+    author = message.get("author") if isinstance(message.get("author"), dict) else {}
+    name = author.get("name")
+    return name if role in ("user", "assistant") and isinstance(name, str) and name.strip() else None
 
 
 def _content_text(content: dict[str, Any], metadata: dict[str, Any]) -> str:

@@ -3,7 +3,10 @@
 Accepts the export zip, its folder, or one of its files:
 
 - ``conversations.json`` (streamed): each conversation becomes a session
-  note; a message's text comes from its ``content`` blocks (``text``;
+  note, read along the branch the person last saw (from
+  ``current_leaf_message_uuid`` up through ``parent_message_uuid``; the last
+  message when the leaf is missing), so an edited message's abandoned
+  branch is never imported; a message's text comes from its ``content`` blocks (``text``;
   ``tool_use``/``tool_result`` one line each; ``thinking`` left out), else
   from ``text``; attachments' extracted text is kept (fenced), other files
   are named;
@@ -33,6 +36,8 @@ from memvault.vault_io.fm_edit import dump_key
 from memvault.vault_io.session_note import readable_stem
 
 CLIENT = "claude.ai"
+#: The parent Claude.ai gives the first message of a conversation.
+_ROOT = "00000000-0000-4000-8000-000000000000"
 
 
 def _kind(rel: str) -> str | None:
@@ -118,9 +123,7 @@ def _conversation(raw: Any, ref: str) -> list[Item]:
     cid = raw.get("uuid") or content_key(raw.get("name"), raw.get("created_at"))[7:39]
     title = raw.get("name") if isinstance(raw.get("name"), str) and raw["name"].strip() else None
     b = ConversationBuilder(str(cid), CLIENT, title=title, ref=ref)
-    for message in raw["chat_messages"]:
-        if not isinstance(message, dict):
-            continue
+    for message in shown_messages(raw["chat_messages"], raw.get("current_leaf_message_uuid")):
         sender = str(message.get("sender") or "").lower()
         role = "user" if sender in ("human", "user") else "assistant" if sender == "assistant" else None
         if role is None:
@@ -130,6 +133,31 @@ def _conversation(raw: Any, ref: str) -> list[Item]:
     conv.started = conv.started or iso_time(raw.get("created_at"))
     conv.ended = conv.ended or iso_time(raw.get("updated_at")) or conv.started
     return [conv]
+
+
+def shown_messages(messages: list[Any], leaf: Any) -> list[dict[str, Any]]:
+    """The messages on the branch ending at ``leaf`` (else the last message),
+    root first. An export without parent links is read in order; when a
+    parent is not in the export, the messages listed before the branch are
+    kept, so nothing is dropped for want of a link."""
+    listed = [m for m in messages if isinstance(m, dict)]
+    if not any(isinstance(m.get("parent_message_uuid"), str) for m in listed):
+        return listed
+    at = {m["uuid"]: i for i, m in enumerate(listed) if isinstance(m.get("uuid"), str)}
+    index = at.get(leaf) if isinstance(leaf, str) else None
+    if index is None:
+        index = max(at.values(), default=None)
+    if index is None:
+        return listed
+    chain = [index]
+    while True:
+        parent = listed[chain[-1]].get("parent_message_uuid")
+        if not isinstance(parent, str) or parent not in at or at[parent] in chain:
+            break
+        chain.append(at[parent])
+    broken = isinstance(parent, str) and parent != _ROOT and parent not in at
+    before = listed[: min(chain)] if broken else []
+    return before + [listed[i] for i in reversed(chain)]
 
 
 def _message_text(b: ConversationBuilder, message: dict[str, Any]) -> str:
