@@ -17,6 +17,10 @@ For one source note (:func:`sync_source_facts`):
    superseded with reason "changed in source" (``memvault history`` follows the chain);
 4. old facts left unpaired are retired: "removed from source".
 
+A statement said twice in one source (the same words; case, white space and
+trailing punctuation aside) is one fact, and each repetition makes it
+stronger, as a recall does (:func:`one_per_statement`).
+
 A fact a person forgot (``memvault forget <fact id>``, recorded in
 ``state.fact_forgets``) is extracted like any other but written as
 forgotten (status ``deleted``): it never comes back by itself, also not in a
@@ -40,6 +44,7 @@ import apsw
 from memvault.store.db import records as rec
 from memvault.store.facts import rows as sf
 from memvault.store.index.event_time import fact_event_time, note_event_time
+from memvault.store.memories.rows import bump_seen
 from memvault.vault_io.facts import Extraction, FactDraft, source_uri
 from memvault.vault_io.note import ParsedNote
 from memvault.vault_io.resolve import LinkResolver, link_key
@@ -304,7 +309,7 @@ def sync_source_facts(
     result = FactSyncResult()
     extractor = extraction.extractor
     by_id = {t.id: (t, m) for t, m in sf.facts_of(con, [source_id])}
-    drafts = extraction.facts
+    drafts, repeats = one_per_statement(extraction.facts)
     _adopt_earlier_ids(con, note, source_id, drafts, by_id)
     forgotten = sf.forgotten_facts(con, source_id)
     new_ids = {d.id for d in drafts}
@@ -318,12 +323,16 @@ def sync_source_facts(
     new_facts: list[tuple[rec.TraceRow, sf.FactMeta]] = []
     new_edges: list[tuple[str, rec.EdgeRow]] = []
     updates: list[tuple[str, str]] = []
+    strengthen: list[tuple[str, int]] = []
     for d in drafts:
         trace, meta = build_fact(d, note, source_id, extractor)
         current = by_id.get(d.id)
+        if repeats.get(d.id, 1) > 1:
+            trace.metadata["repeats"] = repeats[d.id]
         if d.id in forgotten:
             _keep_forgotten(con, d, trace, meta, current, forgotten[d.id], new_facts, new_edges, note.path, source_id)
             continue
+        strengthen.append((d.id, _new_repeats(con, d.id, repeats.get(d.id, 1), current)))
         if current is not None and current[0].status == sf.ACTIVE:
             # Same id, so same text: at most its anchor or type moved.
             t, m = current
@@ -364,11 +373,47 @@ def sync_source_facts(
         if t.id not in paired_old:
             sf.retire(con, t.id, REASON_REMOVED)
             result.retired += 1
+    for fact_id, times in strengthen:
+        for _ in range(times):
+            bump_seen(con, fact_id)  # said again: stronger, as a recall makes it
     sf.put_source(con, sf.SourceState(
         source_id=source_id, path=note.path, hash=note.hash, marks=" ".join(marks.names),
         extractor=extractor, facts=len(drafts), redacted=extraction.redacted, extracted_at=rec.now_iso(),
     ))
     return result
+
+
+def one_per_statement(drafts: Sequence[FactDraft]) -> tuple[list[FactDraft], dict[str, int]]:
+    """One fact per statement of a source: the first draft of each statement
+    (:func:`~.conversation.repeat_key`: case, white space and trailing
+    punctuation aside) and, by its id, how often the source says it."""
+    from memvault.store.facts.conversation import repeat_key
+
+    first: dict[str, FactDraft] = {}
+    count: dict[str, int] = {}
+    for d in drafts:
+        key = repeat_key(d.text) or d.key
+        kept = first.setdefault(key, d)
+        count[kept.id] = count.get(kept.id, 0) + 1
+    return list(first.values()), count
+
+
+def _new_repeats(con: apsw.Connection, fact_id: str, times: int,
+                 current: tuple[rec.TraceRow, sf.FactMeta] | None) -> int:
+    """How many more times than already counted the source says a fact.
+
+    The count is kept in the fact's metadata (``repeats``), so extracting an
+    unchanged note again strengthens nothing. A fact new to the index whose
+    recall row is in the durable state (a rebuild, a restore) was counted
+    before: its strength is in that row already."""
+    if current is not None:
+        before = current[0].metadata.get("repeats", 1)
+        counted = int(before) if isinstance(before, int) else 1
+    elif con.execute("SELECT 1 FROM state.recall WHERE trace_id = ?", (fact_id,)).fetchone():
+        counted = times
+    else:
+        counted = 1
+    return max(0, times - counted)
 
 
 def _keep_forgotten(
