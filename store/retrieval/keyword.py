@@ -18,6 +18,9 @@ from typing import Any
 import apsw
 
 from memvault.store.retrieval.neighbours import smooth_scores, turn_neighbours
+from memvault.store.retrieval.snippet import (  # MARK_*, SNIPPET_TOKENS: re-exported for bench/
+    MARK_END, MARK_START, SCAN_CHARS, SNIPPET_TOKENS, opening, query_terms, snippet,
+)
 from memvault.vault_io.errors import UsageError
 
 #: BM25 column weights for (title, content, tags, context): a title or tag
@@ -31,8 +34,6 @@ BM25_WEIGHTS = (10.0, 1.0, 5.0, 1.0)
 #: Words beyond this are dropped; FTS5 cost grows with every phrase.
 MAX_QUERY_WORDS = 32
 
-SNIPPET_TOKENS = 16
-MARK_START, MARK_END = "**", "**"
 
 # Letters and digits in any script, as unicode61 sees a token (underscore
 # and emoji are separators to it, so they are to us).
@@ -355,24 +356,31 @@ def with_neighbours(
 
 
 def snippets(con: apsw.Connection, match: str, rowids: Sequence[int]) -> dict[int, str]:
-    """FTS5 snippets of ``rowids`` for ``match`` (computed for shown hits only).
+    """Snippets of ``rowids`` for ``match`` (computed for shown hits only),
+    from a bounded window of each text (:mod:`~memvault.store.retrieval.snippet`:
+    the cost does not grow with a note's size or its number of hits, as
+    FTS5's snippet() did).
 
     A fact's or memory's snippet always comes from its text: a fact's
     context is the note title and heading path, which often holds the
     matched word ("About me > Preferences") and would hide the fact itself,
-    and a memory's context is who said it.
+    and a memory's context is who said it. A note whose text does not hold
+    a term (it matched by its title or tags) shows its title when that does,
+    else its first words.
     """
     if not match or not rowids:
         return {}
-    return dict(
-        con.execute(
-            "SELECT f.rowid, snippet(traces_fts, CASE WHEN t.kind IN ('fact', 'memory') THEN 1 ELSE -1 END, "
-            f"'{MARK_START}', '{MARK_END}', '…', {SNIPPET_TOKENS}) "
-            "FROM traces_fts f JOIN traces t ON t.rowid = f.rowid "
-            f"WHERE traces_fts MATCH ? AND f.rowid IN ({placeholders(len(rowids))})",
-            (match, *rowids),
-        ).fetchall()
-    )
+    terms = query_terms(con, match)
+    out: dict[int, str] = {}
+    for rowid, kind, title, head in con.execute(
+        f"SELECT rowid, kind, title, substr(content, 1, {SCAN_CHARS}) FROM traces "
+        f"WHERE rowid IN ({placeholders(len(rowids))})", list(rowids),
+    ):
+        found = snippet(con, terms, head)
+        if found is None and kind not in ("fact", "memory"):
+            found = snippet(con, terms, title)
+        out[rowid] = found if found is not None else opening(head)
+    return out
 
 
 def _hits(
@@ -407,8 +415,7 @@ def _hits(
 def _opening(con: apsw.Connection, rowid: int, words: int = SNIPPET_TOKENS) -> str:
     """The first words of a trace's content (a snippet for a hit no word matched)."""
     row = con.execute("SELECT substr(content, 1, 400) FROM traces WHERE rowid = ?", (rowid,)).fetchone()
-    parts = (row[0] if row else "").split()
-    return " ".join(parts[:words]) + (" …" if len(parts) > words else "")
+    return opening(row[0] if row else "", words)
 
 
 def keyword_search(
