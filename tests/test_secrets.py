@@ -217,6 +217,6 @@ def test_a_long_run_of_spaces_after_a_password_key_is_not_quadratic() -> None:
     import time
 
     start = time.monotonic()
-    text, count = redact("password: x" + " " * 50_000 + "rest of the line")
+    text, count = redact("password: x9" + " " * 50_000 + "rest of the line")
     assert count == 1 and "[redacted]" in text
     assert time.monotonic() - start < 5.0

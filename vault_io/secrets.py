@@ -144,18 +144,22 @@ _PROSE_RE = re.compile(
 # An AWS secret access key (40 characters of base64) after "aws" or
 # "secret" on its line: it has no prefix of its own.
 _AWS_SECRET_RE = re.compile(
-    r"(?i:\b(?:aws|secret))[^\n]*?(?<![A-Za-z0-9/+=])(?P<value>[A-Za-z0-9/+]{40})(?![A-Za-z0-9/+=])"
+    r"(?i:\b(?:aws|secret))[^\n]{0,200}?(?<![A-Za-z0-9/+=])(?P<value>[A-Za-z0-9/+]{40})(?![A-Za-z0-9/+=])"
 )
 # Characters that may close a value's token without being part of it: a
 # sentence's end, a closing bracket or quote, Markdown emphasis.
 _TRAILING = ".,;:!?)]}>\"'*_`"
+# After a value: more words on its line (the value began a sentence).
+_PROSE_GOES_ON_RE = re.compile(r"[ \t]+[A-Za-z]")
 # A plain word ("strict", "Calm", "well-known", "don't", "NASA") is prose,
 # not a secret, however it is spelled in case.
 _PLAIN_WORD_RE = re.compile(r"(?:[a-z]+|[A-Z][a-z]*|[A-Z]+)(?:['’-](?:[a-z]+|[A-Z][a-z]*|[A-Z]+))*")
 
 _PLACEHOLDER_RE = re.compile(
     r"^(?:[*xX.•_-]{3,}|<[^>]*>|\{\{[^}]*\}\}|\$\{[^}]*\}|\[[^\]]*\]|(?i:none|null|empty|n/?a|tbd|todo|changeme"
-    r"|example|redacted|your[-_ ]\w+.*))$"
+    r"|example|redacted|your[-_ ]\w+.*)"
+    # A constant's name standing in for the value: CLIENT_SECRET, API_TOKEN.
+    r"|[A-Z]+(?:_[A-Z]+)+)$"
 )
 
 
@@ -272,6 +276,8 @@ class _Redactor:
 
     def bearer(self, m: re.Match[str]) -> str:
         """A Bearer token."""
+        if _is_placeholder(m.group(2)):
+            return m.group(0)
         self.count += 1
         return m.group(1) + REDACTED
 
@@ -309,7 +315,9 @@ class _Redactor:
         if _is_placeholder(value) or REDACTED in raw:
             return m.group(0)  # nothing, a placeholder, or a shaped token replaced above
         if assigned and _always(key):
-            secret = True
+            # Always a secret, unless it is a plain word that goes on as a
+            # sentence ("`passwd`: Stores user ids" describes the file).
+            secret = not _PLAIN_WORD_RE.fullmatch(value) or not _PROSE_GOES_ON_RE.match(m.string, m.end())
         else:
             secret = looks_secret(value) if _strong(key) else looks_random(value)
         if not secret:
