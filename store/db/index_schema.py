@@ -536,6 +536,22 @@ def m011_event_time_and_fts_context(con: apsw.Connection) -> None:
     )
 
 
+def m012_redact_notes(con: apsw.Connection) -> None:
+    """Read every note again on the next sync, redacted.
+
+    Before this version only memories were indexed redacted: a credential in
+    an ordinary note reached the full-text index, its embedded chunks,
+    snippets and agents. And redaction cut a password's whole line where it
+    now cuts the value alone, so facts are extracted again too.
+    """
+    con.execute(
+        """
+        UPDATE files SET hash = NULL, mtime_ns = 0, ctime_ns = 0 WHERE kind = 'note';
+        UPDATE fact_sources SET hash = NULL;
+        """
+    )
+
+
 MIGRATIONS: list[Callable[[apsw.Connection], None]] = [
     m001_foundation,
     m002_memories,
@@ -548,4 +564,5 @@ MIGRATIONS: list[Callable[[apsw.Connection], None]] = [
     m009_embed_pending,
     m010_fact_text_key,
     m011_event_time_and_fts_context,
+    m012_redact_notes,
 ]

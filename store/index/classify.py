@@ -32,7 +32,7 @@ from memvault.vault_io.memory_note import read_memory, related_section
 from memvault.vault_io.note import ParsedNote
 from memvault.vault_io.resolve import LinkResolver, Resolution, link_key
 from memvault.vault_io.scan import FileStat
-from memvault.vault_io.secrets import redact
+from memvault.vault_io.secrets import redact, redact_tree
 from memvault.vault_io.session_note import is_session_note
 from memvault.vault_io.sync_conflicts import sync_conflict
 
@@ -102,8 +102,13 @@ def note_trace(note: ParsedNote, trace_id: str, st: FileStat, memory_folder: str
     aliases = list(note.aliases)
     if not is_memory_note(note, memory_folder):
         created = note.frontmatter.get("created") or note.frontmatter.get("date")
+        # A credential in a person's note (its text, title, properties or
+        # aliases) is never indexed, embedded, shown in a snippet or handed to
+        # an agent; the note itself is left as typed. A private key block
+        # keeps its line count, so what follows it keeps its line.
         metadata: dict[str, object] = {
-            "frontmatter": note.frontmatter, "aliases": aliases, **time_metadata(note.frontmatter, note.path),
+            "frontmatter": redact_tree(note.frontmatter), "aliases": redact_tree(aliases),
+            **time_metadata(note.frontmatter, note.path),
         }
         copy = sync_conflict(note.path)
         if copy is not None:
@@ -113,8 +118,8 @@ def note_trace(note: ParsedNote, trace_id: str, st: FileStat, memory_folder: str
             id=trace_id,
             kind="note",
             type=NOTE_TYPE,
-            title=note.title,
-            content=note.body,
+            title=redact(note.title)[0],
+            content=redact(note.body)[0],
             tags=list(note.tags),
             metadata=metadata,
             path=note.path,
