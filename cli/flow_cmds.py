@@ -12,7 +12,7 @@ from memvault.cli.main import AppContext, cli, emit_json, json_option, pass_app,
 
 @cli.command()
 @click.argument("transcript", metavar="PATH|-")
-@click.option("--session", metavar="ID", help="The session id (default: the transcript's own, else its first turn).")
+@click.option("--session", metavar="ID", help="The session id (default: the transcript's own, else its file's path and first turn).")
 @click.option("--title", help="The session note's title (default: the transcript's summary, else its first request).")
 @click.option("--source", "client", metavar="CLIENT",
               help="The client that held the conversation (default: claude-code for Claude Code transcripts, "
