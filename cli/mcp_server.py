@@ -47,6 +47,7 @@ from memvault.cli.mcp_boot import INSTRUCTIONS, SERVER_NAME, server_version
 from memvault.store.memory_store import MemoryStore
 from memvault.store.retrieval.when import given
 from memvault.vault_io.errors import MemvaultError
+from memvault.vault_io.secrets import redact, redact_tree
 
 log = logging.getLogger("memvault.mcp")
 T = TypeVar("T")
@@ -101,9 +102,12 @@ def _as_list(value: str | list[str] | None) -> list[str]:
 
 
 def _ok(data: dict[str, Any], text: str | None = None) -> CallToolResult:
-    """A result with structured content and its text (the JSON unless ``text``)."""
-    if text is None:
-        text = json.dumps(data, ensure_ascii=False, indent=1, default=str)
+    """A result with structured content and its text (the JSON unless ``text``).
+
+    Every string in it is redacted on its way out (a credential in a note's
+    path or a link's name is not in the index's redacted text)."""
+    data = redact_tree(data)
+    text = json.dumps(data, ensure_ascii=False, indent=1, default=str) if text is None else redact(text)[0]
     return CallToolResult(content=[TextContent(type="text", text=text)],
                           structured_content=json.loads(json.dumps(data, default=str)))
 
@@ -458,7 +462,7 @@ def _resources(server: MCPServer, backend: Backend) -> None:
             raise ResourceNotFoundError(str(exc)) from None
         if data["kind"] not in kinds:
             raise ResourceNotFoundError(f"{ref} is a {data['kind']}, not a {' or '.join(kinds)}")
-        return data
+        return redact_tree(data)
 
     @server.resource("memvault://memory/{id}", mime_type="text/markdown",
                      description="One memory (or fact) as Markdown, with its metadata.")
@@ -492,7 +496,7 @@ def _resources(server: MCPServer, backend: Backend) -> None:
         if not result["text"]:
             return f"memvault holds nothing relevant about: {topic}"
         return (f"Here is what memvault (the person's long-term memory) recalls about: {topic}\n\n"
-                f"{result['text']}\n\nUse it where it helps, say where it came from, and ask before "
+                f"{redact(result['text'])[0]}\n\nUse it where it helps, say where it came from, and ask before "
                 "relying on anything that looks outdated.")
 
 
