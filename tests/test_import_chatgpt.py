@@ -176,8 +176,9 @@ def test_html_and_shared_conversations_are_refused_clearly(vault: Path, tmp_path
     shared = tmp_path / "shared_conversations.json"
     shared.write_text(json.dumps([{"id": "s1", "conversation_id": "c1", "title": "t", "is_anonymous": True}]))
     r = runner.invoke(cli, ["--vault", str(vault), "import", "chatgpt", str(shared)])
-    assert r.exit_code == 1 and "0 imported, 0 updated, 0 skipped, 1 errors" in r.output
-    assert "shared_conversations.json holds links" in r.output
+    # refused before anything is written, in one line
+    assert r.exit_code == 1 and "holds shared links (shared_conversations.json)" in r.output
+    assert len(r.output.splitlines()) == 1
 
 
 def test_dry_run_writes_nothing(vault: Path) -> None:

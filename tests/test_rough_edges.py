@@ -81,3 +81,75 @@ def test_a_failed_export_leaves_the_old_file_whole(indexed: Path, tmp_path: Path
     one_error_line(run(indexed, "export", "--format", "csv", "-o", str(out)), 1, str(out))
     assert out.read_text() == "the previous export\n"
     assert sorted(p.name for p in tmp_path.iterdir() if p.is_file()) == ["out.csv"]
+
+
+# -- import and ingest: the input checked before anything is written ----------------
+
+MEM0 = '{"results": [{"id": "a1", "memory": "Likes green tea", "user_id": "bob"}]}\n'
+MEM0_LINE = '{"id": "a1", "memory": "Likes green tea", "user_id": "bob"}\n'
+ENTITY = '{"type": "entity", "name": "Café Lisboa", "entityType": "place", "observations": ["Open late"]}\n'
+
+
+def nothing_written(vault: Path) -> None:
+    """No memory, session or imported note in the vault."""
+    assert sorted(p.relative_to(vault).as_posix() for p in vault.rglob("*") if p.is_file()) == ["a.md"]
+
+
+@pytest.mark.parametrize(("fmt", "text", "expected"), [
+    ("mcp-memory", MEM0_LINE, "MCP memory file"),
+    ("mcp-memory", MEM0, "MCP memory file"),
+    ("chatgpt", MEM0, "ChatGPT export"),
+    ("claude", MEM0, "Claude.ai export"),
+    ("claude", '[{"mapping": {}, "title": "a ChatGPT one"}]', "Claude.ai export"),
+    ("mem0", ENTITY, "mem0"),
+    ("mem0", '[{"type": "entity", "name": "x"}]', "mem0"),
+    ("markdown", MEM0, "Markdown"),
+])
+def test_a_file_of_another_format_is_refused_before_anything_is_written(vault: Path, tmp_path: Path, fmt: str,
+                                                                        text: str, expected: str) -> None:
+    write(vault, "a.md", "# A note\n")
+    given = write(tmp_path, "given.json", text)
+    one_error_line(run(vault, "import", fmt, str(given)), 1, str(given), expected)
+    nothing_written(vault)
+
+
+@pytest.mark.parametrize("fmt", ["chatgpt", "claude", "mem0", "mcp-memory", "csv", "json", "markdown"])
+def test_a_binary_file_is_one_line(vault: Path, tmp_path: Path, fmt: str) -> None:
+    write(vault, "a.md", "# A note\n")
+    given = write(tmp_path, "given.bin", bytes(range(256)) * 40)
+    one_error_line(run(vault, "import", fmt, str(given)), 1, str(given), "is a binary file")
+    nothing_written(vault)
+
+
+@pytest.mark.parametrize(("fmt", "name", "text"), [
+    ("mem0", "mem0.json", MEM0.replace("green tea", "café crème")),
+    ("mcp-memory", "memory.jsonl", ENTITY),
+    ("csv", "rows.csv", "content,tags\nLikes café crème,drinks\n"),
+])
+def test_latin1_input_is_refused_not_imported_as_mojibake(vault: Path, tmp_path: Path, fmt: str, name: str,
+                                                           text: str) -> None:
+    write(vault, "a.md", "# A note\n")
+    given = write(tmp_path, name, text.encode("latin-1"))
+    line = one_error_line(run(vault, "import", fmt, str(given)), 1, str(given), "UTF-8")
+    assert "0xE9" in line
+    nothing_written(vault)
+    # The check refuses only what is wrong: the same file in UTF-8 goes in.
+    write(tmp_path, name, text)
+    r = run(vault, "import", fmt, str(given))
+    assert r.exit_code == 0 and "1 imported" in r.output, r.output
+
+
+@pytest.mark.parametrize(("name", "data", "why"), [
+    ("empty.jsonl", b"", "no conversation turns"),
+    ("blank.jsonl", b"\n\n", "no conversation turns"),
+    ("mem0.jsonl", MEM0_LINE.encode(), "no conversation turns"),
+    ("binary.jsonl", bytes(range(256)) * 40, "is a binary file"),
+    ("latin1.jsonl", '{"role": "user", "content": "un café"}\n'.encode("latin-1"), "UTF-8"),
+])
+def test_ingest_of_what_is_no_transcript_is_one_line_exit_1(vault: Path, tmp_path: Path, name: str,
+                                                              data: bytes, why: str) -> None:
+    write(vault, "a.md", "# A note\n")
+    given = write(tmp_path, name, data)
+    one_error_line(run(vault, "ingest", str(given)), 1, str(given), why)
+    one_error_line(run(vault, "ingest", "-", input=data), 1, "<stdin>", why)
+    nothing_written(vault)

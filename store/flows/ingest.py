@@ -10,13 +10,15 @@ indexed before this returns, so its turns are searchable and its facts
 
 from __future__ import annotations
 
+import io
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any
 
 from memvault.store.facts.rows import ACTIVE, facts_of
 from memvault.store.flows.sessions import SessionPlan, SessionWriter
-from memvault.store.flows.transcript import read_transcript
+from memvault.store.flows.text_check import check_chunks, check_opener
+from memvault.store.flows.transcript import TranscriptError, read_transcript
 
 if TYPE_CHECKING:
     from memvault.store.memory_store import MemoryStore
@@ -55,7 +57,12 @@ def ingest(
 ) -> IngestReport:
     """Write the conversation of ``source`` (a transcript path or stream) as
     its session note, appending what is new; index it."""
+    source = _checked(source)
     conv, warnings = read_transcript(source, session=session, title=title, client=client)
+    if not conv.turns:
+        # an empty file, or JSON lines that hold no conversation: one line, never a silent "unchanged"
+        ref = str(source) if isinstance(source, (str, Path)) else getattr(source, "name", "<stdin>")
+        raise TranscriptError(f"{ref}: no conversation turns in it (expected {EXPECTED})")
     if not store.has_index():
         store.sync()  # a first index of the vault, so search finds more than this session
     writer = SessionWriter(store)
@@ -66,3 +73,25 @@ def ingest(
         report.warnings += list(sync.summary.warnings)
     report.facts = len(facts_of(store.con, [plan.note_id], [ACTIVE]))
     return report
+
+
+#: What a transcript is, as said when a file is refused.
+EXPECTED = 'a Claude Code transcript or JSONL of {"role", "content"} lines'
+
+
+def _checked(source: str | Path | IO[str] | IO[bytes]) -> str | Path | IO[str] | IO[bytes]:
+    """``source`` once it is known to be UTF-8 text: a binary or Latin-1 file is
+    refused in one line before anything is read into a note (as mojibake)."""
+    if isinstance(source, (str, Path)):
+        path = Path(source).expanduser()
+        if path.is_file():  # a missing file is the transcript reader's usage error
+            check_opener(lambda: path.open("rb"), str(path), EXPECTED)
+        return source
+    raw = source.read()
+    if isinstance(raw, str):
+        return io.StringIO(raw)
+    name = getattr(source, "name", "<stdin>")
+    check_chunks([raw], str(name), EXPECTED)
+    stream = io.BytesIO(raw)
+    stream.name = name  # type: ignore[attr-defined]  # the reader names the stream in its messages
+    return stream

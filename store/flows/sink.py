@@ -21,6 +21,7 @@ from memvault.store.db.connection import write_transaction
 from memvault.store.flows import keys as ik
 from memvault.store.flows.conversation import Conversation
 from memvault.store.flows.importers import Entry, MemoryItem, NoteItem, Progress, Skip, reader
+from memvault.store.flows.importers.precheck import check
 from memvault.store.flows.memories import import_memory
 from memvault.store.flows.sessions import SessionPlan, SessionWriter
 from memvault.vault_io.atomic import atomic_write, free_path
@@ -186,7 +187,9 @@ def run_import(
     read: Callable[..., Any] | None = None,
 ) -> ImportReport:
     """Import ``path`` in format ``fmt`` (see :data:`.importers.FORMATS`)."""
-    read = read or reader(fmt)
+    if read is None:
+        read = reader(fmt)
+        check(fmt, path)  # a file of another kind, or not text, is refused before anything is written
     report = ImportReport(fmt, str(path), dry_run)
     if not store.has_index():
         store.sync()  # a first index, so what is imported meets the vault's notes
