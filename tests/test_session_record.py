@@ -19,6 +19,7 @@ from click.testing import CliRunner
 from helpers import opened
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from test_llm_extract import FakeLLM, Reply, configure, llm, quick_backoff  # noqa: F401
 
 from memvault.cli.main import cli
 from memvault.store.memory_store import MemoryStore
@@ -180,6 +181,21 @@ def test_a_chatgpt_branch_switch_at_the_source_supersedes_on_reimport(vault: Pat
     assert "FIRST-ANSWER" in text and "SECOND-ANSWER" in text and "A person's review." in text
     assert [body for _, _, body in _live(text)] == ["Which editor? I use Vim daily.", "SECOND-ANSWER"]
     assert text.index("SECOND-ANSWER") < text.index("## Review")
+
+
+def test_the_llm_extractor_is_not_shown_superseded_turns(
+    vault: Path, tmp_path: Path, llm: FakeLLM, memvault_env: Path  # noqa: F811
+) -> None:
+    configure(memvault_env, llm.base_url)
+    llm.script(Reply({"facts": []}), Reply({"facts": []}))
+    transcript = _jsonl(tmp_path / "chat.jsonl", _chat("Hello. I prefer tabs.", "Noted."))
+    with opened(vault) as store:
+        store.ingest(transcript, session="llm-1")
+        _jsonl(transcript, _chat("Hello. I prefer 4 spaces.", "Noted."))
+        assert store.ingest(transcript, session="llm-1").plan.superseded == 2
+    assert len(llm.requests) == 2
+    shown = llm.requests[1]["json"]["messages"][1]["content"]
+    assert "I prefer 4 spaces." in shown and "I prefer tabs." not in shown
 
 
 # -- item 6: only the branch the client shows ---------------------------------------------------

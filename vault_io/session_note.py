@@ -270,6 +270,18 @@ def turn_spans(body: str, body_line: int = 1) -> list[TurnSpan]:
     return spans
 
 
+def superseded_lines(body: str, body_line: int = 1) -> set[int]:
+    """The lines (numbered from ``body_line``) of the callouts of superseded
+    turns: kept in the note as a record, no longer part of the conversation."""
+    out: set[int] = set()
+    inside = False
+    for i, line in enumerate(body.split("\n")):
+        inside = line.startswith(f"> [!{SUPERSEDED}]") or (inside and line.startswith(">"))
+        if inside:
+            out.add(body_line + i)
+    return out
+
+
 def written_ids(text: str) -> list[int]:
     """The numbers of every turn block id (``^tN``) in a session note,
     superseded turns' too, in file order."""

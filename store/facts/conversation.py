@@ -44,7 +44,7 @@ from memvault.vault_io.facts import (
 from memvault.vault_io.note import ParsedNote
 from memvault.vault_io.secrets import redact
 from memvault.vault_io.segment import collapse, split_sentences
-from memvault.vault_io.session_note import DIGEST_HEADING, TurnSpan, turn_spans
+from memvault.vault_io.session_note import DIGEST_HEADING, TurnSpan, superseded_lines, turn_spans
 
 #: The extractor name recorded for facts the rules found in a session note.
 EXTRACTOR = "conversation"
@@ -291,12 +291,13 @@ def llm_prompt(note: ParsedNote) -> str:
     turns as numbered file lines (tool results left out, assistant lines
     shortened), redacted."""
     spans = turn_spans(note.body, note.body_line)
+    superseded = superseded_lines(note.body, note.body_line)  # changed at the source: a record, not said
     lines = [f"Conversation: {note.title}", ""]
     body = note.body.split("\n")
     for i, text in enumerate(body):
         line_no = note.body_line + i
         span = _turn_of(spans, line_no)
-        if span is not None and span.role == "tool":
+        if (span is not None and span.role == "tool") or line_no in superseded:
             continue
         if span is not None and span.role == "assistant" and len(text) > ASSISTANT_LINE_CHARS:
             text = text[:ASSISTANT_LINE_CHARS] + " …"
