@@ -26,6 +26,7 @@ from memvault.store.flows import keys as ik
 from memvault.store.flows.importers import MemoryItem
 from memvault.store.index.classify import content_key
 from memvault.store.memories import rows as mem
+from memvault.store.memories.guard import check_size
 from memvault.store.memories.memtypes import canonical_type
 from memvault.store.memories.mirror import DEFAULT_STRENGTH, memory_id_for
 from memvault.vault_io.secrets import redact
@@ -76,6 +77,7 @@ def import_memory(store: "MemoryStore", item: MemoryItem, *, dry_run: bool = Fal
     what would happen. ``keyed=False``: the item's id is its identity (memvault's
     own export), no import key is recorded."""
     type_ = canonical_type(item.type)
+    check_size(item.content)  # one item's error line; the others are imported
     content, redacted = redact(item.content.strip())
     tags = _clean_tags(item.tags)
     scope = item.scope.strip() or "user"

@@ -7,6 +7,8 @@ memory as it is now, so the change can be redone on top of it instead of
 superseding an edit (usually a person's, in Obsidian) nobody saw. The
 caller imports pending vault edits first, so such an edit counts.
 
+Content is at most :data:`MAX_CONTENT_BYTES` (:func:`check_size`).
+
 Secrets found in the content of an add or update are replaced by
 ``[redacted]`` (:func:`~memvault.vault_io.secrets.redact`) before anything is
 stored; :func:`redaction_warnings` is the one line that says so.
@@ -18,7 +20,27 @@ import apsw
 
 from memvault.store.db import records as rec
 from memvault.store.memories import rows as mem
-from memvault.vault_io.errors import MemvaultError
+from memvault.vault_io.errors import MemvaultError, UsageError
+
+#: Largest memory content, in bytes of UTF-8: a memory is one claim, an
+#: episode or a procedure, not a document (a 1.4 MB memory once made every
+#: search for its words take minutes). A longer text belongs in a note,
+#: where it can be a memory source.
+MAX_CONTENT_BYTES = 64 * 1024
+
+
+class ContentTooLarge(UsageError):
+    """Memory content over :data:`MAX_CONTENT_BYTES` (a usage error: exit 2)."""
+
+
+def check_size(content: str) -> None:
+    """Raise :class:`ContentTooLarge` when ``content`` is over the limit."""
+    size = len(content.encode("utf-8", "surrogatepass"))
+    if size > MAX_CONTENT_BYTES:
+        raise ContentTooLarge(
+            f"memory content is {size:,} bytes; the limit is {MAX_CONTENT_BYTES // 1024} KiB "
+            "(keep a longer text as a note, or mark it a memory source)"
+        )
 
 
 class VersionConflict(MemvaultError):

@@ -61,7 +61,7 @@ from memvault.store.db.connection import write_transaction
 from memvault.store.index.classify import content_key
 from memvault.store.index.lookup import find_trace
 from memvault.store.memories import rows as mem
-from memvault.store.memories.guard import check_version, redaction_warnings
+from memvault.store.memories.guard import check_size, check_version, redaction_warnings
 from memvault.store.memories.memtypes import canonical_type
 from memvault.store.memories.writer import (
     TRASH,
@@ -146,6 +146,7 @@ class Memories(NoteWriter):
         in ``similar_to``.
         ``extra``: front-matter keys of the new note besides memvault's own."""
         type_ = canonical_type(type_)
+        check_size(content)
         content, secrets_found = redact(content.strip())
         if not content:
             raise MemoryOpError("a memory needs some content")
@@ -430,6 +431,7 @@ def _changed(
     changed = replace(trace)
     secrets_found = 0
     if content is not None:
+        check_size(content)
         content, secrets_found = redact(content.strip())
         if not content.strip():
             raise MemoryOpError("a memory needs some content")

@@ -135,9 +135,12 @@ def fit_line(item: RecallItem, max_tokens: int, min_words: int = 1) -> str | Non
     """The item's line within ``max_tokens``: whole if it fits, else its
     longest word prefix that does, marked with "…"; None when even
     ``min_words`` words (or the whole line, if it has no more) do not fit."""
-    words = item.content.split()
+    # A word is at least one token, so no more than max_tokens words can
+    # fit: the rest are never read (a memory of megabytes costs no more).
+    words = _first_words(item.content, max_tokens + 1)
+    cut_anyway = len(words) > max_tokens
     whole = _render(item, words, False)
-    if _tokens(whole) <= max_tokens:
+    if not cut_anyway and _tokens(whole) <= max_tokens:
         return whole
     lo, hi = 0, len(words) - 1  # lo words are known to fit (0: unknown)
     while lo < hi:
@@ -151,9 +154,19 @@ def fit_line(item: RecallItem, max_tokens: int, min_words: int = 1) -> str | Non
     return _render(item, words[:lo], True)
 
 
+def _first_words(text: str, n: int) -> list[str]:
+    """The first ``n`` whitespace-separated words of ``text``, reading no further than needed."""
+    out: list[str] = []
+    for m in re.finditer(r"\S+", text):
+        if len(out) >= n:
+            break
+        out.append(m.group(0))
+    return out
+
+
 def min_item_tokens(item: RecallItem) -> int:
     """Tokens of the shortest line the item can have (its first word, cut)."""
-    words = item.content.split()
+    words = _first_words(item.content, 2)
     return _tokens(_render(item, words[:1], len(words) > 1))
 
 

@@ -431,15 +431,15 @@ class Retriever:
         """The plain text of a hit's matching passage: a fact's or a short
         memory's whole text, else the note's best chunk (by the query's
         vector when there is one, else by its words)."""
-        from memvault.store.retrieval.recall import quote
+        from memvault.store.retrieval.recall import Passage, quote
 
         row = self.con.execute("SELECT rowid, kind, type, content FROM traces WHERE id = ?", (h.id,)).fetchone()
         if row is None:
             return ""
         rowid, kind, type_, content = row
         spans = self._passages(kind, type_, rowid, content, query, qvec)
-        if not spans:
-            return content
+        if not spans:  # a fact or short memory: whole (a huge one cut, so a hit stays small)
+            return quote(content, Passage(0, len(content), ""))
         span = spans[0]
         text = quote(content, span)
         return f"{span.heading}\n{text}" if span.heading else text

@@ -189,9 +189,10 @@ def _best_run(hit: list[int], width: int) -> int:
                 del counts[hit[out]]
         if i >= min(width, len(hit)) - 1 and len(counts) > best_n:
             best, best_n = max(0, i - width + 1), len(counts)
-    # Start a little before the first term of the run, so it reads in context.
+    # Start two tokens before the run's first term, so it reads in context
+    # (but show a full run where the text ends).
     first_term = next((i for i in range(best, min(len(hit), best + width)) if hit[i] >= 0), best)
-    return first_term - 2 if first_term - best > 2 else best
+    return max(best, min(first_term - 2, len(hit) - width))
 
 
 def opening(text: str, words: int = SNIPPET_TOKENS) -> str:
