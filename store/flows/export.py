@@ -195,6 +195,7 @@ def export(store: "MemoryStore", options: ExportOptions) -> ExportReport:
     if fmt not in FORMATS:
         raise UsageError(f"unknown export format {fmt!r}: use one of {', '.join(FORMATS)}")
     report = ExportReport(fmt, str(options.output) if options.output else "-")
+    store.read_con()  # no index yet: one line before anything (a header on stdout) is written
     if fmt == "sqlite":
         from memvault.store.flows.backup import backup
 
