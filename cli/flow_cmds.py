@@ -37,7 +37,8 @@ def ingest(app: AppContext, transcript: str, session: str | None, title: str | N
         plan = report.plan
         what = {"imported": "Wrote", "updated": "Updated", "skipped": "Unchanged:"}[plan.action]
         # Say what happened: appended turns, and turns kept but marked superseded (changed at the source).
-        detail = (f"appended {plan.new_turns} turns, {plan.superseded} superseded" if plan.action == "updated"
+        detail = (f"appended {plan.new_turns} turn{'' if plan.new_turns == 1 else 's'}, {plan.superseded} superseded"
+                  if plan.action == "updated"
                   else f"{len(plan.conv.turns)} turns" if plan.action == "imported" else plan.why)
         click.echo(f"{what} {plan.path or plan.note_id} ({detail}; {report.facts} facts)")
     for line in report.warnings:

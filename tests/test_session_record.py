@@ -76,7 +76,7 @@ def test_a_regenerated_answer_and_an_edit_keep_every_turn_and_the_persons_text(v
     _jsonl(transcript, _chat("How should I indent? I prefer tabs.", "Tabs it is.", "And line length?", "Use 88."))
     r = runner.invoke(cli, args)
     assert r.exit_code == 0, r.output
-    assert "appended 1 turns, 1 superseded" in r.output
+    assert "appended 1 turn, 1 superseded" in r.output
     text = path.read_text("utf-8")
     assert "> Use 100." in text and "> Use 88." in text  # the old answer is kept
     assert "> [!superseded]- Assistant · 2026-01-01 00:03 · superseded\n> Use 100.\n\n^t4" in text
@@ -225,6 +225,26 @@ def test_a_claude_code_rewind_ingests_only_the_shown_branch(vault: Path, tmp_pat
         "Let's set up my editor.", "Sure.", "I prefer 4 spaces.", "Spaces noted.",
         "Remember that the build server is called ci3."]
     assert facts == {"I prefer 4 spaces.", "The build server is called ci3."}
+
+
+def test_a_claude_code_chain_with_a_missing_parent_loses_nothing(tmp_path: Path) -> None:
+    from memvault.store.flows.transcript import read_transcript
+
+    def line(uuid: str, parent: str | None, kind: str, text: str) -> dict[str, Any]:
+        return {"type": kind, "uuid": uuid, "parentUuid": parent, "sessionId": "cc-torn",
+                "message": {"role": kind, "content": text}}
+
+    lines = [  # a copy whose first message's parent is not in the file, and a break in the middle
+        line("u1", "elsewhere", "user", "First."), line("a1", "u1", "assistant", "One."),
+        line("u2", "gone", "user", "Second."), line("a2", "u2", "assistant", "Two."),
+    ]
+    conv, _ = read_transcript(_jsonl(tmp_path / "torn.jsonl", lines))
+    assert [t.text for t in conv.turns] == ["First.", "One.", "Second.", "Two."]
+    long = [line("u0", None, "user", "Start.")] + [
+        line(f"m{i}", f"m{i - 1}" if i else "u0", "assistant" if i % 2 == 0 else "user", f"Turn {i}.")
+        for i in range(6000)]
+    conv, _ = read_transcript(_jsonl(tmp_path / "long.jsonl", long))  # a long session is read in linear time
+    assert len(conv.turns) == 6001
 
 
 def test_a_claude_ai_edit_imports_only_the_current_branch(vault: Path, tmp_path: Path) -> None:

@@ -135,7 +135,7 @@ def shown_branch(objects: list[dict[str, Any]]) -> list[dict[str, Any]]:
         leaf = next((i for i in range(end - 1, -1, -1) if _is_message(objects[i])), None)
         if leaf is None:
             break
-        chain, node = [leaf], objects[leaf]
+        chain, node = {leaf}, objects[leaf]
         while True:
             parent = node.get("parentUuid") or node.get("logicalParentUuid")
             if not isinstance(parent, str) or parent not in by_uuid or by_uuid[parent] in keep:
@@ -143,9 +143,9 @@ def shown_branch(objects: list[dict[str, Any]]) -> list[dict[str, Any]]:
             if by_uuid[parent] in chain:  # a cycle: the file is damaged; stop here
                 parent = None
                 break
-            chain.append(by_uuid[parent])
-            node = objects[chain[-1]]
-        keep.update(chain)
+            chain.add(by_uuid[parent])
+            node = objects[by_uuid[parent]]
+        keep |= chain
         if not isinstance(parent, str) or parent in by_uuid:
             break  # reached the root
         end = min(chain)  # a broken link: what came before is read on its own

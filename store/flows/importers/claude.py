@@ -149,12 +149,13 @@ def shown_messages(messages: list[Any], leaf: Any) -> list[dict[str, Any]]:
         index = max(at.values(), default=None)
     if index is None:
         return listed
-    chain = [index]
+    chain, seen = [index], {index}
     while True:
         parent = listed[chain[-1]].get("parent_message_uuid")
-        if not isinstance(parent, str) or parent not in at or at[parent] in chain:
+        if not isinstance(parent, str) or parent not in at or at[parent] in seen:
             break
         chain.append(at[parent])
+        seen.add(at[parent])
     broken = isinstance(parent, str) and parent != _ROOT and parent not in at
     before = listed[: min(chain)] if broken else []
     return before + [listed[i] for i in reversed(chain)]
