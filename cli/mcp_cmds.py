@@ -10,8 +10,9 @@ import logging
 import os
 import secrets
 import sys
+import threading
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import click
 
@@ -154,7 +155,35 @@ def _serve_http(store: "MemoryStore", host: str, port: int, read_only: bool) -> 
                    "can read (and, without --read-only, change) its memory; put TLS in front of it", err=True)
     click.echo(f"memvault MCP for {store.root} on http://{shown}:{port}/mcp"
                f"{' (read-only)' if read_only else ''}; token: `memvault mcp token`", err=True)
-    uvicorn.run(app, host=host, port=port, log_level="warning")
+    config = uvicorn.Config(app, host=host, port=port, log_level="warning", timeout_graceful_shutdown=SHUTDOWN_GRACE)
+
+    class PromptExit(uvicorn.Server):
+        """Stops within SHUTDOWN_GRACE seconds of a stop signal, whatever the
+        calls in flight are doing (uvicorn alone waits for them: a long
+        search kept `memvault mcp --http` alive after SIGTERM)."""
+
+        def handle_exit(self, sig: int, frame: Any) -> None:
+            super().handle_exit(sig, frame)
+            timer = threading.Timer(SHUTDOWN_GRACE, _exit_now)
+            timer.daemon = True
+            timer.start()
+
+    PromptExit(config).run()
+
+
+#: Seconds a stopping HTTP server (SIGTERM, Ctrl-C) gives the calls in flight
+#: before it exits anyway.
+SHUTDOWN_GRACE = 3.0
+
+
+def _exit_now() -> None:
+    """End the process at once: a tool call still running on a worker thread
+    (a search stuck in C code) cannot be cancelled, and would hold the exit.
+    Reads are safe to abandon; a write in flight is one SQLite transaction,
+    rolled back, and its note is written atomically (or not at all)."""
+    logging.getLogger("memvault.mcp").warning("calls still running %.0fs after the stop; exiting", SHUTDOWN_GRACE)
+    sys.stderr.flush()
+    os._exit(0)
 
 
 @mcp.command("token")
