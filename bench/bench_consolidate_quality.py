@@ -2,12 +2,16 @@
 
     python bench/bench_consolidate_quality.py            # dev and test, with and without vectors
     python bench/bench_consolidate_quality.py --json     # the raw figures
-    python bench/bench_consolidate_quality.py --grid     # calibrate the duplicate rule's margins on dev
+    python bench/bench_consolidate_quality.py --pairs tests/fixtures/consolidation/fresh/fresh.json
+                                                         # an independent-pairs set (the frozen fresh set: once)
 
 Embeds every memory with the bundled model (the vectors a store would have;
 cached in bench/out/), runs the one planner over each set, and scores every
 rule next to its plain baseline (see memvault.store.consolidation.labelled).
-Thresholds are calibrated on dev only; test is scored with the same ones.
+dev and test are tuning sets (the rules were shaped on them); the fresh set
+(tests/fixtures/consolidation/fresh, written blind to the rules) is frozen
+and reported once. Every figure stands beside plain baselines of the same
+run: normalised text equal, and plain cosine at the duplicate threshold.
 """
 
 from __future__ import annotations
@@ -16,12 +20,12 @@ import argparse
 import hashlib
 import json
 import sys
+from pathlib import Path
 
 import numpy as np
 from _common import OUT, REPO, isolate_env
 
-from memvault.store.consolidation import paraphrase, rules
-from memvault.store.consolidation.labelled import duplicate_pairs, load_set, score
+from memvault.store.consolidation.labelled import load_set, score
 from memvault.store.embedding.model import load_embedder, resolve_model
 
 SETS = REPO / "tests" / "fixtures" / "consolidation"
@@ -57,44 +61,23 @@ def statement_similarity(a: str, b: str) -> float:
     return round(float(m[0] @ m[1]), 3)
 
 
-def grid() -> int:
-    """The duplicate rule's margins (memvault.store.consolidation.paraphrase)
-    over a grid, scored on dev only: the settings with the best recall at
-    precision >= 0.95, best first."""
-    import itertools
+def pair_set(path) -> dict:
+    """Score an independent-pairs set (e.g. the frozen fresh set) with vectors from the bundled model."""
+    from memvault.store.consolidation.labelled import score_pairs
 
-    s = load_set(SETS / "dev.json")
-    vectors = vectors_for({r.id: r.content for r in s.records})
-    book = rules.NameBook.of(r.memo.f for r in s.records)
-    gold = {frozenset(p) for g in s.labels["duplicate_groups"] for p in itertools.combinations(g, 2)}
-    saved = paraphrase.EXPLAINED, paraphrase.LIGHT_CHANGE, paraphrase.HEAVY_CHANGE, paraphrase.LIGHT_WORDS
-    rows = []
-    try:
-        for e, lc, h, lw in itertools.product((-0.3, -0.25, -0.2, -0.15, -0.1), (-0.15, -0.12, -0.1, -0.05, 0.0),
-                                              (0.0, 0.03, 0.05, 0.08, 0.1), (1, 2, 3)):
-            paraphrase.EXPLAINED, paraphrase.LIGHT_CHANGE, paraphrase.HEAVY_CHANGE, paraphrase.LIGHT_WORDS = e, lc, h, lw
-            paraphrase.FLOOR = -e
-            got = duplicate_pairs(s.records, vectors, 0.70, book)
-            tp = len(got & gold)
-            rows.append((tp / len(gold), tp / len(got) if got else 1.0, (e, lc, h, lw)))
-    finally:
-        paraphrase.EXPLAINED, paraphrase.LIGHT_CHANGE, paraphrase.HEAVY_CHANGE, paraphrase.LIGHT_WORDS = saved
-        paraphrase.FLOOR = -saved[0]
-    print("| EXPLAINED | LIGHT_CHANGE | HEAVY_CHANGE | LIGHT_WORDS | dev P / R |")
-    print("|---|---|---|---|---|")
-    for r, p, (e, lc, h, lw) in sorted((x for x in rows if x[1] >= 0.95), key=lambda x: (-x[0], -x[1]))[:20]:
-        print(f"| {e} | {lc} | {h} | {lw} | {p:.3f} / {r:.3f} |")
-    return 0
+    pairs = json.loads(path.read_text(encoding="utf-8"))["pairs"]
+    texts = {f"{p['id']}:{side}": p[side] for p in pairs for side in ("a", "b")}
+    return score_pairs(path, vectors_for(texts))
 
 
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--json", action="store_true")
-    ap.add_argument("--grid", action="store_true", help="calibrate the duplicate rule's margins on dev")
+    ap.add_argument("--pairs", type=Path, action="append", default=[], help="an independent-pairs set to score")
     args = ap.parse_args()
     isolate_env(OUT / "home-quality")
-    if args.grid:
-        return grid()
+    if args.pairs:
+        return _report_pairs([pair_set(p) for p in args.pairs], args.json)
     results = []
     for name in ("dev", "test"):
         s = load_set(SETS / f"{name}.json")
@@ -111,18 +94,33 @@ def main() -> int:
         return 0
     def pr(d: dict) -> str:
         return f"{d['precision']:.3f} / {d['recall']:.3f}"
-    print("| set | mode | dup rule P/R | dup merge P/R | dup baseline P/R | contr. P/R | contr. baseline P/R "
-          "| archive P/R | protected archived | promote matched | tasks |")
-    print("|---" * 11 + "|")
+    print("| set | mode | add refused P/R | merge rule P/R | merge groups P/R | text baseline P/R | cosine 0.70 P/R "
+          "| contr. P/R | contr. baseline P/R | archive P/R | protected archived | promote matched | tasks |")
+    print("|---" * 13 + "|")
     for r in results:
         c = r["contradictions"]
         p = r["promote"]
-        print(f"| {r['set']} | {r['mode']} | {pr(r['duplicates_rule'])} | {pr(r['duplicates_merge'])} | "
-              f"{pr(r['duplicates_baseline'])} | {pr(c)} (dated {c['dated_recall']:.2f}, undated "
+        print(f"| {r['set']} | {r['mode']} | {pr(r['duplicates_refused'])} | {pr(r['duplicates_rule'])} | "
+              f"{pr(r['duplicates_merge'])} | {pr(r['duplicates_baseline'])} | {pr(r['duplicates_cosine'])} | {pr(c)} (dated {c['dated_recall']:.2f}, undated "
               f"{c['undated_recall']:.2f}) | {pr(r['contradictions_baseline'])} | {pr(r['archive'])} | "
               f"{r['archive']['protected_archived']} | {p['matched']}/{p['groups']} of {p['planned']} planned"
               f"{'' if p['statement_similarity'] is None else ', statement cos ' + str(p['statement_similarity'])} | "
               f"{r['due_tasks']['made_episodic']}/{r['due_tasks']['done_past_due']} |")
+    return 0
+
+
+def _report_pairs(results: list[dict], as_json: bool) -> int:
+    for r in results:
+        if as_json:
+            print(json.dumps(r))
+            continue
+        print(f"{r['set']}: {r['pairs']} pairs")
+        print("| | precision | recall | predicted |\n|---|---|---|---|")
+        for label, key in (("add refused (wrong: %d)" % r["wrong_refusals"], "refused"),
+                           ("merges proposed", "merged"), ("plain cosine >= 0.70 (baseline)", "cosine"),
+                           ("contradictions flagged", "flagged")):
+            d = r[key]
+            print(f"| {label} | {d['precision']:.3f} | {d['recall']:.3f} | {d['predicted']} |")
     return 0
 
 

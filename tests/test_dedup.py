@@ -188,11 +188,11 @@ def _dup(a: str, b: str, sim: float | None, threshold: float = 0.70) -> str | No
     ("Ana lives in Benfica", "Ana works in Benfica", 0.74),
     ("Personal laptop has 32 GB of RAM", "Work laptop has 32 GB of RAM", 0.74),
 ])
-def test_one_slot_refilled_needs_more_than_the_threshold(a: str, b: str, sim: float) -> None:
-    """The same sentence with one filler swapped is another claim unless the
-    cosine reaches the threshold plus the heavy-change margin (0.75)."""
+def test_one_slot_refilled_is_never_merged(a: str, b: str, sim: float) -> None:
+    """The same sentence with one filler swapped is another claim, however
+    close MiniLM puts the two."""
     assert _dup(a, b, sim) is None
-    assert _dup(a, b, 0.76) is not None and "one slot refilled" in _dup(a, b, 0.76)
+    assert _dup(a, b, 0.99) is None
 
 
 @pytest.mark.parametrize(("a", "b"), [
@@ -234,15 +234,15 @@ def test_paraphrases_whose_differences_are_explained_need_less(a: str, b: str, s
     ("Takes the lift to the office", "Takes the elevator to the office", 0.74),
 ])
 def test_a_swap_of_wordnet_synonyms_is_explained(a: str, b: str, sim: float) -> None:
-    """A one-word swap needs the threshold + 0.05, unless WordNet calls the words synonyms."""
+    """A one-word swap is never merged, unless WordNet calls the words synonyms."""
     why = _dup(a, b, sim)
     assert why is not None and "explained" in why, why
 
 
 def test_synonyms_inside_a_wider_rewrite_explain_nothing() -> None:
     """"scared" / "afraid" are synonyms, but "hoover" / "thunderstorms" still
-    differ: the pair stays a heavy change (the bundled model's cosine, 0.612)."""
-    a, b = "Miso the cat is scared of the hoover", "Her cat Miso is afraid of thunderstorms"
+    differ: the pair stays a heavy change."""
+    a, b = "Miso the cat is scared of the vacuum", "Her cat Miso is afraid of thunderstorms"
     assert _dup(a, b, 0.612) is None and _dup(a, b, 0.76) is not None
 
 
@@ -269,7 +269,8 @@ def test_a_light_rewrite_passes_below_the_threshold_and_a_heavy_one_above_it() -
     light = ("Rides a steel touring bike", "His bike is a steel-framed tourer")  # "ride" / "frame" unexplained
     assert _dup(*light, 0.658) is not None and _dup(*light, 0.59) is None
     heavy = ("Morag runs the choir's music library", "Morag sings alto in the community choir")
-    assert _dup(*heavy, 0.725) is None and _dup(*heavy, 0.76) is not None
+    assert _dup(*heavy, 0.725) is None  # five unexplained words: threshold + 0.05 at least
+    assert _dup(*heavy, 0.99) is None  # and "alto", a person only one side names (WordNet), never
     # without vectors: normalised text only
     assert _dup("Supports Hibernian", "supports hibernian!", None) == "same normalised text"
     assert _dup(*light, None) is None
@@ -317,14 +318,73 @@ def test_contradictions_are_precise_with_the_deterministic_rule(scored, name: st
 
 
 @pytest.mark.parametrize("name", ["dev", "test"])
-def test_duplicates_beat_the_text_baseline(scored, name: str) -> None:
-    """The issue's bars, precision >= 0.95 and recall >= 0.90, hold on both
-    sets (dev 0.971 / 0.917, test 0.975 / 0.975), far above the text baseline."""
-    rule, merge, base = (scored[name][k] for k in ("duplicates_rule", "duplicates_merge", "duplicates_baseline"))
-    assert base["precision"] == 1.0 and base["recall"] < 0.2
-    assert rule["precision"] >= 0.95 and rule["recall"] >= 0.9, rule
-    assert merge["precision"] >= 0.95 and merge["recall"] >= 0.65, merge
+def test_refusals_are_exact_and_merges_precise(scored, name: str) -> None:
+    """Issue 22's bars on the tuning sets: add refuses only what is the same
+    claim (precision 1.00); proposed merges precision >= 0.90, recall >= 0.60
+    (dev 1.000 / 0.625, test 1.000 / 0.675), above plain cosine's precision."""
+    refused, merge, base, cosine = (scored[name][k] for k in (
+        "duplicates_refused", "duplicates_merge", "duplicates_baseline", "duplicates_cosine"))
+    assert refused["precision"] == 1.0 and refused == base
+    assert merge["precision"] >= 0.9 and merge["recall"] >= 0.6, merge
+    assert merge["precision"] > cosine["precision"] + 0.3
     assert scored[name + "-text"]["duplicates_rule"] == base  # without vectors: the text rule alone
+
+
+def _con(a: str, b: str, sim: float | None = None) -> tuple[str, str] | None:
+    ma, mb = _memo(a), _memo(b)
+    return rules.contradiction(ma, mb, sim, 0.45, rules.NameBook.of([ma.f, mb.f]))
+
+
+@pytest.mark.parametrize(("a", "b", "kind"), [
+    ("Favourite colour is blue", "Favourite colour is red", "value"),  # plain words (WordNet alternatives)
+    ("Prefers dark mode in VS Code.", "Prefers light mode in VS Code.", "value"),  # antonyms after a liking verb
+    ("Uses macOS on the work laptop", "Uses Windows on the work laptop", "value"),  # names
+    ("Lives in Porto", "Moved to Lisbon", "value"),  # a change statement
+    ("Uses Vim as her main editor", "Switched to Helix", "value"),
+    ("Drinks alcohol at weekends", "No longer drinks alcohol at weekends", "negation"),
+    ("Alarm is set for 5:30", "Alarm is set for 8:00", "time"),  # clock times
+    ("The standup is at 9am", "The standup is at 10.30am", "time"),
+    ("Dentist appointment is on 14 March", "Dentist appointment is on 4 April", "date"),  # day and month
+    ("Saved 2000 pounds for the car", "Saved 3500 pounds for the car", "number"),  # amounts are not years
+    ("Monthly rent is £950", "Monthly rent is £1,100", "amount"),
+    ("Walks 8000 steps a day", "Walks 12000 steps a day", "number"),
+])
+def test_contradictions_by_slot_whatever_the_value_is_made_of(a: str, b: str, kind: str) -> None:
+    found = _con(a, b)
+    assert found is not None and found[0] == kind, found
+    assert _con(a, a) is None
+
+
+@pytest.mark.parametrize(("a", "b"), [
+    ("Lives in Porto", "Works in Porto"),  # another relation, not another value
+    ("Plays guitar", "Plays piano"),  # both can be true: no single-valued frame
+    ("Marta is a nurse", "Ana is a nurse"),  # another subject
+    ("Ran 5 km in 24 minutes", "Ran 10 km in 52 minutes"),  # two values apart: another race
+    ("Has a dog", "Has a dog named Rex"),  # narrower
+])
+def test_where_the_slot_rule_is_unsure_it_says_nothing(a: str, b: str) -> None:
+    assert _con(a, b) is None
+
+
+@pytest.mark.parametrize(("a", "b"), [
+    *[pair for pair in (
+        ("Prefers cats to dogs", "Prefers dogs to cats"),  # roles swapped
+        ("Husband doesn't eat gluten", "Doesn't eat gluten"),  # a person only one names
+        ("Brother is a pilot", "Brother-in-law is a pilot"),
+        ("Mother lives in a care home", "Grandmother lives in a care home"),
+        ("Rents their apartment", "Owns their apartment"),  # one slot: a relation
+        ("Has a rabbit named Biscuit", "Has a hamster named Biscuit"),
+        ("Wakes up at 5:30", "Wakes up at 8:00"),  # a time
+        ("Birthday is on 14 March", "Birthday is on 4 April"),  # a date
+        ("Saved 2000 pounds", "Saved 3500 pounds"),  # an amount
+        ("Eats meat", "Does not eat meat"),  # negation
+    )],
+])
+def test_a_merge_never_joins_claims_that_differ(a: str, b: str) -> None:
+    """Merging is consolidation's job, and it never joins claims that differ
+    in roles, who they are about, a slot, a number, a date, a time or polarity,
+    at any similarity."""
+    assert _dup(a, b, 0.99, threshold=0.75) is None
 
 
 @pytest.mark.parametrize("name", ["dev", "test"])

@@ -5,9 +5,11 @@ would (strength, last recall, pinned, edited by a person, due and done), the
 one planner runs on them, and every rule is scored against the labels next
 to a plain baseline computed in the same run:
 
-* duplicates, pairwise: the write-time rule (:func:`.rules.duplicate` at the
-  ``duplicate`` threshold, with :func:`.paraphrase.judge`) and the merge groups of a run (every pair inside a
-  group), against "normalised text equal";
+* duplicates, pairwise: what ``add`` refuses (the same claim key), the
+  merge rule on every pair (:func:`.rules.duplicate` at the ``merge``
+  threshold) and the merge groups of a run (every pair inside a group),
+  against "normalised text equal" and plain cosine at the ``duplicate``
+  threshold (0.70);
 * contradictions: the flagged pairs, against "same scope, two or more content
   words in common, and a differing number or a negation on one side";
 * archive: what was archived, against the ``faded`` label, and how many
@@ -90,6 +92,22 @@ def duplicate_pairs(records: Sequence[Record], vectors: "Mapping[str, np.ndarray
     return out
 
 
+def refused_pairs(records: Sequence[Record]) -> set[frozenset[str]]:
+    """Every pair ``add`` refuses as the same claim (:func:`.dedup.claim_key`, same type and scope)."""
+    from memvault.store.consolidation.dedup import claim_key
+
+    return {frozenset((a.id, b.id)) for a, b in itertools.combinations(records, 2)
+            if (a.type, a.scope) == (b.type, b.scope) and claim_key(a.content) == claim_key(b.content)}
+
+
+def cosine_pairs(records: Sequence[Record], vectors: "Mapping[str, np.ndarray]",
+                 threshold: float) -> set[frozenset[str]]:
+    """The plain baseline: same type and scope and a cosine at least ``threshold``."""
+    return {frozenset((a.id, b.id)) for a, b in itertools.combinations(records, 2)
+            if (a.type, a.scope) == (b.type, b.scope) and a.id in vectors and b.id in vectors
+            and float(vectors[a.id] @ vectors[b.id]) >= threshold}
+
+
 def baseline_contradictions(records: Sequence[Record]) -> set[frozenset[str]]:
     """Same scope, two or more content words shared, and differing numbers or one negated."""
     out = set()
@@ -133,8 +151,10 @@ def score(s: LabelledSet, vectors: "Mapping[str, np.ndarray]", policy: Policy | 
         "set": s.name,
         "memories": len(s.records),
         "vectors": sum(1 for r in s.records if r.id in vectors),
-        "duplicates_rule": _pr(duplicate_pairs(s.records, vectors, policy.thresholds.duplicate, book), gold_dup),
+        "duplicates_refused": _pr(refused_pairs(s.records), gold_dup),
+        "duplicates_rule": _pr(duplicate_pairs(s.records, vectors, policy.thresholds.merge, book), gold_dup),
         "duplicates_merge": _pr(merged, gold_dup),
+        "duplicates_cosine": _pr(cosine_pairs(s.records, vectors, policy.thresholds.duplicate), gold_dup),
         "duplicates_baseline": _pr(duplicate_pairs(s.records, {}, 2.0, book), gold_dup),
         "contradictions": {**_pr(flagged, gold_con), "newer_right": newer_ok,
                            "dated_recall": _pr(flagged & dated, dated)["recall"],
@@ -155,4 +175,47 @@ def score(s: LabelledSet, vectors: "Mapping[str, np.ndarray]", policy: Policy | 
                       "wrongly_touched_open": len(touched & set(labels["open_past_due"])),
                       "other": len(tasks - set(labels["done_past_due"]))},
         "plan_seconds": plan.stats.get("seconds"),
+    }
+
+
+def score_pairs(path: Path, vectors: "Mapping[str, np.ndarray]", policy: Policy | None = None) -> dict[str, Any]:
+    """A set of independent labelled pairs (``{"pairs": [{"id", "a", "b", "label"}]}``,
+    label duplicate / different / contradiction): each pair judged alone, as two
+    semantic memories of one scope, ``b`` the newer. ``vectors`` maps ``"<id>:a"``
+    and ``"<id>:b"`` to unit vectors. What ``add`` refuses, what consolidation
+    would merge, what it flags, and plain cosine at the duplicate threshold."""
+    from datetime import timezone
+
+    from memvault.store.consolidation.dedup import claim_key
+    from memvault.store.consolidation.text import features
+
+    policy = policy or Policy()
+    t = policy.thresholds
+    pairs = json.loads(path.read_text(encoding="utf-8"))["pairs"]
+    got: dict[str, set[frozenset[str]]] = {"refused": set(), "merged": set(), "cosine": set(), "flagged": set()}
+    gold: dict[str, set[frozenset[str]]] = {"duplicate": set(), "contradiction": set(), "different": set()}
+    when = datetime(2026, 1, 1, tzinfo=timezone.utc)
+    for p in pairs:
+        key = frozenset((p["id"] + ":a", p["id"] + ":b"))
+        gold[p["label"]].add(key)
+        a = rules.Memo(p["id"] + ":a", "semantic", "user", p["a"], when, features(p["a"]))
+        b = rules.Memo(p["id"] + ":b", "semantic", "user", p["b"], when + timedelta(days=1), features(p["b"]))
+        va, vb = vectors.get(a.id), vectors.get(b.id)
+        sim = round(float(va @ vb), 6) if va is not None and vb is not None else None
+        book = rules.NameBook.of([a.f, b.f])
+        if claim_key(a.text) == claim_key(b.text):
+            got["refused"].add(key)
+        if rules.duplicate(a, b, sim, t.merge, book):
+            got["merged"].add(key)
+        if sim is not None and sim >= t.duplicate:
+            got["cosine"].add(key)
+        if rules.contradiction(a, b, sim, t.contradiction, book):
+            got["flagged"].add(key)
+    return {
+        "set": path.stem, "pairs": len(pairs),
+        "refused": _pr(got["refused"], gold["duplicate"]),
+        "wrong_refusals": len(got["refused"] - gold["duplicate"]),
+        "merged": _pr(got["merged"], gold["duplicate"]),
+        "cosine": _pr(got["cosine"], gold["duplicate"]),
+        "flagged": _pr(got["flagged"], gold["contradiction"]),
     }

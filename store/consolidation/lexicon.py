@@ -91,7 +91,7 @@ def use(blob: bytes | None) -> None:
     global _loaded
     with _lock:
         _loaded = None if blob is None else _Table(blob)
-    for cached in (bases, get_senses, _words, _antonyms, _parents):
+    for cached in (bases, get_senses, _words, _antonyms, _parents, person):
         cached.cache_clear()
 
 
@@ -149,6 +149,32 @@ def _parents(word: str) -> frozenset[str]:
             out.update(t.get("P", sid))
         out.update(t.get("H", base))
     return frozenset(out)
+
+
+#: WordNet 3.0's synset "person, individual, someone, somebody, mortal, soul".
+PERSON = "n00007846"
+#: How far up the hypernyms :func:`person` looks (WordNet's person nouns sit 2-9 levels below it).
+_PERSON_DEPTH = 12
+
+
+@lru_cache(maxsize=65536)
+def person(word: str) -> bool:
+    """Whether the most frequent noun sense of a folded word is a kind of
+    person ("husband", "boss", "grandmother"), by its hypernyms in the table."""
+    t = _table()
+    for base in bases(word):
+        nouns = [sid for sid in get_senses(base) if sid.startswith("n")]
+        if not nouns:
+            continue
+        level, seen = [nouns[0]], set()
+        for _ in range(_PERSON_DEPTH):
+            level = [p for sid in level for p in t.get("P", sid) if p not in seen]
+            if PERSON in level:
+                return True
+            if not level:
+                break
+            seen.update(level)
+    return False
 
 
 def cohyponyms(a: str, b: str) -> bool:

@@ -38,6 +38,7 @@ from __future__ import annotations
 
 import difflib
 import os
+import re
 from dataclasses import dataclass
 from functools import lru_cache
 
@@ -103,12 +104,19 @@ def _spelling(a: str, b: str) -> bool:
     if a == b:
         return True
     short, long_ = sorted((a, b), key=len)
-    if len(short) >= 4 and short in long_:
+    if len(short) >= 4 and short in long_ and not _known_apart(short, long_):
         return True
     n = len(os.path.commonprefix([a, b]))  # letters the two words start with alike
     if n >= 4 or (n >= 3 and n == len(short.removesuffix("s"))):
         return True
     return len(short) >= 5 and _one_edit(a, b)
+
+
+def _known_apart(short: str, long_: str) -> bool:
+    """Whether WordNet knows both words and does not call them synonyms: a
+    compound is then another thing ("mother" / "grandmother", "brother" /
+    "stepbrother"), not another spelling ("sick" / "seasick" are synonyms)."""
+    return bool(lexicon.bases(short) and lexicon.bases(long_)) and not lexicon.synonyms(short, long_)
 
 
 def _one_edit(a: str, b: str) -> bool:
@@ -239,7 +247,6 @@ def difference(text_a: str, text_b: str, fa: Features, fb: Features) -> Differen
         for j, y in enumerate(db):
             if _spelling(x.folded, y.folded) or _spelling(x.stem, y.stem):
                 gone.update((("a", i), ("b", j)))
-    gone |= _synonyms_only(da, db, gone)
     both_negative = fa.negative and fb.negative
     opposite = opposite_word(text_a, text_b, fa, fb)
     if opposite is not None:  # "not well" / "badly": the pair of words is the one negation, said twice
@@ -251,6 +258,7 @@ def difference(text_a: str, text_b: str, fa: Features, fb: Features) -> Differen
                 gone.add((side, i))
             elif len(t.raw) == 1 and t.raw.isupper():
                 gone.add((side, i))  # a unit after a number ("30°C"), an initial
+    gone |= _synonyms_only(da, db, gone)  # last: synonyms must explain all that is left
     only_a = tuple(t.stem for i, t in enumerate(da) if ("a", i) not in gone)
     only_b = tuple(t.stem for j, t in enumerate(db) if ("b", j) not in gone)
     # Where the two orders of content words differ: one place only is one
@@ -263,6 +271,27 @@ def difference(text_a: str, text_b: str, fa: Features, fb: Features) -> Differen
     words_a = tuple(t.folded for i, t in enumerate(da) if ("a", i) not in gone)
     words_b = tuple(t.folded for j, t in enumerate(db) if ("b", j) not in gone)
     return Difference(only_a, only_b, len(changed), trailing, len(sa & sb), explained, words_a, words_b)
+
+def _reordered(text_a: str, text_b: str) -> bool:
+    """Whether one text is the other with two content words exchanged, and
+    nothing else moved: the roles swapped ("cats to dogs" / "dogs to cats",
+    "Ana emails Ben" / "Ben emails Ana"). A phrase moved elsewhere ("every
+    week, pump the tyres" / "pump the tyres every week") only rewords."""
+    sa = [t.stem for t in content_tokens(text_a)]
+    sb = [t.stem for t in content_tokens(text_b)]
+    if len(sa) != len(sb) or sa == sb:
+        return False
+    diff = [i for i, (x, y) in enumerate(zip(sa, sb)) if x != y]
+    return len(diff) == 2 and sa[diff[0]] == sb[diff[1]] and sa[diff[1]] == sb[diff[0]]
+
+
+def _about_someone_else(text: str, stems: tuple[str, ...]) -> bool:
+    """Whether a word only one side has names a person ("husband", "boss",
+    a compound such as "brother-in-law"): the claim is about someone else."""
+    if re.search(r"\w-in-law\b", text, re.I):
+        return True
+    return any(lexicon.person(t.folded) for t in content_tokens(text) if t.stem in stems)
+
 
 def abbreviations(text: str, other_text: str) -> set[str]:
     """Folded words of ``text`` that are no name of their own against
@@ -318,25 +347,35 @@ def judge(text_a: str, text_b: str, fa: Features, fb: Features, sim: float, thre
     * :data:`LIGHT_CHANGE` (-0.10) for at most :data:`LIGHT_WORDS`
       unexplained words that are not one slot refilled ("Rides a steel
       touring bike" / "His bike is a steel-framed tourer");
-    * :data:`HEAVY_CHANGE` (+0.05) for more, or for one slot refilled in an
-      otherwise unchanged sentence ("Ana lives in Benfica" / "Ana works in
-      Benfica"), which MiniLM rates as close as a paraphrase; a slot refilled
-      with another word of the same kind (WordNet co-hyponyms: "green" /
-      "orange") is another value, never a duplicate.
+    * :data:`HEAVY_CHANGE` (+0.05) for more.
+
+    Never: a text that is the other with words added at its end ("likes
+    running" / "... in the rain"), or with more words added than the two
+    share (a narrower or another claim); a person only one side names
+    ("Husband doesn't eat gluten" / "Doesn't eat gluten", "Brother" /
+    "Brother-in-law": WordNet's person nouns); one slot refilled
+    with one word in an otherwise unchanged sentence ("Ana lives in Benfica"
+    / "Ana works in Benfica", "green" / "orange"), which MiniLM rates as
+    close as a paraphrase; the same words with their roles swapped ("prefers
+    cats to dogs" / "dogs to cats").
     """
     d = difference(text_a, text_b, fa, fb)
+    if _about_someone_else(text_a, d.only_a) or _about_someone_else(text_b, d.only_b):
+        return None  # a person only one side names: "Husband doesn't eat gluten" / "Doesn't eat gluten"
     added = len(d.only_a) + len(d.only_b) if not (d.only_a and d.only_b) else 0
     if added and (d.trailing or added > d.shared):
         return None  # a narrower or another claim: "likes running" / "... in the rain"
     swap = d.blocks == 1 and bool(d.only_a) and bool(d.only_b)
-    if swap and len(d.words_a) == len(d.words_b) == 1 and lexicon.cohyponyms(d.words_a[0], d.words_b[0]):
-        return None  # another value of one kind in the same slot: "green" / "orange", "tea" / "coffee"
+    if swap:
+        return None  # one slot refilled: another value or relation ("rents" / "owns", "the hoover" / "thunder")
+    if d.unexplained == 0 and _reordered(text_a, text_b):
+        return None  # the same words with their roles swapped: "prefers cats to dogs" / "dogs to cats"
     if d.unexplained == 0:
         need, kind = threshold + EXPLAINED, "every differing word explained"
     elif d.unexplained <= LIGHT_WORDS and not swap:
         need, kind = threshold + LIGHT_CHANGE, f"{d.unexplained} unexplained words"
     else:
-        need, kind = threshold + HEAVY_CHANGE, "one slot refilled" if swap else f"{d.unexplained} unexplained words"
+        need, kind = threshold + HEAVY_CHANGE, f"{d.unexplained} unexplained words"
     if sim < need:
         return None
     return f"similarity {sim:.3f} >= {need:.2f} ({kind}), same values, polarity and names"

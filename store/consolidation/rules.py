@@ -52,7 +52,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from datetime import datetime
 
-from memvault.store.consolidation import paraphrase
+from memvault.store.consolidation import paraphrase, slots
 from memvault.store.consolidation.text import (
     LIGHT_STEMS,
     TEMPORAL_STEMS,
@@ -211,14 +211,25 @@ def _kinds(values: frozenset[str]) -> set[str]:
 
 
 def contradiction(a: Memo, b: Memo, sim: float | None, threshold: float, book: NameBook) -> tuple[str, str] | None:
-    """(kind, reason) when ``a`` and ``b`` contradict each other, else None."""
+    """(kind, reason) when ``a`` and ``b`` contradict each other, else None:
+    the word rule below, else one value refilled in one frame (:mod:`.slots`)."""
     if a.scope != b.scope or a.type not in CLAIM_TYPES or b.type not in CLAIM_TYPES:
         return None
     fa, fb = a.f, b.f
-    if fa.norm == fb.norm or not (fa.stems & fb.stems) or fa.possessives != fb.possessives:
-        return None  # nothing in common, or whose thing it is differs ("her sister's flat" / "her flat")
+    if fa.norm == fb.norm or fa.possessives != fb.possessives:
+        return None  # the same, or whose thing it is differs ("her sister's flat" / "her flat")
     if sim is not None and sim < threshold:
         return None
+    # The slot rule first: it names the kind of value (a time, not "numbers 9 / 10, 30").
+    found = slots.contradiction(a.text, b.text) if fa.negative == fb.negative else None
+    if found is None and fa.stems & fb.stems:
+        found = _by_words(a, b, book)
+    return found
+
+
+def _by_words(a: Memo, b: Memo, book: NameBook) -> tuple[str, str] | None:
+    """The word rule of the module docstring (values, negation, names)."""
+    fa, fb = a.f, b.f
     ra, rb = _residual(fa, fb), _residual(fb, fa)
     if len(ra) > 3 or len(rb) > 3:
         return None  # more than one thing differs (no branch below allows it): cheap to tell first

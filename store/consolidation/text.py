@@ -210,7 +210,9 @@ def features(text: str) -> Features:
             continue
         capital = i > 0 and raw[0].isupper()
         if folded in NEGATORS or contracted_negation(raw):
-            if not (stand_negated and folded in ("can", "cant", "cannot")):
+            # "can't stand" and "no longer" are counted once, as phrases (above)
+            no_longer = folded == "no" and i + 1 < len(raw_words) and fold(raw_words[i + 1]) == "longer"
+            if not (stand_negated and folded in ("can", "cant", "cannot")) and not no_longer:
                 negations += 1
             continue
         month = MONTHS.get(folded)
