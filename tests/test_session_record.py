@@ -326,6 +326,23 @@ def test_a_generic_speaker_name_labels_the_turn(vault: Path, tmp_path: Path) -> 
     assert "> [!user] User\n> Thanks." in text
 
 
+def test_names_read_from_a_session_written_without_them_supersede_nothing(vault: Path, tmp_path: Path) -> None:
+    turns = [{"role": "user", "content": "I prefer short answers."}, {"role": "assistant", "content": "Noted."}]
+    transcript = _jsonl(tmp_path / "chat.jsonl", turns)
+    with opened(vault) as store:
+        first = store.ingest(transcript, session="named-later")  # as an earlier memvault wrote it: no names
+        path = vault / first.path
+        before = path.read_bytes()
+        named = [{**t, "name": n} for t, n in zip(turns, ("Ada", "Bot"))]
+        _jsonl(transcript, [*named, {"role": "user", "name": "Ada", "content": "Thanks."}])
+        again = store.ingest(transcript, session="named-later")
+    assert (again.action, again.plan.new_turns, again.plan.superseded) == ("updated", 1, 0)
+    text = path.read_text("utf-8")
+    old = before.decode("utf-8")
+    assert text[text.index("## Transcript"):].startswith(old[old.index("## Transcript"):])  # written as it was
+    assert "> [!user] Ada\n> Thanks.\n\n^t3" in text
+
+
 # -- a person and the source changing the note in any order --------------------------------------
 
 _OPS = st.lists(st.one_of(

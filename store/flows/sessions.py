@@ -31,7 +31,7 @@ its notes again by id next time, instead of writing them twice.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -42,6 +42,7 @@ from memvault.vault_io.atomic import atomic_write_many, fit_name, free_path
 from memvault.vault_io.frontmatter import file_frontmatter_id
 from memvault.vault_io.session_note import (
     SessionHead,
+    Turn,
     live_turns,
     render_session,
     render_turn,
@@ -83,10 +84,13 @@ class SessionPlan:
         }
 
 
-def _common_prefix(old: Sequence[str], new: Sequence[str]) -> int:
+def _common_prefix(old: Sequence[str], turns: Sequence[Turn]) -> int:
+    """How many turns, from the first, are the ones written before (by
+    digest; a turn written before speakers' names were kept matches its
+    digest without the name, so such a note is not superseded whole)."""
     n = 0
-    for a, b in zip(old, new):
-        if a != b:
+    for a, turn in zip(old, turns):
+        if a != turn.digest and (not turn.name or a != replace(turn, name=None).digest):
             break
         n += 1
     return n
@@ -146,7 +150,7 @@ class SessionWriter:
                 return SessionPlan(conv, note_id, "skipped", path, why="unchanged")
             existing = (self.store.root / path).read_bytes().decode("utf-8", "replace")
             old_digests, old_ids = _written(row, existing, conv)
-            keep = _common_prefix(old_digests, digests)
+            keep = _common_prefix(old_digests, conv.turns)
             first = max([*old_ids, *written_ids(existing)], default=0) + 1  # block ids are never reused
             new = list(zip(range(first, first + len(digests) - keep), conv.turns[keep:]))
             key.detail = {"turns": digests, "ids": old_ids[:keep] + [n for n, _ in new]}
@@ -189,7 +193,7 @@ class SessionWriter:
         for alias in conv.aliases:
             row = ik.get_key(self.store.con, SESSION_SOURCE, session_note_id(conv.client, alias))
             old = row.detail.get("turns") if row is not None else None
-            if isinstance(old, list) and old and digests[: len(old)] == old:
+            if isinstance(old, list) and old and len(old) <= len(digests) and _common_prefix(old, conv.turns) == len(old):
                 conv.session_id = alias
                 return
 
