@@ -36,6 +36,7 @@ from typing import TYPE_CHECKING, Any
 import click
 
 from memvault.cli.main import AppContext, cli, emit_json, json_option, pass_app
+from memvault.vault_io.secrets import redact
 
 if TYPE_CHECKING:
     from memvault.store.memory_store import MemoryStore
@@ -126,7 +127,9 @@ def run_hook(app: AppContext, event: str, work: Callable[["MemoryStore", dict[st
     if "error" in result:
         log_line(event, f"failed: {result['error']}; printed nothing")
         return
-    text = (result.get("text") or "").strip()
+    # What a hook prints goes into an agent's context: no credential, not
+    # even one in a path or a link's name (the index's text is redacted already).
+    text = redact((result.get("text") or "").strip())[0]
     if text:
         click.echo(text[:MAX_CHARS])
 

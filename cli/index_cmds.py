@@ -9,6 +9,7 @@ import click
 
 from memvault.cli.main import AppContext, cli, emit_json, json_option, pass_app, progress_bar, stderr_is_tty, warn
 from memvault.store.retrieval.when import given
+from memvault.vault_io.secrets import redact_tree
 
 
 @cli.command()
@@ -186,7 +187,8 @@ def search(
         result = store.search(**args)
     for line in result["notices"]:
         notice(line)
-    hits = result["hits"]
+    # Text from the index is redacted already; a path or a link's name is not.
+    hits = redact_tree(result["hits"])
     for i, hit in enumerate(hits, 1):
         if as_json:
             emit_json(hit)
@@ -275,18 +277,42 @@ def _vault_ref(app: AppContext, ref: str) -> str:
     return ref
 
 
+def _revealed(app: AppContext, data: dict[str, Any], heading: str | None) -> dict[str, Any]:
+    """``data`` with the content the note's file holds now, credentials and all
+    (the index keeps only the redacted text); a fact, or a note gone from
+    disk, is shown as indexed."""
+    from memvault.store.index.browse import section_span
+    from memvault.vault_io.memory_note import read_memory
+    from memvault.vault_io.parser import parse_note
+
+    if data.get("kind") not in ("note", "memory") or not data.get("path"):
+        return data
+    try:
+        note = parse_note(data["path"], (app.store.root / data["path"]).read_bytes())
+    except OSError:
+        return data
+    content = read_memory(note.frontmatter, note.body).content if data["kind"] == "memory" else note.body
+    if heading:
+        found = section_span(content, heading)
+        content = content[found[0]:found[1]].strip() if found else data["content"]
+    return {**data, "title": note.title if data["kind"] == "note" else data["title"], "content": content}
+
+
 @cli.command()
 @click.argument("ref", metavar="ID|PATH")
 @click.option("--heading", metavar="HEADING", help="Show only this section of a note (its heading's text).")
+@click.option("--reveal", is_flag=True,
+              help="Show credentials as the note has them (read from the file); without it they are [redacted].")
 @json_option
 @pass_app
-def show(app: AppContext, ref: str, heading: str | None, as_json: bool) -> None:
-    """Show one note or trace: metadata, tags and content."""
+def show(app: AppContext, ref: str, heading: str | None, reveal: bool, as_json: bool) -> None:
+    """Show one note or trace: metadata, tags and content (credentials [redacted] unless --reveal)."""
     if heading:
         data = app.store.read(_vault_ref(app, ref), heading)
         data.setdefault("parse_error", None)
     else:
         data = app.store.show(_vault_ref(app, ref))
+    data = _revealed(app, data, heading) if reveal else redact_tree(data)
     if as_json:
         emit_json(data)
         return
@@ -305,7 +331,7 @@ def show(app: AppContext, ref: str, heading: str | None, as_json: bool) -> None:
 @pass_app
 def links(app: AppContext, ref: str, as_json: bool) -> None:
     """Outgoing links, embeds and property links of a note, with resolution status."""
-    for d in app.store.links(_vault_ref(app, ref)):
+    for d in redact_tree(app.store.links(_vault_ref(app, ref))):
         if as_json:
             emit_json(d)
             continue
@@ -321,7 +347,7 @@ def links(app: AppContext, ref: str, as_json: bool) -> None:
 @pass_app
 def backlinks(app: AppContext, ref: str, as_json: bool) -> None:
     """Notes and traces that link to this one."""
-    for d in app.store.backlinks(_vault_ref(app, ref)):
+    for d in redact_tree(app.store.backlinks(_vault_ref(app, ref))):
         if as_json:
             emit_json(d)
             continue

@@ -131,7 +131,9 @@ def _types(types: tuple[str, ...]) -> list[str]:
 
 def _print_items(page: dict[str, Any], as_json: bool) -> None:
     """One line per item (or one JSON object per item), then where the next page starts."""
-    for item in page["items"]:
+    from memvault.vault_io.secrets import redact_tree
+
+    for item in redact_tree(page["items"]):  # a path or title may hold what the index's text does not
         if as_json:
             emit_json(item)
             continue

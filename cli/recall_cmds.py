@@ -7,6 +7,7 @@ import click
 from memvault.cli.index_cmds import ask_daemon, notice, since_until_options, split_scopes
 from memvault.cli.main import AppContext, UsageFailure, cli, emit_json, json_option, pass_app
 from memvault.store.retrieval.when import given
+from memvault.vault_io.secrets import redact_tree
 
 
 @cli.command()
@@ -44,8 +45,10 @@ def context(app: AppContext, message: str, budget: int | None, what: str | None,
         result = store.context(**args)
     for line in result["notices"]:
         notice(line)
+    # Text from the index is redacted already; a path or a link's name is not.
+    result = redact_tree({k: result[k] for k in ("text", "tokens", "budget", "items")})
     if as_json:
-        emit_json({k: result[k] for k in ("text", "tokens", "budget", "items")})
+        emit_json(result)
     elif result["text"]:
         click.echo(result["text"])
 
