@@ -71,8 +71,10 @@ def doctor(app: AppContext, repair: bool, as_json: bool) -> None:
             click.echo(f"repaired: {name}")
         for f in report.findings:
             fix = f"  -> would repair with: {f.repair}" if f.repair and not repair else ""
-            click.echo(f"{f.check}: {f.detail}{fix}")
+            click.echo(f"{'warning: ' if f.warning else ''}{f.check}: {f.detail}{fix}")
         if report.healthy:
-            click.echo("Everything is in order: index, durable state and vault agree.")
+            # Warnings are the person's to fix; the index and the state are sound.
+            what = "Everything else" if report.findings else "Everything"
+            click.echo(f"{what} is in order: index, durable state and vault agree.")
     if not report.healthy:
         raise click.exceptions.Exit(1)

@@ -99,7 +99,7 @@ def mcp(ctx: click.Context, app: AppContext, listen: str | None, read_only: bool
             from memvault.cli.mcp_server import build_server
 
             server = build_server(store, read_only=read_only)
-            catch_up(store)
+            catch_up(store, read_only=read_only)
             return server
 
         try:
@@ -111,20 +111,33 @@ def mcp(ctx: click.Context, app: AppContext, listen: str | None, read_only: bool
     _serve_http(store, host, port, read_only)
 
 
-def catch_up(store: "MemoryStore") -> None:
+def catch_up(store: "MemoryStore", *, read_only: bool = False) -> None:
     """Without a daemon nobody has indexed what changed in the vault since the
     last sync: do it once now (no embedding, no model), so the agent's
     session starts from the vault as it is. A vault never indexed is left
-    to `memvault sync` (that can take minutes); a failure is logged."""
+    to `memvault sync` (that can take minutes); a failure is logged.
+
+    A ``read_only`` server syncs only when the vault did change: over an
+    index that is current it writes nothing at all, not even the time of
+    the last sync."""
     from memvault.daemon.client import socket_path
     from memvault.vault_io.errors import MemvaultError
 
     if not store.has_index() or socket_path(store.data_dir).exists():
         return
     try:
+        if read_only and not _vault_changed(store):
+            return
         store.sync()
     except MemvaultError as exc:
         logging.getLogger("memvault.mcp").warning("could not sync the vault at start: %s", exc)
+
+
+def _vault_changed(store: "MemoryStore") -> bool:
+    """Whether a sync would change the index (doctor's look at the vault)."""
+    from memvault.store.index.doctor import check_vault
+
+    return any(f.repair == "sync" for f in check_vault(store))
 
 
 def _serve_http(store: "MemoryStore", host: str, port: int, read_only: bool) -> None:
@@ -138,7 +151,7 @@ def _serve_http(store: "MemoryStore", host: str, port: int, read_only: bool) -> 
     from memvault.cli.mcp_server import build_server
 
     token = ensure_token(store)
-    catch_up(store)
+    catch_up(store, read_only=read_only)
 
     class VaultToken(TokenVerifier):
         async def verify_token(self, value: str) -> AccessToken | None:

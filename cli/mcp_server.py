@@ -125,11 +125,20 @@ def client_source(ctx: Context | None) -> str:
 
 
 class Backend:
-    """The vault's store, opened once, behind one lock (tools run on worker threads)."""
+    """The vault's store, opened once, behind one lock (tools run on worker threads).
 
-    def __init__(self, store: MemoryStore) -> None:
+    ``read_only``: the server writes nothing, not even the recall statistics
+    that ``context`` keeps (see :meth:`recall_args`).
+    """
+
+    def __init__(self, store: MemoryStore, *, read_only: bool = False) -> None:
         self.store = store
         self.lock = threading.Lock()
+        self.read_only = read_only
+
+    def recall_args(self, args: dict[str, Any]) -> dict[str, Any]:
+        """``args`` of a ``context`` call, told not to record the recall when read-only."""
+        return {**args, "record": False} if self.read_only else args
 
     def run(self, fn: Callable[[MemoryStore], T]) -> T:
         """``fn(store)`` under the lock; memvault's errors become one-sentence tool errors."""
@@ -173,7 +182,8 @@ def build_server(store: MemoryStore, *, read_only: bool = False, **server_option
     ``server_options`` go to :class:`MCPServer` (the HTTP auth settings)."""
     server = MemvaultMCP(SERVER_NAME, version=server_version(), instructions=INSTRUCTIONS, log_level="WARNING",
                          **server_options)
-    backend = Backend(store)
+    server.read_only = read_only
+    backend = Backend(store, read_only=read_only)
     _recall_tools(server, backend)
     _lookup_tools(server, backend)
     _browse_tools(server, backend)
@@ -183,11 +193,20 @@ def build_server(store: MemoryStore, *, read_only: bool = False, **server_option
     return server
 
 
+#: The write tools, which a read-only server does not offer.
+WRITE_TOOLS = ("remember", "update", "forget", "restore")
+
+
 class MemvaultMCP(MCPServer):
     """The SDK's server, with argument errors said in one sentence."""
 
+    read_only = False
+
     async def call_tool(self, name: str, arguments: dict[str, Any], context: Any = None) -> Any:
-        """Call a tool; a schema violation reads "argument 'limit': ..." instead of pydantic's report."""
+        """Call a tool; a schema violation reads "argument 'limit': ..." instead of pydantic's report,
+        and a write tool on a read-only server says so instead of "Unknown tool"."""
+        if self.read_only and name in WRITE_TOOLS:
+            raise ToolError(f"this server is read-only: {name} is not available")
         try:
             return await super().call_tool(name, arguments, context)
         except ToolError as exc:
@@ -262,6 +281,7 @@ def _recall_tools(server: MCPServer, backend: Backend) -> None:
         compact `## Recalled Memory` block within a token budget. Empty when nothing is relevant."""
         args = {"message": message, "budget": budget, "what": what, "memory_scope": _as_list(scope),
                 **given(since, until)}
+        args = backend.recall_args(args)
         result = backend.warm("context", args)
         if result is None:
             result = backend.run(lambda s: s.context(**args))
@@ -488,9 +508,10 @@ def _resources(server: MCPServer, backend: Backend) -> None:
     @server.prompt(description="Recall what memvault holds about a topic, to ground the answer in it.")
     def recall(topic: str) -> str:
         try:
-            result = backend.warm("context", {"message": topic, "what": "all"})
+            args = backend.recall_args({"message": topic, "what": "all"})
+            result = backend.warm("context", args)
             if result is None:
-                result = backend.run(lambda s: s.context(topic, what="all"))
+                result = backend.run(lambda s: s.context(**args))
         except ToolError as exc:
             return f"memvault could not recall anything about {topic!r}: {exc}"
         if not result["text"]:

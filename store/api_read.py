@@ -108,10 +108,19 @@ class ReadAPI(StoreParts):
 
     def _trace(self, ref: str) -> Any:
         from memvault.store.index.lookup import find_trace
+        from memvault.vault_io.confine import check_inside
 
+        # A path that leads (by a symlink) out of the vault is refused before
+        # any lookup, and so is a trace whose file does (an index not yet
+        # synced may still hold one): nothing outside the vault is shown.
+        path = ref.strip().lstrip("/").replace("\\", "/")
+        for candidate in (path, path + ".md") if path else ():
+            check_inside(self.root, candidate, shown=ref)
         trace = find_trace(self.read_con(), ref)
         if trace is None:
             raise MemvaultError(f"no note or trace matches {ref!r} (give an id or a vault path)")
+        if trace.path:
+            check_inside(self.root, trace.path, shown=ref)
         return trace
 
     def model_status(self) -> dict[str, Any]:

@@ -14,7 +14,7 @@ from urllib.parse import unquote
 from hypothesis import given
 from hypothesis import strategies as st
 
-from memvault.vault_io.note import NoteReadError, ParsedNote
+from memvault.vault_io.note import ParsedNote
 from memvault.vault_io.parser import parse_note
 
 # Pieces of Obsidian Markdown (and of its failure modes) that the scanners
@@ -106,16 +106,14 @@ def test_never_raises_on_arbitrary_text(text: str) -> None:
 
 
 @given(st.binary(max_size=300))
-def test_arbitrary_bytes_parse_or_raise_note_read_error(data: bytes) -> None:
+def test_arbitrary_bytes_parse_with_replacement_characters_and_say_so(data: bytes) -> None:
     try:
         data.decode("utf-8")
     except UnicodeDecodeError:
-        try:
-            parse_note("Folder/Bin.md", data)
-        except NoteReadError as exc:
-            assert str(exc).startswith("Folder/Bin.md: not valid UTF-8 (byte 0x")
-        else:
-            raise AssertionError("non-UTF-8 bytes must raise NoteReadError")
+        note = parse_note("Folder/Bin.md", data)
+        assert note.undecodable and note.undecodable.startswith("byte 0x")
+        assert note.error and note.error.startswith("not valid UTF-8 (byte 0x")
+        check_invariants(note, data.decode("utf-8", "replace"))
     else:
         check_invariants(parse_note("Folder/Bin.md", data), data.decode("utf-8"))
 

@@ -12,7 +12,7 @@ import dataclasses
 import pytest
 
 from memvault.vault_io import mask
-from memvault.vault_io.note import Block, Heading, Link, NoteReadError, ParsedNote
+from memvault.vault_io.note import Block, Heading, Link, ParsedNote
 from memvault.vault_io.parser import parse_note
 
 
@@ -493,11 +493,12 @@ def test_hash_is_sha256_of_the_raw_bytes() -> None:
     assert parse_note("a.md", data).hash == hashlib.sha256(data).hexdigest()
 
 
-def test_non_utf8_raises_note_read_error_naming_the_file() -> None:
+def test_non_utf8_bytes_become_replacement_characters_and_the_note_says_where() -> None:
     data = b"# Title\nabc" + b"\xff" + b"def"
-    with pytest.raises(NoteReadError) as info:
-        parse_note("Folder/x.md", data)
-    assert str(info.value) == "Folder/x.md: not valid UTF-8 (byte 0xff at offset 11)"
+    note = parse_note("Folder/x.md", data)
+    assert note.body == "# Title\nabc\ufffddef" and note.headings[0].text == "Title"
+    assert note.undecodable == "byte 0xff at offset 11"
+    assert note.error is not None and note.error.startswith("not valid UTF-8 (byte 0xff at offset 11)")
 
 
 def test_title_defaults_to_the_file_stem() -> None:

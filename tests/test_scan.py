@@ -67,11 +67,26 @@ def test_symlink_loop_is_not_followed(vault: Path) -> None:
     assert all("loop" in w.message for w in result.warnings)
 
 
-def test_symlinked_folder_outside_the_vault_is_followed(vault: Path, tmp_path: Path) -> None:
+def test_symlinks_leading_outside_the_vault_are_skipped_with_one_warning_each(vault: Path, tmp_path: Path) -> None:
     outside = tmp_path / "outside"
     write(outside, "shared.md", "x")
     os.symlink(outside, vault / "Linked")
-    assert "Linked/shared.md" in scan_vault(vault).files
+    os.symlink(outside / "shared.md", vault / "one.md")
+    os.symlink("/proc/self/environ", vault / "env.md")
+    result = scan_vault(vault)
+    assert result.files == {}
+    assert result.outside == {"Linked", "one.md", "env.md"}
+    assert sorted(w.path for w in result.warnings) == ["Linked", "env.md", "one.md"]
+    assert all("leads outside the vault" in w.message for w in result.warnings)
+
+
+def test_symlinks_that_stay_inside_the_vault_still_work(vault: Path) -> None:
+    write(vault, "Real/note.md", "x")
+    os.symlink(vault / "Real", vault / "Alias")
+    os.symlink(vault / "Real" / "note.md", vault / "shortcut.md")
+    result = scan_vault(vault)
+    assert sorted(result.files) == ["Real/note.md", "shortcut.md"]  # Alias: the same real folder, walked once
+    assert not result.outside and [w.path for w in result.warnings] == ["Alias"]
 
 
 def test_broken_symlink_warns(vault: Path) -> None:

@@ -288,15 +288,19 @@ def test_invalid_yaml_is_indexed_with_error(vault: Path) -> None:
     assert search(vault, "template body") == ["T.md"]
 
 
-def test_non_utf8_edit_keeps_earlier_entry(vault: Path) -> None:
+def test_a_non_utf8_byte_does_not_hide_the_note_and_the_file_is_left_alone(vault: Path) -> None:
     p = write(vault, "A.md", "readable words")
     sync(vault)
-    p.write_bytes(b"\xff\xfe broken \x80")
+    broken = b"readable words, then \xff\xfe broken \x80 bytes"
+    p.write_bytes(broken)
     s = sync(vault)
-    assert s.skipped == 1 and any("A.md" in w and "UTF-8" in w for w in s.warnings)
-    assert search(vault, "readable") == ["A.md"]
-    # still warned about on the next run, and picked up once fixed
-    assert sync(vault).skipped == 1
+    assert s.updated == 1 and s.skipped == 0
+    assert [w for w in s.parse_errors if "UTF-8" in w] == [
+        "A.md: not valid UTF-8 (byte 0xff at offset 21); indexed with replacement characters, "
+        "fix the bytes in an editor"]
+    assert search(vault, "broken") == ["A.md"]  # the rest of the note is searchable
+    assert p.read_bytes() == broken  # never rewritten for it
+    assert not sync(vault).changed  # indexed once, not again on every sync
     p.write_text("fixed words", encoding="utf-8")
     assert sync(vault).updated == 1
     assert search(vault, "fixed") == ["A.md"]

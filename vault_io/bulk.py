@@ -19,6 +19,7 @@ from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 
+from memvault.vault_io.confine import OutsideVaultError, read_inside
 from memvault.vault_io.note import NoteReadError, ParsedNote, content_hash
 from memvault.vault_io.parser import parse_note
 from memvault.vault_io.resolve import LinkResolver, Resolution, link_key
@@ -44,7 +45,9 @@ class ReadResult:
 def read_note_file(root: Path, path: str, known_hash: str | None, resolver: LinkResolver) -> ReadResult:
     """Read ``path``; parse and resolve it unless its hash equals ``known_hash``."""
     try:
-        data = (root / path).read_bytes()
+        data = read_inside(root, path)  # never a file a symlink swapped in from outside the vault
+    except OutsideVaultError as exc:
+        return ReadResult(path, error=f"leads outside the vault (to {exc.target})")
     except OSError as exc:
         return ReadResult(path, error=f"cannot read: {exc.strerror}")
     digest = content_hash(data)

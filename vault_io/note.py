@@ -14,8 +14,12 @@ from typing import Any
 from memvault.vault_io.errors import MemvaultError
 
 
+#: How ``ParsedNote.error`` starts for a note with bytes that are not UTF-8.
+UNDECODABLE = "not valid UTF-8"
+
+
 class NoteReadError(MemvaultError):
-    """A note that cannot be indexed at all (not UTF-8, too large, unreadable).
+    """A note that cannot be indexed at all (too large, unreadable).
 
     The message names the file; the sync keeps any earlier index entry.
     """
@@ -80,6 +84,9 @@ class ParsedNote:
     error: str | None = None  # e.g. "invalid YAML front-matter at line 3: ..."
     crlf: bool = False  # the file used CRLF line endings
     bom: bool = False  # the file started with a UTF-8 BOM
+    # Where the first byte that is not UTF-8 sits ("byte 0xff at offset 10"),
+    # when the text was decoded with U+FFFD replacements; None for clean UTF-8.
+    undecodable: str | None = None
 
     @property
     def stem(self) -> str:

@@ -1,6 +1,7 @@
 """Turn the raw bytes of one note into a :class:`~vault_io.note.ParsedNote`.
 
-The steps: decode UTF-8 (or raise :class:`NoteReadError`), drop a BOM and
+The steps: decode UTF-8 (bytes that are not UTF-8 become U+FFFD, and the
+note says so in ``undecodable`` and ``error``), drop a BOM and
 normalise line endings to LF, split off and load the front-matter, mask the
 regions of the body where Obsidian sees no syntax (code, comments, HTML,
 math), run the link and tag scanners over the masked body, and read the
@@ -14,6 +15,7 @@ whole file were body, with ``frontmatter={}`` and the reason in ``error``.
 from __future__ import annotations
 
 import logging
+from dataclasses import replace
 from operator import attrgetter
 from typing import Any
 
@@ -32,7 +34,7 @@ from memvault.vault_io.frontmatter import (
 )
 from memvault.vault_io.markdown import RawLink, find_markdown_links, find_tags, find_wikilinks
 from memvault.vault_io.mask import blank_spans, line_index, line_starts, mask_markdown
-from memvault.vault_io.note import Block, Heading, Link, NoteReadError, ParsedNote, content_hash
+from memvault.vault_io.note import UNDECODABLE, Block, Heading, Link, ParsedNote, content_hash
 
 log = logging.getLogger(__name__)
 
@@ -45,16 +47,19 @@ def parse_note(
 ) -> ParsedNote:
     """Parse one note.  ``path`` is the vault-relative POSIX path.
 
-    Raises :class:`NoteReadError` if ``data`` is not UTF-8, and nothing else:
-    a bug in a scanner yields a note with only its text and an ``error``
-    starting "internal parser error", so one odd note cannot stop a sync.
+    Raises nothing: bytes that are not UTF-8 are decoded as U+FFFD (the
+    note's ``undecodable`` and ``error`` name the first one), and a bug in a
+    scanner yields a note with only its text and an ``error`` starting
+    "internal parser error", so one odd note cannot stop a sync.
     """
+    undecodable: str | None = None
     try:
         text = data.decode("utf-8")
     except UnicodeDecodeError as exc:
-        raise NoteReadError(
-            f"{path}: not valid UTF-8 (byte 0x{data[exc.start]:02x} at offset {exc.start})"
-        ) from None
+        # One bad byte must not hide the whole note from search: index it with
+        # U+FFFD in place of the bad bytes, and say so (the file is left as is).
+        text = data.decode("utf-8", "replace")
+        undecodable = f"byte 0x{data[exc.start]:02x} at offset {exc.start}"
     bom = text.startswith("\ufeff")
     if bom:
         text = text[1:]
@@ -63,7 +68,8 @@ def parse_note(
         # A lone CR is a line break too (CommonMark), so count it as one.
         text = text.replace("\r\n", "\n").replace("\r", "\n")
     try:
-        return _parse_text(path, text, content_hash(data), crlf, bom, max_frontmatter_bytes)
+        note = _parse_text(path, text, content_hash(data), crlf, bom, max_frontmatter_bytes)
+        return note if undecodable is None else _undecodable(note, undecodable)
     except Exception as exc:  # last line of defence; tests hold this branch to zero
         log.exception("internal error parsing %s", path)
         return ParsedNote(
@@ -76,7 +82,15 @@ def parse_note(
             error=f"{INTERNAL_ERROR}: {type(exc).__name__}: {exc}",
             crlf=crlf,
             bom=bom,
+            undecodable=undecodable,
         )
+
+
+def _undecodable(note: ParsedNote, where: str) -> ParsedNote:
+    """``note`` marked as decoded with replacement characters; the reason
+    leads its ``error`` (so the index records it and ``doctor`` finds it)."""
+    reason = f"{UNDECODABLE} ({where}); indexed with replacement characters, fix the bytes in an editor"
+    return replace(note, undecodable=where, error=f"{reason}; {note.error}" if note.error else reason)
 
 
 def _parse_text(

@@ -4,7 +4,9 @@ The rules follow Obsidian: hidden files and folders (``.obsidian``, ``.trash``,
 ``.git``, ...) are not part of the vault, nor are the paths listed under
 "Excluded files" (``userIgnoreFilters`` in ``.obsidian/app.json``). On top of
 that come the user's own ignore globs, a size cap, and protection against
-symlink loops.
+symlink loops. A symlink whose real path leaves the vault is never
+followed: it is skipped with a warning and listed in
+:attr:`ScanResult.outside` (see :mod:`.confine`).
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from memvault.vault_io.confine import is_inside, outside_target, real_root
 from memvault.vault_io.globs import vault_globs
 
 #: Default cap on the size of a note memvault will read.
@@ -66,6 +69,9 @@ class ScanResult:
     unlisted: set[str] = field(default_factory=set)
     #: memvault's own temporary files found on the way (vault-relative).
     temp_files: list[str] = field(default_factory=list)
+    #: Symlinks (to files or folders) whose real path leaves the vault: not
+    #: read, and not part of the vault (an earlier index entry is dropped).
+    outside: set[str] = field(default_factory=set)
 
     def covers(self, path: str) -> bool:
         """Whether the scan can vouch for ``path`` being absent (its folder was listed)."""
@@ -151,13 +157,14 @@ def scan_vault(
 
     Follows symlinks (Obsidian does) but visits each real folder once, by
     device and inode, so a symlink loop cannot make the walk endless. Files
-    over ``max_file_size`` and names that are not valid UTF-8 are skipped with
-    a warning naming them.
+    over ``max_file_size``, names that are not valid UTF-8 and symlinks that
+    lead outside the vault are skipped with a warning naming them.
     """
     # Long, and kept whole: one walk whose loop shares its state (the folders
     # seen, symlinks followed, warnings) at every level.
     rules = vault_rules(root, ignore)
     result = ScanResult()
+    root_real = real_root(os.fspath(root))
     root_st = os.stat(root)
     seen_dirs = {(root_st.st_dev, root_st.st_ino)}
     stack: list[tuple[str, str]] = [(os.fspath(root), "")]
@@ -205,9 +212,12 @@ def scan_vault(
                 what = "broken symlink" if entry.is_symlink() else f"cannot stat: {exc.strerror}"
                 result.warnings.append(ScanWarning(rel, f"{what}; skipped"))
                 continue
-            if stat.S_ISDIR(st.st_mode):
-                if rules and rules.ignored(rel, is_dir=True):
-                    continue
+            is_dir = stat.S_ISDIR(st.st_mode)
+            if rules and rules.ignored(rel, is_dir=is_dir):
+                continue
+            if entry.is_symlink() and _leaves(root_real, entry.path, rel, result):
+                continue
+            if is_dir:
                 if entry.is_symlink():
                     linked.append((entry.path, rel))
                     continue
@@ -217,8 +227,6 @@ def scan_vault(
                 stack.append((entry.path, rel))
                 continue
             if not stat.S_ISREG(st.st_mode):
-                continue
-            if rules and rules.ignored(rel):
                 continue
             is_note = name.lower().endswith(NOTE_SUFFIX)
             if is_note and st.st_size > max_file_size:
@@ -231,8 +239,22 @@ def scan_vault(
     return result
 
 
+def _leaves(root_real: str, abs_path: str, rel: str, result: ScanResult) -> bool:
+    """Whether the symlink at ``abs_path`` leads outside the vault; if so it
+    is recorded in ``result`` (one warning per path per scan)."""
+    real = os.path.realpath(abs_path)
+    if is_inside(root_real, real):
+        return False
+    result.outside.add(rel)
+    result.warnings.append(ScanWarning(rel, f"symlink leads outside the vault (to {real}); skipped"))
+    return True
+
+
 def stat_file(root: Path, rel: str) -> FileStat | None:
-    """Stat one vault file the way :func:`scan_vault` would; None if absent."""
+    """Stat one vault file the way :func:`scan_vault` would; None if absent
+    or (through a symlink) outside the vault."""
+    if outside_target(root, rel) is not None:
+        return None
     try:
         st = os.stat(root / rel)
     except OSError:

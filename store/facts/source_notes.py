@@ -14,6 +14,7 @@ the note, or change the glob in the config.
 
 from __future__ import annotations
 
+import os
 import posixpath
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -22,6 +23,7 @@ from typing import TYPE_CHECKING, Any
 from memvault.store.db import records as rec
 from memvault.store.facts import rows as sf
 from memvault.vault_io.atomic import atomic_write
+from memvault.vault_io.confine import OutsideVaultError, check_inside, read_inside
 from memvault.vault_io.errors import MemvaultError, UsageError
 from memvault.vault_io.note import NoteReadError, ParsedNote
 from memvault.vault_io.parser import parse_note
@@ -68,14 +70,17 @@ def vault_relative(root: Path, arg: str, *, must_exist: bool = True) -> str:
     Relative paths are taken from the vault root; absolute ones must lie
     inside the vault; ``.md`` may be left out. Raises :class:`SourcePathError` otherwise, or for a
     file that is not a visible Markdown note (or is missing, if
-    ``must_exist``).
+    ``must_exist``); :class:`OutsideVaultError` for a symlink out of the vault.
     """
     raw = Path(arg).expanduser()
     if raw.is_absolute():
-        try:
-            rel = raw.resolve().relative_to(root.resolve()).as_posix()
-        except ValueError:
-            raise SourcePathError(f"{arg} is outside the vault {root}") from None
+        # Taken by name, not through symlinks: a vault path that is a symlink
+        # out of the vault is refused below as such, not as "outside".
+        rel = _under(Path(os.path.abspath(raw)), Path(os.path.abspath(root)), root.resolve())
+        if rel is None:  # reached through a symlink above the vault (~/Notes -> /data/notes)
+            rel = _under(raw.resolve(), root.resolve())
+        if rel is None:
+            raise SourcePathError(f"{arg} is outside the vault {root}")
     else:
         rel = posixpath.normpath(arg.replace("\\", "/"))
         if rel.startswith("../") or rel == ".." or rel.startswith("/"):
@@ -88,9 +93,20 @@ def vault_relative(root: Path, arg: str, *, must_exist: bool = True) -> str:
         rel += ".md"  # "About me" names "About me.md", as in a wikilink
     if is_hidden(rel):
         raise SourcePathError(f"{arg} is in a hidden folder that memvault does not index")
+    check_inside(root, rel, shown=arg)  # a symlink out of the vault: exit 1, nothing read
     if must_exist and not (root / rel).is_file():
         raise SourcePathError(f"{rel}: no such note in the vault {root}")
     return rel
+
+
+def _under(path: Path, *roots: Path) -> str | None:
+    """``path`` relative to the first of ``roots`` it lies under, as POSIX; None if none."""
+    for base in roots:
+        try:
+            return path.relative_to(base).as_posix()
+        except ValueError:
+            continue
+    return None
 
 
 class Sources:
@@ -103,12 +119,18 @@ class Sources:
 
     def _read(self, rel: str) -> tuple[bytes, ParsedNote]:
         try:
-            data = (self.root / rel).read_bytes()
-            return data, parse_note(rel, data)
+            data = read_inside(self.root, rel)
+            note = parse_note(rel, data)
         except OSError as exc:
             raise SourceError(f"{rel}: cannot read: {exc.strerror}") from None
-        except NoteReadError as exc:
+        except (NoteReadError, OutsideVaultError) as exc:
             raise SourceError(str(exc)) from None
+        if note.undecodable:
+            # Marking rewrites the file, which would turn the bad bytes into
+            # U+FFFD for good: a person must fix them first.
+            raise SourceError(f"{rel}: {note.error.split(';')[0] if note.error else 'not valid UTF-8'}; "
+                              "fix the bytes in an editor before marking or unmarking it")
+        return data, note
 
     def _write(self, rel: str, data: bytes, text: str) -> bool:
         new = text.encode("utf-8")

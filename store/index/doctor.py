@@ -14,6 +14,11 @@ point at nothing), so a repair is never more dangerous than using memvault:
   (the state is applied again) or that the state lacks (copied into it).
 - **vault vs index**: notes changed, added or gone since the last sync (a
   sync), and store-side writes still pending (a sync finishes them).
+
+Some findings are warnings: the vault holds something memvault works around
+but cannot fix (notes with bytes that are not UTF-8, indexed with
+replacement characters; symlinks leading out of the vault, never read). A
+person must; they do not make the vault unhealthy, and no repair claims them.
 """
 
 from __future__ import annotations
@@ -42,10 +47,13 @@ class Finding:
     check: str
     detail: str
     repair: str | None
+    #: Something a person must fix, which memvault works around meanwhile:
+    #: reported, but the vault is still healthy.
+    warning: bool = False
 
     def as_dict(self) -> dict[str, Any]:
         """JSON-ready form."""
-        return {"check": self.check, "detail": self.detail, "repair": self.repair}
+        return {"check": self.check, "detail": self.detail, "repair": self.repair, "warning": self.warning}
 
 
 @dataclass
@@ -57,8 +65,8 @@ class DoctorReport:
 
     @property
     def healthy(self) -> bool:
-        """Whether nothing is wrong."""
-        return not self.findings
+        """Whether nothing is wrong (warnings aside)."""
+        return not any(not f.warning for f in self.findings)
 
 
 def _one(con: apsw.Connection, sql: str) -> int:
@@ -147,7 +155,34 @@ def check_vault(store: "MemoryStore") -> list[Finding]:
     pending = _one(con, "SELECT count(*) FROM state.outbox")
     if pending:
         out.append(Finding("vault", f"{pending} memory notes wait to be written", "sync"))
+    return out + _vault_warnings(con, sorted(scan.outside))
+
+
+#: Most paths a warning names before it says "and N more".
+_NAMED = 10
+
+
+def _vault_warnings(con: apsw.Connection, outside: list[str]) -> list[Finding]:
+    """What a person must fix in the vault: symlinks out of it, bytes that are not UTF-8."""
+    from memvault.store.index.lookup import undecodable_files
+    from memvault.vault_io.note import UNDECODABLE
+
+    out = []
+    if outside:
+        out.append(Finding("vault", f"skipped: {len(outside)} outside the vault (symlinks leading out of it are "
+                                    f"never read): {_names(outside)}", None, warning=True))
+    bad = undecodable_files(con)
+    if bad:
+        shown = [f"{p} ({e.removeprefix(UNDECODABLE).split(';')[0].strip(' ()')})" for p, e in bad]
+        out.append(Finding("vault", f"{len(bad)} notes have bytes that are not UTF-8, indexed with replacement "
+                                    f"characters: {_names(shown)}; memvault cannot repair them (it never rewrites "
+                                    "a note for this): fix them in an editor", None, warning=True))
     return out
+
+
+def _names(items: list[str]) -> str:
+    more = f" and {len(items) - _NAMED} more" if len(items) > _NAMED else ""
+    return ", ".join(items[:_NAMED]) + more
 
 
 def _same_bytes(root: Path, path: str, row: rec.FileRow | None) -> bool:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 from pathlib import Path
 from typing import Any
@@ -10,6 +11,7 @@ import apsw
 
 from memvault.store.db import records as rec
 from memvault.store.facts.rows import fact_stats
+from memvault.vault_io.note import UNDECODABLE
 
 
 def find_trace(con: apsw.Connection, ref: str) -> rec.TraceRow | None:
@@ -63,6 +65,10 @@ def stats(con: apsw.Connection, db_path: Path | None = None) -> dict[str, Any]:
         "tags": one("SELECT count(DISTINCT tag) FROM trace_tags"),
         "parse_errors": one("SELECT count(*) FROM files WHERE parse_error IS NOT NULL"),
         "read_errors": one("SELECT count(*) FROM files WHERE read_error IS NOT NULL"),
+        # Indexed with U+FFFD for bytes that are not UTF-8 (counted in parse errors too).
+        "undecodable": one(f"SELECT count(*) FROM files WHERE parse_error LIKE '{UNDECODABLE}%'"),
+        # Symlinks leading out of the vault that the last scan skipped unread.
+        "skipped_outside_vault": len(outside_paths(con)),
         "conflicts": one("SELECT count(*) FROM state.conflicts"),
         "pending_writes": one("SELECT count(*) FROM state.outbox"),
         "last_sync": rec.get_meta(con, "last_sync"),
@@ -76,6 +82,20 @@ def stats(con: apsw.Connection, db_path: Path | None = None) -> dict[str, Any]:
             os.path.getsize(p) for p in (db_path, Path(f"{db_path}-wal"), Path(f"{db_path}-shm")) if p.exists()
         )
     return out
+
+
+def outside_paths(con: apsw.Connection) -> list[str]:
+    """The vault paths the last scans skipped because they lead outside the vault."""
+    from memvault.store.index.reconcile import OUTSIDE_META
+
+    return list(json.loads(rec.get_meta(con, OUTSIDE_META) or "[]"))
+
+
+def undecodable_files(con: apsw.Connection) -> list[tuple[str, str]]:
+    """Notes indexed with replacement characters for bytes that are not UTF-8, with the reason."""
+    return con.execute(
+        f"SELECT path, parse_error FROM files WHERE parse_error LIKE '{UNDECODABLE}%' ORDER BY path"
+    ).fetchall()
 
 
 def parse_errors(con: apsw.Connection) -> list[tuple[str, str]]:

@@ -35,6 +35,7 @@ from memvault.store.db.connection import write_transaction
 from memvault.store.facts import rows as sf
 from memvault.store.memories import rows as mem
 from memvault.store.memories.memtypes import maybe_type
+from memvault.vault_io.confine import read_inside
 from memvault.vault_io.errors import MemvaultError
 from memvault.vault_io.memory_note import read_memory
 from memvault.vault_io.parser import parse_note
@@ -194,7 +195,7 @@ def recover_trash(con: apsw.Connection, root: Path, done: Restored | None = None
     for path in folder.rglob("*.md"):
         rel = path.relative_to(root).as_posix()
         try:
-            data = path.read_bytes()
+            data = read_inside(root, rel)  # a symlink in .trash must not bring a file from elsewhere
             note = parse_note(rel, data)
         except (OSError, MemvaultError):
             continue

@@ -13,6 +13,7 @@ the vault whose targets appeared or disappeared.
 from __future__ import annotations
 
 import hashlib
+import json
 import time
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
@@ -22,9 +23,11 @@ from typing import Protocol
 import apsw
 
 from memvault.store.db import records as rec
+from memvault.store.db.connection import write_transaction
 from memvault.store.index.classify import note_edges, note_trace
 from memvault.store.index.moves import pair_edited_moves
 from memvault.store.memories import rows as mem
+from memvault.vault_io.confine import outside_target
 from memvault.vault_io.errors import MemvaultError
 from memvault.vault_io.note import ParsedNote
 from memvault.vault_io.resolve import LinkResolver, Resolution
@@ -46,6 +49,10 @@ BATCH = 500
 #: index already holds, is a bulk load: FTS is rebuilt once at the end instead
 #: of row by row (see store.records.begin_bulk_load).
 BULK_MIN = 1000
+
+#: The index's meta key listing the vault paths found leading outside the
+#: vault (JSON list), for ``stats`` and ``doctor``.
+OUTSIDE_META = "outside_vault"
 
 #: SQLite's default: checkpoint the WAL when it reaches this many pages.
 WAL_AUTOCHECKPOINT = 1000
@@ -183,6 +190,7 @@ class Indexer:
         known = rec.load_files(self.con)
         absent = {p for p in known if p not in scan.files and scan.covers(p)}
         summary = self._reconcile(scan, absent, known, progress)
+        self._record_outside(scan.outside, None)
         summary.warnings += self._remove_stale_temps(scan.temp_files)
         summary.seconds = time.perf_counter() - start
         return summary
@@ -217,7 +225,14 @@ class Indexer:
             if row:
                 known[path] = row
             # An excluded path is not part of the vault, as in a full scan.
-            st = None if excluded(rules, path) else stat_file(self.root, path)
+            if excluded(rules, path):
+                st = None
+            elif (target := outside_target(self.root, path)) is not None:
+                scan.outside.add(path)
+                scan.warnings.append(ScanWarning(path, f"symlink leads outside the vault (to {target}); skipped"))
+                st = None
+            else:
+                st = stat_file(self.root, path)
             if st is None:
                 if row:
                     absent.add(path)
@@ -227,8 +242,19 @@ class Indexer:
             else:
                 scan.files[path] = st
         summary = self._reconcile(scan, absent, known, None)
+        self._record_outside(scan.outside, set(paths))
         summary.seconds = time.perf_counter() - start
         return summary
+
+    def _record_outside(self, outside: set[str], looked_at: set[str] | None) -> None:
+        """Keep the paths found leading outside the vault (for ``stats``):
+        what was known of ``looked_at`` (all, when None: a full scan) is
+        replaced by ``outside``. The index is written only when it changed."""
+        before = set(json.loads(rec.get_meta(self.con, OUTSIDE_META) or "[]"))
+        after = outside | (set() if looked_at is None else before - looked_at)
+        if after != before:
+            with write_transaction(self.con):
+                rec.set_meta(self.con, OUTSIDE_META, json.dumps(sorted(after)))
 
     def _check_root(self) -> None:
         # A vanished vault (unmounted disk, renamed folder) must never read

@@ -171,7 +171,7 @@ class ReconcilePass:
             if path not in known:  # never indexed: not a link target after all
                 self.all_files.pop(path, None)
                 self.resolver.remove(path)
-        self.summary.skipped = len(self.scan.skipped) + len(self.read_errors)
+        self.summary.skipped = len(self.scan.skipped) + len(self.scan.outside) + len(self.read_errors)
 
     # -- 3. apply what is not a note write -------------------------------------------
 

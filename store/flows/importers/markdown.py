@@ -40,8 +40,9 @@ def read(path: Path, progress: Progress | None = None) -> Iterator[Entry]:
 def _convert(member: Member, rel: str) -> list[Item]:
     with member.opener() as fh:
         note = parse_note(rel, fh.read())
-    if note.error and "front-matter" in note.error:
-        raise ImportFormatError(note.error)
+    if note.undecodable or (note.error and "front-matter" in note.error):
+        # Bytes that are not UTF-8 would become U+FFFD in the new memory for good.
+        raise ImportFormatError(note.error or "not valid UTF-8")
     fm = note.frontmatter
     if "conflict_of" in fm or "session_id" in fm:
         return [Skip("a conflict copy or session note, not a memory note")]
