@@ -7,6 +7,10 @@ hooks into its settings. Both follow the same rules:
 - every other server, hook and key of the file stays as it was (the JSON
   is rewritten with two-space indentation; in Codex's TOML only memvault's
   own table is replaced, every other byte stays);
+- JSON with comments and trailing commas (JSONC: VS Code's ``mcp.json``)
+  is read, and changed by a text edit of memvault's own entry (:mod:`.jsonc`)
+  so the comments stay; were that to fail, the file is written as plain JSON
+  and the change says so (the original is in the backup);
 - a copy of the file is written first, beside it (``<name>.memvault-backup``);
 - a file that does not parse is refused (:class:`ClientConfigError`, exit 1)
   and nothing is written;
@@ -35,10 +39,12 @@ import re
 import shlex
 import shutil
 import sys
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from memvault.cli import jsonc
 from memvault.vault_io.atomic import atomic_write
 from memvault.vault_io.errors import MemvaultError, UsageError
 
@@ -67,17 +73,19 @@ class ConfigChange:
     path: Path
     action: str  # added | updated | unchanged | removed | absent
     backup: Path | None = None
+    note: str | None = None  # something the person should know (comments that could not be kept)
 
     def as_dict(self) -> dict[str, Any]:
         """JSON-ready form."""
-        return {"path": str(self.path), "action": self.action, "backup": str(self.backup) if self.backup else None}
+        return {"path": str(self.path), "action": self.action, "backup": str(self.backup) if self.backup else None,
+                "note": self.note}
 
     def describe(self, what: str) -> str:
         """One line for people."""
         verb = {"added": f"added {what} to", "updated": f"updated {what} in", "unchanged": f"{what} already up to date in",
                 "removed": f"removed {what} from", "absent": f"no {what} to remove in"}[self.action]
         backup = f" (backup: {self.backup})" if self.backup else ""
-        return f"{verb} {self.path}{backup}"
+        return f"{verb} {self.path}{backup}" + (f"; {self.note}" if self.note else "")
 
 
 # -- where --------------------------------------------------------------------------
@@ -169,8 +177,11 @@ def hook_command(vault: Path, sub: str, client: str) -> str:
 # -- JSON files -------------------------------------------------------------------------
 
 
-def _read_json(path: Path) -> dict[str, Any] | None:
-    """The file's object; None when it does not exist (or is empty). Raises when it cannot be parsed."""
+def _read(path: Path) -> tuple[str, dict[str, Any]] | None:
+    """The file's text and object; None when it does not exist (or is empty).
+
+    JSON with comments and trailing commas (JSONC, VS Code's format for its
+    ``mcp.json``) is read too. Raises when it cannot be parsed."""
     try:
         text = path.read_text(encoding="utf-8")
     except FileNotFoundError:
@@ -182,10 +193,30 @@ def _read_json(path: Path) -> dict[str, Any] | None:
     try:
         data = json.loads(text)
     except ValueError as exc:
-        raise ClientConfigError(f"{path} is not valid JSON ({exc}); nothing was written: fix it or move it away") from None
+        try:
+            data = jsonc.loads(text)
+        except jsonc.JsoncError:
+            raise ClientConfigError(
+                f"{path} is not valid JSON ({exc}); nothing was written: fix it or move it away") from None
     if not isinstance(data, dict):
         raise ClientConfigError(f"{path} does not hold a JSON object; nothing was written")
-    return data
+    return text, data
+
+
+def _write_back(path: Path, text: str | None, data: dict[str, Any], edit: Callable[[str], str]) -> ConfigChange:
+    """Write ``data`` to ``path``: a file with comments by ``edit`` of its text,
+    so the comments stay; when that fails, as plain JSON, saying so (the
+    original stays in the backup)."""
+    if text is not None and jsonc.has_comments(text):
+        try:
+            edited = edit(text)
+            if jsonc.loads(edited) == data:
+                return ConfigChange(path, "", _write(path, edited))
+        except (jsonc.JsoncError, ValueError, IndexError):
+            pass
+        backup = _write(path, _dump(data))
+        return ConfigChange(path, "", backup, note=f"its comments could not be kept (the original is {backup})")
+    return ConfigChange(path, "", _write(path, _dump(data)))
 
 
 def _backup(path: Path) -> Path | None:
@@ -216,8 +247,8 @@ def _servers_key(client: str) -> str:
 
 def install_json_server(path: Path, client: str, name: str, entry: dict[str, Any]) -> ConfigChange:
     """Put ``entry`` under the client's server list as ``name``; everything else stays."""
-    data = _read_json(path)
-    data = {} if data is None else data
+    found = _read(path)
+    text, data = found if found is not None else (None, {})
     key = _servers_key(client)
     servers = data.get(key)
     if servers is None:
@@ -228,17 +259,23 @@ def install_json_server(path: Path, client: str, name: str, entry: dict[str, Any
         return ConfigChange(path, "unchanged")
     action = "updated" if name in servers else "added"
     servers[name] = entry
-    return ConfigChange(path, action, _write(path, _dump(data)))
+    change = _write_back(path, text, data, lambda t: jsonc.set_member(t, (key,), name, entry))
+    change.action = action
+    return change
 
 
 def uninstall_json_server(path: Path, client: str, name: str) -> ConfigChange:
     """Take ``name`` out of the client's server list (nothing else)."""
-    data = _read_json(path)
-    servers = data.get(_servers_key(client)) if data else None
+    found = _read(path)
+    text, data = found if found is not None else (None, {})
+    key = _servers_key(client)
+    servers = data.get(key)
     if not isinstance(servers, dict) or name not in servers:
         return ConfigChange(path, "absent")
     del servers[name]
-    return ConfigChange(path, "removed", _write(path, _dump(data)))  # type: ignore[arg-type]
+    change = _write_back(path, text, data, lambda t: jsonc.remove_member(t, (key,), name))
+    change.action = "removed"
+    return change
 
 
 # -- Codex's TOML -------------------------------------------------------------------------
@@ -384,8 +421,8 @@ def _strip_ours(hooks: dict[str, Any]) -> bool:
 def install_hooks(client: str, scope: str, vault: Path, *, project: Path | None = None) -> ConfigChange:
     """Merge memvault's session hooks into ``client``'s settings."""
     path = hook_config_path(client, scope, project or Path.cwd())
-    data = _read_json(path)
-    data = {} if data is None else data
+    found = _read(path)
+    text, data = found if found is not None else (None, {})
     hooks = data.setdefault("hooks", {})
     if not isinstance(hooks, dict):
         raise ClientConfigError(f"{path}: 'hooks' is not an object; nothing was written")
@@ -400,16 +437,22 @@ def install_hooks(client: str, scope: str, vault: Path, *, project: Path | None 
         groups.append(group)
     if json.dumps(hooks, sort_keys=True) == before:
         return ConfigChange(path, "unchanged")
-    return ConfigChange(path, "updated" if had else "added", _write(path, _dump(data)))
+    change = _write_back(path, text, data, lambda t: jsonc.set_member(t, (), "hooks", hooks))
+    change.action = "updated" if had else "added"
+    return change
 
 
 def uninstall_hooks(client: str, scope: str, *, project: Path | None = None) -> ConfigChange:
     """Remove memvault's hooks from ``client``'s settings (others stay)."""
     path = hook_config_path(client, scope, project or Path.cwd())
-    data = _read_json(path)
-    hooks = data.get("hooks") if data else None
+    found = _read(path)
+    text, data = found if found is not None else (None, {})
+    hooks = data.get("hooks")
     if not isinstance(hooks, dict) or not _strip_ours(hooks):
         return ConfigChange(path, "absent")
     if not hooks:
-        del data["hooks"]  # type: ignore[index]
-    return ConfigChange(path, "removed", _write(path, _dump(data)))  # type: ignore[arg-type]
+        del data["hooks"]
+    change = _write_back(path, text, data, lambda t: jsonc.set_member(t, (), "hooks", hooks) if hooks
+                         else jsonc.remove_member(t, (), "hooks"))
+    change.action = "removed"
+    return change
