@@ -52,6 +52,7 @@ from memvault.store.consolidation.text import (
     fold,
     is_value_word,
     stem,
+    word_lists,
     words,
 )
 
@@ -59,13 +60,13 @@ from memvault.store.consolidation.text import (
 #: freely ("uses a keyboard" / "types on a keyboard", "takes notes in" /
 #: "uses ... for notes"). Unlike the contradiction rule's light words, "work"
 #: and "live" are not here: "lives in Benfica" / "works in Benfica" differ.
-LIGHT = frozenset("use take have make do keep run put give get go goe".split())
+LIGHT = word_lists()["light_verbs"]
 #: Verbs of liking: the relation both sides state, in other words ("likes
 #: dark themes" / "prefers dark mode"); polarity is compared elsewhere.
-PREFERENCE = frozenset("like love enjoy prefer rather fond".split())
+PREFERENCE = word_lists()["liking_verbs"]
 #: Hedges and clock units that qualify a value without changing it
 #: ("around 11pm" / "about 11 pm").
-HEDGES = frozenset("around roughly approximately nearly almost am pm".split())
+HEDGES = word_lists()["hedges"]
 
 
 @dataclass(frozen=True)

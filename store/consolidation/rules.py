@@ -60,6 +60,7 @@ from memvault.store.consolidation.text import (
     names_in,
     near,
     unmatched,
+    word_lists,
 )
 
 #: Two episodic memories written this many days apart are two events.
@@ -270,7 +271,7 @@ def _by_words(a: Memo, b: Memo, book: NameBook) -> tuple[str, str] | None:
         return None  # two spellings of one name ("Hibs" / "Hibernian")
     if fa.first in names[0] or fb.first in names[1]:
         return None  # whose claim it is differs ("Miso's vet" / "Pico's vet")
-    kind = "place" if {"live", "base", "move", "locat", "offic", "meet"} & (fa.stems | fb.stems) else "value"
+    kind = "place" if word_lists()["place_stems"] & (fa.stems | fb.stems) else "value"
     return kind, f"same subject, different {kind}: {', '.join(sorted(ra))} / {', '.join(sorted(rb))}"
 
 

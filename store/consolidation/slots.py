@@ -44,6 +44,7 @@ from memvault.store.consolidation.text import (
     fold,
     near,
     stem,
+    word_lists,
 )
 
 _MONTH = "|".join(sorted((m for m in MONTHS if m != "may"), key=len, reverse=True)) + "|May"
@@ -62,8 +63,8 @@ _PATTERNS = [
 _WORD = re.compile(r"[^\W_]+(?:['’][^\W_]+)*")
 _YEAR = re.compile(r"^(?:19|20)\d\d$")
 #: Stems of the verbs of liking (a slot after them holds one value).
-_LIKING = frozenset("like love enjoy prefer rather fond favourit favorit".split())
-_COPULA = frozenset("is are was were be been am".split())
+_LIKING = word_lists()["liking_verbs"]
+_COPULA = word_lists()["copulas"]
 
 
 @dataclass(frozen=True)

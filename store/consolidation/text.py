@@ -20,10 +20,12 @@ from __future__ import annotations
 
 import os
 import re
+import tomllib
 import unicodedata
 from collections.abc import Iterable
 from dataclasses import dataclass
 from functools import cached_property, lru_cache
+from pathlib import Path
 
 _PUNCT = re.compile(r"[^\w\s]")
 #: Words as written: letters/digits, with inner apostrophes ("doesn't", "Miso's").
@@ -38,47 +40,40 @@ _NEGATIVE_PHRASES = re.compile(
     r"|can't stand|cant stand)\b"
 )
 
-STOP_WORDS = frozenset(
-    """a an the and or but of to in on at by for with from into onto over under about as is are was were be been
-    being am her his she he it its they them their theirs our we us you your my me i this that these those there
-    here then than so very too also just only again still really quite some any each every all both either
-    do does did doing done has have had having will would shall should can could may might must get gets got
-    one s t when while whenever if because usual usually always often up down off out back""".split()
-)
+#: The word lists (``lexicon/words.toml``: each with where it comes from).
+WORDS_FILE = Path(__file__).with_name("lexicon") / "words.toml"
+
+
+@lru_cache(maxsize=1)
+def word_lists() -> dict[str, frozenset[str]]:
+    """Every list of ``lexicon/words.toml`` by name (its words, split)."""
+    with WORDS_FILE.open("rb") as fh:
+        data = tomllib.load(fh)
+    return {name: frozenset(section.get("words", "").split()) for name, section in data.items()}
+
+
+def _irregular() -> dict[str, str]:
+    with WORDS_FILE.open("rb") as fh:
+        forms = tomllib.load(fh)["irregular_verbs"]["forms"].split()
+    return dict(f.split(":", 1) for f in forms)
+
+
+_LISTS = word_lists()
+STOP_WORDS = _LISTS["stop_words"]
 #: Words that turn a claim around.
-NEGATORS = frozenset(
-    "not no never none nobody nothing neither nor without cannot cant dont doesnt didnt isnt arent wasnt "
-    "werent wont hasnt havent hadnt shouldnt wouldnt couldnt".split()
-)
+NEGATORS = _LISTS["negators"]
 #: Stems of verbs and adjectives that say "not" by themselves.
-NEGATIVE_STEMS = frozenset("dislik hate avoid refus detest loath intoler quit stop lack unabl".split())
+NEGATIVE_STEMS = _LISTS["negative_stems"]
 #: Stems of words that report a change ("moved to Porto", "switched to VEX",
-#: "since July", "now", "renewed"): they mark the newer of two claims and do
-#: not count as a difference of subject between them.
-CHANGE_STEMS = frozenset(
-    "move switch replac rewrit relicens renew sell buy chang becom turn quit stop start put push postpon "
-    "reschedul go sinc now new upgrad downgrad set".split()
-)
+#: "since July", "now"): they mark the newer of two claims and do not count
+#: as a difference of subject between them.
+CHANGE_STEMS = _LISTS["change_stems"]
 #: Stems that qualify when a claim holds rather than what it says.
-TEMPORAL_STEMS = frozenset(
-    "current still anymor longer plan schedul due expect spring summer autumn winter earli later recent "
-    "today yesterday after befor".split()
-)
+TEMPORAL_STEMS = _LISTS["temporal_stems"]
 #: Light verbs: paraphrases swap them freely ("uses"/"takes"/"has").
-LIGHT_STEMS = frozenset("use take have make do keep run go put give call build work write".split())
+LIGHT_STEMS = _LISTS["light_stems"]
 #: Irregular forms the stemmer leaves apart from their verb.
-_IRREGULAR = {
-    "paid": "pay", "made": "make", "took": "take", "taken": "take", "went": "go", "gone": "go", "grew": "grow",
-    "grown": "grow", "rode": "ride", "ridden": "ride", "wrote": "write", "written": "write", "rewrote": "rewrite",
-    "rewritten": "rewrite", "bought": "buy", "sold": "sell", "ran": "run", "ate": "eat", "eaten": "eat",
-    "drank": "drink", "drunk": "drink", "kept": "keep", "built": "build", "sent": "send", "spent": "spend",
-    "lost": "lose", "won": "win", "met": "meet", "taught": "teach", "thought": "think", "brought": "bring",
-    "gave": "give", "given": "give", "came": "come", "became": "become", "began": "begin", "begun": "begin",
-    "felt": "feel", "left": "leave", "held": "hold", "told": "tell", "said": "say", "saw": "see", "seen": "see",
-    "found": "find", "slept": "sleep", "swam": "swim", "sang": "sing", "sung": "sing", "broke": "break",
-    "broken": "break", "chose": "choose", "chosen": "choose", "fell": "fall", "flew": "fly", "forgot": "forget",
-    "forgotten": "forget",
-}
+_IRREGULAR = _irregular()
 MONTHS = {
     "january": 1, "february": 2, "march": 3, "april": 4, "may": 5, "june": 6, "july": 7, "august": 8,
     "september": 9, "october": 10, "november": 11, "december": 12,
