@@ -15,7 +15,7 @@ _VERBS = {
 }
 
 
-def _describe(action: dict[str, Any]) -> str:
+def describe(action: dict[str, Any]) -> str:
     """One line for a person: what, which memories, why."""
     kind, ids, d = action["kind"], action["ids"], action["detail"]
     if kind == "decay":
@@ -97,11 +97,11 @@ def consolidate(app: AppContext, dry_run: bool, undo_run: str | None, show_log: 
     summary = ", ".join(f"{n} {_VERBS[k]}" for k, n in counts.items() if n) or "nothing to do"
     click.echo(f"{'Plan' if dry_run else 'Consolidated'} for {report.day}: {summary}")
     for action in report.actions:
-        click.echo("  " + _describe(action))
+        click.echo("  " + describe(action))
     for action in report.deferred:
-        warn(f"deferred (a note is being edited): {_describe(action)}")
+        warn(f"deferred (a note is being edited): {describe(action)}")
     for action in report.failed:
-        warn(f"not done: {_describe(action)}: {action['error']}")
+        warn(f"not done: {describe(action)}: {action['error']}")
     llm = report.stats.get("llm")
     if llm:
         for r in llm["rejected"]:
@@ -112,6 +112,8 @@ def consolidate(app: AppContext, dry_run: bool, undo_run: str | None, show_log: 
         if llm.get("unconfirmed"):
             warn(f"{llm['unconfirmed']} contradictions flagged by the rule alone ({llm['model']} is asked about "
                  "the first 50 of a run)")
+    if dry_run:  # what an agent applies through MCP (`consolidate` with apply=<plan id>)
+        click.echo(f"Plan id {report.plan}")
     if report.run_id:
         click.echo(f"Run {report.run_id}. Undo with: memvault consolidate --undo {report.run_id}")
 

@@ -12,7 +12,8 @@ every tool is a call of a store method, nothing else.
   read), ``forget``, ``restore``. None of them touches an ordinary note a
   person wrote: they change memories, and ``forget`` of a fact only retires
   it. Each memory an agent writes says which client wrote it in ``source``
-  (``mcp:<client name>``).
+  (``mcp:<client name>``). ``merge`` and ``consolidate`` (plan, apply by
+  plan id, undo) tidy memory as the CLI does (:mod:`.mcp_tidy`).
 - Resources ``memvault://memory/{id}``, ``memvault://note/{+path}``,
   ``memvault://identity``; the prompt ``recall``.
 
@@ -189,12 +190,15 @@ def build_server(store: MemoryStore, *, read_only: bool = False, **server_option
     _browse_tools(server, backend)
     if not read_only:
         _write_tools(server, backend)
+        from memvault.cli.mcp_tidy import tidy_tools  # merge and consolidate, a module of their own
+
+        tidy_tools(server, backend)
     _resources(server, backend)
     return server
 
 
 #: The write tools, which a read-only server does not offer.
-WRITE_TOOLS = ("remember", "update", "forget", "restore")
+WRITE_TOOLS = ("remember", "update", "forget", "restore", "merge", "consolidate")
 
 
 class MemvaultMCP(MCPServer):

@@ -109,14 +109,18 @@ class ChangeAPI(StoreParts):
         return trace if trace is not None and trace.kind == "fact" else None
 
     def consolidate(self, *, dry_run: bool = False, today: Any = None, trigger: str = "cli",
-                    avoid: Callable[[str], bool] | None = None, cancel: Any = None) -> "RunReport":
+                    avoid: Callable[[str], bool] | None = None, cancel: Any = None,
+                    expect_plan: str | None = None) -> "RunReport":
         """Plan and (unless ``dry_run``) carry out a consolidation run (see
         :mod:`memvault.store.consolidation.run`); ``avoid(path)``: a note a
         person is editing, whose actions wait for a later run; ``cancel``: a
-        ``threading.Event`` that abandons the llm's confirmation (and the run)."""
+        ``threading.Event`` that abandons the llm's confirmation (and the run);
+        ``expect_plan``: carry the plan out only if its id is this one (else
+        :class:`~memvault.store.consolidation.run.PlanChanged`, nothing done)."""
         from memvault.store.consolidation.run import consolidate
 
-        return consolidate(self, dry_run=dry_run, today=today, trigger=trigger, avoid=avoid, cancel=cancel)
+        return consolidate(self, dry_run=dry_run, today=today, trigger=trigger, avoid=avoid, cancel=cancel,
+                           expect_plan=expect_plan)
 
     def undo_consolidation(self, run: str) -> "UndoReport":
         """Reverse a whole consolidation run (or ``memvault merge``)."""
@@ -130,11 +134,12 @@ class ChangeAPI(StoreParts):
 
         return runs(self, limit)
 
-    def merge(self, ids: Sequence[str], content: str | None = None) -> "MergeOutcome":
-        """Merge memories into the first of ``ids`` (see :mod:`memvault.store.consolidation.merge`)."""
+    def merge(self, ids: Sequence[str], content: str | None = None, why: str | None = None) -> "MergeOutcome":
+        """Merge memories into the first of ``ids`` (see :mod:`memvault.store.consolidation.merge`);
+        ``why`` (who merged, and why) is kept in the log and the survivor's history."""
         from memvault.store.consolidation.run import merge_now
 
-        return merge_now(self, ids, content)
+        return merge_now(self, ids, content, why)
 
     def set_contradiction(self, number: int, status: str) -> None:
         """Resolve or dismiss a flagged contradiction (a dismissed pair is never flagged again)."""

@@ -33,7 +33,7 @@ from memvault.store.memory_store import MemoryStore  # noqa: E402
 MEMVAULT = Path(sys.executable).parent / "memvault"
 NOTE = "kepano-obsidian/Notes/Minimal Theme.md"  # an ordinary note a person wrote
 READS = {"search", "context", "read", "links", "recent", "list", "history", "status"}
-WRITES = {"remember", "update", "forget", "restore"}
+WRITES = {"remember", "update", "forget", "restore", "merge", "consolidate"}
 
 
 @pytest.fixture

@@ -73,7 +73,7 @@ def _note(store: "MemoryStore", trace_id: str) -> tuple[str | None, str | None]:
 
 def merge(store: "MemoryStore", ids: Sequence[str], content: str | None, *, run_id: str,
           detail: dict[str, Any] | None = None, seq: int | None = None,
-          undo_extra: dict[str, Any] | None = None) -> MergeOutcome:
+          undo_extra: dict[str, Any] | None = None, why: str | None = None) -> MergeOutcome:
     """Merge ``ids[1:]`` into ``ids[0]`` (module docstring); ``detail`` is a
     planned merge's (the same values), else they are worked out here.
 
@@ -81,7 +81,8 @@ def merge(store: "MemoryStore", ids: Sequence[str], content: str | None, *, run_
     is kept up to date (``pending``) before each change, so a writer killed
     halfway leaves a row naming the memories it was changing, how to put them
     back and which members it merged (:func:`.run.recover` finishes it);
-    ``undo_extra`` goes into that row's undo with the rest."""
+    ``undo_extra`` goes into that row's undo with the rest; ``why`` is added
+    to the history's "merged B into A" (who merged, and why)."""
     memories = store.memories
     con = store.con
     traces = []
@@ -99,7 +100,7 @@ def merge(store: "MemoryStore", ids: Sequence[str], content: str | None, *, run_
     path, text = _note(store, survivor.id)
     undo: dict[str, Any] = {**(undo_extra or {}), "trace": rec.trace_json(survivor), "path": path, "text": text,
                             "members": {}}
-    reason = f"merged {', '.join(t.id for t in others)} into {survivor.id}"
+    reason = f"merged {', '.join(t.id for t in others)} into {survivor.id}" + (f" ({why})" if why else "")
 
     def logged() -> None:
         """Record the merge so far (in the caller's transaction)."""

@@ -88,6 +88,24 @@ class Plan:
         """Every action as a dict, in order."""
         return [a.as_dict() for a in self.actions]
 
+    @property
+    def id(self) -> str:
+        """The plan's id: :func:`plan_id` of its actions."""
+        return plan_id(self.as_dicts())
+
+
+def plan_id(actions: Sequence[Mapping[str, Any]]) -> str:
+    """A short, stable id of a plan's actions (``p-`` and 12 hex digits of the
+    sha256 of their canonical JSON). The plan is a pure function of the store,
+    so the same store gives the same id; applying "the plan with this id"
+    then means exactly the actions that were shown, and any change to the
+    store that changes them changes the id."""
+    import hashlib
+    import json
+
+    canonical = json.dumps(list(actions), sort_keys=True, separators=(",", ":"), ensure_ascii=False, default=str)
+    return "p-" + hashlib.sha256(canonical.encode("utf-8")).hexdigest()[:12]
+
 
 def count_actions(actions: Iterable[tuple[str, Mapping[str, Any]]]) -> dict[str, int]:
     """(kind, detail) of actions, planned, done or logged, counted per kind:

@@ -66,6 +66,7 @@ class RunReport:
     deferred: list[dict[str, Any]] = field(default_factory=list)  # left for a person's edit to finish
     failed: list[dict[str, Any]] = field(default_factory=list)
     stats: dict[str, Any] = field(default_factory=dict)
+    plan: str | None = None  # the id of the plan shown or carried out (:func:`.plan.plan_id`)
 
     def counts(self) -> dict[str, int]:
         """Done (or planned) actions per kind; decay counts memories."""
@@ -73,8 +74,18 @@ class RunReport:
 
     def as_dict(self) -> dict[str, Any]:
         """JSON-ready summary (without the actions, printed one per line)."""
-        return {"run": self.run_id, "day": self.day, "dry_run": self.dry_run, "counts": self.counts(),
+        return {"run": self.run_id, "plan": self.plan, "day": self.day, "dry_run": self.dry_run,
+                "counts": self.counts(),
                 "deferred": len(self.deferred), "failed": len(self.failed), "stats": self.stats}
+
+
+class PlanChanged(MemvaultError):
+    """The plan is no longer the one whose id was given: nothing was applied."""
+
+    def __init__(self, expected: str, current: str) -> None:
+        super().__init__(f"the plan changed since you saw it ({expected}): the plan now is {current}; "
+                         f"look at it (a dry run) and apply that id, or leave it")
+        self.expected, self.current = expected, current
 
 
 def policy_for(store: "MemoryStore") -> Policy:
@@ -128,7 +139,8 @@ def touched_paths(store: "MemoryStore", action: Action) -> list[str]:
 
 
 def consolidate(store: "MemoryStore", *, dry_run: bool = False, today: date | None = None, trigger: str = "cli",
-                avoid: Callable[[str], bool] | None = None, cancel: "threading.Event | None" = None) -> RunReport:
+                avoid: Callable[[str], bool] | None = None, cancel: "threading.Event | None" = None,
+                expect_plan: str | None = None) -> RunReport:
     """Plan and (unless ``dry_run``) carry out one consolidation run.
 
     ``avoid(path)`` says a note is being edited by a person right now (the
@@ -138,10 +150,15 @@ def consolidate(store: "MemoryStore", *, dry_run: bool = False, today: date | No
     done is logged, and the next ``sync`` writes the note. ``cancel`` (the
     daemon's stop) abandons the llm's confirmation of contradictions, and
     with it the run, before anything is written.
+
+    ``expect_plan``: the id of the plan the caller saw (a dry run's
+    ``plan``). The plan made under the lock is carried out only when its id
+    is that one; otherwise :class:`PlanChanged` and nothing is done (an agent
+    applies only what it was shown).
     """
     if dry_run:
         plan = plan_for(store, today, cancel)
-        report = RunReport(None, plan.day, dry_run, stats=dict(plan.stats))
+        report = RunReport(None, plan.day, dry_run, stats=dict(plan.stats), plan=plan.id)
         report.actions = plan.as_dicts()
         return report
     if store.settings.extractor == "llm":
@@ -151,11 +168,14 @@ def consolidate(store: "MemoryStore", *, dry_run: bool = False, today: date | No
         plan_for(store, today, cancel)
     with exclusive(store):
         recover(store)
-        return _carry_out(store, plan_for(store, today, cancel), trigger, avoid)
+        plan = plan_for(store, today, cancel)
+        if expect_plan is not None and plan.id != expect_plan.strip():
+            raise PlanChanged(expect_plan.strip(), plan.id)
+        return _carry_out(store, plan, trigger, avoid)
 
 
 def _carry_out(store: "MemoryStore", plan: Plan, trigger: str, avoid: Callable[[str], bool] | None) -> RunReport:
-    report = RunReport(None, plan.day, False, stats=dict(plan.stats))
+    report = RunReport(None, plan.day, False, stats=dict(plan.stats), plan=plan.id)
     con = store.con
     run_id = log.new_run_id(plan.day)
     with write_transaction(con):
@@ -300,25 +320,26 @@ def runs(store: "MemoryStore", limit: int = 20) -> list[dict[str, Any]]:
              "status": r.status, "counts": r.summary} for r in log.runs(store.con, limit)]
 
 
-def merge_now(store: "MemoryStore", ids: Sequence[str], content: str | None) -> Any:
+def merge_now(store: "MemoryStore", ids: Sequence[str], content: str | None, why: str | None = None) -> Any:
     """``memvault merge``: one merge, logged as a run of its own (so
     ``consolidate --undo`` reverses it too), ahead of the merge like a run's
-    actions (see :func:`recover`)."""
+    actions (see :func:`recover`); ``why`` (who merged, and why) goes into
+    the log and the survivor's history."""
     with exclusive(store):
         recover(store)
-        return _merge_run(store, ids, content)
+        return _merge_run(store, ids, content, why)
 
 
-def _merge_run(store: "MemoryStore", ids: Sequence[str], content: str | None) -> Any:
+def _merge_run(store: "MemoryStore", ids: Sequence[str], content: str | None, why: str | None) -> Any:
     con = store.con
     day = datetime.now(timezone.utc).date().isoformat()
     run_id = log.new_run_id(day)
-    reason = "merged by hand"
+    reason = "merged by hand" + (f" ({why})" if why else "")
     with write_transaction(con):
         log.start_run(con, run_id, day, "merge")
         seq = log.log_action(con, run_id, "merge", list(ids), reason, {"content": content}, {"pending": True})
     try:
-        outcome = merge(store, ids, content, run_id=run_id, seq=seq)
+        outcome = merge(store, ids, content, run_id=run_id, seq=seq, why=why)
     except BaseException:
         try:
             settle_run(store, run_id)  # a merge cut short by a failed write is logged as far as it got
