@@ -14,6 +14,11 @@ always through the vault's :class:`~memvault.store.memory_store.MemoryStore`:
    because the whole vault vanished);
 5. on stop (SIGTERM/SIGINT): no more events, the queue is applied at once,
    the services stop, the WAL is checkpointed, ``STOPPING=1``.
+6. ``index.db`` or ``state.db`` deleted or replaced while it runs (another
+   inode or device on each tick, checked before a batch is applied): the
+   services that hold connections stop, the store closes and reopens, and a
+   full sync rebuilds the index from the vault and the durable state (the
+   old connection would go on writing into a file nobody else sees).
 
 The background services (the watcher, the llm fact worker, the query server,
 the embedding worker and the consolidation schedule) run under one
@@ -40,6 +45,7 @@ from typing import Any
 import apsw
 
 from memvault.daemon.consolidate_service import ConsolidateService
+from memvault.daemon.db_files import DatabaseFiles
 from memvault.daemon.embedding_service import EmbeddingService
 from memvault.daemon.llm_worker import LLMFactWorker
 from memvault.daemon.lock import DaemonLock
@@ -135,6 +141,7 @@ class DaemonRunner:
         self.batches = 0
         self.rescans = 0
         self.failures = 0  # batches and rescans that raised
+        self.reopens = 0  # times index.db or state.db was found deleted or replaced
         self.error: BaseException | None = None
 
         self._stop = threading.Event()
@@ -143,6 +150,7 @@ class DaemonRunner:
         self._rules_changed = False
         self._overflowed = False
         self._root_id: tuple[int, int] | None = None
+        self.databases = DatabaseFiles(store.index_path, store.state_path)
         self._last_batch: str | None = None
         self._last_rescan: str | None = None
         self._next_rescan = float("inf")
@@ -295,6 +303,9 @@ class DaemonRunner:
             self._overflowed = False
             log.warning("inotify queue overflowed, events were lost; rescanning the vault")
             self._next_rescan = now
+        replaced = self.databases.changed()
+        if replaced:
+            self._reopen_databases(replaced)  # its full sync covers whatever is queued too
         batch = self.queue.take(now)
         if batch is not None:
             self._apply_batch(*batch)
@@ -434,6 +445,28 @@ class DaemonRunner:
         if self.notifier.watchdog_interval:
             self._next_ping = min(self._next_ping, now + self.notifier.watchdog_interval)
 
+    # -- the databases under the daemon -----------------------------------------
+
+    def _reopen_databases(self, what: str) -> None:
+        """Close every connection to the old files and build the index again
+        from the vault and the durable state (module docstring, 6)."""
+        log.warning("%s while the daemon ran; reopening the databases and indexing the whole vault again", what)
+        if "state.db was deleted" in what:
+            log.error("state.db is gone: what only memvault knew (versions, forgotten memories, strength) is lost "
+                      "unless it is restored from a backup (`memvault restore-backup`)")
+        holders = [name for name, s in self.services.status().items()
+                   if name != self.watcher.name and s["state"] not in ("stopped", "not started")]
+        for name in holders:  # each holds connections of its own to the old files
+            self.services.stop_service(name)
+        self.store.close()
+        self.databases.forget()
+        self.reopens += 1
+        try:
+            self._full_sync("sync")
+        finally:
+            for name in holders:
+                self.services.start_service(name)
+
     # -- reconciling -------------------------------------------------------------
 
     def _synced(self, kind: str, summary: SyncSummary) -> None:
@@ -450,6 +483,7 @@ class DaemonRunner:
         """``MemoryStore.sync`` (raises VaultMissingError, _Stopped)."""
         started = time.monotonic()
         summary = self.store.sync(progress=self._progress, stale_after=OUTBOX_AGE).summary
+        self.databases.remember()  # the files this sync wrote into
         if self._llm_worker is not None:
             # Sources whose llm job was lost (full queue, a stop); at start
             # also those holding default-extractor facts.
@@ -545,6 +579,7 @@ class DaemonRunner:
             "batches": self.batches,
             "rescans": self.rescans,
             "failures": self.failures,
+            "reopened": self.reopens,
             "last_batch": self._last_batch,
             "last_rescan": self._last_rescan,
             "debounce_ms": int(self.debounce * 1000),

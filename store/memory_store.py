@@ -148,6 +148,7 @@ class MemoryStore(ReadAPI, ChangeAPI):
         #: export is restored: its facts are what the export lists, not what
         #: the repeat rule would decide in a vault filled in another order.
         self.fact_keep: dict[str, set[str]] = {}
+        self._syncing = False  # a full sync is under way (see ``con``)
 
     @classmethod
     def open(cls, vault: str | None = None, overrides: dict[str, Any] | None = None) -> "MemoryStore":
@@ -185,8 +186,19 @@ class MemoryStore(ReadAPI, ChangeAPI):
 
     @cached_property
     def con(self) -> apsw.Connection:
-        """The store's own connection (index with state attached), creating both if needed."""
-        return self.connect()
+        """The store's own connection (index with state attached), creating both if needed.
+
+        An index never built from the whole vault (new, or ``index.db``
+        deleted or replaced, perhaps by a partial one a single write made)
+        is built first: a partial index is never served as the whole."""
+        con = self.connect()
+        if not self._syncing and self.root.is_dir():
+            from memvault.store.index.rebuild import state_applied
+
+            if not state_applied(con):
+                self.__dict__["con"] = con  # the sync below uses it
+                self.sync()
+        return con
 
     def connect(self) -> apsw.Connection:
         """A new connection for a background thread (each thread its own)."""
@@ -285,9 +297,13 @@ class MemoryStore(ReadAPI, ChangeAPI):
     ) -> SyncReport:
         """Bring the index in line with the whole vault, then (``embed``)
         embed what changed. ``progress(done, total)`` is called per note read."""
-        self.refresh_source_globs()
-        dialect = self._glob_dialect_check()
-        report = self._after_sync("sync", self.reconciler.sync(progress=progress), stale_after)
+        self._syncing = True  # the connection it opens is not to sync first
+        try:
+            self.refresh_source_globs()
+            dialect = self._glob_dialect_check()
+            report = self._after_sync("sync", self.reconciler.sync(progress=progress), stale_after)
+        finally:
+            self._syncing = False
         if dialect is not None:
             report.summary.warnings += dialect(report)
         if embed:
