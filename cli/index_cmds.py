@@ -96,10 +96,16 @@ def notice(message: str) -> None:
 
 
 def _check_tags(ctx: click.Context, param: click.Parameter, value: tuple[str, ...]) -> tuple[str, ...]:
-    for tag in value:
-        if not tag.strip().lstrip("#").strip("/"):
-            raise click.BadParameter(f"{tag!r} is not a tag", ctx=ctx, param=param)
-    return value
+    """Each ``--tag`` as Obsidian reads it; one it would not read is a usage
+    error (filtering by it would silently find nothing)."""
+    from memvault.cli.main import UsageFailure
+    from memvault.vault_io.errors import UsageError
+    from memvault.vault_io.markdown import check_tag
+
+    try:
+        return tuple(check_tag(tag) for tag in value)
+    except UsageError as exc:
+        raise UsageFailure(f"--tag {exc}") from None  # one line, exit 2
 
 
 def _check_time(ctx: click.Context, param: click.Parameter, value: str | None) -> str | None:
@@ -282,13 +288,14 @@ def _revealed(app: AppContext, data: dict[str, Any], heading: str | None) -> dic
     (the index keeps only the redacted text); a fact, or a note gone from
     disk, is shown as indexed."""
     from memvault.store.index.browse import section_span
+    from memvault.vault_io.confine import read_inside
     from memvault.vault_io.memory_note import read_memory
     from memvault.vault_io.parser import parse_note
 
     if data.get("kind") not in ("note", "memory") or not data.get("path"):
         return data
     try:
-        note = parse_note(data["path"], (app.store.root / data["path"]).read_bytes())
+        note = parse_note(data["path"], read_inside(app.store.root, data["path"]))
     except OSError:
         return data
     content = read_memory(note.frontmatter, note.body).content if data["kind"] == "memory" else note.body

@@ -235,7 +235,7 @@ def assert_no_secret(where: str, text: str) -> None:
 def secret_vault(vault: Path) -> Path:
     write(vault, "Ops/Deploy.md", ORDINARY)
     write(vault, "Home admin.md", SOURCE)
-    write(vault, NAMED, "---\nwifi: guests\n---\nThe router sits in the hall cupboard.\n")
+    write(vault, NAMED, "---\nmemory: source\nwifi: guests\n---\n- The router sits in the hall cupboard.\n")
     run(vault, "sync", "--no-embed")
     return vault
 
@@ -246,6 +246,8 @@ def test_the_index_holds_no_credential(secret_vault: Path) -> None:
         con = store.con
         vectors.rechunk(con, [r[0] for r in con.execute("SELECT rowid FROM traces")])
         texts = [" ".join(str(c) for c in row) for row in con.execute("SELECT title, content, metadata FROM traces")]
+        fact_titles = [t for (t,) in con.execute("SELECT title FROM traces WHERE kind = 'fact'")]
+        assert "Router password is [redacted]" in fact_titles  # a fact's title: its note's file name
         texts += [" ".join(str(c) for c in row) for row in con.execute("SELECT * FROM traces_fts")]
         texts += [t for _, t in vectors.chunk_texts(con, [r[0] for r in con.execute("SELECT id FROM chunks")]).values()]
         assert texts and any("rel/2026" in t for t in texts)  # the rest of the note is there

@@ -48,6 +48,7 @@ from memvault.store.memories.rows import bump_seen
 from memvault.vault_io.facts import Extraction, FactDraft, source_uri
 from memvault.vault_io.note import ParsedNote
 from memvault.vault_io.resolve import LinkResolver, link_key
+from memvault.vault_io.secrets import redact
 from memvault.vault_io.sources import SourceMarks
 
 log = logging.getLogger(__name__)
@@ -85,7 +86,9 @@ class FactSyncResult:
 
 def fact_title(note_title: str, heading_path: str, context: str) -> str:
     """The indexed title of a fact: note title, heading path, context
-    (a first heading that repeats the note title is said once)."""
+    (a first heading that repeats the note title is said once). The note
+    title, its file's name, is redacted like the heading path already is."""
+    note_title = redact(note_title)[0]
     first, sep, rest = heading_path.partition(" > ")
     if first.strip().casefold() == note_title.strip().casefold():
         heading_path = rest
