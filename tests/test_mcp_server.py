@@ -291,3 +291,20 @@ def test_http_transport_needs_the_bearer_token(agent_vault: Path, tmp_path: Path
     finally:
         server.terminate()
         server.wait(30)
+
+
+def test_remember_of_a_similar_claim_stores_it_and_names_the_neighbour(agent_vault: Path, tmp_path: Path) -> None:
+    """Issue 22: a guess never drops a write. "Prefers dogs to cats" after
+    "Prefers cats to dogs" is another claim: stored, with the first named."""
+    async def body(s: ClientSession) -> tuple[Any, Any, Any]:
+        first = await s.call_tool("remember", {"content": "Prefers cats to dogs", "scope": "pets"})
+        second = await s.call_tool("remember", {"content": "Prefers dogs to cats", "scope": "pets"})
+        same = await s.call_tool("remember", {"content": "prefers cats to dogs!", "scope": "pets"})
+        return first, second, same
+
+    first, second, same = run_session(agent_vault, tmp_path / "err.log", body)
+    a, b = first.structured_content, second.structured_content
+    assert a["action"] == b["action"] == "added" and a["id"] != b["id"]
+    assert [n["id"] for n in b["similar_to"]][:1] == [a["id"]]
+    assert f"similar to {a['id']}" in text(second)
+    assert (same.structured_content["action"], same.structured_content["id"]) == ("duplicate_of", a["id"])

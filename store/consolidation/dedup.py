@@ -42,6 +42,8 @@ if TYPE_CHECKING:
 
 #: How many neighbours an ``add`` reports at most.
 SIMILAR_LIMIT = 3
+#: At most this many neighbours without a vector yet are embedded by an ``add``.
+MISSING_LIMIT = 32
 #: Without vectors: the least share of content words in common (Jaccard) to be reported as similar.
 SIMILAR_WORDS = 0.5
 #: Plural / third-person endings: sibilant + "es" ("watches", "boxes"), consonant + "ies" ("parties").
@@ -116,8 +118,7 @@ def find_similar(store: "MemoryStore", type_: str, scope: str, content: str,
     """The live memories of ``type_`` and ``scope`` that most resemble ``content``,
     closest first (at most ``limit``): what an ``add`` reports as ``similar_to``."""
     rows = _live(store, type_, scope)
-    if not rows:
-        return []
+    # Asked even with no neighbour: the new text's vector is then in the cache for the next add.
     found = _by_vectors(store, type_, scope, content, rows)
     if found is None:
         found = _by_words(content, rows)
@@ -156,6 +157,12 @@ def _by_vectors(store: "MemoryStore", type_: str, scope: str, content: str,
         if not ids and not vec.has_vectors(cache, spec.key):
             return None  # a store without vectors: words alone, and no model loaded
         query = _vector_of(store, cache, spec, content)
+        if query is not None and len(ids) < len(rows) <= len(ids) + MISSING_LIMIT:
+            # Memories added since the last embedding pass: embedded now (the model is
+            # loaded anyway), kept in the cache where that pass will find them.
+            for _, text in rows:
+                _vector_of(store, cache, spec, text)
+            ids, matrix = _block_vectors(store, cache, spec.key, type_, scope, rows)
     finally:
         cache.close()
     if query is None:
