@@ -119,18 +119,19 @@ def test_a_read_only_session_answered_by_a_running_daemon_writes_nothing_either(
 def test_a_symlink_out_of_the_vault_is_not_read_searched_or_recalled(agent_vault: Path, tmp_path: Path) -> None:
     outside = tmp_path / "outside"
     outside.mkdir()
-    (outside / "Secret.md").write_text("The billing service deploy key is zanzibar-quokka-42.\n")
+    (outside / "Secret.md").write_text("The billing service ships from the zanzibar quokka pond.\n")
     (agent_vault / "Secret.md").symlink_to(outside / "Secret.md")
     (agent_vault / "Elsewhere").symlink_to(outside, target_is_directory=True)
 
     async def body(s: ClientSession) -> list[Any]:
-        return [await s.call_tool("read", {"path": "Secret.md"}),
-                await s.call_tool("read", {"path": "Elsewhere/Secret.md"}),
-                await s.call_tool("search", {"query": "zanzibar quokka", "mode": "keyword"}),
-                await s.call_tool("context", {"message": "billing service deploy key zanzibar quokka", "what": "all"})]
+        message = "where does the billing service ship from, zanzibar quokka pond"
+        return [await s.call_tool("search", {"query": "zanzibar quokka", "mode": "keyword"}),
+                await s.call_tool("context", {"message": message, "what": "all"}),
+                await s.call_tool("read", {"path": "Secret.md"}),
+                await s.call_tool("read", {"path": "Elsewhere/Secret.md"})]
 
-    read, read_folder, search, context = run_session(agent_vault, tmp_path / "err", body)
-    assert read.is_error and "Secret.md: leads outside the vault" in read.content[0].text
-    assert read_folder.is_error and "leads outside the vault" in read_folder.content[0].text
+    search, context, read, read_folder = run_session(agent_vault, tmp_path / "err", body)
     assert search.structured_content["hits"] == []
     assert "zanzibar" not in context.content[0].text
+    assert read.is_error and "Secret.md: leads outside the vault" in read.content[0].text
+    assert read_folder.is_error and "leads outside the vault" in read_folder.content[0].text

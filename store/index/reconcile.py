@@ -252,6 +252,8 @@ class Indexer:
         replaced by ``outside``. The index is written only when it changed."""
         before = set(json.loads(rec.get_meta(self.con, OUTSIDE_META) or "[]"))
         after = outside | (set() if looked_at is None else before - looked_at)
+        # A file under a folder already listed (a watched path below a symlinked folder) counts once.
+        after = {p for p in after if not any(p.startswith(q + "/") for q in after)}
         if after != before:
             with write_transaction(self.con):
                 rec.set_meta(self.con, OUTSIDE_META, json.dumps(sorted(after)))
