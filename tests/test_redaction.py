@@ -325,3 +325,23 @@ def test_mcp_tools_and_resources_never_answer_a_credential(secret_vault: Path) -
     assert any("[redacted]" in a for a in answers) and any("rel/2026" in a for a in answers)
     for answer in answers:
         assert_no_secret("mcp", answer)
+
+
+def test_exports_made_to_share_hold_no_credential(vault: Path, tmp_path: Path) -> None:
+    typed = "---\ntype: semantic\napi_key: k3y-9d8c7b6a5f\n---\nThe office wifi password is Qm7#vvLp for guests.\n"
+    write(vault, "Memory/semantic/Office pin is 4821x.md", typed)
+    run(vault, "sync", "--no-embed")
+    secrets = ("k3y-9d8c7b6a5f", "Qm7#vvLp", "4821x")
+    csv_text = run(vault, "export", "--format", "csv").output
+    assert "for guests" in csv_text
+    for fmt in ("markdown", "obsidian"):
+        folder = tmp_path / fmt
+        run(vault, "export", "--format", fmt, "--output", str(folder))
+        notes = list(folder.rglob("*.md"))
+        assert len(notes) == 1 and notes[0].name == "Office pin is [redacted].md"
+        shared = csv_text + notes[0].read_text() + notes[0].name
+        for secret in secrets:
+            assert secret not in shared, (fmt, secret)
+    # The lossless export is a backup: it keeps the note as typed (and says so in its docs).
+    assert typed in json.loads(run(vault, "export", "--format", "json").output)["memory"][0]["note"]
+    assert (vault / "Memory/semantic/Office pin is 4821x.md").read_text() == typed

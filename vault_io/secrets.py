@@ -151,6 +151,8 @@ _AWS_SECRET_RE = re.compile(
 _TRAILING = ".,;:!?)]}>\"'*_`"
 # After a value: more words on its line (the value began a sentence).
 _PROSE_GOES_ON_RE = re.compile(r"[ \t]+[A-Za-z]")
+# A file name's extension, at the end of a path.
+_EXTENSION_RE = re.compile(r"\.[a-z]{1,8}$")
 # A plain word ("strict", "Calm", "well-known", "don't", "NASA") is prose,
 # not a secret, however it is spelled in case.
 _PLAIN_WORD_RE = re.compile(r"(?:[a-z]+|[A-Z][a-z]*|[A-Z]+)(?:['’-](?:[a-z]+|[A-Z][a-z]*|[A-Z]+))*")
@@ -383,6 +385,10 @@ def _redact_value(value: str, key: str | None) -> str:
         decoded = unquote(value)
         if decoded != value and redact(decoded)[1]:
             value = decoded
+    ext = _EXTENSION_RE.search(value)
+    if ext and redact(value[: ext.start()])[1]:
+        # A file name keeps its extension: "Wifi pin is [redacted].md", not "[redacted]" swallowing ".md".
+        return _redact_value(value[: ext.start()], key) + ext.group()
     if key:
         prefix = f"{key}: "
         out, n = redact(prefix + value)

@@ -38,6 +38,7 @@ from memvault.store.flows import records as rx
 from memvault.vault_io.atomic import free_path
 from memvault.vault_io.errors import MemvaultError, UsageError
 from memvault.vault_io.memory_note import MemoryDoc, memory_filename, render_memory
+from memvault.vault_io.secrets import redact_tree
 
 if TYPE_CHECKING:
     from memvault.store.memory_store import MemoryStore
@@ -226,8 +227,13 @@ def export(store: "MemoryStore", options: ExportOptions) -> ExportReport:
 
 
 def _memories(store: "MemoryStore", options: ExportOptions) -> Iterator[dict[str, Any]]:
-    return rx.memories(store.read_con(), types=options.types, scope=options.scope,
-                       include_deleted=options.include_deleted)
+    """Memory records for the formats made to be shared or read (csv,
+    markdown, obsidian), redacted: a memory's text is indexed redacted, but
+    a person's memory note may hold a credential in a property or its file
+    name. (``json``/``jsonl`` are lossless: they keep the notes as typed.)"""
+    for m in rx.memories(store.read_con(), types=options.types, scope=options.scope,
+                         include_deleted=options.include_deleted):
+        yield redact_tree(m)
 
 
 def write_csv(out: IO[str], memories: Iterator[dict[str, Any]]) -> int:
