@@ -345,3 +345,20 @@ def test_exports_made_to_share_hold_no_credential(vault: Path, tmp_path: Path) -
     # The lossless export is a backup: it keeps the note as typed (and says so in its docs).
     assert typed in json.loads(run(vault, "export", "--format", "json").output)["memory"][0]["note"]
     assert (vault / "Memory/semantic/Office pin is 4821x.md").read_text() == typed
+
+
+def test_a_remember_that_beside_a_password_in_a_conversation_is_kept(vault: Path, tmp_path: Path) -> None:
+    said = f"My sudo password is {SUDO}. Remember that the NAS backs up at 2am."
+    transcript = tmp_path / "t.jsonl"
+    transcript.write_text(json.dumps({
+        "type": "user", "sessionId": "s-redact", "timestamp": "2026-11-23T10:00:00Z",
+        "message": {"role": "user", "content": said}}) + "\n")
+    end = {"session_id": "s-redact", "hook_event_name": "SessionEnd", "transcript_path": str(transcript)}
+    run(vault, "hook", "session-end", "--timeout", "120", input=json.dumps(end))
+    notes = list(vault.rglob("*.md"))
+    assert len(notes) == 1 and "the NAS backs up at 2am" in notes[0].read_text()
+    assert SUDO not in notes[0].read_text()  # redacted before it was written
+    with opened(vault) as store:
+        store.sync()
+        facts = store.facts(notes[0].relative_to(vault).as_posix())[1]
+    assert any("NAS backs up at 2am" in f["text"] for f in facts), facts
