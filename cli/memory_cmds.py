@@ -9,6 +9,19 @@ import click
 from memvault.cli.main import AppContext, cli, emit_json, json_option, pass_app, warn
 
 
+def _check_tags(ctx: click.Context, param: click.Parameter, value: tuple[str, ...]) -> tuple[str, ...]:
+    """Each ``--tag`` as Obsidian reads it; one it would not read ("two
+    words", "1984") is a usage error naming it, never silently dropped."""
+    from memvault.cli.main import UsageFailure
+    from memvault.vault_io.errors import UsageError
+    from memvault.vault_io.markdown import check_tag
+
+    try:
+        return tuple(check_tag(tag) for tag in value)
+    except UsageError as exc:
+        raise UsageFailure(f"--tag {exc}") from None  # one line, exit 2
+
+
 def _report(result: Any, as_json: bool, verb: str) -> None:
     if as_json:
         emit_json(result.as_dict())
@@ -26,7 +39,7 @@ def _report(result: Any, as_json: bool, verb: str) -> None:
 @click.argument("content")
 @click.option("--type", "type_", default="semantic", show_default=True,
               help="identity, semantic, episodic, procedural or prospective (aliases like fact, todo, lesson work).")
-@click.option("--tag", "tags", multiple=True, metavar="X", help="A tag (repeatable).")
+@click.option("--tag", "tags", multiple=True, metavar="X", callback=_check_tags, help="A tag (repeatable).")
 @click.option("--scope", default="user", show_default=True, help="Whose memory this is (user, a project, an agent...).")
 @click.option("--link", "links", multiple=True, metavar="NOTE", help="A note this memory relates to (repeatable).")
 @click.option("--source", default="manual", show_default=True, help="Where the memory came from (manual, agent, import...).")
@@ -54,7 +67,7 @@ def add(app: AppContext, content: str, type_: str, tags: tuple[str, ...], scope:
 @cli.command()
 @click.argument("ref", metavar="ID")
 @click.option("--content", help="New content.")
-@click.option("--tag", "tags", multiple=True, metavar="X", help="Replace the tags with these (repeatable).")
+@click.option("--tag", "tags", multiple=True, metavar="X", callback=_check_tags, help="Replace the tags with these (repeatable).")
 @click.option("--type", "type_", help="New memory type (moves the note to that type's folder).")
 @click.option("--reason", help="Why it changed; kept with the previous version.")
 @click.option("--expect-version", type=click.IntRange(1), metavar="N",
@@ -152,7 +165,7 @@ def _print_items(page: dict[str, Any], as_json: bool) -> None:
               help="Memories, ordinary notes, facts, or memories and notes.")
 @click.option("--type", "types", multiple=True, metavar="T", help="Only this memory type (repeatable).")
 @click.option("--scope", "scopes", multiple=True, metavar="S", help="Only memories of this scope (repeatable).")
-@click.option("--tag", "tags", multiple=True, metavar="X", help="Only traces with this tag or a nested one (repeatable).")
+@click.option("--tag", "tags", multiple=True, metavar="X", callback=_check_tags, help="Only traces with this tag or a nested one (repeatable).")
 @click.option("--sort", type=click.Choice(["updated", "happened", "strength", "created", "title"]), default="updated",
               show_default=True, help="Newest change first, latest to happen first, strongest, newest, or by title.")
 @click.option("--since", metavar="WHEN",

@@ -68,6 +68,7 @@ class ReadAPI(StoreParts):
         from memvault.store.consolidation.rows import merged_members
         from memvault.store.db.records import get_trace
 
+        self.read_con()  # a vault never indexed: say so, and create nothing (reading never writes)
         traces = self.memories.history(ref)
         traces += [t for m in merged_members(self.con, traces[0].id) if (t := get_trace(self.con, m)) is not None]
         return [

@@ -153,3 +153,110 @@ def test_ingest_of_what_is_no_transcript_is_one_line_exit_1(vault: Path, tmp_pat
     one_error_line(run(vault, "ingest", str(given)), 1, str(given), why)
     one_error_line(run(vault, "ingest", "-", input=data), 1, "<stdin>", why)
     nothing_written(vault)
+
+
+# -- a vault never indexed: reading never writes -------------------------------------
+
+
+@pytest.mark.parametrize("args", [
+    ("history", "m-123456789abc"),
+    ("history", "f-1234567890abcdef"),
+    ("export",),
+    ("export", "--format", "jsonl"),
+])
+def test_a_read_on_a_vault_never_indexed_says_so_and_creates_nothing(vault: Path, memvault_env: Path,
+                                                                      args: tuple[str, ...]) -> None:
+    write(vault, "a.md", "# A note\n")
+    r = run(vault, *args)
+    one_error_line(r, 1, "has no index yet", "sync")
+    assert r.stdout == ""  # not the head of an export
+    assert [p for p in memvault_env.rglob("*") if p.is_file() and p.name != "config.toml"] == []
+
+
+# -- VS Code's mcp.json is JSONC ------------------------------------------------------
+
+VSCODE_JSONC = """\
+{
+  // Servers for this machine; the token comes from an input.
+  "inputs": [
+    {"id": "tok", "type": "promptString", "description": "GitHub token, // not a comment"},
+  ],
+  "servers": {
+    /* the reference memory server */
+    "memory": {
+      "command": "npx",
+      "args": ["-y", "@modelcontextprotocol/server-memory"], // pinned later
+    },
+  },
+}
+"""
+
+
+@pytest.fixture
+def home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """A fake home and XDG config dir, so no real client config is touched."""
+    import sys
+
+    home = tmp_path / "home"
+    home.mkdir()
+    monkeypatch.setenv("HOME", str(home))
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(home / ".config"))
+    monkeypatch.setattr(sys, "platform", "linux")
+    return home
+
+
+def test_vscode_mcp_json_with_comments_is_read_and_its_comments_kept(vault: Path, home: Path) -> None:
+    from memvault.cli.jsonc import loads
+
+    path = home / ".config" / "Code" / "User" / "mcp.json"
+    path.parent.mkdir(parents=True)
+    path.write_text(VSCODE_JSONC)
+    r = run(vault, "mcp", "install", "--client", "vscode")
+    assert r.exit_code == 0, r.output
+    text = path.read_text()
+    data = loads(text)
+    assert set(data["servers"]) == {"memory", "memvault"}
+    assert data["inputs"][0]["description"] == "GitHub token, // not a comment"
+    for comment in ("// Servers for this machine", "/* the reference memory server */", "// pinned later"):
+        assert comment in text
+    assert "comments could not be kept" not in r.output
+    # Uninstall takes out only memvault's entry: the file is as it was.
+    r = run(vault, "mcp", "uninstall", "--client", "vscode")
+    assert r.exit_code == 0, r.output
+    assert loads(path.read_text()) == loads(VSCODE_JSONC)
+    assert "// pinned later" in path.read_text() and "/* the reference memory server */" in path.read_text()
+
+
+# -- tags and ids ---------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("args", [
+    ("add", "Likes sparkling water", "--tag", "two words"),
+    ("add", "Likes sparkling water", "--tag", "1984"),
+    ("update", "{id}", "--tag", "a,b"),
+    ("list", "--tag", "two words"),
+    ("search", "dark mode", "--tag", "tag!"),
+])
+def test_a_tag_obsidian_would_not_read_is_a_usage_error(indexed: Path, args: tuple[str, ...]) -> None:
+    memory = next(indexed.glob("Memory/*/*.md"))
+    before = memory.read_text()
+    ident = run(indexed, "list", "--json").stdout.split('"id": "')[1].split('"')[0]
+    line = one_error_line(run(indexed, *(a.format(id=ident) for a in args)), 2, "--tag", repr(args[-1]))
+    assert "is not a tag" in line
+    assert memory.read_text() == before and len(list(indexed.glob("Memory/*/*.md"))) == 1
+
+
+def test_an_imported_category_becomes_a_tag_obsidian_reads(vault: Path, tmp_path: Path) -> None:
+    """An import adapts a tag rather than refusing the item or dropping it."""
+    write(vault, "a.md", "# A note\n")
+    given = write(tmp_path, "mem0.json", '[{"id": "a1", "memory": "Likes green tea", "categories": ["Food & Drink"]}]')
+    assert run(vault, "import", "mem0", str(given)).exit_code == 0
+    listed = run(vault, "list", "--tag", "Food-Drink", "--json")
+    assert listed.exit_code == 0 and "Likes green tea" in listed.stdout
+
+
+@pytest.mark.parametrize("command", ["forget", "restore", "history", "update"])
+def test_an_unknown_fact_id_is_named_a_fact(indexed: Path, command: str) -> None:
+    args = [command, "f-1234567890abcdef", *(["--content", "x"] if command == "update" else [])]
+    line = one_error_line(run(indexed, *args), 1)
+    assert line == "Error: no fact matches 'f-1234567890abcdef'"

@@ -14,6 +14,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from urllib.parse import unquote
 
+from memvault.vault_io.errors import UsageError
 from memvault.vault_io.syntax import MD_LINK_RE, SCHEME_RE, TAG_BODY_RE, TAG_RE, WIKILINK_RE
 
 _SIZE_RE = re.compile(r"\d+(?:x\d+)?")
@@ -177,6 +178,18 @@ def normalise_tag(raw: str) -> str | None:
     tag = raw.rstrip("/")
     if not tag or tag.isdigit() or not tag.strip("0123456789"):
         return None
+    return tag
+
+
+def check_tag(raw: str) -> str:
+    """``raw`` (an optional leading ``#``) as the tag Obsidian reads, or a
+    :class:`UsageError` naming it: a tag Obsidian would not read would be
+    written and then silently be no tag at all."""
+    text = raw.strip()
+    tag = normalise_tag(text[1:] if text.startswith("#") else text)
+    if tag is None:
+        raise UsageError(f"{raw!r} is not a tag: Obsidian tags hold letters, digits, '_', '-' and '/' "
+                         "(no spaces or punctuation) and not only digits")
     return tag
 
 

@@ -17,6 +17,7 @@ Secrets in the text are redacted before anything is written.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -29,7 +30,9 @@ from memvault.store.memories import rows as mem
 from memvault.store.memories.guard import check_size
 from memvault.store.memories.memtypes import canonical_type
 from memvault.store.memories.mirror import DEFAULT_STRENGTH, memory_id_for
+from memvault.vault_io.markdown import normalise_tag
 from memvault.vault_io.secrets import redact
+from memvault.vault_io.syntax import TAG_BODY
 
 if TYPE_CHECKING:
     from memvault.store.memory_store import MemoryStore
@@ -46,10 +49,19 @@ class Outcome:
     warnings: tuple[str, ...] = ()
 
 
+#: A run of characters no tag holds (the complement of the tag body's class),
+#: with the hyphens around it ("Food-&-Drink" is Food-Drink too).
+_NOT_TAG_RE = re.compile("-*[" + TAG_BODY[2:] + "-*")
+
+
 def _clean_tags(tags: list[str]) -> list[str]:
+    """Imported tags as tags Obsidian reads: a run of characters a tag cannot
+    hold becomes one '-' ("Food & Drink": Food-Drink); what is still no tag
+    ("1984") is left out (the store refuses a bad tag, an import adapts)."""
     out: list[str] = []
     for tag in tags:
-        t = tag.strip().lstrip("#").strip().replace(" ", "-")
+        t = _NOT_TAG_RE.sub("-", tag.strip().lstrip("#").strip()).strip("-")
+        t = (normalise_tag(t) or "") if t else ""
         if t and t.lower() not in {x.lower() for x in out}:
             out.append(t)
     return out

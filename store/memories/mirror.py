@@ -74,6 +74,7 @@ from memvault.store.memories.writer import (
     render_note,
 )
 from memvault.vault_io.atomic import free_path, fsync_dir
+from memvault.vault_io.markdown import check_tag
 from memvault.vault_io.memory_note import memory_filename, render_memory
 from memvault.vault_io.note import content_hash
 from memvault.vault_io.secrets import redact
@@ -147,6 +148,7 @@ class Memories(NoteWriter):
         ``extra``: front-matter keys of the new note besides memvault's own."""
         type_ = canonical_type(type_)
         check_size(content)
+        clean_tags = _clean_tags(tags)  # a bad tag is refused before anything, a duplicate's bump too
         content, secrets_found = redact(content.strip())
         if not content:
             raise MemoryOpError("a memory needs some content")
@@ -166,7 +168,6 @@ class Memories(NoteWriter):
         similar = [s.as_dict() for s in find_similar(self.store, type_, scope, content)]
         trace_id = memory_id_for(self.con, key)
         now = rec.now_iso()
-        clean_tags = _clean_tags(tags)
         trace = rec.TraceRow(
             id=trace_id, kind="memory", type=type_, title=content.splitlines()[0][:80], content=content,
             tags=clean_tags,
@@ -307,7 +308,7 @@ class Memories(NoteWriter):
         """Bring back a forgotten (or deleted-in-the-vault) memory and its note."""
         trace = find_trace(self.con, ref)
         if trace is None or trace.kind != "memory":
-            raise MemoryOpError(f"no memory matches {ref!r}")
+            raise no_match(ref)
         finished = self.flush(trace.id)
         if finished is not None:
             trace = rec.get_trace(self.con, trace.id) or trace
@@ -331,7 +332,7 @@ class Memories(NoteWriter):
         """The memory (or fact) and its earlier versions, newest first."""
         trace = find_trace(self.con, ref)
         if trace is None:
-            raise MemoryOpError(f"no memory or fact matches {ref!r}")
+            raise no_match(ref, "memory or fact")
         newer = mem.newer_versions(self.con, trace.id)
         head = newer[-1] if newer else trace
         return [head, *mem.versions(self.con, head.id)]
@@ -390,7 +391,7 @@ class Memories(NoteWriter):
     def _live_memory(self, ref: str) -> rec.TraceRow:
         trace = find_trace(self.con, ref)
         if trace is None:
-            raise MemoryOpError(f"no memory matches {ref!r}")
+            raise no_match(ref)
         # Finish a write a crashed writer left behind before starting another,
         # so the outbox never holds two changes for one memory.
         if self.flush(trace.id) is not None:
@@ -412,14 +413,27 @@ class Memories(NoteWriter):
 
 
 def _clean_tags(tags: tuple[str, ...] | list[str]) -> list[str]:
+    """The tags, each as Obsidian reads it, once (case-insensitively); a tag
+    Obsidian would not read ("two words", "1984") is a usage error, never
+    silently dropped. Blank entries are nothing to refuse."""
     out: list[str] = []
     seen: set[str] = set()
     for tag in tags:
-        t = tag.strip().lstrip("#").strip()
-        if t and " " not in t and t.lower() not in seen:
+        if not tag.strip().lstrip("#").strip():
+            continue
+        t = check_tag(tag)
+        if t.lower() not in seen:
             seen.add(t.lower())
             out.append(t)
     return out
+
+
+def no_match(ref: str, what: str = "memory") -> MemoryOpError:
+    """The error for a ref nothing matches, naming what it looks like (an
+    ``f-`` id is a fact, however the command reads it)."""
+    if ref.strip().startswith("f-"):
+        what = "fact"
+    return MemoryOpError(f"no {what} matches {ref!r}")
 
 
 def _changed(
