@@ -117,6 +117,15 @@ def test_property_facts_point_at_their_key_lines_and_the_source_is_read_once(
         return read_bytes(self)
 
     monkeypatch.setattr(Path, "read_bytes", counted)
+    import memvault.vault_io.bulk as bulk  # the indexer reads through read_inside (symlinks checked)
+
+    read_inside = bulk.read_inside
+
+    def counted_inside(root: Path, rel: str) -> bytes:
+        reads.append(Path(rel).name)
+        return read_inside(root, rel)
+
+    monkeypatch.setattr(bulk, "read_inside", counted_inside)
     sync(v)
     # The indexer reads the note; the facts observer takes the front-matter
     # key lines from the parsed note instead of reading it again.
