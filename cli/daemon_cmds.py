@@ -130,6 +130,13 @@ def status(app: AppContext, as_json: bool) -> None:
         click.echo(f"  {item['note']}: {item['detail']}; store version in {item['conflict_note']}")
     if data.get("contradictions"):
         click.echo(f"{'contradicts:':12} {data['contradictions']} open contradictions (see `memvault conflicts`)")
+    pending = data.get("pending_writes") or []
+    if pending:
+        failed = sum(1 for p in pending if p["failed"])
+        click.echo(f"{'pending:':12} {len(pending)} memory note writes"
+                   + (f", {failed} failed (retried by the next sync; see `memvault doctor`)" if failed else ""))
+        for p in pending:
+            click.echo(f"  {p['id']}: {p['action']} {p['path'] or '(a new note)'}" + (" (failed)" if p["failed"] else ""))
     _print_services(data.get("services") or {})
     click.echo(
         f"{'index:':12} {index['notes']} notes, {index['attachments']} attachments, {index['traces']} traces, "

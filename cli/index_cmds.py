@@ -41,6 +41,7 @@ def sync(app: AppContext, as_json: bool, no_embed: bool) -> None:
         emit_json(data)
         _embed_notice(embedding)
         _fail_if_unwritten(report.unwritten)
+        _pending_notice(report.pending)
         return
     for line in summary.warnings:
         warn(line)
@@ -62,6 +63,7 @@ def sync(app: AppContext, as_json: bool, no_embed: bool) -> None:
             f"in {summary.seconds:.2f}s{embedded}"
         )
     _fail_if_unwritten(report.unwritten)
+    _pending_notice(report.pending)
 
 
 def _daemon_pid(app: AppContext) -> int | None:
@@ -73,6 +75,14 @@ def _daemon_pid(app: AppContext) -> int | None:
         return None
     holder = read_holder(data_dir)
     return holder.pid if holder else -1
+
+
+def _pending_notice(pending: list[dict[str, Any]]) -> None:
+    """Note writes another writer may still be finishing (a failed one was
+    retried by this sync and, failing again, is an error above): name them."""
+    for p in pending:
+        warn(f"the {p['action']} of memory {p['id']}'s note ({p['path'] or 'a new note'}) is still pending: "
+             "another memvault process may be writing it; the next sync or the daemon finishes it")
 
 
 def _fail_if_unwritten(errors: list[str]) -> None:

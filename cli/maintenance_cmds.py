@@ -64,11 +64,13 @@ def doctor(app: AppContext, repair: bool, as_json: bool) -> None:
     store.read_con()  # no index yet: say so (exit 1) rather than create one
     report = store.doctor(repair=repair)
     if as_json:
-        emit_json({"healthy": report.healthy, "repaired": report.repaired,
+        emit_json({"healthy": report.healthy, "repaired": report.repaired, "unrepaired": report.unrepaired,
                    "findings": [f.as_dict() for f in report.findings]})
     else:
         for name in report.repaired:
             click.echo(f"repaired: {name}")
+        for line in report.unrepaired:  # a repair ran, and this is still wrong
+            click.echo(f"not repaired: {line}")
         for f in report.findings:
             fix = f"  -> would repair with: {f.repair}" if f.repair and not repair else ""
             click.echo(f"{'warning: ' if f.warning else ''}{f.check}: {f.detail}{fix}")

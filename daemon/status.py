@@ -104,6 +104,9 @@ def vault_status(store: "MemoryStore") -> dict[str, Any]:
         out["conflicts"] = counts.get("conflicts", 0)
         out["conflict_list"] = store.conflicts()
         out["contradictions"] = len(store.contradictions())
+        from memvault.store.memories.rows import pending_writes
+
+        out["pending_writes"] = pending_writes(store.read_con())  # memory notes not written yet
     return out
 
 

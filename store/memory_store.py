@@ -112,6 +112,8 @@ class SyncReport:
     restored: "Restored | None" = None  # what a fresh index got back from the durable state
     finished: list[str] = field(default_factory=list)  # ids whose interrupted write was finished
     unwritten: list[str] = field(default_factory=list)  # one line per note that still cannot be written
+    #: Note writes still pending after it (:func:`~.memories.rows.pending_writes`).
+    pending: list[dict[str, Any]] = field(default_factory=list)
     embedding: "EmbedReport | None" = None
 
     def __getattr__(self, name: str) -> Any:
@@ -124,6 +126,7 @@ class SyncReport:
         """JSON-ready form (the summary's keys, plus ``unwritten`` and ``embedding``)."""
         data = self.summary.as_dict()
         data["unwritten"] = list(self.unwritten)
+        data["pending"] = list(self.pending)
         if self.restored is not None:
             data["restored"] = self.restored.as_dict()
         if self.embedding is not None:
@@ -190,15 +193,25 @@ class MemoryStore(ReadAPI, ChangeAPI):
 
         An index never built from the whole vault (new, or ``index.db``
         deleted or replaced, perhaps by a partial one a single write made)
-        is built first: a partial index is never served as the whole."""
+        is built first: a partial index is never served as the whole. Notes
+        an import wrote and was killed before indexing are indexed first too."""
         con = self.connect()
         if not self._syncing and self.root.is_dir():
-            from memvault.store.index.rebuild import state_applied
-
-            if not state_applied(con):
-                self.__dict__["con"] = con  # the sync below uses it
-                self.sync()
+            self.__dict__["con"] = con  # what follows uses it
+            self._complete_index(con)
         return con
+
+    def _complete_index(self, con: apsw.Connection) -> None:
+        """Build an index never built from the whole vault; index the notes
+        a killed import wrote and never indexed (:mod:`.flows.unindexed`)."""
+        from memvault.store.flows import unindexed
+        from memvault.store.index.rebuild import state_applied
+
+        if not state_applied(con):
+            self.sync()
+            unindexed.indexed(con, unindexed.listed(con))
+        else:
+            unindexed.index_leftovers(self)
 
     def connect(self) -> apsw.Connection:
         """A new connection for a background thread (each thread its own)."""
@@ -363,6 +376,9 @@ class MemoryStore(ReadAPI, ChangeAPI):
         from memvault.store.consolidation.links import apply_durable
 
         apply_durable(self.con)  # merges, contradictions and links only the durable state holds
+        from memvault.store.memories.rows import pending_writes
+
+        report.pending = pending_writes(self.con)
         if kind == "sync":
             with write_transaction(self.con):
                 rec.set_meta(self.con, "last_sync", rec.now_iso())
@@ -389,8 +405,7 @@ class MemoryStore(ReadAPI, ChangeAPI):
 
         report = doctor.DoctorReport(doctor.diagnose(self))
         if repair and report.findings:
-            report.repaired = doctor.repair(self, report.findings, progress)
-            report.findings = doctor.diagnose(self)
+            doctor.repair_report(self, report, progress)
         return report
 
     def embed(self, progress: Progress | None = None, should_stop: Callable[[], bool] = lambda: False) -> "EmbedReport":

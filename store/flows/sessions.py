@@ -37,6 +37,7 @@ from typing import TYPE_CHECKING
 
 from memvault.store.db.connection import write_transaction
 from memvault.store.flows import keys as ik
+from memvault.store.flows import unindexed
 from memvault.store.flows.conversation import Conversation, digest_lines
 from memvault.vault_io.atomic import atomic_write_many, fit_name, free_path
 from memvault.vault_io.frontmatter import file_frontmatter_id
@@ -170,9 +171,12 @@ class SessionWriter:
     def write(self, plans: Sequence[SessionPlan]) -> "SyncReport | None":
         """Write the planned notes (one flush), index them, record their keys."""
         todo = [p for p in plans if p.data is not None and p.path is not None]
+        paths = [p.path for p in todo if p.path]
         if todo:
+            unindexed.will_write(self.store.con, paths)  # a writer killed before the sync: the next command indexes them
             atomic_write_many([(self.store.root / p.path, p.data) for p in todo if p.path and p.data is not None])
-        report = self.store.sync_paths([p.path for p in todo if p.path]) if todo else None
+        report = self.store.sync_paths(paths) if todo else None
+        unindexed.indexed(self.store.con, paths)
         keyed = [p.key for p in plans if p.key is not None]
         if keyed:
             with write_transaction(self.store.con):

@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any, Callable
 
 from memvault.store.db.connection import write_transaction
 from memvault.store.flows import keys as ik
+from memvault.store.flows import unindexed
 from memvault.store.flows.conversation import Conversation
 from memvault.store.flows.importers import Entry, MemoryItem, NoteItem, Progress, Skip, reader
 from memvault.store.flows.importers.precheck import check
@@ -155,11 +156,18 @@ class ImportSink:
             action = "imported"
         self.report.redacted += n
         if not self.report.dry_run:
+            self.will_write(target)
             atomic_write(root / target, text.encode("utf-8"))
-            self.note_paths.append(target)
             with write_transaction(self.store.con):
                 ik.put_key(self.store.con, ik.ImportKey(item.source, item.key, target, digest, target))
         self.report.count(action)
+
+    def will_write(self, rel: str) -> None:
+        """A note is about to be written at ``rel``: it is indexed by
+        :meth:`finish`, or, if this process is killed first, by the next
+        command that opens the store (:mod:`.unindexed`)."""
+        unindexed.will_write(self.store.con, [rel])
+        self.note_paths.append(rel)
 
     def finish(self) -> None:
         """Write what is pending and index the written notes."""
@@ -167,6 +175,7 @@ class ImportSink:
         if self.note_paths:
             sync = self.store.sync_paths(self.note_paths)
             self.report.warnings += sync.summary.warnings
+            unindexed.indexed(self.store.con, self.note_paths)
             self.note_paths = []
 
 

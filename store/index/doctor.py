@@ -61,7 +61,10 @@ class DoctorReport:
     """Every finding, and what ``--repair`` did."""
 
     findings: list[Finding] = field(default_factory=list)
+    #: Repairs that ran and left nothing of what they were for.
     repaired: list[str] = field(default_factory=list)
+    #: What a repair that ran could not fix, one line each.
+    unrepaired: list[str] = field(default_factory=list)
 
     @property
     def healthy(self) -> bool:
@@ -152,9 +155,12 @@ def check_vault(store: "MemoryStore") -> list[Finding]:
     gone = sum(1 for p in known if p not in scan.files and scan.covers(p))
     if changed or gone:
         out.append(Finding("vault", f"{changed} files changed or new and {gone} gone since the last sync", "sync"))
-    pending = _one(con, "SELECT count(*) FROM state.outbox")
+    from memvault.store.memories.rows import pending_writes
+
+    pending = [f"{p['id']} ({p['action']} {p['path'] or 'a new note'}{', its last try failed' if p['failed'] else ''})"
+               for p in pending_writes(con)]
     if pending:
-        out.append(Finding("vault", f"{pending} memory notes wait to be written", "sync"))
+        out.append(Finding("vault", f"{len(pending)} memory notes wait to be written: {_names(pending)}", "sync"))
     return out + _vault_warnings(con, sorted(scan.outside))
 
 
@@ -207,8 +213,22 @@ def diagnose(store: "MemoryStore") -> list[Finding]:
     return findings + check_state(con) + check_orphans(con) + check_vault(store)
 
 
-def repair(store: "MemoryStore", findings: list[Finding], progress: Callable[[int, int], None] | None = None) -> list[str]:
-    """Run each repair the findings ask for, once, in :data:`REPAIRS` order."""
+def repair_report(store: "MemoryStore", report: DoctorReport, progress: Callable[[int, int], None] | None = None) -> None:
+    """Repair what ``report`` found, check again, and say truthfully what was
+    repaired: a repair whose finding is still there is not (``unrepaired``
+    names it, with why when the repair said)."""
+    errors: list[str] = []
+    ran = repair(store, report.findings, progress, errors)
+    report.findings = diagnose(store)
+    left = {f.repair for f in report.findings if f.repair}
+    report.repaired = [r for r in ran if r not in left]
+    report.unrepaired = errors + [f"{f.repair}: {f.detail}" for f in report.findings if f.repair in ran]
+
+
+def repair(store: "MemoryStore", findings: list[Finding], progress: Callable[[int, int], None] | None = None,
+           errors: list[str] | None = None) -> list[str]:
+    """Run each repair the findings ask for, once, in :data:`REPAIRS` order;
+    ``errors`` gets a line for each note write a sync could not finish."""
     from memvault.store.index.rebuild import apply_state, backfill_state
 
     wanted = {f.repair for f in findings if f.repair}
@@ -233,7 +253,11 @@ def repair(store: "MemoryStore", findings: list[Finding], progress: Callable[[in
             con.execute(_LOST_NOTES)
         done.append("prune")
     if "sync" in wanted:
-        store.sync(progress)
+        # Every pending write now, however young: a repair is asked for
+        # (and refused while a daemon runs), so no writer is at them.
+        report = store.sync(progress, stale_after=0)
+        if errors is not None:
+            errors += report.unwritten
         done.append("sync")
     return done
 

@@ -350,6 +350,23 @@ def get_outbox(con: apsw.Connection, trace_id: str) -> OutboxEntry | None:
     return OutboxEntry(*row) if row else None
 
 
+def mark_outbox_failed(con: apsw.Connection, trace_id: str) -> None:
+    """A pending write failed: its writer gave up, so it is due for a retry
+    now (``created`` 0: older than any age :func:`stale_outbox` asks for)."""
+    con.execute("UPDATE state.outbox SET created = 0 WHERE trace_id = ?", (trace_id,))
+
+
+def pending_writes(con: apsw.Connection) -> list[dict[str, object]]:
+    """Every note write not confirmed yet: memory id, action, path, and
+    whether its last try failed (else a writer may still be at it)."""
+    return [
+        {"id": r[0], "action": r[1], "path": r[2], "failed": r[3] == 0}
+        for r in con.execute(
+            "SELECT o.trace_id, o.action, coalesce(o.expected_path, t.path, json_extract(o.trace, '$.path')), "
+            "o.created FROM state.outbox o LEFT JOIN traces t ON t.id = o.trace_id ORDER BY o.created, o.trace_id")
+    ]
+
+
 def stale_outbox(con: apsw.Connection, older_than: float) -> list[OutboxEntry]:
     """Pending writes older than ``older_than`` seconds: their writer died."""
     cutoff = time.time() - older_than

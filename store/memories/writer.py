@@ -190,10 +190,19 @@ class NoteWriter:
                 return self._restore(trace, current)
             return self._finish_own_write(trace, current, entry) or self._write(trace, current, entry)
         except OSError as exc:
-            # The change is committed and its outbox entry untouched: the
-            # write is retried later, and the person gets one line, not a
-            # traceback.
+            # The change is committed and its outbox entry kept: the write is
+            # retried later, and the person gets one line, not a traceback.
+            # A failed write has no live writer left, so it is due at once
+            # (the next sync retries it instead of waiting for it to age).
+            self._mark_failed(trace_id)
             raise MemoryWriteError(self._write_failure(trace_id, entry, exc)) from None
+
+    def _mark_failed(self, trace_id: str) -> None:
+        try:
+            with write_transaction(self.con):
+                mem.mark_outbox_failed(self.con, trace_id)
+        except Exception:  # the database failing too (a full disk): the entry just ages
+            log.debug("could not mark the failed write of %s", trace_id, exc_info=True)
 
     def _write_failure(self, trace_id: str, entry: mem.OutboxEntry, exc: OSError) -> str:
         where = exc.filename or entry.expected_path or ""

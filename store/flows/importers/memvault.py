@@ -155,8 +155,8 @@ class _Record:
             if isinstance(m.get("note"), str) and path and not (store.root / path).exists():
                 # The note's own bytes: what a consolidation run logged of
                 # them (for its undo) still matches after the restore.
+                sink.will_write(path)
                 atomic_write(store.root / path, m["note"].encode("utf-8", "surrogateescape"))
-                sink.note_paths.append(path)
             else:
                 store.memories.create(trace, path)
         return "imported"
@@ -205,8 +205,8 @@ class _Record:
                 sink.report.warnings.append(f"{rel} is already in the vault with other text; left as it is")
             return "skipped"
         if not sink.report.dry_run:
+            sink.will_write(rel)
             atomic_write(target, s["text"].encode("utf-8"))
-            sink.note_paths.append(rel)
         return "imported"
 
     def _fact(self, sink: "ImportSink") -> str | None:
@@ -288,8 +288,8 @@ class _Record:
         rel = c.get("conflict_path")
         if rel and isinstance(c.get("text"), str) and ".." not in rel.split("/") and not rel.startswith("/") \
                 and not (root / rel).exists():
+            sink.will_write(rel)
             atomic_write(root / rel, c["text"].encode("utf-8", "surrogateescape"))
-            sink.note_paths.append(rel)
         with write_transaction(con):
             if con.execute("SELECT 1 FROM state.conflicts WHERE trace_id = ? AND conflict_path IS ? AND created = ?",
                            (c["trace_id"], rel, c["created"])).fetchone() is None:
