@@ -199,12 +199,12 @@ def test_source_list(vault: Path, runner: CliRunner) -> None:
     run(runner, vault, "sync")
     r = run(runner, vault, "source", "list")
     assert r.output.splitlines() == [
-        "About me.md  (frontmatter; 1 facts, 1 secrets redacted)",
+        "About me.md  (frontmatter; 2 facts, 1 secrets redacted)",  # the password's line keeps its other words
         "Tagged.md  (tag; 1 facts)",
     ]
     rows = lines_json(run(runner, vault, "source", "list", "--json").output)
     assert [(r["path"], r["marks"], r["facts"], r["redacted"], r["extractor"]) for r in rows] == [
-        ("About me.md", ["frontmatter"], 1, 1, "default"), ("Tagged.md", ["tag"], 1, 0, "default"),
+        ("About me.md", ["frontmatter"], 2, 1, "default"), ("Tagged.md", ["tag"], 1, 0, "default"),
     ]
 
 
