@@ -19,7 +19,7 @@ from typing import Any
 import click
 
 from memvault.store.memory_store import MemoryStore
-from memvault.vault_io.errors import MemvaultError
+from memvault.vault_io.errors import MemvaultError, cap_echoes
 
 
 class UsageFailure(click.ClickException):
@@ -30,7 +30,7 @@ class UsageFailure(click.ClickException):
 
 def as_click_error(exc: MemvaultError) -> click.ClickException:
     """One line on stderr and the error's own exit code (1 runtime, 2 usage)."""
-    error = click.ClickException(str(exc))
+    error = click.ClickException(cap_echoes(str(exc)))  # a huge argument is not echoed back whole
     error.exit_code = exc.exit_code
     return error
 

@@ -47,7 +47,7 @@ from pydantic import AliasChoices, Field, ValidationError
 from memvault.cli.mcp_boot import INSTRUCTIONS, SERVER_NAME, server_version
 from memvault.store.memory_store import MemoryStore
 from memvault.store.retrieval.when import given
-from memvault.vault_io.errors import MemvaultError
+from memvault.vault_io.errors import MemvaultError, cap_echoes, shorten
 from memvault.vault_io.secrets import redact, redact_tree
 
 log = logging.getLogger("memvault.mcp")
@@ -150,10 +150,10 @@ class Backend:
                 return fn(self.store)
             except VersionConflict as exc:
                 current = exc.current
-                raise ToolError(f"{exc}. Current text (version {current['version']}, "
+                raise ToolError(f"{cap_echoes(str(exc))}. Current text (version {current['version']}, "
                                 f"tags {current['tags']}):\n{current['content']}") from None
             except MemvaultError as exc:
-                raise ToolError(str(exc)) from None
+                raise ToolError(cap_echoes(str(exc))) from None  # a huge id is not echoed back whole
             except (ToolError, ValidationError):
                 raise
             except Exception as exc:  # a bug must not end the session: say so in one line, log the rest
@@ -167,7 +167,7 @@ class Backend:
         try:
             return ask(self.store.data_dir, op, args, config=self.store.settings.values)
         except MemvaultError as exc:
-            raise ToolError(str(exc)) from None
+            raise ToolError(cap_echoes(str(exc))) from None
 
     def versions(self, ids: list[str]) -> dict[str, int]:
         """Current versions of memories, for hits an agent may update."""
@@ -216,7 +216,9 @@ class MemvaultMCP(MCPServer):
         except ToolError as exc:
             cause = exc.__cause__
             if isinstance(cause, ValidationError):
-                raise ToolError(f"Error executing tool {name}: {argument_error(cause)}") from cause
+                raise ToolError(f"Error executing tool {shorten(name)}: {argument_error(cause)}") from cause
+            if str(exc).startswith("Unknown tool"):  # the SDK's own, with the name as given: cut it short
+                raise ToolError(cap_echoes(str(exc))) from None
             raise
 
 

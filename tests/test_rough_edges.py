@@ -260,3 +260,42 @@ def test_an_unknown_fact_id_is_named_a_fact(indexed: Path, command: str) -> None
     args = [command, "f-1234567890abcdef", *(["--content", "x"] if command == "update" else [])]
     line = one_error_line(run(indexed, *args), 1)
     assert line == "Error: no fact matches 'f-1234567890abcdef'"
+
+
+# -- a huge argument is not echoed back whole ------------------------------------------
+
+HUGE_ID = "m-" + "x" * 1_400_000
+
+
+def test_a_huge_unknown_id_is_not_echoed_back_whole_by_the_cli(indexed: Path) -> None:
+    line = one_error_line(run(indexed, "history", HUGE_ID), 1, "m-xxxx")
+    assert len(line) < 200 and "…" in line
+
+
+def test_a_huge_unknown_id_is_not_echoed_back_whole_over_mcp(indexed: Path, tmp_path: Path) -> None:
+    """The real SDK client against `memvault mcp`: every error about the id
+    (and about a huge tool name) is one short sentence."""
+    import asyncio
+    import os
+    import sys
+
+    mcp = pytest.importorskip("mcp")
+    from mcp.types import Implementation
+
+    env = {k: v for k, v in os.environ.items() if k.startswith("MEMVAULT_")}
+    server = mcp.StdioServerParameters(command=str(Path(sys.executable).parent / "memvault"),
+                                       args=["--vault", str(indexed), "mcp"], env=env)
+    calls = [("read", {"id": HUGE_ID}), ("history", {"id": HUGE_ID}), ("forget", {"id": HUGE_ID}),
+             ("x" * 100_000, {})]
+
+    async def main() -> list[object]:
+        with open(tmp_path / "server.err", "w") as err:
+            async with mcp.stdio_client(server, errlog=err) as (read, write):
+                async with mcp.ClientSession(read, write, client_info=Implementation(name="pytest", version="1")) as s:
+                    await s.initialize()
+                    return [await s.call_tool(name, args) for name, args in calls]
+
+    for (name, _), result in zip(calls, asyncio.run(main())):
+        assert result.is_error, name[:20]
+        message = result.content[0].text
+        assert len(message) < 300 and "…" in message, (name[:20], message[:400])

@@ -14,6 +14,36 @@ from it without importing a layer above it.
 
 from __future__ import annotations
 
+import re
+
+#: Most characters of an argument an error message repeats back.
+ECHO_LIMIT = 80
+#: A message up to this long is left whole (quotes far apart there are prose, not an echo).
+MESSAGE_LIMIT = 240
+#: A quoted argument in a message (as ``{value!r}`` writes it; an unrolled loop, linear on megabytes).
+_QUOTED_RE = re.compile(r"'([^'\\\n]*(?:\\.[^'\\\n]*)*)'|\"([^\"\\\n]*(?:\\.[^\"\\\n]*)*)\"")
+#: An unquoted run without blanks far longer than any word.
+_LONG_RUN_RE = re.compile(r"\S{%d,}" % (2 * ECHO_LIMIT + 1))
+
+
+def shorten(value: str, limit: int = ECHO_LIMIT) -> str:
+    """``value`` cut to ``limit`` characters and an ellipsis, for a message."""
+    return value if len(value) <= limit else value[:limit] + "…"
+
+
+def cap_echoes(message: str) -> str:
+    """``message`` with every argument it repeats back cut short: a 1.4 MB
+    id given by mistake must not come back whole in the error about it."""
+    if len(message) <= MESSAGE_LIMIT:
+        return message
+
+    def quoted(m: re.Match[str]) -> str:
+        q, inner = ("'", m.group(1)) if m.group(1) is not None else ('"', m.group(2))
+        return q + shorten(inner) + q
+
+    message = _QUOTED_RE.sub(quoted, message)
+    return _LONG_RUN_RE.sub(lambda m: shorten(m.group(0), 2 * ECHO_LIMIT), message)
+
 
 class MemvaultError(Exception):
     """A failure memvault reports as one line (exit code 1)."""
