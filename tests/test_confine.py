@@ -156,3 +156,25 @@ def test_a_bad_byte_does_not_hide_a_note_and_doctor_says_a_person_must_fix_it(
     assert json.loads(run(runner, vault, "stats", "--json").output)["undecodable"] == 1
     assert "fix the bytes" in one_error_line(run(runner, vault, "source", "add", "Field notes.md"))
     assert note.read_bytes() == BROKEN  # never rewritten, by sync, doctor or source add
+
+
+def test_ingest_never_revises_a_session_note_whose_path_leads_outside(vault: Path, tmp_path: Path) -> None:
+    transcript = Path(__file__).parent / "fixtures" / "imports" / "claude-code-session.jsonl"
+    with opened(vault) as store:
+        first = store.ingest(transcript)
+        data_dir = store.data_dir
+    # The note moved out of the vault, a symlink left in its place, and the
+    # durable state lost: the planned path now leads to a file elsewhere.
+    elsewhere = tmp_path / "elsewhere.md"
+    elsewhere.write_bytes((vault / first.path).read_bytes() + f"\n{CANARY}\n".encode())
+    before = elsewhere.read_bytes()
+    (vault / first.path).unlink()
+    os.symlink(elsewhere, vault / first.path)
+    import shutil
+
+    shutil.rmtree(data_dir)
+    with opened(vault) as store:
+        again = store.ingest(transcript)
+    assert again.path != first.path and again.action == "imported"  # a note of its own, inside the vault
+    assert CANARY not in (vault / again.path).read_text("utf-8")
+    assert (vault / first.path).is_symlink() and elsewhere.read_bytes() == before

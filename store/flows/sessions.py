@@ -40,6 +40,7 @@ from memvault.store.flows import keys as ik
 from memvault.store.flows import unindexed
 from memvault.store.flows.conversation import Conversation, digest_lines
 from memvault.vault_io.atomic import atomic_write_many, fit_name, free_path
+from memvault.vault_io.confine import outside_target
 from memvault.vault_io.frontmatter import file_frontmatter_id
 from memvault.vault_io.session_note import (
     SessionHead,
@@ -205,23 +206,24 @@ class SessionWriter:
         """The vault path of the conversation's note, if it is in the vault:
         where it was written, where the index saw it last (renamed), or at
         its planned name (a writer died before recording its key)."""
-        root = self.store.root
-        if row is not None and row.path and self._holds(root / row.path, note_id):
+        if row is not None and row.path and self._holds(row.path, note_id):
             return row.path
         found = self.store.con.execute(
             "SELECT path FROM files WHERE trace_id = ? AND kind = 'note'", (note_id,)
         ).fetchone()
-        if found and self._holds(root / found[0], note_id):
+        if found and self._holds(found[0], note_id):
             return str(found[0])
         planned = f"{self.folder}/{session_filename((conv.started or '')[:10] or None, conv.title)}"
-        if self._holds(root / planned, note_id):
+        if self._holds(planned, note_id):
             return planned
         return None
 
-    @staticmethod
-    def _holds(path: Path, note_id: str) -> bool:
-        """Whether the file at ``path`` is the session note ``note_id``."""
-        return file_frontmatter_id(path, head=4096) == note_id
+    def _holds(self, rel: str, note_id: str) -> bool:
+        """Whether vault path ``rel`` is the session note ``note_id``; never
+        when it leads (by a symlink) outside the vault: that file is not read,
+        nor revised and copied into the vault."""
+        root = self.store.root
+        return outside_target(root, rel) is None and file_frontmatter_id(root / rel, head=4096) == note_id
 
     def _new_path(self, conv: Conversation) -> str:
         root = self.store.root
