@@ -125,9 +125,12 @@ def status(app: AppContext, as_json: bool) -> None:
         click.echo(f"{'index:':12} none yet (run `memvault sync` or start the daemon)")
         return
     open_list = data.get("conflict_list") or []
-    click.echo(f"{'conflicts:':12} {len(open_list)} open ({data['conflicts']} recorded)")
+    synced = sum(1 for c in open_list if c.get("kind") == "sync")
+    detail = ([f"{synced} from file sync"] if synced else []) + [f"{data['conflicts_recorded']} recorded by memvault in all"]
+    click.echo(f"{'conflicts:':12} {data['conflicts']} open ({'; '.join(detail)})")
     for item in open_list:
-        click.echo(f"  {item['note']}: {item['detail']}; store version in {item['conflict_note']}")
+        other = "the other version" if item.get("kind") == "sync" else "store version"
+        click.echo(f"  {item['note']}: {item['detail']}; {other} in {item['conflict_note']}")
     if data.get("contradictions"):
         click.echo(f"{'contradicts:':12} {data['contradictions']} open contradictions (see `memvault conflicts`)")
     pending = data.get("pending_writes") or []

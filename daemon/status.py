@@ -101,8 +101,11 @@ def vault_status(store: "MemoryStore") -> dict[str, Any]:
         counts.pop("vault", None)
         out["index"] = counts
         out["last_sync"] = counts.get("last_sync")
-        out["conflicts"] = counts.get("conflicts", 0)
+        # "conflicts" counts the list beside it (open: memvault's whose copy is still in
+        # the vault, and sync tools' copies); every one memvault ever recorded is apart.
         out["conflict_list"] = store.conflicts()
+        out["conflicts"] = len(out["conflict_list"])
+        out["conflicts_recorded"] = counts.get("conflicts", 0)
         out["contradictions"] = len(store.contradictions())
         from memvault.store.memories.rows import pending_writes
 

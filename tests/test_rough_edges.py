@@ -299,3 +299,19 @@ def test_a_huge_unknown_id_is_not_echoed_back_whole_over_mcp(indexed: Path, tmp_
         assert result.is_error, name[:20]
         message = result.content[0].text
         assert len(message) < 300 and "…" in message, (name[:20], message[:400])
+
+
+# -- status: one count of conflicts ------------------------------------------------------
+
+
+def test_status_counts_the_conflicts_it_lists_in_text_and_json(indexed: Path) -> None:
+    import json
+
+    write(indexed, "a.sync-conflict-20261123-142501-ABCDEFG.md", "# A note\nwritten on the laptop\n")
+    assert run(indexed, "sync", "--no-embed").exit_code == 0
+    data = json.loads(run(indexed, "status", "--json").stdout)
+    assert len(data["conflict_list"]) == 1
+    assert data["conflicts"] == len(data["conflict_list"]) and data["conflicts_recorded"] == 0
+    text = run(indexed, "status").stdout
+    assert "conflicts:   1 open (1 from file sync; 0 recorded by memvault in all)" in text
+    assert "the other version in a.sync-conflict-20261123-142501-ABCDEFG.md" in text
