@@ -13,7 +13,6 @@ from typing import Any
 
 from memvault.vault_io.errors import MemvaultError
 
-
 #: How ``ParsedNote.error`` starts for a note with bytes that are not UTF-8.
 UNDECODABLE = "not valid UTF-8"
 
