@@ -11,6 +11,10 @@
   week", "yesterday", "on 12 March"): hybrid ranking lifts memories from
   that period by :data:`TIME_MATCH_BOOST` (a soft signal, never a filter).
 * :func:`recency_factor` decays a memory by the age of its event time.
+* :func:`with_dates` follows each relative time in a text ("yesterday",
+  "last Friday", "next month", "two weeks ago") with the date it means,
+  counted from when the text was said: a recalled turn tells an agent
+  *when*, not just "yesterday".
 """
 
 from __future__ import annotations
@@ -19,7 +23,7 @@ import math
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass
-from datetime import datetime, timedelta, timezone
+from datetime import date, datetime, timedelta, timezone
 
 from memvault.store.index.event_time import iso
 from memvault.vault_io.errors import UsageError
@@ -201,3 +205,138 @@ def recency_factor(
         return 1.0
     age = max(0.0, (now - when).total_seconds() / 86400.0)
     return floor + (1.0 - floor) * math.pow(0.5, age / half)
+
+
+# -- relative dates in a text, resolved against the time it was said -----------------
+
+#: Numbers as words, for "two weeks ago" (a spelled count above twelve is
+#: rare in speech; "a few" names no number, so it is not resolved).
+_NUMBER_WORDS = {
+    "a": 1, "an": 1, "one": 1, "two": 2, "three": 3, "four": 4, "five": 5, "six": 6, "seven": 7, "eight": 8,
+    "nine": 9, "ten": 10, "eleven": 11, "twelve": 12,
+}
+_WEEKDAYS = ("monday", "tuesday", "wednesday", "thursday", "friday", "saturday", "sunday")
+_COUNT = r"(?P<count>\d{1,3}|" + "|".join(sorted((re.escape(w) for w in _NUMBER_WORDS), key=len, reverse=True)) + ")"
+_UNIT = r"(?P<unit>day|week|month|year)s?"
+#: The grammar, one alternative per form; each names what it needs.
+_RELATIVE_TEXT = re.compile(
+    r"\b(?:"
+    r"(?P<dayword>the day before yesterday|the day after tomorrow|yesterday|today|tomorrow|tonight)"
+    rf"|{_COUNT}\s+{_UNIT}\s+(?P<ago>ago|later|from now)"
+    rf"|in\s+(?P<in_count>\d{{1,3}}|{'|'.join(re.escape(w) for w in _NUMBER_WORDS)})\s+(?P<in_unit>day|week|month|year)s?"
+    rf"|(?P<which>last|next|this|coming|past)\s+(?P<what>{'|'.join(_WEEKDAYS)}|weekend|week|month|year)"
+    r")\b",
+    re.I,
+)
+_DAY_OFFSETS = {"the day before yesterday": -2, "yesterday": -1, "today": 0, "tonight": 0, "tomorrow": 1,
+                "the day after tomorrow": 2}
+
+
+@dataclass(frozen=True)
+class Resolved:
+    """A relative time in a text: where it is, as written, and the date (or
+    month, year, week) it means, as ``2023-05-07``, ``2023-06``, ``2023``,
+    ``week of 2023-05-01`` or ``weekend of 2023-05-06``."""
+
+    start: int
+    end: int
+    said: str
+    means: str
+
+
+def _count(word: str) -> int:
+    word = " ".join(word.lower().split())
+    return int(word) if word.isdigit() else _NUMBER_WORDS[word]
+
+
+def _shift_months(day: date, months: int) -> tuple[int, int]:
+    """(year, month) ``months`` from ``day``'s month."""
+    n = day.year * 12 + day.month - 1 + months
+    return n // 12, n % 12 + 1
+
+
+def _span(day: date, unit: str, n: int) -> str:
+    """The date ``n`` units from ``day``, as precise as the unit: a day for
+    days and weeks, a month for months, a year for years."""
+    unit = unit.lower()
+    if unit in ("day", "week"):
+        return (day + timedelta(days=n * (7 if unit == "week" else 1))).isoformat()
+    if unit == "month":
+        y, m = _shift_months(day, n)
+        return f"{y:04d}-{m:02d}"
+    return f"{day.year + n:04d}"
+
+
+def _monday(day: date) -> date:
+    return day - timedelta(days=day.weekday())
+
+
+def _which(day: date, which: str, what: str) -> str:
+    """"last Friday", "next week", "this month"... from ``day``."""
+    which, what = which.lower(), what.lower()
+    step = -1 if which in ("last", "past") else 1 if which in ("next", "coming") else 0
+    if what in _WEEKDAYS:
+        target = _WEEKDAYS.index(what)
+        if step < 0:  # the most recent such day before this one
+            back = (day.weekday() - target) % 7 or 7
+            return (day - timedelta(days=back)).isoformat()
+        if step > 0:  # the first such day after this one
+            ahead = (target - day.weekday()) % 7 or 7
+            return (day + timedelta(days=ahead)).isoformat()
+        return (_monday(day) + timedelta(days=target)).isoformat()  # this Friday: of this week
+    if what == "weekend":
+        saturday = _monday(day) + timedelta(days=5 + 7 * step)
+        return f"weekend of {saturday.isoformat()}"
+    if what == "week":
+        return f"week of {(_monday(day) + timedelta(days=7 * step)).isoformat()}"
+    return _span(day, what, step)
+
+
+def relative_dates(text: str, said_on: date) -> list[Resolved]:
+    """The relative times in ``text`` ("yesterday", "last Friday", "next
+    month", "two weeks ago", "in 3 days", "this weekend") with what each
+    means when said on ``said_on``. Weeks start on Monday; "last Friday" is
+    the latest Friday before the day (a week back when said on a Friday),
+    "next Friday" the first after it; "this Friday" is the one of this week."""
+    out: list[Resolved] = []
+    for m in _RELATIVE_TEXT.finditer(text):
+        g = m.groupdict()
+        if g["dayword"]:
+            means = (said_on + timedelta(days=_DAY_OFFSETS[" ".join(g["dayword"].lower().split())])).isoformat()
+        elif g["unit"]:
+            n = _count(g["count"])
+            means = _span(said_on, g["unit"], -n if g["ago"].lower() == "ago" else n)
+        elif g["in_unit"]:
+            means = _span(said_on, g["in_unit"], _count(g["in_count"]))
+        else:
+            means = _which(said_on, g["which"], g["what"])
+        out.append(Resolved(m.start(), m.end(), m.group(0), means))
+    return out
+
+
+def with_dates(text: str, said_at: str | None) -> str:
+    """``text`` with each relative time followed by the date it means, in
+    brackets ("yesterday [2023-05-07]"), counted from ``said_at`` (an ISO
+    date or date-time, or "2023-05-08 13:56"); ``text`` as it is when
+    ``said_at`` is not a date."""
+    day = _said_on(said_at)
+    if day is None:
+        return text
+    found = relative_dates(text, day)
+    if not found:
+        return text
+    parts: list[str] = []
+    pos = 0
+    for r in found:
+        parts += [text[pos : r.end], f" [{r.means}]"]
+        pos = r.end
+    return "".join(parts) + text[pos:]
+
+
+def _said_on(said_at: str | None) -> date | None:
+    if not said_at:
+        return None
+    try:
+        return datetime.fromisoformat(said_at.strip()[:10]).date()
+    except ValueError:
+        return None
