@@ -41,8 +41,20 @@ def ingest(app: AppContext, transcript: str, session: str | None, title: str | N
                   if plan.action == "updated"
                   else f"{len(plan.conv.turns)} turns" if plan.action == "imported" else plan.why)
         click.echo(f"{what} {plan.path or plan.note_id} ({detail}; {report.facts} facts)")
-    for line in report.warnings:
+    for line in capped(report.warnings, "warnings"):
         warn(line)
+
+
+#: Most error or warning lines a command prints; the rest are counted ("... and N more").
+LINES_SHOWN = 20
+
+
+def capped(lines: list[str], what: str) -> list[str]:
+    """The first :data:`LINES_SHOWN` of ``lines``, then one line counting the rest:
+    a binary or foreign file must not bury the summary under a hundred lines."""
+    if len(lines) <= LINES_SHOWN:
+        return list(lines)
+    return [*lines[:LINES_SHOWN], f"... and {len(lines) - LINES_SHOWN} more {what} (--json lists them all)"]
 
 
 IMPORT_FORMATS = ("chatgpt", "claude", "mem0", "mcp-memory", "csv", "json", "jsonl", "markdown")
@@ -83,10 +95,10 @@ def import_(app: AppContext, fmt: str, path: Path, dry_run: bool, folder: str, a
         would = "would be " if dry_run else ""
         click.echo(f"{report.imported} {would}imported, {report.updated} {would}updated, {report.skipped} skipped, "
                    f"{len(report.errors)} errors" + (f"; {report.redacted} secrets redacted" if report.redacted else ""))
-        for line in report.warnings:
+        for line in capped(report.warnings, "warnings"):
             warn(line)
-        for ref, why in report.errors:
-            click.echo(f"error: {ref}: {why}", err=True)
+        for line in capped([f"{ref}: {why}" for ref, why in report.errors], "errors"):
+            click.echo(f"error: {line}", err=True)
     if report.errors:
         raise click.exceptions.Exit(1)
 

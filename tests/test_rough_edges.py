@@ -315,3 +315,28 @@ def test_status_counts_the_conflicts_it_lists_in_text_and_json(indexed: Path) ->
     text = run(indexed, "status").stdout
     assert "conflicts:   1 open (1 from file sync; 0 recorded by memvault in all)" in text
     assert "the other version in a.sync-conflict-20261123-142501-ABCDEFG.md" in text
+
+
+# -- many bad items: errors capped with a count -------------------------------------------
+
+
+def test_many_bad_items_are_twenty_lines_and_a_count(vault: Path, tmp_path: Path) -> None:
+    write(vault, "a.md", "# A note\n")
+    given = write(tmp_path, "rows.csv", "content,created\n" + "".join(f"Row {n},not a date\n" for n in range(130))
+                  + "A good row,\n")
+    r = run(vault, "import", "csv", str(given))
+    assert r.exit_code == 1
+    assert r.stdout.startswith("1 imported, 0 updated, 0 skipped, 130 errors")
+    lines = r.stderr.strip().splitlines()
+    assert len(lines) == 21 and lines[-1] == "error: ... and 110 more errors (--json lists them all)"
+    data = run(vault, "import", "csv", str(given), "--dry-run", "--json")
+    assert len(__import__("json").loads(data.stdout)["failed"]) == 130
+
+
+def test_a_transcript_with_many_bad_lines_warns_twenty_and_a_count(vault: Path, tmp_path: Path) -> None:
+    write(vault, "a.md", "# A note\n")
+    given = write(tmp_path, "t.jsonl", "not json\n" * 40 + '{"role": "user", "content": "How do I rotate logs?"}\n')
+    r = run(vault, "ingest", str(given))
+    assert r.exit_code == 0, r.output
+    lines = r.stderr.strip().splitlines()
+    assert len(lines) == 21 and lines[-1] == "warning: ... and 20 more warnings (--json lists them all)"
