@@ -341,11 +341,23 @@ def redact(text: str) -> tuple[str, int]:
     if not text or not _may_hold_secret(text):
         return text, 0  # the common case: nothing that could start a credential
     r = _Redactor()
-    low = text.lower()
-    out = _PEM_RE.sub(r.whole, text) if "private key" in low else text
+    out = _PEM_RE.sub(r.whole, text) if "private key" in text.lower() else text
+    # Every other pattern lies within one line: only the lines holding a
+    # hint are read (a whole note's text seldom has more than a few).
+    lines = out.split("\n")
+    for i, line in enumerate(lines):
+        low = line.lower()
+        if _HINT_RE.search(low):
+            lines[i] = _redact_line(line, low, r)
+    return "\n".join(lines), r.count
+
+
+def _redact_line(line: str, low: str, r: _Redactor) -> str:
+    """One line through every pass but the private key block's."""
+    out = line
     if any(hint in low for hint in _TOKEN_HINTS):
         out = _TOKEN_RE.sub(r.whole, out)
-    low = out.lower()
+        low = out.lower()
     if "authorization" in low:
         out = _AUTH_RE.sub(r.auth, out)
     if "bearer" in low:
@@ -360,7 +372,7 @@ def redact(text: str) -> tuple[str, int]:
                 out = _PASSPHRASE_RE.sub(r.passphrase, out)
             out = _ASSIGN_RE.sub(lambda m: r.keyed(m, assigned=True), out)
         out = _PROSE_RE.sub(lambda m: r.keyed(m, assigned=False), out)
-    return out, r.count
+    return out
 
 
 def redact_tree(data: Any, key: str | None = None) -> Any:
