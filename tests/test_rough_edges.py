@@ -68,16 +68,21 @@ def test_export_of_one_file_onto_a_folder_is_a_usage_error(indexed: Path, tmp_pa
 
 def test_a_failed_export_leaves_the_old_file_whole(indexed: Path, tmp_path: Path,
                                                    monkeypatch: pytest.MonkeyPatch) -> None:
-    """An export that fails halfway leaves neither half a file nor a temp file."""
+    """An export that fails halfway (the disk fills up: a fault injected, as a
+    real full disk cannot be had in a test) leaves neither half a file nor a
+    temp file, and the previous export is still there."""
+    import errno
+
     from memvault.store.flows import export as ex
 
     out = tmp_path / "out.csv"
     out.write_text("the previous export\n")
 
-    def broken(memories: object, *args: object) -> object:
-        raise OSError(28, "No space left on device")
+    def half_then_a_full_disk(stream: object, memories: object) -> int:
+        stream.write("id,half")  # type: ignore[attr-defined]
+        raise OSError(errno.ENOSPC, "No space left on device")
 
-    monkeypatch.setattr(ex, "write_csv", lambda out, memories: (out.write("id,half"), broken(memories))[1])
+    monkeypatch.setattr(ex, "write_csv", half_then_a_full_disk)
     one_error_line(run(indexed, "export", "--format", "csv", "-o", str(out)), 1, str(out))
     assert out.read_text() == "the previous export\n"
     assert sorted(p.name for p in tmp_path.iterdir() if p.is_file()) == ["out.csv"]
