@@ -115,6 +115,11 @@ def test_only_the_value_is_cut(text: str, expected: str) -> None:
         "the api key is <your key here>",
         "client_secret=CLIENT_SECRET",
         "the key is 42",
+        "Shortcut key: Ctrl+Shift+P",
+        "The token is JWT-based",
+        "the password is in 1Password",
+        "the key for this host is ~/.ssh/id_ed25519",
+        "The key is https://example.com/keys",
     ],
 )
 def test_prose_that_names_a_secret_is_left(text: str) -> None:

@@ -151,6 +151,9 @@ _AWS_SECRET_RE = re.compile(
 _TRAILING = ".,;:!?)]}>\"'*_`"
 # After a value: more words on its line (the value began a sentence).
 _PROSE_GOES_ON_RE = re.compile(r"[ \t]+[A-Za-z]")
+# A value that says where something is: a URL (its password, if any, is
+# the URL pattern's) or a relative or home path.
+_LOCATION_RE = re.compile(r"(?:[A-Za-z][A-Za-z0-9+.-]*://|~/|\.\.?/)")
 # A file name's extension, at the end of a path.
 _EXTENSION_RE = re.compile(r"\.[a-z]{1,8}$")
 # A plain word ("strict", "Calm", "well-known", "don't", "NASA") is prose,
@@ -316,6 +319,8 @@ class _Redactor:
         value = raw if quote else raw[: _token_end(raw)]
         if _is_placeholder(value) or REDACTED in raw:
             return m.group(0)  # nothing, a placeholder, or a shaped token replaced above
+        if _LOCATION_RE.match(value) and not (assigned and _always(key)):
+            return m.group(0)  # "the key is ~/.ssh/id_ed25519": where a key is, not the key
         if assigned and _always(key):
             # Always a secret, unless it is a plain word that goes on as a
             # sentence ("`passwd`: Stores user ids" describes the file).
