@@ -5,6 +5,7 @@ from __future__ import annotations
 import click
 
 from memvault.cli.main import AppContext, cli, emit_json, json_option, pass_app, warn
+from memvault.vault_io.secrets import redact_tree
 
 
 @cli.group()
@@ -72,7 +73,7 @@ def source_remove(app: AppContext, paths: tuple[str, ...], as_json: bool) -> Non
 @pass_app
 def source_list(app: AppContext, as_json: bool) -> None:
     """List the memory sources in the index, how each is marked, and its fact count."""
-    rows = app.store.source_list()
+    rows = redact_tree(app.store.source_list())  # a note's path may hold a secret
     for row in rows:
         if as_json:
             emit_json(row)
@@ -98,7 +99,7 @@ def facts(app: AppContext, path: str, include_all: bool, as_json: bool) -> None:
         if not as_json:
             click.echo(f"{rel} has no facts (mark it with `memvault source add {rel}`)", err=True)
         return
-    for f in found:
+    for f in redact_tree(found):  # facts are redacted; their source's path may not be
         if as_json:
             emit_json(f)
             continue
