@@ -367,3 +367,21 @@ def test_a_remember_that_beside_a_password_in_a_conversation_is_kept(vault: Path
         store.sync()
         facts = store.facts(notes[0].relative_to(vault).as_posix())[1]
     assert any("NAS backs up at 2am" in f["text"] for f in facts), facts
+
+
+def test_an_index_from_before_reads_its_notes_again_redacted(vault: Path) -> None:
+    """m012: an index built when ordinary notes were indexed as typed."""
+    from memvault.store.db.connection import write_transaction
+
+    write(vault, "Ops/Deploy.md", ORDINARY)
+    body = ORDINARY  # no front-matter: the body is the file
+    with opened(vault) as store:
+        store.sync()
+        with write_transaction(store.con):  # as the older version indexed it
+            store.con.execute("UPDATE traces SET content = ? WHERE path = 'Ops/Deploy.md'", (body,))
+        store.con.execute("PRAGMA user_version = 11")
+    with opened(vault) as store:
+        store.sync()
+        content = store.con.execute("SELECT content FROM traces WHERE path = 'Ops/Deploy.md'").fetchone()[0]
+        assert GHP not in content and "rel/2026" in content
+        assert store.search(GHP[4:], mode="keyword")["hits"] == []
