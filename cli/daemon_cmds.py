@@ -126,7 +126,8 @@ def status(app: AppContext, as_json: bool) -> None:
         return
     open_list = data.get("conflict_list") or []
     synced = sum(1 for c in open_list if c.get("kind") == "sync")
-    detail = ([f"{synced} from file sync"] if synced else []) + [f"{data['conflicts_recorded']} recorded by memvault in all"]
+    detail = [f"{synced} from file sync"] if synced else []
+    detail.append(f"{data['conflicts_recorded']} recorded by memvault in all")
     click.echo(f"{'conflicts:':12} {data['conflicts']} open ({'; '.join(detail)})")
     for item in open_list:
         other = "the other version" if item.get("kind") == "sync" else "store version"

@@ -26,7 +26,8 @@ _BOMS = ((codecs.BOM_UTF32_LE, "UTF-32"), (codecs.BOM_UTF32_BE, "UTF-32"),
          (codecs.BOM_UTF16_LE, "UTF-16"), (codecs.BOM_UTF16_BE, "UTF-16"))
 #: Leading bytes of binary formats people hand over by mistake.
 _MAGIC = ((b"PK\x03\x04", "a zip archive"), (b"\x1f\x8b", "a gzip file"), (b"%PDF", "a PDF"),
-          (b"SQLite format 3\x00", "an SQLite database"), (b"\x89PNG", "a PNG image"), (b"\xff\xd8\xff", "a JPEG image"))
+          (b"SQLite format 3\x00", "an SQLite database"), (b"\x89PNG", "a PNG image"),
+          (b"\xff\xd8\xff", "a JPEG image"))
 #: Control bytes that text holds (tab, newline, form feed, carriage return, escape).
 _TEXT_CONTROLS = set(b"\t\n\x0b\x0c\r\x1b")
 

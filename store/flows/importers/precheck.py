@@ -44,7 +44,8 @@ def check(fmt: str, path: Path) -> None:
     expected = EXPECTED[fmt]
     for member in found:
         check_opener(member.opener, member.name, expected)
-    if fmt == "markdown" and path.is_file() and not _is_zip(path) and not path.name.lower().endswith((".md", ".markdown")):
+    alone = path.is_file() and not _is_zip(path)
+    if fmt == "markdown" and alone and not path.name.lower().endswith((".md", ".markdown")):
         raise ImportFormatError(f"{path} is not {expected}")  # a note given alone is read whatever its name
     shape = _SHAPES.get(fmt)
     for member in found:
@@ -53,7 +54,9 @@ def check(fmt: str, path: Path) -> None:
 
 
 def _files(fmt: str, path: Path) -> list[Member]:
-    """The files the importer of ``fmt`` reads (an empty selection is refused by the importer itself)."""
+    """The files the importer of ``fmt`` reads (an empty selection is refused by the importer itself).
+
+    The same selections as each importer's ``read``: keep them in step."""
     from memvault.store.flows.importers import chatgpt, claude
 
     given = path.is_file() and not _is_zip(path)
