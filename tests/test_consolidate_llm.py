@@ -245,3 +245,46 @@ def test_a_state_that_cannot_be_written_costs_the_memory_not_the_plan(
     assert out.exit_code == 0 and flagged([json.loads(x) for x in out.output.splitlines()][:-1]) == [
         ["m-porto", "m-lisbon"]]
     assert run(claims, "--dry-run").exit_code == 0 and len(llm.requests) == 4  # nothing kept: asked again
+
+
+def test_the_model_confirms_merges_and_sets_aside_the_ones_it_calls_different(
+        vault: Path, llm: FakeLLM, memvault_env: Path) -> None:
+    """Issue 22: with extractor = llm every proposed merge is put to the model;
+    a group it does not call the same claim is not merged (the rule only ever
+    proposes: the model removes)."""
+    note(vault, "m-tea1", "Drinks green tea every morning", created="2026-08-01")
+    note(vault, "m-tea2", "drinks green tea, every morning!", created="2026-09-01")
+    note(vault, "m-run1", "Runs by the river on Sundays", created="2026-08-02")
+    note(vault, "m-run2", "runs by the river on sundays.", created="2026-09-02")
+    with opened(vault) as v:
+        v.sync()
+    merges = lambda out: [a["ids"] for a in map(json.loads, out.output.splitlines()[:-1]) if a["kind"] == "merge"]  # noqa: E731
+    plain = run(vault, "--dry-run", "--json")
+    assert sorted(map(sorted, merges(plain))) == [["m-run1", "m-run2"], ["m-tea1", "m-tea2"]]
+
+    def same_unless_tea(payload: dict[str, Any]) -> Reply:
+        assert "duplicates" in payload["messages"][0]["content"]  # the merge question, not the contradiction one
+        question = payload["messages"][1]["content"]
+        assert question.startswith("1. ") and "\n2. " in question
+        return Reply({"same": "tea" not in question, "why": "the model's reason"})
+
+    configure(memvault_env, llm.base_url)
+    llm.answer = same_unless_tea
+    out = run(vault, "--dry-run", "--json")
+    assert out.exit_code == 0, out.output
+    assert [sorted(ids) for ids in merges(out)] == [["m-run1", "m-run2"]]
+    stats = json.loads(out.output.splitlines()[-1])["stats"]["llm_merges"]
+    assert stats["asked"] == 2 and stats["confirmed"] == 1 and len(stats["rejected"]) == 1
+    kept = next(a for a in map(json.loads, out.output.splitlines()[:-1]) if a["kind"] == "merge")
+    assert kept["reason"].endswith("confirmed by judge-model")
+    # remembered: the run asks nothing more and does what the dry run showed
+    done = run(vault, "--json")
+    assert done.exit_code == 0 and len(llm.requests) == 2
+    assert [sorted(ids) for ids in merges(done)] == [["m-run1", "m-run2"]]
+
+
+def test_merge_verdicts_parse_strictly() -> None:
+    body = lambda d: json.dumps({"choices": [{"message": {"content": json.dumps(d)}}]}).encode()  # noqa: E731
+    assert confirm.parse_merge_verdict(body({"same": True, "why": "w"})) == (True, "w")
+    with pytest.raises(llm_extract.SchemaError):
+        confirm.parse_merge_verdict(body({"contradicts": True}))

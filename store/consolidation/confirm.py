@@ -1,4 +1,10 @@
-"""The configured llm confirms contradiction candidates (``extractor = "llm"``).
+"""The configured llm confirms merges and contradictions (``extractor = "llm"``).
+
+Merges first (:func:`confirm_plan`): every merge group the plan proposes is
+put to the model as a list of statements; ``{"same": false}`` drops the
+merge (``llm_merges`` in the plan's stats), ``{"same": true}`` keeps it with
+"confirmed by <model>". The rest of this docstring says how contradictions
+are asked; merges are asked, remembered and capped the same way.
 
 The deterministic rule (:func:`.rules.contradiction`) decides alone by
 default. With ``extractor = "llm"`` every contradiction the plan would flag
@@ -31,7 +37,8 @@ from __future__ import annotations
 import hashlib
 import logging
 import threading
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
 from datetime import datetime, timezone
 from typing import TYPE_CHECKING, Any
 
@@ -96,42 +103,107 @@ def _remember(store: "MemoryStore", key: str, verdict: bool, why: str, model: st
         log.warning("could not keep %s's answer: %s", model, exc)
 
 
-def confirm_contradictions(store: "MemoryStore", plan: Plan, records: Mapping[str, Record],
-                           cancel: threading.Event | None = None) -> None:
-    """Put the plan's contradictions to the model, in place (module
-    docstring). :class:`LLMCancelled` when ``cancel`` is set mid-question."""
-    flagged = [a for a in plan.actions if a.kind == "contradiction"]
-    if not flagged:
+MERGE_PROMPT = """You check a personal memory store for duplicates.
+You get statements from it that a rule proposes to merge into one.
+They are duplicates only when every one says the same thing about the same
+person or thing, in other words. A different value, number, date, time,
+person, relation or polarity, or one statement saying more than another,
+makes them different.
+Answer with JSON only: {"same": true or false, "why": "one short sentence"}"""
+
+
+def merge_key(texts: list[str]) -> str:
+    """A merge verdict's key: a hash of the texts in the group's order (kept apart from pair keys)."""
+    return hashlib.sha256(("merge\x00" + "\x00".join(texts)).encode()).hexdigest()
+
+
+def parse_merge_verdict(body: bytes) -> tuple[bool, str]:
+    """(same, why) from a chat-completions response body."""
+    data = answer_json(body)
+    if not isinstance(data, dict) or not isinstance(data.get("same"), bool):
+        raise SchemaError('the answer has no boolean "same"')
+    why = data.get("why")
+    return data["same"], (why if isinstance(why, str) else "")[:300]
+
+
+@dataclass(frozen=True)
+class _Kind:
+    """What one kind of action asks the model, and how its answer is read."""
+
+    action: str  # the plan's action kind
+    system: str
+    parse: Callable[[bytes], tuple[bool, str]]
+    texts: Callable[[Any, Mapping[str, Record]], list[str]]
+    key: Callable[[list[str]], str]
+    prompt: Callable[[list[str]], str]
+
+
+_CONTRADICTION = _Kind(
+    "contradiction", SYSTEM_PROMPT, parse_verdict,
+    lambda a, r: [r[a.detail["older"]].content, r[a.detail["newer"]].content],
+    lambda t: pair_key(t[0], t[1]),
+    lambda t: f"Older: {redact(t[0])[0]}\nNewer: {redact(t[1])[0]}",
+)
+_MERGE = _Kind(
+    "merge", MERGE_PROMPT, parse_merge_verdict,
+    lambda a, r: [r[i].content for i in a.ids],
+    merge_key,
+    lambda t: "\n".join(f"{n}. {redact(x)[0]}" for n, x in enumerate(t, 1)),
+)
+
+
+def confirm_plan(store: "MemoryStore", plan: Plan, records: Mapping[str, Record],
+                 cancel: threading.Event | None = None) -> None:
+    """Put the plan's merges and contradictions to the model, in place: a merge
+    it does not call the same claim, or a contradiction it does not confirm, is
+    dropped (``llm_merges`` / ``llm`` in the plan's stats). The model only
+    removes actions; the cap of :data:`MAX_QUESTIONS` covers both kinds, merges
+    first. :class:`LLMCancelled` when ``cancel`` is set mid-question."""
+    kinds = [k for k in (_MERGE, _CONTRADICTION) if any(a.kind == k.action for a in plan.actions)]
+    if not kinds:
         return
     asker = LLMExtractor.from_settings(store.settings)
     asker.cancel = cancel
+    budget = MAX_QUESTIONS
+    failed: list[str] = []
+    for kind in kinds:
+        budget = _confirm_kind(store, plan, records, kind, asker, budget, failed)
+
+
+def _confirm_kind(store: "MemoryStore", plan: Plan, records: Mapping[str, Record], kind: _Kind,
+                  asker: LLMExtractor, budget: int, failed: list[str]) -> int:
+    """Ask about one kind of action (module docstring); the questions left in the budget."""
+    flagged = [a for a in plan.actions if a.kind == kind.action]
+    if not flagged:
+        return budget
     model = asker.settings.model
-    texts = {id(a): (records[a.detail["older"]].content, records[a.detail["newer"]].content) for a in flagged}
-    keys = {id(a): pair_key(*texts[id(a)]) for a in flagged}
+    texts = {id(a): kind.texts(a, records) for a in flagged}
+    keys = {id(a): kind.key(texts[id(a)]) for a in flagged}
     known = _known(store, sorted(set(keys.values())))
     stats: dict[str, Any] = {"model": model, "asked": 0, "remembered": 0, "confirmed": 0, "rejected": [],
-                             "unconfirmed": max(0, len(flagged) - MAX_QUESTIONS)}
+                             "unconfirmed": max(0, len(flagged) - budget)}
+    if failed:
+        stats["error"] = failed[0]
     drop = set()
-    for action in flagged[:MAX_QUESTIONS]:
+    for action in flagged[:budget]:
         key = keys[id(action)]
         if key in known:
             stats["remembered"] += 1
         elif "error" in stats:
             continue  # the rule's decision stands
         else:
-            older, newer = texts[id(action)]
-            prompt = f"Older: {redact(older)[0]}\nNewer: {redact(newer)[0]}"
             try:
-                known[key] = asker.ask(SYSTEM_PROMPT, prompt, parse_verdict)
+                known[key] = asker.ask(kind.system, kind.prompt(texts[id(action)]), kind.parse)
             except LLMCancelled:
                 raise  # the daemon is stopping: no run, rather than one the model half checked
             except LLMError as exc:
                 stats["error"] = f"{model} did not answer ({exc}); the rule decided alone"
+                failed.append(stats["error"])
                 continue
             stats["asked"] += 1
             _remember(store, key, *known[key], model)
-        contradicts, why = known[key]
-        if contradicts:
+        agrees, why = known[key]
+        if agrees:
             stats["confirmed"] += 1
             action.reason += f"; confirmed by {model}"
             action.detail["confirmed_by"] = model
@@ -139,4 +211,5 @@ def confirm_contradictions(store: "MemoryStore", plan: Plan, records: Mapping[st
             drop.add(id(action))
             stats["rejected"].append({"ids": action.ids, "why": why})
     plan.actions = [a for a in plan.actions if id(a) not in drop]
-    plan.stats["llm"] = stats
+    plan.stats["llm" if kind is _CONTRADICTION else "llm_merges"] = stats
+    return max(0, budget - len(flagged))

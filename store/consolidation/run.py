@@ -124,9 +124,9 @@ def plan_for(store: "MemoryStore", today: date | None = None, cancel: "threading
     )
     plan = make_plan(records, vectors, policy_for(store), today or datetime.now(timezone.utc).date(), context)
     if store.settings.extractor == "llm":
-        from memvault.store.consolidation.confirm import confirm_contradictions
+        from memvault.store.consolidation.confirm import confirm_plan
 
-        confirm_contradictions(store, plan, {r.id: r for r in records}, cancel=cancel)
+        confirm_plan(store, plan, {r.id: r for r in records}, cancel=cancel)
     return plan
 
 
