@@ -372,6 +372,7 @@ def test_a_remember_that_beside_a_password_in_a_conversation_is_kept(vault: Path
 def test_an_index_from_before_reads_its_notes_again_redacted(vault: Path) -> None:
     """m012: an index built when ordinary notes were indexed as typed."""
     from memvault.store.db.connection import write_transaction
+    from memvault.store.db.index_schema import MIGRATIONS, m012_redact_notes
 
     write(vault, "Ops/Deploy.md", ORDINARY)
     body = ORDINARY  # no front-matter: the body is the file
@@ -379,7 +380,7 @@ def test_an_index_from_before_reads_its_notes_again_redacted(vault: Path) -> Non
         store.sync()
         with write_transaction(store.con):  # as the older version indexed it
             store.con.execute("UPDATE traces SET content = ? WHERE path = 'Ops/Deploy.md'", (body,))
-        store.con.execute("PRAGMA user_version = 11")
+        store.con.execute(f"PRAGMA user_version = {MIGRATIONS.index(m012_redact_notes)}")  # m012 not applied
     with opened(vault) as store:
         store.sync()
         content = store.con.execute("SELECT content FROM traces WHERE path = 'Ops/Deploy.md'").fetchone()[0]
