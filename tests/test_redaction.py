@@ -210,6 +210,7 @@ def test_a_secret_never_costs_text_on_another_line_or_around_it(lines: list[tupl
             assert got.startswith(before + ". ") and got.endswith(" . " + after), (text, got)
     for value in values:
         assert value not in out
+    assert redact(out) == (out, 0)  # nothing left to find
 
 
 # -- end to end: a credential in notes never leaves memvault -----------------------------
