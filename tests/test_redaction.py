@@ -55,6 +55,23 @@ def test_the_issues_examples(text: str, expected: str) -> None:
     assert redact(text)[0] == expected
 
 
+@pytest.mark.parametrize("token", [
+    GHP, "github_pat_" + "11ABCDEFG0123456789_abcdefghijKLMNOPQRSTuvwxyz0123456789",
+    "sk-" + "Xy12Ab34Cd56Ef78Gh90Ij12Kl34", "AKIA" + "Z7Y6X5W4V3U2T1S0", "xoxb-" + "2468013579-Ab12Cd34Ef56",
+    "eyJhbGciOiJFUzI1NiJ9." + "eyJzdWIiOiJhbGljZSJ9." + "c2lnbmF0dXJlLWZha2UtMDEy",
+])
+def test_well_known_token_shapes_anywhere_in_a_sentence(token: str) -> None:
+    assert redact(f"Paste ({token}) into the runner, then restart it.") == (
+        "Paste ([redacted]) into the runner, then restart it.", 1)
+
+
+def test_a_private_key_block_keeps_the_lines_around_it_and_its_line_count() -> None:
+    text = ("Deploy key below.\n-----BEGIN OPENSSH PRIVATE KEY-----\nb3BlbnNzaC1rZXktdjEAAAAA\nQUJDREVGRw==\n"
+            "-----END OPENSSH PRIVATE KEY-----\nRotate it yearly.")
+    out, n = redact(text)
+    assert n == 1 and out.split("\n") == ["Deploy key below.", REDACTED, "", "", "", "Rotate it yearly."]
+
+
 def test_a_key_that_ends_a_line_never_takes_the_next_lines_word() -> None:
     text = "The deploy token:\nSecondline words stay here"
     assert redact(text) == (text, 0)
