@@ -50,6 +50,7 @@ COMMAND_MODULES: dict[str, str] = {
     "cache": "cache_cmds",
     "config": "config_cmds",
     **dict.fromkeys(["ingest", "import", "export", "restore-backup"], "flow_cmds"),
+    "views": "views_cmds",
 }
 
 

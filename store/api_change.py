@@ -29,6 +29,7 @@ if TYPE_CHECKING:
     from memvault.store.flows.ingest import IngestReport
     from memvault.store.flows.sink import ImportReport
     from memvault.store.memories.mirror import WriteResult
+    from memvault.vault_io.memory_views import ViewFile
 
 Progress = Callable[[int, int], None]
 
@@ -192,6 +193,20 @@ class ChangeAPI(StoreParts):
         from memvault.store.flows.backup import restore
 
         return restore(self, Path(file).expanduser())
+
+    def views_install(self, *, force: bool = False) -> "list[ViewFile]":
+        """Write memvault's Obsidian Bases views into the memory folder; a
+        file someone changed is kept unless ``force`` (which backs it up
+        first). Files only: works without an index (see :mod:`memvault.vault_io.memory_views`)."""
+        from memvault.vault_io.memory_views import install_views
+
+        return install_views(self.root, self.settings.memory_folder, force=force)
+
+    def views_remove(self) -> "list[ViewFile]":
+        """Delete the views memvault wrote and nobody changed since."""
+        from memvault.vault_io.memory_views import remove_views
+
+        return remove_views(self.root, self.settings.memory_folder)
 
     def source_add(self, paths: Sequence[str]) -> tuple[list[Any], list[str]]:
         """Mark notes as memory sources and extract their facts: (results, warnings)."""
