@@ -137,6 +137,7 @@ def test_only_the_value_is_cut(text: str, expected: str) -> None:
         "the password is in 1Password",
         "the key for this host is ~/.ssh/id_ed25519",
         "The key is https://example.com/keys",
+        "the secret is café crème",
     ],
 )
 def test_prose_that_names_a_secret_is_left(text: str) -> None:

@@ -156,9 +156,8 @@ _PROSE_GOES_ON_RE = re.compile(r"[ \t]+[A-Za-z]")
 _LOCATION_RE = re.compile(r"(?:[A-Za-z][A-Za-z0-9+.-]*://|~/|\.\.?/)")
 # A file name's extension, at the end of a path.
 _EXTENSION_RE = re.compile(r"\.[a-z]{1,8}$")
-# A plain word ("strict", "Calm", "well-known", "don't", "NASA") is prose,
-# not a secret, however it is spelled in case.
-_PLAIN_WORD_RE = re.compile(r"(?:[a-z]+|[A-Z][a-z]*|[A-Z]+)(?:['’-](?:[a-z]+|[A-Z][a-z]*|[A-Z]+))*")
+# What joins the parts of one word: "well-known", "don't".
+_WORD_JOINS_RE = re.compile(r"['’-]")
 
 _PLACEHOLDER_RE = re.compile(
     r"^(?:[*xX.•_-]{3,}|<[^>]*>|\{\{[^}]*\}\}|\$\{[^}]*\}|\[[^\]]*\]|(?i:none|null|empty|n/?a|tbd|todo|changeme"
@@ -227,7 +226,16 @@ def looks_secret(value: str) -> bool:
         return False
     if looks_random(value):
         return True
-    return _PLAIN_WORD_RE.fullmatch(value) is None
+    return not _is_plain_word(value)
+
+
+def _is_plain_word(value: str) -> bool:
+    """A word of prose in any script ("strict", "Calm", "well-known", "don't",
+    "NASA", "café"): letters only, each part lower case, upper case or
+    capitalised. A digit, a symbol or a capital inside a word ("pAssw0rd")
+    makes it something else."""
+    parts = _WORD_JOINS_RE.split(value)
+    return all(p.isalpha() and (p.islower() or p.isupper() or p.istitle()) for p in parts)
 
 
 def _is_placeholder(value: str) -> bool:
@@ -324,7 +332,7 @@ class _Redactor:
         if assigned and _always(key):
             # Always a secret, unless it is a plain word that goes on as a
             # sentence ("`passwd`: Stores user ids" describes the file).
-            secret = not _PLAIN_WORD_RE.fullmatch(value) or not _PROSE_GOES_ON_RE.match(m.string, m.end())
+            secret = not _is_plain_word(value) or not _PROSE_GOES_ON_RE.match(m.string, m.end())
         else:
             secret = looks_secret(value) if _strong(key) else looks_random(value)
         if not secret:
