@@ -118,13 +118,35 @@ def chunk_trace(kind: str, title: str, content: str) -> list[Chunk]:
         text = chunk_text(kind, title, content, 0, 0, "")
         return [Chunk(0, 0, 0, "", _count(text), text)] if text.strip() else []
     out: list[Chunk] = []
+    cuts = _turn_starts(content) if kind == "note" else []
     for sec in parts:
         prefix = chunk_text(kind, title, "", 0, 0, sec.heading) if kind != "memory" else ""
         budget = MAX_TOKENS - _RESERVED - (_count(prefix, special=False) if prefix else 0)
-        for start, stop in _split(content, sec.start, sec.stop, max(budget, 32)):
-            text = chunk_text(kind, title, content, start, stop, sec.heading)
-            out.append(Chunk(len(out), start, stop, sec.heading, _count(text), text))
+        for part_start, part_stop in _at_turns(sec.start, sec.stop, cuts):
+            if cuts and not content[part_start:part_stop].strip():
+                continue  # the blank line before a transcript's first turn
+            for start, stop in _split(content, part_start, part_stop, max(budget, 32)):
+                text = chunk_text(kind, title, content, start, stop, sec.heading)
+                out.append(Chunk(len(out), start, stop, sec.heading, _count(text), text))
     return out
+
+
+def _turn_starts(content: str) -> list[int]:
+    """Where the turns of a session note's transcript start (none for any other note)."""
+    from memvault.store.retrieval.turns import has_turns, note_turns
+
+    return [t.start for t in note_turns(content)] if has_turns(content) else []
+
+
+def _at_turns(start: int, stop: int, cuts: list[int]) -> list[tuple[int, int]]:
+    """``[start, stop)`` cut where a turn starts: each turn of a session note
+    is a chunk of its own (or several, when long), so a turn's vector says
+    what that turn says and recall can quote it alone."""
+    inside = [c for c in cuts if start < c < stop]
+    if not inside:
+        return [(start, stop)]
+    bounds = [start, *inside, stop]
+    return [(a, b) for a, b in zip(bounds, bounds[1:]) if b > a]
 
 
 def _count(text: str, special: bool = True) -> int:

@@ -27,7 +27,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
 import apsw
@@ -38,6 +38,8 @@ from memvault.store.embedding.model import count_tokens
 
 if TYPE_CHECKING:
     import numpy as np
+
+    from memvault.store.retrieval.turns import NoteTurn
 
     from memvault.store.embedding.vectors import VectorMatrix
 
@@ -85,6 +87,15 @@ class RecallItem:
     max_tokens: int = ITEM_MAX_TOKENS
     #: The newer claim that contradicts this one (see :func:`mark_outdated`).
     outdated_by: str | None = None
+    #: When it happened (its event time, "2023-05-08" or "2023-05-08 13:56"; "" when unknown).
+    when: str = ""
+    #: Who said it, for a turn of a conversation ("" for anything else).
+    speaker: str = ""
+    #: The block id of a session note's turn this item quotes (``^t12``).
+    anchor: str = ""
+    #: A turn recalled because it stands beside a recalled turn: never the
+    #: item a block is built around (:func:`assemble`).
+    beside: bool = False
 
     @property
     def key(self) -> str:
@@ -93,12 +104,23 @@ class RecallItem:
 
     @property
     def source(self) -> str:
-        """Where the item comes from: a fact's "Note > Heading", a passage's
-        "path > heading path", else the note path."""
+        """Where the item comes from: a fact's "Note > Heading", a turn's
+        "note name#^t12", a passage's "path > heading path", else the note path."""
         if self.kind == "fact":
             return self.title or (self.path or self.id)
         where = self.path or self.id
+        if self.anchor:
+            return f"{_short(where.rsplit('/', 1)[-1].removesuffix('.md'))}#{self.anchor}"
         return f"{where} > {self.heading}" if self.heading else where
+
+    def dated(self) -> "RecallItem":
+        """The item with each relative time in its text ("yesterday")
+        followed by the date it means, counted from when it happened."""
+        if not self.when:
+            return self
+        from memvault.store.retrieval.when import with_dates
+
+        return replace(self, content=with_dates(self.content, self.when))
 
     def as_dict(self) -> dict[str, Any]:
         """JSON-ready form."""
@@ -108,9 +130,27 @@ class RecallItem:
         }
         if self.start is not None:
             data.update(heading=self.heading, passage=self.content)
+        if self.anchor:
+            data.update(anchor=self.anchor, ref=f"{self.path}#{self.anchor}")
+        if self.speaker:
+            data["speaker"] = self.speaker
+        if self.when:
+            data["when"] = self.when
         if self.outdated_by:
             data["outdated_by"] = self.outdated_by
         return data
+
+
+#: Longest note name a turn's source shows (a session note is named after its first request).
+SOURCE_NAME_CHARS = 40
+
+
+def _short(name: str) -> str:
+    """``name`` cut at a word to :data:`SOURCE_NAME_CHARS` characters (marked "…")."""
+    if len(name) <= SOURCE_NAME_CHARS:
+        return name
+    cut = name[:SOURCE_NAME_CHARS].rsplit(" ", 1)[0] if " " in name[:SOURCE_NAME_CHARS] else name[:SOURCE_NAME_CHARS]
+    return cut.rstrip(" .,;:!?…") + "…"
 
 
 #: How a recalled claim that a newer one contradicts is labelled.
@@ -123,8 +163,14 @@ def _label(item: RecallItem) -> str:
 
 
 def _render(item: RecallItem, words: list[str], cut: bool) -> str:
+    """One plain line: a turn as "date speaker: text (note#^tN)", anything
+    else as "[type] date text (source)"; the date only when known."""
     body = " ".join(words) + ("…" if cut else "")
-    return f"- [{_label(item)}] {body} ({item.source})" if body else f"- [{_label(item)}] ({item.source})"
+    if item.speaker:
+        who = f"{item.when} {item.speaker}:" if item.when else f"{item.speaker}:"
+        return f"- {who} {body} ({item.source})" if body else f"- {who} ({item.source})"
+    head = f"[{_label(item)}] {item.when}" if item.when else f"[{_label(item)}]"
+    return f"- {head} {body} ({item.source})" if body else f"- {head} ({item.source})"
 
 
 def _tokens(line: str) -> int:
@@ -213,7 +259,7 @@ def assemble(
     # 1. The best relevant item that fits at all, cut down if need be: it is
     # what makes the block worth having, so it is placed before identity.
     anchor: RecallItem | None = None
-    for item in rel:
+    for item in sorted(rel, key=lambda i: i.beside):  # stable: the best item not merely beside another
         line = fit_line(item, min(item.max_tokens, room))
         if line is not None:
             anchor, item.text, item.tokens = item, line, _tokens(line)
@@ -393,6 +439,8 @@ class Passage:
     stop: int
     heading: str
     similarity: float | None = None
+    #: The session note's turn this passage is (:mod:`~memvault.store.retrieval.turns`).
+    turn: "NoteTurn | None" = None
 
 
 def _stems(text: str) -> set[str]:
@@ -469,6 +517,75 @@ def passages_by_vector(
         _, start, stop, heading = spans[cid]
         out.append(Passage(start, stop, heading or "", float(sims[i])))
     return merge_overlaps(out)
+
+
+def event_when(event_time: str | None) -> str:
+    """An event time as a recall line shows it: "2023-05-08 13:56", or the
+    date alone when it has no time of day; "" when unknown."""
+    if not event_time or len(event_time) < 10:
+        return ""
+    day, clock = event_time[:10], event_time[11:16]
+    return f"{day} {clock}" if len(clock) == 5 and clock != "00:00" else day
+
+
+def turn_line(turn: "NoteTurn") -> str:
+    """A session note's turn as one plain line: date, speaker, text (relative
+    times followed by the dates they mean)."""
+    from memvault.store.retrieval.when import with_dates
+
+    return " ".join(p for p in (turn.at, f"{turn.speaker}:", with_dates(turn.text, turn.at)) if p)
+
+
+def turn_hit(con: apsw.Connection, hit: Any, turn: "NoteTurn", query: str) -> dict[str, Any]:
+    """What a search hit on a session note says of its best turn: its block
+    id (``anchor``), ``ref`` (``path#^t12``), speaker and time, and a snippet
+    of the turn itself."""
+    from memvault.store.retrieval.keyword import query_words, quoted
+    from memvault.store.retrieval.snippet import query_terms, snippet
+
+    found = snippet(con, query_terms(con, " ".join(quoted(query_words(query)))), turn.text)
+    return {"anchor": turn.anchor, "ref": f"{hit.path}#{turn.anchor}", "turn": turn.n, "speaker": turn.speaker,
+            "at": turn.at, "snippet": found or hit.snippet}
+
+
+def as_turns(content: str, spans: Sequence[Passage], message: str) -> list[Passage]:
+    """``spans`` of a session note as the one turn to quote: among the turns
+    the best span overlaps, the one sharing most words with ``message`` (so
+    a chunk of several turns, or the whole transcript when there are no
+    chunks, comes down to its turn); ``spans`` as they are for any other
+    note, or when no turn can be chosen."""
+    from memvault.store.retrieval.turns import best_turns_by_words, has_turns, note_turns
+
+    if not spans or not has_turns(content):
+        return list(spans)
+    turns = note_turns(content)
+    best = spans[0]
+    inside = [t for t in turns if t.start < best.stop and best.start < t.stop] or turns
+    i = 0 if len(inside) == 1 else best_turns_by_words(content, inside, message, _STOPWORDS)
+    if i is None:
+        if len(inside) == len(turns):
+            return list(spans)  # nothing to go by: the passage as it is (a digest, say)
+        i = 0
+    turn = inside[i]
+    return [Passage(turn.start, turn.stop, "", best.similarity, turn=turn)]
+
+
+def turn_items(item: RecallItem, content: str, turn: "NoteTurn") -> list[RecallItem]:
+    """A recalled turn of a session note as plain items, with the turns
+    before and after it beside it (a reply means little without what it
+    answers): each one line of date, speaker and text, relative times
+    followed by the dates they mean."""
+    from memvault.store.retrieval.turns import neighbours, note_turns
+    from memvault.store.retrieval.when import with_dates
+
+    turns = note_turns(content)
+    at = next((i for i, t in enumerate(turns) if t.n == turn.n), None)
+    around = neighbours(turns, at) if at is not None else [turn]
+    return [
+        replace(item, content=with_dates(t.text, t.at), heading="", start=t.start, max_tokens=ITEM_MAX_TOKENS,
+                when=t.at, speaker=t.speaker, anchor=t.anchor, beside=t.n != turn.n)
+        for t in around
+    ]
 
 
 def merge_overlaps(spans: list[Passage]) -> list[Passage]:

@@ -13,7 +13,7 @@ only once a semantic or hybrid answer is actually computed.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime, timezone
 from typing import TYPE_CHECKING, Any
 
@@ -301,7 +301,12 @@ class Retriever:
             # A fact points at the exact place in its source note.
             row.update(kind="fact", anchor=anchor.anchor, source_uri=anchor.source_uri,
                        heading_path=anchor.heading_path, lines=[anchor.line_start, anchor.line_end])
-        row["passage"] = self._passage_text(h, query, qvec)
+        row["passage"], turn = self._passage_text(h, query, qvec)
+        if turn is not None:
+            # A session note's hit is its best turn, addressed by its block id.
+            from memvault.store.retrieval.recall import turn_hit
+
+            row.update(turn_hit(self.con, h, turn, query), uri=obsidian_uri(self.store.name, h.path, turn.anchor))
         if h.status != "active":
             row["status"] = h.status
         if explain:
@@ -380,14 +385,15 @@ class Retriever:
     def _recall_items(self, cands: Sequence[Any], message: str, qvec: Any) -> list[Any]:
         """RecallItems for ranked candidates, best first: a note, or a memory
         long enough to have several chunks, as its matching passages."""
-        from memvault.store.retrieval.recall import PASSAGE_MAX_TOKENS, RecallItem, quote
+        from memvault.store.retrieval.recall import PASSAGE_MAX_TOKENS, RecallItem, event_when, quote, turn_items
 
         if not cands:
             return []
         marks = ",".join("?" * len(cands))
         rows = {
             r[0]: r for r in self.con.execute(
-                f"SELECT id, kind, type, title, path, content, rowid FROM traces WHERE id IN ({marks})",
+                "SELECT id, kind, type, title, path, content, rowid, event_time, CASE WHEN json_valid(metadata) "
+                f"THEN json_extract(metadata, '$.frontmatter.speaker') END FROM traces WHERE id IN ({marks})",
                 [c.id for c in cands],
             )
         }
@@ -396,23 +402,32 @@ class Retriever:
             row = rows.get(c.id)
             if row is None:
                 continue
-            trace_id, kind, type_, title, path, content, rowid = row
+            trace_id, kind, type_, title, path, content, rowid, event_time, speaker = row
             score = round(c.score if c.score else (c.bm25 or 0.0), 6)
             spans = self._passages(kind, type_, rowid, content, message, qvec)
+            whole = RecallItem(trace_id, kind, type_, title, path, content, score=score, when=event_when(event_time),
+                               speaker=speaker if isinstance(speaker, str) else "")
             if not spans:
-                out.append(RecallItem(trace_id, kind, type_, title, path, content, score=score))
+                out.append(whole.dated())
                 continue
             for span in spans:
-                out.append(RecallItem(
-                    trace_id, kind, type_, title, path, quote(content, span), score=score,
-                    heading=span.heading, start=span.start, max_tokens=PASSAGE_MAX_TOKENS,
-                ))
+                if span.turn is not None:
+                    out += turn_items(whole, content, span.turn)
+                    continue
+                out.append(replace(whole, content=quote(content, span), heading=span.heading, start=span.start,
+                                   max_tokens=PASSAGE_MAX_TOKENS).dated())
         return out
 
     def _passages(self, kind: str, type_: str, rowid: int, content: str, message: str, qvec: Any) -> list[Any]:
         """The passages to quote of a recalled trace ([] to show it whole):
         notes always, memories only when long (several chunks), facts never."""
-        from memvault.store.retrieval.recall import ITEM_MAX_TOKENS, passages_by_vector, passages_by_words, trace_spans
+        from memvault.store.retrieval.recall import (
+            ITEM_MAX_TOKENS,
+            as_turns,
+            passages_by_vector,
+            passages_by_words,
+            trace_spans,
+        )
 
         if kind == "fact" or (kind == "memory" and (type_ == "identity" or len(content) < ITEM_MAX_TOKENS * 4)):
             return []
@@ -424,25 +439,29 @@ class Retriever:
             if matrix is not None:
                 found = passages_by_vector(self.con, matrix, qvec, rowid, self.settings.recall.min_similarity)
                 if found:
-                    return found
-        return passages_by_words(spans, content, message)
+                    return as_turns(content, found, message) if kind == "note" else found
+        found = passages_by_words(spans, content, message)
+        return as_turns(content, found, message) if kind == "note" else found
 
-    def _passage_text(self, h: Hit, query: str, qvec: Any) -> str:
+    def _passage_text(self, h: Hit, query: str, qvec: Any) -> tuple[str, Any]:
         """The plain text of a hit's matching passage: a fact's or a short
         memory's whole text, else the note's best chunk (by the query's
-        vector when there is one, else by its words)."""
-        from memvault.store.retrieval.recall import Passage, quote
+        vector when there is one, else by its words); and the session
+        note's turn it is, if it is one (else None)."""
+        from memvault.store.retrieval.recall import Passage, quote, turn_line
 
         row = self.con.execute("SELECT rowid, kind, type, content FROM traces WHERE id = ?", (h.id,)).fetchone()
         if row is None:
-            return ""
+            return "", None
         rowid, kind, type_, content = row
         spans = self._passages(kind, type_, rowid, content, query, qvec)
         if not spans:  # a fact or short memory: whole (a huge one cut, so a hit stays small)
-            return quote(content, Passage(0, len(content), ""))
+            return quote(content, Passage(0, len(content), "")), None
         span = spans[0]
+        if span.turn is not None:
+            return turn_line(span.turn), span.turn
         text = quote(content, span)
-        return f"{span.heading}\n{text}" if span.heading else text
+        return (f"{span.heading}\n{text}" if span.heading else text), None
 
     def _keyword_context(self, message: str, filters: Filters) -> list[Any]:
         """Relevant memories by words alone (no vectors): the hybrid keyword

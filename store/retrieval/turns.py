@@ -1,0 +1,139 @@
+"""The turns of an ingested session note, as units of search and recall.
+
+A session note ([flows](../../docs/flows.md)) holds a whole conversation,
+each turn a callout closed by its own block id::
+
+    > [!user] Caroline · 2023-05-08 13:56
+    > I went to a support group yesterday.
+
+    ^t12
+
+Search and recall address a turn by that block id (``path#^t12``): a hit on
+a session note is the turn that matches best (:func:`best_turns_by_words`,
+or the turn holding the best-matching chunk), and a recalled turn is one
+plain line, ``2023-05-08 13:56 Caroline: I went to a support group
+yesterday [2023-05-07].``, with the turns before and after it beside it.
+
+Reading is bounded: only the first :data:`TURN_SCAN_CHARS` characters of a
+note are read for turns, and choosing a turn by words costs a substring
+search per word of the message, not a pass over every turn's words.
+"""
+
+from __future__ import annotations
+
+import bisect
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+#: Characters of a session note read for its turns (about 4,000 turns).
+TURN_SCAN_CHARS = 1 << 20
+#: Characters of one turn's text kept (a pasted log can be a whole file).
+TURN_TEXT_CHARS = 4096
+
+# The callout that opens a turn (a superseded turn's, "> [!superseded]-",
+# is no part of the conversation any more), and the block id that closes it.
+_HEAD = re.compile(r"^> \[!(user|assistant|tool|system)\][+-]?[ \t]*(.*?)[ \t]*$")
+_END = re.compile(r"^\^t(\d+)[ \t]*$")
+_STAMP = re.compile(r"^\d{4}-\d\d-\d\d(?: \d\d:\d\d)?$")
+_WORD = re.compile(r"[^\W_]+")
+#: Letters of a message word looked for (a cheap stem, as recall's passages use).
+_STEM = 5
+_MIN_WORD = 3
+
+
+@dataclass(frozen=True)
+class NoteTurn:
+    """One turn of a session note: its block id number, who spoke (the name
+    the callout shows, else the role's label), when ("2023-05-08 13:56", or
+    ""), where it is in the note's content and its plain text."""
+
+    n: int
+    role: str
+    speaker: str
+    at: str
+    start: int
+    stop: int
+    text: str
+
+    @property
+    def anchor(self) -> str:
+        """The block id that addresses the turn (``^t12``)."""
+        return f"^t{self.n}"
+
+
+def has_turns(content: str) -> bool:
+    """Whether ``content`` looks like a session note's transcript (cheap test first)."""
+    return "> [!" in content and "\n^t" in content
+
+
+def note_turns(content: str) -> list[NoteTurn]:
+    """The turns of a session note's content, in order (the first
+    :data:`TURN_SCAN_CHARS` characters; a turn whose block id a person
+    removed is left out)."""
+    if not has_turns(content):
+        return []
+    out: list[NoteTurn] = []
+    head: tuple[int, str, str, str] | None = None
+    lines: list[str] = []
+    pos = 0
+    text = content[:TURN_SCAN_CHARS]
+    for line in text.split("\n"):
+        start, pos = pos, pos + len(line) + 1
+        m = _HEAD.match(line)
+        if m:
+            speaker, _, stamp = m.group(2).rpartition(" · ")
+            if not _STAMP.match(stamp):
+                speaker, stamp = m.group(2), ""
+            head, lines = (start, m.group(1), speaker.strip() or m.group(1).title(), stamp), []
+            continue
+        if head is None:
+            continue
+        end = _END.match(line)
+        if end:
+            body = " ".join(" ".join(lines).split())[:TURN_TEXT_CHARS]
+            out.append(NoteTurn(int(end.group(1)), head[1], head[2], head[3], head[0], min(pos, len(text)), body))
+            head = None
+        elif line.startswith(">"):
+            lines.append(line[1:].strip())
+        elif line.strip():
+            head = None  # text outside a callout: not a turn after all
+    return out
+
+
+def turn_at(turns: Sequence[NoteTurn], offset: int) -> int | None:
+    """The index in ``turns`` of the turn holding character ``offset`` (else the
+    first turn after it), None when no turn is at or after it."""
+    i = bisect.bisect_right([t.start for t in turns], offset) - 1
+    if i >= 0 and offset < turns[i].stop:
+        return i
+    return i + 1 if i + 1 < len(turns) else None
+
+
+def best_turns_by_words(content: str, turns: Sequence[NoteTurn], message: str, stopwords: frozenset[str]) -> int | None:
+    """The index of the turn sharing most distinct words with ``message``
+    (the earliest of equals; None when none shares one). One substring
+    search per message word over the scanned text, whatever the number of
+    turns."""
+    if not turns:
+        return None
+    keys = {w.lower()[:_STEM] for w in _WORD.findall(message) if len(w) >= _MIN_WORD and w.lower() not in stopwords}
+    if not keys:
+        return None
+    low = content[: turns[-1].stop].lower()
+    starts = [t.start for t in turns]
+    seen: dict[int, set[str]] = {}
+    for key in keys:
+        for m in re.finditer(r"(?<![^\W_])" + re.escape(key), low):
+            i = bisect.bisect_right(starts, m.start()) - 1
+            if i >= 0 and m.start() < turns[i].stop:
+                seen.setdefault(i, set()).add(key)
+    if not seen:
+        return None
+    return min(seen, key=lambda i: (-len(seen[i]), i))
+
+
+def neighbours(turns: Sequence[NoteTurn], i: int) -> list[NoteTurn]:
+    """Turn ``i`` with the turns before and after it, in order (the
+    conversation's order: a superseded turn was never listed)."""
+    return list(turns[max(0, i - 1) : i + 2])

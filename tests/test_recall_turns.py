@@ -1,0 +1,107 @@
+"""A turn of an ingested session note is a unit of search and recall: `search`
+returns the turn (``path#^t4``) with its speaker and time, and `context` quotes it
+as one plain line (date, speaker's name, text, short source; no callout markup or
+block ids), relative times followed by the dates they mean, neighbours beside it."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+from helpers import opened
+
+from memvault.cli.main import cli
+from memvault.store.embedding.chunk import chunk_trace
+from memvault.store.retrieval.turns import note_turns
+
+TURNS = [
+    ("user", "Caroline", "Hey Mel! I went to a LGBTQ support group yesterday and it was so powerful.", "13:56"),
+    ("assistant", "Melanie", "Wow, that's cool, Caroline! What happened that was so awesome?", "13:57"),
+    ("user", "Caroline", "The transgender stories were so inspiring! I'm going to a pride parade next month.", "13:58"),
+    ("assistant", "Melanie", "Nice. I painted a sunrise last Friday, and I ran a charity race two weeks ago.", "13:59"),
+    ("user", "Caroline", "I'm keen on counseling as a career.", "14:00"),
+]
+
+
+@pytest.fixture
+def session(vault: Path, tmp_path: Path) -> Path:
+    """A vault with one ingested conversation whose speakers have names."""
+    transcript = tmp_path / "chat.jsonl"
+    transcript.write_text("".join(
+        json.dumps({"role": role, "name": name, "content": text, "timestamp": f"2023-05-08T{at}:00Z"}) + "\n"
+        for role, name, text, at in TURNS
+    ))
+    r = CliRunner().invoke(cli, ["--vault", str(vault), "ingest", str(transcript), "--session", "conv-1"])
+    assert r.exit_code == 0, r.output
+    with opened(vault) as store:
+        store.sync()
+    return vault
+
+
+def run(vault: Path, *args: str) -> object:
+    return CliRunner().invoke(cli, ["--vault", str(vault), *args])
+
+
+def test_search_returns_the_turn_with_its_note(session: Path) -> None:
+    r = run(session, "search", "charity race", "--mode", "keyword", "--json")
+    assert r.exit_code == 0, r.output
+    hit = json.loads(r.output.splitlines()[0])
+    assert hit["path"].startswith("Memory/episodic/sessions/") and hit["ref"] == f"{hit['path']}#^t4"
+    assert (hit["anchor"], hit["turn"], hit["speaker"], hit["at"]) == ("^t4", 4, "Melanie", "2023-05-08 13:59")
+    assert hit["uri"].endswith("%23%5Et4")  # the link opens the turn's block
+    # The turn alone: its own text, not the note's other turns or markup.
+    assert hit["passage"].startswith("2023-05-08 13:59 Melanie: Nice. I painted a sunrise")
+    assert "pride parade" not in hit["passage"] and "[!" not in hit["passage"] and "^t" not in hit["passage"]
+    assert "**charity** **race**" in hit["snippet"] and "Caroline" not in hit["snippet"]
+
+
+def test_a_speakers_name_is_searchable(session: Path) -> None:
+    with opened(session) as store:
+        hits = store.search("Melanie sunrise", mode="keyword")["hits"]
+    assert hits and hits[0]["speaker"] == "Melanie" and hits[0]["turn"] == 4
+
+
+def test_context_quotes_the_turn_on_one_plain_line_with_dates_resolved(session: Path) -> None:
+    r = run(session, "context", "when did Melanie run a charity race", "--what", "all", "--json")
+    assert r.exit_code == 0, r.output
+    block = json.loads(r.output)
+    lines = block["text"].splitlines()
+    assert lines[0] == "## Recalled Memory"
+    race = next(line for line in lines if "charity race" in line)
+    assert race.startswith("- 2023-05-08 13:59 Melanie: Nice.")
+    assert "last Friday [2023-05-05]" in race and "two weeks ago [2023-04-24]" in race
+    assert race.endswith("#^t4)")
+    for line in lines[1:]:  # no callout markup, block ids on their own, front-matter or role labels
+        assert "[!" not in line and "> " not in line and "session_id" not in line and "User" not in line
+    # Its neighbours beside it, in the conversation's order.
+    turns = [i["anchor"] for i in block["items"]]
+    assert turns == ["^t3", "^t4", "^t5"]
+    assert "pride parade next month [2023-06]" in lines[1]
+
+
+def test_a_small_budget_keeps_the_turn_that_matched_not_its_neighbour(session: Path) -> None:
+    r = run(session, "context", "when did Melanie run a charity race", "--what", "all", "--budget", "70", "--json")
+    block = json.loads(r.output)
+    assert [i["anchor"] for i in block["items"]][:1] == ["^t4"] and block["tokens"] <= 70
+
+
+def test_each_turn_of_a_session_note_is_a_chunk_of_its_own(session: Path) -> None:
+    path = next((session / "Memory" / "episodic" / "sessions").glob("*.md"))
+    with opened(session) as store:
+        content = store.con.execute("SELECT content FROM traces WHERE path = ?",
+                                    (str(path.relative_to(session)),)).fetchone()[0]
+    turns = note_turns(content)
+    assert [t.n for t in turns] == [1, 2, 3, 4, 5] and turns[3].speaker == "Melanie"
+    chunks = chunk_trace("note", "Chat", content)
+    for t in turns:
+        inside = [c for c in chunks if t.start <= c.start and c.stop >= t.stop - 1 and not content[t.stop:c.stop].strip()]
+        assert len(inside) == 1 and inside[0].text.rstrip().endswith(f"^t{t.n}")
+
+
+def test_a_superseded_turn_is_no_turn_to_recall() -> None:
+    content = ("## Transcript\n\n> [!user] Ana · 2023-01-02 10:00\n> first words\n\n^t1\n\n"
+               "> [!superseded]- Ana · 2023-01-02 10:01 · superseded\n> old words\n\n^t2\n\n"
+               "> [!user] Ana · 2023-01-02 10:02\n> new words\n\n^t3\n")
+    assert [(t.n, t.text) for t in note_turns(content)] == [(1, "first words"), (3, "new words")]
