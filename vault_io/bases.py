@@ -59,6 +59,7 @@ LAYOUT_KEYS: dict[str, tuple[str, ...]] = {
     "list": ("markers", "indentProperties", "separator"),
     "map": ("coordinates", "markerIcon", "markerColor", "defaultZoom", "center", "mapHeight", "mapTiles"),
 }
+_ALL_VIEW_KEYS = frozenset(VIEW_KEYS).union(*LAYOUT_KEYS.values())
 FILTER_KEYS = ("and", "or", "not")
 DIRECTIONS = ("ASC", "DESC")
 #: The summaries Obsidian offers in a view's column footer; a view may also
@@ -88,12 +89,28 @@ def _scalar(value: Any) -> str:
         raise TypeError(f"a base holds strings, numbers, lists and mappings, not {type(value).__name__}")
     if _PLAIN.fullmatch(value) and value.lower() not in _YAML_WORDS:
         return value
-    if any(ch in value for ch in "\n\r\t") or not value.isprintable():
-        # Never in memvault's own views; JSON is valid YAML and escapes them.
-        import json
+    if all(_quotable(ch) for ch in value):
+        return "'" + value.replace("'", "''") + "'"
+    # Never in memvault's own views: control characters, line breaks.
+    return '"' + "".join(_escaped(ch) for ch in value) + '"'
 
-        return json.dumps(value, ensure_ascii=False)
-    return "'" + value.replace("'", "''") + "'"
+
+def _quotable(ch: str) -> bool:
+    """Whether YAML keeps ``ch`` as itself inside quotes: printable, and not
+    one of the characters YAML 1.1 reads as a line break or a byte-order mark."""
+    o = ord(ch)
+    return (0x20 <= o <= 0x7E or 0xA0 <= o <= 0xD7FF or 0xE000 <= o <= 0xFFFD or o >= 0x10000) \
+        and ch not in "\u2028\u2029\ufeff"
+
+
+def _escaped(ch: str) -> str:
+    """``ch`` inside a double-quoted YAML string."""
+    if ch in '"\\':
+        return "\\" + ch
+    if _quotable(ch):
+        return ch
+    o = ord(ch)
+    return f"\\x{o:02x}" if o <= 0xFF else f"\\u{o:04x}" if o <= 0xFFFF else f"\\U{o:08x}"
 
 
 def _key(key: Any) -> str:
@@ -225,8 +242,9 @@ def _check_view(view: Any, where: str, strict: bool, custom: tuple[str, ...]) ->
         problems.append(f"{where}.type: one of {', '.join(VIEW_TYPES)}, not {kind!r}")
     if not isinstance(view.get("name"), str) or not view["name"].strip():
         problems.append(f"{where}.name: missing")
-    allowed = VIEW_KEYS + LAYOUT_KEYS.get(kind if isinstance(kind, str) else "", ())
-    problems += [f"{where}: unknown key {k!r} for a {kind} view" for k in view if k not in allowed]
+    # A view keeps the settings of layouts it was switched from (a map view
+    # that was a table still has its columnSize), so any layout's key is known.
+    problems += [f"{where}: unknown key {k!r}" for k in view if k not in _ALL_VIEW_KEYS]
     if "filters" in view:
         problems += _check_filter(view["filters"], f"{where}.filters")
     order = view.get("order", [])
@@ -268,6 +286,7 @@ def _check_ordering(rule: Any, where: str, strict: bool) -> list[str]:
 # -- Which note properties a base reads -------------------------------------
 
 _STRING_LITERAL = re.compile(r'"(?:[^"\\]|\\.)*"|\'(?:[^\'\\]|\\.)*\'')
+_NOTE_INDEX = re.compile(r"""(?<![\w.])note\[\s*(?:"([^"\\]+)"|'([^'\\]+)')\s*\]""")
 _IDENT = re.compile(r"(?<![\w.])([A-Za-z_]\w*)(?:\.([A-Za-z_]\w*))?")
 # Names in an expression that are not note properties: the file and formula
 # namespaces, `this`, literals, and the variables list functions bind.
@@ -275,11 +294,11 @@ _NOT_PROPERTIES = frozenset({"file", "formula", "this", "true", "false", "null",
 
 
 def expression_properties(expression: str) -> set[str]:
-    """The note (front-matter) properties an expression reads: bare names
-    and ``note.X``, not ``file.*``, ``formula.*``, function names or text
+    """The note (front-matter) properties an expression reads: bare names,
+    ``note.X`` and ``note["X"]``, not ``file.*``, ``formula.*``, function names or text
     inside string literals."""
+    found = {m.group(1) or m.group(2) for m in _NOTE_INDEX.finditer(expression)}  # note["my key"]
     text = _STRING_LITERAL.sub('""', expression)
-    found: set[str] = set()
     for m in _IDENT.finditer(text):
         if text[m.end():].lstrip().startswith("("):
             continue  # a function call: if(...), list(...), or note.x(...) below
