@@ -12,7 +12,12 @@
    shown) and candidates down to ``SEARCH_FLOOR_MARGIN`` under it stay
    listed, since evidence spread over turns often sits under it.
 4. **Fusion** by reciprocal rank: ``sum(w / (RRF_K + rank))`` over the lists a
-   trace is in; the weak keyword list counts a quarter.
+   trace is in. A strong keyword hit and a vector hit count 1; a weak keyword
+   hit counts by how much of the query it carries (:func:`weak_weights`):
+   the share of the query's content-word IDF (in this vault) that it and its
+   neighbouring turns match, so a hit on the rare words of the query counts
+   nearly as a strong one and a hit on a name every other turn carries
+   counts little.
 5. **Graph**: notes and memories one link away from the strongest hits
    (wikilinks, embeds, property links, ``related``, fact-to-source
    ``derived_from``) close ``GRAPH_DAMPING`` of the gap between their own
@@ -31,6 +36,7 @@
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
@@ -63,6 +69,7 @@ from memvault.store.retrieval.keyword import (
     query_words,
     quoted,
     snippets,
+    trace_count_estimate,
     with_neighbours,
 )
 from memvault.store.retrieval.when import RECENCY_FLOOR, TIME_MATCH_BOOST, named_periods
@@ -81,8 +88,9 @@ if TYPE_CHECKING:  # numpy is imported where vectors are used: keyword recall ru
 #: bar is k 5 with weight 0.25 (0.699, paraphrase MRR 0.767). Weight 0.5 gave
 #: 0.708 on dev but paraphrase MRR 0.738; k 10 with 0.25 gave 0.697 / 0.757.
 RRF_K = 5.0
-#: Weight of a rank in the weak (any-word) keyword list: one shared content
-#: word is thin evidence next to meaning (see RRF_K).
+#: Weight of a rank in the weak (any-word) keyword list when the query's
+#: words cannot be weighed (see :func:`weak_weights`, which replaces it in
+#: hybrid ranking): one shared content word is thin evidence next to meaning.
 WEAK_KEYWORD_WEIGHT = 0.25
 #: Weight of a rank in the vector list.
 VECTOR_WEIGHT = 1.0
@@ -140,6 +148,8 @@ class Candidate:
     snippet: str = ""
     keyword_rank: int | None = None
     keyword_strong: bool = False
+    #: Weight of its keyword rank in fusion (1 for a strong hit; see :func:`weak_weights`).
+    keyword_weight: float = 1.0
     bm25: float | None = None
     words_matched: int | None = None
     passed: str = ""
@@ -170,6 +180,7 @@ class Candidate:
             "keyword_rank": self.keyword_rank,
             "keyword_match": None if self.keyword_rank is None else ("all" if self.keyword_strong else "any"),
             "keyword_bm25": None if self.bm25 is None else round(self.bm25, 4),
+            "keyword_weight": None if self.keyword_rank is None else round(self.keyword_weight, 4),
             "vector_rank": self.vector_rank,
             "vector_similarity": None if self.similarity is None else round(self.similarity, 4),
             "passed": self.passed,
@@ -309,6 +320,55 @@ def graph_neighbours(con: apsw.Connection, ids: Sequence[str]) -> dict[str, set[
     return out
 
 
+def idf(con: apsw.Connection, words: Sequence[str]) -> dict[str, float]:
+    """BM25's inverse document frequency of each of ``words`` in this index,
+    ``ln(1 + (N - n + 0.5) / (n + 0.5))`` (the form FTS5's ``bm25()`` uses),
+    with ``n`` counted up to COMMON_DOCS + 1 (content words match fewer)."""
+    from memvault.store.retrieval.keyword import COMMON_DOCS
+
+    n_traces = max(1, trace_count_estimate(con))
+    out = {}
+    for w, expr in zip(words, quoted(words)):
+        (n,) = con.execute(
+            "SELECT count(*) FROM (SELECT rowid FROM traces_fts WHERE traces_fts MATCH ? LIMIT ?)", (expr, COMMON_DOCS + 1)
+        ).fetchone()
+        out[w] = math.log(1.0 + (n_traces - n + 0.5) / (n + 0.5))
+    return out
+
+
+def weak_weights(con: apsw.Connection, kw: KeywordLists) -> dict[int, float]:
+    """The fusion weight of each weak keyword hit: the share of the query's
+    content-word IDF that the hit matches, counting the words of its
+    neighbouring turns (which lent it their score, :mod:`.neighbours`).
+
+    A weak hit is evidence as far as the words it shares are informative in
+    this vault: "LGBTQ support group" in a chat about many things is, the
+    name of one of its two speakers is not. A constant weight (0.25 before)
+    either drowned keyword evidence under meaning (LoCoMo, where questions
+    name rare things) or let thin matches through (paraphrases).
+    """
+    if not kw.weak or not kw.content:
+        return {}
+    from memvault.store.retrieval.neighbours import turn_neighbours
+
+    weights = idf(con, kw.content)
+    total = sum(weights.values())
+    if total <= 0:
+        return {}
+    rows = [r for r, _ in kw.weak]
+    beside = turn_neighbours(con, rows)
+    every = sorted({x for r in rows for x in (r, *beside.get(r, (None, None))) if x is not None})
+    words = matched_words(con, kw.content, every)
+    out = {}
+    for r in rows:
+        said = set(words.get(r, ()))
+        for n in beside.get(r, (None, None)):
+            if n is not None:
+                said |= words.get(n, set())
+        out[r] = sum(weights[w] for w in said) / total
+    return out
+
+
 def _keyword_candidates(con: apsw.Connection, kw: KeywordLists, filters: Filters) -> dict[int, Candidate]:
     """The keyword hits as candidates, with their rank, strength and BM25."""
     ranked = kw.strong + kw.weak
@@ -319,6 +379,7 @@ def _keyword_candidates(con: apsw.Connection, kw: KeywordLists, filters: Filters
     for c in fetched.values():
         n, c.bm25 = rank_of[c.rowid]
         c.keyword_rank, c.keyword_strong = n, n <= len(kw.strong)
+        c.keyword_weight = 1.0 if c.keyword_strong else WEAK_KEYWORD_WEIGHT
     return fetched
 
 
@@ -388,6 +449,10 @@ def rank(
     if mode == "hybrid":
         kw = keyword_hits(con, query, filters, k)
         cands.update(_keyword_candidates(con, kw, filters))
+        weights = weak_weights(con, kw)
+        for c in cands.values():
+            if c.keyword_rank is not None and not c.keyword_strong:
+                c.keyword_weight = weights.get(c.rowid, WEAK_KEYWORD_WEIGHT)
     if use_vectors:
         _vector_candidates(con, cands, matrix, query_vector, sims, own, filters, k, context)  # type: ignore[arg-type]
 
@@ -446,7 +511,7 @@ def _vector_candidates(
 def _rrf(c: Candidate) -> float:
     s = 0.0
     if c.keyword_rank is not None:
-        s += (1.0 if c.keyword_strong else WEAK_KEYWORD_WEIGHT) / (RRF_K + c.keyword_rank)
+        s += c.keyword_weight / (RRF_K + c.keyword_rank)
     if c.vector_rank is not None:
         s += VECTOR_WEIGHT / (RRF_K + c.vector_rank)
     return s
