@@ -337,7 +337,10 @@ def _con(a: str, b: str, sim: float | None = None) -> tuple[str, str] | None:
 @pytest.mark.parametrize(("a", "b", "kind"), [
     ("Favourite colour is blue", "Favourite colour is red", "value"),  # plain words (WordNet alternatives)
     ("Prefers dark mode in VS Code.", "Prefers light mode in VS Code.", "value"),  # antonyms after a liking verb
-    ("Uses macOS on the work laptop", "Uses Windows on the work laptop", "value"),  # names
+    ("The work laptop runs on macOS", "The work laptop runs on Windows", "value"),  # names
+    ("Miso's vet is Dr Lopes", "Miso's vet is Dr Amaral", "value"),  # a name of two words
+    ("Prefers tabs to spaces", "Prefers spaces to tabs", "order"),  # roles swapped
+    ("Usually commutes by train", "Usually commutes by bus", "value"),  # a preposition's one value
     ("Lives in Porto", "Moved to Lisbon", "value"),  # a change statement
     ("Uses Vim as her main editor", "Switched to Helix", "value"),
     ("Drinks alcohol at weekends", "No longer drinks alcohol at weekends", "negation"),
@@ -357,6 +360,10 @@ def test_contradictions_by_slot_whatever_the_value_is_made_of(a: str, b: str, ki
 @pytest.mark.parametrize(("a", "b"), [
     ("Lives in Porto", "Works in Porto"),  # another relation, not another value
     ("Plays guitar", "Plays piano"),  # both can be true: no single-valued frame
+    ("Speaks French fluently", "Speaks Portuguese fluently"),  # a direct object: names too
+    ("Flew to NYC for a conference", "Flew to New York City for a conference"),  # an acronym spelled out
+    ("Favourite band is Radiohead", "Radiohead is her favourite band"),  # a copula is symmetric
+    ("Has two cats named Miso and Tofu", "Has two cats named Tofu and Miso"),  # so is "and"
     ("Marta is a nurse", "Ana is a nurse"),  # another subject
     ("Ran 5 km in 24 minutes", "Ran 10 km in 52 minutes"),  # two values apart: another race
     ("Has a dog", "Has a dog named Rex"),  # narrower

@@ -91,7 +91,7 @@ def use(blob: bytes | None) -> None:
     global _loaded
     with _lock:
         _loaded = None if blob is None else _Table(blob)
-    for cached in (bases, get_senses, _words, _antonyms, _parents, person):
+    for cached in (bases, get_senses, _words, _antonyms, _parents, _grandparents, person):
         cached.cache_clear()
 
 
@@ -177,15 +177,26 @@ def person(word: str) -> bool:
     return False
 
 
-def cohyponyms(a: str, b: str) -> bool:
+def cohyponyms(a: str, b: str, depth: int = 1) -> bool:
     """Whether two folded words are alternatives of one kind: senses under
     one hypernym ("tea" / "coffee"), or adjectives of one head ("green" /
-    "orange"), and not synonyms."""
+    "orange"), and not synonyms. ``depth`` 2 also takes a shared grandparent
+    ("tennis" / "rugby": both field games under "sport")."""
     if a == b:
         return False
-    if not (_parents(a) & _parents(b)):
+    pa, pb = _parents(a), _parents(b)
+    if depth > 1:
+        pa, pb = pa | _grandparents(a), pb | _grandparents(b)
+    if not (pa & pb):
         return False
     return not synonyms(a, b)
+
+
+@lru_cache(maxsize=65536)
+def _grandparents(word: str) -> frozenset[str]:
+    """The hypernyms of :func:`_parents`."""
+    t = _table()
+    return frozenset(g for p in _parents(word) for g in t.get("P", p))
 
 
 def synonyms(a: str, b: str) -> bool:

@@ -134,7 +134,7 @@ def _one_edit(a: str, b: str) -> bool:
 def _acronym(tok: Token, other: tuple[Token, ...], other_numbers: tuple[str, ...]) -> list[Token] | None:
     """The words of ``other`` that ``tok`` abbreviates ("PR": pull request,
     "NC500": North Coast 500), or None. Only a word written in capitals."""
-    raw = tok.raw
+    raw = tok.raw.removesuffix("s") if tok.raw[:-1].isupper() else tok.raw  # a plural: "PRs"
     letters = raw.rstrip("0123456789")
     digits = raw[len(letters):]
     if len(letters) < 2 or not letters.isalpha() or not letters.isupper():
@@ -273,25 +273,69 @@ def difference(text_a: str, text_b: str, fa: Features, fb: Features) -> Differen
     words_b = tuple(t.folded for j, t in enumerate(db) if ("b", j) not in gone)
     return Difference(only_a, only_b, len(changed), trailing, len(sa & sb), explained, words_a, words_b)
 
-def _reordered(text_a: str, text_b: str) -> bool:
-    """Whether one text is the other with two content words exchanged, and
-    nothing else moved: the roles swapped ("cats to dogs" / "dogs to cats",
-    "Ana emails Ben" / "Ben emails Ana"). A phrase moved elsewhere ("every
-    week, pump the tyres" / "pump the tyres every week") only rewords."""
-    sa = [t.stem for t in content_tokens(text_a)]
-    sb = [t.stem for t in content_tokens(text_b)]
-    if len(sa) != len(sb) or sa == sb:
+def swapped_roles(text_a: str, text_b: str) -> bool:
+    """Whether the two texts say the same words with two parts trading places
+    around one joining word that is not a coordinator: the roles swapped
+    ("prefers cats to dogs" / "dogs to cats", "rates the Beatles above the
+    Rolling Stones" / "the Rolling Stones above the Beatles"). Parts joined by
+    "and" / "or" trade places freely ("Miso and Tofu"), and a phrase moved to
+    another end of the sentence ("On weekdays, wakes up" / "Wakes up on
+    weekdays") has no joining word between the same parts on both sides. A
+    copula joins two names of one thing ("Favourite band is Radiohead" /
+    "Radiohead is her favourite band")."""
+    ta, tb = content_tokens(text_a), content_tokens(text_b)
+    sa, sb = [t.stem for t in ta], [t.stem for t in tb]
+    if len(sa) != len(sb) or sa == sb or sorted(sa) != sorted(sb):
         return False
-    diff = [i for i, (x, y) in enumerate(zip(sa, sb)) if x != y]
-    return len(diff) == 2 and sa[diff[0]] == sb[diff[1]] and sa[diff[1]] == sb[diff[0]]
+    lo = 0
+    while sa[lo] == sb[lo]:
+        lo += 1
+    hi = len(sa)
+    while sa[hi - 1] == sb[hi - 1]:
+        hi -= 1
+    mid_a, mid_b = sa[lo:hi], sb[lo:hi]
+    n = len(mid_a)
+    for i in range(1, n):  # mid_a = X + P + Y and mid_b = Y + P + X, P the joining words ("more than")
+        for j in range(i, n):
+            x, p, y = mid_a[:i], mid_a[i:j], mid_a[j:]
+            if mid_b != y + p + x:
+                continue
+            pivot_a = _between(text_a, ta[lo + i - 1], ta[lo + j])
+            pivot_b = _between(text_b, tb[lo + len(y) - 1], tb[lo + len(y) + len(p)])
+            symmetric = word_lists()["coordinators"] | word_lists()["copulas"]  # "X and Y", "X is Y"
+            if pivot_a and pivot_a == pivot_b and not (set(pivot_a.split()) & symmetric):
+                return True
+    return False
+
+
+def _between(text: str, left: Token, right: Token) -> str:
+    """The folded words between two content words of ``text`` (their first places)."""
+    ws = [fold(w) for w in words(text)]
+    try:
+        i = ws.index(left.folded)
+        j = ws.index(right.folded, i + 1)
+    except ValueError:
+        return ""
+    return " ".join(w for w in ws[i + 1:j] if w not in word_lists()["possessives"] and w not in ("a", "an", "the"))
 
 
 def _about_someone_else(text: str, stems: tuple[str, ...]) -> bool:
     """Whether a word only one side has names a person ("husband", "boss",
-    a compound such as "brother-in-law"): the claim is about someone else."""
+    a compound such as "brother-in-law"), or a thing or person owned ("her
+    daughter", "his son": right after a possessive determiner): the claim is
+    about someone or something else."""
+    if not stems:
+        return False
     if re.search(r"\w-in-law\b", text, re.I):
         return True
-    return any(lexicon.person(t.folded) for t in content_tokens(text) if t.stem in stems)
+    owned = set()
+    previous = ""
+    for raw in words(text):
+        folded = fold(raw)
+        if previous in word_lists()["possessives"]:
+            owned.add(stem(folded))
+        previous = folded
+    return any(lexicon.person(t.folded) or t.stem in owned for t in content_tokens(text) if t.stem in stems)
 
 
 def abbreviations(text: str, other_text: str) -> set[str]:
@@ -369,7 +413,7 @@ def judge(text_a: str, text_b: str, fa: Features, fb: Features, sim: float, thre
     swap = d.blocks == 1 and bool(d.only_a) and bool(d.only_b)
     if swap:
         return None  # one slot refilled: another value or relation ("rents" / "owns", "the hoover" / "thunder")
-    if d.unexplained == 0 and _reordered(text_a, text_b):
+    if d.unexplained == 0 and swapped_roles(text_a, text_b):
         return None  # the same words with their roles swapped: "prefers cats to dogs" / "dogs to cats"
     if d.unexplained == 0:
         need, kind = threshold + EXPLAINED, "every differing word explained"

@@ -59,6 +59,7 @@ from memvault.store.consolidation.text import (
     Features,
     names_in,
     near,
+    stem,
     unmatched,
     word_lists,
 )
@@ -271,6 +272,11 @@ def _by_words(a: Memo, b: Memo, book: NameBook) -> tuple[str, str] | None:
         return None  # two spellings of one name ("Hibs" / "Hibernian")
     if fa.first in names[0] or fb.first in names[1]:
         return None  # whose claim it is differs ("Miso's vet" / "Pico's vet")
+    short = {stem(w) for w in paraphrase.abbreviations(a.text, b.text) | paraphrase.abbreviations(b.text, a.text)}
+    if (ra | rb) & short:
+        return None  # one spells out the other: "NYC" / "New York City"
+    if not (slots.one_value_words(a.text) & ra and slots.one_value_words(b.text) & rb):
+        return None  # a direct object can have several values: "speaks French" / "speaks Portuguese"
     kind = "place" if word_lists()["place_stems"] & (fa.stems | fb.stems) else "value"
     return kind, f"same subject, different {kind}: {', '.join(sorted(ra))} / {', '.join(sorted(rb))}"
 

@@ -31,7 +31,7 @@ import re
 from dataclasses import dataclass
 from functools import lru_cache
 
-from memvault.store.consolidation import lexicon
+from memvault.store.consolidation import lexicon, paraphrase
 from memvault.store.consolidation.text import (
     CHANGE_STEMS,
     MONTHS,
@@ -65,6 +65,7 @@ _YEAR = re.compile(r"^(?:19|20)\d\d$")
 #: Stems of the verbs of liking (a slot after them holds one value).
 _LIKING = word_lists()["liking_verbs"]
 _COPULA = word_lists()["copulas"]
+_PREPOSITIONS = word_lists()["prepositions"]
 
 
 @dataclass(frozen=True)
@@ -75,6 +76,8 @@ class Tok:
     kind: str  # word | name | time | date | amount | number | year | month | weekday
     raw: str
     after_copula: bool = False
+    #: Right after a preposition (articles and possessives between): "lives in Porto", "commutes by bus".
+    after_preposition: bool = False
 
 
 def _value_spans(text: str) -> list[tuple[int, int, str, str]]:
@@ -112,7 +115,7 @@ def tokens(text: str) -> tuple[Tok, ...]:
     out: list[Tok] = []
     spans = _value_spans(text)
     pos = 0
-    copula = False
+    copula = prep = False
     for start, end, kind, value in [*spans, (len(text), len(text), "", "")]:
         for m in _WORD.finditer(text, pos, start):
             raw = m.group()
@@ -120,31 +123,38 @@ def tokens(text: str) -> tuple[Tok, ...]:
             if folded in _COPULA:
                 copula = True
                 continue
+            if folded in _PREPOSITIONS:
+                prep = True
+                continue
             if not folded or folded in NEGATORS or contracted_negation(raw) or folded in STOP_WORDS:
                 continue
             s = stem(folded)
             if s in CHANGE_STEMS or s in TEMPORAL_STEMS:
                 continue
-            out.append(_word_token(raw, folded, s, m.start() > 0, copula))
-            copula = False
+            tok = _word_token(raw, folded, s, m.start() > 0, copula, prep)
+            if out and tok.kind == out[-1].kind == "name" and not (copula or prep):
+                # one name of several words ("Dr Lopes", "Parque das Nações"): where its first word stands
+                tok = Tok(tok.key, tok.kind, tok.raw, out[-1].after_copula, out[-1].after_preposition)
+            out.append(tok)
+            copula = prep = False
         if kind:
             if kind == "number" and _YEAR.match(value) and not _unit_follows(text, end):
                 kind = "year"
-            out.append(Tok(f"{kind}:{value}", kind, text[start:end], copula))
-            copula = False
+            out.append(Tok(f"{kind}:{value}", kind, text[start:end], copula, prep))
+            copula = prep = False
         pos = end
     return tuple(out)
 
 
-def _word_token(raw: str, folded: str, s: str, inside: bool, copula: bool) -> Tok:
+def _word_token(raw: str, folded: str, s: str, inside: bool, copula: bool, prep: bool) -> Tok:
     if folded in MONTHS and (folded != "may" or raw[0].isupper()):
-        return Tok(f"month:{MONTHS[folded]}", "month", raw, copula)
+        return Tok(f"month:{MONTHS[folded]}", "month", raw, copula, prep)
     day = folded.removesuffix("s")
     if day in WEEKDAYS:
-        return Tok(f"weekday:{day}", "weekday", raw, copula)
+        return Tok(f"weekday:{day}", "weekday", raw, copula, prep)
     # A capital inside the text, or inside the word ("macOS", "iPhone"): a name.
     kind = "name" if (inside and any(c.isupper() for c in raw)) or any(c.isupper() for c in raw[1:]) else "word"
-    return Tok(s, kind, raw, copula)
+    return Tok(s, kind, raw, copula, prep)
 
 
 def _unit_follows(text: str, end: int) -> bool:
@@ -160,6 +170,8 @@ _VALUE_KINDS = {"time": "time", "date": "date", "month": "date", "year": "date",
 def contradiction(text_a: str, text_b: str) -> tuple[str, str] | None:
     """(kind, reason) when the two claims hold different values in one slot of
     one frame (module docstring), else None. Polarity is the caller's."""
+    if paraphrase.swapped_roles(text_a, text_b):
+        return "order", "the same words with the roles swapped"
     ta, tb = tokens(text_a), tokens(text_b)
     update = _update(text_a, text_b, ta, tb)
     if update is not None:
@@ -180,15 +192,35 @@ def contradiction(text_a: str, text_b: str) -> tuple[str, str] | None:
         return kind, f"same subject, different {kind}: {_said(ra)} / {_said(rb)}"
     if i1 == 0 or j1 == 0 or ta[i1 - 1].kind == "name":
         return None  # the slot is (or names) the subject: another person or thing, not another value
+    if not _one_value(ra[0], rb[0], frame):
+        return None  # a direct object can have several values: "speaks French" / "speaks Portuguese"
+    if _abbreviated(text_a, text_b, ra, rb):
+        return None  # one spells out the other: "NYC" / "New York City"
     if all(t.kind == "name" for t in ra + rb):
         if any(near(fold(x.raw), fold(y.raw)) for x in ra for y in rb):
             return None  # two spellings of one name ("Hibs" / "Hibernian")
         return "value", f"same subject, different value: {_said(ra)} / {_said(rb)}"
-    if len(ra) == len(rb) == 1 and ra[0].kind == rb[0].kind == "word" and _one_value(ra[0], rb[0], frame):
+    if len(ra) == len(rb) == 1 and ra[0].kind == rb[0].kind == "word":
         x, y = fold(ra[0].raw), fold(rb[0].raw)
-        if lexicon.antonyms(x, y) or lexicon.cohyponyms(x, y):
+        if lexicon.antonyms(x, y) or lexicon.cohyponyms(x, y, depth=2):
             return "value", f"same subject, different value: {ra[0].raw} / {rb[0].raw}"
     return None
+
+
+def one_value_words(text: str) -> frozenset[str]:
+    """The stems of ``text`` that stand where one value goes (:func:`_one_value`):
+    after a copula or a preposition, or anywhere in a frame of liking."""
+    toks = tokens(text)
+    if any(t.key in _LIKING for t in toks):
+        return frozenset(t.key for t in toks)
+    return frozenset(t.key for t in toks if t.after_copula or t.after_preposition)
+
+
+def _abbreviated(text_a: str, text_b: str, ra: tuple[Tok, ...], rb: tuple[Tok, ...]) -> bool:
+    """Whether a word of one slot is an acronym the other text spells out."""
+    short_a = paraphrase.abbreviations(text_a, text_b)
+    short_b = paraphrase.abbreviations(text_b, text_a)
+    return any(fold(t.raw) in short_a for t in ra) or any(fold(t.raw) in short_b for t in rb)
 
 
 def _update(text_a: str, text_b: str, ta: tuple[Tok, ...], tb: tuple[Tok, ...]) -> tuple[str, str] | None:
@@ -207,8 +239,10 @@ def _update(text_a: str, text_b: str, ta: tuple[Tok, ...], tb: tuple[Tok, ...]) 
 
 def _one_value(a: Tok, b: Tok, frame: list[Tok]) -> bool:
     """Whether the slot holds one value at a time: after a copula ("is blue"),
-    or in a frame of liking ("prefers dark mode")."""
-    return (a.after_copula and b.after_copula) or any(t.key in _LIKING for t in frame)
+    after a preposition ("lives in Porto", "commutes by bus"), or in a frame of
+    liking ("prefers dark mode")."""
+    return ((a.after_copula and b.after_copula) or (a.after_preposition and b.after_preposition)
+            or any(t.key in _LIKING for t in frame))
 
 
 def _said(toks: tuple[Tok, ...]) -> str:

@@ -59,7 +59,7 @@ def _irregular() -> dict[str, str]:
 
 
 _LISTS = word_lists()
-STOP_WORDS = _LISTS["stop_words"]
+STOP_WORDS = _LISTS["stop_words"] | _LISTS["owner_words"]
 #: Words that turn a claim around.
 NEGATORS = _LISTS["negators"]
 #: Stems of verbs and adjectives that say "not" by themselves.
