@@ -148,6 +148,7 @@ def test_dump_base_reads_back_equal_and_is_deterministic(data: dict[str, Any]) -
     ("list(author).contains(this) || rating > 3", {"author", "rating"}),
     ("formula.ppu > 5 && values.mean() > 1", set()),
     ("note[\"my key\"] > 2", {"my key"}),
+    ('status.contains("done") && now() > due', {"status", "due"}),
     ("'type and scope' == status || note[\"x\"]", {"status", "x"}),  # words in a text are not read
 ])
 def test_expression_properties(expression: str, expected: set[str]) -> None:

@@ -300,13 +300,13 @@ def expression_properties(expression: str) -> set[str]:
     found = {m.group(1) or m.group(2) for m in _NOTE_INDEX.finditer(expression)}  # note["my key"]
     text = _STRING_LITERAL.sub('""', expression)
     for m in _IDENT.finditer(text):
-        if text[m.end():].lstrip().startswith("("):
-            continue  # a function call: if(...), list(...), or note.x(...) below
         name, attr = m.group(1), m.group(2)
+        if text[m.end():].lstrip().startswith("(") and not attr:
+            continue  # a global function: if(...), list(...), now()
         if name == "note" and attr:
             found.add(attr)
         elif name not in _NOT_PROPERTIES and name != "note":
-            found.add(name)
+            found.add(name)  # status, or status.contains(...): a method of the property
     return found
 
 
