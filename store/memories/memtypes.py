@@ -54,9 +54,12 @@ def canonical_type(value: str) -> str:
         return word
     if word in _ALIASES:
         return _ALIASES[word]
+    # One word per type as an example: the full list of aliases would make
+    # the error longer than one line an agent reads (docs/memories.md lists them).
+    examples = [next(a for a, t in _ALIASES.items() if t == canon) for canon in MEMORY_TYPES]
     raise UnknownTypeError(
         f"unknown memory type {value!r}: use one of {', '.join(MEMORY_TYPES)} "
-        f"(or an alias: {', '.join(sorted(_ALIASES))})"
+        f"(or a usual word for one, such as {', '.join(examples)})"
     )
 
 
