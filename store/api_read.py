@@ -94,9 +94,17 @@ class ReadAPI(StoreParts):
 
     def read(self, ref: str, heading: str | None = None) -> dict[str, Any]:
         """One note, memory or fact with its metadata, version, links both
-        ways and ``obsidian://`` URI; ``heading`` narrows a note to one section."""
+        ways and ``obsidian://`` URI; ``heading`` narrows a note to one
+        section, and ``path#^t12`` a session note to one turn."""
         from memvault.store.index import browse
+        from memvault.store.index.lookup import find_trace
 
+        if "#^" in ref and find_trace(self.read_con(), ref) is None:
+            # "path#^t12": one turn of a session note, as search names it.
+            from memvault.store.retrieval.turns import narrow_to_block
+
+            base, block = ref.rsplit("#^", 1)
+            return narrow_to_block(browse.read_trace(self.read_con(), self.name, self._trace(base)), block)
         return browse.read_trace(self.read_con(), self.name, self._trace(ref), heading)
 
     def identity(self, limit: int | None = None) -> list[dict[str, Any]]:

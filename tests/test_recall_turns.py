@@ -105,3 +105,14 @@ def test_a_superseded_turn_is_no_turn_to_recall() -> None:
                "> [!superseded]- Ana · 2023-01-02 10:01 · superseded\n> old words\n\n^t2\n\n"
                "> [!user] Ana · 2023-01-02 10:02\n> new words\n\n^t3\n")
     assert [(t.n, t.text) for t in note_turns(content)] == [(1, "first words"), (3, "new words")]
+
+
+def test_reading_path_and_block_id_gives_the_turn(session: Path) -> None:
+    from memvault.vault_io.errors import MemvaultError
+
+    with opened(session) as store:
+        ref = store.search("charity race", mode="keyword")["hits"][0]["ref"]
+        turn = store.read(ref)
+        assert turn["content"].startswith("2023-05-08 13:59 Melanie: Nice.") and turn["anchor"] == "^t4"
+        with pytest.raises(MemvaultError, match="no turn"):
+            store.read(ref.replace("^t4", "^t99"))

@@ -25,6 +25,9 @@ import bisect
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Any
+
+from memvault.vault_io.errors import MemvaultError
 
 #: Characters of a session note read for its turns (about 4,000 turns).
 TURN_SCAN_CHARS = 1 << 20
@@ -137,3 +140,16 @@ def neighbours(turns: Sequence[NoteTurn], i: int) -> list[NoteTurn]:
     """Turn ``i`` with the turns before and after it, in order (the
     conversation's order: a superseded turn was never listed)."""
     return list(turns[max(0, i - 1) : i + 2])
+
+
+def narrow_to_block(data: dict[str, Any], block: str) -> dict[str, Any]:
+    """A read trace (``browse.read_trace``) narrowed to its turn ``^block``:
+    the turn as one plain line, with its ``anchor``, ``ref``, speaker and time.
+    Raises :class:`MemvaultError` when the note has no such turn."""
+    from memvault.store.retrieval.recall import turn_line
+
+    turn = next((t for t in note_turns(data.get("content") or "") if t.anchor == f"^{block}"), None)
+    if turn is None:
+        raise MemvaultError(f"{data.get('path') or data.get('id')} has no turn ^{block}")
+    return {**data, "content": turn_line(turn), "anchor": turn.anchor, "ref": f"{data.get('path')}#{turn.anchor}",
+            "speaker": turn.speaker, "at": turn.at}
