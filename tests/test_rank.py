@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from datetime import datetime, timedelta, timezone
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -52,12 +53,12 @@ def test_strength_factor_defaults_to_neutral() -> None:
     assert R.strength_factor(7) == 1.5  # clamped
 
 
-def test_rrf_counts_strong_keyword_fully_and_weak_a_quarter() -> None:
+def test_rrf_counts_strong_keyword_fully_and_weak_by_its_weight() -> None:
     strong = cand(1, keyword_rank=1, keyword_strong=True)
-    weak = cand(2, keyword_rank=1, keyword_strong=False)
+    weak = cand(2, keyword_rank=1, keyword_strong=False, keyword_weight=0.25)
     vector = cand(3, vector_rank=1)
     assert R._rrf(strong) == pytest.approx(1 / (R.RRF_K + 1))
-    assert R._rrf(weak) == pytest.approx(R.WEAK_KEYWORD_WEIGHT / (R.RRF_K + 1))
+    assert R._rrf(weak) == pytest.approx(0.25 / (R.RRF_K + 1))
     assert R._rrf(vector) > R._rrf(weak)
     both = cand(4, keyword_rank=3, keyword_strong=True, vector_rank=2)
     assert R._rrf(both) > R._rrf(strong)
@@ -94,3 +95,34 @@ def test_graph_neighbour_rises_towards_its_seed_never_past_it() -> None:
     R._add_graph(FakeCon(), kept, mx, np.zeros(2, dtype=np.float32), R.Filters(), 0.2)  # type: ignore[arg-type]
     assert neighbour.graph == pytest.approx(R.GRAPH_DAMPING * (0.09 - 0.03))
     assert neighbour.fused + neighbour.graph < seed.fused + seed.graph
+
+
+def test_a_weak_keyword_hit_weighs_the_share_of_the_query_idf_it_and_its_neighbours_match(
+    tmp_path: Path, memvault_env: Path
+) -> None:
+    """A weak hit on the query's rare word counts nearly as a strong one, a
+    hit on a word every other turn carries counts little, and a reply is
+    weighed with the words of the turn it answers."""
+    from helpers import write
+
+    from memvault.store.memory_store import MemoryStore
+    from memvault.store.retrieval.keyword import Filters
+
+    turns = ["Did you see the lighthouse on the cape?", "Yes, it was lovely.", "Mel said the weather was fine."]
+    turns += [f"Mel talked about ordinary thing number {n}." for n in range(12)]
+    for n, text in enumerate(turns, 1):
+        write(tmp_path, f"chat/t{n}.md", f"---\ntype: episodic\nsession: s1\nturn: {n}\n---\n{text}\n")
+    store = MemoryStore.open(str(tmp_path))
+    store.sync()
+    con = store.read_con()
+    kw = R.keyword_hits(con, "Mel lighthouse", Filters(), 20)
+    weights = R.weak_weights(con, kw)
+    row = {r: p for r, p in con.execute("SELECT rowid, path FROM traces")}
+    by_path = {row[r]: w for r, w in weights.items()}
+    idf = R.idf(con, ["mel", "lighthouse"])
+    assert idf["lighthouse"] > idf["mel"] > 0
+    share = idf["lighthouse"] / (idf["lighthouse"] + idf["mel"])
+    assert by_path["chat/t1.md"] == pytest.approx(share)
+    assert by_path["chat/t2.md"] == pytest.approx(1.0)  # its words and the question's before it
+    assert by_path["chat/t5.md"] == pytest.approx(1 - share)
+    store.close()
