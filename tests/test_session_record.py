@@ -104,6 +104,27 @@ def test_a_regenerated_answer_and_an_edit_keep_every_turn_and_the_persons_text(v
         assert path.read_bytes() == before
 
 
+def test_a_persons_tag_and_digest_line_stay_when_the_session_grows(vault: Path, tmp_path: Path) -> None:
+    transcript = _jsonl(tmp_path / "chat.jsonl", _chat("Which editor? I use Vim daily.", "Vim is fine."))
+    runner = CliRunner()
+    args = ["--vault", str(vault), "ingest", str(transcript), "--session", "c-tags", "--title", "Editors"]
+    assert runner.invoke(cli, args).exit_code == 0
+    path = vault / SESSIONS / "2026-01-01 Editors.md"
+    text = path.read_text("utf-8")
+    assert "tags:\n  - session\n" in text and "\n- 2 turns (" in text
+    # A person tags the note in Obsidian and writes a line right under the digest.
+    text = text.replace("tags:\n  - session\n", "tags:\n  - session\n  - editors\n")
+    text = text.replace("\n\n## Transcript", "\nMy line under the digest.\n\n## Transcript")
+    path.write_text(text, "utf-8")
+    _jsonl(transcript, _chat("Which editor? I use Vim daily.", "Vim is fine.", "And the theme?", "Gruvbox."))
+    r = runner.invoke(cli, args)
+    assert r.exit_code == 0 and "appended 2 turns" in r.output, r.output
+    text = path.read_text("utf-8")
+    assert "tags:\n  - session\n  - editors\n" in text
+    assert "- Last request: And the theme?\nMy line under the digest.\n\n## Transcript" in text
+    assert "- 4 turns (" in text and "- 2 turns (" not in text  # memvault's own lines are replaced
+
+
 def test_a_claude_code_message_ingested_halfway_is_superseded_not_cut(vault: Path, tmp_path: Path) -> None:
     def line(uuid: str, parent: str | None, kind: str, content: Any, mid: str | None = None) -> dict[str, Any]:
         message: dict[str, Any] = {"role": kind, "content": content}

@@ -47,8 +47,9 @@ after it); a turn that changed at the source (a regenerated answer, an
 edited message, another branch) is never deleted but marked superseded in
 place (its callout becomes ``> [!superseded]-``, its block id stays, so links
 to it still resolve), and the turns that replace it get new block ids. The
-front-matter's managed keys, the title and the digest are the only parts
-rewritten; whatever a person wrote stays where they wrote it. Block ids
+front-matter's managed keys (a person's tags kept), the title and
+memvault's digest lines are the only parts rewritten; whatever a person
+wrote stays where they wrote it. Block ids
 (``^tN``) therefore number turns in the order they were written, not their
 place in the conversation. Turn text is written as given: callers redact
 secrets and summarise tool calls before it gets here.
@@ -65,6 +66,7 @@ from datetime import datetime, timezone
 
 from memvault.vault_io.atomic import fit_name, truncate_utf8
 from memvault.vault_io.fm_edit import dump_key, edit_frontmatter
+from memvault.vault_io.frontmatter import FrontmatterError, load_frontmatter, split_frontmatter
 
 #: Front-matter key that makes a note a session note.
 SESSION_KEY = "session_id"
@@ -90,6 +92,11 @@ _TRAILING_BLOCK_ID_RE = re.compile(r"(\s)\^([A-Za-z0-9-]+)[ \t]*$")
 # Characters a file name cannot hold, or that break Obsidian links to it.
 _UNSAFE_NAME_RE = re.compile(r'[\\/:*?"<>|#^\[\]`%{}\x00-\x1f\x7f\ud800-\udfff]')
 _TITLE_BYTES = 100
+# The lines memvault writes under "## Digest" (store/flows/conversation.py's
+# digest_lines); any other line there is a person's and stays.
+_DIGEST_LINE_RE = re.compile(
+    r"^(?:(?:On \S+ in |In ).*, the user began with: |- \d+ turns \(|- Last request: |- Tools: )"
+)
 
 
 def is_session_note(frontmatter: dict) -> bool:
@@ -310,7 +317,9 @@ def revise_session(
     the plain lines that follow it, up to the first heading: new turns go
     before a section a person added after the transcript, never under it.
     """
-    text = edit_frontmatter(existing, {k: v for k, v in head.managed_values().items() if v is not None})
+    values = {k: v for k, v in head.managed_values().items() if v is not None}
+    values["tags"] = _kept_tags(existing)
+    text = edit_frontmatter(existing, values)
     lines = _replace_digest(_replace_title(text, head.title), head.digest).split("\n")
     if superseded:
         _mark_superseded(lines, set(superseded))
@@ -323,6 +332,21 @@ def revise_session(
     if before and not before.endswith("\n\n"):
         before += "\n"
     return before + "".join(render_turn(n, t) for n, t in new) + after
+
+
+def _kept_tags(existing: str) -> list[object]:
+    """The note's tags as they are, ``session`` added if a person removed it:
+    a tag a person gave the note stays."""
+    yaml_text, _, _ = split_frontmatter(existing.replace("\r\n", "\n"))
+    try:
+        tags = load_frontmatter(yaml_text).get("tags") if yaml_text is not None else None
+    except FrontmatterError:
+        tags = None
+    if isinstance(tags, str):
+        tags = [t for t in re.split(r"[,\s]+", tags) if t]
+    if not isinstance(tags, list):
+        return [SESSION_TAG]
+    return tags if SESSION_TAG in tags else [SESSION_TAG, *tags]
 
 
 def _mark_superseded(lines: list[str], numbers: set[int]) -> None:
@@ -378,9 +402,9 @@ def _replace_title(text: str, title: str) -> str:
 
 
 def _replace_digest(text: str, digest: Sequence[str]) -> str:
-    """``text`` with its digest replaced: the lines under ``## Digest`` up
-    to the first blank line, which are memvault's; lines a person wrote
-    after that blank line stay. Kept as it is when a person removed the
+    """``text`` with its digest replaced: memvault's lines under ``## Digest``
+    up to the first blank line; a line a person wrote among them stays (after
+    the new digest), and so does all after that blank line. Kept as it is when a person removed the
     heading."""
     lines = text.split("\n")
     try:
@@ -392,6 +416,7 @@ def _replace_digest(text: str, digest: Sequence[str]) -> str:
            and not _TURN_START_RE.match(lines[end])):
         end += 1
     section = render_digest(digest).rstrip("\n").split("\n")
+    section += [line for line in lines[start + 1 : end] if not _DIGEST_LINE_RE.match(line)]  # a person's
     if end >= len(lines) or lines[end].strip():
         section.append("")  # a blank line before what follows
     return "\n".join(lines[:start] + section + lines[end:])

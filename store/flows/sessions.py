@@ -9,7 +9,8 @@ of its block id ``^tN``), so
 - the same conversation again writes nothing ("skipped");
 - a conversation that grew keeps every byte of the turns already written
   and gets the new ones at the end of its transcript; only the
-  front-matter's managed keys, the title and the digest are rewritten
+  front-matter's managed keys (a person's tags kept), the title and
+  memvault's digest lines are rewritten
   ("updated");
 - a conversation whose turns changed at the source after the last turn both
   agree on (a regenerated answer, an edited message, another branch, a
