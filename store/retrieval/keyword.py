@@ -18,8 +18,14 @@ from typing import Any
 import apsw
 
 from memvault.store.retrieval.neighbours import smooth_scores, turn_neighbours
-from memvault.store.retrieval.snippet import (  # MARK_*, SNIPPET_TOKENS: re-exported for bench/
-    MARK_END, MARK_START, SCAN_CHARS, SNIPPET_TOKENS, opening, query_terms, snippet,
+from memvault.store.retrieval.snippet import (  # noqa: F401 - MARK_*: re-exported for bench/profile_search.py
+    MARK_END,
+    MARK_START,
+    SCAN_CHARS,
+    SNIPPET_TOKENS,
+    opening,
+    query_terms,
+    snippet,
 )
 from memvault.vault_io.errors import UsageError
 

@@ -39,9 +39,8 @@ from memvault.store.embedding.model import count_tokens
 if TYPE_CHECKING:
     import numpy as np
 
-    from memvault.store.retrieval.turns import NoteTurn
-
     from memvault.store.embedding.vectors import VectorMatrix
+    from memvault.store.retrieval.turns import NoteTurn
 
 HEADER = "## Recalled Memory"
 #: Longest single item, in tokens; longer memories are cut with an ellipsis.
@@ -526,66 +525,6 @@ def event_when(event_time: str | None) -> str:
         return ""
     day, clock = event_time[:10], event_time[11:16]
     return f"{day} {clock}" if len(clock) == 5 and clock != "00:00" else day
-
-
-def turn_line(turn: "NoteTurn") -> str:
-    """A session note's turn as one plain line: date, speaker, text (relative
-    times followed by the dates they mean)."""
-    from memvault.store.retrieval.when import with_dates
-
-    return " ".join(p for p in (turn.at, f"{turn.speaker}:", with_dates(turn.text, turn.at)) if p)
-
-
-def turn_hit(con: apsw.Connection, hit: Any, turn: "NoteTurn", query: str) -> dict[str, Any]:
-    """What a search hit on a session note says of its best turn: its block
-    id (``anchor``), ``ref`` (``path#^t12``), speaker and time, and a snippet
-    of the turn itself."""
-    from memvault.store.retrieval.keyword import query_words, quoted
-    from memvault.store.retrieval.snippet import query_terms, snippet
-
-    found = snippet(con, query_terms(con, " ".join(quoted(query_words(query)))), turn.text)
-    return {"anchor": turn.anchor, "ref": f"{hit.path}#{turn.anchor}", "turn": turn.n, "speaker": turn.speaker,
-            "at": turn.at, "snippet": found or hit.snippet}
-
-
-def as_turns(content: str, spans: Sequence[Passage], message: str) -> list[Passage]:
-    """``spans`` of a session note as the one turn to quote: among the turns
-    the best span overlaps, the one sharing most words with ``message`` (so
-    a chunk of several turns, or the whole transcript when there are no
-    chunks, comes down to its turn); ``spans`` as they are for any other
-    note, or when no turn can be chosen."""
-    from memvault.store.retrieval.turns import best_turns_by_words, has_turns, note_turns
-
-    if not spans or not has_turns(content):
-        return list(spans)
-    turns = note_turns(content)
-    best = spans[0]
-    inside = [t for t in turns if t.start < best.stop and best.start < t.stop] or turns
-    i = 0 if len(inside) == 1 else best_turns_by_words(content, inside, message, _STOPWORDS)
-    if i is None:
-        if len(inside) == len(turns):
-            return list(spans)  # nothing to go by: the passage as it is (a digest, say)
-        i = 0
-    turn = inside[i]
-    return [Passage(turn.start, turn.stop, "", best.similarity, turn=turn)]
-
-
-def turn_items(item: RecallItem, content: str, turn: "NoteTurn") -> list[RecallItem]:
-    """A recalled turn of a session note as plain items, with the turns
-    before and after it beside it (a reply means little without what it
-    answers): each one line of date, speaker and text, relative times
-    followed by the dates they mean."""
-    from memvault.store.retrieval.turns import neighbours, note_turns
-    from memvault.store.retrieval.when import with_dates
-
-    turns = note_turns(content)
-    at = next((i for i, t in enumerate(turns) if t.n == turn.n), None)
-    around = neighbours(turns, at) if at is not None else [turn]
-    return [
-        replace(item, content=with_dates(t.text, t.at), heading="", start=t.start, max_tokens=ITEM_MAX_TOKENS,
-                when=t.at, speaker=t.speaker, anchor=t.anchor, beside=t.n != turn.n)
-        for t in around
-    ]
 
 
 def merge_overlaps(spans: list[Passage]) -> list[Passage]:

@@ -304,7 +304,7 @@ class Retriever:
         row["passage"], turn = self._passage_text(h, query, qvec)
         if turn is not None:
             # A session note's hit is its best turn, addressed by its block id.
-            from memvault.store.retrieval.recall import turn_hit
+            from memvault.store.retrieval.turns import turn_hit
 
             row.update(turn_hit(self.con, h, turn, query), uri=obsidian_uri(self.store.name, h.path, turn.anchor))
         if h.status != "active":
@@ -385,7 +385,8 @@ class Retriever:
     def _recall_items(self, cands: Sequence[Any], message: str, qvec: Any) -> list[Any]:
         """RecallItems for ranked candidates, best first: a note, or a memory
         long enough to have several chunks, as its matching passages."""
-        from memvault.store.retrieval.recall import PASSAGE_MAX_TOKENS, RecallItem, event_when, quote, turn_items
+        from memvault.store.retrieval.recall import PASSAGE_MAX_TOKENS, RecallItem, event_when, quote
+        from memvault.store.retrieval.turns import turn_items
 
         if not cands:
             return []
@@ -421,13 +422,8 @@ class Retriever:
     def _passages(self, kind: str, type_: str, rowid: int, content: str, message: str, qvec: Any) -> list[Any]:
         """The passages to quote of a recalled trace ([] to show it whole):
         notes always, memories only when long (several chunks), facts never."""
-        from memvault.store.retrieval.recall import (
-            ITEM_MAX_TOKENS,
-            as_turns,
-            passages_by_vector,
-            passages_by_words,
-            trace_spans,
-        )
+        from memvault.store.retrieval.recall import ITEM_MAX_TOKENS, passages_by_vector, passages_by_words, trace_spans
+        from memvault.store.retrieval.turns import as_turns
 
         if kind == "fact" or (kind == "memory" and (type_ == "identity" or len(content) < ITEM_MAX_TOKENS * 4)):
             return []
@@ -448,7 +444,8 @@ class Retriever:
         memory's whole text, else the note's best chunk (by the query's
         vector when there is one, else by its words); and the session
         note's turn it is, if it is one (else None)."""
-        from memvault.store.retrieval.recall import Passage, quote, turn_line
+        from memvault.store.retrieval.recall import Passage, quote
+        from memvault.store.retrieval.turns import turn_line
 
         row = self.con.execute("SELECT rowid, kind, type, content FROM traces WHERE id = ?", (h.id,)).fetchone()
         if row is None:

@@ -24,9 +24,12 @@ from __future__ import annotations
 import bisect
 import re
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
+import apsw
+
+from memvault.store.retrieval.recall import _STOPWORDS, ITEM_MAX_TOKENS, Passage, RecallItem
 from memvault.vault_io.errors import MemvaultError
 
 #: Characters of a session note read for its turns (about 4,000 turns).
@@ -146,10 +149,65 @@ def narrow_to_block(data: dict[str, Any], block: str) -> dict[str, Any]:
     """A read trace (``browse.read_trace``) narrowed to its turn ``^block``:
     the turn as one plain line, with its ``anchor``, ``ref``, speaker and time.
     Raises :class:`MemvaultError` when the note has no such turn."""
-    from memvault.store.retrieval.recall import turn_line
-
     turn = next((t for t in note_turns(data.get("content") or "") if t.anchor == f"^{block}"), None)
     if turn is None:
         raise MemvaultError(f"{data.get('path') or data.get('id')} has no turn ^{block}")
     return {**data, "content": turn_line(turn), "anchor": turn.anchor, "ref": f"{data.get('path')}#{turn.anchor}",
             "speaker": turn.speaker, "at": turn.at}
+
+
+def turn_line(turn: NoteTurn) -> str:
+    """A session note's turn as one plain line: date, speaker, text (relative
+    times followed by the dates they mean)."""
+    from memvault.store.retrieval.when import with_dates
+
+    return " ".join(p for p in (turn.at, f"{turn.speaker}:", with_dates(turn.text, turn.at)) if p)
+
+
+def turn_hit(con: apsw.Connection, hit: Any, turn: NoteTurn, query: str) -> dict[str, Any]:
+    """What a search hit on a session note says of its best turn: its block
+    id (``anchor``), ``ref`` (``path#^t12``), speaker and time, and a snippet
+    of the turn itself."""
+    from memvault.store.retrieval.keyword import query_words, quoted
+    from memvault.store.retrieval.snippet import query_terms, snippet
+
+    found = snippet(con, query_terms(con, " ".join(quoted(query_words(query)))), turn.text)
+    return {"anchor": turn.anchor, "ref": f"{hit.path}#{turn.anchor}", "turn": turn.n, "speaker": turn.speaker,
+            "at": turn.at, "snippet": found or hit.snippet}
+
+
+def as_turns(content: str, spans: Sequence[Passage], message: str) -> list[Passage]:
+    """``spans`` of a session note as the one turn to quote: among the turns
+    the best span overlaps, the one sharing most words with ``message`` (so
+    a chunk of several turns, or the whole transcript when there are no
+    chunks, comes down to its turn); ``spans`` as they are for any other
+    note, or when no turn can be chosen."""
+    if not spans or not has_turns(content):
+        return list(spans)
+    turns = note_turns(content)
+    best = spans[0]
+    inside = [t for t in turns if t.start < best.stop and best.start < t.stop] or turns
+    i = 0 if len(inside) == 1 else best_turns_by_words(content, inside, message, _STOPWORDS)
+    if i is None:
+        if len(inside) == len(turns):
+            return list(spans)  # nothing to go by: the passage as it is (a digest, say)
+        i = 0
+    turn = inside[i]
+    return [Passage(turn.start, turn.stop, "", best.similarity, turn=turn)]
+
+
+def turn_items(item: RecallItem, content: str, turn: NoteTurn) -> list[RecallItem]:
+    """A recalled turn of a session note as plain items, with the turns
+    before and after it beside it (a reply means little without what it
+    answers): each one line of date, speaker and text, relative times
+    followed by the dates they mean."""
+    from memvault.store.retrieval.when import with_dates
+
+    turns = note_turns(content)
+    at = next((i for i, t in enumerate(turns) if t.n == turn.n), None)
+    around = neighbours(turns, at) if at is not None else [turn]
+    return [
+        replace(item, content=with_dates(t.text, t.at), heading="", start=t.start, max_tokens=ITEM_MAX_TOKENS,
+                when=t.at, speaker=t.speaker, anchor=t.anchor, beside=t.n != turn.n)
+        for t in around
+    ]
