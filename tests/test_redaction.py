@@ -108,6 +108,14 @@ def test_a_key_that_ends_a_line_never_takes_the_next_lines_word() -> None:
         ("passphrase: purple monkey dishwasher. Then press enter.", "passphrase: [redacted]. Then press enter."),
         # A quoted value goes whole.
         ('password: "two words7"', 'password: "[redacted]"'),
+        # A secret set or changed to a value, in prose.
+        ("I set the password to Xk9#mPq2 for the router", "I set the password to [redacted] for the router"),
+        ("The gmail password was changed to qwerty123 yesterday",
+         "The gmail password was changed to [redacted] yesterday"),
+        ("the password has been set to Tr0ub4dor&3.", "the password has been set to [redacted]."),
+        ("changed my PIN to 4821 today", "changed my PIN to [redacted] today"),
+        # An environment variable's PASS.
+        ("DB_PASS=s3cr3tpw99", "DB_PASS=[redacted]"),
     ],
 )
 def test_only_the_value_is_cut(text: str, expected: str) -> None:
@@ -138,6 +146,11 @@ def test_only_the_value_is_cut(text: str, expected: str) -> None:
         "the key for this host is ~/.ssh/id_ed25519",
         "The key is https://example.com/keys",
         "the secret is café crème",
+        "the password was changed to meet policy",
+        "The PIN was reset to the default",
+        "Set the token to expire in 2025",
+        "my password is set to expire on 2026-01-01",
+        "Boarding pass: 12B",
     ],
 )
 def test_prose_that_names_a_secret_is_left(text: str) -> None:
@@ -195,7 +208,7 @@ def test_text_without_a_secret_shape_is_never_changed(text: str) -> None:
 
 _SECRET_SHAPES = st.sampled_from([
     "password: {v}", "my password is {v}", "the PIN for the gate is {v}", "api key: {v}", "token = {v}",
-    "secret is {v}", "{gh}", "aws {aws}",
+    "secret is {v}", "{gh}", "aws {aws}", "I set the wifi password to {v}",
 ])
 _VALUE = st.text(alphabet="abcdefghkmnpqrstuvwxyzABCDEFGHJKLMNPQRSTUVWXYZ23456789!#%&-", min_size=6, max_size=14).filter(
     lambda s: any(c.isdigit() for c in s) and any(c.isalpha() for c in s) and s[-1] not in "!"

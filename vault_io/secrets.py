@@ -23,8 +23,9 @@ What counts as a credential:
   "secret" on its line;
 - the value of a secret's key, in an assignment (``password: v``,
   ``api_key = v``, ``**Token**:: v``, the key possibly in Markdown emphasis
-  or code) or in prose ("my sudo password is v", "the PIN for the safe was
-  v", "the API key is: v"). The value is one token (white space ends it; a
+  or code; an environment variable's ``DB_PASS``) or in prose ("my sudo
+  password is v", "the PIN for the safe was v", "the API key is: v", "the
+  password was changed to v", "I set the wifi password to v"). The value is one token (white space ends it; a
   quoted value goes whole); punctuation closing it ("v." at a sentence's
   end) is kept, and so is the rest of the sentence and of the line: a
   value never runs across a line break. An assigned ``password``,
@@ -123,8 +124,11 @@ _VALUE = (
 )
 # "password: value", "api_key = value", "**Token**:: value". Only spaces and
 # tabs around the sign: a key that ends a line never takes the next line's word.
+# An environment variable's "pass" ("DB_PASS=...", "smtp_pass: ..."): only
+# with a prefix joined by "_", so a boarding pass stays a pass.
+_ENV_PASS_KEY = r"(?:[A-Za-z0-9]+_)+pass"
 _ASSIGN_RE = re.compile(
-    rf"(?i)(?<![A-Za-z0-9])(?P<head>{_MARKUP}(?P<key>{_ALWAYS_KEY}|{_TOKEN_KEY}){_MARKUP}[ \t]*(?:::|:|=)"
+    rf"(?i)(?<![A-Za-z0-9])(?P<head>{_MARKUP}(?P<key>{_ALWAYS_KEY}|{_ENV_PASS_KEY}|{_TOKEN_KEY}){_MARKUP}[ \t]*(?:::|:|=)"
     rf"{_EMPHASIS}[ \t]*){_VALUE}"
 )
 # A passphrase is several words by nature: an assigned one runs to the end
@@ -133,13 +137,22 @@ _PASSPHRASE_RE = re.compile(
     rf"(?im)(?<![A-Za-z0-9])(?P<head>{_MARKUP}{_PREFIX}passphrase{_MARKUP}[ \t]*(?:::|:|=){_EMPHASIS}[ \t]*)"
     r"(?P<value>[^\s'\"\[<{][^\n;]*?)(?=[.!?]?[ \t]*$|[.!?;][ \t])"
 )
+# A change of a secret: "the password was changed to X", "the PIN is set to X".
+_CHANGE_VERB = r"set|change[ds]?|reset|update[ds]?"
+_CHANGED_TO = rf"(?:(?:is|was|has[ \t]+been|had[ \t]+been|got)[ \t]+)?(?:{_CHANGE_VERB})[ \t]+to"
 # Prose: "my sudo password is X", "the PIN for the safe was X", "the API key
 # is: X". What lies between the key and "is" is a "for/to/of/on/at ..."
 # phrase inside one sentence.
 _PROSE_RE = re.compile(
     rf"(?i)(?<![A-Za-z0-9])(?P<head>(?P<key>{_ALWAYS_KEY}|{_TOKEN_KEY})"
-    r"(?:[ \t]+(?:for|to|of|on|at)[ \t]+[^\n.!?;:=]{1,60}?)?[ \t]+(?:is|was|are|were|=)(?:[ \t]*:)?[ \t]+"
+    r"(?:[ \t]+(?:for|to|of|on|at)[ \t]+[^\n.!?;:=]{1,60}?)?[ \t]+"
+    rf"(?:{_CHANGED_TO}|is|was|are|were|=)(?:[ \t]*:)?[ \t]+"
     rf"{_EMPHASIS}){_VALUE}"
+)
+# "I set the router password to X", "changed my PIN to X".
+_SET_RE = re.compile(
+    rf"(?i)(?<![A-Za-z0-9])(?P<head>(?:{_CHANGE_VERB})[ \t]+(?:[^\s.!?;:=]+[ \t]+){{0,3}}?"
+    rf"(?P<key>{_ALWAYS_KEY}|{_TOKEN_KEY})[ \t]+to[ \t]+{_EMPHASIS}){_VALUE}"
 )
 # An AWS secret access key (40 characters of base64) after "aws" or
 # "secret" on its line: it has no prefix of its own.
@@ -385,6 +398,8 @@ def _redact_line(line: str, low: str, r: _Redactor) -> str:
                 out = _PASSPHRASE_RE.sub(r.passphrase, out)
             out = _ASSIGN_RE.sub(lambda m: r.keyed(m, assigned=True), out)
         out = _PROSE_RE.sub(lambda m: r.keyed(m, assigned=False), out)
+        if " to" in low:
+            out = _SET_RE.sub(lambda m: r.keyed(m, assigned=False), out)
     return out
 
 
@@ -432,7 +447,7 @@ def always_value_spans(text: str) -> list[tuple[int, int]]:
     if not any(hint in low for hint in _KEY_HINTS):
         return []
     spans = [m.span("value") for m in _PASSPHRASE_RE.finditer(text)] if "passphrase" in low else []
-    for regex in (_ASSIGN_RE, _PROSE_RE):
+    for regex in (_ASSIGN_RE, _PROSE_RE, _SET_RE):
         for m in regex.finditer(text):
             if m.group("held"):
                 continue
