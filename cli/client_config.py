@@ -59,7 +59,11 @@ HOOK_EVENTS: tuple[tuple[str, str | None, str, int], ...] = (
     ("UserPromptSubmit", None, "prompt", 5),
     ("PreCompact", "manual|auto", "pre-compact", 30),
     ("SessionEnd", None, "session-end", 30),
+    # After every answer (both clients call it Stop): the daemon ingests the new turns.
+    ("Stop", None, "turn", 5),
 )
+#: The per-turn hook's own entry point: ``memvault`` itself starts too slowly for every turn.
+TURN_MODULE = "memvault.cli.turn_hook"
 
 
 class ClientConfigError(MemvaultError):
@@ -168,9 +172,14 @@ def server_entry(client: str, vault: Path, *, read_only: bool = False) -> dict[s
 
 
 def hook_command(vault: Path, sub: str, client: str) -> str:
-    """The shell command of one hook."""
+    """The shell command of one hook (the per-turn one runs its module on
+    this memvault's Python, isolated: -I keeps PYTHON* variables and the
+    working directory out of its imports)."""
     env = " ".join(f"{k}={shlex.quote(v)}" for k, v in server_env().items())
-    cmd = f"{shlex.quote(memvault_executable())} --vault {shlex.quote(str(vault))} hook {sub} --client {client}"
+    if sub == "turn":
+        cmd = f"{shlex.quote(sys.executable)} -I -m {TURN_MODULE} --vault {shlex.quote(str(vault))} --client {client}"
+    else:
+        cmd = f"{shlex.quote(memvault_executable())} --vault {shlex.quote(str(vault))} hook {sub} --client {client}"
     return f"{env} {cmd}" if env else cmd
 
 
@@ -391,8 +400,10 @@ def uninstall_server(client: str, scope: str, *, name: str = DEFAULT_NAME, proje
 
 
 def _is_ours(handler: Any) -> bool:
-    return isinstance(handler, dict) and isinstance(handler.get("command"), str) \
-        and re.search(r"memvault\S*\s.*\bhook (session-start|prompt|pre-compact|session-end)\b", handler["command"]) is not None
+    command = handler.get("command") if isinstance(handler, dict) else None
+    return isinstance(command, str) and (
+        re.search(r"memvault\S*\s.*\bhook (session-start|prompt|pre-compact|session-end|turn)\b", command) is not None
+        or re.search(r"\s-m\s+" + re.escape(TURN_MODULE) + r"\b", command) is not None)
 
 
 def _strip_ours(hooks: dict[str, Any]) -> bool:

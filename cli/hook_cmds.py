@@ -6,6 +6,7 @@
     memvault hook prompt          # the `context` block for the user's prompt (nothing when nothing is relevant)
     memvault hook session-end     # hand the transcript to conversation ingest
     memvault hook pre-compact     # the same, before the client compacts the conversation
+    memvault hook turn            # after each answer: the daemon ingests the new turns (see .turn_hook)
     memvault hook install --client claude-code [--scope user|project]
 
 Both clients add what a ``SessionStart`` or ``UserPromptSubmit`` hook prints
@@ -303,6 +304,25 @@ def _ingest_hook(event: str, doc: str) -> None:
 
 _ingest_hook("session-end", "Hand the finished session's transcript to conversation ingest.")
 _ingest_hook("pre-compact", "Hand the transcript to conversation ingest before the client compacts it.")
+
+
+@hook.command("turn")
+@_client
+def hook_turn(client: str) -> None:
+    """After each answer: ask the daemon to ingest the new turns in the background.
+
+    Installed as `python -m memvault.cli.turn_hook`, which starts faster than
+    this command; without a daemon it only logs that the turns wait for the session end.
+    """
+    from memvault.cli.turn_hook import announce, log_line, read_stdin
+
+    vault = click.get_current_context().find_root().params.get("vault")
+    try:
+        message = announce(read_stdin(), vault, client)
+    except Exception as exc:  # noqa: BLE001 - a hook never breaks the session
+        message = f"failed: {type(exc).__name__}: {exc}; nothing queued"
+    if message:
+        log_line(message)
 
 
 _hook_client = click.option("--client", type=click.Choice(["claude-code", "codex"]), required=True,

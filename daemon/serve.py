@@ -13,6 +13,10 @@ only the socket's owner may connect (the file is 0600 in the 0700 data dir,
 and the peer's uid is checked). Answers come from one warm
 :class:`~.retrieval.Retriever` on the server's own index connection, one at
 a time.
+
+The ``ingest`` op (the per-turn hook's) only queues a transcript for the
+server's :class:`~.turn_ingest.TurnIngester` and answers at once; the
+ingester works on a thread of its own while the server runs.
 """
 
 from __future__ import annotations
@@ -29,6 +33,7 @@ from typing import TYPE_CHECKING, Any
 
 from memvault.daemon.client import PROTOCOL, config_fingerprint, read_line, socket_address, socket_path
 from memvault.daemon.services import Service
+from memvault.daemon.turn_ingest import STOP_WAIT, TurnIngester
 from memvault.store import location
 from memvault.vault_io.errors import MemvaultError
 
@@ -44,13 +49,14 @@ MAX_REQUEST = 256 * 1024
 READ_TIMEOUT = 5.0
 #: Connections handled at once; more wait in the listen backlog.
 MAX_CLIENTS = 8
-OPS = ("ping", "search", "context", "wake")
+OPS = ("ping", "search", "context", "wake", "ingest")
 
 _SEARCH_ARGS = {
     "query", "mode", "limit", "types", "tags", "path_glob", "raw", "scope", "what", "memory_scope",
     "include_deleted", "include_superseded", "explain", "record", "since", "until",
 }
 _CONTEXT_ARGS = {"message", "budget", "scope", "what", "memory_scope", "identity", "record", "since", "until"}
+_INGEST_ARGS = {"path", "session", "client"}
 
 
 class ServerRunningError(MemvaultError):
@@ -81,6 +87,9 @@ class QueryServer(Service):
         self._answer_lock = threading.Lock()
         self._fingerprint = config_fingerprint(store.settings.values)
         self._inode: tuple[int, int] | None = None
+        #: Transcripts announced by the per-turn hook, ingested off the request threads.
+        self.turns = TurnIngester(store, on_done=on_wake)
+        self._turn_thread: threading.Thread | None = None
 
     # -- the service ---------------------------------------------------------
 
@@ -88,6 +97,7 @@ class QueryServer(Service):
         """Bind the socket, warm the model, answer until ``stop``; then close
         the socket, wait for requests in flight and remove the file."""
         self._bind()
+        self._start_turns()
         self._ready_event().set()  # the socket takes connections; answers wait for the warm-up
         try:
             if self.warm:
@@ -101,8 +111,15 @@ class QueryServer(Service):
             self._close()
 
     def status(self) -> dict[str, Any]:
-        """Requests answered so far."""
-        return {"requests": self.requests, "socket": self._sock is not None}
+        """Requests answered so far, and the per-turn ingests."""
+        return {"requests": self.requests, "socket": self._sock is not None, "turn_ingest": self.turns.status()}
+
+    def _start_turns(self) -> None:
+        """Start the turn ingester's thread (a fresh ingester after a restart)."""
+        if self._turn_thread is not None:
+            self.turns = TurnIngester(self.store, on_done=self.on_wake)
+        self._turn_thread = threading.Thread(target=self.turns.run, name="memvault-turn-ingest", daemon=True)
+        self._turn_thread.start()
 
     def _bind(self) -> None:
         location.ensure_private_dir(self.store.data_dir)
@@ -126,6 +143,11 @@ class QueryServer(Service):
             handlers = list(self._handlers)
         for t in handlers:
             t.join(timeout)
+        self.turns.close()
+        if self._turn_thread is not None:
+            self._turn_thread.join(STOP_WAIT)  # the ingest in flight ends its write first
+            if self._turn_thread.is_alive():
+                log.warning("a turn ingest is still running at stop; its session end or the next start redoes it")
         if self._sock is not None:
             self._sock.close()
             self._sock = None
@@ -220,7 +242,10 @@ class QueryServer(Service):
         if not isinstance(req, dict) or req.get("v") != PROTOCOL or req.get("op") not in OPS:
             return _internal("unknown request")
         if req["op"] == "ping":
-            return {"ok": True, "result": {"pid": os.getpid(), "requests": self.requests}}
+            return {"ok": True, "result": {"pid": os.getpid(), "requests": self.requests,
+                                           "turn_ingest": self.turns.status()}}
+        if req["op"] == "ingest":
+            return self._queue_turns(req.get("args"))
         if req["op"] == "wake":
             if self.on_wake is not None:
                 self.on_wake()
@@ -244,6 +269,19 @@ class QueryServer(Service):
             except Exception as exc:
                 log.exception("query failed")
                 return _internal(str(exc))
+        return {"ok": True, "result": result}
+
+
+    def _queue_turns(self, args: object) -> dict[str, Any]:
+        """Queue a transcript for the turn ingester; answered at once (the
+        hook waits for nothing but this line)."""
+        if not isinstance(args, dict) or not set(args) <= _INGEST_ARGS or not isinstance(args.get("path"), str) \
+                or not all(isinstance(args.get(k), (str, type(None))) for k in ("session", "client")):
+            return _internal("bad arguments")
+        try:
+            result = self.turns.submit(args["path"], args.get("session"), args.get("client") or "claude-code")
+        except ValueError as exc:  # refused: outside the transcript folders, unreadable, queue full
+            return {"ok": False, "error": {"code": 2, "message": str(exc)}}
         return {"ok": True, "result": result}
 
 

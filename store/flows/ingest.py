@@ -6,11 +6,19 @@ The entry point of the agents' ``session-end``/``pre-compact`` hooks too
 written as a session note (:mod:`.sessions`: append-only, idempotent) and
 indexed before this returns, so its turns are searchable and its facts
 (:mod:`memvault.store.facts.conversation`) are in ``context`` at once.
+
+Ingests of one vault take turns (an ``flock`` on ``ingest.lock`` in its
+data dir): the daemon's per-turn ingest (:mod:`memvault.daemon.turn_ingest`)
+and a session-end hook may read the same transcript at once, and two writers
+planning from the same note would both append its new turns.
 """
 
 from __future__ import annotations
 
+import contextlib
 import io
+import os
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any
@@ -19,6 +27,8 @@ from memvault.store.facts.rows import ACTIVE, facts_of
 from memvault.store.flows.sessions import SessionPlan, SessionWriter
 from memvault.store.flows.text_check import check_chunks, check_opener
 from memvault.store.flows.transcript import TranscriptError, read_transcript
+from memvault.vault_io.errors import MemvaultError
+from memvault.vault_io.locks import flock_within
 
 if TYPE_CHECKING:
     from memvault.store.memory_store import MemoryStore
@@ -63,16 +73,42 @@ def ingest(
         # an empty file, or JSON lines that hold no conversation: one line, never a silent "unchanged"
         ref = str(source) if isinstance(source, (str, Path)) else getattr(source, "name", "<stdin>")
         raise TranscriptError(f"{ref}: no conversation turns in it (expected {EXPECTED})")
-    if not store.has_index():
-        store.sync()  # a first index of the vault, so search finds more than this session
-    writer = SessionWriter(store)
-    plan = writer.plan(conv)
-    report = IngestReport(plan, warnings=warnings)
-    sync = writer.write([plan])
-    if sync is not None:
-        report.warnings += list(sync.summary.warnings)
-    report.facts = len(facts_of(store.con, [plan.note_id], [ACTIVE]))
+    with one_ingest_at_a_time(store):
+        if not store.has_index():
+            store.sync()  # a first index of the vault, so search finds more than this session
+        writer = SessionWriter(store)
+        plan = writer.plan(conv)
+        report = IngestReport(plan, warnings=warnings)
+        sync = writer.write([plan])
+        if sync is not None:
+            report.warnings += list(sync.summary.warnings)
+        report.facts = len(facts_of(store.con, [plan.note_id], [ACTIVE]))
     return report
+
+
+#: The lock file of a vault's ingests, in its data dir.
+LOCK_FILE = "ingest.lock"
+#: Seconds an ingest waits for another one of the same vault (one takes well under a second).
+LOCK_WAIT = 20.0
+
+
+class IngestBusyError(MemvaultError):
+    """Another ingest of this vault held its lock for longer than :data:`LOCK_WAIT`."""
+
+
+@contextlib.contextmanager
+def one_ingest_at_a_time(store: "MemoryStore") -> Iterator[None]:
+    """Hold the vault's ingest lock (module docstring); the kernel drops it
+    if the holder dies, so a killed hook never blocks the next ingest."""
+    from memvault.store.location import ensure_private_dir
+
+    fd = os.open(ensure_private_dir(store.data_dir) / LOCK_FILE, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
+    try:
+        if not flock_within(fd, LOCK_WAIT):
+            raise IngestBusyError(f"another ingest of this vault has run for over {LOCK_WAIT:.0f}s; try again")
+        yield
+    finally:
+        os.close(fd)
 
 
 #: What a transcript is, as said when a file is refused.

@@ -1,0 +1,140 @@
+"""The per-turn hook, fast: hand the transcript to the daemon and exit.
+
+::
+
+    python -I -m memvault.cli.turn_hook --vault ~/Notes --client claude-code   < hook JSON
+    memvault hook turn --client claude-code                                    (the same, slower to start)
+
+Claude Code and Codex run it at their ``Stop`` event, after every answer,
+so it must cost next to nothing: it reads the hook's JSON, checks the
+transcript path (:func:`~memvault.daemon.turn_ingest.transcript_refusal`),
+sends the daemon's query socket one ``ingest`` request and exits 0; the
+daemon ingests the new turns in the background (:mod:`memvault.daemon.turn_ingest`).
+It prints nothing. Without a daemon it only logs that the turns wait for the
+session end (or for a turn while a daemon runs: ingest reads the whole
+transcript, so nothing is missed). Anything unexpected is one line in
+``hooks.log`` and exit 0: a hook never breaks the client.
+
+``memvault hook install`` writes this module's command rather than
+``memvault hook turn``: the ``memvault`` command imports Click and the
+store (about 100 ms); this path imports only the standard library's
+json/socket, :mod:`memvault.store.location` and :mod:`memvault.daemon.client`.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from pathlib import Path
+
+# No ``typing`` import (3 ms at start-up): ``object`` where ``Any`` would do.
+
+EVENT = "turn"
+LOG_NAME = "hooks.log"
+LOG_MAX_BYTES = 1 << 20
+#: Seconds to reach the daemon and hear it queued the request (it answers
+#: without doing the work; these only guard against a wedged daemon).
+CONNECT_TIMEOUT = 0.05
+REPLY_TIMEOUT = 0.5
+
+
+def log_line(message: str) -> None:
+    """One line in ``hooks.log`` in memvault's data dir, as the other hooks
+    write it (never raises: logging must not break a hook either)."""
+    from datetime import datetime, timezone
+
+    from memvault.store.location import data_home
+
+    try:
+        home = data_home()
+        home.mkdir(parents=True, exist_ok=True)
+        path = home / LOG_NAME
+        if path.exists() and path.stat().st_size > LOG_MAX_BYTES:
+            path.replace(path.with_name(LOG_NAME + ".1"))
+        stamp = datetime.now(timezone.utc).isoformat(timespec="seconds")
+        with open(path, "a", encoding="utf-8") as f:
+            f.write(f"{stamp} {EVENT} pid {os.getpid()}: {' '.join(message.split())}\n")
+    except OSError:
+        pass
+
+
+def read_stdin() -> dict[str, object]:
+    """The hook's JSON object on stdin ({} when there is none or it is not an object)."""
+    stdin = sys.stdin
+    if stdin is None or stdin.isatty():
+        return {}
+    try:
+        data = json.loads(stdin.read() or "{}")
+    except (ValueError, OSError, UnicodeDecodeError):
+        return {}
+    return data if isinstance(data, dict) else {}
+
+
+def _vault(given: str | None) -> Path:
+    """The vault: ``--vault``, else ``$MEMVAULT_VAULT``, else config.toml's
+    (the slow way, never taken by an installed hook: it names its vault)."""
+    if given or os.environ.get("MEMVAULT_VAULT"):
+        return Path(given or os.environ["MEMVAULT_VAULT"]).expanduser()
+    from memvault.store.memory_store import MemoryStore
+
+    store = MemoryStore.open(None)
+    try:
+        return store.root
+    finally:
+        store.close()
+
+
+def announce(data: dict[str, object], vault: str | None, client: str) -> str:
+    """Hand the turn's transcript to the vault's daemon; what to log ("" when queued)."""
+    from memvault.daemon.turn_paths import transcript_refusal
+
+    path = data.get("transcript_path")
+    refusal = transcript_refusal(path)
+    if refusal is not None:
+        return f"{refusal}; not ingested"
+    from memvault.daemon.client import RemoteError, ask
+    from memvault.store.location import vault_data_dir
+
+    session = data.get("session_id") if isinstance(data.get("session_id"), str) else None
+    args = {"path": path, "session": session, "client": client}
+    try:
+        reply = ask(vault_data_dir(_vault(vault)), "ingest", args, connect_timeout=CONNECT_TIMEOUT,
+                    timeout=REPLY_TIMEOUT)
+    except RemoteError as exc:  # the daemon refused it (its own check, a full queue)
+        return f"the daemon did not queue {path}: {exc}"
+    if reply is None:
+        return (f"no daemon took {path}: its turns will be ingested at session end "
+                "(or at a later turn while a daemon runs)")
+    return ""
+
+
+def _options(argv: list[str]) -> tuple[str | None, str]:
+    """(``--vault``, ``--client``) from the arguments; unknown ones are ignored."""
+    vault, client = None, "claude-code"
+    it = iter(argv)
+    for arg in it:
+        name, eq, value = arg.partition("=")
+        if name in ("--vault", "--client"):
+            value = value if eq else next(it, "")
+            if name == "--vault":
+                vault = value or None
+            else:
+                client = value or client
+    return vault, client
+
+
+def main(argv: list[str] | None = None) -> None:
+    """The hook process: never raises, prints nothing, exits 0."""
+    try:
+        vault, client = _options(sys.argv[1:] if argv is None else argv)
+        message = announce(read_stdin(), vault, client)
+    except BaseException as exc:  # noqa: BLE001 - anything at all: the session must go on
+        message = f"failed: {type(exc).__name__}: {exc}; nothing queued"
+    if message:
+        log_line(message)
+
+
+if __name__ == "__main__":
+    main()
+    sys.exit(0)
