@@ -192,8 +192,8 @@ SHUTDOWN_GRACE = 3.0
 def _exit_now() -> None:
     """End the process at once: a tool call still running on a worker thread
     (a search stuck in C code) cannot be cancelled, and would hold the exit.
-    Reads are safe to abandon; a write in flight is one SQLite transaction,
-    rolled back, and its note is written atomically (or not at all)."""
+    Reads are safe to abandon; a write that dies half-way leaves its outbox
+    entry, which the next start settles (docs/memories.md)."""
     logging.getLogger("memvault.mcp").warning("calls still running %.0fs after the stop; exiting", SHUTDOWN_GRACE)
     sys.stderr.flush()
     os._exit(0)
