@@ -178,3 +178,21 @@ def test_ingest_never_revises_a_session_note_whose_path_leads_outside(vault: Pat
     assert again.path != first.path and again.action == "imported"  # a note of its own, inside the vault
     assert CANARY not in (vault / again.path).read_text("utf-8")
     assert (vault / first.path).is_symlink() and elsewhere.read_bytes() == before
+
+
+def test_an_import_folder_never_reads_a_file_a_symlink_leads_out_of_it(
+    runner: CliRunner, vault: Path, outside: Path, tmp_path: Path
+) -> None:
+    folder = tmp_path / "to-import"
+    write(folder, "Kept.md", "---\ntype: semantic\n---\nThe heron nests by the mill.\n")
+    (folder / "Secret.md").symlink_to(outside / "Secret.md")
+    (folder / "env.md").symlink_to("/proc/self/environ")
+    (folder / "Elsewhere").symlink_to(outside, target_is_directory=True)
+    result = run(runner, vault, "import", "markdown", str(folder))
+    assert result.exit_code == 0, result.output
+    assert "1 imported" in result.output and "Traceback" not in result.output
+    warned = [line for line in result.stderr.splitlines() if "leads outside" in line]
+    assert len(warned) == 2 and any("Secret.md" in w for w in warned) and any("env.md" in w for w in warned)
+    texts = "".join(p.read_text("utf-8", "replace") for p in vault.rglob("*.md"))
+    assert "The heron nests by the mill." in texts
+    assert CANARY not in texts and "PATH=" not in texts

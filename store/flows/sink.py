@@ -23,6 +23,7 @@ from memvault.store.flows import unindexed
 from memvault.store.flows.conversation import Conversation
 from memvault.store.flows.importers import Entry, MemoryItem, NoteItem, Progress, Skip, reader
 from memvault.store.flows.importers.precheck import check
+from memvault.store.flows.importers.stream import outside
 from memvault.store.flows.memories import import_memory
 from memvault.store.flows.sessions import SessionPlan, SessionWriter
 from memvault.vault_io.atomic import atomic_write, free_path
@@ -200,6 +201,7 @@ def run_import(
         read = reader(fmt)
         check(fmt, path)  # a file of another kind, or not text, is refused before anything is written
     report = ImportReport(fmt, str(path), dry_run)
+    report.warnings += [f"{name}: leads outside {path} (to {real}); not read" for name, real in outside(path)]
     if not store.has_index():
         store.sync()  # a first index, so what is imported meets the vault's notes
     sink = ImportSink(store, report, folder=folder)

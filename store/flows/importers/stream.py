@@ -12,12 +12,14 @@ from __future__ import annotations
 import codecs
 import contextlib
 import json
+import os
 import zipfile
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 from typing import IO, Any
 
+from memvault.vault_io.confine import is_inside
 from memvault.vault_io.errors import MemvaultError, UsageError
 
 CHUNK = 1 << 20
@@ -125,13 +127,15 @@ def iter_array(
 def members(path: Path, wanted: Callable[[str], bool]) -> list[Member]:
     """The files to read from ``path`` (a file, a folder, or a zip), those
     whose relative path (POSIX) ``wanted`` accepts, in name order; macOS
-    metadata (``__MACOSX/``, ``._*``) is skipped. A file given directly is
+    metadata (``__MACOSX/``, ``._*``) is skipped, and so is a file of a
+    folder that leads out of it (:func:`outside`). A file given directly is
     read whatever its name."""
     if not path.exists():
         raise UsageError(f"{path} does not exist")
     if path.is_dir():
         found = sorted(p for p in path.rglob("*") if p.is_file() and _usable(p.relative_to(path).as_posix(), wanted))
-        return [Member(str(p), _file_opener(p), p.stat().st_size) for p in found]
+        away = {name for name, _ in outside(path)}
+        return [Member(str(p), _file_opener(p), p.stat().st_size) for p in found if str(p) not in away]
     with path.open("rb") as fh:
         is_zip = fh.read(4) == b"PK\x03\x04"
     if not is_zip:
@@ -143,6 +147,23 @@ def members(path: Path, wanted: Callable[[str], bool]) -> list[Member]:
     infos = sorted((i for i in archive.infolist() if not i.is_dir() and _usable(i.filename, wanted)),
                    key=lambda i: i.filename)
     return [Member(f"{path.name}:{i.filename}", _zip_opener(path, i.filename), i.file_size) for i in infos]
+
+
+def outside(path: Path) -> list[tuple[str, str]]:
+    """(name, real path) of each file of folder ``path`` that a symlink leads
+    out of the folder (``env.md -> /proc/self/environ``, ``key.md ->
+    ~/.ssh/id_ed25519``): never read, as a vault never reads one (a shared
+    or synced folder carries symlinks). Empty for a file or a zip."""
+    if not path.is_dir():
+        return []
+    root = os.path.realpath(path)
+    found = []
+    for p in sorted(path.rglob("*")):
+        if p.is_symlink() or p.is_file():
+            real = os.path.realpath(p)
+            if not is_inside(root, real) and os.path.isfile(real):
+                found.append((str(p), real))
+    return found
 
 
 def _usable(rel: str, wanted: Callable[[str], bool]) -> bool:
