@@ -152,6 +152,9 @@ class MemoryStore(ReadAPI, ChangeAPI):
         #: the repeat rule would decide in a vault filled in another order.
         self.fact_keep: dict[str, set[str]] = {}
         self._syncing = False  # a full sync is under way (see ``con``)
+        #: Index a never-synced vault on the first connection (see ``con``). The
+        #: daemon turns it off: it syncs at start itself, after wiring its workers.
+        self.index_on_open = True
 
     @classmethod
     def open(cls, vault: str | None = None, overrides: dict[str, Any] | None = None) -> "MemoryStore":
@@ -196,7 +199,7 @@ class MemoryStore(ReadAPI, ChangeAPI):
         is built first: a partial index is never served as the whole. Notes
         an import wrote and was killed before indexing are indexed first too."""
         con = self.connect()
-        if not self._syncing and self.root.is_dir():
+        if self.index_on_open and not self._syncing and self.root.is_dir():
             self.__dict__["con"] = con  # what follows uses it
             self._complete_index(con)
         return con
