@@ -97,7 +97,9 @@ def test_each_turn_of_a_session_note_is_a_chunk_of_its_own(session: Path) -> Non
     chunks = chunk_trace("note", "Chat", content)
     for t in turns:
         inside = [c for c in chunks if t.start <= c.start and c.stop >= t.stop - 1 and not content[t.stop:c.stop].strip()]
-        assert len(inside) == 1 and inside[0].text.rstrip().endswith(f"^t{t.n}")
+        # Embedded as the model should read it: "Melanie: Nice. ...", no callout, time stamp or block id.
+        assert len(inside) == 1 and inside[0].text.endswith(f"\n{t.speaker}: {t.text}")
+        assert "[!" not in inside[0].text and "^t" not in inside[0].text
 
 
 def test_a_superseded_turn_is_no_turn_to_recall() -> None:

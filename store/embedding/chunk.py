@@ -68,12 +68,28 @@ def clean_markup(text: str) -> str:
 def chunk_text(kind: str, title: str, content: str, start: int, stop: int, heading: str) -> str:
     """The exact text embedded for a chunk (rebuilt from the trace and the span)."""
     body = clean_markup(content[start:stop]).strip()
+    if kind == "note" and body.startswith("> [!"):
+        body = plain_turns(body)
     if kind == "fact":
         return f"{title}: {body}" if title else body
     if kind == "memory":
         return body or title
     head = f"{title} > {heading}" if heading else title
     return f"{head}\n{body}" if body else head
+
+
+_TURN_HEAD = re.compile(r"^> \[!(?:user|assistant|tool|system)\][+-]?[ \t]*(.*?)(?: · [0-9: -]+)?[ \t]*\n(?:>[ \t]?)?", re.M)
+_BLOCK_ID_LINE = re.compile(r"^\^t\d+[ \t]*$\n?", re.M)
+_QUOTE_MARK = re.compile(r"^>[ \t]?", re.M)
+
+
+def plain_turns(text: str) -> str:
+    """Turns of a session note as the model should read them: "Caroline:
+    I went to ..." rather than callout markup, time stamps and block ids,
+    which are noise to a sentence model (the speaker's name stays)."""
+    text = _TURN_HEAD.sub(lambda m: f"{m.group(1)}: ", text)
+    text = _BLOCK_ID_LINE.sub("", text)
+    return _QUOTE_MARK.sub("", text).strip()
 
 
 @dataclass(frozen=True)
