@@ -15,6 +15,7 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
+import pytest
 from click.testing import CliRunner
 from helpers import opened
 from hypothesis import HealthCheck, given, settings
@@ -123,6 +124,41 @@ def test_a_persons_tag_and_digest_line_stay_when_the_session_grows(vault: Path, 
     assert "tags:\n  - session\n  - editors\n" in text
     assert "- Last request: And the theme?\nMy line under the digest.\n\n## Transcript" in text
     assert "- 4 turns (" in text and "- 2 turns (" not in text  # memvault's own lines are replaced
+
+
+def test_a_turn_another_redactor_version_wrote_is_not_superseded(
+    vault: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import memvault.store.flows.conversation as conversation
+
+    said = ["My db password: Pa55w0rd-xyz. The release branch is rel/2026.", "Noted.",
+            "I set the wifi password to Xk9#mPq2 today.", "Noted too."]
+    transcript = _jsonl(tmp_path / "chat.jsonl", _chat(*said))
+    real = conversation.redact
+
+    def older(text: str) -> tuple[str, int]:  # cut a password's whole line, missed "set ... to"
+        if "db password: " in text:
+            return text.split("db password: ")[0] + "db password: [redacted]", 1
+        return text, 0
+
+    monkeypatch.setattr(conversation, "redact", older)
+    with opened(vault) as store:
+        first = store.ingest(transcript, session="redactor")
+        path = vault / first.path
+        before = path.read_text("utf-8")
+        monkeypatch.setattr(conversation, "redact", real)
+        _jsonl(transcript, _chat(*said, "Thanks."))
+        again = store.ingest(transcript, session="redactor")
+        assert (again.action, again.plan.new_turns, again.plan.superseded) == ("updated", 1, 0)
+        text = path.read_text("utf-8")
+        assert text[text.index("## Transcript"):].startswith(before[before.index("## Transcript"):].rstrip("\n"))
+        assert "superseded" not in text and text.count("Noted too.") == 1
+    # A turn that was only a redacted token and is regenerated is another turn, not the same one.
+    monkeypatch.setattr(conversation, "redact", lambda text: ("[redacted]", 1) if text == "OLD" else real(text))
+    with opened(vault) as store:
+        one = store.ingest(_jsonl(tmp_path / "b.jsonl", _chat("Hello there.", "OLD")), session="tok")
+        regenerated = store.ingest(_jsonl(tmp_path / "b.jsonl", _chat("Hello there.", "A new answer.")), session="tok")
+        assert regenerated.plan.superseded == 1 and "A new answer." in (vault / one.path).read_text("utf-8")
 
 
 def test_a_claude_code_message_ingested_halfway_is_superseded_not_cut(vault: Path, tmp_path: Path) -> None:

@@ -31,6 +31,7 @@ its notes again by id next time, instead of writing them twice.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -43,6 +44,7 @@ from memvault.store.flows.conversation import Conversation, digest_lines
 from memvault.vault_io.atomic import atomic_write_many, fit_name, free_path
 from memvault.vault_io.confine import outside_target
 from memvault.vault_io.frontmatter import file_frontmatter_id
+from memvault.vault_io.secrets import REDACTED
 from memvault.vault_io.session_note import (
     SessionHead,
     Turn,
@@ -87,16 +89,46 @@ class SessionPlan:
         }
 
 
-def _common_prefix(old: Sequence[str], turns: Sequence[Turn]) -> int:
+def _common_prefix(old: Sequence[str], turns: Sequence[Turn], written: dict[int, str] | None = None,
+                   ids: Sequence[int] = ()) -> int:
     """How many turns, from the first, are the ones written before (by
     digest; a turn written before speakers' names were kept matches its
-    digest without the name, so such a note is not superseded whole)."""
+    digest without the name, so such a note is not superseded whole; a turn
+    whose note block (``written`` by block id) differs from it only where
+    one of them says ``[redacted]`` is the same turn, redacted by another
+    version of the redactor)."""
     n = 0
     for a, turn in zip(old, turns):
         if a != turn.digest and (not turn.name or a != replace(turn, name=None).digest):
-            break
+            block = (written or {}).get(ids[n]) if n < len(ids) else None
+            if block is None or not same_but_redacted(block, render_turn(ids[n], turn).rstrip("\n")):
+                break
         n += 1
     return n
+
+
+def same_but_redacted(written: str, new: str) -> bool:
+    """Whether two renderings of a turn differ only where one of them says
+    ``[redacted]`` (each stands for any text within its line): redaction
+    found more, or less, than when the turn was written."""
+    if REDACTED not in written and REDACTED not in new:
+        return False
+    return any(_wildcards(a).fullmatch(b) is not None for a, b in ((written, new), (new, written))
+               if REDACTED in a and _keyed(a))
+
+
+def _keyed(text: str) -> bool:
+    """Whether each ``[redacted]`` of ``text`` follows words on its line
+    (a key: "password: [redacted]"), so a wildcard never stands for a whole
+    line: a regenerated answer is never taken for a redacted one."""
+    for line in text.split("\n"):
+        if REDACTED in line and not line.split(REDACTED, 1)[0].removeprefix(">").strip():
+            return False
+    return True
+
+
+def _wildcards(text: str) -> re.Pattern[str]:
+    return re.compile("[^\n]*?".join(re.escape(part) for part in text.split(REDACTED)))
 
 
 def _written(row: ik.ImportKey | None, existing: str, conv: Conversation) -> tuple[list[str], list[int]]:
@@ -113,7 +145,8 @@ def _written(row: ik.ImportKey | None, existing: str, conv: Conversation) -> tup
     found = live_turns(existing)
     digests = []
     for (n, block), turn in zip(found, conv.turns):
-        if block != render_turn(n, turn).rstrip("\n"):
+        rendered = render_turn(n, turn).rstrip("\n")
+        if block != rendered and not same_but_redacted(block, rendered):
             break
         digests.append(turn.digest)
     digests += ["?"] * (len(found) - len(digests))  # turns that differ: they changed at the source
@@ -153,7 +186,7 @@ class SessionWriter:
                 return SessionPlan(conv, note_id, "skipped", path, why="unchanged")
             existing = (self.store.root / path).read_bytes().decode("utf-8", "replace")
             old_digests, old_ids = _written(row, existing, conv)
-            keep = _common_prefix(old_digests, conv.turns)
+            keep = _common_prefix(old_digests, conv.turns, dict(live_turns(existing)), old_ids)
             first = max([*old_ids, *written_ids(existing)], default=0) + 1  # block ids are never reused
             new = list(zip(range(first, first + len(digests) - keep), conv.turns[keep:]))
             key.detail = {"turns": digests, "ids": old_ids[:keep] + [n for n, _ in new]}
