@@ -130,8 +130,16 @@ def status(app: AppContext, as_json: bool) -> None:
     detail.append(f"{data['conflicts_recorded']} recorded by memvault in all")
     click.echo(f"{'conflicts:':12} {data['conflicts']} open ({'; '.join(detail)})")
     for item in open_list:
-        other = "the other version" if item.get("kind") == "sync" else "store version"
-        click.echo(f"  {item['note']}: {item['detail']}; {other} in {item['conflict_note']}")
+        # Whose version the copy holds: the other device's (a sync tool's copy,
+        # named by device when the copy's name says), this device's store
+        # version, or one another device's memvault wrote.
+        if item.get("kind") == "sync":
+            who = f"device {item['device']}'s" if item.get("device") else "the other device's"
+            click.echo(f"  {item['note']}: {item['detail']}; the other version in {item['conflict_note']} "
+                       f"({who}; the note holds the one {item.get('tool') or 'the sync tool'} kept)")
+        else:
+            side = item.get("side") or "this device's store version"
+            click.echo(f"  {item['note']}: {item['detail']}; {side} in {item['conflict_note']}")
     if data.get("contradictions"):
         click.echo(f"{'contradicts:':12} {data['contradictions']} open contradictions (see `memvault conflicts`)")
     pending = data.get("pending_writes") or []

@@ -106,6 +106,11 @@ def vault_status(store: "MemoryStore") -> dict[str, Any]:
         out["conflict_list"] = store.conflicts()
         out["conflicts"] = len(out["conflict_list"])
         out["conflicts_recorded"] = counts.get("conflicts", 0)
+        # One number for open conflicts wherever it is read: the index counts
+        # say the same as the top level (what memvault ever recorded is apart).
+        counts["conflicts"] = out["conflicts"]
+        counts["conflicts_recorded"] = out["conflicts_recorded"]
+        counts["conflicts_from_sync"] = sum(1 for c in out["conflict_list"] if c.get("kind") == "sync")
         out["contradictions"] = len(store.contradictions())
         from memvault.store.memories.rows import pending_writes
 

@@ -152,25 +152,50 @@ class ReadAPI(StoreParts):
         return data
 
     def conflicts(self) -> list[dict[str, Any]]:
-        """Recorded conflicts whose store copy is still in the vault (a person
-        resolves one by merging and deleting the ``(conflict ...)`` note)."""
+        """Conflict copies still in the vault, each with whose version it holds
+        (``side``): memvault's own (``kind`` "memvault": this device's store
+        version, written beside a note a person changed meanwhile; resolved by
+        merging and deleting the ``(conflict ...)`` note), another device's
+        memvault copy that the sync tool brought here (also "memvault", side
+        "store version written on another device"), and sync tools' copies
+        (``kind`` "sync": the other device's version; the note keeps the one
+        the tool kept)."""
         from memvault.store.index.lookup import sync_conflicts
         from memvault.store.memories.rows import conflicts
+        from memvault.vault_io.sync_conflicts import SyncConflict
 
+        con = self.read_con()
         # Without the vault folder nobody can tell which were resolved: list all.
         missing = not self.root.is_dir()
         own = [
             {"id": c.trace_id, "note": c.path, "conflict_note": c.conflict_path,
-             "detail": c.detail, "when": c.created, "kind": "memvault"}
-            for c in conflicts(self.read_con())
+             "detail": c.detail, "when": c.created, "kind": "memvault",
+             "side": "this device's store version"}
+            for c in conflicts(con)
             if c.conflict_path is None or missing or (self.root / c.conflict_path).exists()
         ]
+        listed = {c["conflict_note"] for c in own}
         synced = [
-            dict(c, kind="sync", when=None,
+            dict(c, kind="sync", when=None, side=SyncConflict(c["tool"], c["note"], c["device"]).describe(),
                  detail=f"{c['tool']} kept two versions" + ("" if c["differs"] else " (the same text)"))
-            for c in sync_conflicts(self.read_con())
+            for c in sync_conflicts(con)
         ]
-        return own + synced
+        listed |= {c["conflict_note"] for c in synced}
+        # memvault's conflict notes written on another device reach this one
+        # through the sync tool; this device's state has no record of them.
+        carried = [
+            {"id": memory_id, "note": rec_path, "conflict_note": path, "kind": "memvault", "when": None,
+             "detail": "the store's version, written beside a note edited meanwhile",
+             "side": "a store version written on another device"}
+            for path, memory_id, rec_path in con.execute(
+                "SELECT f.path, json_extract(t.metadata, '$.frontmatter.conflict_of'), m.path "
+                "FROM files f JOIN traces t ON t.id = f.trace_id "
+                "LEFT JOIN traces m ON m.id = json_extract(t.metadata, '$.frontmatter.conflict_of') "
+                "WHERE t.kind = 'note' AND json_valid(t.metadata) "
+                "AND json_extract(t.metadata, '$.frontmatter.conflict_of') IS NOT NULL ORDER BY f.path")
+            if path not in listed
+        ]
+        return own + carried + synced
 
     def contradictions(self, status: str | None = "open") -> list[dict[str, Any]]:
         """Flagged contradictions (``open`` by default), with both texts."""

@@ -21,9 +21,12 @@ from dataclasses import dataclass
 from pathlib import PurePosixPath
 
 _PATTERNS: tuple[tuple[str, re.Pattern[str]], ...] = (
-    ("Syncthing", re.compile(r"^(?P<stem>.+)\.sync-conflict-\d{8}-\d{6}-[A-Z0-9]{7}$")),
+    ("Syncthing", re.compile(r"^(?P<stem>.+)\.sync-conflict-\d{8}-\d{6}-(?P<device>[A-Z0-9]{7})$")),
     ("ownCloud", re.compile(r"^(?P<stem>.+)_conflict-\d{8}-\d{6}$")),
-    ("Dropbox", re.compile(r"^(?P<stem>.+) \([^()]*'s conflicted copy \d{4}-\d{2}-\d{2}(?: \(\d+\))?\)$")),
+    ("Dropbox", re.compile(
+        r"^(?P<stem>.+) \((?P<device>[^()]*)'s conflicted copy \d{4}-\d{2}-\d{2}(?: \(\d+\))?\)$")),
+    ("Nextcloud or Obsidian Sync", re.compile(
+        r"^(?P<stem>.+) \(conflicted copy (?:(?P<device>[^()\d][^()]*?) )?\d[\d -]*\)$", re.IGNORECASE)),
     ("Nextcloud or Obsidian Sync", re.compile(r"^(?P<stem>.+) \(conflicted copy [^()]*\)$", re.IGNORECASE)),
 )
 
@@ -34,6 +37,20 @@ class SyncConflict:
 
     tool: str
     original: str  # vault path of the note the copy sits beside
+    #: The device (or account) whose version the copy holds, when its name
+    #: says: Syncthing's short device id, Dropbox's account name, the device
+    #: name Nextcloud and Obsidian Sync may put in. The note beside it holds
+    #: the version the sync tool kept.
+    device: str | None = None
+
+    def describe(self) -> str:
+        """Whose version the copy holds, for a person: "Syncthing's copy of
+        device ABCDEFG's version"."""
+        if self.device is None:
+            who = "the other device's version"
+        else:
+            who = f"{'device ' if self.tool == 'Syncthing' else ''}{self.device}'s version"
+        return f"{self.tool}'s copy of {who}"
 
 
 def sync_conflict(path: str) -> SyncConflict | None:
@@ -42,5 +59,6 @@ def sync_conflict(path: str) -> SyncConflict | None:
     for tool, pattern in _PATTERNS:
         m = pattern.match(p.stem)
         if m:
-            return SyncConflict(tool, str(p.with_name(m.group("stem") + p.suffix)))
+            device = (m.groupdict().get("device") or "").strip() or None
+            return SyncConflict(tool, str(p.with_name(m.group("stem") + p.suffix)), device)
     return None

@@ -113,7 +113,7 @@ def note_trace(note: ParsedNote, trace_id: str, st: FileStat, memory_folder: str
         copy = sync_conflict(note.path)
         if copy is not None:
             # A sync tool's conflict copy: listed with the note it sits beside.
-            metadata["sync_conflict"] = {"tool": copy.tool, "original": copy.original}
+            metadata["sync_conflict"] = {"tool": copy.tool, "original": copy.original, "device": copy.device}
         return rec.TraceRow(
             id=trace_id,
             kind="note",

@@ -14,6 +14,10 @@ point at nothing), so a repair is never more dangerous than using memvault:
   (the state is applied again) or that the state lacks (copied into it).
 - **vault vs index**: notes changed, added or gone since the last sync (a
   sync), and store-side writes still pending (a sync finishes them).
+- **memories**: a live memory no note holds (its note is gone, or the file it
+  claims belongs to another memory: two memories claiming one file). After
+  a sync has had its chance to find the note, each is retired as a note
+  deleted in the vault is (soft-deleted, restorable).
 
 Some findings are warnings: the vault holds something memvault works around
 but cannot fix (notes with bytes that are not UTF-8, indexed with
@@ -37,7 +41,7 @@ if TYPE_CHECKING:
     from memvault.store.memory_store import MemoryStore
 
 #: Repairs in the order they must run (a rebuild first makes the others moot).
-REPAIRS = ("rebuild", "fts", "state", "backfill", "prune", "sync")
+REPAIRS = ("rebuild", "fts", "state", "backfill", "prune", "sync", "phantoms")
 
 
 @dataclass
@@ -139,6 +143,19 @@ _STALE_RECALL = (
 _LOST_NOTES = "DELETE FROM traces WHERE kind = 'note' AND id NOT IN (SELECT trace_id FROM files WHERE trace_id IS NOT NULL)"
 
 
+def check_memories(con: apsw.Connection) -> list[Finding]:
+    """Live memories without their note (phantoms)."""
+    from memvault.store.memories.rows import phantoms
+
+    found = phantoms(con)
+    if not found:
+        return []
+    shown = [f"{tid} (claims {path}, which {'is ' + holder + chr(39) + 's note' if holder else 'does not exist'})"
+             if path else f"{tid} (no note)" for tid, path, holder in found]
+    return [Finding("memories", f"{len(found)} live memories have no note of their own: {_names(shown)}",
+                    "phantoms")]
+
+
 def check_vault(store: "MemoryStore") -> list[Finding]:
     """Notes that changed since the last sync, and writes still pending."""
     from memvault.store.index.reconcile import needs_look
@@ -210,7 +227,7 @@ def diagnose(store: "MemoryStore") -> list[Finding]:
     findings = check_integrity(con)
     if any(f.repair == "rebuild" for f in findings):
         return findings
-    return findings + check_state(con) + check_orphans(con) + check_vault(store)
+    return findings + check_state(con) + check_orphans(con) + check_memories(con) + check_vault(store)
 
 
 def repair_report(store: "MemoryStore", report: DoctorReport, progress: Callable[[int, int], None] | None = None) -> None:
@@ -259,6 +276,13 @@ def repair(store: "MemoryStore", findings: list[Finding], progress: Callable[[in
         if errors is not None:
             errors += report.unwritten
         done.append("sync")
+    if "phantoms" in wanted:
+        # After the sync: a note it found again holds its memory once more.
+        from memvault.store.memories.rows import retire_phantoms
+
+        with write_transaction(con):
+            retire_phantoms(con)
+        done.append("phantoms")
     return done
 
 

@@ -106,10 +106,13 @@ def parse_errors(con: apsw.Connection) -> list[tuple[str, str]]:
 def sync_conflicts(con: apsw.Connection) -> list[dict[str, Any]]:
     """Sync tools' conflict copies in the index, each with the note it sits
     beside and whether its text differs from that note's."""
+    from memvault.vault_io.sync_conflicts import sync_conflict
+
     out = []
-    for path, tool, original, content in con.execute(
+    for path, tool, original, device, content in con.execute(
         "SELECT path, json_extract(metadata, '$.sync_conflict.tool'), "
-        "json_extract(metadata, '$.sync_conflict.original'), content FROM traces "
+        "json_extract(metadata, '$.sync_conflict.original'), json_extract(metadata, '$.sync_conflict.device'), "
+        "content FROM traces "
         "WHERE kind = 'note' AND json_valid(metadata) AND json_extract(metadata, '$.sync_conflict') IS NOT NULL "
         "ORDER BY path"
     ):
@@ -118,6 +121,8 @@ def sync_conflicts(con: apsw.Connection) -> list[dict[str, Any]]:
         ).fetchone()
         out.append({
             "id": row[0] if row else None, "note": original, "conflict_note": path, "tool": tool,
+            # Whose version the copy holds (the note keeps the one the tool kept).
+            "device": device if device is not None else (sc.device if (sc := sync_conflict(path)) else None),
             "differs": row is None or _memory_text(row[1]) != _memory_text(content),
         })
     return out

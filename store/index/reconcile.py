@@ -12,8 +12,10 @@ the vault whose targets appeared or disappeared.
 
 from __future__ import annotations
 
+import datetime
 import hashlib
 import json
+import logging
 import time
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
@@ -24,7 +26,7 @@ import apsw
 
 from memvault.store.db import records as rec
 from memvault.store.db.connection import write_transaction
-from memvault.store.index.classify import note_edges, note_trace
+from memvault.store.index.classify import is_memory_note, note_edges, note_trace
 from memvault.store.index.moves import pair_edited_moves
 from memvault.store.memories import rows as mem
 from memvault.vault_io.confine import outside_target
@@ -40,6 +42,8 @@ from memvault.vault_io.scan import (
     stat_file,
     vault_rules,
 )
+
+log = logging.getLogger(__name__)
 
 #: Notes written per transaction: large enough to amortise the commit, small
 #: enough that a CLI writer never waits long for the daemon (or vice versa).
@@ -155,6 +159,15 @@ class NoteChange:
     memory: bool = False
     resolutions: tuple[Resolution, ...] | None = None  # of note.links + note.embeds, when read in bulk
     keys: tuple[str, ...] | None = None  # their link keys, likewise
+    #: The note gave up the id its path was indexed under (another note keeps
+    #: it by the identity rule): its new id starts a trace of its own instead
+    #: of taking the old one's over by a rename.
+    own_trace: bool = False
+    #: The note took over an id another path held (by the identity rule, or
+    #: from a note gone from disk): not an edit of that memory, so no version.
+    takeover: bool = False
+    #: The path whose index row held the id before (its note is gone from disk).
+    displaces: str | None = None
 
 
 class Indexer:
@@ -177,6 +190,7 @@ class Indexer:
         self.memory_folder = memory_folder
         self.observers = list(observers)
         self._paths: tuple[dict[str, str | None], LinkResolver] | None = None
+        self._released: set[str] = set()  # trace ids notes let go of, this batch
         self._paths_gen: str | None = None
 
     # -- entry points ------------------------------------------------------
@@ -190,6 +204,13 @@ class Indexer:
         known = rec.load_files(self.con)
         absent = {p for p in known if p not in scan.files and scan.covers(p)}
         summary = self._reconcile(scan, absent, known, progress)
+        # A full scan saw every note: a live memory none of them holds is
+        # retired as a note deleted in the vault (phantoms never outlive a sync).
+        if self.con.execute(mem.PHANTOMS_EXIST).fetchone()[0]:
+            with write_transaction(self.con):
+                retired = mem.retire_phantoms(self.con)
+            summary.deleted += len(retired)
+            summary.warnings += [f"memory {tid}: no note holds it; marked {mem.NOTE_DELETED}" for tid in retired]
         self._record_outside(scan.outside, None)
         summary.warnings += self._remove_stale_temps(scan.temp_files)
         summary.seconds = time.perf_counter() - start
@@ -364,9 +385,16 @@ class Indexer:
 
         Existing and moved notes keep their id unless their front-matter names
         another; a new note takes its front-matter id, else one derived from
-        its path. An id already held by a different live note is not taken
-        twice: the newcomer falls back to a derived id and is told why.
-        ``taken`` (id -> path holding it) is updated as ids are settled.
+        its path. A conflict copy (memvault's or a sync tool's) never takes
+        the id it carries: it is not the memory. When two memory notes claim
+        one id (a rename on one device racing an edit on another), the
+        identity rule (:func:`identity_key`, the vault alone) says which keeps
+        it, whichever this device saw first; the other gets an id derived from
+        its content and path, written into its front-matter
+        (:meth:`_give_up_id`), so every device ends with the same ids. Other
+        notes that claim a held id fall back to a derived id and are told why.
+        ``taken`` (id -> path holding it) is updated as ids are settled;
+        ``changes`` may grow by a note that gives its id up.
         """
         for c in changes:
             if c.old_path and not c.trace_id:
@@ -374,8 +402,11 @@ class Indexer:
         for c in changes:  # existing notes first: they already hold their ids
             if c.trace_id:
                 taken[c.trace_id] = c.stat.path
-        for c in changes:
-            wanted = frontmatter_id(c.note)
+        i = 0
+        while i < len(changes):
+            c = changes[i]
+            i += 1
+            wanted = None if _is_copy(c.note) else frontmatter_id(c.note)
             if wanted and wanted != c.trace_id:
                 holder = taken.get(wanted)
                 if holder is None or holder == c.stat.path or (c.old_path and holder == c.old_path):
@@ -383,6 +414,8 @@ class Indexer:
                         taken.pop(c.trace_id, None)
                     c.trace_id = wanted
                     taken[wanted] = c.stat.path
+                    continue
+                if c.memory and self._contest(c, wanted, holder, changes, known, taken):
                     continue
                 c.note = _with_error(c.note, f"id {wanted!r} is already used by {holder}; using a derived id")
             if not c.trace_id:
@@ -392,6 +425,124 @@ class Indexer:
                     salt += 1
                 c.trace_id = candidate
                 taken[candidate] = c.stat.path
+
+    def _contest(
+        self, c: NoteChange, wanted: str, holder: str, changes: list[NoteChange],
+        known: dict[str, rec.FileRow], taken: dict[str, str],
+    ) -> bool:
+        """Two notes claim memory id ``wanted``: ``c`` and the note at
+        ``holder``. Settle it by the identity rule; False leaves ``c`` to the
+        old fallback (a derived id in the index only): a store-side write of
+        that memory is still pending, or the holder is not a memory."""
+        if self.con.execute("SELECT 1 FROM state.outbox WHERE trace_id = ?", (wanted,)).fetchone():
+            return False
+        in_batch = next((h for h in changes if h.stat.path == holder), None)
+        if in_batch is not None:
+            holder_note: ParsedNote | None = in_batch.note
+        else:
+            holder_note = self._read_note(holder)
+            if holder_note is None:
+                # The holder's note is gone from disk (a rename whose deletion
+                # the index has not seen yet): the claimant is that note.
+                row = rec.get_file(self.con, holder)
+                if row is None or row.trace_id != wanted:
+                    return False
+                self._take(c, wanted, taken)
+                c.displaces, c.takeover = holder, True
+                return True
+        if holder_note is None or not is_memory_note(holder_note, self.memory_folder):
+            return False
+        if frontmatter_id(holder_note) == wanted and identity_key(holder_note) <= identity_key(c.note):
+            # The holder keeps the id: the claimant gives it up.
+            new_id = self._split_id(wanted, c.note, taken)
+            c.note, c.stat = self._give_up_id(c.note, c.stat, new_id)
+            c.resolutions = c.keys = None
+            if c.trace_id:
+                taken.pop(c.trace_id, None)
+            c.trace_id = new_id
+            taken[new_id] = c.stat.path
+            return True
+        # The claimant keeps the id; the holder gives it up (or, its
+        # front-matter naming another id by now, is indexed afresh).
+        if in_batch is None:
+            st = stat_file(self.root, holder)
+            if st is None:
+                return False
+            in_batch = NoteChange(st, holder_note, holder, memory=True)
+            row = rec.get_file(self.con, holder)
+            if row is not None:
+                known[holder] = row
+            changes.append(in_batch)
+        in_batch.own_trace = True
+        in_batch.resolutions = in_batch.keys = None
+        taken.pop(wanted, None)
+        if frontmatter_id(holder_note) == wanted:
+            new_id = self._split_id(wanted, holder_note, taken)
+            in_batch.note, in_batch.stat = self._give_up_id(holder_note, in_batch.stat, new_id)
+            in_batch.trace_id = new_id
+            taken[new_id] = holder
+        else:
+            in_batch.trace_id = ""  # settled when the loop reaches it
+        self._take(c, wanted, taken)
+        c.takeover = True
+        return True
+
+    @staticmethod
+    def _take(c: NoteChange, wanted: str, taken: dict[str, str]) -> None:
+        if c.trace_id:
+            taken.pop(c.trace_id, None)
+        c.trace_id = wanted
+        taken[wanted] = c.stat.path
+
+    def _read_note(self, path: str) -> ParsedNote | None:
+        """The note at ``path`` as it is on disk now (None: gone, unreadable)."""
+        from memvault.vault_io.confine import read_inside
+        from memvault.vault_io.parser import parse_note
+
+        try:
+            return parse_note(path, read_inside(self.root, path))
+        except (OSError, MemvaultError):
+            return None
+
+    def _split_id(self, contested: str, note: ParsedNote, taken: dict[str, str]) -> str:
+        """The id a note gives up ``contested`` for: derived from that id, the
+        note's path and its text, so every device that sees the same vault
+        derives the same one; a collision with another live note (by what the
+        vault holds, never by what this device saw) moves to the next."""
+        body = " ".join(note.body.split())
+        n = 0
+        while True:
+            seed = f"{contested}\x00{note.path}\x00{body}" + (f"\x00{n}" if n else "")
+            candidate = "m-" + hashlib.sha256(seed.encode("utf-8")).hexdigest()[:12]
+            if taken.get(candidate) in (None, note.path):
+                return candidate
+            n += 1
+
+    def _give_up_id(self, note: ParsedNote, st: FileStat, new_id: str) -> tuple[ParsedNote, FileStat]:
+        """Write ``new_id`` into the note's front-matter (the ``id`` line alone,
+        atomically, the file's mode kept) when the file still holds the bytes
+        ``note`` was read from; returns the note and its stat as they are now.
+        A note changed meanwhile is left alone: the next reconcile of it
+        settles the same rule again."""
+        from memvault.vault_io.atomic import atomic_write
+        from memvault.vault_io.confine import read_inside
+        from memvault.vault_io.fm_edit import edit_frontmatter
+        from memvault.vault_io.note import content_hash
+        from memvault.vault_io.parser import parse_note
+
+        path = self.root / note.path
+        try:
+            data = read_inside(self.root, note.path)
+            if content_hash(data) != note.hash:
+                return note, st
+            text = data.decode("utf-8")
+            new = edit_frontmatter(text, {"id": new_id}).encode("utf-8")
+            atomic_write(path, new, mode=path.stat().st_mode & 0o7777)
+        except (OSError, UnicodeDecodeError, MemvaultError) as exc:
+            log.warning("%s: could not write its new id %s: %s", note.path, new_id, exc)
+            return note, st
+        fresh = stat_file(self.root, note.path)
+        return parse_note(note.path, new), fresh if fresh is not None else st
 
     def _write_note(
         self,
@@ -403,25 +554,53 @@ class Indexer:
     ) -> rec.TraceRow:
         note, st = c.note, c.stat
         old_row = known.get(c.old_path) if c.old_path else None
+        left: str | None = None  # the id this note's path was indexed under, if it let it go
         if old_row and old_row.trace_id and old_row.trace_id != c.trace_id:
-            if rec.get_trace(self.con, c.trace_id) is None:
+            if not c.own_trace and rec.get_trace(self.con, c.trace_id) is None:
                 rec.rename_trace(self.con, old_row.trace_id, c.trace_id)
+            else:
+                left = old_row.trace_id
+        if c.displaces is not None:
+            row = rec.get_file(self.con, c.displaces)
+            if row is not None and row.trace_id == c.trace_id:
+                rec.delete_file(self.con, c.displaces)
+            all_files.pop(c.displaces, None)
+            resolver.remove(c.displaces)
         trace, warning = note_trace(note, c.trace_id, st, self.memory_folder)
         if warning:
             c.note = note = _with_error(note, warning)
-        if trace.kind == "memory" and not fresh:
+        if trace.kind == "memory" and not fresh and not c.takeover:
             self._keep_version(trace)
         rec.put_file(
             self.con,
             rec.FileRow(st.path, "note", c.trace_id, st.mtime_ns, st.size, note.hash, note.error, ctime_ns=trusted_ctime(st)),
         )
         rec.put_trace(self.con, trace, new=fresh)
+        if trace.kind == "memory" and trace.created and not fresh:
+            # The note's `created` is the memory's creation time on every
+            # device (put_trace keeps the index's own otherwise).
+            self.con.execute("UPDATE traces SET created = ? WHERE id = ? AND created != ?",
+                             (trace.created, trace.id, trace.created))
+        if left is not None and left != c.trace_id:
+            self._released.add(left)
         edges = note_edges(note, resolver, all_files, trace.kind, c.resolutions, c.keys)
         if fresh:
             rec.add_edges(self.con, c.trace_id, edges)
         else:
             rec.replace_edges(self.con, c.trace_id, edges)
         return trace
+
+    def _retire_released(self) -> None:
+        """The traces notes of this batch let go of (:meth:`_write_note`):
+        a memory no note holds any more is not live, as if its note had been
+        deleted in the vault (a phantom otherwise). In the batch's transaction."""
+        for trace_id in sorted(self._released):
+            still = self.con.execute("SELECT 1 FROM files WHERE trace_id = ? LIMIT 1", (trace_id,)).fetchone()
+            row = self.con.execute("SELECT kind, status FROM traces WHERE id = ?", (trace_id,)).fetchone()
+            pending = self.con.execute("SELECT 1 FROM state.outbox WHERE trace_id = ?", (trace_id,)).fetchone()
+            if still is None and row is not None and tuple(row) == ("memory", "active") and pending is None:
+                mem.retire_phantom(self.con, trace_id)
+        self._released.clear()
 
     def _keep_version(self, trace: rec.TraceRow) -> None:
         """A memory note changed in the vault: keep the version it replaces,
@@ -482,6 +661,42 @@ def needs_look(st: FileStat, row: rec.FileRow | None) -> bool:
         or row.ctime_ns != st.ctime_ns
         or row.read_error is not None
     )
+
+
+def identity_key(note: ParsedNote) -> tuple[int, str, bytes]:
+    """Which of two notes claiming one id keeps it: the one whose ``created``
+    front-matter is oldest (as a UTC instant; a note without a readable one
+    comes after any with one), then the path in byte order. It reads the
+    vault alone, so every device picks the same note whatever order the
+    files reached it in."""
+    created = note.frontmatter.get("created")
+    when = _utc(created) if isinstance(created, (str, datetime.date)) else None
+    return (0 if when else 1, when or "", note.path.encode("utf-8"))
+
+
+def _utc(value: object) -> str | None:
+    """A front-matter time as a sortable UTC ISO string, else None."""
+    try:
+        if isinstance(value, datetime.datetime):
+            when = value
+        elif isinstance(value, datetime.date):
+            when = datetime.datetime(value.year, value.month, value.day)
+        else:
+            when = datetime.datetime.fromisoformat(str(value).strip().replace("Z", "+00:00"))
+    except ValueError:
+        return None
+    if when.tzinfo is None:
+        when = when.replace(tzinfo=datetime.timezone.utc)
+    return when.astimezone(datetime.timezone.utc).isoformat()
+
+
+def _is_copy(note: ParsedNote) -> bool:
+    """A conflict copy, memvault's or a sync tool's: it carries the id of the
+    memory it clashed with, but it is not that memory."""
+    from memvault.store.index.classify import is_conflict_copy
+    from memvault.vault_io.sync_conflicts import sync_conflict
+
+    return is_conflict_copy(note) or sync_conflict(note.path) is not None
 
 
 def _with_error(note: ParsedNote, message: str) -> ParsedNote:

@@ -202,10 +202,13 @@ class ReconcilePass:
             self.all_files[c.stat.path] = c.trace_id
         with write_transaction(self.con):
             for c in batch:
-                trace = self.ix._write_note(c, self.resolver, self.all_files, self.known, self.fresh)
+                # A note that took an id over, or gave one up, meets rows already written.
+                fresh = self.fresh and not (c.takeover or c.own_trace)
+                trace = self.ix._write_note(c, self.resolver, self.all_files, self.known, fresh)
                 self.written_notes.append((c.note, trace))
                 self.written.add(c.trace_id)
                 self.summary.count(c)
+            self.ix._retire_released()
         self.batches += 1
 
     def _let_go(self) -> None:

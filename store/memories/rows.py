@@ -230,6 +230,52 @@ def stage_deleted(con: apsw.Connection, t: rec.TraceRow, reason: str) -> None:
     )
 
 
+#: Why a memory whose note is nowhere in the vault is no longer live: the
+#: reason a note deleted in the vault gives (the same case, seen late).
+NOTE_DELETED = "note deleted in the vault"
+
+#: Live memories that no note holds: no indexed file points at them, and no
+#: store-side write of theirs is pending (a new memory has its trace a moment
+#: before its note is written).
+_PHANTOMS = (
+    "SELECT t.id, t.path FROM traces t WHERE t.kind = 'memory' AND t.status = 'active' "
+    "AND NOT EXISTS (SELECT 1 FROM files f WHERE f.trace_id = t.id) "
+    "AND NOT EXISTS (SELECT 1 FROM state.outbox o WHERE o.trace_id = t.id)"
+)
+
+
+#: Whether any phantom exists (cheap: the first one found is enough).
+PHANTOMS_EXIST = f"SELECT EXISTS ({_PHANTOMS})"
+
+
+def phantoms(con: apsw.Connection) -> list[tuple[str, str | None, str | None]]:
+    """Live memories without their note: (id, the path the memory claims,
+    the memory that path's note belongs to, if another holds it)."""
+    out = []
+    for trace_id, path in con.execute(_PHANTOMS).fetchall():
+        holder = con.execute("SELECT trace_id FROM files WHERE path = ?", (path,)).fetchone() if path else None
+        out.append((trace_id, path, holder[0] if holder else None))
+    return out
+
+
+def retire_phantom(con: apsw.Connection, trace_id: str) -> None:
+    """A live memory whose note is not in the vault is what a note deleted in
+    the vault makes: soft-deleted (searchable with ``--include-deleted``,
+    back with ``restore``), its last text kept in the durable state."""
+    con.execute("UPDATE traces SET path = NULL WHERE id = ?", (trace_id,))
+    con.execute("UPDATE edges SET target_path = NULL WHERE target_id = ?", (trace_id,))
+    mark_deleted(con, trace_id, NOTE_DELETED)
+
+
+def retire_phantoms(con: apsw.Connection) -> list[str]:
+    """Retire every live memory that no note holds (:func:`retire_phantom`);
+    returns their ids. Call inside a write transaction."""
+    found = [trace_id for trace_id, _, _ in phantoms(con)]
+    for trace_id in found:
+        retire_phantom(con, trace_id)
+    return found
+
+
 def clear_deleted(con: apsw.Connection, trace_id: str) -> None:
     """The memory is live again (restored, or its note is back in the vault)."""
     con.execute("DELETE FROM state.forgotten WHERE memory_id = ?", (trace_id,))
