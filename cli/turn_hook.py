@@ -17,8 +17,11 @@ transcript, so nothing is missed). Anything unexpected is one line in
 
 ``memvault hook install`` writes this module's command rather than
 ``memvault hook turn``: the ``memvault`` command imports Click and the
-store (about 100 ms); this path imports only the standard library's
-json/socket, :mod:`memvault.store.location` and :mod:`memvault.daemon.client`.
+store (about 100 ms). This path imports ``json``, ``_socket`` (not
+``socket``, whose enums cost milliseconds; nor :mod:`memvault.daemon.client`,
+which imports ``typing`` and ``hashlib``: it speaks the same protocol in
+:func:`request`), :mod:`memvault.daemon.turn_paths` and
+:mod:`memvault.store.location`. Measured in ``bench/bench_turn_hook.py``.
 """
 
 from __future__ import annotations
@@ -26,6 +29,7 @@ from __future__ import annotations
 import json
 import os
 import sys
+import time
 from pathlib import Path
 
 # No ``typing`` import (3 ms at start-up): ``object`` where ``Any`` would do.
@@ -37,13 +41,18 @@ LOG_MAX_BYTES = 1 << 20
 #: without doing the work; these only guard against a wedged daemon).
 CONNECT_TIMEOUT = 0.05
 REPLY_TIMEOUT = 0.5
+#: The query socket's file name and protocol version (:mod:`memvault.daemon.client`'s; a test keeps them equal).
+SOCKET_NAME = "query.sock"
+PROTOCOL = 2
+#: Longest reply read (an ingest reply is a line of a hundred bytes).
+MAX_REPLY = 64 * 1024
+#: ``sun_path`` holds 108 bytes; a longer socket path is reached through /proc (as the client does).
+_MAX_SUN_PATH = 100
 
 
 def log_line(message: str) -> None:
     """One line in ``hooks.log`` in memvault's data dir, as the other hooks
     write it (never raises: logging must not break a hook either)."""
-    from datetime import datetime, timezone
-
     from memvault.store.location import data_home
 
     try:
@@ -52,7 +61,7 @@ def log_line(message: str) -> None:
         path = home / LOG_NAME
         if path.exists() and path.stat().st_size > LOG_MAX_BYTES:
             path.replace(path.with_name(LOG_NAME + ".1"))
-        stamp = datetime.now(timezone.utc).isoformat(timespec="seconds")
+        stamp = time.strftime("%Y-%m-%dT%H:%M:%S+00:00", time.gmtime())  # as isoformat() writes UTC
         with open(path, "a", encoding="utf-8") as f:
             f.write(f"{stamp} {EVENT} pid {os.getpid()}: {' '.join(message.split())}\n")
     except OSError:
@@ -93,20 +102,52 @@ def announce(data: dict[str, object], vault: str | None, client: str) -> str:
     refusal = transcript_refusal(path)
     if refusal is not None:
         return f"{refusal}; not ingested"
-    from memvault.daemon.client import RemoteError, ask
     from memvault.store.location import vault_data_dir
 
     session = data.get("session_id") if isinstance(data.get("session_id"), str) else None
     args = {"path": path, "session": session, "client": client}
+    reply = request(vault_data_dir(_vault(vault)) / SOCKET_NAME, {"v": PROTOCOL, "op": "ingest", "args": args})
+    if reply is not None and reply.get("ok") is True:
+        return ""
+    error = reply.get("error") if reply is not None else None
+    if isinstance(error, dict):  # the daemon refused it (its own check, a full queue)
+        return f"the daemon did not queue {path}: {error.get('message')}"
+    return (f"no daemon took {path}: its turns will be ingested at session end "
+            "(or at a later turn while a daemon runs)")
+
+
+def request(sock_path: Path, message: dict[str, object]) -> dict[str, object] | None:
+    """The daemon's reply to one request line, or None (no socket, nobody
+    listening, no answer in time, not JSON)."""
+    if not sock_path.exists():
+        return None
+    import _socket
+
+    sock = _socket.socket(_socket.AF_UNIX, _socket.SOCK_STREAM)
+    folder = None
     try:
-        reply = ask(vault_data_dir(_vault(vault)), "ingest", args, connect_timeout=CONNECT_TIMEOUT,
-                    timeout=REPLY_TIMEOUT)
-    except RemoteError as exc:  # the daemon refused it (its own check, a full queue)
-        return f"the daemon did not queue {path}: {exc}"
-    if reply is None:
-        return (f"no daemon took {path}: its turns will be ingested at session end "
-                "(or at a later turn while a daemon runs)")
-    return ""
+        address = str(sock_path)
+        if len(address.encode()) > _MAX_SUN_PATH:
+            folder = os.open(sock_path.parent, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+            address = f"/proc/self/fd/{folder}/{sock_path.name}"
+        sock.settimeout(CONNECT_TIMEOUT)
+        sock.connect(address)
+        sock.settimeout(REPLY_TIMEOUT)
+        sock.sendall(json.dumps(message, ensure_ascii=False).encode("utf-8") + b"\n")
+        data = b""
+        while b"\n" not in data and len(data) < MAX_REPLY:
+            chunk = sock.recv(MAX_REPLY)
+            if not chunk:
+                break
+            data += chunk
+        reply = json.loads(data.partition(b"\n")[0])
+    except (OSError, ValueError):
+        return None
+    finally:
+        sock.close()
+        if folder is not None:
+            os.close(folder)
+    return reply if isinstance(reply, dict) else None
 
 
 def _options(argv: list[str]) -> tuple[str | None, str]:

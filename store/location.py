@@ -7,11 +7,18 @@ dir, which tests and benchmarks use to stay out of the real home.
 
 from __future__ import annotations
 
-import hashlib
 import os
 import re
 import sys
 from pathlib import Path
+
+try:  # CPython's built-in SHA-256: hashlib loads OpenSSL, ~5 ms of a per-turn hook's start
+    from _sha2 import sha256  # Python >= 3.12
+except ImportError:
+    try:
+        from _sha256 import sha256  # Python 3.11
+    except ImportError:  # a build without them
+        from hashlib import sha256
 
 INDEX_FILE = "index.db"
 #: The durable state beside it (see memvault.store.db.state_schema).
@@ -50,7 +57,7 @@ def vault_data_dir(vault_root: Path) -> Path:
     its real path so two vaults called ``Notes`` never share an index.
     """
     real = os.path.realpath(vault_root)
-    digest = hashlib.sha256(real.encode("utf-8", "surrogateescape")).hexdigest()[:12]
+    digest = sha256(real.encode("utf-8", "surrogateescape")).hexdigest()[:12]
     name = re.sub(r"[^A-Za-z0-9._-]+", "-", Path(real).name).strip("-.")[:40] or "vault"
     return data_home() / "vaults" / f"{name}-{digest}"
 

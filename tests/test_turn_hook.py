@@ -256,3 +256,26 @@ def test_install_adds_the_stop_hook_and_uninstall_removes_it(
     assert (r.returncode, r.stdout, r.stderr) == (0, "", "") and "outside the transcript folders" in log_text(memvault_env)
     assert invoke(vault, "hook", "uninstall", "--client", client).exit_code == 0
     assert json.loads(path.read_text()) == sample
+
+
+def test_the_hook_imports_only_what_it_needs(vault: Path, transcripts: Path, memvault_env: Path) -> None:
+    """Its start-up is the hook's cost on every turn: no Click, no store, no
+    ``socket``/``typing``/``hashlib`` (milliseconds each); the socket file
+    name and protocol are the client's."""
+    from memvault.cli import turn_hook
+    from memvault.daemon import client
+
+    assert (turn_hook.SOCKET_NAME, turn_hook.PROTOCOL) == (client.SOCKET_NAME, client.PROTOCOL)
+    t = Transcript(transcripts / f"{SESSION}.jsonl")
+    t.turn("hello", "hi")
+    probe = ("import sys; from memvault.cli.turn_hook import main; "
+             f"main(['--vault', {str(vault)!r}]); print(' '.join(sorted(sys.modules)))")
+    p = subprocess.run([sys.executable, "-I", "-c", probe], input=json.dumps(dict(CC_STOP, transcript_path=str(t.path))),
+                       capture_output=True, text=True, timeout=30)
+    assert p.returncode == 0, p.stderr
+    loaded = set(p.stdout.split())
+    assert "memvault.daemon.turn_paths" in loaded and "_socket" not in loaded  # no daemon: not even a connect
+    for heavy in ("click", "typing", "socket", "hashlib", "memvault.daemon.client", "memvault.store.memory_store",
+                  "apsw", "numpy"):
+        assert heavy not in loaded, heavy
+    assert "will be ingested at session end" in log_text(memvault_env)
