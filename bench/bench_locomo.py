@@ -23,8 +23,11 @@ The vault is synced and embedded in-process through the store API
 ``MEMVAULT_HOME``.
 
 **Layout "ingest"** (``--layout ingest``): each session as a generic JSONL
-transcript (role/name/content/timestamp) through ``memvault ingest``'s API,
-so the product decides what a unit is. See :func:`build_ingest_vault`.
+transcript (role/name/content/timestamp) through ``memvault ingest``'s API
+(``MemoryStore.ingest``), so the product decides what a unit is: today one
+session note per session, a hit naming its best turn, so search's top 10
+holds at most one turn per session (the recall block is the fair measure
+across layouts). See :func:`build_ingest_vault`.
 
 Questions of categories 1 (multi-hop), 2 (temporal), 3 (open-domain) and
 4 (single-hop) are asked; category 5 (adversarial) has no evidence. Evidence
@@ -175,17 +178,59 @@ def build_turn_vault(root: Path, conv_id: str, turns: list[Turn]) -> dict[str, A
 
 
 def build_ingest_vault(root: Path, conv_id: str, turns: list[Turn]) -> dict[str, Any]:
-    """Layout "ingest" -- HOOK, not implemented yet.
+    """Layout "ingest": each session written as a generic JSONL transcript
+    (one line per turn: ``{"role": "user"|"assistant", "name": speaker,
+    "content": text, "timestamp": session date + n seconds, "session_id"}``,
+    the first speaker as the user) outside the vault and passed through
+    ``MemoryStore.ingest`` (what ``memvault ingest`` runs), so the product
+    decides the units; then embedded. Hits are mapped to turns by
+    :func:`ingest_hit_turn`."""
+    from fixtures.conversations import support as conv_support
+    from fixtures.retrieval import support as retrieval
 
-    Each session would be written as a generic JSONL transcript (one line per
-    turn: ``{"role": "user"|"assistant", "name": speaker, "content": text,
-    "timestamp": session date + n seconds}``) and passed through the store
-    API behind ``memvault ingest``, so that the product decides the units
-    (today a session note whose chunks are neighbours; another change makes
-    turns units of their own). Recall then needs a map from hits to dia ids:
-    by the turn's text inside the hit's passage, not by path.
-    """
-    raise NotImplementedError("layout 'ingest' is a hook: see build_ingest_vault's docstring")
+    from memvault.store.memory_store import MemoryStore
+
+    root.mkdir(parents=True, exist_ok=True)
+    retrieval.seed_cache(root, CACHE)
+    sessions: dict[int, list[Turn]] = defaultdict(list)
+    for t in turns:
+        sessions[t.session].append(t)
+    first = turns[0].speaker
+    store = MemoryStore.open(str(root))
+    try:
+        for n, ts in sorted(sessions.items()):
+            src = root.parent / f"{conv_id}-s{n}.jsonl"
+            lines = [json.dumps({"role": "user" if t.speaker == first else "assistant", "name": t.speaker,
+                                 "content": t.text, "session_id": f"{conv_id}-s{n}",
+                                 "timestamp": (t.date + timedelta(seconds=t.number)).isoformat()}) for t in ts]
+            src.write_text("\n".join(lines) + "\n", encoding="utf-8")
+            store.ingest(str(src), session=f"{conv_id}-s{n}", client="generic")
+    finally:
+        store.close()
+    report = retrieval.build(root, cache=CACHE)
+    conv_support.save_cache(root, CACHE)
+    return report
+
+
+def ingest_hit_turn(con: Any, turns: list[Turn]) -> Callable[[dict[str, Any]], str | None]:
+    """Layout "ingest": a search hit as a dia id, from the session its note
+    records and the hit's turn (a session-note hit names its best turn)."""
+    by_session: dict[int, list[Turn]] = defaultdict(list)
+    for t in turns:
+        by_session[t.session].append(t)
+    session_of = {}
+    for path, session in con.execute("SELECT path, session FROM traces WHERE session IS NOT NULL AND path IS NOT NULL"):
+        m = re.search(r"-s(\d+)$", session or "")
+        if m:
+            session_of[path] = int(m.group(1))
+
+    def turn_of(hit: dict[str, Any]) -> str | None:
+        s, n = session_of.get(hit.get("path") or ""), hit.get("turn")
+        if s is None or not isinstance(n, int) or not 1 <= n <= len(by_session[s]):
+            return None
+        return by_session[s][n - 1].id
+
+    return turn_of
 
 
 LAYOUTS: dict[str, Callable[[Path, str, list[Turn]], dict[str, Any]]] = {
@@ -309,14 +354,18 @@ def run_conversation(work: Path, sample: dict[str, Any], args: argparse.Namespac
     fixed = max(t.date for t in turns) + timedelta(days=7)
     r.clock = lambda: fixed  # type: ignore[method-assign]
     base = Baselines(turns, r.embedder(), r.model_key or "")
-    turn_of = {turn_path(conv_id, t.id): t.id for t in turns}
+    if args.layout == "ingest":
+        hit_turn = ingest_hit_turn(store.read_con(), turns)
+    else:
+        paths = {turn_path(conv_id, t.id): t.id for t in turns}
+        hit_turn = lambda h: paths.get(h.get("path") or "")  # noqa: E731
     rows = []
     t1 = time.perf_counter()
     for q in qs:
         ranked: dict[str, list[str]] = {}
         for mode in MEMVAULT_MODES:
             hits = r.search(q["question"], mode=mode, limit=10)["hits"]
-            ranked[mode] = [turn_of[h["path"]] for h in hits if h.get("path") in turn_of]
+            ranked[mode] = [t for t in (hit_turn(h) for h in hits) if t]
         qvec = r.embedder().embed_query(q["question"])
         ranked["bm25"] = base.bm25(q["question"])
         ranked["cosine"] = base.cosine(qvec)
