@@ -108,9 +108,9 @@ def test_a_multi_megabyte_note_is_quoted_from_a_bounded_window(heavy: Path) -> N
         hit = store.search("w17", mode="keyword", limit=3)["hits"][0]
         assert hit["path"] == "Big.md" and "**w17**" in hit["snippet"]
         assert len(hit["passage"]) <= QUOTE_CHARS + 16
-        # Past the scanned prefix the snippet is the note's opening, not a scan of megabytes.
+        # Past the scanned prefix a word is found by one substring search in C, not by tokenizing megabytes.
         far = store.search("needle", mode="keyword", limit=3)["hits"][0]
-        assert far["path"] == "Big.md" and far["snippet"].startswith("# Big The opening line.")
+        assert far["path"] == "Big.md" and far["snippet"].startswith("…") and "**needle**" in far["snippet"]
         block = store.context("needle filler", what="all", budget=300, record=False)
         assert block["tokens"] <= 300
 

@@ -19,10 +19,13 @@ import apsw
 
 from memvault.store.retrieval.neighbours import smooth_scores, turn_neighbours
 from memvault.store.retrieval.snippet import (  # noqa: F401 - MARK_*: re-exported for bench/profile_search.py
+    ELLIPSIS,
     MARK_END,
     MARK_START,
     SCAN_CHARS,
     SNIPPET_TOKENS,
+    WINDOW_CHARS,
+    Term,
     opening,
     query_terms,
     snippet,
@@ -378,15 +381,36 @@ def snippets(con: apsw.Connection, match: str, rowids: Sequence[int]) -> dict[in
         return {}
     terms = query_terms(con, match)
     out: dict[int, str] = {}
-    for rowid, kind, title, head in con.execute(
-        f"SELECT rowid, kind, title, substr(content, 1, {SCAN_CHARS}) FROM traces "
+    for rowid, kind, title, head, size in con.execute(
+        f"SELECT rowid, kind, title, substr(content, 1, {SCAN_CHARS}), length(content) FROM traces "
         f"WHERE rowid IN ({placeholders(len(rowids))})", list(rowids),
     ):
         found = snippet(con, terms, head)
+        if found is None and size > SCAN_CHARS:
+            found = _far_snippet(con, terms, rowid)
         if found is None and kind not in ("fact", "memory"):
             found = snippet(con, terms, title)
         out[rowid] = found if found is not None else opening(head)
     return out
+
+
+def _far_snippet(con: apsw.Connection, terms: Sequence[Term], rowid: int) -> str | None:
+    """A snippet from past the scanned prefix of a very long text: where a
+    term's key first occurs (SQLite's instr(), one pass in C per term, as
+    written in lower case), the window there."""
+    places = [p for (p,) in (con.execute("SELECT instr(content, ?) FROM traces WHERE rowid = ?", (t.key, rowid)).fetchone()
+                             for t in terms[:MAX_FAR_TERMS]) if p]
+    if not places:
+        return None
+    start = max(1, min(places) - WINDOW_CHARS // 2)
+    (window,) = con.execute("SELECT substr(content, ?, ?) FROM traces WHERE rowid = ?",
+                            (start, WINDOW_CHARS, rowid)).fetchone()
+    found = snippet(con, terms, window)
+    return None if found is None else (found if found.startswith(ELLIPSIS) else ELLIPSIS + found)
+
+
+#: Terms looked for past a long text's scanned prefix (each costs a pass over it).
+MAX_FAR_TERMS = 4
 
 
 def _hits(
