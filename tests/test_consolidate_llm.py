@@ -288,3 +288,32 @@ def test_merge_verdicts_parse_strictly() -> None:
     assert confirm.parse_merge_verdict(body({"same": True, "why": "w"})) == (True, "w")
     with pytest.raises(llm_extract.SchemaError):
         confirm.parse_merge_verdict(body({"contradicts": True}))
+
+
+def test_where_the_rules_are_unsure_the_model_decides(vault: Path, llm: FakeLLM, memvault_env: Path) -> None:
+    """Issue 22: two very similar claims that no rule merges or flags (day /
+    night shift: no single-value frame the rule knows) are asked; a pair the
+    model says contradicts is flagged "found by" it, newer over older."""
+    note(vault, "m-day", "Works the day shift at the hospital", created="2026-08-01")
+    note(vault, "m-night", "Works the night shift at the hospital", created="2026-09-01")
+    with opened(vault) as v:
+        v.sync()
+        v.embed()
+    plain = run(vault, "--dry-run", "--json")
+    assert flagged([json.loads(x) for x in plain.output.splitlines()][:-1]) == []  # the rule says nothing
+
+    def shifts(payload: dict[str, Any]) -> Reply:
+        assert payload["messages"][1]["content"].startswith("Older: Works the day shift")
+        return Reply({"contradicts": True, "why": "one shift at a time"})
+
+    configure(memvault_env, llm.base_url)
+    llm.answer = shifts
+    out = run(vault, "--dry-run", "--json")
+    lines = [json.loads(x) for x in out.output.splitlines()]
+    assert flagged(lines[:-1]) == [["m-night", "m-day"]]
+    found = next(a for a in lines[:-1] if a["kind"] == "contradiction")
+    assert found["detail"]["found_by"] == "judge-model" and "one shift at a time" in found["reason"]
+    assert lines[-1]["stats"]["llm_unsure"]["found"] == 1 and len(llm.requests) == 1
+    done = run(vault, "--json")  # remembered: the run flags the same without asking again
+    assert flagged([json.loads(x) for x in done.output.splitlines()][:-1]) == [["m-night", "m-day"]]
+    assert len(llm.requests) == 1

@@ -28,8 +28,11 @@ state that cannot be written (a full disk) costs the memory of the answer,
 not the plan. Only the first :data:`MAX_QUESTIONS` contradictions of a plan
 (in its order) are put to the model; the rest keep the rule's decision
 (``llm.unconfirmed`` in the stats), the same in a dry run and in the run.
-The model only ever removes flags: it never adds a pair the rule did not
-find, so the rule's precision is the floor.
+The model removes flags the rule found and merges the rule proposed. Where
+the rules are unsure (two claims as similar as a merge needs, neither merged
+nor flagged: ``plan.unsure``, most similar first), the model is asked too,
+with what is left of the question budget, and a pair it says contradicts is
+flagged "found by <model>" (``llm_unsure`` in the stats).
 """
 
 from __future__ import annotations
@@ -42,7 +45,7 @@ from dataclasses import dataclass
 from datetime import datetime, timezone
 from typing import TYPE_CHECKING, Any
 
-from memvault.store.consolidation.plan import Plan
+from memvault.store.consolidation.plan import Action, Plan
 from memvault.store.consolidation.records import Record
 from memvault.store.db.connection import StoreWriteError, write_transaction
 from memvault.store.facts.llm_extract import LLMCancelled, LLMError, LLMExtractor, SchemaError, answer_json
@@ -160,7 +163,7 @@ def confirm_plan(store: "MemoryStore", plan: Plan, records: Mapping[str, Record]
     removes actions; the cap of :data:`MAX_QUESTIONS` covers both kinds, merges
     first. :class:`LLMCancelled` when ``cancel`` is set mid-question."""
     kinds = [k for k in (_MERGE, _CONTRADICTION) if any(a.kind == k.action for a in plan.actions)]
-    if not kinds:
+    if not kinds and not plan.unsure:
         return
     asker = LLMExtractor.from_settings(store.settings)
     asker.cancel = cancel
@@ -168,6 +171,43 @@ def confirm_plan(store: "MemoryStore", plan: Plan, records: Mapping[str, Record]
     failed: list[str] = []
     for kind in kinds:
         budget = _confirm_kind(store, plan, records, kind, asker, budget, failed)
+    if plan.unsure and budget and not failed:
+        _ask_unsure(store, plan, records, asker, budget)
+
+
+def _ask_unsure(store: "MemoryStore", plan: Plan, records: Mapping[str, Record], asker: LLMExtractor,
+                budget: int) -> None:
+    """Where the rules said nothing about two very similar claims, the model
+    decides: a pair it says contradicts is flagged ("found by <model>").
+    Answers are remembered like the others, so a dry run equals its run."""
+    model = asker.settings.model
+    pairs = [(o, n) for o, n in plan.unsure if o in records and n in records][:budget]
+    keys = {p: pair_key(records[p[0]].content, records[p[1]].content) for p in pairs}
+    known = _known(store, sorted(set(keys.values())))
+    stats: dict[str, Any] = {"model": model, "asked": 0, "remembered": 0, "found": 0}
+    for older, newer in pairs:
+        key = keys[(older, newer)]
+        if key in known:
+            stats["remembered"] += 1
+        else:
+            texts = [records[older].content, records[newer].content]
+            try:
+                known[key] = asker.ask(SYSTEM_PROMPT, _CONTRADICTION.prompt(texts), parse_verdict)
+            except LLMCancelled:
+                raise
+            except LLMError as exc:
+                stats["error"] = f"{model} did not answer ({exc}); nothing was added"
+                break
+            stats["asked"] += 1
+            _remember(store, key, *known[key], model)
+        contradicts, why = known[key]
+        if contradicts:
+            stats["found"] += 1
+            plan.actions.append(Action("contradiction", [newer, older],
+                                       f"found by {model}: {why}; {newer} is newer" if why else
+                                       f"found by {model}; {newer} is newer",
+                                       {"older": older, "newer": newer, "kind": "llm", "found_by": model}))
+    plan.stats["llm_unsure"] = stats
 
 
 def _confirm_kind(store: "MemoryStore", plan: Plan, records: Mapping[str, Record], kind: _Kind,

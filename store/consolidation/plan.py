@@ -79,6 +79,9 @@ class Plan:
     day: str
     actions: list[Action] = field(default_factory=list)
     stats: dict[str, Any] = field(default_factory=dict)
+    #: Claims at least as similar as a merge needs that the rules neither merge
+    #: nor flag: (older, newer) ids, most similar first. Only the llm is asked about them.
+    unsure: list[tuple[str, str]] = field(default_factory=list)
 
     def counts(self) -> dict[str, int]:
         """Actions per kind, every step named (decay counts the memories that fade)."""
@@ -373,6 +376,26 @@ def _contradictions(live: Sequence[Record], sims: "Similarity", policy: Policy,
     return sorted(out, key=lambda a: (a.detail["older"], a.detail["newer"]))
 
 
+#: At most this many unsure pairs are kept for the llm (most similar first).
+UNSURE_LIMIT = 100
+
+
+def _unsure(live: Sequence[Record], sims: "Similarity", policy: Policy, plan: Plan,
+            context: Context) -> list[tuple[str, str]]:
+    """Pairs of claims as similar as a merge needs that no rule merged or
+    flagged: where the rules are unsure they say nothing (the llm may be asked)."""
+    rec = {r.id: r for r in live if r.type in rules.CLAIM_TYPES}
+    decided = {frozenset(a.ids) for a in plan.actions if a.kind == "contradiction"} | context.flagged
+    found = []
+    for (a, b), sim in sims.pairs.items():
+        if a in rec and b in rec and sim >= policy.thresholds.merge and frozenset((a, b)) not in decided:
+            if rec[a].memo.f.norm == rec[b].memo.f.norm or rec[a].scope != rec[b].scope:
+                continue
+            older, newer = sorted((rec[a], rec[b]), key=lambda r: (r.created, bool(r.memo.f.changes), r.id))
+            found.append((-sim, older.id, newer.id))
+    return [(o, n) for _, o, n in sorted(found)[:UNSURE_LIMIT]]
+
+
 def _due_tasks(live: Sequence[Record], today: date) -> list[Action]:
     return [
         Action("task_done", [r.id], f"done, and due {r.due.isoformat()} has passed", {"due": r.due.isoformat()})
@@ -407,6 +430,7 @@ def make_plan(records: Sequence[Record], vectors: "Mapping[str, np.ndarray]", po
     live = [r for r in live if r.id not in gone]
     plan.actions += _promotions(live, sims, policy, book, context)
     plan.actions += _contradictions(live, sims, policy, book, context)
+    plan.unsure = _unsure(live, sims, policy, plan, context)
     plan.actions += _due_tasks(live, today)
     plan.stats["records"] = len(records)
     plan.stats["vectors"] = sum(1 for r in records if r.id in vectors)
