@@ -140,3 +140,13 @@ def test_cli_merge(three, vault: Path) -> None:
     assert "merged m-c into m-a" in out.output and "m-c  superseded (merged into m-a)" in out.output
     out = runner.invoke(cli, ["--vault", str(vault), "restore", "m-c"])
     assert out.exit_code == 0 and "Restored m-c" in out.output, out.output
+
+
+def test_doctor_finds_a_merge_in_order(three, vault: Path) -> None:
+    """A merged memory is superseded and recorded in state.merges, not in
+    memory_versions: doctor used to call every merge unhealthy, forever
+    (backfill had nothing to copy)."""
+    three.merge(["m-a", "m-b"])
+    three.close()
+    out = CliRunner().invoke(cli, ["--vault", str(vault), "doctor", "--json"])
+    assert out.exit_code == 0 and json.loads(out.output)["healthy"] is True, out.output

@@ -102,8 +102,10 @@ _STATE_NOT_INDEXED = (
     "SELECT count(*) FROM state.forgotten f WHERE NOT EXISTS (SELECT 1 FROM traces t WHERE t.id = f.memory_id)",
 )
 _INDEXED_NOT_STATE = (
+    # A memory merged into another is superseded too; state.merges holds it.
     "SELECT count(*) FROM traces t WHERE t.kind = 'memory' AND t.status = 'superseded' "
-    "AND NOT EXISTS (SELECT 1 FROM state.memory_versions v WHERE v.id = t.id)",
+    "AND NOT EXISTS (SELECT 1 FROM state.memory_versions v WHERE v.id = t.id) "
+    "AND NOT EXISTS (SELECT 1 FROM state.merges m WHERE m.memory_id = t.id)",
     "SELECT count(*) FROM traces t WHERE t.kind = 'memory' AND t.status = 'deleted' "
     "AND NOT EXISTS (SELECT 1 FROM state.forgotten f WHERE f.memory_id = t.id)",
 )

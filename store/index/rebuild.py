@@ -166,7 +166,8 @@ def backfill_state(con: apsw.Connection) -> int:
     the index first: a process killed between the two commits leaves such
     rows (every full sync calls this, so they never stay behind long)."""
     versions = rec.get_traces(
-        con, "kind = 'memory' AND status = 'superseded' AND id NOT IN (SELECT id FROM state.memory_versions)")
+        con, "kind = 'memory' AND status = 'superseded' AND id NOT IN (SELECT id FROM state.memory_versions) "
+        "AND id NOT IN (SELECT memory_id FROM state.merges)")  # a merged memory is in state.merges
     deleted = rec.get_traces(
         con, "kind = 'memory' AND status = 'deleted' AND id NOT IN (SELECT memory_id FROM state.forgotten)")
     if not versions and not deleted:
