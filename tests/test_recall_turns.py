@@ -118,3 +118,21 @@ def test_reading_path_and_block_id_gives_the_turn(session: Path) -> None:
         assert turn["content"].startswith("2023-05-08 13:59 Melanie: Nice.") and turn["anchor"] == "^t4"
         with pytest.raises(MemvaultError, match="no turn"):
             store.read(ref.replace("^t4", "^t99"))
+
+
+def test_chunks_found_by_similarity_come_down_to_their_turns() -> None:
+    from memvault.store.retrieval.recall import Passage
+    from memvault.store.retrieval.turns import as_turns
+
+    content = "## Digest\nA chat.\n\n## Transcript\n\n" + "".join(
+        f"> [!user] Ana · 2023-01-02 10:0{n}\n> words of turn {n} about {topic}\n\n^t{n}\n\n"
+        for n, topic in enumerate(["tea", "kites", "boats", "kites again"], 1))
+    turns = note_turns(content)
+    # Two chunks, best first: turn 3's, then one over turns 1-2 (chosen among by words); the digest is dropped.
+    spans = [Passage(turns[2].start, turns[2].stop, "Transcript", 0.8),
+             Passage(turns[0].start, turns[1].stop, "Transcript", 0.78), Passage(0, 18, "Digest", 0.77)]
+    picked = as_turns(content, spans, "kites")
+    assert [p.turn.n for p in picked] == [3, 2] and picked[0].similarity == 0.8
+    # A note without turns keeps its passages as they are.
+    plain = [Passage(0, 5, "", 0.5)]
+    assert as_turns("Just a note.", plain, "kites") == plain

@@ -177,23 +177,28 @@ def turn_hit(con: apsw.Connection, hit: Any, turn: NoteTurn, query: str) -> dict
 
 
 def as_turns(content: str, spans: Sequence[Passage], message: str) -> list[Passage]:
-    """``spans`` of a session note as the one turn to quote: among the turns
-    the best span overlaps, the one sharing most words with ``message`` (so
-    a chunk of several turns, or the whole transcript when there are no
-    chunks, comes down to its turn); ``spans`` as they are for any other
-    note, or when no turn can be chosen."""
+    """``spans`` of a session note (best first) as the turns to quote: for
+    each, among the turns it overlaps, the one sharing most words with
+    ``message`` (so a chunk of several turns, or the whole transcript when
+    there are no chunks, comes down to its turn), each turn once; a span
+    holding no turn (the digest) is left out unless it is the best and no
+    turn shares a word. ``spans`` as they are for any other note."""
     if not spans or not has_turns(content):
         return list(spans)
     turns = note_turns(content)
-    best = spans[0]
-    inside = [t for t in turns if t.start < best.stop and best.start < t.stop] or turns
-    i = 0 if len(inside) == 1 else best_turns_by_words(content, inside, message, _STOPWORDS)
-    if i is None:
-        if len(inside) == len(turns):
-            return list(spans)  # nothing to go by: the passage as it is (a digest, say)
-        i = 0
-    turn = inside[i]
-    return [Passage(turn.start, turn.stop, "", best.similarity, turn=turn)]
+    out: list[Passage] = []
+    for n, span in enumerate(spans):
+        inside = [t for t in turns if t.start < span.stop and span.start < t.stop]
+        if not inside and n > 0:
+            continue
+        pool = inside or turns
+        i = 0 if len(pool) == 1 else best_turns_by_words(content, pool, message, _STOPWORDS)
+        if i is None and not inside:
+            return list(spans) if not out else out  # nothing to go by: the passage as it is
+        turn = pool[i or 0]
+        if all(p.turn is None or p.turn.n != turn.n for p in out):
+            out.append(Passage(turn.start, turn.stop, "", span.similarity, turn=turn))
+    return out
 
 
 def turn_items(item: RecallItem, content: str, turn: NoteTurn) -> list[RecallItem]:
