@@ -131,6 +131,7 @@ class TurnIngester:
         from memvault.store.memory_store import MemoryStore
 
         own = MemoryStore(self.store.root, self.store.settings, data_dir=self.store.data_dir)
+        own.fact_defer = self.store.fact_defer  # with extractor = "llm": to the daemon's llm worker, not inline
         try:
             while True:
                 job = self._next(stop)
