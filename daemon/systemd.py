@@ -58,8 +58,10 @@ WantedBy=default.target
 """
 
 #: Environment variables carried into the unit when set: where the index
-#: and the config live must be the same for the service as for the CLI.
-CARRIED_ENV = ("MEMVAULT_HOME", "MEMVAULT_CONFIG")
+#: and the config live must be the same for the service as for the CLI, and
+#: the transcript folders the per-turn ingest accepts (see .turn_paths) the
+#: same as the hooks'.
+CARRIED_ENV = ("MEMVAULT_HOME", "MEMVAULT_CONFIG", "MEMVAULT_TRANSCRIPT_DIRS", "CLAUDE_CONFIG_DIR", "CODEX_HOME")
 
 
 class ServiceError(MemvaultError):
