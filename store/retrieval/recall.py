@@ -6,6 +6,13 @@ block that fits a token budget, counted with the embedder's own tokenizer::
     ## Recalled Memory
     - [identity] Works as a backend engineer in Lisbon. (Memory/identity/role.md)
     - [fact] Deploys happen on Fridays. (Runbook > Deploys)
+    - 2023-05-08 13:59 Melanie: I ran a charity race two weeks ago [2023-04-24]. (2023-05-08 Chat#^t4)
+
+Each item is one plain line: a memory or fact as ``[type] date text
+(source)`` (the date when it has an event time), a turn of a conversation as
+``date speaker: text (note#^tN)`` (:mod:`~memvault.store.retrieval.turns`);
+relative times in the text are followed by the dates they mean
+(:func:`~memvault.store.retrieval.when.with_dates`).
 
 The best relevant item is placed first, so identity can never crowd it
 out: identity memories then get at most :data:`IDENTITY_SHARE` of what is
