@@ -109,11 +109,13 @@ def announce(data: dict[str, object], vault: str | None, client: str) -> str:
     reply = request(vault_data_dir(_vault(vault)) / SOCKET_NAME, {"v": PROTOCOL, "op": "ingest", "args": args})
     if reply is not None and reply.get("ok") is True:
         return ""
-    error = reply.get("error") if reply is not None else None
-    if isinstance(error, dict):  # the daemon refused it (its own check, a full queue)
-        return f"the daemon did not queue {path}: {error.get('message')}"
-    return (f"no daemon took {path}: its turns will be ingested at session end "
-            "(or at a later turn while a daemon runs)")
+    later = "its turns will be ingested at session end (or at a later turn while a daemon runs)"
+    if reply is None:
+        return f"no daemon took {path}: {later}"
+    error = reply.get("error")
+    if isinstance(error, dict):  # refused: its own check of the path, a full queue
+        return f"the daemon did not queue {path}: {error.get('message')}; {later}"
+    return f"the daemon did not understand the request ({reply.get('message')}; an older daemon?): {later}"
 
 
 def request(sock_path: Path, message: dict[str, object]) -> dict[str, object] | None:
