@@ -116,6 +116,12 @@ def test_a_key_that_ends_a_line_never_takes_the_next_lines_word() -> None:
         ("changed my PIN to 4821 today", "changed my PIN to [redacted] today"),
         # An environment variable's PASS.
         ("DB_PASS=s3cr3tpw99", "DB_PASS=[redacted]"),
+        # "<key> for <something>: <value>" is an assignment, also of a plain word.
+        ("Password for wifi: BlueSky#77", "Password for wifi: [redacted]"),
+        ("- Password for the router: sunshine", "- Password for the router: [redacted]"),
+        ("PIN for the gate: 4821 (ask Ana)", "PIN for the gate: [redacted] (ask Ana)"),
+        # Words joined into one are a passphrase, not a word.
+        ("the password is correct-horse-battery-staple.", "the password is [redacted]."),
     ],
 )
 def test_only_the_value_is_cut(text: str, expected: str) -> None:
@@ -151,6 +157,9 @@ def test_only_the_value_is_cut(text: str, expected: str) -> None:
         "Set the token to expire in 2025",
         "my password is set to expire on 2026-01-01",
         "Boarding pass: 12B",
+        "Password for the guest network: posted on the fridge",
+        "Token for the API: see the wiki",
+        "the password is up-to-date",
     ],
 )
 def test_prose_that_names_a_secret_is_left(text: str) -> None:
@@ -208,7 +217,7 @@ def test_text_without_a_secret_shape_is_never_changed(text: str) -> None:
 
 _SECRET_SHAPES = st.sampled_from([
     "password: {v}", "my password is {v}", "the PIN for the gate is {v}", "api key: {v}", "token = {v}",
-    "secret is {v}", "{gh}", "aws {aws}", "I set the wifi password to {v}",
+    "secret is {v}", "{gh}", "aws {aws}", "I set the wifi password to {v}", "Password for the NAS: {v}",
 ])
 _VALUE = st.text(alphabet="abcdefghkmnpqrstuvwxyzABCDEFGHJKLMNPQRSTUVWXYZ23456789!#%&-", min_size=6, max_size=14).filter(
     lambda s: any(c.isdigit() for c in s) and any(c.isalpha() for c in s) and s[-1] not in "!"

@@ -25,7 +25,8 @@ What counts as a credential:
   ``api_key = v``, ``**Token**:: v``, the key possibly in Markdown emphasis
   or code; an environment variable's ``DB_PASS``) or in prose ("my sudo
   password is v", "the PIN for the safe was v", "the API key is: v", "the
-  password was changed to v", "I set the wifi password to v"). The value is one token (white space ends it; a
+  password was changed to v", "I set the wifi password to v"; "Password
+  for the wifi: v" counts as assigned). The value is one token (white space ends it; a
   quoted value goes whole); punctuation closing it ("v." at a sentence's
   end) is kept, and so is the rest of the sentence and of the line: a
   value never runs across a line break. An assigned ``password``,
@@ -141,12 +142,12 @@ _PASSPHRASE_RE = re.compile(
 _CHANGE_VERB = r"set|change[ds]?|reset|update[ds]?"
 _CHANGED_TO = rf"(?:(?:is|was|has[ \t]+been|had[ \t]+been|got)[ \t]+)?(?:{_CHANGE_VERB})[ \t]+to"
 # Prose: "my sudo password is X", "the PIN for the safe was X", "the API key
-# is: X". What lies between the key and "is" is a "for/to/of/on/at ..."
-# phrase inside one sentence.
+# is: X", "Password for the wifi: X" (read as assigned). What lies between
+# the key and "is" is a "for/to/of/on/at ..." phrase inside one sentence.
 _PROSE_RE = re.compile(
     rf"(?i)(?<![A-Za-z0-9])(?P<head>(?P<key>{_ALWAYS_KEY}|{_TOKEN_KEY})"
-    r"(?:[ \t]+(?:for|to|of|on|at)[ \t]+[^\n.!?;:=]{1,60}?)?[ \t]+"
-    rf"(?:{_CHANGED_TO}|is|was|are|were|=)(?:[ \t]*:)?[ \t]+"
+    r"(?:[ \t]+(?:for|to|of|on|at)[ \t]+[^\n.!?;:=]{1,60}?)?"
+    rf"(?:[ \t]+(?:{_CHANGED_TO}|is|was|are|were|=)(?:[ \t]*:)?|(?P<colon>:))[ \t]+"
     rf"{_EMPHASIS}){_VALUE}"
 )
 # "I set the router password to X", "changed my PIN to X".
@@ -348,6 +349,8 @@ class _Redactor:
             secret = not _is_plain_word(value) or not _PROSE_GOES_ON_RE.match(m.string, m.end())
         else:
             secret = looks_secret(value) if _strong(key) else looks_random(value)
+        if not secret and _always(key) and len(_WORD_JOINS_RE.split(value)) >= 4:
+            secret = True  # words joined into one: "correct-horse-battery-staple"
         if not secret:
             return m.group(0)
         self.count += 1
@@ -397,7 +400,7 @@ def _redact_line(line: str, low: str, r: _Redactor) -> str:
             if "passphrase" in low:
                 out = _PASSPHRASE_RE.sub(r.passphrase, out)
             out = _ASSIGN_RE.sub(lambda m: r.keyed(m, assigned=True), out)
-        out = _PROSE_RE.sub(lambda m: r.keyed(m, assigned=False), out)
+        out = _PROSE_RE.sub(lambda m: r.keyed(m, assigned=m.group("colon") is not None), out)
         if " to" in low:
             out = _SET_RE.sub(lambda m: r.keyed(m, assigned=False), out)
     return out
