@@ -49,6 +49,8 @@ Systems, all in the same run over the same turn texts:
 Measures: evidence recall@5 and @10 (share of a question's evidence turns in
 the top 5 / 10), and the **recall block**: the share of evidence turns whose
 text is inside ``context --what all --budget 800`` (``Retriever.context``),
+(a turn counts when its text, whitespace collapsed and bracketed insertions
+such as the date the block adds after "yesterday" left out, is in the block's),
 against each baseline's best turns ("- Speaker: text" lines) packed greedily
 into the same 800 tokens, counted with the product's tokenizer
 (``recall.block_tokens``; the block's header counts too).
@@ -303,8 +305,13 @@ class Baselines:
         return sorted(score, key=lambda t: (-score[t], t))
 
 
+_BRACKETED = re.compile(r"\s*\[[^\]]*\]")
+
+
 def _norm(text: str) -> str:
-    return " ".join(text.split())
+    """Whitespace collapsed and bracketed insertions dropped: the block dates
+    a relative time in place ("yesterday [2023-01-19]")."""
+    return " ".join(_BRACKETED.sub("", text).split())
 
 
 def packed(ranked: list[str], by_id: dict[str, Turn], budget: int = BUDGET) -> list[str]:
