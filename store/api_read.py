@@ -30,9 +30,15 @@ class ReadAPI(StoreParts):
         return self.retriever.context(message, **options)
 
     def show(self, ref: str) -> dict[str, Any]:
-        """One note, memory or fact by id, vault path or title, as a dict."""
+        """One note, memory or fact by id, vault path or title, as a dict
+        (``path#^t12``: one turn of a session note)."""
         from memvault.store.index import lookup
 
+        if "#^" in ref and lookup.find_trace(self.read_con(), ref) is None:
+            from memvault.store.retrieval.turns import narrow_to_block
+
+            base, block = ref.rsplit("#^", 1)
+            return narrow_to_block(lookup.describe(self.read_con(), self._trace(base), self.name), block)
         return lookup.describe(self.read_con(), self._trace(ref), self.name)
 
     def links(self, ref: str) -> list[dict[str, Any]]:

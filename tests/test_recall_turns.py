@@ -136,3 +136,14 @@ def test_chunks_found_by_similarity_come_down_to_their_turns() -> None:
     # A note without turns keeps its passages as they are.
     plain = [Passage(0, 5, "", 0.5)]
     assert as_turns("Just a note.", plain, "kites") == plain
+
+
+def test_show_takes_the_turn_by_its_block_id(session: Path) -> None:
+    with opened(session) as store:
+        ref = store.search("charity race", mode="keyword")["hits"][0]["ref"]
+    r = run(session, "show", ref)
+    assert r.exit_code == 0, r.output
+    assert r.output.rstrip().endswith("2023-05-08 13:59 Melanie: Nice. I painted a sunrise last Friday [2023-05-05], "
+                                      "and I ran a charity race two weeks ago [2023-04-24].")
+    r = run(session, "show", ref.replace("^t4", "^t99"))
+    assert r.exit_code == 1 and "no turn ^t99" in r.output
