@@ -356,20 +356,21 @@ def weak_weights(con: apsw.Connection, kw: KeywordLists) -> dict[int, float]:
         return {}
     from memvault.store.retrieval.neighbours import turn_neighbours
 
+    rows = [r for r, _ in kw.weak]
+    beside = turn_neighbours(con, rows)
+    turns = [r for r in rows if r in beside]
+    if not turns:
+        return {}  # no turn among them (most vaults): nothing more to look up
     weights = idf(con, kw.content)
     total = sum(weights.values())
     if total <= 0:
         return {}
-    rows = [r for r, _ in kw.weak]
-    beside = turn_neighbours(con, rows)
-    every = sorted({x for r in rows for x in (r, *beside.get(r, (None, None))) if x is not None})
+    every = sorted({x for r in turns for x in (r, *beside[r]) if x is not None})
     words = matched_words(con, kw.content, every)
     out = {}
-    for r in rows:
-        if r not in beside:
-            continue  # no turn: the constant weight
+    for r in turns:
         said = set(words.get(r, ()))
-        for n in beside.get(r, (None, None)):
+        for n in beside[r]:
             if n is not None:
                 said |= words.get(n, set())
         out[r] = sum(weights[w] for w in said) / total
