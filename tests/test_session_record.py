@@ -161,6 +161,23 @@ def test_a_turn_another_redactor_version_wrote_is_not_superseded(
         assert regenerated.plan.superseded == 1 and "A new answer." in (vault / one.path).read_text("utf-8")
 
 
+def test_a_session_note_moved_while_nothing_watched_grows_where_it_is(vault: Path, tmp_path: Path) -> None:
+    transcript = _jsonl(tmp_path / "chat.jsonl", _chat("Which editor? I use Vim daily.", "Vim is fine."))
+    with opened(vault) as store:
+        first = store.ingest(transcript, session="moved")
+    moved = vault / "Chats" / "Editors.md"
+    moved.parent.mkdir()
+    (vault / first.path).rename(moved)  # no sync, no daemon: the index still has the old path
+    moved.write_text(moved.read_text("utf-8") + "A person's line.\n", "utf-8")
+    _jsonl(transcript, _chat("Which editor? I use Vim daily.", "Vim is fine.", "And the theme?", "Gruvbox."))
+    with opened(vault) as store:
+        again = store.ingest(transcript, session="moved")
+    assert (again.action, again.path, again.plan.new_turns) == ("updated", "Chats/Editors.md", 2)
+    assert [p.relative_to(vault).as_posix() for p in vault.rglob("*.md")] == ["Chats/Editors.md"]
+    text = moved.read_text("utf-8")
+    assert "A person's line." in text and "> Gruvbox." in text
+
+
 def test_a_claude_code_message_ingested_halfway_is_superseded_not_cut(vault: Path, tmp_path: Path) -> None:
     def line(uuid: str, parent: str | None, kind: str, content: Any, mid: str | None = None) -> dict[str, Any]:
         message: dict[str, Any] = {"role": kind, "content": content}

@@ -159,6 +159,7 @@ class SessionWriter:
 
     store: "MemoryStore"
     claimed: set[str] = field(default_factory=set)  # paths planned in this batch
+    rescanned: bool = False  # the vault was synced to find a note that moved
 
     @property
     def folder(self) -> str:
@@ -180,6 +181,13 @@ class SessionWriter:
         )
         key = ik.ImportKey(SESSION_SOURCE, note_id, note_id, khash)
         path = self._locate(note_id, row, conv)
+        if path is None and row is not None and not self.rescanned:
+            # Written before and not where the index saw it: a person may have
+            # moved it while nothing watched the vault. One sync finds it, so
+            # the conversation is not written a second time beside it.
+            self.rescanned = True
+            self.store.sync()
+            path = self._locate(note_id, row, conv)
         if path is not None:
             key.path = path
             if row is not None and row.hash == khash and row.path == path:
