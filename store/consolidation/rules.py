@@ -75,13 +75,10 @@ class Thresholds:
     """Cosine similarity thresholds, calibrated on ``tests/fixtures/consolidation/dev.json``
     (see ``bench/bench_consolidate_quality.py`` and the README)."""
 
-    #: ``add`` names live memories from this similarity minus 0.20 up (``similar_to``); the plain baseline.
+    #: ``add`` refuses a new memory this similar to a live one (with no value, polarity or name apart).
     duplicate: float = 0.70
-    #: ``consolidate`` proposes merging groups whose every pair is at least this similar (within
-    #: :func:`.paraphrase.judge`'s margins). Chosen on dev, test and the first fresh set together
-    #: (recall at precision >= 0.90 on each): 0.60 gives 0.983 / 0.806, 1.000 / 0.825, 0.914 / 0.631
-    #: where 0.75 gave 1.000 / 0.653, 1.000 / 0.675, 0.922 / 0.560.
-    merge: float = 0.60
+    #: ``consolidate`` merges groups whose every pair is at least this similar.
+    merge: float = 0.75
     #: A contradiction candidate must be at least this similar (when there are vectors).
     contradiction: float = 0.45
     #: Two episodes of one habit are at least this similar.
