@@ -73,7 +73,7 @@ KEYS: tuple[Key, ...] = (
     Key("recall.evergreen_tags", ["evergreen"], "Memories with any of these tags never decay."),
     Key("consolidate.interval", 86400, "Seconds between the daemon's consolidation runs (default daily); 0 turns them off."),
     Key("consolidate.quiet", 60, "The daemon consolidates only after this many seconds without a vault event."),
-    Key("consolidate.duplicate_similarity", 0.7, "`add` takes a new memory this similar to a live one for a duplicate."),
+    Key("consolidate.duplicate_similarity", 0.7, "`add` names live memories from this similarity minus 0.20 up in `similar_to` (it refuses only the same text)."),
     Key("consolidate.merge_similarity", 0.75, "`consolidate` merges memories at least this similar to each other."),
     Key("consolidate.archive_strength", 0.2, "`consolidate` archives memories whose strength fell to this or below..."),
     Key("consolidate.archive_days", 120, "...and that were not recalled for more than this many days."),

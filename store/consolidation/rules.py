@@ -75,7 +75,7 @@ class Thresholds:
     """Cosine similarity thresholds, calibrated on ``tests/fixtures/consolidation/dev.json``
     (see ``bench/bench_consolidate_quality.py`` and the README)."""
 
-    #: ``add`` refuses a new memory this similar to a live one (with no value, polarity or name apart).
+    #: ``add`` names live memories from this similarity minus 0.20 up (``similar_to``); the plain baseline.
     duplicate: float = 0.70
     #: ``consolidate`` merges groups whose every pair is at least this similar.
     merge: float = 0.75
