@@ -14,7 +14,8 @@ Requests coalesce: there is at most one pending job per transcript, and a
 newer request for a transcript still waiting replaces it (the latest wins:
 ingest reads the whole file, so the newest request covers every turn the
 earlier ones announced). A transcript being ingested while a request for it
-arrives is ingested once more afterwards. Ingest is incremental (a session
+arrives is ingested once more afterwards. A job runs :data:`SETTLE` seconds
+after its latest request, not at once (module constant's comment). Ingest is incremental (a session
 note grows by the new turns only, see :mod:`memvault.store.flows.sessions`),
 so a turn costs the new turns' writing and indexing, not the session's.
 
@@ -45,6 +46,10 @@ log = logging.getLogger("memvault.turns")
 MAX_PENDING = 256
 #: Seconds a stopping daemon waits for the ingest in flight.
 STOP_WAIT = 30.0
+#: Seconds a job waits after its latest request before it runs: the reply to
+#: the hook goes out without an ingest competing for the interpreter, and a
+#: client still appending to the transcript as it fires ``Stop`` is done.
+SETTLE = 0.05
 
 
 
@@ -57,6 +62,7 @@ class TurnJob:
     client: str
     queued: float  # time.monotonic() of the first request it stands for
     requests: int = 1
+    latest: float = 0.0  # time.monotonic() of its latest request
 
 
 Ingest = Callable[["MemoryStore", TurnJob], Any]
@@ -76,9 +82,10 @@ class TurnIngester:
     """
 
     def __init__(self, store: "MemoryStore", *, on_done: Callable[[], None] | None = None,
-                 ingest: Ingest = _store_ingest) -> None:
+                 ingest: Ingest = _store_ingest, settle: float = SETTLE) -> None:
         self.store = store
         self.on_done = on_done
+        self.settle = settle
         self._ingest = ingest
         self._pending: dict[str, TurnJob] = {}  # insertion order: first come, first ingested
         self._running: str | None = None
@@ -106,9 +113,10 @@ class TurnIngester:
             old = self._pending.get(path)
             if old is not None:
                 self.counts["coalesced"] += 1
-                self._pending[path] = TurnJob(path, session, client, old.queued, old.requests + 1)
+                self._pending[path] = TurnJob(path, session, client, old.queued, old.requests + 1, time.monotonic())
             else:
-                self._pending[path] = TurnJob(path, session, client, time.monotonic())
+                now = time.monotonic()
+                self._pending[path] = TurnJob(path, session, client, now, latest=now)
             self._cond.notify_all()
             return {"queued": True, "coalesced": old is not None, "pending": len(self._pending),
                     "running": self._running == path}
@@ -158,17 +166,21 @@ class TurnIngester:
             self._cond.notify_all()
 
     def _next(self, stop: threading.Event | None) -> TurnJob | None:
-        """The oldest waiting job, now running; None once asked to stop."""
+        """The oldest waiting job once it has settled (:data:`SETTLE`), now
+        running; None once asked to stop."""
         with self._cond:
-            while not self._pending:
+            while True:
                 if self._stop.is_set() or (stop is not None and stop.is_set()):
                     return None
-                self._cond.wait(0.5)  # stop may be set without a notify (the supervisor's event)
-            if self._stop.is_set() or (stop is not None and stop.is_set()):
-                return None
-            path = next(iter(self._pending))
-            self._running = path
-            return self._pending.pop(path)
+                if not self._pending:
+                    self._cond.wait(0.5)  # stop may be set without a notify (the supervisor's event)
+                    continue
+                path = next(iter(self._pending))
+                wait = self._pending[path].latest + self.settle - time.monotonic()
+                if wait <= 0:
+                    self._running = path
+                    return self._pending.pop(path)
+                self._cond.wait(wait)
 
     def _one(self, store: "MemoryStore", job: TurnJob) -> None:
         """Ingest one job; a failure is logged and counted, never raised

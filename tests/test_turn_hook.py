@@ -145,14 +145,17 @@ def test_requests_for_one_transcript_coalesce_in_the_daemon(vault: Path, tmp_pat
         t.turn(f"Question {n} about the quarterly report and its figures?", f"Answer {n}: the figures hold.")
     args = {"path": str(t.path), "session": SESSION, "client": "claude-code"}
     with daemon(vault, tmp_path):
-        replies = [ask(vault_data_dir(vault), "ingest", args) for _ in range(10)]
+        replies = [ask(vault_data_dir(vault), "ingest", args)]
+        wait_for(lambda: turn_status(vault)["running"] == str(t.path))
+        replies += [ask(vault_data_dir(vault), "ingest", args) for _ in range(9)]
         during = turn_status(vault)
         wait_for(lambda: turn_status(vault)["running"] is None and turn_status(vault)["pending"] == 0, timeout=60)
         status = turn_status(vault)
     assert during["running"] == str(t.path)  # every reply came while the first ingest still ran: none waited for it
     assert all(r is not None and r["queued"] for r in replies)
-    # ten requests while the first ingest ran: one job ran, at most one more waited for it
-    assert status["requests"] == 10 and status["ingested"] <= 2 and status["coalesced"] >= 8, status
+    # nine requests while the first ingest ran: one more job waited for it, standing for all nine
+    assert status["requests"] == 10 and status["ingested"] == 2 and status["coalesced"] == 8, status
+    assert status["last"]["requests"] == 9
     assert sum(bool(r and r["coalesced"]) for r in replies) == status["coalesced"]
     assert session_note(vault).count("Answer 1499: the figures hold.") == 1
 
