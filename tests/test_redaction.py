@@ -120,6 +120,10 @@ def test_a_key_that_ends_a_line_never_takes_the_next_lines_word() -> None:
         ("Password for wifi: BlueSky#77", "Password for wifi: [redacted]"),
         ("- Password for the router: sunshine", "- Password for the router: [redacted]"),
         ("PIN for the gate: 4821 (ask Ana)", "PIN for the gate: [redacted] (ask Ana)"),
+        # A code that opens something.
+        ("I set the alarm code to Kq8#2zzp.", "I set the alarm code to [redacted]."),
+        ("The door code is 4821, ask Ana.", "The door code is [redacted], ask Ana."),
+        ("Recovery codes: abcd-1234-efgh", "Recovery codes: [redacted]"),
         # Words joined into one are a passphrase, not a word.
         ("the password is correct-horse-battery-staple.", "the password is [redacted]."),
     ],
@@ -160,6 +164,10 @@ def test_only_the_value_is_cut(text: str, expected: str) -> None:
         "Password for the guest network: posted on the fridge",
         "Token for the API: see the wiki",
         "the password is up-to-date",
+        "error code: 1234",
+        "zip code: 90210",
+        "The gate code is on the fridge",
+        "the source code is clean",
     ],
 )
 def test_prose_that_names_a_secret_is_left(text: str) -> None:

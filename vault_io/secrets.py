@@ -34,7 +34,9 @@ What counts as a credential:
   only when it looks like a secret (:func:`looks_secret`: not a plain word,
   so "the password policy is strict" and "token: see the wiki" stay), and
   the value of a bare ``key`` only when it looks generated
-  (:func:`looks_random`: "the key is to stay calm" stays).
+  (:func:`looks_random`: "the key is to stay calm" stays). A code that
+  opens something (alarm, door, gate, access, recovery... code) is a key
+  of its own; "error code" and "zip code" are not.
 
 :func:`redact_tree` redacts every string of an answer (search hits, a read
 note, its properties, paths and links) on its way out to an agent.
@@ -112,7 +114,10 @@ _ALWAYS_KEY = rf"{_PREFIX}(?:password|passwd|pwd|passphrase|passcode|secret)"
 _TOKEN_KEY = (
     rf"{_PREFIX}(?:api[_ -]?key|apikey|(?:secret[_ -]?)?access[_ -]?key|secret[_ -]?key"
     r"|account[_-]?key|access[_ -]?token|auth[_ -]?token|refresh[_ -]?token|token|client[_ -]?secret"
-    r"|private[_ -]?key|credentials?|pin|key)"
+    r"|private[_ -]?key|credentials?|pin|key"
+    # A code that opens something: "the alarm code is X", "door code: X", "recovery codes: X".
+    r"|(?:alarm|door|gate|access|security|entry|lock|safe|garage|unlock|verification|backup|recovery|pin|wifi"
+    r"|2fa|mfa|otp|one[_ -]time)[_ -]?codes?)"
 )
 # The value of a key: a quoted string whole, else one token (it stops at
 # white space, so the rest of the sentence and of the line stays).
@@ -188,7 +193,7 @@ _HINTS = (
     "github_pat", "glpat-", "gldt-", "glrt-", "glptt-", "glft-", "glcbt-", "glimt-", "gloas-", "glsoat-",
     "glagent-", "hf_", "npm_", "pypi-", "sk-", "xox", "xapp-", "aiza", "ya29.", "_live_", "_test_",
     "whsec_", "sg.", "eyj", "bearer", "authorization", "private key", "://", "pass", "pwd", "secret", "token",
-    "key", "credential", "pin", "aws",
+    "key", "credential", "pin", "aws", "code",
 )
 
 
@@ -196,10 +201,10 @@ _HINTS = (
 # in technical prose) is not scanned for every token shape as well.
 _TOKEN_HINTS = tuple(h for h in _HINTS if h not in (
     "bearer", "authorization", "private key", "://", "pass", "pwd", "secret", "token", "key", "credential",
-    "pin", "aws",
+    "pin", "aws", "code",
 )) + ("hooks.slack",)
 # What the keyed patterns need before they are tried: one of their key words.
-_KEY_HINTS = ("pass", "pwd", "secret", "key", "token", "credential", "pin")
+_KEY_HINTS = ("pass", "pwd", "secret", "key", "token", "credential", "pin", "code")
 # One scan of the text for all hints at once beats a substring test per hint.
 _HINT_RE = re.compile("|".join(re.escape(h) for h in _HINTS))
 
