@@ -41,7 +41,6 @@ from memvault.vault_io.secrets import redact
 
 if TYPE_CHECKING:
     from memvault.store.memory_store import MemoryStore
-    from memvault.store.retrieval.recall import RecallItem
 
 #: Seconds a context hook may take with a running daemon (warm answers) and without.
 BUDGET_WARM = 0.3
@@ -52,9 +51,6 @@ BUDGET_INGEST = 25.0
 MAX_CHARS = 9000
 LOG_NAME = "hooks.log"
 LOG_MAX_BYTES = 1 << 20
-#: How far back session-start looks for what changed.
-RECENT_SINCE = "3 days"
-RECENT_ITEMS = 5
 
 
 def log_line(event: str, message: str) -> None:
@@ -165,73 +161,25 @@ def project_of(cwd: str | None) -> tuple[str | None, Path | None]:
     return (root.name or None), root
 
 
-Row = tuple[str, str, str]  # (trace id, type, text): one memory or fact to list
-
-
-class _Sections:
-    """Sections of a session-start text, filled in order until a token budget
-    is spent; an item already listed in an earlier section is not repeated."""
-
-    def __init__(self, budget: int) -> None:
-        self.room = budget
-        self.parts: list[str] = []
-        self.shown: set[str] = set()
-
-    def add(self, header: str, rows: list[tuple[str, str | RecallItem]]) -> None:
-        """Items under ``header`` as many as fit: (id, rendered line) or
-        (id, RecallItem to render, cut at a word to fit)."""
-        from memvault.store.retrieval.recall import ITEM_MAX_TOKENS, block_tokens, fit_line
-
-        head_cost = block_tokens(header)
-        lines: list[str] = []
-        for trace_id, row in rows:
-            room = self.room - (0 if lines else head_cost)
-            if trace_id in self.shown or room <= 0:
-                continue
-            line = row if isinstance(row, str) else fit_line(row, min(room, ITEM_MAX_TOKENS), min_words=4)
-            cost = block_tokens(line) if line else room + 1
-            if cost > room:
-                continue
-            self.room = room - cost
-            lines.append(line)  # type: ignore[arg-type]
-            self.shown.add(trace_id)
-        if lines:
-            self.parts.append("\n".join([header, *lines]))
-
-
-def _listed(items: list[dict[str, Any]], text_key: str = "preview") -> list[tuple[str, str | RecallItem]]:
-    """``list``/``recent``/``identity`` items as rows for :class:`_Sections`."""
-    from memvault.store.retrieval.recall import RecallItem
-
-    return [(i["id"], RecallItem(i["id"], i.get("kind", "memory"), i.get("type", "identity"), "", i["path"] or i["id"],
-                                 " ".join(str(i[text_key]).split())))
-            for i in items]
-
-
 def session_start_text(store: "MemoryStore", data: dict[str, Any], budget: int | None) -> str:
-    """What a session starts with, within ``budget`` tokens (default
-    ``recall.budget``), most important first: who the person is (identity
-    memories and facts), the lessons and decisions that apply to this
-    project (procedural memories of its scope or the person's, newest
-    first), what is relevant to the project, and what changed lately."""
+    """Who the person is, the lessons and decisions of the working
+    directory's project, what is relevant to it and what changed lately
+    (:mod:`memvault.store.retrieval.session_start`), within ``budget``
+    tokens: from the daemon (warm, its tokenizer loaded), else in-process by
+    words alone."""
+    from memvault.daemon.client import ask
+    from memvault.store.memory_store import MemoryStore
+
     project, _ = project_of(data.get("cwd") or os.getcwd())
-    out = _Sections(budget or store.settings.recall.budget)
-    out.add("## Who the person is", _listed(store.identity(), "content"))
-    scopes = [project, "user"] if project else ["user"]
-    lessons = store.list(what="memories", types=["procedural"], scopes=scopes, sort="updated", limit=RECENT_ITEMS * 2)
-    where = f" for project {project}" if project else ""
-    out.add(f"## Lessons and decisions{where} (newest first)", _listed(lessons["items"]))
-    message = f"project {project}" if project else "current work"
-    recalled = _context(store, {"message": message, "budget": budget, "what": "memories", "identity": "relevant",
-                                "record": False})
-    out.add("## Recalled Memory", [(i["id"], i["text"]) for i in recalled["items"]])
-    if project:
-        scoped = store.list(what="memories", scopes=[project], sort="strength", limit=RECENT_ITEMS)["items"]
-        out.add(f"## Memories of project {project}", _listed(scoped))
-    recent = [i for i in store.recent(since=RECENT_SINCE, what="memories", limit=RECENT_ITEMS * 2)["items"]
-              if i["status"] == "active"]
-    out.add(f"## Changed in memory lately (since {RECENT_SINCE} ago)", _listed(recent)[:RECENT_ITEMS])
-    return "\n\n".join(out.parts)
+    args = {"project": project, "budget": budget}
+    found = ask(store.data_dir, "session_start", args, config=store.settings.values)
+    if found is not None:
+        return str(found["text"])
+    words_only = MemoryStore.open(str(store.root), {"embedding.model": "none"})
+    try:
+        return str(words_only.session_start(**args)["text"])
+    finally:
+        words_only.close()
 
 
 def prompt_text(store: "MemoryStore", data: dict[str, Any], budget: int | None, what: str) -> str:

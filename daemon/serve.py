@@ -49,7 +49,7 @@ MAX_REQUEST = 256 * 1024
 READ_TIMEOUT = 5.0
 #: Connections handled at once; more wait in the listen backlog.
 MAX_CLIENTS = 8
-OPS = ("ping", "search", "context", "wake", "ingest")
+OPS = ("ping", "search", "context", "wake", "ingest", "session_start")
 
 _SEARCH_ARGS = {
     "query", "mode", "limit", "types", "tags", "path_glob", "raw", "scope", "what", "memory_scope",
@@ -57,6 +57,7 @@ _SEARCH_ARGS = {
 }
 _CONTEXT_ARGS = {"message", "budget", "scope", "what", "memory_scope", "identity", "record", "since", "until"}
 _INGEST_ARGS = {"path", "session", "client"}
+_SESSION_START_ARGS = {"project", "budget"}
 
 
 class ServerRunningError(MemvaultError):
@@ -253,14 +254,15 @@ class QueryServer(Service):
         if req.get("config") is not None and req["config"] != self._fingerprint:
             return {"ok": False, "fallback": True}
         args = req.get("args")
-        allowed = _SEARCH_ARGS if req["op"] == "search" else _CONTEXT_ARGS
+        allowed = {"search": _SEARCH_ARGS, "session_start": _SESSION_START_ARGS}.get(req["op"], _CONTEXT_ARGS)
         if not isinstance(args, dict) or not set(args) <= allowed:
             return _internal("bad arguments")
         with self._answer_lock:
             self.requests += 1
             try:
                 r = self.retriever()
-                result = r.search(**args) if req["op"] == "search" else r.context(**args)
+                answer = {"search": r.search, "session_start": r.session_start}.get(req["op"], r.context)
+                result = answer(**args)
             except TypeError as exc:
                 return _internal(f"bad arguments: {exc}")
             except MemvaultError as exc:

@@ -29,6 +29,10 @@ class ReadAPI(StoreParts):
         """The recall block for ``message`` (see :meth:`Retriever.context`)."""
         return self.retriever.context(message, **options)
 
+    def session_start(self, **options: Any) -> dict[str, Any]:
+        """What an agent's session starts with (options: project, budget; see :meth:`Retriever.session_start`)."""
+        return self.retriever.session_start(**options)
+
     def show(self, ref: str) -> dict[str, Any]:
         """One note, memory or fact by id, vault path or title, as a dict
         (``path#^t12``: one turn of a session note)."""

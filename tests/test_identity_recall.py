@@ -67,6 +67,26 @@ def test_session_start_brings_identity_then_project_lessons_newest_first(about_m
     assert "tag every release" not in section  # another project's lesson
 
 
+def test_a_running_daemon_answers_session_start_as_the_hook_would_in_process(about_me: Path, tmp_path: Path) -> None:
+    from memvault.daemon.serve import QueryServer
+    from memvault.store.memory_store import MemoryStore
+
+    project = tmp_path / "billing"
+    project.mkdir()
+    payload = json.dumps({"cwd": str(project)})
+    cold = run(about_me, "hook", "session-start", "--timeout", "120", input=payload)
+    server = QueryServer(MemoryStore.open(str(about_me)), warm=False)
+    server.start()
+    try:
+        warm = run(about_me, "hook", "session-start", "--timeout", "120", input=payload)
+        assert server.requests == 1  # the daemon answered it
+    finally:
+        server.stop()
+        server.store.close()
+    assert warm.exit_code == cold.exit_code == 0
+    assert warm.output == cold.output and "backend engineer in Lisbon" in warm.output
+
+
 def test_session_start_keeps_within_its_budget(about_me: Path, tmp_path: Path) -> None:
     with opened(about_me) as store:
         for n in range(30):

@@ -157,6 +157,9 @@ class Retriever:
 
     def warm(self) -> None:
         """Load the model and the matrix now (the daemon does, before queries come)."""
+        from memvault.store.embedding.model import count_tokens
+
+        count_tokens(["warm up"])  # the recall block's tokenizer: a hook's first answer has 0.3 s
         try:
             self.embedder().embed_query("warm up")
         except ModelUnavailable:
@@ -381,6 +384,12 @@ class Retriever:
             "text": text, "tokens": block_tokens(text), "budget": budget,
             "items": [i.as_dict() for i in items], "notices": notices,
         }
+
+    def session_start(self, project: str | None = None, budget: int | None = None) -> dict[str, Any]:
+        """What a session starts with (:func:`~.session_start.session_start`): ``{"text", "tokens", "budget"}``."""
+        from memvault.store.retrieval.session_start import session_start
+
+        return session_start(self, project, budget)
 
     def _recall_items(self, cands: Sequence[Any], message: str, qvec: Any) -> list[Any]:
         """RecallItems for ranked candidates, best first: a note, or a memory

@@ -1,0 +1,98 @@
+"""What an agent's session starts with: who the person is, then what applies to the project.
+
+:func:`session_start` fills sections in order until a token budget (counted
+with the embedder's tokenizer, as the recall block is) is spent:
+
+1. who the person is: identity memories and identity facts (an "About me"
+   memory source's lines);
+2. the lessons and decisions that apply to the project: procedural memories
+   of its scope or of the person's (``user``), newest first;
+3. what is relevant to the project (the ``context`` block for "project X");
+4. the project's own memories, strongest first;
+5. what changed in memory lately.
+
+An item is listed once, in the first section that has it. It runs where the
+tokenizer is already loaded: in the daemon when one serves the vault (the
+session-start hook asks it), else in the hook's own process.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
+
+from memvault.store.retrieval.recall import ITEM_MAX_TOKENS, RecallItem, block_tokens, fit_line, identity_items
+
+if TYPE_CHECKING:
+    from memvault.store.retrieval.retriever import Retriever
+
+#: How far back "changed lately" looks, and how many items it and a project's list show.
+RECENT_SINCE = "3 days"
+RECENT_ITEMS = 5
+
+
+class Sections:
+    """Sections filled in order until a token budget is spent; an item
+    already listed in an earlier section is not repeated."""
+
+    def __init__(self, budget: int) -> None:
+        self.room = budget
+        self.parts: list[str] = []
+        self.shown: set[str] = set()
+
+    def add(self, header: str, rows: Sequence[tuple[str, str | RecallItem]]) -> None:
+        """Items under ``header``, as many as fit: (id, rendered line) or
+        (id, RecallItem to render, cut at a word to fit)."""
+        head_cost = block_tokens(header)
+        lines: list[str] = []
+        for trace_id, row in rows:
+            room = self.room - (0 if lines else head_cost)
+            if trace_id in self.shown or room <= 0:
+                continue
+            line = row if isinstance(row, str) else fit_line(row, min(room, ITEM_MAX_TOKENS), min_words=4)
+            if line is None or block_tokens(line) > room:
+                continue
+            self.room = room - block_tokens(line)
+            lines.append(line)
+            self.shown.add(trace_id)
+        if lines:
+            self.parts.append("\n".join([header, *lines]))
+
+    @property
+    def text(self) -> str:
+        """The sections, a blank line apart."""
+        return "\n\n".join(self.parts)
+
+
+def _listed(items: Sequence[dict[str, Any]]) -> list[tuple[str, str | RecallItem]]:
+    """``list``/``recent`` items as rows for :class:`Sections`."""
+    return [(i["id"], RecallItem(i["id"], i.get("kind", "memory"), i["type"], "", i["path"] or i["id"],
+                                 " ".join(str(i["preview"]).split())))
+            for i in items]
+
+
+def session_start(retriever: "Retriever", project: str | None = None, budget: int | None = None) -> dict[str, Any]:
+    """The session-start text for ``project`` (None: no project) within
+    ``budget`` tokens (default ``recall.budget``): ``{"text", "tokens", "budget"}``."""
+    from memvault.store.index import browse
+
+    con, name = retriever.con, retriever.store.name
+    budget = retriever.settings.recall.budget if budget is None else int(budget)
+    out = Sections(budget)
+    out.add("## Who the person is", [(i.id, i) for i in identity_items(con, retriever.settings.recall.identity_max)])
+    lessons = browse.list_traces(con, name, what="memories", types=["procedural"],
+                                 scopes=[project, "user"] if project else ["user"], sort="updated",
+                                 limit=RECENT_ITEMS * 2)
+    out.add(f"## Lessons and decisions{f' for project {project}' if project else ''} (newest first)",
+            _listed(lessons["items"]))
+    recalled = retriever.context(f"project {project}" if project else "current work", budget=budget,
+                                 what="memories", identity="relevant", record=False)
+    out.add("## Recalled Memory", [(i["id"], i["text"]) for i in recalled["items"]])
+    if project:
+        scoped = browse.list_traces(con, name, what="memories", scopes=[project], sort="strength", limit=RECENT_ITEMS)
+        out.add(f"## Memories of project {project}", _listed(scoped["items"]))
+    recent = [i for i in browse.recent(con, name, since=RECENT_SINCE, what="memories", limit=RECENT_ITEMS * 2)["items"]
+              if i["status"] == "active"]
+    out.add(f"## Changed in memory lately (since {RECENT_SINCE} ago)", _listed(recent)[:RECENT_ITEMS])
+    text = out.text
+    return {"text": text, "tokens": block_tokens(text), "budget": budget}
