@@ -178,6 +178,18 @@ def test_a_session_note_moved_while_nothing_watched_grows_where_it_is(vault: Pat
     assert "A person's line." in text and "> Gruvbox." in text
 
 
+def test_a_persons_byte_that_is_not_utf8_is_written_back_as_it_was(vault: Path, tmp_path: Path) -> None:
+    transcript = _jsonl(tmp_path / "chat.jsonl", _chat("Which editor? I use Vim daily.", "Vim is fine."))
+    with opened(vault) as store:
+        first = store.ingest(transcript, session="latin")
+        path = vault / first.path
+        path.write_bytes(path.read_bytes() + "Caf\u00e9 notes.\n".encode("latin-1"))  # another editor's byte
+        _jsonl(transcript, _chat("Which editor? I use Vim daily.", "Vim is fine.", "And the theme?", "Gruvbox."))
+        assert store.ingest(transcript, session="latin").plan.new_turns == 2
+    data = path.read_bytes()
+    assert b"Caf\xe9 notes.\n" in data and "\ufffd".encode() not in data and b"> Gruvbox." in data
+
+
 def test_a_claude_code_message_ingested_halfway_is_superseded_not_cut(vault: Path, tmp_path: Path) -> None:
     def line(uuid: str, parent: str | None, kind: str, content: Any, mid: str | None = None) -> dict[str, Any]:
         message: dict[str, Any] = {"role": kind, "content": content}

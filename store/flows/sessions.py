@@ -192,14 +192,15 @@ class SessionWriter:
             key.path = path
             if row is not None and row.hash == khash and row.path == path:
                 return SessionPlan(conv, note_id, "skipped", path, why="unchanged")
-            existing = (self.store.root / path).read_bytes().decode("utf-8", "replace")
+            # surrogateescape: a byte that is not UTF-8 (a person's, from another editor) is written back as it was
+            existing = (self.store.root / path).read_bytes().decode("utf-8", "surrogateescape")
             old_digests, old_ids = _written(row, existing, conv)
             keep = _common_prefix(old_digests, conv.turns, dict(live_turns(existing)), old_ids)
             first = max([*old_ids, *written_ids(existing)], default=0) + 1  # block ids are never reused
             new = list(zip(range(first, first + len(digests) - keep), conv.turns[keep:]))
             key.detail = {"turns": digests, "ids": old_ids[:keep] + [n for n, _ in new]}
-            data = revise_session(existing, head, old_ids[keep:], new).encode("utf-8")
-            if data == existing.encode("utf-8"):
+            data = revise_session(existing, head, old_ids[keep:], new).encode("utf-8", "surrogateescape")
+            if data == existing.encode("utf-8", "surrogateescape"):
                 return SessionPlan(conv, note_id, "skipped", path, key=key, why="unchanged")
             return SessionPlan(conv, note_id, "updated", path, data, key, new_turns=len(new),
                                superseded=len(old_ids) - keep)
