@@ -321,20 +321,24 @@ def graph_neighbours(con: apsw.Connection, ids: Sequence[str]) -> dict[str, set[
     return out
 
 
-def idf(con: apsw.Connection, words: Sequence[str]) -> dict[str, float]:
-    """BM25's inverse document frequency of each of ``words`` in this index,
-    ``ln(1 + (N - n + 0.5) / (n + 0.5))`` (the form FTS5's ``bm25()`` uses),
-    with ``n`` counted up to COMMON_DOCS + 1 (content words match fewer)."""
+def word_rows(con: apsw.Connection, words: Sequence[str]) -> dict[str, set[int]]:
+    """The traces each of ``words`` matches (FTS5's tokenizer and stemmer),
+    read up to COMMON_DOCS + 1 of them: content words match fewer."""
     from memvault.store.retrieval.keyword import COMMON_DOCS
 
+    return {
+        w: {r for (r,) in con.execute("SELECT rowid FROM traces_fts WHERE traces_fts MATCH ? LIMIT ?", (expr, COMMON_DOCS + 1))}
+        for w, expr in zip(words, quoted(words))
+    }
+
+
+def idf(con: apsw.Connection, words: Sequence[str], rows: Mapping[str, set[int]] | None = None) -> dict[str, float]:
+    """BM25's inverse document frequency of each of ``words`` in this index,
+    ``ln(1 + (N - n + 0.5) / (n + 0.5))`` (the form FTS5's ``bm25()`` uses),
+    ``n`` counted from :func:`word_rows` (or ``rows``, already read)."""
+    rows = word_rows(con, words) if rows is None else rows
     n_traces = max(1, trace_count_estimate(con))
-    out = {}
-    for w, expr in zip(words, quoted(words)):
-        (n,) = con.execute(
-            "SELECT count(*) FROM (SELECT rowid FROM traces_fts WHERE traces_fts MATCH ? LIMIT ?)", (expr, COMMON_DOCS + 1)
-        ).fetchone()
-        out[w] = math.log(1.0 + (n_traces - n + 0.5) / (n + 0.5))
-    return out
+    return {w: math.log(1.0 + (n_traces - len(rows[w]) + 0.5) / (len(rows[w]) + 0.5)) for w in words}
 
 
 def weak_weights(con: apsw.Connection, kw: KeywordLists) -> dict[int, float]:
@@ -361,19 +365,15 @@ def weak_weights(con: apsw.Connection, kw: KeywordLists) -> dict[int, float]:
     turns = [r for r in rows if r in beside]
     if not turns:
         return {}  # no turn among them (most vaults): nothing more to look up
-    weights = idf(con, kw.content)
+    rows_of = word_rows(con, kw.content)
+    weights = idf(con, kw.content, rows_of)
     total = sum(weights.values())
     if total <= 0:
         return {}
-    every = sorted({x for r in turns for x in (r, *beside[r]) if x is not None})
-    words = matched_words(con, kw.content, every)
     out = {}
     for r in turns:
-        said = set(words.get(r, ()))
-        for n in beside[r]:
-            if n is not None:
-                said |= words.get(n, set())
-        out[r] = sum(weights[w] for w in said) / total
+        near = [x for x in (r, *beside[r]) if x is not None]
+        out[r] = sum(weights[w] for w in kw.content if any(x in rows_of[w] for x in near)) / total
     return out
 
 
