@@ -196,3 +196,14 @@ def test_an_import_folder_never_reads_a_file_a_symlink_leads_out_of_it(
     texts = "".join(p.read_text("utf-8", "replace") for p in vault.rglob("*.md"))
     assert "The heron nests by the mill." in texts
     assert CANARY not in texts and "PATH=" not in texts
+
+
+def test_doctor_names_a_file_whose_name_is_not_utf8(runner: CliRunner, vault: Path) -> None:
+    write(vault, "Kept.md", "# Kept\n")
+    with open(os.path.join(os.fsencode(vault), b"caf\xe9 notes.md"), "wb") as fh:  # a Latin-1 name
+        fh.write(b"# Cafe\nThe espresso machine manual.\n")
+    assert run(runner, vault, "sync").exit_code == 0
+    report = json.loads(run(runner, vault, "doctor", "--json").output)
+    assert report["healthy"] is True  # a warning a person acts on, not a fault
+    [finding] = [f for f in report["findings"] if "not UTF-8" in f["detail"]]
+    assert finding["warning"] and "caf\ufffd notes.md" in finding["detail"] and "rename" in finding["detail"]

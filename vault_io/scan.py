@@ -72,6 +72,8 @@ class ScanResult:
     #: Symlinks (to files or folders) whose real path leaves the vault: not
     #: read, and not part of the vault (an earlier index entry is dropped).
     outside: set[str] = field(default_factory=set)
+    #: Names that are not valid UTF-8 (as shown, with U+FFFD): never indexed.
+    bad_names: list[str] = field(default_factory=list)
 
     def covers(self, path: str) -> bool:
         """Whether the scan can vouch for ``path`` being absent (its folder was listed)."""
@@ -205,6 +207,7 @@ def scan_vault(
             except UnicodeEncodeError:
                 shown = rel.encode("utf-8", "surrogateescape").decode("utf-8", "replace")
                 result.warnings.append(ScanWarning(shown, "file name is not valid UTF-8; skipped"))
+                result.bad_names.append(shown)
                 continue
             try:
                 st = entry.stat()  # follows symlinks

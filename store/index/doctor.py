@@ -180,15 +180,15 @@ def check_vault(store: "MemoryStore") -> list[Finding]:
                for p in pending_writes(con)]
     if pending:
         out.append(Finding("vault", f"{len(pending)} memory notes wait to be written: {_names(pending)}", "sync"))
-    return out + _vault_warnings(con, sorted(scan.outside))
+    return out + _vault_warnings(con, sorted(scan.outside), sorted(scan.bad_names))
 
 
 #: Most paths a warning names before it says "and N more".
 _NAMED = 10
 
 
-def _vault_warnings(con: apsw.Connection, outside: list[str]) -> list[Finding]:
-    """What a person must fix in the vault: symlinks out of it, bytes that are not UTF-8."""
+def _vault_warnings(con: apsw.Connection, outside: list[str], bad_names: list[str]) -> list[Finding]:
+    """What a person must fix in the vault: symlinks out of it, bytes that are not UTF-8 (in notes or names)."""
     from memvault.store.index.lookup import undecodable_files
     from memvault.vault_io.note import UNDECODABLE
 
@@ -202,6 +202,10 @@ def _vault_warnings(con: apsw.Connection, outside: list[str]) -> list[Finding]:
         out.append(Finding("vault", f"{len(bad)} notes have bytes that are not UTF-8, indexed with replacement "
                                     f"characters: {_names(shown)}; memvault cannot repair them (it never rewrites "
                                     "a note for this): fix them in an editor", None, warning=True))
+    if bad_names:
+        out.append(Finding("vault", f"skipped: {len(bad_names)} files whose names are not UTF-8 (not indexed, so not "
+                                    f"searchable): {_names(bad_names)}; memvault never renames a file: rename "
+                                    "them", None, warning=True))
     return out
 
 
