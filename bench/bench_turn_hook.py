@@ -27,6 +27,7 @@ import argparse
 import json
 import os
 import resource
+import shutil
 import signal
 import socket
 import subprocess
@@ -95,8 +96,15 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--runs", type=int, default=50)
     args = ap.parse_args()
-
     tmp = mktemp("memvault-bench-turn-")
+    try:
+        run(tmp, args.runs)
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+def run(tmp: Path, runs: int) -> None:
+    """The benchmark in ``tmp`` (module docstring), ``runs`` times each."""
     isolate_env(tmp / "home")
     os.environ["MEMVAULT_TRANSCRIPT_DIRS"] = str(tmp / "claude")
     vault = tmp / "vault"
@@ -112,7 +120,7 @@ def main() -> None:
 
     floor = [sys.executable, "-I", "-c", "pass"]
     baseline, cold = [], []
-    for _ in range(args.runs):  # interleaved, so both see the same load
+    for _ in range(runs):  # interleaved, so both see the same load
         baseline.append(timed(floor, ""))
         cold.append(timed(hook, stdin))
 
@@ -122,7 +130,7 @@ def main() -> None:
     proc = start_daemon(vault, tmp)
     warm, searchable = [], []
     try:
-        for n in range(1, args.runs + 1):
+        for n in range(1, runs + 1):
             word = f"zqturn{n:03d}marker"
             parent = append_turn(transcript, parent, n, word)
             baseline.append(timed(floor, ""))
@@ -144,7 +152,7 @@ def main() -> None:
     s_search = summarize(searchable)
     # Each hook run beside the floor run just before it: what the hook adds to
     # the interpreter's start, less sensitive to the machine's load than either.
-    over = summarize([h[0] - f[0] for h, f in zip(warm, baseline[args.runs:])])
+    over = summarize([h[0] - f[0] for h, f in zip(warm, baseline[runs:])])
     ok = wall["daemon"]["median"] < 0.050
 
     def row(label: str, name: str, bar: str = "") -> list[str]:
@@ -162,7 +170,7 @@ def main() -> None:
     load = os.getloadavg()
     print(f"load average before / after: {load_before[0]:.2f} / {load[0]:.2f}")
     out = write_json("turn_hook", {
-        "runs": args.runs, "machine": machine_info(), "load_before": load_before, "load_after": load,
+        "runs": runs, "machine": machine_info(), "load_before": load_before, "load_after": load,
         "wall": wall, "cpu": cpu, "hook_over_floor": over, "turn_to_searchable": s_search,
     })
     print(f"results: {out}")
