@@ -212,3 +212,17 @@ def test_context_without_a_model_uses_content_words(own_vault: Path, monkeypatch
     for message in ("how to change a flat tyre on a mountain bike", "what is it that you do", "mortgage refinancing interest rates"):
         r = run(own_vault, message, "--no-record")
         assert r.exit_code == 0 and r.stdout == "", message
+
+
+def test_one_statement_from_several_sources_is_one_line(vault: Path) -> None:
+    """Issue 19 (9): the same statement in three memory sources is three facts
+    (one per source) but one line of the recall block."""
+    for name in ("About me", "Profile", "Notes from onboarding"):
+        (vault / f"{name}.md").write_text("---\nmemory: source\n---\n- Prefers green tea in the morning\n", "utf-8")
+    (vault / "Other.md").write_text("---\nmemory: source\n---\n- Prefers green tea in the evening\n", "utf-8")
+    CliRunner().invoke(cli, ["--vault", str(vault), "sync", "--no-embed"])
+    out = run(vault, "green tea morning", "--what", "all")
+    assert out.exit_code == 0, out.output
+    lines = [ln for ln in out.output.splitlines() if "green tea in the morning" in ln]
+    assert len(lines) == 1, out.output
+    assert any("green tea in the evening" in ln for ln in out.output.splitlines())  # another statement stays

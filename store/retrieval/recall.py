@@ -109,6 +109,17 @@ class RecallItem:
         return self.id if self.start is None else f"{self.id}@{self.start}"
 
     @property
+    def said(self) -> str:
+        """What an item says, case, spaces, a list or quote mark and end
+        punctuation aside ("" for a turn, which is about who said it when):
+        one statement from several sources, or a fact and the line of its
+        source note, is one line of the block."""
+        if self.anchor:
+            return ""
+        text = " ".join(self.content.casefold().split())
+        return _LIST_MARK.sub("", text).rstrip(".!;:, ")
+
+    @property
     def source(self) -> str:
         """Where the item comes from: a fact's "Note > Heading", a turn's
         "note name#^t12", a passage's "path > heading path", else the note path."""
@@ -149,6 +160,10 @@ class RecallItem:
 
 #: Longest note name a turn's source shows (a session note is named after its first request).
 SOURCE_NAME_CHARS = 40
+
+
+#: A list item's or quote's mark at the start of a line ("- ", "1. ", "> ").
+_LIST_MARK = re.compile(r"^(?:[-*+>]|\d+[.)])\s+")
 
 
 def _short(name: str) -> str:
@@ -253,9 +268,11 @@ def assemble(
     identity memories make a block of their own when nothing is relevant.
     """
     rel: list[RecallItem] = []
-    for item in relevant:  # a trace (or passage) listed twice is shown once, at its best rank
-        if all(item.key != r.key for r in rel):
+    said: set[str] = set()
+    for item in relevant:  # a trace (or passage), or one statement, listed twice is shown once, at its best rank
+        if all(item.key != r.key for r in rel) and (not item.said or item.said not in said):
             rel.append(item)
+            said.add(item.said)
     if not rel and always_identity and identity and budget > 0:
         return _identity_only(identity, budget)
     if not rel or budget <= 0:
@@ -277,17 +294,17 @@ def assemble(
     id_ids = {i.id for i in identity}
     id_room = int(room * IDENTITY_SHARE)
     shown_identity: list[RecallItem] = []
-    seen = {anchor.key}
+    seen = {anchor.key, anchor.said}
     for item in identity:
         if item.id == anchor.id:
             shown_identity.append(anchor)
             continue
-        if item.key in seen or not _place(item, id_room):
+        if item.key in seen or (item.said and item.said in seen) or not _place(item, id_room):
             continue
         id_room -= item.tokens
         room -= item.tokens
         shown_identity.append(item)
-        seen.add(item.key)
+        seen.update((item.key, item.said))
     # 3. The other relevant items, best first, in what remains.
     shown_relevant: list[RecallItem] = []
     for item in rel:
@@ -295,11 +312,11 @@ def assemble(
             if anchor.id not in id_ids:
                 shown_relevant.append(anchor)
             continue
-        if item.key in seen or not _place(item, room):
+        if item.key in seen or (item.said and item.said in seen) or not _place(item, room):
             continue
         room -= item.tokens
         shown_relevant.append(item)
-        seen.add(item.key)
+        seen.update((item.key, item.said))
     # An identity memory let in on its relevance still reads best among the
     # identity lines: identity first, in its own order, then the rest.
     order = {i.id: n for n, i in enumerate(identity)}
