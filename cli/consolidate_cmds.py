@@ -122,12 +122,25 @@ def consolidate(app: AppContext, dry_run: bool, undo_run: str | None, show_log: 
 @click.option("--all", "show_all", is_flag=True, help="Also list dismissed and resolved ones.")
 @click.option("--dismiss", type=int, metavar="N", help="Mark contradiction N as not one (never flagged again).")
 @click.option("--resolve", type=int, metavar="N", help="Mark contradiction N as settled.")
+@click.option("--copy", "copy_path", metavar="PATH",
+              help="A conflict copy (a sync tool's, or memvault's own) to show or settle.")
+@click.option("--take", type=click.Choice(["note", "copy"]),
+              help="With --copy: keep this side; the other becomes an earlier version (nothing is dropped) "
+                   "and the copy file goes to .trash/.")
 @json_option
 @pass_app
-def conflicts(app: AppContext, show_all: bool, dismiss: int | None, resolve: int | None, as_json: bool) -> None:
-    """Contradicting memories and facts that consolidation flagged: the newer
-    one is recalled, the older marked possibly outdated."""
+def conflicts(app: AppContext, show_all: bool, dismiss: int | None, resolve: int | None,
+              copy_path: str | None, take: str | None, as_json: bool) -> None:
+    """Contradicting memories and facts that consolidation flagged (the newer
+    one is recalled, the older marked possibly outdated), and conflict copies
+    of notes: sync tools' and memvault's, each with whose version it holds.
+    `--copy PATH --take note|copy` settles a copy."""
     store = app.store
+    if take is not None and copy_path is None:
+        raise click.UsageError("--take needs --copy PATH")
+    if copy_path is not None:
+        _settle_copy(store, copy_path, take, as_json)
+        return
     if dismiss is not None or resolve is not None:
         number, status = (dismiss, "dismissed") if dismiss is not None else (resolve, "resolved")
         store.set_contradiction(int(number), status)  # type: ignore[arg-type]
@@ -147,3 +160,44 @@ def conflicts(app: AppContext, show_all: bool, dismiss: int | None, resolve: int
         click.echo(f"    older {c['older']['id']}: {c['older']['content']}")
     if not rows and not as_json:
         click.echo("No contradictions flagged" + ("" if show_all else " (open)"))
+    copies = store.conflicts()
+    for c in copies:
+        if as_json:
+            emit_json({"conflict_copy": c["conflict_note"], "note": c["note"], "memory": c.get("id"),
+                       "kind": c["kind"], "side": c.get("side"), "detail": c["detail"]})
+            continue
+    if copies and not as_json:
+        click.echo(f"Conflict copies ({len(copies)}): settle one with "
+                   "`memvault conflicts --copy PATH --take note|copy` (the other side is kept as a version)")
+        for c in copies:
+            click.echo(f"  {c['conflict_note']}: {c.get('side') or c['kind']}; beside {c['note']}")
+
+
+def _settle_copy(store: Any, copy_path: str, take: str | None, as_json: bool) -> None:
+    """Show a conflict copy's two sides, or take one (--take)."""
+    from memvault.store.memories.copies import describe_copy, settle_copy
+
+    if take is None:
+        info = describe_copy(store, copy_path)
+        if as_json:
+            emit_json(info)
+            return
+        what = f"memory {info['memory']}" if info["memory"] else "an ordinary note"
+        click.echo(f"{info['copy']}: a conflict copy of {info['note'] or '(a note no longer there)'} ({what})")
+        click.echo(f"  note ({info['note_side']}): {info['note_content']}")
+        click.echo(f"  copy ({info['copy_side']}): {info['copy_content']}")
+        click.echo(f"Take a side: memvault conflicts --copy '{info['copy']}' --take note   (or --take copy); "
+                   "the other is kept as an earlier version")
+        return
+    done = settle_copy(store, copy_path, take)
+    if as_json:
+        emit_json(done)
+        return
+    kept = "the copy's text" if take == "copy" else "the note's text"
+    click.echo(f"Took {kept} for {done['note']}; the copy went to {done['copy_trashed']}")
+    if done.get("kept_as"):
+        click.echo(f"  the copy's text is kept as version {done['kept_as']} (`memvault history {done['memory']}`)")
+    elif done["memory"] and take == "copy":
+        click.echo(f"  the note's text is kept as an earlier version (`memvault history {done['memory']}`)")
+    if done.get("note_trashed"):
+        click.echo(f"  the note's own file went to {done['note_trashed']}")

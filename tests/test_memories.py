@@ -124,9 +124,11 @@ def test_person_edits_flow_back_and_unknown_keys_survive(mv: Memories) -> None:
     after = p.read_text(encoding="utf-8")
     assert "mood: cheerful  # mine\n" in after and "Standup moved to 10:30." in after
     assert "  - team\n" not in after
-    # only the tags lines, `updated` and `supersedes` (the version it replaced) changed
+    # only the tags lines, `updated`, `supersedes` (the version it replaced) and the
+    # version counter with its fingerprint (issue 20) changed
     diff = set(text.splitlines()) ^ set(after.splitlines())
-    assert {line.split(":")[0].strip() for line in diff} <= {"- team", "updated", "supersedes"}
+    assert {line.split(":")[0].strip() for line in diff} <= {
+        "- team", "updated", "supersedes", "version", "version_hash"}
     # the person's edit kept the first text as version 1; the update kept theirs as version 2
     assert f"supersedes: {r.id}.v2\n" in after
     versions = mv.history(r.id)
@@ -548,7 +550,7 @@ def test_content_update_keeps_person_spelled_lines(mv: Memories) -> None:
     head_before = text.split("---\n")[1].splitlines()
     head_after = after.split("---\n")[1].splitlines()
     changed = {line.split(":")[0] for line in set(head_before) ^ set(head_after)}
-    assert changed <= {"updated", "supersedes"}
+    assert changed <= {"updated", "supersedes", "version", "version_hash"}
     assert "created: 2024-01-05\n" in after and "tags: [home]\n" in after and "strength: .5\n" in after
 
 

@@ -12,11 +12,20 @@
     created: '2026-11-22T03:00:00+00:00'
     updated: '2026-11-22T03:00:00+00:00'
     source: manual
+    version: 1
+    version_hash: 96c04425
     ---
     Prefers dark mode in every editor.
 
     ## Related
     - [[Editor setup]]
+
+``version`` is the memory's version counter as memvault last wrote it and
+``version_hash`` a fingerprint (:func:`text_fingerprint`) of the text, type
+and tags that version had: a note whose text no longer matches its
+fingerprint was edited since, and counts one version more
+(:func:`note_version`). Both travel with the note, so every device reads the
+same version from the same file.
 
 Reading and writing are inverse: ``read_memory(render_memory(doc)) == doc``.
 Rewriting an existing note changes only the managed keys whose values
@@ -30,6 +39,7 @@ it) gets the person's extra keys back from :attr:`MemoryDoc.extra`.
 from __future__ import annotations
 
 import datetime as _dt
+import hashlib
 import re
 import unicodedata
 from dataclasses import dataclass, field
@@ -44,6 +54,7 @@ from memvault.vault_io.syntax import LIST_ITEM_RE, WIKILINK, WIKILINK_RE
 #: Front-matter keys memvault owns on a memory note, in the order it writes them.
 MANAGED_KEYS: tuple[str, ...] = (
     "id", "type", "scope", "tags", "strength", "created", "updated", "source", "supersedes",
+    "version", "version_hash",
 )
 RELATED_HEADING = "## Related"
 
@@ -81,6 +92,10 @@ class MemoryDoc:
     related: list[str] = field(default_factory=list)  # link targets, as written inside [[ ]]
     #: Front-matter keys a person added (not managed by memvault), as read.
     extra: dict[str, Any] = field(default_factory=dict)
+    #: The version counter memvault last wrote (None: a note without one).
+    version: int | None = None
+    #: :func:`text_fingerprint` of the text, type and tags that version had.
+    version_hash: str | None = None
 
     def managed_values(self) -> dict[str, Any]:
         """The front-matter values memvault writes (None = key absent)."""
@@ -94,6 +109,8 @@ class MemoryDoc:
             "updated": self.updated or None,
             "source": self.source or None,
             "supersedes": self.supersedes,
+            "version": self.version,
+            "version_hash": self.version_hash,
         }
 
 
@@ -222,6 +239,25 @@ def _split_head(text: str) -> tuple[str, str]:
     return "", text
 
 
+def text_fingerprint(content: str, type_: str, tags: list[str]) -> str:
+    """8 hex digits naming a memory's text, type and tags, as a version
+    counts them: whitespace the note format normalises and tag case do not
+    count (a save that changes only those makes no version)."""
+    text = "\n".join(line.rstrip() for line in content.strip().splitlines())
+    seed = "\x00".join([text, type_, ",".join(str(t).casefold() for t in tags)])
+    return hashlib.sha256(seed.encode("utf-8")).hexdigest()[:8]
+
+
+def note_version(version: int | None, version_hash: str | None, fingerprint: str) -> int | None:
+    """The version of a memory whose note says ``version`` and ``version_hash``
+    and whose text now has ``fingerprint``: the counter, plus one when the
+    text changed since memvault wrote it (an edit in the vault, or on another
+    device, not counted yet). None for a note without a counter."""
+    if version is None:
+        return None
+    return version + (0 if version_hash == fingerprint else 1)
+
+
 def slugify(content: str) -> str:
     """A readable, safe file-name stem from the first words of ``content``.
 
@@ -270,7 +306,15 @@ def read_memory(frontmatter: dict[str, Any], body: str) -> MemoryDoc:
         value = frontmatter.get(key)
         return str(value) if isinstance(value, (str, int, float)) and not isinstance(value, bool) else default
 
+    version = frontmatter.get("version")
+    if isinstance(version, str) and version.strip().isdigit():
+        version = int(version.strip())
+    if isinstance(version, bool) or not isinstance(version, int) or version < 1:
+        version = None
+    version_hash = text("version_hash") or None
     return MemoryDoc(
+        version=version,
+        version_hash=version_hash,
         id=text("id"),
         type=text("type"),
         content=content,

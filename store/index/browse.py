@@ -155,9 +155,11 @@ def _query(
 def _versions(con: apsw.Connection, ids: Sequence[str]) -> dict[str, int]:
     if not ids:
         return {}
+    from memvault.store.memories.rows import VERSION_SQL
+
+    # Earlier versions as the version counts them (the note's counter when it has one).
     return dict(con.execute(
-        f"SELECT memory_id, max(version) FROM state.memory_versions WHERE memory_id IN ({','.join('?' * len(ids))}) "
-        "GROUP BY memory_id", list(ids),
+        f"SELECT t.id, {VERSION_SQL} - 1 FROM traces t WHERE t.id IN ({','.join('?' * len(ids))})", list(ids),
     ).fetchall())
 
 

@@ -28,7 +28,7 @@ from datetime import datetime, timezone
 from memvault.store.db import records as rec
 from memvault.store.index.event_time import time_metadata
 from memvault.store.memories.memtypes import NOTE_TYPE, maybe_type
-from memvault.vault_io.memory_note import read_memory, related_section
+from memvault.vault_io.memory_note import note_version, read_memory, related_section, text_fingerprint
 from memvault.vault_io.note import ParsedNote
 from memvault.vault_io.resolve import LinkResolver, Resolution, link_key
 from memvault.vault_io.scan import FileStat
@@ -153,6 +153,11 @@ def note_trace(note: ParsedNote, trace_id: str, st: FileStat, memory_folder: str
             "fm_created": doc.created,
             "fm_type": doc.type,  # as spelled ("goal"); the trace's type is canonical
             "supersedes": doc.supersedes,
+            # The version counter and fingerprint as the note carries them,
+            # and the version every device reads from them (memory_note.note_version).
+            "fm_version": doc.version,
+            "fm_version_hash": doc.version_hash,
+            "version": note_version(doc.version, doc.version_hash, text_fingerprint(doc.content, type_, doc.tags)),
             # When it happened and the conversation it is part of (event_time.py).
             **time_metadata(note.frontmatter, note.path),
         },

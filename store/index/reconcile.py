@@ -519,14 +519,42 @@ class Indexer:
             n += 1
 
     def _give_up_id(self, note: ParsedNote, st: FileStat, new_id: str) -> tuple[ParsedNote, FileStat]:
-        """Write ``new_id`` into the note's front-matter (the ``id`` line alone,
+        """Write ``new_id`` into the note's front-matter (the ``id`` line alone)."""
+        return self._set_managed(note, st, {"id": new_id})
+
+    def _count_edit(self, c: NoteChange) -> None:
+        """A memory note whose text no longer matches the fingerprint of the
+        version its front-matter names was edited (here, or on another device
+        whose sync brought it): write the next version counter and the new
+        fingerprint into it (those two lines alone), so the version is the
+        same on every device and each edit memvault reads counts once. Every
+        device that does this writes the same bytes; a note without a counter
+        is left alone (memvault adds one on its own next write)."""
+        from memvault.store.index.classify import memory_type
+        from memvault.vault_io.memory_note import read_memory, text_fingerprint
+        from memvault.vault_io.secrets import redact
+
+        if not c.memory or c.note.error:
+            return
+        doc = read_memory(c.note.frontmatter, c.note.body)
+        if doc.version is None:
+            return
+        type_, _ = memory_type(c.note, self.memory_folder)
+        fingerprint = text_fingerprint(redact(doc.content)[0], type_, doc.tags)
+        if fingerprint == doc.version_hash:
+            return
+        c.note, c.stat = self._set_managed(c.note, c.stat, {"version": doc.version + 1, "version_hash": fingerprint})
+        c.resolutions = c.keys = None
+
+    def _set_managed(self, note: ParsedNote, st: FileStat, values: dict[str, object]) -> tuple[ParsedNote, FileStat]:
+        """Set front-matter keys memvault manages in a note (their lines alone,
         atomically, the file's mode kept) when the file still holds the bytes
         ``note`` was read from; returns the note and its stat as they are now.
         A note changed meanwhile is left alone: the next reconcile of it
         settles the same rule again."""
         from memvault.vault_io.atomic import atomic_write
         from memvault.vault_io.confine import read_inside
-        from memvault.vault_io.fm_edit import edit_frontmatter
+        from memvault.vault_io.fm_edit import duplicate_keys, edit_frontmatter
         from memvault.vault_io.note import content_hash
         from memvault.vault_io.parser import parse_note
 
@@ -536,10 +564,14 @@ class Indexer:
             if content_hash(data) != note.hash:
                 return note, st
             text = data.decode("utf-8")
-            new = edit_frontmatter(text, {"id": new_id}).encode("utf-8")
+            if set(duplicate_keys(text)) & set(values):
+                return note, st  # a line edit could change the wrong line
+            new = edit_frontmatter(text, values).encode("utf-8")
+            if new == data:
+                return note, st
             atomic_write(path, new, mode=path.stat().st_mode & 0o7777)
         except (OSError, UnicodeDecodeError, MemvaultError) as exc:
-            log.warning("%s: could not write its new id %s: %s", note.path, new_id, exc)
+            log.warning("%s: could not write %s into its front-matter: %s", note.path, ", ".join(values), exc)
             return note, st
         fresh = stat_file(self.root, note.path)
         return parse_note(note.path, new), fresh if fresh is not None else st

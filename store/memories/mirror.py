@@ -41,8 +41,12 @@ typed a secret into is indexed redacted (see
 it: a store-side write that leaves the content as it was keeps the person's
 body as they typed it (:func:`render_note`).
 
-Versions: a memory's version is 1 plus the number of earlier versions kept
-(store updates and edits in the vault alike). :meth:`Memories.update` with
+Versions: a memory's version is what its note says: the ``version`` counter
+memvault writes with each of its own changes, plus one when the text, type or
+tags no longer match the ``version_hash`` written with it (edited in the vault
+since, on this device or another). A note without a counter (written before
+memvault kept one, or by hand) is at 1 plus the earlier versions this device
+kept, until memvault's next write of it. :meth:`Memories.update` with
 ``expect_version`` refuses (:class:`.guard.VersionConflict`, carrying the current
 text) when the memory moved on since that version was read, after first
 importing any edit a person saved meanwhile.
@@ -174,6 +178,7 @@ class Memories(NoteWriter):
             metadata={"frontmatter": dict(extra or {}), "aliases": [], "related": list(links), "fm_tags": clean_tags},
             source=source, scope=scope, strength=DEFAULT_STRENGTH, created=now, updated=now, content_key=key,
         )
+        mem.stamp_version(trace, 1)  # the note carries its version: the same on every device
         target = self._new_note_path(type_, memory_filename(content, trace_id[2:10]))
         data = render_memory(doc_from_trace(trace)).encode("utf-8")
         self._commit(trace, "write", target, content_hash(data), lambda: rec.put_trace(self.con, trace))
@@ -233,6 +238,8 @@ class Memories(NoteWriter):
         changed.content_key = content_key(changed.type, changed.scope or "user", changed.content)
         if changed.content != trace.content:
             changed.title = changed.content.splitlines()[0][:80]
+        # The next version, as the note will say (every device reads it from there).
+        mem.stamp_version(changed, version + 1)
         current = mem.trace_path(self.con, trace.id)
         target, warnings = self._update_target(trace, changed, current, deleted_at)
         existing = self._read_text(current) if current else None

@@ -111,10 +111,36 @@ def stage_version(con: apsw.Connection, current: rec.TraceRow, reason: str | Non
     return snap
 
 
+#: The version a memory is at, for ``traces t``: what its note says (its
+#: ``version`` counter, one more when its text changed since memvault wrote
+#: it: the same on every device, see memory_note.note_version), else, for a
+#: note memvault has not written a counter into yet, 1 plus the earlier
+#: versions this device kept.
+VERSION_SQL = (
+    "coalesce(CASE WHEN json_valid(t.metadata) THEN json_extract(t.metadata, '$.version') END, "
+    "1 + coalesce((SELECT max(v.version) FROM state.memory_versions v WHERE v.memory_id = t.id), 0))"
+)
+
+
 def current_version(con: apsw.Connection, memory_id: str) -> int:
-    """The version a memory is at: 1 plus the earlier versions kept."""
-    row = con.execute("SELECT max(version) FROM state.memory_versions WHERE memory_id = ?", (memory_id,)).fetchone()
-    return 1 + int(row[0] or 0)
+    """The version a memory is at (:data:`VERSION_SQL`)."""
+    row = con.execute(f"SELECT {VERSION_SQL} FROM traces t WHERE t.id = ?", (memory_id,)).fetchone()
+    if row is None:
+        row = con.execute("SELECT 1 + coalesce(max(version), 0) FROM state.memory_versions WHERE memory_id = ?",
+                          (memory_id,)).fetchone()
+    return int(row[0])
+
+
+def stamp_version(trace: rec.TraceRow, version: int) -> None:
+    """Give a memory the version ``version`` as its note will carry it: the
+    counter and the fingerprint of its text, type and tags (a store-side
+    write: add, update)."""
+    from memvault.vault_io.memory_note import text_fingerprint
+
+    fm_tags = trace.metadata.get("fm_tags")
+    tags = fm_tags if isinstance(fm_tags, list) else trace.tags
+    trace.metadata = dict(trace.metadata, fm_version=version, version=version,
+                          fm_version_hash=text_fingerprint(trace.content, trace.type, tags))
 
 
 def last_version_reason(con: apsw.Connection, memory_id: str) -> str | None:

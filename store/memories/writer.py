@@ -127,6 +127,8 @@ def doc_from_trace(t: rec.TraceRow) -> MemoryDoc:
         source=t.source or "manual",
         supersedes=t.metadata.get("supersedes"),
         related=list(t.metadata.get("related") or []),
+        version=fm_version if isinstance(fm_version := t.metadata.get("fm_version"), int) else None,
+        version_hash=str(t.metadata["fm_version_hash"]) if t.metadata.get("fm_version_hash") else None,
         # Keys a person added, for a note written from scratch (it was
         # deleted): an existing note keeps its own lines instead.
         extra=dict(extra) if isinstance(extra := t.metadata.get("frontmatter"), dict) else {},

@@ -1,0 +1,131 @@
+"""Settling a conflict copy: take one side, keep the other as an earlier version.
+
+A conflict copy is a second version of a note: a sync tool's
+(``Note.sync-conflict-…-DEVICE.md``, Dropbox's and Nextcloud's
+"conflicted copy", see :mod:`memvault.vault_io.sync_conflicts`), or
+memvault's own ``Note (conflict …).md`` (``conflict_of:`` in its
+front-matter: the store's version written beside a person's edit).
+``memvault conflicts --copy PATH --take note|copy`` settles one, and nothing
+is dropped:
+
+- the note belongs to a memory: taking the copy updates the memory to the
+  copy's text and tags (the note's text becomes an earlier version, as any
+  update keeps it); keeping the note records the copy's text as an earlier
+  version of the memory (``history`` shows it, with where it came from);
+- an ordinary note: taking the copy puts the copy's text in the note's
+  place and moves the note's own file to ``.trash/``;
+- either way the copy file then goes to the vault's ``.trash/``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from pathlib import PurePosixPath
+from typing import TYPE_CHECKING, Any
+
+from memvault.store.db import records as rec
+from memvault.store.db.connection import write_transaction
+from memvault.store.memories import rows as mem
+from memvault.store.memories.writer import TRASH, MemoryOpError
+from memvault.vault_io.atomic import atomic_move, atomic_write, free_path
+from memvault.vault_io.memory_note import read_memory
+from memvault.vault_io.parser import parse_note
+from memvault.vault_io.sync_conflicts import sync_conflict
+
+if TYPE_CHECKING:
+    from memvault.store.memory_store import MemoryStore
+
+SIDES = ("note", "copy")
+
+
+def describe_copy(store: "MemoryStore", copy_path: str) -> dict[str, Any]:
+    """What a conflict copy is: the note it belongs to, the memory (if any),
+    whose version each side holds, and both texts."""
+    root = store.root
+    rel = _relative(store, copy_path)
+    if not (root / rel).is_file():
+        raise MemoryOpError(f"no conflict copy at {rel}")
+    copy = parse_note(rel, (root / rel).read_bytes())
+    synced = sync_conflict(rel)
+    memory_id = copy.frontmatter.get("conflict_of") if synced is None else None
+    if synced is None and not isinstance(memory_id, str):
+        raise MemoryOpError(f"{rel} is not a conflict copy (no sync tool's mark in its name, no conflict_of)")
+    if synced is not None:
+        note = synced.original
+        row = store.con.execute("SELECT trace_id FROM files WHERE path = ?", (note,)).fetchone()
+        memory_id = row[0] if row else None
+        copy_side = synced.describe()
+        note_side = f"the version {synced.tool} kept"
+    else:
+        note = mem.trace_path(store.con, str(memory_id))
+        copy_side = "the store's version memvault wrote beside an edit"
+        note_side = "the edited note"
+    trace = rec.get_trace(store.con, str(memory_id)) if memory_id else None
+    if trace is not None and (trace.kind != "memory" or trace.status != "active"):
+        trace = None
+    held = parse_note(note, (root / note).read_bytes()) if note and (root / note).is_file() else None
+    return {
+        "copy": rel, "note": note, "memory": trace.id if trace else None,
+        "copy_side": copy_side, "note_side": note_side,
+        "copy_content": read_memory(copy.frontmatter, copy.body).content,
+        "note_content": read_memory(held.frontmatter, held.body).content if held is not None else None,
+    }
+
+
+def settle_copy(store: "MemoryStore", copy_path: str, take: str) -> dict[str, Any]:
+    """Take one side of a conflict copy (``take``: "note" or "copy"), keep
+    the other as an earlier version (a memory) or in ``.trash/`` (an
+    ordinary note), and move the copy to ``.trash/``. Returns what was done."""
+    if take not in SIDES:
+        raise MemoryOpError(f"--take must be one of {', '.join(SIDES)}")
+    info = describe_copy(store, copy_path)
+    root, rel, note = store.root, info["copy"], info["note"]
+    copy = parse_note(rel, (root / rel).read_bytes())
+    doc = read_memory(copy.frontmatter, copy.body)
+    out: dict[str, Any] = {**info, "took": take, "version": None, "note_trashed": None}
+    if info["memory"] is not None:
+        memory_id = info["memory"]
+        if take == "copy":
+            result = store.memories.update(
+                memory_id, content=doc.content, tags=doc.tags,
+                reason=f"took {info['copy_side']} ({rel}); this was {info['note_side']}")
+            out["version"] = result.version
+        else:
+            trace = rec.get_trace(store.con, memory_id)
+            assert trace is not None
+            if mem.meaningfully_changed(trace, replace(trace, content=doc.content, metadata=dict(
+                    trace.metadata, fm_tags=doc.tags))):
+                other = replace(trace, content=doc.content, tags=doc.tags,
+                                metadata=dict(trace.metadata, fm_tags=doc.tags))
+                with write_transaction(store.con):
+                    snap = mem.stage_version(store.con, other, f"not taken: {info['copy_side']} ({rel})")
+                with write_transaction(store.con):
+                    mem.put_version(store.con, snap)
+                out["kept_as"] = snap.id
+    elif take == "copy":
+        data = (root / rel).read_bytes()
+        if note and (root / note).is_file():
+            trashed = free_path(root / TRASH / PurePosixPath(note).name)
+            atomic_move(root / note, trashed)
+            out["note_trashed"] = trashed.relative_to(root).as_posix()
+        if note:
+            atomic_write(root / note, data)
+    trash = free_path(root / TRASH / PurePosixPath(rel).name)
+    atomic_move(root / rel, trash)
+    out["copy_trashed"] = trash.relative_to(root).as_posix()
+    with write_transaction(store.con):
+        store.con.execute("DELETE FROM state.conflicts WHERE conflict_path = ?", (rel,))
+    store.reconciler.sync_paths([p for p in (rel, note) if p])
+    return out
+
+
+def _relative(store: "MemoryStore", path: str) -> str:
+    from pathlib import Path
+
+    p = Path(path)
+    if p.is_absolute():
+        try:
+            return p.resolve().relative_to(store.root.resolve()).as_posix()
+        except ValueError:
+            raise MemoryOpError(f"{path} is outside the vault") from None
+    return PurePosixPath(path).as_posix()
