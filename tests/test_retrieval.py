@@ -129,8 +129,8 @@ def test_explain_shows_every_signal(retriever: Retriever) -> None:
     hits = retriever.search("Diffie-Hellman shared secret", explain=True)["hits"]
     e = hits[0]["explain"]
     assert set(e) == {"mode", "keyword_rank", "keyword_match", "keyword_bm25", "vector_rank", "vector_similarity", "passed",
-                      "similarity_alone", "keyword_neighbours", "keyword_weight", "graph", "fused", "time_match", "event_time",
-                      "recency", "strength"}
+                      "similarity_alone", "keyword_neighbours", "keyword_weight", "graph", "fused", "time_match", "speaker_match",
+                      "event_time", "recency", "strength"}
     assert e["mode"] == "hybrid" and e["keyword_rank"] == 1 and e["keyword_bm25"] > 0
     assert e["vector_similarity"] > 0.3 and e["passed"] == "similarity" and e["recency"] == 1.0 and e["strength"] == 1.0
 

@@ -26,7 +26,8 @@
    past it); a neighbour that was no candidate joins only if its own
    similarity reaches ``min_similarity - GRAPH_FLOOR_MARGIN``.
 6. **Time**: a candidate from the period the query names ("in May 2023",
-   "last week") gains ``TIME_MATCH_BOOST``; memories decay by the age of
+   "last week") gains ``TIME_MATCH_BOOST``, and so does a turn by a speaker the
+   query names ("What did Melanie paint?": Melanie's turns); memories decay by the age of
    their event time (else their last change) per type, bounded below by
    ``RECENCY_FLOOR`` (:mod:`.when`); strength (0-1, 0.5 when unset) scales
    the score by ``0.5 + strength``.
@@ -106,6 +107,12 @@ GRAPH_DAMPING = 0.5
 GRAPH_FLOOR_MARGIN = 0.1
 #: Edge kinds the graph signal follows, both ways.
 GRAPH_EDGE_KINDS = ("link", "embed", "property", "related", "derived_from")
+#: Lift of a turn whose speaker the query names: the same as for a named
+#: period (both say which part of the memory the question is about). On
+#: LoCoMo-dev hybrid recall@10 0.645 -> 0.662, on the conversational set dev
+#: 0.719 -> 0.725 and test 0.673 -> 0.691 (0.1: 0.654, 0.723, 0.683); no
+#: category of either set went down.
+SPEAKER_MATCH_BOOST = TIME_MATCH_BOOST
 #: MMR trade-off between relevance (1.0) and novelty (0.0).
 MMR_LAMBDA = 0.7
 #: Best chunks this similar are the same thing said twice: the lower one goes.
@@ -172,6 +179,8 @@ class Candidate:
     keyword_neighbours: float = 0.0
     #: Factor for falling in the period the query names (1: none named, or outside).
     time_match: float = 1.0
+    #: Factor for being said by someone the query names (1: no speaker named, or another).
+    speaker_match: float = 1.0
 
     def explain(self, mode: str = "hybrid") -> dict[str, Any]:
         """Every signal, for ``--explain``; ``passed`` names the rule that let
@@ -190,6 +199,7 @@ class Candidate:
             "graph": round(self.graph, 6),
             "fused": round(self.fused, 6),
             "time_match": round(self.time_match, 4),
+            "speaker_match": round(self.speaker_match, 4),
             "event_time": self.event_time,
             "recency": round(self.recency, 4),
             "strength": round(self.strength_factor, 4),
@@ -377,6 +387,24 @@ def weak_weights(con: apsw.Connection, kw: KeywordLists) -> dict[int, float]:
     return out
 
 
+def named_speakers(con: apsw.Connection, query: str, rowids: Sequence[int]) -> set[int]:
+    """Those of ``rowids`` said by someone the query names: a turn (memory
+    or note) whose front-matter ``speaker`` has a word (a first name, say)
+    among the query's words, compared lower-cased."""
+    if not rowids:
+        return set()
+    words = {w.lower() for w in query_words(query)}
+    out = set()
+    for rowid, speaker in con.execute(
+        f"SELECT rowid, json_extract(metadata, '$.frontmatter.speaker') FROM traces WHERE rowid IN ({placeholders(len(rowids))}) "
+        "AND json_valid(metadata) AND json_type(metadata, '$.frontmatter.speaker') = 'text'",
+        list(rowids),
+    ):
+        if any(w.lower() in words for w in query_words(speaker or "")):
+            out.add(rowid)
+    return out
+
+
 def _keyword_candidates(con: apsw.Connection, kw: KeywordLists, filters: Filters) -> dict[int, Candidate]:
     """The keyword hits as candidates, with their rank, strength and BM25."""
     ranked = kw.strong + kw.weak
@@ -479,12 +507,15 @@ def rank(
         _add_graph(con, kept, matrix, query_vector, filters, floor - GRAPH_FLOOR_MARGIN, context)  # type: ignore[arg-type]
 
     periods = named_periods(query, now) if mode == "hybrid" else []
+    named = named_speakers(con, query, list(kept)) if mode == "hybrid" else set()
     for c in kept.values():
         if any(p.start <= c.happened < p.end for p in periods):
             c.time_match = 1.0 + TIME_MATCH_BOOST
         c.recency = recency_factor(c, params, now)
         c.strength_factor = strength_factor(c.strength)
-        c.score = (c.fused + c.graph) * c.time_match * c.recency * c.strength_factor
+        if c.rowid in named:
+            c.speaker_match = 1.0 + SPEAKER_MATCH_BOOST
+        c.score = (c.fused + c.graph) * c.time_match * c.speaker_match * c.recency * c.strength_factor
     ordered = sorted(kept.values(), key=lambda c: (-c.score, c.id))
     picked = mmr(ordered, matrix, limit) if use_vectors and for_context else ordered[:limit]
     for expr, strong in ((kw.strong_expr, True), (kw.weak_expr, False)):
