@@ -251,3 +251,55 @@ def test_copying_a_settled_vault_to_a_fresh_data_dir_gives_the_same_ids(tmp_path
             sb.close()
     finally:
         sa.close()
+
+
+def test_a_rename_racing_an_edit_through_the_sync_tool_settles_the_same_on_both(tmp_path: Path) -> None:
+    """The race of issue 20: the laptop renames a memory note while the
+    desktop edits it; the sync tool (newer wins, a change beats a deletion)
+    leaves both notes with one id on both devices, each daemon seeing them in
+    its own order. After quiet both devices agree on every id, version and
+    created time, no two live notes share an id, and every live memory has
+    its note."""
+    from two_devices import Device, FileSync
+
+    a, b = two_devices(tmp_path)
+    devices = [Device("laptop", a, tmp_path / "a" / "data"), Device("desktop", b, tmp_path / "b" / "data")]
+    sync = FileSync(*devices)
+    for d in devices:
+        d.start()
+    try:
+        made = devices[0].cli.memories.add("Plays chess on Sundays.", "semantic")
+        sync.round()
+        for d in devices:
+            wait_for(lambda d=d: settled(d) and index_has(d, made.path), timeout=30)
+        old = a / made.path
+        new_path = "Memory/semantic/chess-renamed.md"
+        old.rename(a / new_path)  # the laptop renames...
+        note_b = b / made.path
+        note_b.write_text(note_b.read_text(encoding="utf-8").replace("Sundays", "Saturdays"), encoding="utf-8")
+        for d in devices:  # ...and each daemon takes in its own side first
+            wait_for(lambda d=d: settled(d), timeout=30)
+        for _ in range(10):
+            for d in devices:
+                wait_for(lambda d=d: settled(d), timeout=30)
+            if sync.round() == 0:
+                break
+        else:
+            pytest.fail("the devices never settled")
+        for d in devices:
+            wait_for(lambda d=d: settled(d), timeout=30)
+        on_disk = ids_on_disk(a)
+        assert on_disk == ids_on_disk(b)
+        assert len(set(on_disk.values())) == len(on_disk) == 2, f"two live notes share an id: {on_disk}"
+        sql = ("SELECT t.id, t.content, t.created, json_extract(t.metadata, '$.version'), f.path FROM traces t "
+               "JOIN files f ON f.trace_id = t.id WHERE t.kind = 'memory' AND t.status = 'active' ORDER BY t.id")
+        lives = [read_index(d, sql) for d in devices]
+        assert lives[0] == lives[1] and len(lives[0]) == 2, lives
+        for d in devices:
+            phantoms = read_index(d, "SELECT count(*) FROM traces t WHERE kind = 'memory' AND status = 'active' "
+                                     "AND NOT EXISTS (SELECT 1 FROM files f WHERE f.trace_id = t.id)")
+            assert phantoms == [(0,)]
+        assert sync.round() == 0, "a settled vault changed again"
+    finally:
+        for d in devices:
+            d.stop()
