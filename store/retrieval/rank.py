@@ -372,7 +372,9 @@ def weak_weights(con: apsw.Connection, kw: KeywordLists) -> dict[int, float]:
 
     rows = [r for r, _ in kw.weak]
     beside = turn_neighbours(con, rows)
-    turns = [r for r in rows if r in beside]
+    # A turn has a turn before or after it; an ingested session note is a
+    # session of one trace, a whole transcript: weighed as a long note.
+    turns = [r for r in rows if any(n is not None for n in beside.get(r, (None, None)))]
     if not turns:
         return {}  # no turn among them (most vaults): nothing more to look up
     rows_of = word_rows(con, kw.content)
