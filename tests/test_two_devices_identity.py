@@ -303,3 +303,31 @@ def test_a_rename_racing_an_edit_through_the_sync_tool_settles_the_same_on_both(
     finally:
         for d in devices:
             d.stop()
+
+
+def test_a_note_left_naming_a_kept_id_is_found_by_doctor_and_settled_by_sync(tmp_path: Path) -> None:
+    root = tmp_path / "vault"
+    write(root, "Memory/semantic/a.md", NOTE.format(text="Keeps the id."))
+    s = store(root, tmp_path / "data")
+    try:
+        s.sync()
+        # What the old reconcile left (and a failed rewrite would): the second
+        # note indexed under a derived id, its front-matter still naming the kept one.
+        lose = write(root, "Memory/semantic/b.md", NOTE.format(text="Loses the id."))
+        import memvault.store.index.reconcile as reconcile
+
+        original = reconcile.Indexer._contest
+        reconcile.Indexer._contest = lambda *args: False  # type: ignore[method-assign]
+        try:
+            s.reconciler.sync_paths(["Memory/semantic/b.md"])
+        finally:
+            reconcile.Indexer._contest = original  # type: ignore[method-assign]
+        assert file_frontmatter_id(lose) == "m-0123456789ab"
+        found = [f for f in diagnose(s) if f.check == "memories"]
+        assert found and "Memory/semantic/b.md" in found[0].detail and found[0].repair == "sync"
+        s.sync()
+        assert file_frontmatter_id(lose) not in (None, "m-0123456789ab")
+        assert not [f for f in diagnose(s) if f.check == "memories"]
+        assert sorted(live(s)) == sorted(set(ids_on_disk(root).values()))
+    finally:
+        s.close()

@@ -157,6 +157,10 @@ def note_trace(note: ParsedNote, trace_id: str, st: FileStat, memory_folder: str
             # and the version every device reads from them (memory_note.note_version).
             "fm_version": doc.version,
             "fm_version_hash": doc.version_hash,
+            # The id the note itself names (it differs from the trace's id
+            # only while another note keeps that id and this one is not yet
+            # rewritten: see reconcile.Indexer._contest).
+            "fm_id": _usable_id(note.frontmatter.get("id")),
             "version": note_version(doc.version, doc.version_hash, text_fingerprint(doc.content, type_, doc.tags)),
             # When it happened and the conversation it is part of (event_time.py).
             **time_metadata(note.frontmatter, note.path),
@@ -169,6 +173,14 @@ def note_trace(note: ParsedNote, trace_id: str, st: FileStat, memory_folder: str
         updated=doc.updated or iso_from_ns(st.mtime_ns),
         content_key=content_key(type_, doc.scope, doc.content),
     ), warning
+
+
+def _usable_id(value: object) -> str | None:
+    """A front-matter ``id`` as the reconcile takes it (reconcile.frontmatter_id)."""
+    if isinstance(value, bool) or not isinstance(value, (str, int)):
+        return None
+    text = str(value).strip()
+    return text if 0 < len(text) <= 200 and "\n" not in text else None
 
 
 def related_start_line(note: ParsedNote) -> int | None:

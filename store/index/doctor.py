@@ -147,15 +147,20 @@ _LOST_NOTES = "DELETE FROM traces WHERE kind = 'note' AND id NOT IN (SELECT trac
 
 def check_memories(con: apsw.Connection) -> list[Finding]:
     """Live memories without their note (phantoms)."""
-    from memvault.store.memories.rows import phantoms
+    from memvault.store.memories.rows import UNSETTLED, phantoms
 
+    out = []
     found = phantoms(con)
-    if not found:
-        return []
-    shown = [f"{tid} (claims {path}, which {'is ' + holder + chr(39) + 's note' if holder else 'does not exist'})"
-             if path else f"{tid} (no note)" for tid, path, holder in found]
-    return [Finding("memories", f"{len(found)} live memories have no note of their own: {_names(shown)}",
-                    "phantoms")]
+    if found:
+        shown = [f"{tid} (claims {path}, which {'is ' + holder + chr(39) + 's note' if holder else 'does not exist'})"
+                 if path else f"{tid} (no note)" for tid, path, holder in found]
+        out.append(Finding("memories", f"{len(found)} live memories have no note of their own: {_names(shown)}",
+                           "phantoms"))
+    shared = [f"{path} (names {named}, indexed as {tid})" for path, tid, named in con.execute(UNSETTLED).fetchall()]
+    if shared:
+        out.append(Finding("memories", f"{len(shared)} memory notes name an id another note keeps: {_names(shared)}",
+                           "sync"))
+    return out
 
 
 def check_vault(store: "MemoryStore") -> list[Finding]:

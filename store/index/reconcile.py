@@ -204,6 +204,7 @@ class Indexer:
         known = rec.load_files(self.con)
         absent = {p for p in known if p not in scan.files and scan.covers(p)}
         summary = self._reconcile(scan, absent, known, progress)
+        self._resettle(summary)
         # A full scan saw every note: a live memory none of them holds is
         # retired as a note deleted in the vault (phantoms never outlive a sync).
         if self.con.execute(mem.PHANTOMS_EXIST).fetchone()[0]:
@@ -215,6 +216,21 @@ class Indexer:
         summary.warnings += self._remove_stale_temps(scan.temp_files)
         summary.seconds = time.perf_counter() - start
         return summary
+
+    def _resettle(self, summary: SyncSummary) -> None:
+        """Read again the memory notes that still name an id another note
+        keeps (the rewrite of their ``id`` line failed, or waited for a
+        pending store write), so the identity rule settles them now."""
+        unsettled = [path for path, _, _ in self.con.execute(mem.UNSETTLED).fetchall()]
+        if not unsettled:
+            return
+        with write_transaction(self.con):
+            self.con.executemany("UPDATE files SET hash = NULL, ctime_ns = 0 WHERE path = ?",
+                                 [(p,) for p in unsettled])
+        again = self.sync_paths(unsettled)
+        summary.updated += again.updated + again.moved + again.added
+        summary.parse_errors += [e for e in again.parse_errors if e not in summary.parse_errors]
+        summary.warnings += again.warnings
 
     def _remove_stale_temps(self, temps: list[str]) -> list[str]:
         """Delete memvault's own temporary files that a writer killed mid-write

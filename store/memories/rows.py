@@ -270,6 +270,15 @@ _PHANTOMS = (
 )
 
 
+#: Memory notes that name an id other than the one they are indexed under
+#: (another note kept it and this one's front-matter was not rewritten yet):
+#: (path, indexed id, the id the note names).
+UNSETTLED = (
+    "SELECT f.path, t.id, json_extract(t.metadata, '$.fm_id') FROM traces t JOIN files f ON f.trace_id = t.id "
+    "WHERE t.kind = 'memory' AND t.status = 'active' AND json_valid(t.metadata) "
+    "AND json_extract(t.metadata, '$.fm_id') IS NOT NULL AND json_extract(t.metadata, '$.fm_id') != t.id"
+)
+
 #: Whether any phantom exists (cheap: the first one found is enough).
 PHANTOMS_EXIST = f"SELECT EXISTS ({_PHANTOMS})"
 
