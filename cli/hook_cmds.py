@@ -30,7 +30,6 @@ import sys
 import threading
 import time
 from collections.abc import Callable
-from datetime import datetime, timezone
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -49,25 +48,13 @@ BUDGET_COLD = 2.0
 BUDGET_INGEST = 25.0
 #: Clients cap injected context at 10,000 characters.
 MAX_CHARS = 9000
-LOG_NAME = "hooks.log"
-LOG_MAX_BYTES = 1 << 20
 
 
 def log_line(event: str, message: str) -> None:
-    """Append one line to the hooks log (never raises: logging must not break a hook either)."""
-    from memvault.store.location import data_home
+    """Append one line to the hooks log (:func:`memvault.cli.turn_hook.log_line`)."""
+    from memvault.cli import turn_hook
 
-    try:
-        home = data_home()
-        home.mkdir(parents=True, exist_ok=True)
-        path = home / LOG_NAME
-        if path.exists() and path.stat().st_size > LOG_MAX_BYTES:
-            path.replace(path.with_name(LOG_NAME + ".1"))
-        stamp = datetime.now(timezone.utc).isoformat(timespec="seconds")
-        with open(path, "a", encoding="utf-8") as f:
-            f.write(f"{stamp} {event} pid {os.getpid()}: {' '.join(message.split())}\n")
-    except OSError:
-        pass
+    turn_hook.log_line(message, event)
 
 
 def read_input() -> dict[str, Any]:

@@ -50,9 +50,10 @@ MAX_REPLY = 64 * 1024
 _MAX_SUN_PATH = 100
 
 
-def log_line(message: str) -> None:
-    """One line in ``hooks.log`` in memvault's data dir, as the other hooks
-    write it (never raises: logging must not break a hook either)."""
+def log_line(message: str, event: str = EVENT) -> None:
+    """One line in ``hooks.log`` in memvault's data dir, for this hook or
+    (``event``) any other: the one writer of that log, here because this
+    module stays light (never raises: logging must not break a hook either)."""
     from memvault.store.location import data_home
 
     try:
@@ -63,7 +64,7 @@ def log_line(message: str) -> None:
             path.replace(path.with_name(LOG_NAME + ".1"))
         stamp = time.strftime("%Y-%m-%dT%H:%M:%S+00:00", time.gmtime())  # as isoformat() writes UTC
         with open(path, "a", encoding="utf-8") as f:
-            f.write(f"{stamp} {EVENT} pid {os.getpid()}: {' '.join(message.split())}\n")
+            f.write(f"{stamp} {event} pid {os.getpid()}: {' '.join(message.split())}\n")
     except OSError:
         pass
 

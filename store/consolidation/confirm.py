@@ -73,13 +73,18 @@ def pair_key(older: str, newer: str) -> str:
     return hashlib.sha256(f"{older}\x00{newer}".encode()).hexdigest()
 
 
+def _verdict(body: bytes, field: str) -> tuple[bool, str]:
+    """(the boolean ``field``, why) from a chat-completions response body."""
+    data = answer_json(body)
+    if not isinstance(data, dict) or not isinstance(data.get(field), bool):
+        raise SchemaError(f'the answer has no boolean "{field}"')
+    why = data.get("why")
+    return data[field], (why if isinstance(why, str) else "")[:300]
+
+
 def parse_verdict(body: bytes) -> tuple[bool, str]:
     """(contradicts, why) from a chat-completions response body."""
-    data = answer_json(body)
-    if not isinstance(data, dict) or not isinstance(data.get("contradicts"), bool):
-        raise SchemaError('the answer has no boolean "contradicts"')
-    why = data.get("why")
-    return data["contradicts"], (why if isinstance(why, str) else "")[:300]
+    return _verdict(body, "contradicts")
 
 
 def _known(store: "MemoryStore", keys: list[str]) -> dict[str, tuple[bool, str]]:
@@ -122,11 +127,7 @@ def merge_key(texts: list[str]) -> str:
 
 def parse_merge_verdict(body: bytes) -> tuple[bool, str]:
     """(same, why) from a chat-completions response body."""
-    data = answer_json(body)
-    if not isinstance(data, dict) or not isinstance(data.get("same"), bool):
-        raise SchemaError('the answer has no boolean "same"')
-    why = data.get("why")
-    return data["same"], (why if isinstance(why, str) else "")[:300]
+    return _verdict(body, "same")
 
 
 @dataclass(frozen=True)
