@@ -461,10 +461,9 @@ class Indexer:
                 # The holder's note is gone from disk (a rename whose deletion
                 # the index has not seen yet): the claimant is that note.
                 row = rec.get_file(self.con, holder)
-                if row is None or row.trace_id != wanted:
-                    return False
                 self._take(c, wanted, taken)
-                c.displaces, c.takeover = holder, True
+                if row is not None and row.trace_id == wanted:
+                    c.displaces, c.takeover = holder, True
                 return True
         if holder_note is None or not is_memory_note(holder_note, self.memory_folder):
             return False

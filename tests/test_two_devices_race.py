@@ -1,0 +1,102 @@
+"""Renames racing edits across two devices: the machine of
+``test_two_devices`` (two real daemons, a Syncthing-like sync, people and
+agents on both sides) plus a person renaming memory notes, with the checks
+of issue 20 items 1 and 2 at every quiet point:
+
+- both devices list the same live memories with the same ids, contents,
+  versions and created times;
+- no two live memory notes on disk share a front-matter id;
+- no live memory lacks its note (no phantoms), on either device.
+
+``MEMVAULT_TWO_DEVICE_EXAMPLES`` runs it longer.
+"""
+
+from __future__ import annotations
+
+import os
+from collections import Counter
+
+from hypothesis import HealthCheck, settings
+from hypothesis import strategies as st
+from hypothesis.stateful import rule
+from test_two_devices import TwoDevices, index_rows, token
+
+RACES = {"renames": 0, "quiet_checks": 0}
+
+
+class RacingDevices(TwoDevices):
+    """TwoDevices, with renames and the stricter agreement of issue 20."""
+
+    @rule(data=st.data())
+    def rename_races_an_edit(self, data: st.DataObject) -> None:
+        """The race itself: one device renames a memory note the other edits,
+        both before the sync tool runs."""
+        here, there = data.draw(st.permutations(self.devices), label="devices")
+        mine, theirs = self.memory_notes(here), self.memory_notes(there)
+        both = sorted(set(mine) & set(theirs))
+        if not both:
+            word = token()
+            made = here.cli.add(f"Raced {word} here.", "fact")
+            self.written.add(word)
+            self.ids.append(made.id)
+            self.sync.round()
+            for d in self.devices:
+                from test_two_devices import caught_up
+                from helpers import wait_for
+
+                wait_for(lambda d=d: caught_up(d), timeout=30)
+            mine, theirs = self.memory_notes(here), self.memory_notes(there)
+            both = sorted(set(mine) & set(theirs))
+            if not both:
+                return
+        memory_id = both[data.draw(st.integers(0, 999), label="memory") % len(both)]
+        word = token()
+        edited = theirs[memory_id]
+        edited.write_text(edited.read_text(encoding="utf-8") + f"\nEdited {word} while renamed.\n", encoding="utf-8")
+        self.written.add(word)
+        try:
+            mine[memory_id].rename(mine[memory_id].with_name(f"renamed-{token()}.md"))
+        except FileNotFoundError:
+            return
+        RACES["renames"] += 1
+
+    def check_agreement(self) -> None:
+        super().check_agreement()
+        sql = ("SELECT id, content, created, json_extract(metadata, '$.version') FROM traces "
+               "WHERE kind = 'memory' AND status = 'active' ORDER BY id")
+        a, b = (index_rows(d, sql) for d in self.devices)
+        assert a == b, f"the devices disagree on ids, versions or created: {set(a) ^ set(b)}"
+        for d in self.devices:
+            ids = Counter()
+            folder = d.root / "Memory"
+            for p in folder.rglob("*.md") if folder.exists() else []:
+                from memvault.vault_io.parser import parse_note
+
+                note = parse_note(p.relative_to(d.root).as_posix(), p.read_bytes())
+                if "conflict_of" in note.frontmatter or ".sync-conflict-" in p.name or not note.frontmatter.get("id"):
+                    continue
+                ids[str(note.frontmatter["id"])] += 1
+            shared = {i: n for i, n in ids.items() if n > 1}
+            assert not shared, f"two live notes share an id on the {d.name}: {shared}"
+            phantoms = index_rows(d, "SELECT id FROM traces t WHERE kind = 'memory' AND status = 'active' "
+                                     "AND NOT EXISTS (SELECT 1 FROM files f WHERE f.trace_id = t.id)")
+            assert not phantoms, f"live memories without a note on the {d.name}: {phantoms}"
+        RACES["quiet_checks"] += 1
+
+
+RacingDevices.TestCase.settings = settings(
+    max_examples=int(os.environ.get("MEMVAULT_TWO_DEVICE_EXAMPLES", "5")),
+    stateful_step_count=25,
+    deadline=None,
+    suppress_health_check=[HealthCheck.too_slow],
+)
+TestRacingDevices = RacingDevices.TestCase
+
+
+def test_the_machine_renamed_and_checked() -> None:
+    """The checks matter only if renames and quiet checks happened."""
+    import pytest
+
+    if RACES["quiet_checks"] == 0 and RACES["renames"] == 0:
+        pytest.skip("runs after TestRacingDevices in this file")
+    assert RACES["renames"] > 0 and RACES["quiet_checks"] > 0, RACES
