@@ -122,3 +122,22 @@ def test_take_without_copy_is_a_usage_error(vault: Path) -> None:
     write(vault, "a.md", "# A note\n")
     assert run(vault, "sync", "--no-embed").exit_code == 0
     assert run(vault, "conflicts", "--take", "note").exit_code == 2
+
+
+def test_memvaults_conflict_note_from_another_device_is_listed_as_theirs(vault: Path) -> None:
+    memory = added(vault, "Parks on level two.")
+    note = vault / memory["path"]
+    theirs = note.read_text(encoding="utf-8").replace(f"id: {memory['id']}\n", f"conflict_of: {memory['id']}\n")
+    copy = note.with_name(note.stem + " (conflict 2026-11-23 142501).md")
+    copy.write_text(theirs.replace("level two", "level three"), encoding="utf-8")
+    assert run(vault, "sync", "--no-embed").exit_code == 0
+    data = json.loads(run(vault, "status", "--json").stdout)
+    (item,) = data["conflict_list"]
+    assert item["kind"] == "memvault" and item["side"] == "a store version written on another device"
+    assert item["note"] == memory["path"] and data["conflicts"] == 1
+    text = run(vault, "status").stdout
+    assert "this device's store version" not in text and "written on another device" in text
+    done = run(vault, "conflicts", "--copy", copy.relative_to(vault).as_posix(), "--take", "copy")
+    assert done.exit_code == 0, done.output
+    texts = [v["content"] for v in lines(run(vault, "history", memory["id"], "--json").stdout)]
+    assert texts[0] == "Parks on level three." and "Parks on level two." in texts
