@@ -16,10 +16,13 @@ from __future__ import annotations
 import os
 from collections import Counter
 
+from helpers import wait_for
 from hypothesis import HealthCheck, settings
 from hypothesis import strategies as st
 from hypothesis.stateful import rule
-from test_two_devices import TwoDevices, index_rows, token
+from test_two_devices import TwoDevices, caught_up, index_rows, token
+
+from memvault.vault_io.parser import parse_note
 
 RACES = {"renames": 0, "quiet_checks": 0}
 
@@ -41,9 +44,6 @@ class RacingDevices(TwoDevices):
             self.ids.append(made.id)
             self.sync.round()
             for d in self.devices:
-                from test_two_devices import caught_up
-                from helpers import wait_for
-
                 wait_for(lambda d=d: caught_up(d), timeout=30)
             mine, theirs = self.memory_notes(here), self.memory_notes(there)
             both = sorted(set(mine) & set(theirs))
@@ -70,8 +70,6 @@ class RacingDevices(TwoDevices):
             ids = Counter()
             folder = d.root / "Memory"
             for p in folder.rglob("*.md") if folder.exists() else []:
-                from memvault.vault_io.parser import parse_note
-
                 note = parse_note(p.relative_to(d.root).as_posix(), p.read_bytes())
                 if "conflict_of" in note.frontmatter or ".sync-conflict-" in p.name or not note.frontmatter.get("id"):
                     continue
