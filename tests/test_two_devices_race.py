@@ -30,6 +30,19 @@ RACES = {"renames": 0, "quiet_checks": 0}
 class RacingDevices(TwoDevices):
     """TwoDevices, with renames and the stricter agreement of issue 20."""
 
+    def settle(self) -> None:
+        for d in self.devices:
+            wait_for(lambda d=d: caught_up(d), timeout=30)
+
+    @rule()
+    def sync_tool_runs(self) -> None:
+        """A round once both daemons have taken in what they saw: the harness's
+        round checks both folders equal at its end, and a daemon now writes on
+        its own (the version of an edit it read, a contested id), which a round
+        running meanwhile would take for the sync tool leaving them different."""
+        self.settle()
+        self.sync.round()
+
     @rule(data=st.data())
     def rename_races_an_edit(self, data: st.DataObject) -> None:
         """The race itself: one device renames a memory note the other edits,
@@ -42,9 +55,9 @@ class RacingDevices(TwoDevices):
             made = here.cli.add(f"Raced {word} here.", "fact")
             self.written.add(word)
             self.ids.append(made.id)
+            self.settle()
             self.sync.round()
-            for d in self.devices:
-                wait_for(lambda d=d: caught_up(d), timeout=30)
+            self.settle()
             mine, theirs = self.memory_notes(here), self.memory_notes(there)
             both = sorted(set(mine) & set(theirs))
             if not both:
