@@ -137,3 +137,38 @@ def test_a_note_without_a_counter_is_not_written_on_read(tmp_path: Path) -> None
         assert note.read_bytes() == before + b"Also pencils.\n", "reading a note without a counter wrote it"
     finally:
         s.close()
+
+
+def test_the_version_write_never_overwrites_a_file_changed_under_it(tmp_path: Path, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    """The write of a version counter checks the note aside and links its bytes
+    in only where no other file appeared: a save (or a sync tool's delivery)
+    landing at that moment is kept, never overwritten."""
+    import os
+
+    import memvault.store.index.reconcile as reconcile
+    from memvault.vault_io.note import content_hash
+
+    note = write(tmp_path / "vault", "n.md", "read\n")
+    trash = tmp_path / "vault" / ".trash"
+    expected = content_hash(b"read\n")
+    assert reconcile.replace_if_unchanged(note, expected, b"ours\n", trash)
+    assert note.read_bytes() == b"ours\n"
+    # changed before the check: put back, ours not written
+    assert not reconcile.replace_if_unchanged(note, expected, b"ours again\n", trash)
+    assert note.read_bytes() == b"ours\n"
+    # a delivery between the check and the link: it wins, what was read goes to the trash
+    note.write_bytes(b"read\n")
+    real_link = os.link
+
+    def delivery_first(src, dst, *args, **kwargs):  # type: ignore[no-untyped-def]
+        if str(dst) == str(note) and str(src).endswith(".memvault-tmp"):
+            note.write_bytes(b"delivered\n")
+        return real_link(src, dst, *args, **kwargs)
+
+    monkeypatch.setattr(os, "link", delivery_first)
+    assert not reconcile.replace_if_unchanged(note, expected, b"ours\n", trash)
+    monkeypatch.undo()
+    assert note.read_bytes() == b"delivered\n"
+    assert [p.read_bytes() for p in trash.iterdir()] == [b"read\n"]
+    leftovers = [p.name for p in note.parent.iterdir() if p.name.startswith(".n.md")]
+    assert leftovers == []

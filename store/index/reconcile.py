@@ -16,6 +16,7 @@ import datetime
 import hashlib
 import json
 import logging
+import os
 import time
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
@@ -567,7 +568,6 @@ class Indexer:
         ``note`` was read from; returns the note and its stat as they are now.
         A note changed meanwhile is left alone: the next reconcile of it
         settles the same rule again."""
-        from memvault.vault_io.atomic import atomic_write
         from memvault.vault_io.confine import read_inside
         from memvault.vault_io.fm_edit import duplicate_keys, edit_frontmatter
         from memvault.vault_io.note import content_hash
@@ -584,7 +584,8 @@ class Indexer:
             new = edit_frontmatter(text, values).encode("utf-8")
             if new == data:
                 return note, st
-            atomic_write(path, new, mode=path.stat().st_mode & 0o7777)
+            if not replace_if_unchanged(path, note.hash, new, self.root / TRASH_FOLDER):
+                return note, st
         except (OSError, UnicodeDecodeError, MemvaultError) as exc:
             log.warning("%s: could not write %s into its front-matter: %s", note.path, ", ".join(values), exc)
             return note, st
@@ -708,6 +709,81 @@ def needs_look(st: FileStat, row: rec.FileRow | None) -> bool:
         or row.ctime_ns != st.ctime_ns
         or row.read_error is not None
     )
+
+
+#: The vault's trash folder (where a version memvault could not put back goes).
+TRASH_FOLDER = ".trash"
+
+
+def replace_if_unchanged(path: Path, expected: str, data: bytes, trash: Path) -> bool:
+    """Put ``data`` at ``path`` only if the file there still has hash
+    ``expected``, without a moment in which a write by someone else (a person
+    saving, a sync tool delivering the other device's version) could be
+    overwritten unseen: the file is first renamed aside (atomic), checked
+    there, and the new bytes are linked in only where no file has appeared
+    meanwhile (``link`` never replaces). A file found changed is put back;
+    one that arrived meanwhile wins. Returns whether ``data`` was written.
+
+    A crash between the two steps leaves the note aside as a hidden
+    ``.NAME.*.memvault-swap`` file next to it, never deleted by memvault.
+    """
+    import secrets
+
+    from memvault.vault_io.atomic import fsync_dir, truncate_utf8
+    from memvault.vault_io.note import content_hash
+
+    folder = path.parent
+    stem = truncate_utf8(path.name, 200)
+    tag = secrets.token_hex(4)
+    tmp = folder / f".{stem}.{tag}.memvault-tmp"
+    aside = folder / f".{stem}.{tag}.memvault-swap"
+    mode = path.stat().st_mode & 0o7777
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, mode)
+    with os.fdopen(fd, "wb") as fh:
+        fh.write(data)
+        fh.flush()
+        os.fsync(fh.fileno())
+    os.chmod(tmp, mode)
+    try:
+        try:
+            os.rename(path, aside)
+        except FileNotFoundError:
+            return False
+        try:
+            unchanged = content_hash(aside.read_bytes()) == expected
+        except OSError:
+            unchanged = False
+        if not unchanged:
+            # Changed since it was read: the changed file goes back (or, when
+            # yet another one took the name meanwhile, to the trash: kept).
+            _put_back(aside, path, trash)
+            return False
+        try:
+            os.link(tmp, path)
+        except FileExistsError:
+            # A newer version arrived meanwhile: it replaces what was read,
+            # as it would have without memvault; what was read is kept.
+            _put_back(aside, path, trash)
+            return False
+        os.unlink(aside)
+        fsync_dir(folder)
+        return True
+    finally:
+        try:
+            os.unlink(tmp)
+        except FileNotFoundError:
+            pass
+
+
+def _put_back(aside: Path, path: Path, trash: Path) -> None:
+    from memvault.vault_io.atomic import free_path
+
+    try:
+        os.link(aside, path)
+        os.unlink(aside)
+    except FileExistsError:
+        trash.mkdir(parents=True, exist_ok=True)
+        os.rename(aside, free_path(trash / path.name))
 
 
 def identity_key(note: ParsedNote) -> tuple[int, str, bytes]:
