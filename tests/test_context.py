@@ -43,7 +43,7 @@ def test_block_has_identity_first_then_relevant_memories(own_vault: Path) -> Non
     assert lines[0] == HEADER
     assert lines[1].startswith("- [identity]") and lines[2].startswith("- [identity]")
     body = "\n".join(lines[3:])
-    assert "certificate had expired" in body and "(Memory/episodic/m-epi-outage.md)" in body
+    assert "certificate had expired" in body and "(m-epi-outage)" in body  # a note by its name, not its folders
     assert "Renew the TLS certificates" in body
     assert "oat milk" not in r.stdout  # unrelated memories stay out
 
@@ -117,7 +117,7 @@ def test_assemble_cuts_a_long_item_at_a_word_boundary() -> None:
     assert [i.id for i in items] == ["a"]  # the best item, cut to the room it has
     assert count_tokens([text])[0] <= 50
     line = text.splitlines()[1]
-    assert line.startswith("- [semantic] word word") and line.endswith("word… (a.md)")
+    assert line.startswith("- [semantic] word word") and line.endswith("word… (a)")
     text, items = assemble([], [long, short], 800)
     assert [i.id for i in items] == ["a", "b"]
     assert count_tokens([items[0].text])[0] <= 120  # no single item takes more than ITEM_MAX_TOKENS
@@ -143,8 +143,8 @@ def test_identity_alone_is_not_relevance_but_a_relevant_identity_is() -> None:
     text, items = assemble([lang, role], [lang], 800)
     assert [i.id for i in items] == ["m-lang", "m-role"]  # shown once, identity order kept
     assert text.splitlines()[1:] == [
-        "- [identity] Speaks Portuguese and English. (Memory/identity/lang.md)",
-        "- [identity] Works as a backend engineer. (Memory/identity/role.md)",
+        "- [identity] Speaks Portuguese and English. (lang)",
+        "- [identity] Works as a backend engineer. (role)",
     ]
 
 

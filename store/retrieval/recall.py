@@ -130,6 +130,15 @@ class RecallItem:
             return f"{_short(where.rsplit('/', 1)[-1].removesuffix('.md'))}#{self.anchor}"
         return f"{where} > {self.heading}" if self.heading else where
 
+    @property
+    def short_source(self) -> str:
+        """:attr:`source` as a recall line shows it: a note by its name, not its
+        folders (the full path is in ``source`` and ``path``)."""
+        if self.kind == "fact" or self.anchor:
+            return self.source
+        name = _short((self.path or self.id).rsplit("/", 1)[-1].removesuffix(".md"))
+        return f"{name} > {self.heading}" if self.heading else name
+
     def dated(self) -> "RecallItem":
         """The item with each relative time in its text ("yesterday")
         followed by the date it means, counted from when it happened."""
@@ -187,11 +196,12 @@ def _render(item: RecallItem, words: list[str], cut: bool) -> str:
     """One plain line: a turn as "date speaker: text (note#^tN)", anything
     else as "[type] date text (source)"; the date only when known."""
     body = " ".join(words) + ("…" if cut else "")
+    source, when = item.short_source, item.when[:10]
     if item.speaker:
-        who = f"{item.when} {item.speaker}:" if item.when else f"{item.speaker}:"
-        return f"- {who} {body} ({item.source})" if body else f"- {who} ({item.source})"
-    head = f"[{_label(item)}] {item.when}" if item.when else f"[{_label(item)}]"
-    return f"- {head} {body} ({item.source})" if body else f"- {head} ({item.source})"
+        who = f"{when} {item.speaker}:" if when else f"{item.speaker}:"
+        return f"- {who} {body} ({source})" if body else f"- {who} ({source})"
+    head = f"[{_label(item)}] {when}" if when else f"[{_label(item)}]"
+    return f"- {head} {body} ({source})" if body else f"- {head} ({source})"
 
 
 def _tokens(line: str) -> int:

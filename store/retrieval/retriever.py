@@ -75,6 +75,17 @@ def rank_params(recall: "RecallSettings") -> "RankParams":
     )
 
 
+#: The fewest tokens a recall line takes (date, speaker or type, a few words, a short source).
+MIN_LINE_TOKENS = 20
+
+
+def context_candidates(budget: int) -> int:
+    """How many ranked candidates a recall block of ``budget`` tokens looks at:
+    as many lines as could fit (at least 20), so a roomy budget is filled
+    with what ranks next rather than left empty."""
+    return max(20, budget // MIN_LINE_TOKENS)
+
+
 @dataclass
 class _NeighbourTurn:
     """A turn recalled because it stands beside a recalled turn (neighbours.py)."""
@@ -365,15 +376,15 @@ class Retriever:
         if self.spec is not None and self.has_vectors():
             try:
                 qvec = self.embedder().embed_query(message) if message.strip() else None
-                cands = self._rank(message, "hybrid", filters, 20, qvec, for_context=True)
+                cands = self._rank(message, "hybrid", filters, context_candidates(budget), qvec, for_context=True)
             except ModelUnavailable as exc:
                 notices = [f"semantic search unavailable: {exc}; using keyword search"]
-                cands = self._keyword_context(message, filters)
+                cands = self._keyword_context(message, filters, budget)
         else:
             _, notices = self.choose_mode(None, False)
             if self.spec is None:
                 notices = []
-            cands = self._keyword_context(message, filters)
+            cands = self._keyword_context(message, filters, budget)
         ids = identity_items(self.con, self.settings.recall.identity_max, scopes)
         relevant = self._recall_items(with_turn_context(self.con, cands, _NeighbourTurn.beside), message, qvec)
         relevant = mark_outdated(self.con, relevant, ids)
@@ -469,11 +480,11 @@ class Retriever:
         text = quote(content, span)
         return (f"{span.heading}\n{text}" if span.heading else text), None
 
-    def _keyword_context(self, message: str, filters: Filters) -> list[Any]:
+    def _keyword_context(self, message: str, filters: Filters, budget: int) -> list[Any]:
         """Relevant memories by words alone (no vectors): the hybrid keyword
         lists without stop words, by BM25, each sharing at least half the
         message's content words (:func:`~memvault.store.retrieval.rank.keyword_recall`)."""
         from memvault.store.retrieval.rank import keyword_recall
 
-        return keyword_recall(self.con, message, filters, 20)
+        return keyword_recall(self.con, message, filters, context_candidates(budget))
 
