@@ -43,6 +43,8 @@ SUDO = "Tr0ub4dor&3"
     ("text", "expected"),
     [
         ("my sudo password is Tr0ub4dor&3", "my sudo password is [redacted]"),
+        ("my email password is sunshine", "my email password is [redacted]"),  # a plain word, said to be one
+        ("The wifi passcode was lighthouse.", "The wifi passcode was [redacted]."),
         ("The db password: Pa55w0rd-xyz. The release branch is called rel/2026.",
          "The db password: [redacted]. The release branch is called rel/2026."),
         ("api key: " + "k3y-" + "9d8c7b6a5f", "api key: [redacted]"),
@@ -164,6 +166,8 @@ def test_only_the_value_is_cut(text: str, expected: str) -> None:
         "Password for the guest network: posted on the fridge",
         "Token for the API: see the wiki",
         "the password is up-to-date",
+        "the password is required for every login",
+        "The secret of good bread is patience",
         "error code: 1234",
         "zip code: 90210",
         "The gate code is on the fridge",

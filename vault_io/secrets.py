@@ -278,6 +278,15 @@ def _always(key: str) -> bool:
     return last.startswith("pass") or last in ("pwd", "secret")
 
 
+def _password_word(key: str, value: str) -> bool:
+    """Whether a plain word said to be a password in prose ("my password is
+    sunshine") is read as one: the key is a password (not a "secret", which in
+    prose is as often a knack: "the secret of good coffee is patience") and
+    the value is one word of four letters or more ("up-to-date" is prose)."""
+    last = re.split(r"[\s_-]+", key.lower())[-1]
+    return (last.startswith("pass") or last == "pwd") and len(value) >= 4 and not _WORD_JOINS_RE.search(value)
+
+
 def _token_end(value: str) -> int:
     """Where the secret in one token ends: before trailing punctuation that
     closes a sentence, a bracket or emphasis ("Pa55w0rd-xyz." keeps its period)."""
@@ -348,9 +357,12 @@ class _Redactor:
             return m.group(0)  # nothing, a placeholder, or a shaped token replaced above
         if _LOCATION_RE.match(value) and not (assigned and _always(key)):
             return m.group(0)  # "the key is ~/.ssh/id_ed25519": where a key is, not the key
-        if assigned and _always(key):
+        if _always(key) and (assigned or _password_word(key, value)):
             # Always a secret, unless it is a plain word that goes on as a
-            # sentence ("`passwd`: Stores user ids" describes the file).
+            # sentence ("`passwd`: Stores user ids" describes the file; "the
+            # password is required for login"). "My password is sunshine"
+            # ends there: the word is the password (a rare "the password is
+            # strong." loses one word of prose, never a secret).
             secret = not _is_plain_word(value) or not _PROSE_GOES_ON_RE.match(m.string, m.end())
         else:
             secret = looks_secret(value) if _strong(key) else looks_random(value)
