@@ -70,7 +70,7 @@ def test_context_quotes_the_matching_section_not_the_opening(guide_vault: Path, 
         assert "This guide collects" not in block  # not the note's first lines
         passage = next(i for i in result["items"] if i["path"] == "Guides/Home server.md")
         assert passage["heading"].endswith("Backups") and passage["source"].endswith("> Backups")
-        assert "(Guides/Home server.md > Home server guide > Backups)" in result["text"]
+        assert "(Home server > Home server guide > Backups)" in result["text"]  # a note by its name
         hits = store.search("restic offsite bucket", limit=3)["hits"]
         assert hits[0]["path"] == "Guides/Home server.md"
         assert "Run restic every night" in hits[0]["passage"] and "**" not in hits[0]["passage"]
