@@ -77,6 +77,7 @@ REPO = BENCH.parent
 sys.path.insert(0, str(BENCH))
 sys.path.insert(0, str(REPO / "tests"))
 from _common import isolate_env, machine_info  # noqa: E402
+from fixtures.conversations.support import PlainRankers  # noqa: E402
 
 OUT = BENCH / "out"
 DATA = REPO.parent / "shared" / "benchmarks" / "locomo-dev" / "locomo-dev.json"
@@ -86,9 +87,7 @@ MEMVAULT_MODES = ("keyword", "semantic", "hybrid")
 BASELINES = ("bm25", "cosine", "rrf")
 SYSTEMS = MEMVAULT_MODES + BASELINES
 BUDGET = 800
-RRF_K = 60
 TURN_FOLDER = "Memory/episodic"
-_WORD = re.compile(r"[^\W_]+", re.UNICODE)
 
 
 @dataclass(frozen=True)
@@ -244,21 +243,16 @@ LAYOUTS: dict[str, Callable[[Path, str, list[Turn]], dict[str, Any]]] = {
 # -- plain baselines -------------------------------------------------------------
 
 
-class Baselines:
+class Baselines(PlainRankers):
     """Plain bm25, cosine and their RRF over one conversation's turn texts."""
 
     def __init__(self, turns: list[Turn], embedder: Any, model_key: str) -> None:
-        import apsw
         import numpy as np
 
         from memvault.store.embedding import vectors as vec
         from memvault.store.embedding.model import text_hash
 
         self.turns = turns
-        self.ids = [t.id for t in turns]
-        self.fts = apsw.Connection(":memory:")
-        self.fts.execute("CREATE VIRTUAL TABLE t USING fts5(text, tokenize='porter unicode61 remove_diacritics 2')")
-        self.fts.executemany("INSERT INTO t (rowid, text) VALUES (?, ?)", [(i, t.plain) for i, t in enumerate(turns)])
         texts = [t.plain for t in turns]
         hashes = [text_hash(x) for x in texts]
         cached: dict[str, Any] = {}
@@ -280,29 +274,7 @@ class Baselines:
             cache.executemany("INSERT OR IGNORE INTO vectors (model, hash, vec, used) VALUES (?, ?, ?, ?)", rows)
         cache.close()
         m = np.stack([cached[h] for h in hashes])
-        self.matrix = m / np.linalg.norm(m, axis=1, keepdims=True)
-
-    def bm25(self, question: str, k: int = 100) -> list[str]:
-        words = _WORD.findall(question)
-        if not words:
-            return []
-        expr = " OR ".join('"' + w.replace('"', '""') + '"' for w in words)
-        rows = self.fts.execute("SELECT rowid FROM t WHERE t MATCH ? ORDER BY bm25(t) LIMIT ?", (expr, k)).fetchall()
-        return [self.ids[r[0]] for r in rows]
-
-    def cosine(self, qvec: Any, k: int = 100) -> list[str]:
-        import numpy as np
-
-        sims = self.matrix @ np.asarray(qvec, dtype=np.float32)
-        return [self.ids[i] for i in np.argsort(-sims, kind="stable")[:k]]
-
-    @staticmethod
-    def rrf(*rankings: list[str], k: float = RRF_K) -> list[str]:
-        score: dict[str, float] = defaultdict(float)
-        for ranking in rankings:
-            for n, tid in enumerate(ranking, 1):
-                score[tid] += 1.0 / (k + n)
-        return sorted(score, key=lambda t: (-score[t], t))
+        super().__init__([t.id for t in turns], texts, m / np.linalg.norm(m, axis=1, keepdims=True))
 
 
 _BRACKETED = re.compile(r"\s*\[[^\]]*\]")
