@@ -139,36 +139,50 @@ def test_a_note_without_a_counter_is_not_written_on_read(tmp_path: Path) -> None
         s.close()
 
 
-def test_the_version_write_never_overwrites_a_file_changed_under_it(tmp_path: Path, monkeypatch) -> None:  # type: ignore[no-untyped-def]
-    """The write of a version counter checks the note aside and links its bytes
-    in only where no other file appeared: a save (or a sync tool's delivery)
-    landing at that moment is kept, never overwritten."""
-    import os
-
+@pytest.mark.parametrize("exchange", [True, False], ids=["exchange", "aside"])
+def test_the_version_write_never_overwrites_a_file_changed_under_it(
+        tmp_path: Path, monkeypatch, exchange: bool) -> None:  # type: ignore[no-untyped-def]
+    """The write of a version counter swaps its bytes in atomically and checks
+    what came out (or, without renameat2, checks the note aside): a save or a
+    sync tool's delivery landing at that moment is kept, never overwritten."""
     import memvault.store.index.reconcile as reconcile
     from memvault.vault_io.note import content_hash
 
+    if not exchange:
+        monkeypatch.setattr(reconcile, "_exchange", lambda a, b: None)
     note = write(tmp_path / "vault", "n.md", "read\n")
     trash = tmp_path / "vault" / ".trash"
     expected = content_hash(b"read\n")
     assert reconcile.replace_if_unchanged(note, expected, b"ours\n", trash)
     assert note.read_bytes() == b"ours\n"
-    # changed before the check: put back, ours not written
+    # changed before the write: put back, ours not written
     assert not reconcile.replace_if_unchanged(note, expected, b"ours again\n", trash)
     assert note.read_bytes() == b"ours\n"
-    # a delivery between the check and the link: it wins, what was read goes to the trash
+    # a delivery at the very moment of the write: it is what the note holds after
     note.write_bytes(b"read\n")
-    real_link = os.link
+    if exchange:
+        real = reconcile._exchange
 
-    def delivery_first(src, dst, *args, **kwargs):  # type: ignore[no-untyped-def]
-        if str(dst) == str(note) and str(src).endswith(".memvault-tmp"):
+        def delivery_first(a, b):  # type: ignore[no-untyped-def]
             note.write_bytes(b"delivered\n")
-        return real_link(src, dst, *args, **kwargs)
+            return real(a, b)
 
-    monkeypatch.setattr(os, "link", delivery_first)
+        monkeypatch.setattr(reconcile, "_exchange", delivery_first)
+    else:
+        import os
+
+        real_link = os.link
+
+        def delivery_first(src, dst, *args, **kwargs):  # type: ignore[no-untyped-def]
+            if str(dst) == str(note) and str(src).endswith(".memvault-tmp"):
+                note.write_bytes(b"delivered\n")
+            return real_link(src, dst, *args, **kwargs)
+
+        monkeypatch.setattr(os, "link", delivery_first)
     assert not reconcile.replace_if_unchanged(note, expected, b"ours\n", trash)
     monkeypatch.undo()
     assert note.read_bytes() == b"delivered\n"
-    assert [p.read_bytes() for p in trash.iterdir()] == [b"read\n"]
+    if not exchange:  # set aside, what was read is kept
+        assert [p.read_bytes() for p in trash.iterdir()] == [b"read\n"]
     leftovers = [p.name for p in note.parent.iterdir() if p.name.startswith(".n.md")]
     assert leftovers == []
