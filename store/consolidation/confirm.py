@@ -187,21 +187,11 @@ def _ask_unsure(store: "MemoryStore", plan: Plan, records: Mapping[str, Record],
     known = _known(store, sorted(set(keys.values())))
     stats: dict[str, Any] = {"model": model, "asked": 0, "remembered": 0, "found": 0}
     for older, newer in pairs:
-        key = keys[(older, newer)]
-        if key in known:
-            stats["remembered"] += 1
-        else:
-            texts = [records[older].content, records[newer].content]
-            try:
-                known[key] = asker.ask(SYSTEM_PROMPT, _CONTRADICTION.prompt(texts), parse_verdict)
-            except LLMCancelled:
-                raise
-            except LLMError as exc:
-                stats["error"] = f"{model} did not answer ({exc}); nothing was added"
-                break
-            stats["asked"] += 1
-            _remember(store, key, *known[key], model)
-        contradicts, why = known[key]
+        texts = [records[older].content, records[newer].content]
+        answer = _answer(store, asker, _CONTRADICTION, texts, keys[(older, newer)], known, stats, "nothing was added")
+        if answer is None:
+            break
+        contradicts, why = answer
         if contradicts:
             stats["found"] += 1
             plan.actions.append(Action("contradiction", [newer, older],
@@ -209,6 +199,28 @@ def _ask_unsure(store: "MemoryStore", plan: Plan, records: Mapping[str, Record],
                                        f"found by {model}; {newer} is newer",
                                        {"older": older, "newer": newer, "kind": "llm", "found_by": model}))
     plan.stats["llm_unsure"] = stats
+
+
+def _answer(store: "MemoryStore", asker: LLMExtractor, kind: _Kind, texts: list[str], key: str,
+            known: dict[str, tuple[bool, str]], stats: dict[str, Any], otherwise: str) -> tuple[bool, str] | None:
+    """The model's answer about ``texts``: the one remembered under ``key``,
+    else asked now and kept. None when it did not answer (``stats["error"]``
+    says so, ending in ``otherwise``). :class:`LLMCancelled` passes: the
+    daemon is stopping, and no run beats one the model half checked."""
+    if key in known:
+        stats["remembered"] += 1
+        return known[key]
+    model = asker.settings.model
+    try:
+        known[key] = asker.ask(kind.system, kind.prompt(texts), kind.parse)
+    except LLMCancelled:
+        raise
+    except LLMError as exc:
+        stats["error"] = f"{model} did not answer ({exc}); {otherwise}"
+        return None
+    stats["asked"] += 1
+    _remember(store, key, *known[key], model)
+    return known[key]
 
 
 def _confirm_kind(store: "MemoryStore", plan: Plan, records: Mapping[str, Record], kind: _Kind,
@@ -228,22 +240,13 @@ def _confirm_kind(store: "MemoryStore", plan: Plan, records: Mapping[str, Record
     drop = set()
     for action in flagged[:budget]:
         key = keys[id(action)]
-        if key in known:
-            stats["remembered"] += 1
-        elif "error" in stats:
+        if key not in known and "error" in stats:
             continue  # the rule's decision stands
-        else:
-            try:
-                known[key] = asker.ask(kind.system, kind.prompt(texts[id(action)]), kind.parse)
-            except LLMCancelled:
-                raise  # the daemon is stopping: no run, rather than one the model half checked
-            except LLMError as exc:
-                stats["error"] = f"{model} did not answer ({exc}); the rule decided alone"
-                failed.append(stats["error"])
-                continue
-            stats["asked"] += 1
-            _remember(store, key, *known[key], model)
-        agrees, why = known[key]
+        answer = _answer(store, asker, kind, texts[id(action)], key, known, stats, "the rule decided alone")
+        if answer is None:
+            failed.append(stats["error"])
+            continue
+        agrees, why = answer
         if agrees:
             stats["confirmed"] += 1
             action.reason += f"; confirmed by {model}"
