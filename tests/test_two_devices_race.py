@@ -15,13 +15,12 @@ from __future__ import annotations
 
 import os
 from collections import Counter
-from pathlib import Path
 
 from helpers import wait_for
 from hypothesis import HealthCheck, settings
 from hypothesis import strategies as st
 from hypothesis.stateful import rule
-from test_two_devices import Device, TwoDevices, caught_up, index_rows, token
+from test_two_devices import TwoDevices, caught_up, index_rows, token
 
 from memvault.vault_io.parser import parse_note
 
@@ -43,23 +42,6 @@ class RacingDevices(TwoDevices):
         running meanwhile would take for the sync tool leaving them different."""
         self.settle()
         self.sync.round()
-
-    def memory_notes(self, d: Device) -> dict[str, Path]:
-        """As the base machine's, but a note a daemon has set aside this moment
-        (to write its version lines) is skipped rather than read."""
-        out = {}
-        folder = d.root / "Memory"
-        for p in folder.rglob("*.md") if folder.exists() else []:
-            try:
-                data = p.read_bytes()
-            except FileNotFoundError:
-                continue
-            note = parse_note(p.relative_to(d.root).as_posix(), data)
-            if "conflict_of" in note.frontmatter or ".sync-conflict-" in p.name:
-                continue
-            if note.frontmatter.get("id"):
-                out[str(note.frontmatter["id"])] = p
-        return out
 
     @rule(data=st.data())
     def rename_races_an_edit(self, data: st.DataObject) -> None:
