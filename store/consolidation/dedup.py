@@ -91,20 +91,22 @@ def claim_key(text: str) -> str:
     return " ".join(_uninflect(w) for w in normalise(" ".join(fold(w) for w in words(text))).split())
 
 
-def find_duplicate(store: "MemoryStore", type_: str, scope: str, content: str) -> Duplicate | None:
-    """The live memory of ``type_`` and ``scope`` that ``content`` certainly restates, if any."""
+def find_duplicate(store: "MemoryStore", type_: str, scope: str, content: str,
+                   rows: list[tuple[str, str]] | None = None) -> Duplicate | None:
+    """The live memory of ``type_`` and ``scope`` that ``content`` certainly
+    restates, if any (``rows``: that block's :func:`live_block`, when read already)."""
     con = store.con
     exact = mem.find_by_content_key(con, content_key(type_, scope, content))
     if exact is not None:
         return Duplicate(exact.id, "same text")
     key = claim_key(content)
-    for tid, text in _live(store, type_, scope):
+    for tid, text in live_block(store, type_, scope) if rows is None else rows:
         if claim_key(text) == key:
             return Duplicate(tid, "same text up to case, punctuation and inflection")
     return None
 
 
-def _live(store: "MemoryStore", type_: str, scope: str) -> list[tuple[str, str]]:
+def live_block(store: "MemoryStore", type_: str, scope: str) -> list[tuple[str, str]]:
     """Ids and texts of the live memories of one type and scope, oldest first."""
     return store.con.execute(
         "SELECT id, content FROM traces WHERE kind = 'memory' AND status = 'active' AND type = ? AND scope = ? "
@@ -114,10 +116,10 @@ def _live(store: "MemoryStore", type_: str, scope: str) -> list[tuple[str, str]]
 
 
 def find_similar(store: "MemoryStore", type_: str, scope: str, content: str,
-                 limit: int = SIMILAR_LIMIT) -> list[Similar]:
+                 limit: int = SIMILAR_LIMIT, rows: list[tuple[str, str]] | None = None) -> list[Similar]:
     """The live memories of ``type_`` and ``scope`` that most resemble ``content``,
     closest first (at most ``limit``): what an ``add`` reports as ``similar_to``."""
-    rows = _live(store, type_, scope)
+    rows = live_block(store, type_, scope) if rows is None else rows
     # Asked even with no neighbour: the new text's vector is then in the cache for the next add.
     found = _by_vectors(store, type_, scope, content, rows)
     if found is None:

@@ -158,10 +158,11 @@ class Memories(NoteWriter):
             raise MemoryOpError("a memory needs some content")
         scope = scope.strip() or "user"
         key = content_key(type_, scope, content)
-        from memvault.store.consolidation.dedup import find_duplicate, find_similar
+        from memvault.store.consolidation.dedup import find_duplicate, find_similar, live_block
 
+        block = live_block(self.store, type_, scope)  # read once: the duplicate test and the neighbours
         if not allow_duplicate:
-            found = find_duplicate(self.store, type_, scope, content)
+            found = find_duplicate(self.store, type_, scope, content, rows=block)
             if found is not None:
                 with write_transaction(self.con):
                     mem.bump_seen(self.con, found.id)
@@ -169,7 +170,7 @@ class Memories(NoteWriter):
                                    version=mem.current_version(self.con, found.id), redacted=secrets_found,
                                    warnings=redaction_warnings(secrets_found), reason=found.reason)
         # Looked up before the new memory exists, so it is never its own neighbour.
-        similar = [s.as_dict() for s in find_similar(self.store, type_, scope, content)]
+        similar = [s.as_dict() for s in find_similar(self.store, type_, scope, content, rows=block)]
         trace_id = memory_id_for(self.con, key)
         now = rec.now_iso()
         trace = rec.TraceRow(
