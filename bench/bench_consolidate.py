@@ -24,6 +24,7 @@ above each rule's floor, found by a blocked matrix product).
 from __future__ import annotations
 
 import argparse
+import json
 import random
 import statistics
 import sys
@@ -272,12 +273,10 @@ def time_adds(root: Path) -> dict:
         done = subprocess.run([str(MEMVAULT_EXE), "--vault", str(root), "add", text, "--json"],
                               capture_output=True, text=True, env=dict(os.environ))
         out[label] = round(time.perf_counter() - t, 3)
-        out[label + "_action"] = done.stdout.strip()[:200]
-    for line in (out.get("new_action"), out.get("paraphrase_action")):
-        if line and '"action": "added"' in line:
-            import json
-
-            subprocess.run([str(MEMVAULT_EXE), "--vault", str(root), "forget", json.loads(line)["id"]],
+        answer = json.loads(done.stdout) if done.stdout.strip() else {}
+        out[label + "_action"] = answer.get("action", done.stderr.strip()[:200])
+        if answer.get("action") == "added":
+            subprocess.run([str(MEMVAULT_EXE), "--vault", str(root), "forget", answer["id"]],
                            capture_output=True, env=dict(os.environ))
     return out
 

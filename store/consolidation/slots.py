@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import difflib
 import re
+from collections import Counter
 from dataclasses import dataclass
 from functools import lru_cache
 
@@ -176,6 +177,9 @@ def contradiction(text_a: str, text_b: str) -> tuple[str, str] | None:
     update = _update(text_a, text_b, ta, tb)
     if update is not None:
         return update
+    ka, kb = Counter(t.key for t in ta), Counter(t.key for t in tb)
+    if sum((ka - kb).values()) > 2 or sum((kb - ka).values()) > 2:
+        return None  # more apart than one slot of two words (below): said before aligning, which costs
     ops = difflib.SequenceMatcher(None, [t.key for t in ta], [t.key for t in tb], autojunk=False).get_opcodes()
     changed = [op for op in ops if op[0] != "equal"]
     if len(changed) != 1 or changed[0][0] != "replace":
