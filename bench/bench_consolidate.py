@@ -194,7 +194,7 @@ def candidate_recall(store) -> dict:
     comparing all pairs of each block: same scope and type) that the forest found."""
     import numpy as np
 
-    from memvault.store.consolidation.plan import Similarity
+    from memvault.store.consolidation.plan import Similarity, candidate_floor
     from memvault.store.consolidation.records import load_records, load_vectors
     from memvault.store.consolidation.run import policy_for
     from memvault.store.embedding import vectors as vec
@@ -215,7 +215,7 @@ def candidate_recall(store) -> dict:
     exact: dict[tuple[str, str], float] = {}
     t = time.perf_counter()
     for (_, type_), members in blocks.items():
-        floor = min(policy.thresholds.recurrence, policy.thresholds.merge) if type_ == "episodic" else policy.thresholds.merge
+        floor = candidate_floor(type_, policy.thresholds)
         x = np.stack([vectors[r.id] for r in members])
         for i in range(0, len(members), 2048):
             sims = x[i : i + 2048] @ x.T

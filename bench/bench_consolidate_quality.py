@@ -117,7 +117,10 @@ def _report_pairs(results: list[dict], as_json: bool) -> int:
         print(f"{r['set']}: {r['pairs']} pairs")
         print("| | precision | recall | predicted |\n|---|---|---|---|")
         for label, key in (("add refused (wrong: %d)" % r["wrong_refusals"], "refused"),
-                           ("merges proposed", "merged"), ("plain cosine >= 0.70 (baseline)", "cosine"),
+                           ("merges proposed (pair alone)", "merged"),
+                           (f"merges proposed in a store (candidates at cosine >= {r['candidate_floor']:.2f})",
+                            "merged_in_store"),
+                           ("plain cosine >= 0.70 (baseline)", "cosine"),
                            ("contradictions flagged", "flagged")):
             d = r[key]
             print(f"| {label} | {d['precision']:.3f} | {d['recall']:.3f} | {d['predicted']} |")

@@ -183,7 +183,9 @@ def score_pairs(path: Path, vectors: "Mapping[str, np.ndarray]", policy: Policy 
     label duplicate / different / contradiction): each pair judged alone, as two
     semantic memories of one scope, ``b`` the newer. ``vectors`` maps ``"<id>:a"``
     and ``"<id>:b"`` to unit vectors. What ``add`` refuses, what consolidation
-    would merge, what it flags, and plain cosine at the duplicate threshold."""
+    would merge (judging the pair alone, and as a store's plan would: only
+    when the pair is at least the forest's candidate floor similar or has the
+    same text), what it flags, and plain cosine at the duplicate threshold."""
     from datetime import timezone
 
     from memvault.store.consolidation.dedup import claim_key
@@ -192,7 +194,11 @@ def score_pairs(path: Path, vectors: "Mapping[str, np.ndarray]", policy: Policy 
     policy = policy or Policy()
     t = policy.thresholds
     pairs = json.loads(path.read_text(encoding="utf-8"))["pairs"]
-    got: dict[str, set[frozenset[str]]] = {"refused": set(), "merged": set(), "cosine": set(), "flagged": set()}
+    from memvault.store.consolidation.plan import candidate_floor
+
+    floor = candidate_floor("semantic", t)
+    got: dict[str, set[frozenset[str]]] = {"refused": set(), "merged": set(), "in_store": set(), "cosine": set(),
+                                           "flagged": set()}
     gold: dict[str, set[frozenset[str]]] = {"duplicate": set(), "contradiction": set(), "different": set()}
     when = datetime(2026, 1, 1, tzinfo=timezone.utc)
     for p in pairs:
@@ -207,6 +213,8 @@ def score_pairs(path: Path, vectors: "Mapping[str, np.ndarray]", policy: Policy 
             got["refused"].add(key)
         if rules.duplicate(a, b, sim, t.merge, book):
             got["merged"].add(key)
+            if a.f.norm == b.f.norm or (sim is not None and sim >= floor):
+                got["in_store"].add(key)  # a store's plan judges only the forest's pairs (and equal texts)
         if sim is not None and sim >= t.duplicate:
             got["cosine"].add(key)
         if rules.contradiction(a, b, sim, t.contradiction, book):
@@ -216,6 +224,8 @@ def score_pairs(path: Path, vectors: "Mapping[str, np.ndarray]", policy: Policy 
         "refused": _pr(got["refused"], gold["duplicate"]),
         "wrong_refusals": len(got["refused"] - gold["duplicate"]),
         "merged": _pr(got["merged"], gold["duplicate"]),
+        "merged_in_store": _pr(got["in_store"], gold["duplicate"]),
+        "candidate_floor": floor,
         "cosine": _pr(got["cosine"], gold["duplicate"]),
         "flagged": _pr(got["flagged"], gold["contradiction"]),
     }

@@ -30,7 +30,7 @@ from datetime import date
 from typing import TYPE_CHECKING, Any
 
 from memvault.store.consolidation import candidates as cand
-from memvault.store.consolidation import rules
+from memvault.store.consolidation import paraphrase, rules
 from memvault.store.consolidation.records import Record
 from memvault.store.consolidation.text import normalise
 
@@ -188,6 +188,15 @@ def _archive(records: Sequence[Record], strength: Mapping[str, float], policy: P
     return out
 
 
+def candidate_floor(type_: str, t: rules.Thresholds) -> float:
+    """The least cosine at which the forest offers a pair of memories of
+    ``type_``: the lowest the merge rule can accept (the merge threshold less
+    :data:`.paraphrase.FLOOR`, for pairs whose every differing word is
+    explained), or for episodes the recurrence threshold when that is lower."""
+    floor = t.merge - paraphrase.FLOOR
+    return min(t.recurrence, floor) if type_ == "episodic" else floor
+
+
 class Similarity:
     """Cosine similarities: the forest's candidate pairs (:mod:`.candidates`),
     one forest per block of records that rules may pair (same scope and
@@ -209,8 +218,7 @@ class Similarity:
             x = np.stack([vectors[r.id] for r in members])
             # Vectors bring duplicates and episodes of one habit; contradictions
             # need words in common, and come from the word blocking.
-            floor = min(t.recurrence, t.merge) if type_ == "episodic" else t.merge
-            self.pairs.update(cand.forest_pairs([r.id for r in members], x, floor))
+            self.pairs.update(cand.forest_pairs([r.id for r in members], x, candidate_floor(type_, t)))
 
     def both(self, a: str, b: str) -> bool:
         """Whether both have vectors."""
@@ -357,7 +365,11 @@ def _contradictions(live: Sequence[Record], sims: "Similarity", policy: Policy,
                     book: rules.NameBook, context: Context) -> list[Action]:
     claims = [r for r in live if r.type in rules.CLAIM_TYPES]
     rec = {r.id: r for r in claims}
-    pairs = cand.word_pairs(claims) | {p for p in sims.pairs if p[0] in rec and p[1] in rec}
+    # The forest's pairs below the merge threshold are there for paraphrases
+    # the merge rule explains word by word; a contradiction's candidates are
+    # the word blocking's and the forest's from the merge threshold up.
+    floor = policy.thresholds.merge
+    pairs = cand.word_pairs(claims) | {p for p, s in sims.pairs.items() if s >= floor and p[0] in rec and p[1] in rec}
     out = []
     for a, b in pairs:  # any order: the flags are sorted below
         if context.flagged and frozenset((a, b)) in context.flagged:
