@@ -57,6 +57,7 @@ if TYPE_CHECKING:
     from memvault.store.embedding.pipeline import EmbedReport
     from memvault.store.facts.observer import Defer, FactObserver
     from memvault.store.facts.source_notes import Sources
+    from memvault.store.history.replicate import HistorySync
     from memvault.store.index.doctor import DoctorReport
     from memvault.store.index.rebuild import Restored
     from memvault.store.index.reconcile import Indexer, SyncSummary
@@ -184,6 +185,11 @@ class MemoryStore(ReadAPI, ChangeAPI):
         """The durable state database."""
         return self.data_dir / location.STATE_FILE
 
+    @property
+    def history_folder(self) -> Path:
+        """The vault folder of every device's history log (:mod:`.history`)."""
+        return self.root / self.settings.history_folder
+
     def has_index(self) -> bool:
         """Whether this vault has been indexed before."""
         return self.index_path.exists()
@@ -248,6 +254,7 @@ class MemoryStore(ReadAPI, ChangeAPI):
             self.__dict__.pop(name, None)
         con = self.__dict__.pop("con", None)
         if con is not None:
+            self._flush_history(con)
             _quietly(con.close, lambda: con.close(force=True))
 
     # -- collaborators (one each per store) -------------------------------------
@@ -301,6 +308,34 @@ class MemoryStore(ReadAPI, ChangeAPI):
 
         return Retriever(self, self.read_con())
 
+    # -- history in the vault ----------------------------------------------------------
+
+    def sync_history(self) -> "HistorySync":
+        """Read every device's history log into the durable state and append
+        this device's changes to its own (:mod:`.history.replicate`); an
+        index that had the state applied follows the rows the logs set."""
+        from memvault.store.history.replicate import sync_history
+        from memvault.store.index.rebuild import follow_history, state_applied
+
+        con = self.con
+        applied = state_applied(con)
+
+        def follow(changes: list) -> None:
+            if applied:
+                follow_history(con, changes)
+
+        return sync_history(con, self.history_folder, on_change=follow)
+
+    def _flush_history(self, con: apsw.Connection) -> None:
+        """Append this device's queued changes to its history log (a command's
+        end, a sync's); a vault that refuses keeps them queued, never raises."""
+        from memvault.store.history.replicate import flush_only
+
+        try:
+            flush_only(con, self.history_folder)
+        except (OSError, apsw.Error, MemvaultError) as exc:
+            log.warning("the history log was not written (%s); the next sync writes it", exc)
+
     # -- syncing --------------------------------------------------------------------
 
     def sync(
@@ -315,6 +350,7 @@ class MemoryStore(ReadAPI, ChangeAPI):
         embed what changed. ``progress(done, total)`` is called per note read."""
         self._syncing = True  # the connection it opens is not to sync first
         try:
+            self.sync_history()  # before the reconcile: what other devices knew of these notes
             self.refresh_source_globs()
             dialect = self._glob_dialect_check()
             report = self._after_sync("sync", self.reconciler.sync(progress=progress), stale_after)
@@ -355,6 +391,7 @@ class MemoryStore(ReadAPI, ChangeAPI):
 
     def sync_paths(self, paths: Iterable[str], *, stale_after: float = STALE_WRITE_S) -> SyncReport:
         """Reconcile only ``paths`` (a watcher's hints); others are untouched."""
+        self.sync_history()
         self.refresh_source_globs()  # one meta read while the globs stay as they were
         return self._after_sync("paths", self.reconciler.sync_paths(paths), stale_after)
 
@@ -362,7 +399,13 @@ class MemoryStore(ReadAPI, ChangeAPI):
         """The one post-sync sequence (module docstring)."""
         from memvault.store.db import records as rec
         from memvault.store.db.connection import write_transaction
-        from memvault.store.index.rebuild import apply_state, backfill_state, recover_trash, state_applied
+        from memvault.store.index.rebuild import (
+            apply_state,
+            backfill_state,
+            index_versions,
+            recover_trash,
+            state_applied,
+        )
         from memvault.store.memories.mirror import flush_outbox
 
         report = SyncReport(summary)
@@ -373,6 +416,8 @@ class MemoryStore(ReadAPI, ChangeAPI):
             report.restored = recover_trash(self.con, self.root, apply_state(self.con))
         elif kind == "sync":
             backfill_state(self.con)
+        if state_applied(self.con):
+            index_versions(self.con)  # versions a log brought before their memory's note came
         for result in flush_outbox(self, stale_after, errors=report.unwritten):
             report.finished.append(result.id)
             summary.warnings.append(f"finished an interrupted write of {result.id}")
@@ -382,6 +427,7 @@ class MemoryStore(ReadAPI, ChangeAPI):
         from memvault.store.memories.rows import pending_writes
 
         report.pending = pending_writes(self.con)
+        self._flush_history(self.con)  # what this sync changed, into this device's log
         if kind == "sync":
             with write_transaction(self.con):
                 rec.set_meta(self.con, "last_sync", rec.now_iso())

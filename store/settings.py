@@ -45,6 +45,7 @@ KEYS: tuple[Key, ...] = (
     Key("ignore", [], "Gitignore-style patterns of files and folders to skip (`*` within a folder, `**` across, `!` takes back)."),
     Key("max_file_size", 5 * 1024 * 1024, "Notes larger than this many bytes are skipped with a warning."),
     Key("memory_folder", "Memory", "Folder of memory notes; memories are written to <folder>/<type>/."),
+    Key("history_folder", "", "Folder (in the vault) of the history logs every device shares; empty: <memory_folder>/.memvault/history."),
     Key("debounce_ms", 300, "The daemon waits this long after the last event on a path before re-indexing it."),
     Key("rescan_interval", 300, "Seconds between the daemon's full rescans (catch missed events); 0 turns them off."),
     Key("sources", [], "Gitignore-style patterns of notes that are memory sources even without a marker."),
@@ -129,6 +130,18 @@ def _coerce(key: Key, value: Any, origin: str) -> Any:
     except (TypeError, ValueError):
         kind = _KIND_NAMES.get(type(default), type(default).__name__)
         raise ConfigError(f"{origin}: {key.name} must be {kind}, not {value!r}") from None
+
+
+def check_history_folder(value: str, origin: str) -> str:
+    """``value`` as the history logs' folder: empty (the default place), or a
+    relative folder inside the vault (no ``..``); hidden parts are allowed."""
+    folder = value.strip().strip("/")
+    if not folder:
+        return ""
+    if value.lstrip().startswith(("/", "~")) or "\\" in folder or any(
+            part in ("", ".", "..") for part in folder.split("/")):
+        raise ConfigError(f"{origin}: history_folder must be a plain relative folder inside the vault, not {value!r}")
+    return folder
 
 
 def check_memory_folder(value: str, origin: str) -> str:
@@ -227,6 +240,8 @@ class Settings:
     ignore: tuple[str, ...]
     max_file_size: int
     memory_folder: str
+    #: The vault folder of the history logs (:mod:`memvault.store.history`).
+    history_folder: str
     debounce_ms: int
     rescan_interval: int
     sources: tuple[str, ...]
@@ -248,6 +263,7 @@ class Settings:
             ignore=tuple(v["ignore"]),
             max_file_size=int(v["max_file_size"]),
             memory_folder=str(v["memory_folder"]),
+            history_folder=str(v["history_folder"]) or f"{v['memory_folder']}/.memvault/history",
             debounce_ms=int(v["debounce_ms"]),
             rescan_interval=int(v["rescan_interval"]),
             sources=tuple(v["sources"]),
@@ -318,6 +334,7 @@ def load_settings(overrides: dict[str, Any] | None = None) -> Settings:
         "flag": "option for memory_folder",
     }.get(origins["memory_folder"], "default")
     values["memory_folder"] = check_memory_folder(values["memory_folder"], origin)
+    values["history_folder"] = check_history_folder(values["history_folder"], origins["history_folder"])
     if values["recall.identity"] not in ("always", "relevant"):
         raise ConfigError(f"recall.identity must be always or relevant, not {values['recall.identity']!r}")
     return Settings.from_values(values, path, origins)

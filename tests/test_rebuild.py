@@ -110,6 +110,8 @@ def test_deleting_the_index_file_by_hand_loses_nothing_either(vault: Path) -> No
 def test_without_the_state_the_vault_alone_gives_back_its_memories(vault: Path) -> None:
     m = populated(vault)
     shutil.rmtree(vault_data_dir(vault))
+    # The history logs gone too (a sync tool that skips dot-folders): only the notes and .trash/ are left.
+    shutil.rmtree(vault / "Memory/.memvault/history")
     r = run(vault, "sync", "--no-embed", "--json")
     assert r.exit_code == 0, r.output
     assert json.loads(r.stdout)["restored"]["from_trash"] == 1
@@ -118,6 +120,20 @@ def test_without_the_state_the_vault_alone_gives_back_its_memories(vault: Path) 
     assert run(vault, "restore", m["gone"]).exit_code == 0
     assert (vault / "Memory/semantic").exists() and any("tea" in p.read_text() for p in (vault / "Memory").rglob("*.md"))
     assert [c for _, c, _ in history(vault, m["moved"])] == ["Lives in Porto"]  # versions were only memvault's
+
+
+def test_without_the_state_the_history_logs_give_back_everything(vault: Path) -> None:
+    m = populated(vault)
+    before = {k: history(vault, i) for k, i in m.items() if k != "gone"}
+    shutil.rmtree(vault_data_dir(vault))
+    r = run(vault, "rebuild", "--no-embed", "--json")
+    assert r.exit_code == 0, r.output
+    restored = json.loads(r.stdout)["restored"]
+    assert restored["versions"] == 2 and restored["forgotten"] == 1 and restored["from_trash"] == 0
+    assert {k: history(vault, i) for k, i in m.items() if k != "gone"} == before
+    with opened(vault) as v:
+        assert v.con.execute("SELECT reason FROM state.forgotten WHERE memory_id = ?", (m["gone"],)).fetchone() == (
+            "not true",)
 
 
 def test_rebuild_is_refused_while_a_daemon_serves_the_vault(vault: Path) -> None:

@@ -236,10 +236,88 @@ def m005_contradiction_verdicts(con: apsw.Connection) -> None:
     )
 
 
+#: The durable tables every device shares through the vault's history logs
+#: (:mod:`memvault.store.history`), with their key columns. Frozen here as
+#: m006 created their triggers; a later migration adding a table adds its own.
+HISTORY_TABLES_M006: dict[str, tuple[str, ...]] = {
+    "memory_versions": ("id",),
+    "forgotten": ("memory_id",),
+    "fact_history": ("fact_id",),
+    "fact_forgets": ("fact_id",),
+    "import_keys": ("source", "key"),
+    "consolidation_runs": ("id",),
+    "consolidation_actions": ("run_id", "seq"),
+    "merges": ("memory_id",),
+    "contradictions": ("older_id", "newer_id"),
+    "memory_links": ("source_id", "kind", "target_id"),
+    "contradiction_verdicts": ("pair",),
+}
+
+
+def m006_history_log(con: apsw.Connection) -> None:
+    """History in the vault: this device's id, the rows changed since they
+    were last written to its log (filled by triggers, in the transaction of
+    the change), the records read from every device's log, and how far each
+    log file was read. Every row the shared tables already hold is queued,
+    so the first flush puts this device's whole history into its log."""
+    con.execute(
+        """
+        -- A shared row changed here and not yet appended to this device's log.
+        CREATE TABLE state.history_pending (
+            n   INTEGER PRIMARY KEY,
+            tbl TEXT NOT NULL,
+            key TEXT NOT NULL                     -- JSON array of the key columns
+        );
+
+        -- One record of a device's log: the row as it became (NULL: deleted).
+        CREATE TABLE state.history_records (
+            device TEXT NOT NULL,
+            seq    INTEGER NOT NULL,
+            stamp  INTEGER NOT NULL,              -- ms since the epoch, a hybrid logical clock
+            tbl    TEXT NOT NULL,
+            key    TEXT NOT NULL,
+            row    TEXT,
+            PRIMARY KEY (device, seq)
+        );
+        CREATE INDEX state.history_records_key ON history_records(tbl, key);
+        CREATE INDEX state.history_records_stamp ON history_records(stamp);
+
+        -- How far each log file in the vault was read (inode, bytes, its first bytes' hash).
+        CREATE TABLE state.history_files (
+            name   TEXT PRIMARY KEY,
+            ino    INTEGER NOT NULL,
+            offset INTEGER NOT NULL,
+            head   TEXT NOT NULL
+        );
+
+        INSERT OR IGNORE INTO state.meta (key, value) VALUES ('device_id', lower(hex(randomblob(6))));
+        """
+    )
+    for table, cols in HISTORY_TABLES_M006.items():
+        new = "json_array(" + ", ".join(f"NEW.{c}" for c in cols) + ")"
+        old = "json_array(" + ", ".join(f"OLD.{c}" for c in cols) + ")"
+        con.execute(
+            f"""
+            CREATE TRIGGER state.history_{table}_ins AFTER INSERT ON {table}
+            BEGIN INSERT INTO history_pending (tbl, key) VALUES ('{table}', {new}); END;
+            CREATE TRIGGER state.history_{table}_upd AFTER UPDATE ON {table}
+            BEGIN
+                INSERT INTO history_pending (tbl, key) VALUES ('{table}', {old});
+                INSERT INTO history_pending (tbl, key) SELECT '{table}', {new} WHERE {new} != {old};
+            END;
+            CREATE TRIGGER state.history_{table}_del AFTER DELETE ON {table}
+            BEGIN INSERT INTO history_pending (tbl, key) VALUES ('{table}', {old}); END;
+            INSERT INTO state.history_pending (tbl, key) SELECT '{table}', json_array({", ".join(cols)})
+                FROM state.{table};
+            """
+        )
+
+
 MIGRATIONS: list[Callable[[apsw.Connection], None]] = [
     m001_durable_state,
     m002_fact_forgets,
     m003_import_keys,
     m004_consolidation,
     m005_contradiction_verdicts,
+    m006_history_log,
 ]

@@ -225,3 +225,61 @@ def recover_trash(con: apsw.Connection, root: Path, done: Restored | None = None
             mem.mark_deleted(con, memory_id, FOUND_IN_TRASH)
             done.from_trash += 1
     return done
+
+
+def follow_history(con: apsw.Connection, changes: list[tuple[str, list, dict | None]]) -> None:
+    """The index follows durable rows another device's history log set
+    (:mod:`memvault.store.history`), inside the caller's transaction. The
+    vault decides whether a memory is live: a forget of a memory whose note
+    is still here waits for the sync tool to carry its note away."""
+    for table, key, row in changes:
+        if table == "memory_versions":
+            _follow_version(con, str(key[0]), row)
+        elif table == "forgotten" and row is not None:
+            now = rec.get_trace(con, str(key[0]))
+            t = rec.trace_from_json(row["trace"])
+            if now is None:
+                rec.put_trace(con, replace(t, status="deleted", path=None))
+            elif now.status == "deleted":
+                rec.set_status(con, now.id, "deleted", row.get("reason"))
+        elif table == "fact_history" and row is not None and rec.get_trace(con, str(key[0])) is None:
+            _fact_history(con, Restored())
+        elif table == "fact_forgets" and row is not None:
+            fact = rec.get_trace(con, str(key[0]))
+            if fact is not None and fact.kind == "fact" and fact.status == sf.ACTIVE:
+                sf.forget(con, fact.id, row["source_id"], row.get("reason") or "forgotten")
+
+
+def _follow_version(con: apsw.Connection, version_id: str, row: dict | None) -> None:
+    """One version row set from a log: index it (or drop it, undone)."""
+    now = rec.get_trace(con, version_id)
+    if row is None:
+        if now is not None and now.status == "superseded":
+            con.execute("DELETE FROM edges WHERE target_id = ? AND kind = 'supersedes'", (version_id,))
+            rec.delete_trace(con, version_id)
+        return
+    snap = rec.trace_from_json(row["trace"])
+    if now is None:
+        if rec.get_trace(con, str(row["memory_id"])) is not None:  # else: index_versions, once its note came
+            mem.put_version(con, snap)
+    elif (now.content, now.reason, now.tags) != (snap.content, snap.reason, snap.tags):
+        rec.put_trace(con, snap)
+
+
+#: Versions the durable state has and the index lacks, of memories the index has.
+_UNINDEXED_VERSIONS = (
+    "SELECT v.trace FROM state.memory_versions v WHERE NOT EXISTS (SELECT 1 FROM traces t WHERE t.id = v.id) "
+    "AND EXISTS (SELECT 1 FROM traces t WHERE t.id = v.memory_id) ORDER BY v.memory_id, v.version"
+)
+
+
+def index_versions(con: apsw.Connection) -> int:
+    """Index the versions the durable state has and the index lacks, of
+    memories the index now has (another device's log came before the note
+    of its memory); how many."""
+    rows = con.execute(_UNINDEXED_VERSIONS).fetchall()
+    if rows:
+        with write_transaction(con):
+            for (snapshot,) in con.execute(_UNINDEXED_VERSIONS).fetchall():
+                mem.put_version(con, rec.trace_from_json(snapshot))
+    return len(rows)

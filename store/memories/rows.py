@@ -234,7 +234,16 @@ def _keep_recall(con: apsw.Connection, trace_id: str) -> None:
 
 def mark_deleted(con: apsw.Connection, trace_id: str, reason: str, **metadata: object) -> None:
     """A memory is deleted (forgotten, or its note deleted in the vault):
-    soft-delete its trace and remember it durably with its last text."""
+    soft-delete its trace and remember it durably with its last text.
+
+    A note gone from the vault whose forget is already recorded (another
+    device forgot it, and its history log came before the sync tool moved
+    the note) keeps that forget and its reason."""
+    if reason == NOTE_DELETED:
+        known = con.execute("SELECT reason FROM state.forgotten WHERE memory_id = ?", (trace_id,)).fetchone()
+        if known is not None:
+            rec.set_status(con, trace_id, "deleted", known[0])
+            return
     rec.set_status(con, trace_id, "deleted", reason)
     t = rec.get_trace(con, trace_id)
     if t is None:

@@ -1,0 +1,124 @@
+"""The history log files in the vault: one append-only JSONL file per device.
+
+A device writes only its own files, ``<device>.jsonl`` (the tail, appended
+to) and ``<device>.snapshot.jsonl`` (written whole when the tail is
+compacted), so a sync tool never sees two devices change one file. Every
+line is one JSON record; an append writes whole lines and fsyncs, and a
+line without its newline (a crash mid-append, a file the sync tool is still
+delivering) is never read: a reader stops at the last newline, and the next
+append closes such a line off first so that it stays one bad line, skipped.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+from pathlib import Path
+from typing import Any
+
+TAIL_SUFFIX = ".jsonl"
+SNAPSHOT_SUFFIX = ".snapshot.jsonl"
+#: How many bytes of a file's first line identify it (a rewritten file starts differently).
+HEAD_BYTES = 4096
+
+
+def tail_path(folder: Path, device: str) -> Path:
+    """The file a device appends its changes to."""
+    return folder / f"{device}{TAIL_SUFFIX}"
+
+
+def snapshot_path(folder: Path, device: str) -> Path:
+    """The file a device's compacted records live in."""
+    return folder / f"{device}{SNAPSHOT_SUFFIX}"
+
+
+def log_files(folder: Path) -> list[Path]:
+    """Every log file in ``folder`` (any device's tail or snapshot, and any
+    copy a sync tool made of one), in name order."""
+    try:
+        return sorted(p for p in folder.iterdir() if p.name.endswith(TAIL_SUFFIX) and not p.name.startswith("."))
+    except OSError:  # no folder yet (or unreadable: nothing to read)
+        return []
+
+
+def encode(record: dict[str, Any]) -> bytes:
+    """One record as one line (keys sorted: the same record, the same bytes)."""
+    return json.dumps(record, ensure_ascii=False, sort_keys=True, separators=(",", ":")).encode("utf-8") + b"\n"
+
+
+def _fsync_dir(folder: Path) -> None:
+    """Make a new or renamed entry of ``folder`` durable."""
+    fd = os.open(folder, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def append(path: Path, lines: list[bytes]) -> int:
+    """Append whole ``lines`` to ``path`` (created if needed) and fsync;
+    the bytes written. A torn last line already there is closed off first."""
+    created = not path.exists()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd = os.open(path, os.O_RDWR | os.O_APPEND | os.O_CREAT, 0o644)
+    try:
+        size = os.fstat(fd).st_size
+        data = b"".join(lines)
+        if size and os.pread(fd, 1, size - 1) != b"\n":
+            data = b"\n" + data
+        view = memoryview(data)
+        while view:
+            view = view[os.write(fd, view):]
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+    if created:
+        _fsync_dir(path.parent)
+    return len(data)
+
+
+def replace(path: Path, lines: list[bytes]) -> None:
+    """Write ``path`` whole, atomically (a temp file, fsync, rename)."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(f".{path.name}.tmp")
+    with open(tmp, "wb") as f:
+        f.write(b"".join(lines))
+        f.flush()
+        os.fsync(f.fileno())
+    os.replace(tmp, path)
+    _fsync_dir(path.parent)
+
+
+def head(path: Path) -> str:
+    """A fingerprint of the file's first line ("" while it has none): a file
+    rewritten from the start (compacted) reads as a new file."""
+    with open(path, "rb") as f:
+        first = f.read(HEAD_BYTES)
+    end = first.find(b"\n")
+    return "" if end < 0 else hashlib.sha1(first[:end]).hexdigest()
+
+
+def read_from(path: Path, offset: int) -> tuple[list[dict[str, Any]], int, int]:
+    """The complete lines of ``path`` from byte ``offset``: (records, the
+    offset after the last complete line, lines that were not a record)."""
+    with open(path, "rb") as f:
+        f.seek(offset)
+        data = f.read()
+    end = data.rfind(b"\n")
+    if end < 0:
+        return [], offset, 0
+    records, bad = [], 0
+    for line in data[:end].split(b"\n"):
+        if not line.strip():
+            continue
+        try:
+            value = json.loads(line)
+        except ValueError:
+            bad += 1
+            continue
+        if isinstance(value, dict):
+            records.append(value)
+        else:
+            bad += 1
+    return records, offset + end + 1, bad

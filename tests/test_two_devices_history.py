@@ -1,0 +1,258 @@
+"""History in the vault: what only memvault knows (versions with reasons,
+forgets, fact history) travels in one append-only log per device inside
+the vault, every device merges every log the same way, and a lost data dir
+gets the whole history back from the vault with `memvault rebuild`.
+
+Two vault folders, each with its own MEMVAULT_HOME (data dir); the sync
+tool is :func:`carry`, a three-way file sync that carries dot-folders as
+Syncthing does.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+from click.testing import CliRunner, Result
+from helpers import write
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from memvault.cli.main import cli
+from memvault.store.db.connection import connect
+from memvault.store.history import logfile, replicate
+from memvault.store.location import vault_data_dir
+
+LOGS = "Memory/.memvault/history"
+
+
+class Device:
+    """One machine: a vault folder and its own memvault home."""
+
+    def __init__(self, base: Path) -> None:
+        self.vault = base / "vault"
+        self.home = base / "home"
+        self.vault.mkdir(parents=True)
+        self.home.mkdir()
+
+    def run(self, *args: str) -> Result:
+        result = CliRunner().invoke(cli, ["--vault", str(self.vault), *args],
+                                    env={"MEMVAULT_HOME": str(self.home)})
+        assert result.exit_code == 0, result.output
+        return result
+
+    def add(self, text: str) -> str:
+        return json.loads(self.run("add", text, "--json").stdout)["id"]
+
+    def listed(self) -> list[tuple[str, str, str]]:
+        out = self.run("list", "--include-deleted", "-n", "500", "--json").stdout
+        return sorted((i["id"], i["status"], i["title"]) for i in map(json.loads, out.splitlines()))
+
+    def history(self, memory_id: str) -> list[tuple[str, str, str | None, str]]:
+        out = self.run("history", memory_id, "--json").stdout
+        return [(v["id"], v["content"].strip(), v["reason"], v["status"]) for v in map(json.loads, out.splitlines())]
+
+    def forgotten(self) -> set[tuple[str, str]]:
+        con = connect(self.data_dir / "index.db")
+        try:
+            return set(con.execute("SELECT memory_id, reason FROM state.forgotten").fetchall())
+        finally:
+            con.close()
+
+    @property
+    def data_dir(self) -> Path:
+        import os
+
+        old = os.environ.get("MEMVAULT_HOME")
+        os.environ["MEMVAULT_HOME"] = str(self.home)
+        try:
+            return vault_data_dir(self.vault)
+        finally:
+            if old is not None:
+                os.environ["MEMVAULT_HOME"] = old
+
+    def view(self) -> tuple[list, dict, set]:
+        listed = self.listed()
+        return listed, {i: self.history(i) for i, status, _ in listed if status == "active"}, self.forgotten()
+
+
+def files(root: Path) -> dict[str, bytes]:
+    return {p.relative_to(root).as_posix(): p.read_bytes() for p in root.rglob("*") if p.is_file()}
+
+
+class Sync:
+    """A three-way sync of two folders: what one side changed since the last
+    round (written, or deleted) goes to the other; nothing clashes here."""
+
+    def __init__(self, a: Path, b: Path) -> None:
+        self.a, self.b, self.base = a, b, files(a)
+
+    def __call__(self) -> None:
+        fa, fb = files(self.a), files(self.b)
+        for rel in sorted(set(fa) | set(fb) | set(self.base)):
+            old, va, vb = self.base.get(rel), fa.get(rel), fb.get(rel)
+            value = va if va != old else vb
+            for root, mine in ((self.a, va), (self.b, vb)):
+                if mine == value:
+                    continue
+                if value is None:
+                    (root / rel).unlink()
+                else:
+                    (root / rel).parent.mkdir(parents=True, exist_ok=True)
+                    (root / rel).write_bytes(value)
+        self.base = files(self.a)
+        assert self.base == files(self.b)
+
+
+def two(tmp_path: Path) -> tuple[Device, Device, Sync]:
+    a, b = Device(tmp_path / "a"), Device(tmp_path / "b")
+    a.run("sync", "--no-embed")
+    shutil.rmtree(b.vault)
+    shutil.copytree(a.vault, b.vault)
+    b.run("sync", "--no-embed")
+    return a, b, Sync(a.vault, b.vault)
+
+
+def test_both_devices_show_the_same_history_and_a_lost_data_dir_gets_it_back(tmp_path: Path) -> None:
+    a, b, carry = two(tmp_path)
+    moved = a.add("Lives in Lisbon")
+    a.run("update", moved, "--content", "Lives in Porto", "--reason", "moved north")
+    gone = a.add("Prefers tea over coffee")
+    a.run("forget", gone, "--reason", "not true")
+    carry()
+    b.run("sync", "--no-embed")
+    # b changes what it has, a changes another memory meanwhile
+    b.run("update", moved, "--content", "Lives in Braga", "--reason", "moved again")
+    kept = a.add("Standup is at 10:00")
+    a.run("update", kept, "--content", "Standup is at 10:30", "--reason", "moved later")
+    carry()
+    a.run("sync", "--no-embed")
+    b.run("sync", "--no-embed")
+    carry()
+    a.run("sync", "--no-embed")
+    b.run("sync", "--no-embed")
+    seen = a.view()
+    assert seen == b.view()
+    assert [h[1] for h in a.history(moved)] == ["Lives in Braga", "Lives in Porto", "Lives in Lisbon"]
+    assert [h[2] for h in a.history(moved)][1:] == ["moved again", "moved north"]
+    assert (gone, "not true") in a.forgotten()
+    assert len(list((a.vault / LOGS).glob("*.jsonl"))) == 2  # one log per device
+
+    # b's data dir is lost: a rebuild gives back what a shows
+    shutil.rmtree(b.home)
+    b.home.mkdir()
+    b.run("rebuild", "--no-embed")
+    assert b.view() == seen
+
+
+def test_the_forget_reason_survives_the_note_move_arriving_first(tmp_path: Path) -> None:
+    a, b, carry = two(tmp_path)
+    gone = a.add("Takes the 8:10 train")
+    carry()
+    b.run("sync", "--no-embed")
+    a.run("forget", gone, "--reason", "changed jobs")
+    logs = {p: p.read_bytes() for p in (a.vault / LOGS).glob("*.jsonl")}
+    shutil.rmtree(a.vault / LOGS)  # the sync tool delivers the note's move first
+    carry()
+    b.run("sync", "--no-embed")
+    assert b.forgotten() == {(gone, "note deleted in the vault")}
+    for p, data in logs.items():  # then a's log
+        p.parent.mkdir(parents=True, exist_ok=True)
+        p.write_bytes(data)
+    carry()
+    b.run("sync", "--no-embed")
+    a.run("sync", "--no-embed")
+    assert a.forgotten() == b.forgotten() == {(gone, "changed jobs")}
+
+
+def test_a_torn_last_line_is_skipped_and_closed_off_by_the_next_append(tmp_path: Path) -> None:
+    a, b, carry = two(tmp_path)
+    first = a.add("Likes rainy days")
+    a.run("update", first, "--content", "Likes misty days", "--reason", "autumn")
+    log = next((a.vault / LOGS).glob("*.jsonl"))
+    with open(log, "ab") as f:
+        f.write(b'{"d":"x","n":1,"t":1,"tb":"forgotten","k":["')  # a crash mid-append
+    carry()
+    b.run("sync", "--no-embed")
+    a.run("update", first, "--content", "Likes sunny days", "--reason", "summer")
+    assert log.read_bytes().count(b"\n") == len(log.read_bytes().splitlines())
+    carry()
+    b.run("sync", "--no-embed")
+    assert a.history(first) == b.history(first)
+    assert [h[2] for h in b.history(first)] == [None, "summer", "autumn"]
+
+
+def test_compaction_keeps_the_history_identical(tmp_path: Path) -> None:
+    a, b, carry = two(tmp_path)
+    memory = a.add("Reads before bed")
+    for n in range(6):
+        a.run("update", memory, "--content", f"Reads {n} pages before bed", "--reason", f"change {n}")
+    before = a.view()
+    con = connect(a.data_dir / "index.db")
+    try:
+        with replicate.write_transaction(con):
+            replicate.compact(con, a.vault / LOGS, replicate.device_id(con))
+    finally:
+        con.close()
+    tails = [p for p in (a.vault / LOGS).glob("*.jsonl") if not p.name.endswith(logfile.SNAPSHOT_SUFFIX)]
+    assert [p.stat().st_size for p in tails] == [0]
+    a.run("update", memory, "--content", "Reads a chapter before bed", "--reason", "after compaction")
+    carry()
+    b.run("sync", "--no-embed")
+    assert a.view() == b.view()
+    assert len(b.history(memory)) == len(before[1][memory]) + 1
+    shutil.rmtree(b.home)  # a new machine reads the snapshot and the tail
+    b.home.mkdir()
+    b.run("rebuild", "--no-embed")
+    assert b.view() == a.view()
+
+
+def test_an_unwritable_history_folder_keeps_the_changes_queued(tmp_path: Path) -> None:
+    a = Device(tmp_path / "a")
+    write(a.vault, "Memory/.memvault/history", "not a folder")  # the log cannot be created
+    memory = a.add("Walks the dog at seven")
+    a.run("update", memory, "--content", "Walks the dog at eight")
+    (a.vault / "Memory/.memvault/history").unlink()
+    a.run("sync", "--no-embed")
+    records = [json.loads(line) for p in (a.vault / LOGS).glob("*.jsonl") for line in p.read_bytes().splitlines()]
+    assert {r["k"][0] for r in records if r["tb"] == "memory_versions"} == {f"{memory}.v1"}
+
+
+# -- the merge does not depend on the order the files are read in -------------
+
+_record = st.builds(
+    lambda d, n, t, k, r: {"d": d, "n": n, "t": t, "tb": "forgotten", "k": [k],
+                           "r": None if r is None else {"memory_id": k, "reason": r, "at": "x", "trace": "{}"}},
+    st.sampled_from(["aaaa", "bbbb", "cccc"]), st.integers(1, 40), st.integers(1, 5), st.sampled_from(["m1", "m2"]),
+    st.one_of(st.none(), st.sampled_from(["one", "two", "note deleted in the vault"])),
+)
+
+
+def _merged(tmp: Path, records: list[dict], order: list[int]) -> set:
+    """A fresh state that reads the devices' files in ``order`` (one file a round)."""
+    folder, data = tmp / "logs", tmp / "data"
+    shutil.rmtree(tmp, ignore_errors=True)
+    folder.mkdir(parents=True)
+    con = connect(data / "index.db")
+    try:
+        by_device: dict[str, list[dict]] = {}
+        for r in records:
+            by_device.setdefault(r["d"], []).append(r)
+        devices = sorted(by_device)
+        for i in order:
+            if i < len(devices):
+                d = devices[i]
+                logfile.append(logfile.tail_path(folder, d), [logfile.encode(r) for r in by_device[d]])
+                replicate.sync_history(con, folder, write=False)
+        replicate.sync_history(con, folder, write=False)
+        return set(con.execute("SELECT memory_id, reason FROM state.forgotten").fetchall())
+    finally:
+        con.close()
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.lists(_record, max_size=12, unique_by=lambda r: (r["d"], r["n"])), st.permutations([0, 1, 2]))
+def test_the_merge_does_not_depend_on_the_order_logs_are_read(tmp_path_factory, records, order) -> None:  # type: ignore[no-untyped-def]
+    tmp = tmp_path_factory.mktemp("merge")
+    assert _merged(tmp / "x", records, order) == _merged(tmp / "y", records, [0, 1, 2])
