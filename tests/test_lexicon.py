@@ -58,7 +58,7 @@ def test_the_bundled_file_is_sorted_plain_text() -> None:
     """The lookup halves the sorted lines: an unsorted table would miss words."""
     lines = gzip.decompress(lexicon.TABLE.read_bytes()).decode("ascii").splitlines()
     assert lines == sorted(lines) and len(lines) > 100_000
-    assert all(line.count("\t") == 2 and line[0] in "SHMAXP" for line in lines)
+    assert all(line.count("\t") == 2 and line[0] in "SHMAXPN" for line in lines)
     assert (lexicon.TABLE.parent / "LICENSE-WordNet").read_text().startswith("WordNet Release 3.0")
 
 
@@ -156,3 +156,12 @@ def test_keeping_one_sense_drops_the_rarer_ones(small_wordnet: Path) -> None:
     assert "S\teffervescent\ta00000003" in lines and "S\thoover\tn00000012" in lines
     lexicon.use(lexicon_build.table_bytes(lines))
     assert not lexicon.synonyms("hoover", "cleaner")
+
+
+def test_person_nouns_are_found_through_every_hypernym() -> None:
+    """"brother" is a "male sibling", a synset of multi-word lemmas only, then
+    a "sibling", a "relative", a "person": the table's N lines follow that
+    chain at build time. An irregular verb form is the verb ("fed": feed)."""
+    assert all(lexicon.person(w) for w in ("brother", "sister", "husband", "grandmother", "boss"))
+    assert not any(lexicon.person(w) for w in ("fed", "python", "cat", "team", "she"))
+

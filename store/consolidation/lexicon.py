@@ -151,30 +151,14 @@ def _parents(word: str) -> frozenset[str]:
     return frozenset(out)
 
 
-#: WordNet 3.0's synset "person, individual, someone, somebody, mortal, soul".
-PERSON = "n00007846"
-#: How far up the hypernyms :func:`person` looks (WordNet's person nouns sit 2-9 levels below it).
-_PERSON_DEPTH = 12
-
-
 @lru_cache(maxsize=65536)
 def person(word: str) -> bool:
-    """Whether the most frequent noun sense of a folded word is a kind of
-    person ("husband", "boss", "grandmother"), by its hypernyms in the table."""
+    """Whether the most frequent noun sense of a folded word (or of a base it
+    inflects) is a kind of person ("husband", "boss", "brother", "mum"): the
+    table's ``N`` lines, worked out from all of WordNet's hypernyms when the
+    table was built (:mod:`.lexicon_build`)."""
     t = _table()
-    for base in bases(word):
-        nouns = [sid for sid in get_senses(base) if sid.startswith("n")]
-        if not nouns:
-            continue
-        level, seen = [nouns[0]], set()
-        for _ in range(_PERSON_DEPTH):
-            level = [p for sid in level for p in t.get("P", sid) if p not in seen]
-            if PERSON in level:
-                return True
-            if not level:
-                break
-            seen.update(level)
-    return False
+    return any(t.get("N", base) for base in bases(word))
 
 
 def cohyponyms(a: str, b: str, depth: int = 1) -> bool:

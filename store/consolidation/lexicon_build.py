@@ -21,7 +21,14 @@ cannot match one word of a memory):
 * ``M`` lines: the plain words of each synset kept;
 * ``A`` lines: the word's antonyms over all its senses (a guard: a pair
   WordNet calls opposites is never a pair of synonyms);
-* ``X`` lines: irregular inflections and their base ("rode" ride).
+* ``X`` lines: irregular inflections and their base ("rode" ride);
+* ``N`` lines: the words whose most frequent noun sense is a kind of person
+  (``N\tbrother\tperson``): WordNet's synset "person, individual, someone"
+  among its hypernyms at any depth, through synsets of multi-word lemmas too
+  ("brother": "male sibling", "sibling", "relative", "person"), which the
+  ``P`` lines, kept only for the kept senses, cannot follow. A word WordNet
+  lists as an irregular verb form is read as the verb ("fed": feed, not a
+  federal agent).
 """
 
 from __future__ import annotations
@@ -54,6 +61,7 @@ def read(wordnet: Path, senses_kept: int = SENSES) -> list[str]:
     parents: dict[str, set[str]] = defaultdict(set)  # synset -> its hypernyms
     antonyms: dict[str, set[str]] = defaultdict(set)
     inflections: dict[str, set[str]] = defaultdict(set)
+    verb_forms: set[str] = set()  # irregular verb forms ("fed": feed), read as the verb, never as a person
     for p, name in PARTS.items():
         for line in (wordnet / f"index.{name}").read_text(encoding="utf-8").splitlines():
             if line.startswith(" ") or not line.strip():
@@ -85,6 +93,8 @@ def read(wordnet: Path, senses_kept: int = SENSES) -> list[str]:
             inflected, *bases = line.split()
             if _PLAIN.match(inflected):
                 inflections[inflected].update(b for b in bases if _PLAIN.match(b))
+                if p == "v":
+                    verb_forms.add(inflected)
     kept = {s for ss in senses.values() for s in ss}
     kept |= {h for s in kept for h in heads.get(s, ())}
     lines = []
@@ -110,7 +120,31 @@ def read(wordnet: Path, senses_kept: int = SENSES) -> list[str]:
     for word, bases in inflections.items():
         if bases:
             lines.append(f"X\t{word}\t{' '.join(sorted(bases))}")
+    persons = _under(PERSON, parents)
+    for word, ss in senses.items():
+        nouns = [s for s in ss if s.startswith("n")]
+        if nouns and nouns[0] in persons and word not in verb_forms:
+            lines.append(f"N\t{word}\tperson")
     return sorted(lines)
+
+
+#: WordNet 3.0's synset "person, individual, someone, somebody, mortal, soul".
+PERSON = "n00007846"
+
+
+def _under(root: str, parents: dict[str, set[str]]) -> set[str]:
+    """Every synset with ``root`` among its hypernyms (at any depth), ``root`` included."""
+    children: dict[str, set[str]] = defaultdict(set)
+    for child, ps in parents.items():
+        for p in ps:
+            children[p].add(child)
+    out, stack = {root}, [root]
+    while stack:
+        for child in children.get(stack.pop(), ()):
+            if child not in out:
+                out.add(child)
+                stack.append(child)
+    return out
 
 
 def table_bytes(lines: list[str]) -> bytes:
