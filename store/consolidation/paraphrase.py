@@ -67,6 +67,10 @@ PREFERENCE = word_lists()["liking_verbs"]
 #: Hedges and clock units that qualify a value without changing it
 #: ("around 11pm" / "about 11 pm").
 HEDGES = word_lists()["hedges"]
+#: Adverbs that set a new state against a former one ("now takes the bus",
+#: "the bus instead of the train"): a text with one updates, never restates,
+#: a text without.
+UPDATE = word_lists()["update_adverbs"]
 
 
 @dataclass(frozen=True)
@@ -283,7 +287,7 @@ def swapped_roles(text_a: str, text_b: str) -> bool:
     weekdays") has no joining word between the same parts on both sides. A
     copula joins two names of one thing ("Favourite band is Radiohead" /
     "Radiohead is her favourite band")."""
-    ta, tb = content_tokens(text_a), content_tokens(text_b)
+    ta, tb = _role_tokens(text_a), _role_tokens(text_b)
     sa, sb = [t.stem for t in ta], [t.stem for t in tb]
     if len(sa) != len(sb) or sa == sb or sorted(sa) != sorted(sb):
         return False
@@ -300,12 +304,48 @@ def swapped_roles(text_a: str, text_b: str) -> bool:
             x, p, y = mid_a[:i], mid_a[i:j], mid_a[j:]
             if mid_b != y + p + x:
                 continue
-            pivot_a = _between(text_a, ta[lo + i - 1], ta[lo + j])
-            pivot_b = _between(text_b, tb[lo + len(y) - 1], tb[lo + len(y) + len(p)])
+            pivot_a = _pivot(_between(text_a, ta[lo + i - 1], ta[lo + j]))
+            pivot_b = _pivot(_between(text_b, tb[lo + len(y) - 1], tb[lo + len(y) + len(p)]))
             symmetric = word_lists()["coordinators"] | word_lists()["copulas"]  # "X and Y", "X is Y"
-            if pivot_a and pivot_a == pivot_b and not (set(pivot_a.split()) & symmetric):
-                return True
+            if pivot_a and pivot_a == pivot_b and not set(pivot_a.split()) <= symmetric:
+                return True  # "and then" orders what it joins; "and" alone does not
     return False
+
+
+def _pivot(between: str) -> str:
+    """The joining words of two swapped parts, without a preposition that
+    opens the second part when more words remain ("rather than at night" /
+    "rather than in the morning": "rather than"; "to" alone stays)."""
+    ws = between.split()
+    while len(ws) > 1 and ws[-1] in word_lists()["prepositions"]:
+        ws.pop()
+    return " ".join(ws)
+
+
+@lru_cache(maxsize=65536)
+def _role_tokens(text: str) -> tuple[Token, ...]:
+    """:func:`content_tokens` with the personal pronouns that fill a role
+    ("Alex reports to her" / "She reports to Alex"), each as its subject
+    form. "her" counts as a pronoun only where no noun follows it: last, or
+    before a preposition, a coordinator or a form of be ("her only sister"
+    is a possessive)."""
+    pronouns = dict(f.split(":", 1) for f in word_lists()["personal_pronouns"])
+    after_object = word_lists()["prepositions"] | word_lists()["coordinators"] | word_lists()["copulas"]
+    ws = words(text)
+    content = iter(content_tokens(text))
+    wanted = {t.folded for t in content_tokens(text)}
+    out: list[Token] = []
+    for k, raw in enumerate(ws):
+        folded = fold(raw)
+        if folded in pronouns:
+            following = fold(ws[k + 1]) if k + 1 < len(ws) else ""
+            if folded != "her" or not following or following in after_object:
+                out.append(Token(raw, folded, "@" + pronouns[folded]))
+        elif folded in wanted:
+            token = next(content, None)
+            if token is not None:
+                out.append(token)
+    return tuple(out)
 
 
 def _between(text: str, left: Token, right: Token) -> str:
@@ -404,6 +444,8 @@ def judge(text_a: str, text_b: str, fa: Features, fb: Features, sim: float, thre
     close as a paraphrase; the same words with their roles swapped ("prefers
     cats to dogs" / "dogs to cats").
     """
+    if bool(fa.folded & UPDATE) != bool(fb.folded & UPDATE):
+        return None  # one sets a new state against a former one: an update ("Now takes the bus"), not a restatement
     d = difference(text_a, text_b, fa, fb)
     if _about_someone_else(text_a, d.only_a) or _about_someone_else(text_b, d.only_b):
         return None  # a person only one side names: "Husband doesn't eat gluten" / "Doesn't eat gluten"
