@@ -333,7 +333,7 @@ class MemoryStore(ReadAPI, ChangeAPI):
 
         try:
             flush_only(con, self.history_folder)
-        except (OSError, apsw.Error, MemvaultError) as exc:
+        except Exception as exc:  # noqa: BLE001 - a command's end must not fail for its log
             log.warning("the history log was not written (%s); the next sync writes it", exc)
 
     # -- syncing --------------------------------------------------------------------

@@ -173,6 +173,7 @@ def test_ingest_never_revises_a_session_note_whose_path_leads_outside(vault: Pat
     import shutil
 
     shutil.rmtree(data_dir)
+    shutil.rmtree(vault / "Memory/.memvault")  # the history logs too: nothing knows the session
     with opened(vault) as store:
         again = store.ingest(transcript)
     assert again.path != first.path and again.action == "imported"  # a note of its own, inside the vault

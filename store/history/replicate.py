@@ -74,9 +74,18 @@ def key_text(values: list[Any]) -> str:
     return json.dumps(values, ensure_ascii=False, separators=(",", ":"))
 
 
+_COLUMNS: dict[tuple[int, str], list[str]] = {}
+
+
 def _columns(con: apsw.Connection, table: str) -> list[str]:
-    local = LOCAL_COLUMNS.get(table, ())
-    return [r[1] for r in con.execute(f"PRAGMA state.table_info({table})") if r[1] not in local]
+    """The shared columns of a table (asked once per schema version)."""
+    version = int(con.execute("PRAGMA state.schema_version").fetchone()[0])
+    cols = _COLUMNS.get((version, table))
+    if cols is None:
+        local = LOCAL_COLUMNS.get(table, ())
+        cols = _COLUMNS[(version, table)] = [
+            r[1] for r in con.execute(f"PRAGMA state.table_info({table})") if r[1] not in local]
+    return cols
 
 
 def _where(table: str) -> str:
@@ -215,10 +224,10 @@ def winner(con: apsw.Connection, table: str, key: str) -> tuple[str | None] | No
     records what it inferred (:data:`INFERRED`); the same row recorded with
     a reason given (on the device that forgot or updated it, whose log came
     after the note) wins over that, unless the row was deleted since."""
-    top = con.execute(f"SELECT row, stamp, device, seq FROM state.history_records WHERE tbl = ? AND key = ? {_NEWEST}",
-                      (table, key)).fetchone()
+    top = con.execute("SELECT row, json_extract(row, '$.reason') FROM state.history_records "
+                      f"WHERE tbl = ? AND key = ? {_NEWEST}", (table, key)).fetchone()
     inferred = INFERRED.get(table)
-    if top is None or inferred is None or top[0] is None or json.loads(top[0]).get("reason") != inferred:
+    if top is None or inferred is None or top[1] != inferred:
         return None if top is None else (top[0],)
     deleted = con.execute(
         f"SELECT stamp, device, seq FROM state.history_records WHERE tbl = ? AND key = ? AND row IS NULL {_NEWEST}",
@@ -268,6 +277,23 @@ def compact(con: apsw.Connection, folder: Path, device: str) -> None:
     _set_meta(con, "history_tail_lines", 0)
 
 
+def _anything_new(con: apsw.Connection, folder: Path, write: bool) -> bool:
+    """Whether a change is queued (and ``write``), or a log file is not as
+    it was when last read (a stat each, nothing read)."""
+    if write and con.execute("SELECT EXISTS (SELECT 1 FROM state.history_pending)").fetchone()[0]:
+        return True
+    known = {name: (ino, offset) for name, ino, offset in
+             con.execute("SELECT name, ino, offset FROM state.history_files")}
+    for path in logfile.log_files(folder):
+        try:
+            st = path.stat()
+        except OSError:
+            continue
+        if known.get(path.name) != (st.st_ino, st.st_size):
+            return True
+    return False
+
+
 def sync_history(
     con: apsw.Connection, folder: Path, *, write: bool = True, compact_lines: int = COMPACT_LINES,
     on_change: Callable[[list[Change]], None] | None = None,
@@ -277,6 +303,8 @@ def sync_history(
     merge (module docstring). ``on_change`` runs in the same transaction
     with the rows that took another device's record (the index follows them)."""
     done = HistorySync()
+    if not _anything_new(con, folder, write):
+        return done  # the daemon's every batch asks: no write lock for nothing
     with write_transaction(con):
         device = device_id(con)
         touched = _ingest(con, folder, done)
