@@ -228,6 +228,28 @@ def test_paraphrases_whose_differences_are_explained_need_less(a: str, b: str, s
     assert _dup(a, b, 0.45) is None  # still similar at all: the floor is threshold - 0.20
 
 
+@pytest.mark.parametrize(("a", "b"), [
+    ("Choir practice at 7pm on Mondays", "Choir practice Mondays 19:00"),  # a clock time, 12 or 24 hours
+    ("Saved 12k for the deposit", "Saved 12,000 for the deposit"),  # k is thousands
+    ("The drive takes thirty-five minutes", "The drive takes 35 mins"),  # a number in words
+    ("Gets paid on the 1st of each month", "Gets paid on the first of each month"),  # an ordinal
+    ("Swims on Weds and Fri", "Swims on Wednesday and Friday"),  # a weekday abbreviated
+])
+def test_values_written_another_way_are_the_same_values(a: str, b: str) -> None:
+    assert rules.apart(_memo(a), _memo(b), rules.NameBook.of([_memo(a).f, _memo(b).f])) is None
+    assert _dup(a, b, 0.9, threshold=0.75) is not None
+
+
+@pytest.mark.parametrize(("a", "b"), [
+    ("Choir practice at 7pm", "Choir practice at 17:00"),
+    ("Saved 12k for the deposit", "Saved 12,500 for the deposit"),
+    ("The drive takes thirty-five minutes", "The drive takes 45 mins"),
+    ("Swims on Weds", "Swims on Thursday"),
+])
+def test_values_read_another_way_still_differ_when_they_do(a: str, b: str) -> None:
+    assert _dup(a, b, 0.99, threshold=0.75) is None
+
+
 @pytest.mark.parametrize(("a", "b", "sim"), [
     ("dislikes sparkling water", "Doesn't like fizzy water", 0.719),  # WordNet: fizzy -> effervescent
     ("Takes the lift to the office", "Takes the elevator to the office", 0.74),

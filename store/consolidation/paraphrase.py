@@ -52,6 +52,7 @@ from memvault.store.consolidation.text import (
     fold,
     is_value_word,
     stem,
+    weekday_abbreviation,
     word_lists,
     words,
 )
@@ -95,7 +96,8 @@ def content_tokens(text: str) -> tuple[Token, ...]:
             continue
         if folded == "stand" and after in ("cant", "cannot", "not"):
             continue  # "can't stand": a negative verb, its polarity compared elsewhere
-        if folded in HEDGES or is_value_word(folded) or (len(folded) == 1 and not raw.isupper()):
+        if folded in HEDGES or is_value_word(folded) or (len(folded) == 1 and not raw.isupper()) or (
+                weekday_abbreviation(raw) and folded not in STOP_WORDS):
             continue  # numbers, dates, "4th", "6am" (compared as values); "e.g."
         out.append(Token(raw, folded, stem(folded)))
     return tuple(out)

@@ -61,6 +61,7 @@ from memvault.store.consolidation.text import (
     near,
     stem,
     unmatched,
+    value_reading,
     word_lists,
 )
 
@@ -151,7 +152,7 @@ def _different_names(a: Features, b: Features, book: NameBook, *, strict: bool =
 def apart(a: Memo, b: Memo, book: NameBook) -> str | None:
     """Why two memories cannot say the same thing (None: nothing tells them apart)."""
     fa, fb = a.f, b.f
-    if fa.values != fb.values and not _spelled_out(a, b):
+    if fa.values != fb.values and not _spelled_out(a, b) and value_reading(a.text) != value_reading(b.text):
         return "different numbers or dates"
     if fa.negative != fb.negative and paraphrase.opposite_word(a.text, b.text, fa, fb) is None:
         return "one is negated"

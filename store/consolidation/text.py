@@ -266,6 +266,57 @@ def features(text: str) -> Features:
     )
 
 
+_CLOCK = re.compile(r"\b(\d{1,2})(?:[:.](\d{2}))?\s*([ap])\.?m\b\.?|\b(\d{1,2}):(\d{2})\b", re.I)
+_THOUSAND = re.compile(r"\b(\d+(?:\.\d+)?)k\b", re.I)
+_TENS = {w: n for w, n in _NUMBER_WORDS.items() if n in (20, 30, 40, 50, 60, 70, 80, 90)}
+_UNITS = {w: n for w, n in _NUMBER_WORDS.items() if 1 <= n <= 9 and w not in ("twice",) and not w.endswith("th")}
+_UNITS["one"] = 1
+_COMPOUND = re.compile(rf"\b({'|'.join(_TENS)})[-\s]({'|'.join(_UNITS)})\b", re.I)
+#: Ordinals the number words leave out ("first" is also "the first time"):
+#: read as numbers only when comparing two readings of values.
+_ORDINALS = {"first": "1", "second": "2"}
+
+
+def _clock(m: re.Match[str]) -> str:
+    if m.group(4) is not None:
+        hour, minute = int(m.group(4)), int(m.group(5))
+    else:
+        hour, minute, half = int(m.group(1)), int(m.group(2) or 0), m.group(3).lower()
+        hour = hour + 12 if half == "p" and hour < 12 else 0 if half == "a" and hour == 12 else hour
+    return f" t{hour:02d}{minute:02d} "
+
+
+def weekday_abbreviation(raw: str) -> str | None:
+    """The weekday a word written with a capital abbreviates ("Tues", "Thurs",
+    "Wed", "Weds": three letters or more that begin one weekday only, a final
+    "s" aside), else None."""
+    folded = raw.casefold().rstrip(".")
+    if not raw[:1].isupper() or len(folded) < 3:
+        return None
+    found = [d for d in WEEKDAYS if d.startswith(folded) or d.startswith(folded.removesuffix("s"))]
+    return found[0] if len(found) == 1 else None
+
+
+@lru_cache(maxsize=65536)
+def value_reading(text: str) -> frozenset[str]:
+    """The values of ``text`` read in one canonical form, for telling whether
+    two texts state the same values written differently: a clock time in 24
+    hours ("6pm" = "18:00"), "k" as thousands ("85k" = "85,000"), a number
+    written in words ("forty-five" = "45"), an ordinal ("first" = "1st"), a
+    weekday abbreviated ("Tues" = "Tuesday"). Everything else as
+    :attr:`Features.values` reads it."""
+    t = unicodedata.normalize("NFKC", text)
+    t = _CLOCK.sub(_clock, t)
+    t = _THOUSAND.sub(lambda m: f"{float(m.group(1)) * 1000:g}", t)
+    t = _COMPOUND.sub(lambda m: str(_TENS[m.group(1).lower()] + _UNITS[m.group(2).lower()]), t)
+    out = []
+    for raw in re.split(r"(\W+)", t):
+        folded = raw.casefold()
+        day = weekday_abbreviation(raw) if raw and raw.isalpha() and folded not in MONTHS else None
+        out.append(day or _ORDINALS.get(folded, raw))
+    return features("".join(out)).values
+
+
 def names_in(f: Features, known: Iterable[str] = ()) -> frozenset[str]:
     """The names a text mentions: words capitalised inside it, and its first
     word when that is a possessive ("Miso's") or a name the store has seen
