@@ -221,6 +221,9 @@ class DaemonRunner:
     def _start_services(self) -> None:
         """The llm worker (so that even the first sync defers to it) and the
         query server start now; the embedding worker after the first sync."""
+        from memvault.store.history.replicate import device_id
+
+        self.handler.history = (self.store.settings.history_folder, device_id(self.store.con))
         self._llm_worker = LLMFactWorker.for_store(self.store, on_done=self._llm_done)
         if self._llm_worker is not None:
             self.services.add(self._llm_worker)

@@ -181,6 +181,9 @@ class VaultEventHandler(FileSystemEventHandler):
         self.rules = rules  # replaced by the runner when app.json changes
         self.on_root_gone = on_root_gone
         self.on_rules_changed = on_rules_changed
+        #: (the history logs' folder, this device's id), once the daemon knows
+        #: them: another device's log arriving is a hint though it is hidden.
+        self.history: tuple[str, str] | None = None
 
     def on_any_event(self, event: FileSystemEvent) -> None:
         """Queue the paths an event names (a move names two)."""
@@ -210,9 +213,19 @@ class VaultEventHandler(FileSystemEventHandler):
             rel.encode("utf-8")
         except UnicodeEncodeError:
             return  # the scan skips (and warns about) such names too
+        if not is_dir and self.history is not None and _another_devices_log(rel, *self.history):
+            self.queue.add(rel)  # a hint that makes the batch read the logs (the reconcile skips it)
+            return
         if excluded(self.rules, rel, is_dir):
             return
         self.queue.add(rel, is_dir=is_dir)
+
+
+def _another_devices_log(rel: str, folder: str, device: str) -> bool:
+    """Whether ``rel`` is a history log file of another device (this
+    device's own appends need no batch)."""
+    name = rel[len(folder) + 1:] if rel.startswith(folder + "/") else ""
+    return bool(name) and "/" not in name and name.endswith(".jsonl") and not name.startswith((".", device))
 
 
 class OverflowListener(logging.Handler):

@@ -256,3 +256,27 @@ def _merged(tmp: Path, records: list[dict], order: list[int]) -> set:
 def test_the_merge_does_not_depend_on_the_order_logs_are_read(tmp_path_factory, records, order) -> None:  # type: ignore[no-untyped-def]
     tmp = tmp_path_factory.mktemp("merge")
     assert _merged(tmp / "x", records, order) == _merged(tmp / "y", records, [0, 1, 2])
+
+
+def test_a_daemon_merges_another_devices_log_when_it_arrives_alone(tmp_path: Path) -> None:
+    """The log is in a hidden folder, but the daemon's watcher takes another
+    device's log file arriving as a hint: the merge needs no note event."""
+    from helpers import wait_for
+    from two_devices import Device as Daemon
+
+    a = Device(tmp_path / "a")
+    memory = a.add("Parks on level two")
+    a.run("update", memory, "--content", "Parks on level three", "--reason", "level two was full")
+    b_root = tmp_path / "b" / "vault"
+    shutil.copytree(a.vault, b_root, ignore=shutil.ignore_patterns(".memvault"))
+    b = Daemon("b", b_root, tmp_path / "b" / "data")
+    b.start()
+    try:
+        assert b.cli is not None
+        wait_for(lambda: b.cli.history(memory) != [], timeout=30)
+        assert len(b.cli.history(memory)) == 1  # no log yet: this device saw no version
+        shutil.copytree(a.vault / LOGS, b_root / LOGS)  # the sync tool brings a's log, and nothing else
+        assert wait_for(lambda: len(b.cli.history(memory)) == 2, timeout=30), b.cli.history(memory)
+        assert b.cli.history(memory)[1]["reason"] == "level two was full"
+    finally:
+        b.stop()

@@ -100,22 +100,39 @@ class FileSync:
         fa, fb = files_of(self.a.root), files_of(self.b.root)
         da, db = _digest(fa), _digest(fb)
         changed = 0
+        agreed: dict[str, str | None] = {}  # what both sides hold once this round delivered
         for path in sorted(set(da) | set(db) | set(self.base)):
             base, ha, hb = self.base.get(path), da.get(path), db.get(path)
+            agreed[path] = ha
             if ha == hb:
                 continue
             if ha == base:  # only b changed it
                 changed += self._copy(path, fb, self.b, self.a)
+                agreed[path] = hb
             elif hb == base:  # only a changed it
                 changed += self._copy(path, fa, self.a, self.b)
             elif ha is None or hb is None:  # changed on one side, deleted on the other: the change wins
                 winner, src = (self.a, fa) if ha is not None else (self.b, fb)
                 changed += self._copy(path, src, winner, self.b if winner is self.a else self.a)
+                agreed[path] = ha or hb
             else:
-                changed += self._conflict(path, fa, fb)
-        self.base = _digest(files_of(self.a.root))
-        assert self.base == _digest(files_of(self.b.root)), "the sync tool left the devices different"
+                changed += self._conflict(path, fa, fb, agreed)
+        self._settle(agreed)
         return changed
+
+    def _settle(self, agreed: dict[str, str | None]) -> None:
+        """The base of the next round: what both sides hold now; a file a
+        daemon wrote while this round ran (memvault's own history log, a
+        note's version line) differs, and the next round carries it."""
+        now_a, now_b = _digest(files_of(self.a.root)), _digest(files_of(self.b.root))
+        self.base = {}
+        for path in set(now_a) | set(now_b) | set(agreed):
+            ha, hb = now_a.get(path), now_b.get(path)
+            if ha != hb:
+                assert agreed.get(path) in (ha, hb), f"the sync tool left the devices different: {path}"
+            value = ha if ha == hb else agreed.get(path)
+            if value is not None:
+                self.base[path] = value
 
     def _copy(self, path: str, files: dict[str, bytes], src: Device, dst: Device) -> int:
         target = dst.root / path
@@ -127,7 +144,7 @@ class FileSync:
         _deliver(target, files[path], (src.root / path).stat().st_mtime_ns)
         return 1
 
-    def _conflict(self, path: str, fa: dict[str, bytes], fb: dict[str, bytes]) -> int:
+    def _conflict(self, path: str, fa: dict[str, bytes], fb: dict[str, bytes], agreed: dict[str, str | None]) -> int:
         ma, mb = ((d.root / path).stat().st_mtime_ns for d in (self.a, self.b))
         (win, wf, wm), (lose, lf, lm) = sorted(
             [(self.a, fa, ma), (self.b, fb, mb)], key=lambda x: (x[2], x[0].name), reverse=True
@@ -138,6 +155,7 @@ class FileSync:
         for d in (self.a, self.b):
             _deliver(d.root / copy, lf[path], lm)
         _deliver(lose.root / path, wf[path], wm)
+        agreed[copy], agreed[path] = _digest({copy: lf[path]})[copy], _digest({path: wf[path]})[path]
         self.conflicts_written += 1
         return 2
 
