@@ -77,9 +77,10 @@ def text(result: Any) -> str:
 
 
 def files(root: Path) -> dict[str, str]:
-    """Every vault file (outside .trash/) and its sha256."""
+    """Every vault file (outside .trash/ and memvault's history logs, which
+    record the run and its undo) and its sha256."""
     return {p.relative_to(root).as_posix(): hashlib.sha256(p.read_bytes()).hexdigest()
-            for p in sorted(root.rglob("*")) if p.is_file() and ".trash" not in p.parts}
+            for p in sorted(root.rglob("*")) if p.is_file() and ".trash" not in p.parts and ".memvault" not in p.parts}
 
 
 def live(root: Path) -> dict[str, tuple[Any, ...]]:

@@ -146,6 +146,20 @@ def test_both_devices_show_the_same_history_and_a_lost_data_dir_gets_it_back(tmp
     assert b.view() == seen
 
 
+def test_a_merge_made_on_one_device_is_history_on_both(tmp_path: Path) -> None:
+    a, b, carry = two(tmp_path)
+    first = a.add("Prefers dark mode in the editor")
+    second = a.add("Likes a dark theme in editors")
+    carry()
+    b.run("sync", "--no-embed")
+    a.run("merge", first, second, "--content", "Prefers dark mode in every editor")
+    carry()
+    b.run("sync", "--no-embed")
+    assert a.view() == b.view()
+    merged = [h for h in b.history(first) if h[0] == second]
+    assert merged, b.history(first)
+
+
 def test_the_forget_reason_survives_the_note_move_arriving_first(tmp_path: Path) -> None:
     a, b, carry = two(tmp_path)
     gone = a.add("Takes the 8:10 train")
