@@ -137,22 +137,91 @@ def _one_edit(a: str, b: str) -> bool:
     return a[i + 1:] == b[i + 1:] or a[i:] == b[i + 1:] or a[i + 1:] == b[i:]
 
 
-def _acronym(tok: Token, other: tuple[Token, ...], other_numbers: tuple[str, ...]) -> list[Token] | None:
-    """The words of ``other`` that ``tok`` abbreviates ("PR": pull request,
-    "NC500": North Coast 500), or None. Only a word written in capitals."""
-    raw = tok.raw.removesuffix("s") if tok.raw[:-1].isupper() else tok.raw  # a plural: "PRs"
-    letters = raw.rstrip("0123456789")
-    digits = raw[len(letters):]
-    if len(letters) < 2 or not letters.isalpha() or not letters.isupper():
+#: The longest word read as an abbreviation of one word ("appt", "yr", "JS").
+SHORT_WORD = 5
+
+
+def _acronym(tok: Token, other_text: str) -> tuple[str, ...] | None:
+    """The folded words of ``other_text`` that ``tok`` abbreviates, or None:
+
+    * an acronym, written with two capitals or more, whose letters (and
+      digits) are read in order from consecutive words, each word giving its
+      first letter and maybe more of its letters, a word of the closed
+      classes inside the span maybe none ("PR": pull request, "NC500": North
+      Coast 500, "MSc": Master of Science, "MOT": Ministry of Transport,
+      "T1D": type 1 diabetes, "LHR": London Heathrow, "JS": JavaScript);
+    * a short word (at most :data:`SHORT_WORD` letters) that is no word of
+      WordNet, or a synonym there, whose letters are read in order from one
+      longer word with the same first letter ("appt": appointment, "yr": year);
+    * a numeronym: a letter, the count of letters left out, the last letter
+      ("k8s": Kubernetes).
+    """
+    raw = tok.raw.removesuffix("s") if len(tok.raw) > 2 and tok.raw[:-1].isupper() else tok.raw  # plural: "PRs"
+    short = raw.casefold()
+    if len(short) < 2 or not short.isalnum():
         return None
-    if digits and digits not in other_numbers:
-        return None
-    initials = letters.casefold()
-    for i in range(len(other) - len(initials) + 1):
-        span = other[i : i + len(initials)]
-        if "".join(t.folded[0] for t in span) == initials:
-            return list(span)
+    ws = [fold(w) for w in words(other_text)]
+    m = re.fullmatch(r"([a-z])(\d+)([a-z])", short)
+    if m:
+        n = int(m.group(2))
+        found = tuple(w for w in ws if len(w) == n + 2 and w[0] == m.group(1) and w[-1] == m.group(3))
+        return found[:1] or None
+    capitals = raw[:1].isupper() and sum(c.isupper() for c in raw) >= 2
+    if capitals:
+        for i in range(len(ws)):  # the longest span first: "ISA" is individual savings account, not "individual sa..."
+            for j in range(min(len(ws), i + 2 * len(short)), i, -1):
+                span = ws[i:j]
+                if span[0] in STOP_WORDS or span[-1] in STOP_WORDS or short in span:
+                    continue
+                if _reads(short, tuple(span)):
+                    return tuple(w for w in span if w not in STOP_WORDS and not w.isdigit())
+    if short.isalpha() and len(short) <= SHORT_WORD and short not in STOP_WORDS:
+        for w in ws:
+            if len(w) > len(short) and w.isalpha() and _reads(short, (w,)) and (
+                    not lexicon.bases(short) or lexicon.synonyms(short, w)):
+                return (w,)
     return None
+
+
+@lru_cache(maxsize=65536)
+def _reads(short: str, span: tuple[str, ...]) -> bool:
+    """Whether ``short`` is read from the words of ``span`` in order (see
+    :func:`_acronym`): each word gives its first letter and maybe more of its
+    letters in order, a number its digits, a closed-class word inside the
+    span maybe nothing; every letter of ``short`` is used."""
+
+    def read(i: int, k: int) -> bool:
+        if k == len(span):
+            return i == len(short)
+        w = span[k]
+        if 0 < k < len(span) - 1 and w in STOP_WORDS and read(i, k + 1):
+            return True
+        if w.isdigit():
+            return short.startswith(w, i) and read(i + len(w), k + 1)
+        if i >= len(short) or short[i] != w[0]:
+            return False
+        j, pos = i + 1, 1  # short[i:j] read from w so far, the next letter of w to look at
+        while True:
+            if read(j, k + 1):
+                return True
+            if j >= len(short):
+                return False
+            pos = w.find(short[j], pos) + 1
+            if pos == 0:
+                return False
+            j += 1
+
+    return read(0, 0)
+
+
+def _glued(word: str, other_text: str) -> bool:
+    """Whether a folded word is written glued on the other side: two of its
+    neighbouring words joined ("wifi" / "Wi-Fi"), or the letters stuck to a
+    number ("GB" / "256GB")."""
+    ws = [fold(w) for w in words(other_text)]
+    if any(a + b == word for a, b in zip(ws, ws[1:])):
+        return True
+    return any(w != word and w.strip("0123456789") == word and w[:1].isdigit() for w in ws)
 
 
 @lru_cache(maxsize=65536)
@@ -172,6 +241,9 @@ class Difference:
     explained: int  # differing words set aside as another spelling, an acronym, a light or negative verb
     words_a: tuple[str, ...] = ()  # the unexplained words of a, folded as written
     words_b: tuple[str, ...] = ()
+    #: (word of a, word of b), folded, for each place where one unexplained
+    #: word stands for one unexplained word ("a nurse in" / "a teacher in").
+    refilled: tuple[tuple[str, str], ...] = ()
 
     @property
     def unexplained(self) -> int:
@@ -246,10 +318,18 @@ def difference(text_a: str, text_b: str, fa: Features, fb: Features) -> Differen
     for side, mine, other, other_text in (("a", da, db, text_b), ("b", db, da, text_a)):
         theirs = "b" if side == "a" else "a"
         for i, t in enumerate(mine):
-            spelled = _acronym(t, tuple(other), _numbers(other_text))
+            spelled = _acronym(t, other_text)
             if spelled is not None:
                 gone.add((side, i))
-                gone.update((theirs, j) for j, o in enumerate(other) if any(o is s for s in spelled))
+                gone.update((theirs, j) for j, o in enumerate(other) if o.folded in spelled)
+            elif _glued(t.folded, other_text):
+                gone.add((side, i))
+                gone.update((theirs, j) for j, o in enumerate(other) if o.folded in t.folded)  # "wi", "fi"
+        own_text = text_a if side == "a" else text_b
+        for raw in words(own_text):  # a short form with digits is a value, not a content word: "i18n", "NC500"
+            if any(c.isdigit() for c in raw) and not raw.isdigit():
+                spelled = _acronym(_token(raw), other_text) or ()
+                gone.update((theirs, j) for j, o in enumerate(other) if o.folded in spelled)
     for i, x in enumerate(da):
         for j, y in enumerate(db):
             if _spelling(x.folded, y.folded) or _spelling(x.stem, y.stem):
@@ -277,7 +357,11 @@ def difference(text_a: str, text_b: str, fa: Features, fb: Features) -> Differen
     explained = len(da) + len(db) - len(only_a) - len(only_b)
     words_a = tuple(t.folded for i, t in enumerate(da) if ("a", i) not in gone)
     words_b = tuple(t.folded for j, t in enumerate(db) if ("b", j) not in gone)
-    return Difference(only_a, only_b, len(changed), trailing, len(sa & sb), explained, words_a, words_b)
+    left_a, left_b = {t.stem for t in ta if t.stem in only_a}, {t.stem for t in tb if t.stem in only_b}
+    refilled = tuple((ta[i1].folded, tb[j1].folded) for op, i1, i2, j1, j2 in changed
+                     if op == "replace" and i2 - i1 == 1 and j2 - j1 == 1
+                     and ta[i1].stem in left_a and tb[j1].stem in left_b)
+    return Difference(only_a, only_b, len(changed), trailing, len(sa & sb), explained, words_a, words_b, refilled)
 
 def swapped_roles(text_a: str, text_b: str) -> bool:
     """Whether the two texts say the same words with two parts trading places
@@ -361,11 +445,22 @@ def _between(text: str, left: Token, right: Token) -> str:
     return " ".join(w for w in ws[i + 1:j] if w not in word_lists()["possessives"] and w not in ("a", "an", "the"))
 
 
+def _alternatives(x: str, y: str) -> bool:
+    """Whether two folded words are other values of one kind (WordNet): two
+    person nouns ("nurse" / "teacher": another person or role), or opposites.
+    Alternatives under one hypernym are not enough here: "evening" / "night"
+    and "pulls" / "tugs" are, and say one thing in a rewritten sentence."""
+    return (lexicon.person(x) and lexicon.person(y)) or lexicon.antonyms(x, y)
+
+
 def _about_someone_else(text: str, stems: tuple[str, ...]) -> bool:
-    """Whether a word only one side has names a person ("husband", "boss",
-    a compound such as "brother-in-law"), or a thing or person owned ("her
-    daughter", "his son": right after a possessive determiner): the claim is
-    about someone or something else."""
+    """Whether a word only one side has names who the claim is about: a
+    person noun that opens the claim ("Husband doesn't eat gluten", "Boss
+    is ...": WordNet's person nouns; a person noun further on is an object or
+    a role, "the estuary server runs ..."), a compound such as
+    "brother-in-law", or a thing or person owned ("her daughter", "his son":
+    right after a possessive determiner): the claim is about someone or
+    something else."""
     if not stems:
         return False
     if re.search(r"\w-in-law\b", text, re.I):
@@ -377,25 +472,48 @@ def _about_someone_else(text: str, stems: tuple[str, ...]) -> bool:
         if previous in word_lists()["possessives"]:
             owned.add(stem(folded))
         previous = folded
-    return any(lexicon.person(t.folded) or t.stem in owned for t in content_tokens(text) if t.stem in stems)
+    tokens = content_tokens(text)
+    return any((k == 0 and lexicon.person(t.folded)) or t.stem in owned
+               for k, t in enumerate(tokens) if t.stem in stems)
 
 
 def abbreviations(text: str, other_text: str) -> set[str]:
     """Folded words of ``text`` that are no name of their own against
-    ``other_text``: an acronym it spells out ("PR" / "pull request", "NC500"
-    / "North Coast 500"), a word such an acronym of the other text spells,
-    or one capital letter (a unit: "30°C")."""
+    ``other_text``: an acronym or short form it spells out ("PR" / "pull
+    request", "NC500" / "North Coast 500", "JS" / "JavaScript":
+    :func:`_acronym`), a word such a form of the other text spells, a word
+    the other text writes glued ("Wi-Fi" / "wifi", "GB" / "256GB"), or one
+    capital letter (a unit: "30°C")."""
+    return _abbreviations(text, other_text)
+
+
+@lru_cache(maxsize=65536)
+def _abbreviations(text: str, other_text: str) -> set[str]:
     out = set()
     for raw in words(text):
+        folded = fold(raw)
         if len(raw) == 1 and raw.isupper():
-            out.add(fold(raw))
-        elif raw[:2].isupper() and _acronym(_token(raw), content_tokens(other_text), _numbers(other_text)):
-            out.add(fold(raw))
-    mine = content_tokens(text)
+            out.add(folded)
+        elif _short_form(raw) and (_acronym(_token(raw), other_text) or _glued(folded, other_text)):
+            out.add(folded)
+    ws = words(text)
+    other_words = {fold(w) for w in words(other_text)}
+    for x, y in zip(ws, ws[1:]):  # written as two words here, one there: "Wi-Fi" / "wifi"
+        if fold(x) + fold(y) in other_words:
+            out.update((fold(x), fold(y)))
     for raw in words(other_text):
-        if raw[:2].isupper():
-            out.update(t.folded for t in _acronym(_token(raw), mine, _numbers(text)) or ())
+        if _short_form(raw):
+            out.update(_acronym(_token(raw), text) or ())
+            if _glued(fold(raw), text):
+                ws = [fold(w) for w in words(text)]
+                out.update(w for w in ws if fold(raw).startswith(w) or fold(raw).endswith(w) or fold(raw) in w)
     return out
+
+
+def _short_form(raw: str) -> bool:
+    """Whether a word as written may be a short form that is no name of its
+    own: it has a capital ("PR", "MSc", "Wi") or a digit ("i18n", "256GB")."""
+    return any(c.isupper() or c.isdigit() for c in raw)
 
 
 def _token(raw: str) -> Token:
@@ -457,6 +575,8 @@ def judge(text_a: str, text_b: str, fa: Features, fb: Features, sim: float, thre
     swap = d.blocks == 1 and bool(d.only_a) and bool(d.only_b)
     if swap:
         return None  # one slot refilled: another value or relation ("rents" / "owns", "the hoover" / "thunder")
+    if any(_alternatives(x, y) for x, y in d.refilled):
+        return None  # in one place, another person or role, or the opposite ("a nurse" / "a teacher"), whatever else differs
     if d.unexplained == 0 and swapped_roles(text_a, text_b):
         return None  # the same words with their roles swapped: "prefers cats to dogs" / "dogs to cats"
     if d.unexplained == 0:

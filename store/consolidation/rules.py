@@ -173,7 +173,8 @@ def apart(a: Memo, b: Memo, book: NameBook) -> str | None:
 
 def _spelled_out(a: Memo, b: Memo) -> bool:
     """Whether the values are the same once an identifier the other text
-    spells out is read as its number ("NC500" / "North Coast 500")."""
+    spells out is read as its number ("NC500" / "North Coast 500"), or as
+    no value when its digits count letters ("k8s" / "Kubernetes")."""
 
     def read(m: Memo, other: Memo) -> set[str]:
         values = set(m.f.values)
@@ -182,7 +183,9 @@ def _spelled_out(a: Memo, b: Memo) -> bool:
         for w in paraphrase.abbreviations(m.text, other.text):
             if f"i:{w}" in values:
                 values.discard(f"i:{w}")
-                values.add(str(int(w.lstrip("abcdefghijklmnopqrstuvwxyz"))))
+                digits = "".join(c for c in w if c.isdigit()).lstrip("0") or "0"
+                if digits in other.f.values:  # NC500: 500; k8s counts letters, no value
+                    values.add(digits)
         return values
 
     return read(a, b) == read(b, a)
