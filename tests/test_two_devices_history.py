@@ -160,6 +160,26 @@ def test_a_merge_made_on_one_device_is_history_on_both(tmp_path: Path) -> None:
     assert merged, b.history(first)
 
 
+def test_a_fact_forgotten_on_one_device_is_forgotten_on_both(tmp_path: Path) -> None:
+    a, b, carry = two(tmp_path)
+    write(a.vault, "About me.md", "---\nmemory: source\n---\n- Favourite colour is green\n- Drinks black coffee\n")
+    a.run("sync", "--no-embed")
+    carry()
+    b.run("sync", "--no-embed")
+
+    def facts(d: Device) -> list[tuple[str, str, str]]:
+        out = d.run("facts", "About me.md", "--all", "--json").stdout
+        return sorted((f["id"], f["text"], f["status"]) for f in map(json.loads, out.splitlines()))
+
+    coffee = next(i for i, text, _ in facts(a) if "coffee" in text)
+    a.run("forget", coffee, "--reason", "switched to tea")
+    carry()
+    b.run("sync", "--no-embed")
+    assert facts(a) == facts(b) and (coffee, "deleted") in {(i, s) for i, _, s in facts(b)}
+    b.run("sync", "--no-embed")  # re-extracting the note keeps it forgotten
+    assert facts(a) == facts(b)
+
+
 def test_the_forget_reason_survives_the_note_move_arriving_first(tmp_path: Path) -> None:
     a, b, carry = two(tmp_path)
     gone = a.add("Takes the 8:10 train")
@@ -294,3 +314,28 @@ def test_a_daemon_merges_another_devices_log_when_it_arrives_alone(tmp_path: Pat
         assert b.cli.history(memory)[1]["reason"] == "level two was full"
     finally:
         b.stop()
+
+
+def test_a_tail_past_its_limit_is_compacted_and_merges_the_same(tmp_path: Path) -> None:
+    folder = tmp_path / "logs"
+    con = connect(tmp_path / "a" / "index.db")
+    try:
+        compacted = []
+        for n in range(5):
+            with replicate.write_transaction(con):
+                con.execute("INSERT OR REPLACE INTO state.forgotten VALUES (?, ?, 'at', '{}')", (f"m{n % 3}", f"r{n}"))
+            compacted.append(replicate.flush_only(con, folder, compact_lines=3).compacted)
+        device = replicate.device_id(con)
+        rows = set(con.execute("SELECT memory_id, reason FROM state.forgotten"))
+    finally:
+        con.close()
+    assert compacted == [False, False, False, True, False]  # the fourth line passed the limit
+    assert len(logfile.snapshot_path(folder, device).read_bytes().splitlines()) == 3  # one record per row
+    assert len(logfile.tail_path(folder, device).read_bytes().splitlines()) == 1  # the fifth change
+    fresh = connect(tmp_path / "b" / "index.db")
+    try:
+        replicate.sync_history(fresh, folder)
+        assert set(fresh.execute("SELECT memory_id, reason FROM state.forgotten")) == rows == {
+            ("m0", "r3"), ("m1", "r4"), ("m2", "r2")}
+    finally:
+        fresh.close()

@@ -177,9 +177,10 @@ def _ingest(con: apsw.Connection, folder: Path, done: HistorySync, paths: list[P
     return touched
 
 
-def _flush(con: apsw.Connection, folder: Path, device: str, done: HistorySync) -> None:
+def _flush(con: apsw.Connection, folder: Path, device: str, done: HistorySync, compact_lines: int) -> None:
     """Append one record per queued row to this device's log (the whole
-    queue, or nothing: the caller's transaction rolls back on a failure)."""
+    queue, or nothing: the caller's transaction rolls back on a failure);
+    compact the log once its tail passes ``compact_lines``."""
     queued = con.execute(
         "SELECT tbl, key, max(n) FROM state.history_pending GROUP BY tbl, key ORDER BY min(n)").fetchall()
     if not queued:
@@ -206,6 +207,9 @@ def _flush(con: apsw.Connection, folder: Path, device: str, done: HistorySync) -
     _remember_file(con, tail, tail.stat().st_size)
     con.execute("DELETE FROM state.history_pending WHERE n <= ?", (max(q[2] for q in queued),))
     _set_meta(con, "history_tail_lines", _meta_int(con, "history_tail_lines") + len(lines))
+    if _meta_int(con, "history_tail_lines") > compact_lines:
+        compact(con, folder, device)
+        done.compacted = True
 
 
 #: The newest record of a row first.
@@ -311,10 +315,7 @@ def sync_history(
         if write:
             try:
                 with con:  # a savepoint; an unwritable vault: the queue stays, the merge goes on
-                    _flush(con, folder, device, done)
-                    if _meta_int(con, "history_tail_lines") > compact_lines:
-                        compact(con, folder, device)
-                        done.compacted = True
+                    _flush(con, folder, device, done, compact_lines)
             except OSError as exc:
                 log.warning("cannot write the history log in %s: %s", folder, exc)
         mark = int(con.execute("SELECT coalesce(max(n), 0) FROM state.history_pending").fetchone()[0])
@@ -326,7 +327,7 @@ def sync_history(
     return done
 
 
-def flush_only(con: apsw.Connection, folder: Path) -> HistorySync:
+def flush_only(con: apsw.Connection, folder: Path, *, compact_lines: int = COMPACT_LINES) -> HistorySync:
     """Append this device's queued changes to its log, reading nothing (a
     command's end). A no-op (no transaction) when nothing is queued."""
     done = HistorySync()
@@ -336,5 +337,5 @@ def flush_only(con: apsw.Connection, folder: Path) -> HistorySync:
         device = device_id(con)
         # Lines a killed flush appended and never recorded: read first, so no seq is used twice.
         _ingest(con, folder, done, [logfile.tail_path(folder, device)])
-        _flush(con, folder, device, done)
+        _flush(con, folder, device, done, compact_lines)
     return done
