@@ -30,7 +30,8 @@ def rebuild(app: AppContext, no_embed: bool, as_json: bool) -> None:
 
     Nothing only memvault knows is lost: memory versions, forgotten memories,
     recall strength, fact history and conflicts live in state.db and come
-    back; vectors come back from the embedding cache without re-embedding.
+    back (with a lost data dir, the history comes back from the history logs
+    in the vault); vectors come back from the embedding cache without re-embedding.
     Memory notes in the vault's .trash/ come back as forgotten memories.
     """
     _refuse_while_a_daemon_runs(app, "rebuilding its index")
