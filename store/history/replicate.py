@@ -131,9 +131,12 @@ def _set_meta(con: apsw.Connection, key: str, value: object) -> None:
     con.execute("INSERT OR REPLACE INTO state.meta (key, value) VALUES (?, ?)", (key, str(value)))
 
 
-def _remember_file(con: apsw.Connection, path: Path, offset: int) -> None:
+def _remember_file(con: apsw.Connection, path: Path, offset: int, seen: tuple[int, str] | None = None) -> None:
+    """How far ``path`` was read: its inode and first line as ``seen`` before
+    reading (else now), so a file replaced meanwhile reads as new next time."""
+    ino, head = seen or (path.stat().st_ino, logfile.head(path))
     con.execute("INSERT OR REPLACE INTO state.history_files (name, ino, offset, head) VALUES (?,?,?,?)",
-                (path.name, path.stat().st_ino, offset, logfile.head(path)))
+                (path.name, ino, offset, head))
 
 
 def _valid(record: dict[str, Any]) -> bool:
@@ -154,9 +157,9 @@ def _ingest(con: apsw.Connection, folder: Path, done: HistorySync, paths: list[P
                                 (path.name,)).fetchone()
             if known and known[0] == st.st_ino and known[1] == st.st_size:
                 continue
-            start = known[1] if known and known[0] == st.st_ino and known[1] <= st.st_size \
-                and known[2] == logfile.head(path) else 0
-            records, end, bad = logfile.read_from(path, start)
+            head = logfile.head(path)
+            same = known is not None and known[0] == st.st_ino and known[1] <= st.st_size and known[2] == head
+            records, end, bad = logfile.read_from(path, known[1] if same else 0)
         except OSError as exc:  # a file the sync tool is replacing this moment: the next sync reads it
             log.warning("cannot read history log %s: %s", path, exc)
             continue
@@ -173,7 +176,7 @@ def _ingest(con: apsw.Connection, folder: Path, done: HistorySync, paths: list[P
             if con.changes():
                 done.read += 1
                 touched.add((r["tb"], key))
-        _remember_file(con, path, end)
+        _remember_file(con, path, end, (st.st_ino, head))
     return touched
 
 
