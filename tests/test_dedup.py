@@ -271,6 +271,14 @@ def test_a_word_of_its_own_is_no_short_form(a: str, b: str) -> None:
     assert _dup(a, b, 0.95, threshold=0.75) is None
 
 
+def test_one_person_named_another_way_is_the_same_person() -> None:
+    """"mum" is a kind of "mother" in WordNet, "son" and "boy" are synonyms;
+    "brother" and "sister" are two people."""
+    assert _dup("Her mum works in Braga", "Her mother works in Braga", 0.85, threshold=0.75)
+    assert _dup("Her son plays chess", "Her boy plays chess", 0.85, threshold=0.75)
+    assert _dup("Her brother works in Braga", "Her sister works in Braga", 0.99, threshold=0.75) is None
+
+
 def test_another_role_in_one_place_is_never_merged_whatever_else_differs() -> None:
     """Two person nouns in one place ("nurse" / "teacher") are another role,
     even when the sentences differ elsewhere too; a person noun further on is

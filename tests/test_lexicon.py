@@ -163,5 +163,5 @@ def test_person_nouns_are_found_through_every_hypernym() -> None:
     a "sibling", a "relative", a "person": the table's N lines follow that
     chain at build time. An irregular verb form is the verb ("fed": feed)."""
     assert all(lexicon.person(w) for w in ("brother", "sister", "husband", "grandmother", "boss"))
-    assert not any(lexicon.person(w) for w in ("fed", "python", "cat", "team", "she"))
+    assert not any(lexicon.person(w) for w in ("fed", "python", "cat", "team", "she", "began"))  # "Begin": a name
 

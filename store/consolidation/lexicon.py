@@ -161,6 +161,13 @@ def person(word: str) -> bool:
     return any(t.get("N", base) for base in bases(word))
 
 
+def kind_of(a: str, b: str) -> bool:
+    """Whether a kept sense of folded word ``a`` has a hypernym that ``b`` is
+    a word of ("mum": mother, "dad": father)."""
+    t = _table()
+    return any(b in t.get("M", parent) for parent in _parents(a))
+
+
 def cohyponyms(a: str, b: str, depth: int = 1) -> bool:
     """Whether two folded words are alternatives of one kind: senses under
     one hypernym ("tea" / "coffee"), or adjectives of one head ("green" /

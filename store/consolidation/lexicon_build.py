@@ -26,7 +26,8 @@ cannot match one word of a memory):
   (``N\tbrother\tperson``): WordNet's synset "person, individual, someone"
   among its hypernyms at any depth, through synsets of multi-word lemmas too
   ("brother": "male sibling", "sibling", "relative", "person"), which the
-  ``P`` lines, kept only for the kept senses, cannot follow. A word WordNet
+  ``P`` lines, kept only for the kept senses, cannot follow; a proper name
+  (an instance: "Begin", the statesman) is no kind of person. A word WordNet
   lists as an irregular verb form is read as the verb ("fed": feed, not a
   federal agent).
 """
@@ -59,6 +60,7 @@ def read(wordnet: Path, senses_kept: int = SENSES) -> list[str]:
     members: dict[str, list[str]] = {}
     heads: dict[str, set[str]] = defaultdict(set)  # adjective synset -> similar-to synsets
     parents: dict[str, set[str]] = defaultdict(set)  # synset -> its hypernyms
+    kinds: dict[str, set[str]] = defaultdict(set)  # synset -> its hypernyms, not of an instance ("Begin": a statesman)
     antonyms: dict[str, set[str]] = defaultdict(set)
     inflections: dict[str, set[str]] = defaultdict(set)
     verb_forms: set[str] = set()  # irregular verb forms ("fed": feed), read as the verb, never as a person
@@ -86,6 +88,8 @@ def read(wordnet: Path, senses_kept: int = SENSES) -> list[str]:
                     heads[sid].add(target)
                 elif symbol in ("@", "@i"):
                     parents[sid].add(target)
+                    if symbol == "@":
+                        kinds[sid].add(target)
                 elif symbol == "!":
                     source, dest = int(source_target[:2], 16), int(source_target[2:], 16)
                     antonyms[lemmas[source - 1]].add(target if not dest else f"{target}:{dest}")
@@ -120,7 +124,7 @@ def read(wordnet: Path, senses_kept: int = SENSES) -> list[str]:
     for word, bases in inflections.items():
         if bases:
             lines.append(f"X\t{word}\t{' '.join(sorted(bases))}")
-    persons = _under(PERSON, parents)
+    persons = _under(PERSON, kinds)
     for word, ss in senses.items():
         nouns = [s for s in ss if s.startswith("n")]
         if nouns and nouns[0] in persons and word not in verb_forms:

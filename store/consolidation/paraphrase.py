@@ -332,7 +332,7 @@ def difference(text_a: str, text_b: str, fa: Features, fb: Features) -> Differen
                 gone.update((theirs, j) for j, o in enumerate(other) if o.folded in spelled)
     for i, x in enumerate(da):
         for j, y in enumerate(db):
-            if _spelling(x.folded, y.folded) or _spelling(x.stem, y.stem):
+            if _spelling(x.folded, y.folded) or _spelling(x.stem, y.stem) or same_person(x.folded, y.folded):
                 gone.update((("a", i), ("b", j)))
     both_negative = fa.negative and fb.negative
     opposite = opposite_word(text_a, text_b, fa, fb)
@@ -443,6 +443,16 @@ def _between(text: str, left: Token, right: Token) -> str:
     except ValueError:
         return ""
     return " ".join(w for w in ws[i + 1:j] if w not in word_lists()["possessives"] and w not in ("a", "an", "the"))
+
+
+def same_person(x: str, y: str) -> bool:
+    """Whether two folded words, one a person noun, name one person: WordNet
+    synonyms ("son" / "boy") or one the plainer word for the other ("mum" is
+    a kind of "mother", "dad" of "father"). Siblings under one hypernym
+    ("brother" / "sister", "mother" / "grandmother") are not."""
+    if x == y or not (lexicon.person(x) or lexicon.person(y)):
+        return False
+    return lexicon.synonyms(x, y) or lexicon.kind_of(x, y) or lexicon.kind_of(y, x)
 
 
 def _alternatives(x: str, y: str) -> bool:
