@@ -80,9 +80,12 @@ def test_facts_are_the_users_statements_anchored_to_their_turns(vault: Path) -> 
 
 def test_the_transcript_is_searchable_at_once_but_only_facts_reach_context(vault: Path) -> None:
     with opened(vault) as store:
-        store.ingest(CLAUDE_CODE)
+        report = store.ingest(CLAUDE_CODE)
         hits = store.search("ThreadingViolation", mode="keyword")["hits"]
-        assert [h["type"] for h in hits] == ["note"]
+        # The turn that says it, a trace of its own, addressed in its note.
+        assert [(h["kind"], h["path"]) for h in hits] == [("turn", report.path)]
+        assert hits[0]["ref"] == f"{hits[0]['path']}#{hits[0]['anchor']}"
+        assert "ThreadingViolation" in hits[0]["passage"]
         block = store.context("what is the staging database called?")
         assert "db2" in block["text"]
         assert all(item["kind"] == "fact" for item in block["items"])

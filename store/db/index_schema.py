@@ -552,6 +552,31 @@ def m012_redact_notes(con: apsw.Connection) -> None:
     )
 
 
+#: The full-text source from migration 13: a turn's title is its speaker
+#: (for the embedded text), which the index reads once, unboosted, in
+#: ``context`` (as any speaker), not again as a boosted title.
+FTS_SOURCE_SQL_13 = FTS_SOURCE_SQL.replace("WHEN kind = 'fact' THEN ''", "WHEN kind IN ('fact', 'turn') THEN ''", 1)
+
+
+def m013_turn_traces(con: apsw.Connection) -> None:
+    """Turns of session notes become traces of their own
+    (:mod:`memvault.store.index.turn_traces`).
+
+    * The full-text source leaves a turn's title (its speaker) out of the
+      boosted column; no turn trace exists yet, so nothing is re-indexed.
+    * Every note holding a transcript is read again on the next sync, which
+      derives its turns.
+    """
+    con.execute(
+        f"""
+        DROP VIEW traces_fts_source;
+        {FTS_SOURCE_SQL_13};
+        UPDATE files SET hash = NULL, mtime_ns = 0, ctime_ns = 0 WHERE kind = 'note' AND trace_id IN (
+            SELECT id FROM traces WHERE kind = 'note' AND instr(content, '> [!') > 0 AND instr(content, char(10) || '^t') > 0);
+        """
+    )
+
+
 MIGRATIONS: list[Callable[[apsw.Connection], None]] = [
     m001_foundation,
     m002_memories,
@@ -565,4 +590,5 @@ MIGRATIONS: list[Callable[[apsw.Connection], None]] = [
     m010_fact_text_key,
     m011_event_time_and_fts_context,
     m012_redact_notes,
+    m013_turn_traces,
 ]

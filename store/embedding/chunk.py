@@ -70,8 +70,8 @@ def chunk_text(kind: str, title: str, content: str, start: int, stop: int, headi
     body = clean_markup(content[start:stop]).strip()
     if kind == "note" and body.startswith("> [!"):
         body = plain_turns(body)
-    if kind == "fact":
-        return f"{title}: {body}" if title else body
+    if kind in ("fact", "turn"):  # a turn's title is its speaker: "Caroline: I went to ..."
+        return f"{title}: {body}" if title and body else body or title
     if kind == "memory":
         return body or title
     head = f"{title} > {heading}" if heading else title
@@ -129,7 +129,7 @@ def chunk_trace(kind: str, title: str, content: str) -> list[Chunk]:
     if kind == "fact":
         text = chunk_text(kind, title, content, 0, len(content), "")
         return [Chunk(0, 0, len(content), "", _count(text), text)]
-    parts = sections(content) if kind != "memory" else [_Section("", 0, len(content))]
+    parts = sections(content) if kind not in ("memory", "turn") else [_Section("", 0, len(content))]
     if not parts:  # an empty note still has its title to be found by
         text = chunk_text(kind, title, content, 0, 0, "")
         return [Chunk(0, 0, 0, "", _count(text), text)] if text.strip() else []

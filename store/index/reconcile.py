@@ -29,6 +29,7 @@ from memvault.store.db import records as rec
 from memvault.store.db.connection import write_transaction
 from memvault.store.index.classify import is_memory_note, note_edges, note_trace
 from memvault.store.index.moves import pair_edited_moves
+from memvault.store.index.turn_traces import drop_turns, sync_turns
 from memvault.store.memories import rows as mem
 from memvault.vault_io.confine import outside_target
 from memvault.vault_io.errors import MemvaultError
@@ -346,6 +347,7 @@ class Indexer:
             self.con.execute("UPDATE edges SET target_path = NULL WHERE target_id = ?", (trace_id,))
             mem.mark_deleted(self.con, trace_id, "note deleted in the vault")
         else:
+            drop_turns(self.con, trace_id)
             rec.delete_trace(self.con, trace_id)
 
     def _detect_moves(self, changes: list[NoteChange], gone: dict[str, rec.FileRow]) -> set[str]:
@@ -624,6 +626,7 @@ class Indexer:
             rec.FileRow(st.path, "note", c.trace_id, st.mtime_ns, st.size, note.hash, note.error, ctime_ns=trusted_ctime(st)),
         )
         rec.put_trace(self.con, trace, new=fresh)
+        sync_turns(self.con, trace)
         if trace.kind == "memory" and trace.created and not fresh:
             # The note's `created` is the memory's creation time on every
             # device (put_trace keeps the index's own otherwise).

@@ -17,6 +17,7 @@ from typing import Any
 
 import apsw
 
+from memvault.store.index.turn_traces import WITHOUT_TURN_NOTES_SQL
 from memvault.store.retrieval.neighbours import smooth_scores, turn_neighbours
 from memvault.store.retrieval.snippet import (  # noqa: F401 - MARK_*: re-exported for bench/profile_search.py
     ELLIPSIS,
@@ -227,6 +228,9 @@ def filter_sql(f: Filters) -> tuple[str, list[Any]]:
     if f.scopes:
         clauses.append(f"(t.kind != 'memory' OR t.scope IN ({','.join('?' * len(f.scopes))}))")
         params += list(f.scopes)
+    if not f.kinds or "note" in f.kinds:
+        # A session note's turns are traces of their own and stand for it.
+        clauses.append(WITHOUT_TURN_NOTES_SQL)
     return (" AND " + " AND ".join(clauses)) if clauses else "", params
 
 
@@ -323,7 +327,7 @@ def prefilter_sql(con: apsw.Connection, f: Filters) -> Prefilter:
         # whose rows carry the notes' text.
         clauses.append("+rowid IN (SELECT rowid FROM traces INDEXED BY traces_path WHERE path GLOB ?)")
         params.append(f.path_glob)
-    kinds = set(f.kinds) if f.kinds else {"note", "memory", "fact"}
+    kinds = set(f.kinds) if f.kinds else {"note", "memory", "fact", "turn"}
     if f.types and "note" not in f.types:
         kinds.discard("note")  # only ordinary notes have the type "note"
     if "note" not in kinds:

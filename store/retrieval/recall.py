@@ -134,7 +134,15 @@ class RecallItem:
     def short_source(self) -> str:
         """:attr:`source` as a recall line shows it: a note by its name, not its
         folders (the full path is in ``source`` and ``path``)."""
-        if self.kind == "fact" or self.anchor:
+        if self.anchor:
+            # The line already says when: a session note's name repeats the
+            # date it starts with, so the turn is cited by the rest, briefly.
+            name = (self.path or self.id).rsplit("/", 1)[-1].removesuffix(".md")
+            day = self.when[:10]
+            if day and name.startswith(day + " "):
+                name = name[len(day) + 1:]
+            return f"{_short(name, TURN_SOURCE_CHARS)}#{self.anchor}"
+        if self.kind == "fact":
             return self.source
         name = _short((self.path or self.id).rsplit("/", 1)[-1].removesuffix(".md"))
         return f"{name} > {self.heading}" if self.heading else name
@@ -167,19 +175,23 @@ class RecallItem:
         return data
 
 
-#: Longest note name a turn's source shows (a session note is named after its first request).
+#: Longest note name a recall line's source shows.
 SOURCE_NAME_CHARS = 40
+#: Longest note name a turn's line shows: a session note is named after its
+#: first request, and one conversation's turns share it, so a few words find
+#: the note (the item's ``ref`` has its full path).
+TURN_SOURCE_CHARS = 20
 
 
 #: A list item's or quote's mark at the start of a line ("- ", "1. ", "> ").
 _LIST_MARK = re.compile(r"^(?:[-*+>]|\d+[.)])\s+")
 
 
-def _short(name: str) -> str:
-    """``name`` cut at a word to :data:`SOURCE_NAME_CHARS` characters (marked "…")."""
-    if len(name) <= SOURCE_NAME_CHARS:
+def _short(name: str, most: int = SOURCE_NAME_CHARS) -> str:
+    """``name`` cut at a word to ``most`` characters (marked "…")."""
+    if len(name) <= most:
         return name
-    cut = name[:SOURCE_NAME_CHARS].rsplit(" ", 1)[0] if " " in name[:SOURCE_NAME_CHARS] else name[:SOURCE_NAME_CHARS]
+    cut = name[:most].rsplit(" ", 1)[0] if " " in name[:most] else name[:most]
     return cut.rstrip(" .,;:!?…") + "…"
 
 

@@ -36,7 +36,7 @@ MODES = ("keyword", "semantic", "hybrid")
 #: (Called ``scope`` before 0.3; a memory's scope is the ``memory_scope`` filter.)
 WHAT_KINDS: dict[str, tuple[str, ...]] = {
     "all": (),
-    "notes": ("note",),
+    "notes": ("note", "turn"),
     "memories": ("memory", "fact"),
     "facts": ("fact",),
 }
@@ -321,6 +321,10 @@ class Retriever:
             from memvault.store.retrieval.turns import turn_hit
 
             row.update(turn_hit(self.con, h, turn, query), uri=obsidian_uri(self.store.name, h.path, turn.anchor))
+            if h.kind == "turn":  # a turn trace's own title is its speaker; a hit shows its note's
+                found = self.con.execute("SELECT json_extract(metadata, '$.note_title') FROM traces WHERE id = ? "
+                                         "AND json_valid(metadata)", (h.id,)).fetchone()
+                row["title"] = (found[0] if found else None) or h.title
         if h.status != "active":
             row["status"] = h.status
         if explain:
@@ -414,7 +418,8 @@ class Retriever:
         rows = {
             r[0]: r for r in self.con.execute(
                 "SELECT id, kind, type, title, path, content, rowid, event_time, CASE WHEN json_valid(metadata) "
-                f"THEN json_extract(metadata, '$.frontmatter.speaker') END FROM traces WHERE id IN ({marks})",
+                "THEN json_extract(metadata, '$.frontmatter.speaker') END, CASE WHEN kind = 'turn' "
+                f"THEN json_extract(metadata, '$.anchor') END FROM traces WHERE id IN ({marks})",
                 [c.id for c in cands],
             )
         }
@@ -423,11 +428,13 @@ class Retriever:
             row = rows.get(c.id)
             if row is None:
                 continue
-            trace_id, kind, type_, title, path, content, rowid, event_time, speaker = row
+            trace_id, kind, type_, title, path, content, rowid, event_time, speaker, anchor = row
             score = round(c.score if c.score else (c.bm25 or 0.0), 6)
             spans = self._passages(kind, type_, rowid, content, message, qvec)
             whole = RecallItem(trace_id, kind, type_, title, path, content, score=score, when=event_when(event_time),
-                               speaker=speaker if isinstance(speaker, str) else "")
+                               speaker=speaker if isinstance(speaker, str) else "",
+                               anchor=anchor if isinstance(anchor, str) else "",
+                               beside=isinstance(c, _NeighbourTurn))
             if not spans:
                 out.append(whole.dated())
                 continue
@@ -445,7 +452,7 @@ class Retriever:
         from memvault.store.retrieval.recall import ITEM_MAX_TOKENS, passages_by_vector, passages_by_words, trace_spans
         from memvault.store.retrieval.turns import as_turns
 
-        if kind == "fact" or (kind == "memory" and (type_ == "identity" or len(content) < ITEM_MAX_TOKENS * 4)):
+        if kind in ("fact", "turn") or (kind == "memory" and (type_ == "identity" or len(content) < ITEM_MAX_TOKENS * 4)):
             return []
         spans = trace_spans(self.con, rowid, content)
         if kind == "memory" and len(spans) < 2:
@@ -471,6 +478,11 @@ class Retriever:
         if row is None:
             return "", None
         rowid, kind, type_, content = row
+        if kind == "turn":  # a turn of a session note, a trace of its own
+            from memvault.store.retrieval.turns import trace_turn
+
+            turn = trace_turn(self.con, h.id)
+            return (turn_line(turn), turn) if turn is not None else (content, None)
         spans = self._passages(kind, type_, rowid, content, query, qvec)
         if not spans:  # a fact or short memory: whole (a huge one cut, so a hit stays small)
             return quote(content, Passage(0, len(content), "")), None

@@ -172,7 +172,7 @@ def turn_hit(con: apsw.Connection, hit: Any, turn: NoteTurn, query: str) -> dict
     from memvault.store.retrieval.snippet import query_terms, snippet
 
     found = snippet(con, query_terms(con, " ".join(quoted(query_words(query)))), turn.text)
-    return {"anchor": turn.anchor, "ref": f"{hit.path}#{turn.anchor}", "turn": turn.n, "speaker": turn.speaker,
+    return {"kind": "turn", "anchor": turn.anchor, "ref": f"{hit.path}#{turn.anchor}", "turn": turn.n, "speaker": turn.speaker,
             "at": turn.at, "snippet": found or hit.snippet}
 
 
@@ -216,3 +216,20 @@ def turn_items(item: RecallItem, content: str, turn: NoteTurn) -> list[RecallIte
                 when=t.at, speaker=t.speaker, anchor=t.anchor, beside=t.n != turn.n)
         for t in around
     ]
+
+
+def trace_turn(con: apsw.Connection, trace_id: str) -> NoteTurn | None:
+    """The turn a turn trace (:mod:`memvault.store.index.turn_traces`) stands
+    for, as its session note holds it (its place in the note's content is
+    not kept: ``start``/``stop`` are 0); None for any other trace."""
+    from memvault.store.retrieval.recall import event_when
+
+    row = con.execute(
+        "SELECT content, title, event_time, json_extract(metadata, '$.role'), json_extract(metadata, '$.seq') "
+        "FROM traces WHERE id = ? AND kind = 'turn' AND json_valid(metadata)",
+        (trace_id,),
+    ).fetchone()
+    if row is None:
+        return None
+    text, speaker, event_time, role, seq = row
+    return NoteTurn(int(seq or 0), role or "", speaker or "", event_when(event_time), 0, 0, text)

@@ -1,0 +1,154 @@
+"""A turn of an ingested session is a unit of search and recall (store/index/turn_traces.py)."""
+
+from __future__ import annotations
+
+import io
+import json
+from pathlib import Path
+
+import apsw
+from helpers import opened
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from memvault.store.index.turn_traces import TURN_KIND, session_key, turn_trace_id
+from memvault.store.retrieval.turns import note_turns
+
+TURNS = [
+    ("user", "Caroline", "I went to a support group yesterday and it was so powerful."),
+    ("assistant", "Melanie", "Wow, that's cool! What happened there?"),
+    ("user", "Caroline", "People shared their transgender stories; I felt accepted."),
+    ("assistant", "Melanie", "I painted a lake sunrise last year, it hangs in my kitchen."),
+]
+
+
+def _session(turns: list[tuple[str, str, str]] = TURNS, session: str = "chat-7") -> io.BytesIO:
+    lines = [
+        {"role": role, "name": name, "content": text, "session_id": session, "timestamp": f"2023-05-08T13:5{i}:00+00:00"}
+        for i, (role, name, text) in enumerate(turns)
+    ]
+    return io.BytesIO("".join(json.dumps(x) + "\n" for x in lines).encode())
+
+
+def _turn_traces(con: apsw.Connection) -> dict[str, tuple[str, str, str | None]]:
+    return {
+        tid: (title, content, path)
+        for tid, title, content, path in con.execute(
+            "SELECT id, title, content, path FROM traces WHERE kind = ? AND status = 'active'", (TURN_KIND,)
+        )
+    }
+
+
+def test_a_turn_is_found_alone_by_search_with_its_speaker_and_time(vault: Path) -> None:
+    with opened(vault) as store:
+        report = store.ingest(_session(), client="generic")
+        hits = store.search("transgender stories", mode="keyword", what="all")["hits"]
+        # The turn that says it, first; the turns around it may follow (a
+        # turn's words count for its neighbours), never the whole note.
+        assert all(h["kind"] == "turn" for h in hits)
+        hit = hits[0]
+        assert hit["title"].startswith("I went to a support group")  # the session note's title
+        assert (hit["kind"], hit["path"], hit["anchor"], hit["speaker"]) == ("turn", report.path, "^t3", "Caroline")
+        assert hit["ref"] == f"{report.path}#^t3" and hit["uri"].endswith("%5Et3")
+        assert hit["at"] == "2023-05-08 13:52"
+        # The transcript's names are searchable: Melanie's turns, not the note.
+        named = store.search("Melanie", mode="keyword", what="all")["hits"]
+        assert {h["anchor"] for h in named} == {"^t2", "^t4"}
+
+
+def test_a_recalled_turn_is_one_plain_line_with_its_date_resolved(vault: Path) -> None:
+    with opened(vault) as store:
+        store.ingest(_session(), client="generic")
+        block = store.context("When did Caroline go to the support group?", what="all", record=False)
+        line = next(x for x in block["text"].splitlines() if "support group" in x)
+        assert line.startswith("- 2023-05-08 Caroline: I went to a support group yesterday [2023-05-07]")
+        assert line.endswith("#^t1)")
+        assert "[!" not in block["text"] and "\n^t" not in block["text"] and "---" not in block["text"]
+        item = next(i for i in block["items"] if i.get("anchor") == "^t1")
+        assert (item["kind"], item["speaker"]) == (TURN_KIND, "Caroline")
+        assert not any(i["kind"] == "note" for i in block["items"])  # the note's turns stand for it
+
+
+def test_turn_traces_follow_the_note_through_edits_moves_and_deletion(vault: Path) -> None:
+    with opened(vault) as store:
+        report = store.ingest(_session(), client="generic")
+        path = vault / report.path
+        note_id = store.con.execute("SELECT id FROM traces WHERE path = ? AND kind = 'note'", (report.path,)).fetchone()[0]
+        before = _turn_traces(store.con)
+        assert sorted(before) == sorted(turn_trace_id(note_id, n) for n in (1, 2, 3, 4))
+        assert {p for _, _, p in before.values()} == {report.path}
+        sessions = {s for (s,) in store.con.execute("SELECT DISTINCT session FROM traces WHERE kind = 'turn'")}
+        assert sessions == {session_key(note_id)}
+        # A person corrects one turn: that turn's trace changes, the others are not rewritten.
+        rowids = dict(store.con.execute("SELECT id, rowid FROM traces WHERE kind = 'turn'"))
+        path.write_text(path.read_text("utf-8").replace("lake sunrise", "lake sunset"), "utf-8")
+        store.sync()
+        after = _turn_traces(store.con)
+        assert "lake sunset" in after[turn_trace_id(note_id, 4)][1]
+        assert {k: v for k, v in after.items() if not k.endswith("^t4")} == {
+            k: v for k, v in before.items() if not k.endswith("^t4")}
+        assert dict(store.con.execute("SELECT id, rowid FROM traces WHERE kind = 'turn'")) == rowids
+        # Moved in Obsidian: the turns move with it.
+        moved = vault / "Archive" / path.name
+        moved.parent.mkdir()
+        path.rename(moved)
+        store.sync()
+        assert {p for _, _, p in _turn_traces(store.con).values()} == {f"Archive/{path.name}"}
+        # Deleted: no turn is left behind.
+        moved.unlink()
+        store.sync()
+        assert _turn_traces(store.con) == {}
+
+
+def test_an_index_from_before_turn_traces_derives_them_on_the_next_sync(vault: Path) -> None:
+    with opened(vault) as store:
+        store.ingest(_session(), client="generic")
+        with store.con:
+            store.con.execute("DELETE FROM traces WHERE kind = 'turn'")
+            store.con.execute("PRAGMA user_version = 12")
+    with opened(vault) as store:
+        store.sync()
+        assert len(_turn_traces(store.con)) == 4
+        assert store.search("transgender", mode="keyword", what="all")["hits"][0]["kind"] == TURN_KIND
+
+
+_WORDS = st.sampled_from(["alpha", "beta", "gamma", "delta", "kiwi", "mango", "sunrise", "harbour"])
+_TEXT = st.lists(_WORDS, min_size=1, max_size=6).map(" ".join)
+_EDIT = st.one_of(
+    st.tuples(st.just("append"), _TEXT),
+    st.tuples(st.just("change"), _TEXT),
+    st.tuples(st.just("drop"), st.just("")),
+)
+
+
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(edits=st.lists(_EDIT, min_size=1, max_size=6), pick=st.integers(min_value=0, max_value=50))
+def test_turn_traces_equal_the_note_s_turns_after_any_edit_sequence(
+    tmp_path_factory: object, edits: list[tuple[str, str]], pick: int
+) -> None:
+    import tempfile
+
+    with tempfile.TemporaryDirectory() as tmp:
+        vault = Path(tmp) / "vault"
+        vault.mkdir()
+        with opened(vault) as store:
+            report = store.ingest(_session(), client="generic")
+            path = vault / report.path
+            for op, text in edits:
+                content = path.read_text("utf-8")
+                turns = note_turns(content)
+                if op == "append":
+                    n = max((t.n for t in turns), default=0) + 1
+                    content = content.rstrip("\n") + f"\n\n> [!user] Caroline · 2023-05-09 10:00\n> {text}\n\n^t{n}\n"
+                elif turns:
+                    t = turns[pick % len(turns)]
+                    if op == "change":
+                        content = content[: t.start] + f"> [!user] Caroline · 2023-05-09 10:00\n> {text}\n\n^t{t.n}\n" + content[t.stop:]
+                    else:
+                        content = content[: t.start] + content[t.stop:]
+                path.write_text(content, "utf-8")
+                store.sync()
+                note_id = store.con.execute("SELECT id FROM traces WHERE kind = 'note'").fetchone()[0]
+                want = {turn_trace_id(note_id, t.n): (t.speaker, t.text) for t in note_turns(content) if t.text}
+                have = {k: (v[0], v[1]) for k, v in _turn_traces(store.con).items()}
+                assert have == want
