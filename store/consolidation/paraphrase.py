@@ -22,8 +22,8 @@ words out) and sets aside every differing word that is *explained*:
   word itself adds nothing;
 * a unit written as one capital after a number ("30°C"), a hedge ("around
   11pm"); numbers and dates are left to the caller, which compares values;
-* WordNet synonyms ("sparkling" / "fizzy", :mod:`.lexicon`), only when they
-  account for every word still unexplained;
+* WordNet synonyms ("sparkling" / "fizzy", :mod:`.lexicon`), pair by pair;
+  one person named another way ("mum" / "mother": :func:`same_person`);
 * a word negated on one side and its WordNet antonym on the other ("not
   well" / "badly"): :func:`opposite_word`, the one negation said twice.
 
@@ -242,7 +242,8 @@ class Difference:
     words_a: tuple[str, ...] = ()  # the unexplained words of a, folded as written
     words_b: tuple[str, ...] = ()
     #: (word of a, word of b), folded, for each place where one unexplained
-    #: word stands for one unexplained word ("a nurse in" / "a teacher in").
+    #: word stands for one unexplained word, whatever else is explained
+    #: there ("a nurse in" / "a teacher in").
     refilled: tuple[tuple[str, str], ...] = ()
 
     @property
@@ -290,22 +291,14 @@ def opposite_word(text_a: str, text_b: str, fa: Features, fb: Features) -> tuple
     return None
 
 
-def _synonyms_only(da: list[Token], db: list[Token], gone: set[tuple[str, int]]) -> set[tuple[str, int]]:
-    """The differing words WordNet synonyms explain, when they explain all
-    that is left ("dislikes sparkling water" / "Doesn't like fizzy water"),
-    else none: a synonym pair inside a wider rewrite ("scared of the hoover"
-    / "afraid of thunderstorms") says nothing about the rest, and WordNet's
-    rarer senses make some pairs synonyms that are not in context."""
-    left_a = [i for i in range(len(da)) if ("a", i) not in gone]
-    left_b = [j for j in range(len(db)) if ("b", j) not in gone]
-    if not left_a or not left_b:
-        return set()
+def _synonym_pairs(da: list[Token], db: list[Token], gone: set[tuple[str, int]]) -> set[tuple[str, int]]:
+    """The differing words WordNet synonyms explain, pair by pair."""
     paired: set[tuple[str, int]] = set()
-    for i in left_a:
-        for j in left_b:
-            if lexicon.synonyms(da[i].folded, db[j].folded):
+    for i in range(len(da)):
+        for j in range(len(db)):
+            if ("a", i) not in gone and ("b", j) not in gone and lexicon.synonyms(da[i].folded, db[j].folded):
                 paired.update((("a", i), ("b", j)))
-    return paired if len(paired) == len(left_a) + len(left_b) else set()
+    return paired
 
 
 def difference(text_a: str, text_b: str, fa: Features, fb: Features) -> Difference:
@@ -345,7 +338,7 @@ def difference(text_a: str, text_b: str, fa: Features, fb: Features) -> Differen
                 gone.add((side, i))
             elif len(t.raw) == 1 and t.raw.isupper():
                 gone.add((side, i))  # a unit after a number ("30°C"), an initial
-    gone |= _synonyms_only(da, db, gone)  # last: synonyms must explain all that is left
+    gone |= _synonym_pairs(da, db, gone)
     only_a = tuple(t.stem for i, t in enumerate(da) if ("a", i) not in gone)
     only_b = tuple(t.stem for j, t in enumerate(db) if ("b", j) not in gone)
     # Where the two orders of content words differ: one place only is one
@@ -358,10 +351,14 @@ def difference(text_a: str, text_b: str, fa: Features, fb: Features) -> Differen
     words_a = tuple(t.folded for i, t in enumerate(da) if ("a", i) not in gone)
     words_b = tuple(t.folded for j, t in enumerate(db) if ("b", j) not in gone)
     left_a, left_b = {t.stem for t in ta if t.stem in only_a}, {t.stem for t in tb if t.stem in only_b}
-    refilled = tuple((ta[i1].folded, tb[j1].folded) for op, i1, i2, j1, j2 in changed
-                     if op == "replace" and i2 - i1 == 1 and j2 - j1 == 1
-                     and ta[i1].stem in left_a and tb[j1].stem in left_b)
-    return Difference(only_a, only_b, len(changed), trailing, len(sa & sb), explained, words_a, words_b, refilled)
+    refilled = []
+    for op, i1, i2, j1, j2 in changed:
+        ua = [t.folded for t in ta[i1:i2] if t.stem in left_a]
+        ub = [t.folded for t in tb[j1:j2] if t.stem in left_b]
+        if op == "replace" and len(ua) == len(ub) == 1:  # the other words of the place explained
+            refilled.append((ua[0], ub[0]))
+    return Difference(only_a, only_b, len(changed), trailing, len(sa & sb), explained, words_a, words_b,
+                      tuple(refilled))
 
 def swapped_roles(text_a: str, text_b: str) -> bool:
     """Whether the two texts say the same words with two parts trading places
@@ -562,7 +559,10 @@ def judge(text_a: str, text_b: str, fa: Features, fb: Features, sim: float, thre
     * :data:`LIGHT_CHANGE` (-0.10) for at most :data:`LIGHT_WORDS`
       unexplained words that are not one slot refilled ("Rides a steel
       touring bike" / "His bike is a steel-framed tourer");
-    * :data:`HEAVY_CHANGE` (+0.05) for more.
+    * :data:`HEAVY_CHANGE` (+0.05) for more, or where one unexplained word
+      stands for another in one place while the rest is rewritten ("scared of
+      the vacuum" / "afraid of thunderstorms": synonyms explain the verb, not
+      the object).
 
     Never: a text that is the other with words added at its end ("likes
     running" / "... in the rain"), or with more words added than the two
@@ -591,7 +591,7 @@ def judge(text_a: str, text_b: str, fa: Features, fb: Features, sim: float, thre
         return None  # the same words with their roles swapped: "prefers cats to dogs" / "dogs to cats"
     if d.unexplained == 0:
         need, kind = threshold + EXPLAINED, "every differing word explained"
-    elif d.unexplained <= LIGHT_WORDS and not swap:
+    elif d.unexplained <= LIGHT_WORDS and not d.refilled:
         need, kind = threshold + LIGHT_CHANGE, f"{d.unexplained} unexplained words"
     else:
         need, kind = threshold + HEAVY_CHANGE, f"{d.unexplained} unexplained words"
