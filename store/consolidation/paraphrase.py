@@ -442,6 +442,14 @@ def _between(text: str, left: Token, right: Token) -> str:
     return " ".join(w for w in ws[i + 1:j] if w not in word_lists()["possessives"] and w not in ("a", "an", "the"))
 
 
+def _owner_changed(f: Features, other: Features) -> bool:
+    """Whether a name written with a possessive inside one text ("... Jamal's
+    manager") stands in the other without it: who owns what has changed. A
+    first word's "'s" may be "is" ("Daughter's in Year 4") and is left alone."""
+    owners = {w for w in f.capitals if stem(w) in f.possessives}  # inside the text: "Dog's name is ..." opens it
+    return any(stem(w) in other.stems and stem(w) not in other.possessives for w in owners)
+
+
 def same_person(x: str, y: str) -> bool:
     """Whether two folded words, one a person noun, name one person: WordNet
     synonyms ("son" / "boy") or one the plainer word for the other ("mum" is
@@ -574,6 +582,8 @@ def judge(text_a: str, text_b: str, fa: Features, fb: Features, sim: float, thre
     close as a paraphrase; the same words with their roles swapped ("prefers
     cats to dogs" / "dogs to cats").
     """
+    if _owner_changed(fa, fb) or _owner_changed(fb, fa):
+        return None  # a name owns the thing on one side only: "Jamal is her manager" / "She is Jamal's manager"
     if bool(fa.folded & UPDATE) != bool(fb.folded & UPDATE):
         return None  # one sets a new state against a former one: an update ("Now takes the bus"), not a restatement
     d = difference(text_a, text_b, fa, fb)
