@@ -152,3 +152,16 @@ def test_turn_traces_equal_the_note_s_turns_after_any_edit_sequence(
                 want = {turn_trace_id(note_id, t.n): (t.speaker, t.text) for t in note_turns(content) if t.text}
                 have = {k: (v[0], v[1]) for k, v in _turn_traces(store.con).items()}
                 assert have == want
+
+
+def test_doctor_finds_and_prunes_turns_whose_note_left_the_index(vault: Path) -> None:
+    with opened(vault) as store:
+        report = store.ingest(_session(), client="generic")
+        assert not [f for f in store.doctor().findings if f.check == "orphans"]
+        # A note trace lost without its turns (a crash between two writes, an old bug).
+        with store.con:
+            store.con.execute("DELETE FROM traces WHERE kind = 'note' AND path = ?", (report.path,))
+        found = [f for f in store.doctor().findings if f.check == "orphans"]
+        assert [f.detail for f in found] == ["4 turn traces have no session note"]
+        store.doctor(repair=True)
+        assert _turn_traces(store.con) == {}

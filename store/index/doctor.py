@@ -134,6 +134,9 @@ def check_orphans(con: apsw.Connection) -> list[Finding]:
     lost = _one(con, _LOST_NOTES.replace("DELETE", "SELECT count(*)"))
     if lost:
         out.append(Finding("orphans", f"{lost} note traces have no file", "prune"))
+    turns = _one(con, _LOST_TURNS.replace("DELETE", "SELECT count(*)"))
+    if turns:
+        out.append(Finding("orphans", f"{turns} turn traces have no session note", "prune"))
     return out
 
 
@@ -143,6 +146,11 @@ _STALE_RECALL = (
     "AND trace_id NOT IN (SELECT memory_id FROM state.forgotten)"
 )
 _LOST_NOTES = "DELETE FROM traces WHERE kind = 'note' AND id NOT IN (SELECT trace_id FROM files WHERE trace_id IS NOT NULL)"
+#: Turn traces (store/index/turn_traces.py) whose note left the index.
+_LOST_TURNS = (
+    "DELETE FROM traces WHERE kind = 'turn' AND "
+    "NOT EXISTS (SELECT 1 FROM traces n WHERE n.kind = 'note' AND n.id = traces.source AND n.path IS traces.path)"
+)
 
 
 def check_memories(con: apsw.Connection) -> list[Finding]:
@@ -279,6 +287,7 @@ def repair(store: "MemoryStore", findings: list[Finding], progress: Callable[[in
         with write_transaction(con):
             con.execute(_STALE_RECALL)
             con.execute(_LOST_NOTES)
+            con.execute(_LOST_TURNS)
         done.append("prune")
     if "sync" in wanted:
         # Every pending write now, however young: a repair is asked for
