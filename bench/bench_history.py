@@ -4,7 +4,9 @@ Device A makes ``--changes`` real changes through the store (updates with
 a reason, and every tenth a forget), flushing its history log after each:
 
 - **bytes appended per change**: how much the log grows per change (the
-  sync traffic the log adds to the note's own bytes), median and p95;
+  sync traffic the log adds to the note's own bytes with a tool that sends
+  what changed: git, rsync-like deltas), median and p95; and the bytes of
+  the 128 KiB blocks each append changed (what Syncthing sends);
 - **log size per 1,000 changes**: A's log files after them, and after a
   compaction (snapshot + empty tail);
 - **merge on a cold start**: a device with an empty data dir reads the logs
@@ -49,15 +51,26 @@ def log_bytes(folder: Path) -> int:
     return sum(p.stat().st_size for p in logfile.log_files(folder))
 
 
-def make_changes(store: MemoryStore, changes: int) -> list[int]:
-    """``changes`` changes on ``store``, flushing after each; bytes each appended."""
+#: Syncthing's block size for files under 250 MiB: it sends whole changed blocks.
+SYNCTHING_BLOCK = 128 * 1024
+
+
+def tail_bytes(folder: Path) -> int:
+    """The size of this device's tail (the file appended to)."""
+    return sum(p.stat().st_size for p in logfile.log_files(folder) if not p.name.endswith(logfile.SNAPSHOT_SUFFIX))
+
+
+def make_changes(store: MemoryStore, changes: int) -> tuple[list[int], list[int]]:
+    """``changes`` changes on ``store``, flushing after each: bytes each
+    appended, and the bytes of the 128 KiB blocks each append changed (what
+    Syncthing sends; a compaction sends the snapshot whole)."""
     folder = store.history_folder
     ids = [store.add(f"Memory number {n} about topic {n % 37} and place {n % 11}", "semantic").id
            for n in range(max(10, changes // 5))]
     store._flush_history(store.con)
-    grown = []
+    grown, blocks = [], []
     for n in range(changes):
-        before = log_bytes(folder)
+        before, tail = log_bytes(folder), tail_bytes(folder)
         target = ids[n % len(ids)]
         if n % 10 == 9 and len(ids) > 1:
             store.forget(target, reason=f"not true any more ({n})")
@@ -67,7 +80,8 @@ def make_changes(store: MemoryStore, changes: int) -> list[int]:
                          reason=f"change {n}")
         store._flush_history(store.con)
         grown.append(log_bytes(folder) - before)
-    return grown
+        blocks.append(tail_bytes(folder) - tail // SYNCTHING_BLOCK * SYNCTHING_BLOCK)
+    return grown, blocks
 
 
 def cold_merge(folder: Path, work: Path, repeats: int) -> tuple[float, int]:
@@ -114,7 +128,7 @@ def main() -> None:
     vault.mkdir(parents=True)
     store = open_store(vault, work / "a" / "data")
     t0 = time.perf_counter()
-    grown = make_changes(store, args.changes)
+    grown, blocks = make_changes(store, args.changes)
     made_s = time.perf_counter() - t0
     folder = store.history_folder
     size = log_bytes(folder)
@@ -150,6 +164,8 @@ def main() -> None:
         "machine": machine_info(), "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
         "changes": args.changes, "records": records, "seconds_to_make": made_s,
         "bytes_per_change_median": statistics.median(per), "bytes_per_change_p95": per[int(0.95 * (len(per) - 1))],
+        "syncthing_block_bytes_per_change_median": statistics.median(blocks),
+        "syncthing_block_bytes_per_change_mean": statistics.fmean(blocks),
         "log_bytes": size, "log_bytes_per_1000_changes": size * 1000 / args.changes,
         "log_bytes_after_compaction": compacted,
         "cold_merge_s": merge_s, "cold_merge_rows": merged_rows,
