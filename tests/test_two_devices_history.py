@@ -330,7 +330,7 @@ def test_a_tail_past_its_limit_is_compacted_and_merges_the_same(tmp_path: Path) 
     finally:
         con.close()
     assert compacted == [False, False, False, True, False]  # the fourth line passed the limit
-    assert len(logfile.snapshot_path(folder, device).read_bytes().splitlines()) == 3  # one record per row
+    assert len(logfile.snapshot_path(folder, device).read_bytes().splitlines()) == 1 + 3  # a header, one record a row
     assert len(logfile.tail_path(folder, device).read_bytes().splitlines()) == 1  # the fifth change
     fresh = connect(tmp_path / "b" / "index.db")
     try:
@@ -339,3 +339,53 @@ def test_a_tail_past_its_limit_is_compacted_and_merges_the_same(tmp_path: Path) 
             ("m0", "r3"), ("m1", "r4"), ("m2", "r2")}
     finally:
         fresh.close()
+
+
+def _forget_rows(con, rows: list[tuple[str, str]]) -> None:  # type: ignore[no-untyped-def]
+    with replicate.write_transaction(con):
+        for memory_id, reason in rows:
+            con.execute("INSERT OR REPLACE INTO state.forgotten VALUES (?, ?, 'at', '{}')", (memory_id, reason))
+
+
+def test_a_log_delivered_again_longer_is_read_on_and_a_new_snapshot_is_read_whole(tmp_path: Path) -> None:
+    mine, theirs = tmp_path / "a-logs", tmp_path / "b-logs"  # each device's copy of the folder
+    a, b = connect(tmp_path / "a" / "index.db"), connect(tmp_path / "b" / "index.db")
+
+    def deliver() -> None:  # the sync tool: a temp file and a rename (a new inode each time)
+        theirs.mkdir(exist_ok=True)
+        for p in logfile.log_files(mine):
+            tmp = theirs / f".syncthing.{p.name}.tmp"
+            tmp.write_bytes(p.read_bytes())
+            tmp.replace(theirs / p.name)
+        for p in logfile.log_files(theirs):
+            if not (mine / p.name).exists():
+                p.unlink()
+
+    try:
+        device = replicate.device_id(a)
+        _forget_rows(a, [("m0", "r0"), ("m1", "r1")])
+        replicate.flush_only(a, mine)
+        deliver()
+        assert replicate.sync_history(b, theirs, write=False).read == 2
+        _forget_rows(a, [("m2", "r2")])
+        replicate.flush_only(a, mine)
+        deliver()
+        assert replicate.sync_history(b, theirs, write=False).read == 1  # read on, not again from the start
+        with replicate.write_transaction(a):
+            replicate.compact(a, mine, device)
+        deliver()
+        replicate.sync_history(b, theirs, write=False)
+        # the next snapshot keeps the first record but not the rest: b, which never saw the tail, reads it whole
+        _forget_rows(a, [("m1", "r3"), ("m3", "r4")])
+        replicate.flush_only(a, mine)
+        with replicate.write_transaction(a):
+            replicate.compact(a, mine, device)
+        deliver()
+        assert logfile.tail_path(theirs, device).stat().st_size == 0
+        replicate.sync_history(b, theirs, write=False)
+        rows = "SELECT memory_id, reason FROM state.forgotten ORDER BY 1"
+        assert b.execute(rows).fetchall() == a.execute(rows).fetchall() == [
+            ("m0", "r0"), ("m1", "r3"), ("m2", "r2"), ("m3", "r4")]
+    finally:
+        a.close()
+        b.close()

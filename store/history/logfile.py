@@ -91,8 +91,11 @@ def replace(path: Path, lines: list[bytes]) -> None:
 
 
 def head(path: Path) -> str:
-    """A fingerprint of the file's first line ("" while it has none): a file
-    rewritten from the start (compacted) reads as a new file."""
+    """A fingerprint of the file's first line ("" while it has none). A
+    record's line names its device, number and time, so the same first line
+    is the same log, whatever its inode: a file rewritten from the start
+    (compacted) reads as a new file, one a sync tool delivered again longer
+    is read on from where it was."""
     with open(path, "rb") as f:
         first = f.read(HEAD_BYTES)
     end = first.find(b"\n")

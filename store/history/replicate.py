@@ -158,13 +158,17 @@ def _ingest(con: apsw.Connection, folder: Path, done: HistorySync, paths: list[P
             if known and known[0] == st.st_ino and known[1] == st.st_size:
                 continue
             head = logfile.head(path)
-            same = known is not None and known[0] == st.st_ino and known[1] <= st.st_size and known[2] == head
+            # The same first line is the same log grown (a sync tool delivers a
+            # new inode each time); a compacted or replaced file starts otherwise.
+            same = known is not None and known[1] <= st.st_size and known[2] == head
             records, end, bad = logfile.read_from(path, known[1] if same else 0)
         except OSError as exc:  # a file the sync tool is replacing this moment: the next sync reads it
             log.warning("cannot read history log %s: %s", path, exc)
             continue
         done.bad_lines += bad
         for r in records:
+            if "snapshot" in r:
+                continue  # a snapshot's header (it makes each snapshot's first line its own)
             if not _valid(r):
                 done.bad_lines += 1
                 continue
@@ -270,8 +274,9 @@ def compact(con: apsw.Connection, folder: Path, device: str) -> None:
         "SELECT seq, stamp, tbl, key, row FROM state.history_records r WHERE device = ? "
         "AND seq = (SELECT max(seq) FROM state.history_records s WHERE s.device = r.device "
         "AND s.tbl = r.tbl AND s.key = r.key) ORDER BY seq", (device,)).fetchall()
-    lines = [logfile.encode({"d": device, "n": seq, "t": stamp, "tb": tbl, "k": json.loads(key),
-                             "r": None if row is None else json.loads(row)}) for seq, stamp, tbl, key, row in rows]
+    lines = [logfile.encode({"d": device, "snapshot": _stamp(con)})]
+    lines += [logfile.encode({"d": device, "n": seq, "t": stamp, "tb": tbl, "k": json.loads(key),
+                              "r": None if row is None else json.loads(row)}) for seq, stamp, tbl, key, row in rows]
     snapshot, tail = logfile.snapshot_path(folder, device), logfile.tail_path(folder, device)
     logfile.replace(snapshot, lines)
     logfile.replace(tail, [])
