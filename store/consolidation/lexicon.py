@@ -91,7 +91,7 @@ def use(blob: bytes | None) -> None:
     global _loaded
     with _lock:
         _loaded = None if blob is None else _Table(blob)
-    for cached in (bases, get_senses, _words, _antonyms, _parents, _grandparents, person):
+    for cached in (bases, get_senses, _words, _antonyms, _parents, _grandparents, person, _parent_words):
         cached.cache_clear()
 
 
@@ -164,8 +164,14 @@ def person(word: str) -> bool:
 def kind_of(a: str, b: str) -> bool:
     """Whether a kept sense of folded word ``a`` has a hypernym that ``b`` is
     a word of ("mum": mother, "dad": father)."""
+    return b in _parent_words(a)
+
+
+@lru_cache(maxsize=65536)
+def _parent_words(word: str) -> frozenset[str]:
+    """The words of the hypernyms of ``word``'s kept senses."""
     t = _table()
-    return any(b in t.get("M", parent) for parent in _parents(a))
+    return frozenset(w for parent in _parents(word) for w in t.get("M", parent))
 
 
 def cohyponyms(a: str, b: str, depth: int = 1) -> bool:

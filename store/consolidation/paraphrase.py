@@ -103,6 +103,7 @@ def content_tokens(text: str) -> tuple[Token, ...]:
     return tuple(out)
 
 
+@lru_cache(maxsize=262144)
 def _spelling(a: str, b: str) -> bool:
     """Whether two folded words are spellings of one word: a shared prefix
     of four letters ("teacher" / "teaches", "Hibs" / "Hibernian" share
@@ -141,6 +142,7 @@ def _one_edit(a: str, b: str) -> bool:
 SHORT_WORD = 5
 
 
+@lru_cache(maxsize=65536)
 def _acronym(tok: Token, other_text: str) -> tuple[str, ...] | None:
     """The folded words of ``other_text`` that ``tok`` abbreviates, or None:
 
@@ -160,14 +162,14 @@ def _acronym(tok: Token, other_text: str) -> tuple[str, ...] | None:
     short = raw.casefold()
     if len(short) < 2 or not short.isalnum():
         return None
-    ws = [fold(w) for w in words(other_text)]
+    ws = _folded_words(other_text)
     m = re.fullmatch(r"([a-z])(\d+)([a-z])", short)
     if m:
         n = int(m.group(2))
         found = tuple(w for w in ws if len(w) == n + 2 and w[0] == m.group(1) and w[-1] == m.group(3))
         return found[:1] or None
     capitals = raw[:1].isupper() and sum(c.isupper() for c in raw) >= 2
-    if capitals:
+    if capitals and short[0] in {w[0] for w in ws if w}:
         for i in range(len(ws)):  # the longest span first: "ISA" is individual savings account, not "individual sa..."
             for j in range(min(len(ws), i + 2 * len(short)), i, -1):
                 span = ws[i:j]
@@ -177,7 +179,7 @@ def _acronym(tok: Token, other_text: str) -> tuple[str, ...] | None:
                     return tuple(w for w in span if w not in STOP_WORDS and not w.isdigit())
     if short.isalpha() and len(short) <= SHORT_WORD and short not in STOP_WORDS:
         for w in ws:
-            if len(w) > len(short) and w.isalpha() and _reads(short, (w,)) and (
+            if len(w) > len(short) and w[0] == short[0] and w.isalpha() and _reads(short, (w,)) and (
                     not lexicon.bases(short) or lexicon.synonyms(short, w)):
                 return (w,)
     return None
@@ -214,14 +216,32 @@ def _reads(short: str, span: tuple[str, ...]) -> bool:
     return read(0, 0)
 
 
+@lru_cache(maxsize=65536)
+def _coded(text: str) -> tuple[str, ...]:
+    """The words of ``text`` made of letters and digits ("i18n", "NC500", "256GB")."""
+    return tuple(w for w in words(text) if any(c.isdigit() for c in w) and not w.isdigit())
+
+
+@lru_cache(maxsize=65536)
+def _folded_words(text: str) -> tuple[str, ...]:
+    """Every word of ``text``, folded, in order."""
+    return tuple(fold(w) for w in words(text))
+
+
 def _glued(word: str, other_text: str) -> bool:
     """Whether a folded word is written glued on the other side: two of its
     neighbouring words joined ("wifi" / "Wi-Fi"), or the letters stuck to a
     number ("GB" / "256GB")."""
-    ws = [fold(w) for w in words(other_text)]
-    if any(a + b == word for a, b in zip(ws, ws[1:])):
-        return True
-    return any(w != word and w.strip("0123456789") == word and w[:1].isdigit() for w in ws)
+    return word in _glue(other_text)
+
+
+@lru_cache(maxsize=65536)
+def _glue(text: str) -> frozenset[str]:
+    """What :func:`_glued` finds in a text: each two neighbouring words
+    joined, and the letters of a word that starts with digits."""
+    ws = _folded_words(text)
+    joined = {a + b for a, b in zip(ws, ws[1:])}
+    return frozenset(joined | {w.strip("0123456789") for w in ws if w[:1].isdigit() and not w.isdigit()})
 
 
 @lru_cache(maxsize=65536)
@@ -318,11 +338,9 @@ def difference(text_a: str, text_b: str, fa: Features, fb: Features) -> Differen
             elif _glued(t.folded, other_text):
                 gone.add((side, i))
                 gone.update((theirs, j) for j, o in enumerate(other) if o.folded in t.folded)  # "wi", "fi"
-        own_text = text_a if side == "a" else text_b
-        for raw in words(own_text):  # a short form with digits is a value, not a content word: "i18n", "NC500"
-            if any(c.isdigit() for c in raw) and not raw.isdigit():
-                spelled = _acronym(_token(raw), other_text) or ()
-                gone.update((theirs, j) for j, o in enumerate(other) if o.folded in spelled)
+        for raw in _coded(text_a if side == "a" else text_b):  # a value, not a content word: "i18n", "NC500"
+            spelled = _acronym(_token(raw), other_text) or ()
+            gone.update((theirs, j) for j, o in enumerate(other) if o.folded in spelled)
     for i, x in enumerate(da):
         for j, y in enumerate(db):
             if _spelling(x.folded, y.folded) or _spelling(x.stem, y.stem) or same_person(x.folded, y.folded):
@@ -450,6 +468,7 @@ def _owner_changed(f: Features, other: Features) -> bool:
     return any(stem(w) in other.stems and stem(w) not in other.possessives for w in owners)
 
 
+@lru_cache(maxsize=262144)
 def same_person(x: str, y: str) -> bool:
     """Whether two folded words, one a person noun, name one person: WordNet
     synonyms ("son" / "boy") or one the plainer word for the other ("mum" is
@@ -468,6 +487,13 @@ def _alternatives(x: str, y: str) -> bool:
     return (lexicon.person(x) and lexicon.person(y)) or lexicon.antonyms(x, y)
 
 
+@lru_cache(maxsize=65536)
+def _owned(text: str) -> frozenset[str]:
+    """The stems of the words right after a possessive determiner ("her daughter")."""
+    ws = _folded_words(text)
+    return frozenset(stem(w) for previous, w in zip(ws, ws[1:]) if previous in word_lists()["possessives"])
+
+
 def _about_someone_else(text: str, stems: tuple[str, ...]) -> bool:
     """Whether a word only one side has names who the claim is about: a
     person noun that opens the claim ("Husband doesn't eat gluten", "Boss
@@ -480,13 +506,7 @@ def _about_someone_else(text: str, stems: tuple[str, ...]) -> bool:
         return False
     if re.search(r"\w-in-law\b", text, re.I):
         return True
-    owned = set()
-    previous = ""
-    for raw in words(text):
-        folded = fold(raw)
-        if previous in word_lists()["possessives"]:
-            owned.add(stem(folded))
-        previous = folded
+    owned = _owned(text)
     tokens = content_tokens(text)
     return any((k == 0 and lexicon.person(t.folded)) or t.stem in owned
                for k, t in enumerate(tokens) if t.stem in stems)
@@ -505,30 +525,28 @@ def abbreviations(text: str, other_text: str) -> set[str]:
 @lru_cache(maxsize=65536)
 def _abbreviations(text: str, other_text: str) -> set[str]:
     out = set()
-    for raw in words(text):
-        folded = fold(raw)
+    mine = _folded_words(text)
+    for raw, folded in zip(words(text), mine):
         if len(raw) == 1 and raw.isupper():
             out.add(folded)
         elif _short_form(raw) and (_acronym(_token(raw), other_text) or _glued(folded, other_text)):
             out.add(folded)
-    ws = words(text)
-    other_words = {fold(w) for w in words(other_text)}
-    for x, y in zip(ws, ws[1:]):  # written as two words here, one there: "Wi-Fi" / "wifi"
-        if fold(x) + fold(y) in other_words:
-            out.update((fold(x), fold(y)))
-    for raw in words(other_text):
+    other_words = set(_folded_words(other_text))
+    for x, y in zip(mine, mine[1:]):  # written as two words here, one there: "Wi-Fi" / "wifi"
+        if x + y in other_words:
+            out.update((x, y))
+    for raw, folded in zip(words(other_text), _folded_words(other_text)):
         if _short_form(raw):
             out.update(_acronym(_token(raw), text) or ())
-            if _glued(fold(raw), text):
-                ws = [fold(w) for w in words(text)]
-                out.update(w for w in ws if fold(raw).startswith(w) or fold(raw).endswith(w) or fold(raw) in w)
+            if _glued(folded, text):
+                out.update(w for w in mine if folded.startswith(w) or folded.endswith(w) or folded in w)
     return out
 
 
 def _short_form(raw: str) -> bool:
     """Whether a word as written may be a short form that is no name of its
     own: it has a capital ("PR", "MSc", "Wi") or a digit ("i18n", "256GB")."""
-    return any(c.isupper() or c.isdigit() for c in raw)
+    return not (raw.islower() and raw.isalpha())
 
 
 def _token(raw: str) -> Token:

@@ -314,7 +314,8 @@ def value_reading(text: str) -> frozenset[str]:
         folded = raw.casefold()
         day = weekday_abbreviation(raw) if raw and raw.isalpha() and folded not in MONTHS else None
         out.append(day or _ORDINALS.get(folded, raw))
-    return features("".join(out)).values
+    read = "".join(out)
+    return features(text if read == unicodedata.normalize("NFKC", text) else read).values
 
 
 def names_in(f: Features, known: Iterable[str] = ()) -> frozenset[str]:
