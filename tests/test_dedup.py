@@ -263,6 +263,11 @@ def test_a_short_form_is_read_as_what_it_spells(a: str, b: str) -> None:
     assert why is not None and "explained" in why, why
 
 
+def test_a_unit_written_as_its_initial_is_the_unit() -> None:
+    """"C" after a number is "Celsius"; "degrees" is then one added word, a light change."""
+    assert _dup("Keeps the fridge at 4°C", "Keeps the fridge at four degrees Celsius", 0.7, threshold=0.75)
+
+
 @pytest.mark.parametrize(("a", "b"), [
     ("Likes art", "Likes apartment"),  # a word of its own is no short form
     ("Works at the NHS", "Works at the National Gallery"),

@@ -356,6 +356,9 @@ def difference(text_a: str, text_b: str, fa: Features, fb: Features) -> Differen
                 gone.add((side, i))
             elif len(t.raw) == 1 and t.raw.isupper():
                 gone.add((side, i))  # a unit after a number ("30°C"), an initial
+                other = db if side == "a" else da
+                theirs = "b" if side == "a" else "a"
+                gone.update((theirs, j) for j, o in enumerate(other) if o.raw[:1].isupper() and o.folded[:1] == t.folded)
     gone |= _synonym_pairs(da, db, gone)
     only_a = tuple(t.stem for i, t in enumerate(da) if ("a", i) not in gone)
     only_b = tuple(t.stem for j, t in enumerate(db) if ("b", j) not in gone)
@@ -517,8 +520,9 @@ def abbreviations(text: str, other_text: str) -> set[str]:
     ``other_text``: an acronym or short form it spells out ("PR" / "pull
     request", "NC500" / "North Coast 500", "JS" / "JavaScript":
     :func:`_acronym`), a word such a form of the other text spells, a word
-    the other text writes glued ("Wi-Fi" / "wifi", "GB" / "256GB"), or one
-    capital letter (a unit: "30°C")."""
+    the other text writes glued ("Wi-Fi" / "wifi", "GB" / "256GB"), one
+    capital letter (a unit: "30°C"), or a name the other text writes as its
+    capital initial ("Fahrenheit" / "68°F")."""
     return _abbreviations(text, other_text)
 
 
@@ -535,8 +539,11 @@ def _abbreviations(text: str, other_text: str) -> set[str]:
     for x, y in zip(mine, mine[1:]):  # written as two words here, one there: "Wi-Fi" / "wifi"
         if x + y in other_words:
             out.update((x, y))
+    capitals = {f for r, f in zip(words(text), mine) if r[:1].isupper()}
     for raw, folded in zip(words(other_text), _folded_words(other_text)):
-        if _short_form(raw):
+        if len(raw) == 1 and raw.isupper():  # a unit or an initial: "68°F" / "Fahrenheit"
+            out.update(w for w in capitals if w[:1] == folded)
+        elif _short_form(raw):
             out.update(_acronym(_token(raw), text) or ())
             if _glued(folded, text):
                 out.update(w for w in mine if folded.startswith(w) or folded.endswith(w) or folded in w)
