@@ -9,10 +9,11 @@ sources); none assembles the pipeline itself.
 
 from __future__ import annotations
 
+import functools
 import os
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import IO, TYPE_CHECKING, Any
+from typing import IO, TYPE_CHECKING, Any, TypeVar, cast
 
 from memvault.store.api_parts import StoreParts
 from memvault.vault_io.errors import MemvaultError
@@ -32,6 +33,23 @@ if TYPE_CHECKING:
     from memvault.vault_io.memory_views import ViewFile
 
 Progress = Callable[[int, int], None]
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+def logged(method: F) -> F:
+    """A change on request: what it changed of the history is in this
+    device's history log in the vault when the call returns (a long-lived
+    caller, the daemon or the MCP server, makes changes no sync follows)."""
+    @functools.wraps(method)
+    def change(self: Any, *args: Any, **kwargs: Any) -> Any:
+        try:
+            return method(self, *args, **kwargs)
+        finally:
+            con = self.__dict__.get("con")
+            if con is not None:
+                self._flush_history(con)
+
+    return cast(F, change)
 
 
 class ChangeAPI(StoreParts):
@@ -63,17 +81,20 @@ class ChangeAPI(StoreParts):
 
         return import_cache(self.data_dir, source)
 
+    @logged
     def add(self, content: str, type_: str = "semantic", **options: Any) -> "WriteResult":
         """Remember ``content`` (options: tags, scope, links, source,
         allow_duplicate); a duplicate of a live memory returns that one."""
         return self.memories.add(content, type_, **options)
 
+    @logged
     def update(self, ref: str, **changes: Any) -> "WriteResult":
         """Change a memory (content, tags, type_, reason, expect_version); the
         old version is kept. ``expect_version`` refuses a change based on a
         version that is no longer current (:class:`~.memories.guard.VersionConflict`)."""
         return self.memories.update(ref, **changes)
 
+    @logged
     def forget(self, ref: str, reason: str | None = None) -> "WriteResult":
         """Soft-delete a memory (its note moves to ``.trash/``), or retire one
         fact (its source note untouched; it stays retired until restored)."""
@@ -84,6 +105,7 @@ class ChangeAPI(StoreParts):
             return forget_fact(self, fact, reason)
         return self.memories.forget(ref, reason)
 
+    @logged
     def restore(self, ref: str) -> "WriteResult":
         """Bring back a forgotten memory and its note, or a forgotten fact; a
         merged memory is taken back out of the memory it was merged into."""
@@ -109,6 +131,7 @@ class ChangeAPI(StoreParts):
         trace = find_trace(self.con, ref)
         return trace if trace is not None and trace.kind == "fact" else None
 
+    @logged
     def consolidate(self, *, dry_run: bool = False, today: Any = None, trigger: str = "cli",
                     avoid: Callable[[str], bool] | None = None, cancel: Any = None,
                     expect_plan: str | None = None) -> "RunReport":
@@ -123,6 +146,7 @@ class ChangeAPI(StoreParts):
         return consolidate(self, dry_run=dry_run, today=today, trigger=trigger, avoid=avoid, cancel=cancel,
                            expect_plan=expect_plan)
 
+    @logged
     def undo_consolidation(self, run: str) -> "UndoReport":
         """Reverse a whole consolidation run (or ``memvault merge``)."""
         from memvault.store.consolidation.undo import undo
@@ -135,6 +159,7 @@ class ChangeAPI(StoreParts):
 
         return runs(self, limit)
 
+    @logged
     def merge(self, ids: Sequence[str], content: str | None = None, why: str | None = None) -> "MergeOutcome":
         """Merge memories into the first of ``ids`` (see :mod:`memvault.store.consolidation.merge`);
         ``why`` (who merged, and why) is kept in the log and the survivor's history."""
@@ -142,6 +167,7 @@ class ChangeAPI(StoreParts):
 
         return merge_now(self, ids, content, why)
 
+    @logged
     def set_contradiction(self, number: int, status: str) -> None:
         """Resolve or dismiss a flagged contradiction (a dismissed pair is never flagged again)."""
         from memvault.store.consolidation import rows as clog
@@ -155,6 +181,7 @@ class ChangeAPI(StoreParts):
             clog.set_contradiction_status(con, number, status)
         apply_durable(con)
 
+    @logged
     def ingest(
         self,
         source: "str | os.PathLike[str] | IO[str] | IO[bytes]",
@@ -170,6 +197,7 @@ class ChangeAPI(StoreParts):
 
         return ingest(self, source, session=session, title=title, client=client)
 
+    @logged
     def import_(
         self, fmt: str, path: "str | os.PathLike[str]", *, dry_run: bool = False, folder: str = "Imports",
         progress: Progress | None = None,

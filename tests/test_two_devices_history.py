@@ -389,3 +389,25 @@ def test_a_log_delivered_again_longer_is_read_on_and_a_new_snapshot_is_read_whol
     finally:
         a.close()
         b.close()
+
+
+def test_a_change_through_a_long_lived_store_is_in_the_log_when_the_call_returns(tmp_path: Path) -> None:
+    from memvault.store.memory_store import MemoryStore
+    from memvault.store.settings import load_settings
+
+    root = tmp_path / "vault"
+    root.mkdir()
+    store = MemoryStore(root, load_settings({"vault": str(root)}), data_dir=tmp_path / "data")
+
+    def logged() -> set[tuple[str, str]]:
+        return {(r["tb"], r["k"][0]) for p in logfile.log_files(root / LOGS)
+                for r in map(json.loads, p.read_bytes().splitlines())}
+
+    try:
+        made = store.add("Bakes bread on Sundays", "semantic")
+        store.update(made.id, content="Bakes bread on Saturdays", reason="weekend moved")
+        assert ("memory_versions", f"{made.id}.v1") in logged()
+        store.forget(made.id, reason="stopped baking")
+        assert ("forgotten", made.id) in logged()
+    finally:
+        store.close()

@@ -6,7 +6,10 @@ of issue 20 items 1 and 2 at every quiet point:
 - both devices list the same live memories with the same ids, contents,
   versions and created times;
 - no two live memory notes on disk share a front-matter id;
-- no live memory lacks its note (no phantoms), on either device.
+- no live memory lacks its note (no phantoms), on either device;
+- both devices hold the same history (earlier versions with their texts and
+  reasons, forgotten memories and why) and show it (item 3: the history
+  logs in the vault).
 
 ``MEMVAULT_TWO_DEVICE_EXAMPLES`` runs it longer.
 """
@@ -16,6 +19,7 @@ from __future__ import annotations
 import os
 from collections import Counter
 
+import apsw
 from helpers import wait_for
 from hypothesis import HealthCheck, settings
 from hypothesis import strategies as st
@@ -92,7 +96,30 @@ class RacingDevices(TwoDevices):
             phantoms = index_rows(d, "SELECT id FROM traces t WHERE kind = 'memory' AND status = 'active' "
                                      "AND NOT EXISTS (SELECT 1 FROM files f WHERE f.trace_id = t.id)")
             assert not phantoms, f"live memories without a note on the {d.name}: {phantoms}"
+        self.check_history()
         RACES["quiet_checks"] += 1
+
+    def check_history(self) -> None:
+        versions = "SELECT id, json_extract(trace, '$.content'), reason FROM memory_versions ORDER BY id"
+        va, vb = (state_rows(d, versions) for d in self.devices)
+        assert va == vb, f"the devices disagree on earlier versions: {set(va) ^ set(vb)}"
+        forgotten = "SELECT memory_id, reason FROM forgotten ORDER BY memory_id"
+        fa, fb = (state_rows(d, forgotten) for d in self.devices)
+        assert fa == fb, f"the devices disagree on forgotten memories: {set(fa) ^ set(fb)}"
+        a, b = self.devices
+        for (memory_id,) in index_rows(a, "SELECT id FROM traces WHERE kind = 'memory' AND status = 'active'"):
+            shown = [[(v["id"], v["content"], v["reason"]) for v in d.cli.history(memory_id)] for d in (a, b)]
+            assert shown[0] == shown[1], f"history of {memory_id} differs: {shown}"
+
+
+def state_rows(device, sql: str) -> list[tuple]:  # type: ignore[no-untyped-def]
+    """Rows of a device's durable state (read-only)."""
+    con = apsw.Connection(str(device.data_dir / "state.db"), flags=apsw.SQLITE_OPEN_READONLY)
+    try:
+        con.set_busy_timeout(5000)
+        return con.execute(sql).fetchall()
+    finally:
+        con.close()
 
 
 RacingDevices.TestCase.settings = settings(
