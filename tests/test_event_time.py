@@ -212,9 +212,13 @@ def test_turns_have_their_session_neighbours(chat: Path) -> None:
         ids = dict(v.con.execute("SELECT path, id FROM traces"))
         recalled = [SimpleNamespace(id=ids["Memory/episodic/s1-2.md"], score=1.0), SimpleNamespace(id=ids["Ideas.md"], score=0.5)]
         around = with_turn_context(v.con, recalled, lambda i, item: SimpleNamespace(id=i, score=item.score))
-        assert [a.score for a in around] == [1.0, 1.0, 1.0, 0.5]
-        assert [a.id for a in around] == [ids["Memory/episodic/s1-1.md"], ids["Memory/episodic/s1-2.md"],
-                                          ids["Memory/episodic/s1-3.md"], ids["Ideas.md"]]
+        # A neighbour joins at its share of its turn's score: the turn before
+        # at 0.5 (ties go to the neighbour), the turn after at 0.3, after Ideas.
+        assert [a.id for a in around] == [ids["Memory/episodic/s1-2.md"], ids["Memory/episodic/s1-1.md"],
+                                          ids["Ideas.md"], ids["Memory/episodic/s1-3.md"]]
+        weaker = [SimpleNamespace(id=ids["Memory/episodic/s1-2.md"], score=1.0), SimpleNamespace(id=ids["Ideas.md"], score=0.6)]
+        around = with_turn_context(v.con, weaker, lambda i, item: SimpleNamespace(id=i, score=item.score))
+        assert [a.id for a in around][:2] == [ids["Memory/episodic/s1-2.md"], ids["Ideas.md"]]
 
 
 def test_a_reply_is_found_by_the_words_of_the_turn_before_it(chat: Path) -> None:

@@ -75,10 +75,10 @@ def test_context_quotes_the_turn_on_one_plain_line_with_dates_resolved(session: 
     assert race.endswith("#^t4)")
     for line in lines[1:]:  # no callout markup, block ids on their own, front-matter or role labels
         assert "[!" not in line and "> " not in line and "session_id" not in line and "User" not in line
-    # Its neighbours beside it, in the conversation's order.
+    # The turn first, then its neighbours (the one it answers before the reply to it).
     turns = [i["anchor"] for i in block["items"]]
-    assert turns == ["^t3", "^t4", "^t5"]
-    assert "pride parade next month [2023-06]" in lines[1]
+    assert turns == ["^t4", "^t3", "^t5"]
+    assert "pride parade next month [2023-06]" in lines[2]
 
 
 def test_a_small_budget_keeps_the_turn_that_matched_not_its_neighbour(session: Path) -> None:
