@@ -17,6 +17,7 @@ of issue 20 items 1 and 2 at every quiet point:
 from __future__ import annotations
 
 import os
+import shutil
 from collections import Counter
 
 import apsw
@@ -25,7 +26,10 @@ from hypothesis import HealthCheck, settings
 from hypothesis import strategies as st
 from hypothesis.stateful import rule
 from test_two_devices import TwoDevices, caught_up, index_rows, token
+from two_devices import Device
 
+from memvault.store.memory_store import MemoryStore
+from memvault.store.settings import load_settings
 from memvault.vault_io.parser import parse_note
 
 RACES = {"renames": 0, "quiet_checks": 0}
@@ -110,6 +114,28 @@ class RacingDevices(TwoDevices):
         for (memory_id,) in index_rows(a, "SELECT id FROM traces WHERE kind = 'memory' AND status = 'active'"):
             shown = [[(v["id"], v["content"], v["reason"]) for v in d.cli.history(memory_id)] for d in (a, b)]
             assert shown[0] == shown[1], f"history of {memory_id} differs: {shown}"
+        self.check_lost_data_dir(a, b, fa)
+
+    def check_lost_data_dir(self, a: Device, b: Device, forgotten: list[tuple]) -> None:
+        """The desktop's data dir lost: a rebuild from its vault alone (a copy
+        taken now) gives back the laptop's list, history and forgotten set."""
+        copy = self.tmp / f"lost-{RACES['quiet_checks']}"
+        shutil.copytree(b.root, copy / "Notes")
+        fresh = MemoryStore(copy / "Notes", load_settings({"vault": str(copy / "Notes")}), data_dir=copy / "data")
+        try:
+            fresh.rebuild()
+            live = ("SELECT id, content, created, json_extract(metadata, '$.version') FROM traces "
+                    "WHERE kind = 'memory' AND status = 'active' ORDER BY id")
+            assert fresh.con.execute(live).fetchall() == index_rows(a, live), "a rebuilt device lists other memories"
+            assert fresh.con.execute("SELECT memory_id, reason FROM state.forgotten ORDER BY memory_id").fetchall() \
+                == forgotten, "a rebuilt device forgot other memories"
+            for (memory_id, *_) in index_rows(a, live):
+                mine = [(v["id"], v["content"], v["reason"]) for v in fresh.history(memory_id)]
+                assert a.cli is not None
+                assert mine == [(v["id"], v["content"], v["reason"]) for v in a.cli.history(memory_id)], memory_id
+        finally:
+            fresh.close()
+            shutil.rmtree(copy, ignore_errors=True)
 
 
 def state_rows(device, sql: str) -> list[tuple]:  # type: ignore[no-untyped-def]
