@@ -154,7 +154,7 @@ def _parents(word: str) -> frozenset[str]:
 @lru_cache(maxsize=65536)
 def person(word: str) -> bool:
     """Whether the most frequent noun sense of a folded word (or of a base it
-    inflects) is a kind of person ("husband", "boss", "brother", "mum"): the
+    inflects) is a kind of person ("husband", "boss", "brother", "grandmother"): the
     table's ``N`` lines, worked out from all of WordNet's hypernyms when the
     table was built (:mod:`.lexicon_build`)."""
     t = _table()
@@ -163,7 +163,7 @@ def person(word: str) -> bool:
 
 def kind_of(a: str, b: str) -> bool:
     """Whether a kept sense of folded word ``a`` has a hypernym that ``b`` is
-    a word of ("mum": mother, "dad": father)."""
+    a word of ("dad": father)."""
     return b in _parent_words(a)
 
 

@@ -23,7 +23,7 @@ words out) and sets aside every differing word that is *explained*:
 * a unit written as one capital after a number ("30°C"), a hedge ("around
   11pm"); numbers and dates are left to the caller, which compares values;
 * WordNet synonyms ("sparkling" / "fizzy", :mod:`.lexicon`), pair by pair;
-  one person named another way ("mum" / "mother": :func:`same_person`);
+  one person named another way ("dad" / "father": :func:`same_person`);
 * a word negated on one side and its WordNet antonym on the other ("not
   well" / "badly"): :func:`opposite_word`, the one negation said twice.
 
@@ -138,7 +138,7 @@ def _one_edit(a: str, b: str) -> bool:
     return a[i + 1:] == b[i + 1:] or a[i:] == b[i + 1:] or a[i + 1:] == b[i:]
 
 
-#: The longest word read as an abbreviation of one word ("appt", "yr", "JS").
+#: The longest word read as an abbreviation of one word ("dept", "yr", "TS").
 SHORT_WORD = 5
 
 
@@ -150,13 +150,12 @@ def _acronym(tok: Token, other_text: str) -> tuple[str, ...] | None:
       digits) are read in order from consecutive words, each word giving its
       first letter and maybe more of its letters, a word of the closed
       classes inside the span maybe none ("PR": pull request, "NC500": North
-      Coast 500, "MSc": Master of Science, "MOT": Ministry of Transport,
-      "T1D": type 1 diabetes, "LHR": London Heathrow, "JS": JavaScript);
+      Coast 500, "BSc": Bachelor of Science, "TS": TypeScript);
     * a short word (at most :data:`SHORT_WORD` letters) that is no word of
       WordNet, or a synonym there, whose letters are read in order from one
-      longer word with the same first letter ("appt": appointment, "yr": year);
+      longer word with the same first letter ("dept": department, "yr": year);
     * a numeronym: a letter, the count of letters left out, the last letter
-      ("k8s": Kubernetes).
+      ("i18n": internationalization).
     """
     raw = tok.raw.removesuffix("s") if len(tok.raw) > 2 and tok.raw[:-1].isupper() else tok.raw  # plural: "PRs"
     short = raw.casefold()
@@ -170,7 +169,7 @@ def _acronym(tok: Token, other_text: str) -> tuple[str, ...] | None:
         return found[:1] or None
     capitals = raw[:1].isupper() and sum(c.isupper() for c in raw) >= 2
     if capitals and short[0] in {w[0] for w in ws if w}:
-        for i in range(len(ws)):  # the longest span first: "ISA" is individual savings account, not "individual sa..."
+        for i in range(len(ws)):  # the longest span first: "TSA" is Transportation Security Administration, not "transportation" alone
             for j in range(min(len(ws), i + 2 * len(short)), i, -1):
                 span = ws[i:j]
                 if span[0] in STOP_WORDS or span[-1] in STOP_WORDS or short in span:
@@ -218,7 +217,7 @@ def _reads(short: str, span: tuple[str, ...]) -> bool:
 
 @lru_cache(maxsize=65536)
 def _coded(text: str) -> tuple[str, ...]:
-    """The words of ``text`` made of letters and digits ("i18n", "NC500", "256GB")."""
+    """The words of ``text`` made of letters and digits ("i18n", "NC500", "2TB")."""
     return tuple(w for w in words(text) if any(c.isdigit() for c in w) and not w.isdigit())
 
 
@@ -230,8 +229,8 @@ def _folded_words(text: str) -> tuple[str, ...]:
 
 def _glued(word: str, other_text: str) -> bool:
     """Whether a folded word is written glued on the other side: two of its
-    neighbouring words joined ("wifi" / "Wi-Fi"), or the letters stuck to a
-    number ("GB" / "256GB")."""
+    neighbouring words joined ("email" / "e-mail"), or the letters stuck to a
+    number ("TB" / "2TB")."""
     return word in _glue(other_text)
 
 
@@ -429,7 +428,7 @@ def _pivot(between: str) -> str:
 @lru_cache(maxsize=65536)
 def _role_tokens(text: str) -> tuple[Token, ...]:
     """:func:`content_tokens` with the personal pronouns that fill a role
-    ("Alex reports to her" / "She reports to Alex"), each as its subject
+    ("Priya mentors him" / "He mentors Priya"), each as its subject
     form. "her" counts as a pronoun only where no noun follows it: last, or
     before a preposition, a coordinator or a form of be ("her only sister"
     is a possessive)."""
@@ -464,8 +463,8 @@ def _between(text: str, left: Token, right: Token) -> str:
 
 
 def _owner_changed(f: Features, other: Features) -> bool:
-    """Whether a name written with a possessive inside one text ("... Jamal's
-    manager") stands in the other without it: who owns what has changed. A
+    """Whether a name written with a possessive inside one text ("... Omar's
+    landlord") stands in the other without it: who owns what has changed. A
     first word's "'s" may be "is" ("Daughter's in Year 4") and is left alone."""
     owners = {w for w in f.capitals if stem(w) in f.possessives}  # inside the text: "Dog's name is ..." opens it
     return any(stem(w) in other.stems and stem(w) not in other.possessives for w in owners)
@@ -474,7 +473,7 @@ def _owner_changed(f: Features, other: Features) -> bool:
 @lru_cache(maxsize=262144)
 def same_person(x: str, y: str) -> bool:
     """Whether two folded words, one a person noun, name one person: WordNet
-    synonyms ("son" / "boy") or one the plainer word for the other ("mum" is
+    synonyms ("kids" / "children") or one the plainer word for the other ("dad" is
     a kind of "mother", "dad" of "father"). Siblings under one hypernym
     ("brother" / "sister", "mother" / "grandmother") are not."""
     if x == y or not (lexicon.person(x) or lexicon.person(y)):
@@ -518,11 +517,11 @@ def _about_someone_else(text: str, stems: tuple[str, ...]) -> bool:
 def abbreviations(text: str, other_text: str) -> set[str]:
     """Folded words of ``text`` that are no name of their own against
     ``other_text``: an acronym or short form it spells out ("PR" / "pull
-    request", "NC500" / "North Coast 500", "JS" / "JavaScript":
+    request", "NC500" / "North Coast 500", "TS" / "TypeScript":
     :func:`_acronym`), a word such a form of the other text spells, a word
-    the other text writes glued ("Wi-Fi" / "wifi", "GB" / "256GB"), one
+    the other text writes glued ("e-mail" / "email", "TB" / "2TB"), one
     capital letter (a unit: "30°C"), or a name the other text writes as its
-    capital initial ("Fahrenheit" / "68°F")."""
+    capital initial ("Celsius" / "4°C")."""
     return _abbreviations(text, other_text)
 
 
@@ -536,12 +535,12 @@ def _abbreviations(text: str, other_text: str) -> set[str]:
         elif _short_form(raw) and (_acronym(_token(raw), other_text) or _glued(folded, other_text)):
             out.add(folded)
     other_words = set(_folded_words(other_text))
-    for x, y in zip(mine, mine[1:]):  # written as two words here, one there: "Wi-Fi" / "wifi"
+    for x, y in zip(mine, mine[1:]):  # written as two words here, one there: "e-mail" / "email"
         if x + y in other_words:
             out.update((x, y))
     capitals = {f for r, f in zip(words(text), mine) if r[:1].isupper()}
     for raw, folded in zip(words(other_text), _folded_words(other_text)):
-        if len(raw) == 1 and raw.isupper():  # a unit or an initial: "68°F" / "Fahrenheit"
+        if len(raw) == 1 and raw.isupper():  # a unit or an initial: "4°C" / "Celsius"
             out.update(w for w in capitals if w[:1] == folded)
         elif _short_form(raw):
             out.update(_acronym(_token(raw), text) or ())
@@ -552,7 +551,7 @@ def _abbreviations(text: str, other_text: str) -> set[str]:
 
 def _short_form(raw: str) -> bool:
     """Whether a word as written may be a short form that is no name of its
-    own: it has a capital ("PR", "MSc", "Wi") or a digit ("i18n", "256GB")."""
+    own: it has a capital ("PR", "BSc", "TS") or a digit ("i18n", "2TB")."""
     return not (raw.islower() and raw.isalpha())
 
 
@@ -608,7 +607,7 @@ def judge(text_a: str, text_b: str, fa: Features, fb: Features, sim: float, thre
     cats to dogs" / "dogs to cats").
     """
     if _owner_changed(fa, fb) or _owner_changed(fb, fa):
-        return None  # a name owns the thing on one side only: "Jamal is her manager" / "She is Jamal's manager"
+        return None  # a name owns the thing on one side only: "Omar is her landlord" / "She is Omar's landlord"
     if bool(fa.folded & UPDATE) != bool(fb.folded & UPDATE):
         return None  # one sets a new state against a former one: an update ("Now takes the bus"), not a restatement
     d = difference(text_a, text_b, fa, fb)

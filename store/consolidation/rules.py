@@ -174,7 +174,7 @@ def apart(a: Memo, b: Memo, book: NameBook) -> str | None:
 def _spelled_out(a: Memo, b: Memo) -> bool:
     """Whether the values are the same once an identifier the other text
     spells out is read as its number ("NC500" / "North Coast 500"), or as
-    no value when its digits count letters ("k8s" / "Kubernetes")."""
+    no value when its digits count letters ("i18n" / "internationalization")."""
 
     def read(m: Memo, other: Memo) -> set[str]:
         values = set(m.f.values)
@@ -184,7 +184,7 @@ def _spelled_out(a: Memo, b: Memo) -> bool:
             if f"i:{w}" in values:
                 values.discard(f"i:{w}")
                 digits = "".join(c for c in w if c.isdigit()).lstrip("0") or "0"
-                if digits in other.f.values:  # NC500: 500; k8s counts letters, no value
+                if digits in other.f.values:  # NC500: 500; i18n counts letters, no value
                     values.add(digits)
         return values
 

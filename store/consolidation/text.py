@@ -287,7 +287,7 @@ def _clock(m: re.Match[str]) -> str:
 
 
 def weekday_abbreviation(raw: str) -> str | None:
-    """The weekday a word written with a capital abbreviates ("Tues", "Thurs",
+    """The weekday a word written with a capital abbreviates ("Fri", "Thurs",
     "Wed", "Weds": three letters or more that begin one weekday only, a final
     "s" aside), else None."""
     folded = raw.casefold().rstrip(".")
@@ -301,9 +301,9 @@ def weekday_abbreviation(raw: str) -> str | None:
 def value_reading(text: str) -> frozenset[str]:
     """The values of ``text`` read in one canonical form, for telling whether
     two texts state the same values written differently: a clock time in 24
-    hours ("6pm" = "18:00"), "k" as thousands ("85k" = "85,000"), a number
-    written in words ("forty-five" = "45"), an ordinal ("first" = "1st"), a
-    weekday abbreviated ("Tues" = "Tuesday"). Everything else as
+    hours ("7pm" = "19:00"), "k" as thousands ("12k" = "12,000"), a number
+    written in words ("thirty-five" = "35"), an ordinal ("first" = "1st"), a
+    weekday abbreviated ("Weds" = "Wednesday"). Everything else as
     :attr:`Features.values` reads it."""
     t = unicodedata.normalize("NFKC", text)
     t = _CLOCK.sub(_clock, t)
