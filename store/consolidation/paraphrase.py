@@ -140,6 +140,8 @@ def _one_edit(a: str, b: str) -> bool:
 
 #: The longest word read as an abbreviation of one word ("dept", "yr", "TS").
 SHORT_WORD = 5
+#: The longest acronym read from several words (a bound on the search, not a fit).
+ACRONYM = 8
 
 
 @lru_cache(maxsize=65536)
@@ -167,9 +169,11 @@ def _acronym(tok: Token, other_text: str) -> tuple[str, ...] | None:
         n = int(m.group(2))
         found = tuple(w for w in ws if len(w) == n + 2 and w[0] == m.group(1) and w[-1] == m.group(3))
         return found[:1] or None
-    capitals = raw[:1].isupper() and sum(c.isupper() for c in raw) >= 2
-    if capitals and short[0] in {w[0] for w in ws if w}:
+    capitals = raw[:1].isupper() and sum(c.isupper() for c in raw) >= 2 and len(short) <= ACRONYM
+    if capitals:
         for i in range(len(ws)):  # the longest span first: "TSA" is Transportation Security Administration, not "transportation" alone
+            if ws[i][:1] != short[0]:
+                continue
             for j in range(min(len(ws), i + 2 * len(short)), i, -1):
                 span = ws[i:j]
                 if span[0] in STOP_WORDS or span[-1] in STOP_WORDS or short in span:
