@@ -1,4 +1,5 @@
-"""Reading a session transcript: Claude Code's JSONL, or generic JSONL.
+"""Reading a session transcript: Claude Code's JSONL, a Codex rollout
+(:mod:`.codex`), or generic JSONL.
 
 Claude Code (a hook's ``transcript_path``) writes one JSON object per line:
 ``user`` and ``assistant`` lines carry an Anthropic Messages API ``message``;
@@ -34,6 +35,7 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import IO, Any
 
+from memvault.store.flows.codex import CODEX, is_codex, read_codex
 from memvault.store.flows.conversation import (
     Conversation,
     ConversationBuilder,
@@ -109,6 +111,8 @@ def read_transcript(
     objects, ref, warnings = read_lines(source)
     if is_claude_code(objects):
         conv = _claude_code(shown_branch(objects), ref, session, title, client or CLAUDE_CODE)
+    elif is_codex(objects):
+        conv = read_codex(objects, ref, session, title, client or CODEX)
     else:
         conv = _generic(objects, ref, session, title, client or GENERIC)
     if not conv.session_id:
