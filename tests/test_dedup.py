@@ -271,6 +271,7 @@ def test_a_unit_written_as_its_initial_is_the_unit() -> None:
 @pytest.mark.parametrize(("a", "b"), [
     ("Likes art", "Likes apartment"),  # a word of its own is no short form
     ("Works at the NHS", "Works at the National Gallery"),
+    ("Lunch with Jo on Fridays", "Lunch with John on Fridays"),  # two names are two names
 ])
 def test_a_word_of_its_own_is_no_short_form(a: str, b: str) -> None:
     assert _dup(a, b, 0.95, threshold=0.75) is None

@@ -156,6 +156,7 @@ def _acronym(tok: Token, other_text: str) -> tuple[str, ...] | None:
     * a short word (at most :data:`SHORT_WORD` letters) that is no word of
       WordNet, or a synonym there, whose letters are read in order from one
       longer word with the same first letter ("dept": department, "yr": year);
+      two names are two names ("Jo" / "John") unless WordNet joins them;
     * a numeronym: a letter, the count of letters left out, the last letter
       ("i18n": internationalization).
     """
@@ -181,10 +182,10 @@ def _acronym(tok: Token, other_text: str) -> tuple[str, ...] | None:
                 if _reads(short, tuple(span)):
                     return tuple(w for w in span if w not in STOP_WORDS and not w.isdigit())
     if short.isalpha() and len(short) <= SHORT_WORD and short not in STOP_WORDS:
-        for w in ws:
+        for w, written in zip(ws, words(other_text)):
             if len(w) > len(short) and w[0] == short[0] and w.isalpha() and _reads(short, (w,)) and (
-                    not lexicon.bases(short) or lexicon.synonyms(short, w)):
-                return (w,)
+                    lexicon.synonyms(short, w) or not (lexicon.bases(short) or (raw.istitle() and written.istitle()))):
+                return (w,)  # two names are two names ("Jo" / "John"), unless WordNet joins them ("Yr" / "Year")
     return None
 
 
