@@ -46,9 +46,10 @@ def recalled(v, mid: str, when: str) -> None:
 
 
 def files(root: Path) -> dict[str, str]:
-    """Every vault file and its sha256."""
+    """Every vault file and its sha256 (not memvault's history logs, which
+    record each run and its undo)."""
     return {p.relative_to(root).as_posix(): hashlib.sha256(p.read_bytes()).hexdigest()
-            for p in sorted(root.rglob("*")) if p.is_file()}
+            for p in sorted(root.rglob("*")) if p.is_file() and ".memvault" not in p.parts}
 
 
 def memories(v) -> dict[str, tuple]:

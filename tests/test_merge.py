@@ -102,9 +102,9 @@ def test_a_whole_merge_is_undone_exactly(three) -> None:
 
     v = three
 
-    def files() -> dict[str, str]:
+    def files() -> dict[str, str]:  # memvault's history log records the merge and its undo: not compared
         return {p.relative_to(v.root).as_posix(): hashlib.sha256(p.read_bytes()).hexdigest()
-                for p in v.root.rglob("*") if p.is_file()}
+                for p in v.root.rglob("*") if p.is_file() and ".memvault" not in p.parts}
 
     before = files()
     out = v.merge(["m-a", "m-b"])

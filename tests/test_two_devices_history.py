@@ -411,3 +411,15 @@ def test_a_change_through_a_long_lived_store_is_in_the_log_when_the_call_returns
         assert ("forgotten", made.id) in logged()
     finally:
         store.close()
+
+
+def test_doctor_names_changes_the_log_does_not_hold_yet_and_a_sync_repairs_them(tmp_path: Path) -> None:
+    a = Device(tmp_path / "a")
+    memory = a.add("Cycles to work")
+    write(a.vault, "Memory/.memvault/history", "not a folder")  # the vault refuses the log
+    a.run("update", memory, "--content", "Cycles to work on Mondays")
+    r = CliRunner().invoke(cli, ["--vault", str(a.vault), "doctor"], env={"MEMVAULT_HOME": str(a.home)})
+    assert r.exit_code == 1 and "history: 1 changes are not yet in this device's history log" in r.output, r.output
+    (a.vault / "Memory/.memvault/history").unlink()
+    r = CliRunner().invoke(cli, ["--vault", str(a.vault), "doctor", "--repair"], env={"MEMVAULT_HOME": str(a.home)})
+    assert r.exit_code == 0 and "repaired: sync" in r.output, r.output

@@ -14,6 +14,8 @@ point at nothing), so a repair is never more dangerous than using memvault:
   (the state is applied again) or that the state lacks (copied into it).
 - **vault vs index**: notes changed, added or gone since the last sync (a
   sync), and store-side writes still pending (a sync finishes them).
+- **history**: changes not yet appended to this device's history log in
+  the vault (a sync appends them).
 - **memories**: a live memory no note holds (its note is gone, or the file it
   claims belongs to another memory: two memories claiming one file). After
   a sync has had its chance to find the note, each is retired as a note
@@ -246,7 +248,18 @@ def diagnose(store: "MemoryStore") -> list[Finding]:
     findings = check_integrity(con)
     if any(f.repair == "rebuild" for f in findings):
         return findings
-    return findings + check_state(con) + check_orphans(con) + check_memories(con) + check_vault(store)
+    return (findings + check_state(con) + check_orphans(con) + check_memories(con) + check_vault(store)
+            + check_history(store))
+
+
+def check_history(store: "MemoryStore") -> list[Finding]:
+    """Changes this device has not yet appended to its history log in the
+    vault (the vault refused the write): other devices do not have them."""
+    queued = store.con.execute("SELECT count(DISTINCT tbl || key) FROM state.history_pending").fetchone()[0]
+    if not queued:
+        return []
+    return [Finding("history", f"{queued} changes are not yet in this device's history log in "
+                               f"{store.settings.history_folder}/ (other devices lack them)", "sync")]
 
 
 def repair_report(store: "MemoryStore", report: DoctorReport, progress: Callable[[int, int], None] | None = None) -> None:
