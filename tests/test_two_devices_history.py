@@ -423,3 +423,22 @@ def test_doctor_names_changes_the_log_does_not_hold_yet_and_a_sync_repairs_them(
     (a.vault / "Memory/.memvault/history").unlink()
     r = CliRunner().invoke(cli, ["--vault", str(a.vault), "doctor", "--repair"], env={"MEMVAULT_HOME": str(a.home)})
     assert r.exit_code == 0 and "repaired: sync" in r.output, r.output
+
+
+def test_a_damaged_or_foreign_record_is_skipped_and_the_rest_merges(tmp_path: Path) -> None:
+    folder = tmp_path / "logs"
+    good = {"d": "bbbb", "n": 2, "t": 5, "tb": "forgotten", "k": ["m1"],
+            "r": {"memory_id": "m1", "reason": "why", "at": "x", "trace": "{}"}}
+    logfile.append(logfile.tail_path(folder, "bbbb"), [
+        logfile.encode({"d": "bbbb", "n": 1, "t": 4, "tb": "forgotten", "k": ["m0"], "r": {"memory_id": "m0"}}),
+        logfile.encode({"d": "bbbb", "n": 3, "t": 6, "tb": "no_such_table", "k": ["x"], "r": None}),
+        logfile.encode({"d": "bbbb", "n": 4, "t": 7, "tb": "forgotten", "k": [{"x": 1}], "r": None}),
+        b"[1, 2, 3]\n", b"not json\n", logfile.encode(good),
+    ])
+    con = connect(tmp_path / "data" / "index.db")
+    try:
+        done = replicate.sync_history(con, folder)
+        assert done.bad_lines == 5
+        assert con.execute("SELECT memory_id, reason FROM state.forgotten").fetchall() == [("m1", "why")]
+    finally:
+        con.close()

@@ -139,12 +139,18 @@ def _remember_file(con: apsw.Connection, path: Path, offset: int, seen: tuple[in
                 (path.name, ino, offset, head))
 
 
+_SCALARS = (str, int, float, type(None))
+
+
 def _valid(record: dict[str, Any]) -> bool:
-    """Whether a decoded line is a record this version can use."""
+    """Whether a decoded line is a record this version can use (a damaged
+    or foreign line is skipped, never a reason for a sync to fail)."""
+    row = record.get("r")
     return (isinstance(record.get("d"), str) and isinstance(record.get("n"), int)
             and isinstance(record.get("t"), int) and record.get("tb") in TABLES
             and isinstance(record.get("k"), list) and len(record["k"]) == len(TABLES[record["tb"]])
-            and (record.get("r") is None or isinstance(record.get("r"), dict)))
+            and all(isinstance(v, _SCALARS) for v in record["k"])
+            and (row is None or (isinstance(row, dict) and all(isinstance(v, _SCALARS) for v in row.values()))))
 
 
 def _ingest(con: apsw.Connection, folder: Path, done: HistorySync, paths: list[Path] | None = None) -> set[Key]:
@@ -263,7 +269,11 @@ def _apply(con: apsw.Connection, touched: set[Key], done: HistorySync) -> None:
             continue
         if row is not None and now is not None and all(now.get(c) == v for c, v in row.items() if c in now):
             continue
-        _set_row(con, table, values, row)
+        try:
+            _set_row(con, table, values, row)
+        except apsw.ConstraintError:  # a row this schema cannot hold (a column missing): skipped
+            done.bad_lines += 1
+            continue
         done.changed.append((table, values, row))
 
 
