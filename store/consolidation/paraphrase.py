@@ -182,11 +182,21 @@ def _acronym(tok: Token, other_text: str) -> tuple[str, ...] | None:
                 if _reads(short, tuple(span)):
                     return tuple(w for w in span if w not in STOP_WORDS and not w.isdigit())
     if short.isalpha() and len(short) <= SHORT_WORD and short not in STOP_WORDS:
-        for w, written in zip(ws, words(other_text)):
-            if len(w) > len(short) and w[0] == short[0] and w.isalpha() and _reads(short, (w,)) and (
+        for w, written in _by_initial(other_text).get(short[0], ()):
+            if len(w) > len(short) and w.isalpha() and _reads(short, (w,)) and (
                     lexicon.synonyms(short, w) or not (lexicon.bases(short) or (raw.istitle() and written.istitle()))):
                 return (w,)  # two names are two names ("Jo" / "John"), unless WordNet joins them ("Yr" / "Year")
     return None
+
+
+@lru_cache(maxsize=65536)
+def _by_initial(text: str) -> dict[str, tuple[tuple[str, str], ...]]:
+    """The words of ``text`` (folded, as written) by their first letter."""
+    out: dict[str, list[tuple[str, str]]] = {}
+    for w, written in zip(_folded_words(text), words(text)):
+        if w:
+            out.setdefault(w[0], []).append((w, written))
+    return {k: tuple(v) for k, v in out.items()}
 
 
 @lru_cache(maxsize=65536)
