@@ -324,7 +324,14 @@ class MemoryStore(ReadAPI, ChangeAPI):
             if applied:
                 follow_history(con, changes)
 
-        return sync_history(con, self.history_folder, on_change=follow)
+        done = sync_history(con, self.history_folder, on_change=follow)
+        if applied:
+            from memvault.store.facts.forgets import extract_again
+
+            for table, key, row in done.changed:
+                if table == "fact_forgets" and row is None:  # restored on another device
+                    extract_again(self, str(key[0]))
+        return done
 
     def _flush_history(self, con: apsw.Connection) -> None:
         """Append this device's queued changes to its history log (a command's

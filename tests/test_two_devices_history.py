@@ -178,6 +178,10 @@ def test_a_fact_forgotten_on_one_device_is_forgotten_on_both(tmp_path: Path) -> 
     assert facts(a) == facts(b) and (coffee, "deleted") in {(i, s) for i, _, s in facts(b)}
     b.run("sync", "--no-embed")  # re-extracting the note keeps it forgotten
     assert facts(a) == facts(b)
+    a.run("restore", coffee)
+    carry()
+    b.run("sync", "--no-embed")
+    assert facts(a) == facts(b) and (coffee, "active") in {(i, s) for i, _, s in facts(b)}
 
 
 def test_the_forget_reason_survives_the_note_move_arriving_first(tmp_path: Path) -> None:

@@ -79,3 +79,13 @@ def _reextract(store: "MemoryStore", source_id: str, path: str | None) -> list[s
     except (OSError, NoteReadError) as exc:
         return [f"{path}: cannot read it to extract its facts again: {exc}"]
     return store.fact_observer().notes_changed([(note, trace)], [])
+
+
+def extract_again(store: "MemoryStore", fact_id: str) -> list[str]:
+    """Extract a fact's source note again now (another device restored the
+    fact: its forget is gone from the durable state, and its hash was cleared)."""
+    meta = sf.get_meta(store.con, fact_id)
+    if meta is None:
+        return []
+    row = store.con.execute("SELECT path FROM files WHERE trace_id = ?", (meta.source_id,)).fetchone()
+    return _reextract(store, meta.source_id, row[0] if row else None)

@@ -244,10 +244,22 @@ def follow_history(con: apsw.Connection, changes: list[tuple[str, list, dict | N
                 rec.set_status(con, now.id, "deleted", row.get("reason"))
         elif table == "fact_history" and row is not None and rec.get_trace(con, str(key[0])) is None:
             _fact_history(con, Restored())
-        elif table == "fact_forgets" and row is not None:
-            fact = rec.get_trace(con, str(key[0]))
-            if fact is not None and fact.kind == "fact" and fact.status == sf.ACTIVE:
-                sf.forget(con, fact.id, row["source_id"], row.get("reason") or "forgotten")
+        elif table == "fact_forgets":
+            _follow_fact_forget(con, str(key[0]), row)
+
+
+def _follow_fact_forget(con: apsw.Connection, fact_id: str, row: dict | None) -> None:
+    """A fact forgotten on another device is forgotten here; one restored
+    there has its note extracted again here (at this sync's reconcile)."""
+    fact = rec.get_trace(con, fact_id)
+    if fact is None or fact.kind != "fact":
+        return
+    if row is not None and fact.status == sf.ACTIVE:
+        sf.forget(con, fact.id, row["source_id"], row.get("reason") or "forgotten")
+    elif row is None and fact.status == sf.FORGOTTEN:
+        meta = sf.get_meta(con, fact_id)
+        if meta is not None:
+            con.execute("UPDATE fact_sources SET hash = NULL WHERE source_id = ?", (meta.source_id,))
 
 
 def _follow_version(con: apsw.Connection, version_id: str, row: dict | None) -> None:
