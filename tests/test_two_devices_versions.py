@@ -145,29 +145,29 @@ def test_the_version_write_never_overwrites_a_file_changed_under_it(
     """The write of a version counter swaps its bytes in atomically and checks
     what came out (or, without renameat2, checks the note aside): a save or a
     sync tool's delivery landing at that moment is kept, never overwritten."""
-    import memvault.store.index.reconcile as reconcile
+    import memvault.vault_io.replace as replace
     from memvault.vault_io.note import content_hash
 
     if not exchange:
-        monkeypatch.setattr(reconcile, "_exchange", lambda a, b: None)
+        monkeypatch.setattr(replace, "_exchange", lambda a, b: None)
     note = write(tmp_path / "vault", "n.md", "read\n")
     trash = tmp_path / "vault" / ".trash"
     expected = content_hash(b"read\n")
-    assert reconcile.replace_if_unchanged(note, expected, b"ours\n", trash)
+    assert replace.replace_if_unchanged(note, expected, b"ours\n", trash)
     assert note.read_bytes() == b"ours\n"
     # changed before the write: put back, ours not written
-    assert not reconcile.replace_if_unchanged(note, expected, b"ours again\n", trash)
+    assert not replace.replace_if_unchanged(note, expected, b"ours again\n", trash)
     assert note.read_bytes() == b"ours\n"
     # a delivery at the very moment of the write: it is what the note holds after
     note.write_bytes(b"read\n")
     if exchange:
-        real = reconcile._exchange
+        real = replace._exchange
 
         def delivery_first(a, b):  # type: ignore[no-untyped-def]
             note.write_bytes(b"delivered\n")
             return real(a, b)
 
-        monkeypatch.setattr(reconcile, "_exchange", delivery_first)
+        monkeypatch.setattr(replace, "_exchange", delivery_first)
     else:
         import os
 
@@ -179,7 +179,7 @@ def test_the_version_write_never_overwrites_a_file_changed_under_it(
             return real_link(src, dst, *args, **kwargs)
 
         monkeypatch.setattr(os, "link", delivery_first)
-    assert not reconcile.replace_if_unchanged(note, expected, b"ours\n", trash)
+    assert not replace.replace_if_unchanged(note, expected, b"ours\n", trash)
     monkeypatch.undo()
     assert note.read_bytes() == b"delivered\n"
     if not exchange:  # set aside, what was read is kept
