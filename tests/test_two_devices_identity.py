@@ -13,7 +13,6 @@ from __future__ import annotations
 import shutil
 from pathlib import Path
 
-import apsw
 import pytest
 from helpers import wait_for, write
 
@@ -211,12 +210,9 @@ def test_two_daemons_see_the_race_in_opposite_orders_and_agree(tmp_path: Path) -
 
 
 def read_index(d, sql: str) -> list[tuple]:  # type: ignore[no-untyped-def]
-    con = apsw.Connection(str(d.data_dir / "index.db"), flags=apsw.SQLITE_OPEN_READONLY)
-    try:
-        con.set_busy_timeout(5000)
-        return con.execute(sql).fetchall()
-    finally:
-        con.close()
+    from two_devices import read_rows
+
+    return read_rows(d, "index.db", sql)
 
 
 def index_has(d, path: str) -> bool:  # type: ignore[no-untyped-def]

@@ -20,13 +20,12 @@ import os
 import shutil
 from collections import Counter
 
-import apsw
 from helpers import wait_for
 from hypothesis import HealthCheck, settings
 from hypothesis import strategies as st
 from hypothesis.stateful import rule
 from test_two_devices import TwoDevices, caught_up, index_rows, token
-from two_devices import Device
+from two_devices import Device, read_rows
 
 from memvault.store.memory_store import MemoryStore
 from memvault.store.settings import load_settings
@@ -140,12 +139,7 @@ class RacingDevices(TwoDevices):
 
 def state_rows(device, sql: str) -> list[tuple]:  # type: ignore[no-untyped-def]
     """Rows of a device's durable state (read-only)."""
-    con = apsw.Connection(str(device.data_dir / "state.db"), flags=apsw.SQLITE_OPEN_READONLY)
-    try:
-        con.set_busy_timeout(5000)
-        return con.execute(sql).fetchall()
-    finally:
-        con.close()
+    return read_rows(device, "state.db", sql)
 
 
 RacingDevices.TestCase.settings = settings(

@@ -45,6 +45,19 @@ def files_of(root: Path) -> dict[str, bytes]:
     return out
 
 
+def read_rows(device: "Device", db: str, sql: str) -> list[tuple]:
+    """Rows of one of a device's databases (``index.db``, ``state.db``),
+    read-only, waiting out its daemon's writes."""
+    import apsw
+
+    con = apsw.Connection(str(device.data_dir / db), flags=apsw.SQLITE_OPEN_READONLY)
+    try:
+        con.set_busy_timeout(5000)
+        return con.execute(sql).fetchall()
+    finally:
+        con.close()
+
+
 def _digest(files: dict[str, bytes]) -> dict[str, str]:
     return {p: hashlib.sha256(b).hexdigest() for p, b in files.items()}
 
