@@ -99,11 +99,16 @@ def sync_turns(con: apsw.Connection, note: rec.TraceRow) -> int:
     an earlier id) removed; a turn that did not change is not touched.
     Returns how many traces were written or removed."""
     wanted = {t.id: t for t in turn_rows(note)}
+    # Two index lookups (every note is written through here, most with no
+    # turns): the turns under its id (a key range of the id index) and any
+    # left under its path by an id it had before.
+    cols = "id, content, title, metadata, status, path"
     have = {
         tid: (content, title, metadata, status, path)
         for tid, content, title, metadata, status, path in con.execute(
-            "SELECT id, content, title, metadata, status, path FROM traces WHERE kind = ? AND (source = ? OR path = ?)",
-            (TURN_KIND, note.id, note.path),
+            f"SELECT {cols} FROM traces WHERE id >= ? AND id < ? AND kind = ? "
+            f"UNION SELECT {cols} FROM traces WHERE path = ? AND kind = ?",
+            (f"{note.id}#^t", f"{note.id}#^u", TURN_KIND, note.path, TURN_KIND),
         )
     }
     changed = 0
@@ -121,7 +126,8 @@ def sync_turns(con: apsw.Connection, note: rec.TraceRow) -> int:
 
 def drop_turns(con: apsw.Connection, note_id: str) -> None:
     """Remove the turn traces of a note that left the index."""
-    for (tid,) in con.execute("SELECT id FROM traces WHERE kind = ? AND source = ?", (TURN_KIND, note_id)).fetchall():
+    for (tid,) in con.execute("SELECT id FROM traces WHERE id >= ? AND id < ? AND kind = ?",
+                              (f"{note_id}#^t", f"{note_id}#^u", TURN_KIND)).fetchall():
         rec.delete_trace(con, tid)
 
 
