@@ -222,7 +222,9 @@ def rename_trace(con: apsw.Connection, old_id: str, new_id: str) -> None:
     con.execute("UPDATE files SET trace_id = ? WHERE trace_id = ?", (new_id, old_id))
     # What the durable state keeps about the trace follows it.
     con.execute("UPDATE OR IGNORE state.recall SET trace_id = ? WHERE trace_id = ?", (new_id, old_id))
-    con.execute("UPDATE state.memory_versions SET memory_id = ? WHERE memory_id = ?", (new_id, old_id))
+    # A version number the new id holds already (two notes' versions met under
+    # one id) stays under the old id: kept, never a reason for the batch to fail.
+    con.execute("UPDATE OR IGNORE state.memory_versions SET memory_id = ? WHERE memory_id = ?", (new_id, old_id))
     con.execute("UPDATE OR IGNORE state.forgotten SET memory_id = ? WHERE memory_id = ?", (new_id, old_id))
     con.execute("UPDATE state.fact_history SET source_id = ? WHERE source_id = ?", (new_id, old_id))
     con.execute("UPDATE state.fact_history SET replaced_by = ? WHERE replaced_by = ?", (new_id, old_id))

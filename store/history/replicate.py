@@ -116,6 +116,35 @@ def _set_row(con: apsw.Connection, table: str, values: list[Any], row: dict[str,
         con.execute(sql.replace("INSERT", "INSERT OR REPLACE", 1), params)
 
 
+def _rank(con: apsw.Connection, table: str, values: list[Any]) -> tuple[int, str, int]:
+    """The newest record of one row: (stamp, device, seq); none: the lowest."""
+    found = con.execute(f"SELECT stamp, device, seq FROM state.history_records WHERE tbl = ? AND key = ? {_NEWEST}",
+                        (table, key_text(values))).fetchone()
+    return (-1, "", -1) if found is None else (int(found[0]), str(found[1]), int(found[2]))
+
+
+def _claim_slot(con: apsw.Connection, row: dict[str, Any], done: HistorySync) -> bool:
+    """Whether a version row may take its (memory, version) slot.
+
+    Two devices may number a memory's versions apart (its id was contested,
+    each device kept another note's versions under it): two ids claim one
+    slot. The row whose newest record is the greatest keeps it, whatever the
+    order the records arrived in; the other row leaves the state (and the
+    index follows), its text stays in its device's log."""
+    holders = [h for (h,) in con.execute(
+        "SELECT id FROM state.memory_versions WHERE memory_id = ? AND version = ? AND id != ?",
+        (row.get("memory_id"), row.get("version"), row.get("id")))]
+    if not holders:
+        return True
+    mine = _rank(con, "memory_versions", [row.get("id")])
+    if not all(mine > _rank(con, "memory_versions", [h]) for h in holders):
+        return False
+    for h in holders:
+        con.execute("DELETE FROM state.memory_versions WHERE id = ?", (h,))
+        done.changed.append(("memory_versions", [h], None))
+    return True
+
+
 def _stamp(con: apsw.Connection) -> int:
     """Now in ms, but never below the newest stamp seen (a hybrid logical clock)."""
     newest = con.execute("SELECT max(stamp) FROM state.history_records").fetchone()[0]
@@ -268,6 +297,8 @@ def _apply(con: apsw.Connection, touched: set[Key], done: HistorySync) -> None:
         if row is None and now is None:
             continue
         if row is not None and now is not None and all(now.get(c) == v for c, v in row.items() if c in now):
+            continue
+        if table == "memory_versions" and row is not None and not _claim_slot(con, row, done):
             continue
         try:
             _set_row(con, table, values, row)

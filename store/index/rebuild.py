@@ -276,6 +276,15 @@ def _follow_version(con: apsw.Connection, version_id: str, row: dict | None) -> 
             mem.put_version(con, snap)
     elif (now.content, now.reason, now.tags) != (snap.content, snap.reason, snap.tags):
         rec.put_trace(con, snap)
+    memory_id = str(row["memory_id"])
+    if now is not None and not con.execute(
+            "SELECT 1 FROM edges WHERE source_id = ? AND target_id = ? AND kind = 'supersedes'",
+            (memory_id, version_id)).fetchone():
+        # The version belongs to another memory now (the log moved it, as
+        # when two devices settled a contested id): its edge moves too.
+        con.execute("DELETE FROM edges WHERE target_id = ? AND kind = 'supersedes'", (version_id,))
+        if rec.get_trace(con, memory_id) is not None:
+            rec.add_edges(con, memory_id, [rec.EdgeRow(kind="supersedes", target_id=version_id, target_name=version_id)])
 
 
 #: Versions the durable state has and the index lacks, of memories the index has.

@@ -351,7 +351,10 @@ class Indexer:
             rec.delete_trace(self.con, trace_id)
 
     def _detect_moves(self, changes: list[NoteChange], gone: dict[str, rec.FileRow]) -> set[str]:
-        """Pair new paths with vanished ones: same front-matter id, else same bytes."""
+        """Pair new paths with vanished ones: same front-matter id, else same
+        bytes. A conflict copy is never the note moved: it carries the id and
+        maybe the bytes of the note it clashed with (a rename of that note
+        arriving in the same batch would otherwise hand the copy its id)."""
         by_id = {row.trace_id: path for path, row in sorted(gone.items()) if row.kind == "note" and row.trace_id}
         by_hash: dict[str, str] = {}
         for path, row in sorted(gone.items()):
@@ -359,7 +362,7 @@ class Indexer:
                 by_hash.setdefault(row.hash, path)
         moved_ids: set[str] = set()
         for c in changes:
-            if c.old_path is not None:
+            if c.old_path is not None or _is_copy(c.note):
                 continue
             fm_id = frontmatter_id(c.note)
             old = by_id.get(fm_id) if fm_id else None

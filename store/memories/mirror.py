@@ -343,6 +343,8 @@ class Memories(NoteWriter):
             raise no_match(ref, "memory or fact")
         newer = mem.newer_versions(self.con, trace.id)
         head = newer[-1] if newer else trace
+        if head.kind == "memory":
+            return [head, *mem.state_versions(self.con, head.id)]
         return [head, *mem.versions(self.con, head.id)]
 
     def revert(self, snapshot: rec.TraceRow, path: str, data: bytes, *, drop_versions: Sequence[str] = ()) -> WriteResult:

@@ -349,6 +349,19 @@ def versions(con: apsw.Connection, trace_id: str) -> list[rec.TraceRow]:
     return out
 
 
+def state_versions(con: apsw.Connection, memory_id: str) -> list[rec.TraceRow]:
+    """A memory's earlier versions as the durable state holds them, newest
+    first: what every device's history logs agree on (the index's edges
+    depend on the order a device saw the notes and logs in)."""
+    out = []
+    for version_id, snapshot, reason in con.execute(
+            "SELECT id, trace, reason FROM state.memory_versions WHERE memory_id = ? ORDER BY version DESC, id",
+            (memory_id,)).fetchall():
+        t = rec.trace_from_json(snapshot)
+        out.append(replace(t, id=version_id, status="superseded", reason=reason, path=None))
+    return out
+
+
 def newer_versions(con: apsw.Connection, trace_id: str) -> list[rec.TraceRow]:
     """Traces that replaced this one (for a version id or a superseded fact), oldest first."""
     out: list[rec.TraceRow] = []
