@@ -165,3 +165,37 @@ def test_doctor_finds_and_prunes_turns_whose_note_left_the_index(vault: Path) ->
         assert [f.detail for f in found] == ["4 turn traces have no session note"]
         store.doctor(repair=True)
         assert _turn_traces(store.con) == {}
+
+
+def _chunk_texts(con: apsw.Connection) -> dict[str, str]:
+    from memvault.store.embedding import vectors
+
+    vectors.rechunk(con, [r for (r,) in con.execute("SELECT rowid FROM traces")])
+    texts = vectors.chunk_texts(con, [r for (r,) in con.execute("SELECT id FROM chunks")])
+    path_of = dict(con.execute("SELECT c.id, t.id FROM chunks c JOIN traces t ON t.rowid = c.trace_rowid"))
+    return {path_of[cid]: text for cid, (_, text) in texts.items()}
+
+
+def test_a_turn_is_embedded_with_its_speaker_however_it_was_written(vault: Path) -> None:
+    from helpers import write
+
+    write(vault, "Memory/episodic/s1-2.md",
+          "---\ntype: episodic\nspeaker: Ana\nsession: s1\nturn: 2\n---\nI moved the exam to July.\n")
+    write(vault, "Memory/semantic/tea.md", "---\ntype: semantic\n---\nPrefers tea over coffee.\n")
+    with opened(vault) as store:
+        report = store.ingest(_session(), client="generic")
+        store.sync()
+        texts = _chunk_texts(store.con)
+        ids = dict(store.con.execute("SELECT path, id FROM traces WHERE kind IN ('memory', 'note')"))
+        assert texts[ids["Memory/episodic/s1-2.md"]] == "Ana: I moved the exam to July."
+        assert texts[ids["Memory/semantic/tea.md"]] == "Prefers tea over coffee."
+        assert texts[turn_trace_id(ids[report.path], 3)] == (
+            "Caroline: People shared their transgender stories; I felt accepted.")
+        # An index from before: the turn memory is chunked again on the next embedding run.
+        with store.con:
+            store.con.execute("DELETE FROM embed_queue")
+            store.con.execute("PRAGMA user_version = 13")
+    with opened(vault) as store:
+        queued = {r for (r,) in store.con.execute(
+            "SELECT t.id FROM embed_queue q JOIN traces t ON t.rowid = q.trace_rowid")}
+        assert queued == {ids["Memory/episodic/s1-2.md"]}

@@ -577,6 +577,20 @@ def m013_turn_traces(con: apsw.Connection) -> None:
     )
 
 
+def m014_speaker_turns_embedded_as_turns(con: apsw.Connection) -> None:
+    """A memory with a front-matter ``speaker`` (a turn of a conversation
+    written as its own note) is embedded as "Speaker: text", as a session
+    note's turn is (``store/embedding/vectors.py``): such memories are
+    chunked again, and their new texts embedded, on the next embedding run."""
+    con.execute(
+        """
+        INSERT OR IGNORE INTO embed_queue (trace_rowid)
+        SELECT rowid FROM traces WHERE kind = 'memory' AND json_valid(metadata)
+            AND typeof(json_extract(metadata, '$.frontmatter.speaker')) = 'text';
+        """
+    )
+
+
 MIGRATIONS: list[Callable[[apsw.Connection], None]] = [
     m001_foundation,
     m002_memories,
@@ -591,4 +605,5 @@ MIGRATIONS: list[Callable[[apsw.Connection], None]] = [
     m011_event_time_and_fts_context,
     m012_redact_notes,
     m013_turn_traces,
+    m014_speaker_turns_embedded_as_turns,
 ]

@@ -177,6 +177,19 @@ def queue_size(con: apsw.Connection) -> int:
     return int(con.execute("SELECT count(*) FROM embed_queue").fetchone()[0])
 
 
+#: A memory that is a turn of a conversation (a front-matter ``speaker``):
+#: chunked and embedded as a turn of a session note is, "Speaker: text"
+#: (:func:`~memvault.store.embedding.chunk.chunk_text`), so one turn has one
+#: vector whichever way it was written down. Measured 2026-11-26 (turn
+#: notes): LoCoMo-dev hybrid R@10 0.662 -> 0.688 and recall block 0.707 ->
+#: 0.749 (plain RRF 0.599, packed 0.705); the conversational set's ``context``
+#: recall 0.747 / 0.707 -> 0.771 / 0.751 but its hybrid R@10 0.725 / 0.691 ->
+#: 0.709 / 0.659 (dev / test): a trade, see docs/benchmarks.md.
+_SPEAKER = "CASE WHEN t.kind = 'memory' AND json_valid(t.metadata) THEN json_extract(t.metadata, '$.frontmatter.speaker') END"
+_CHUNK_KIND = f"CASE WHEN typeof({_SPEAKER}) = 'text' THEN 'turn' ELSE t.kind END"
+_CHUNK_TITLE = f"CASE WHEN typeof({_SPEAKER}) = 'text' THEN {_SPEAKER} ELSE t.title END"
+
+
 def rechunk(con: apsw.Connection, rowids: Sequence[int]) -> int:
     """Chunk the queued traces ``rowids`` and take them off the queue, in one
     write transaction; a trace whose chunks did not change is left alone (no
@@ -188,7 +201,8 @@ def rechunk(con: apsw.Connection, rowids: Sequence[int]) -> int:
     marks = ",".join("?" * len(rowids))
     traces = {
         r[0]: r[1:]
-        for r in con.execute(f"SELECT rowid, kind, title, content FROM traces WHERE rowid IN ({marks})", list(rowids))
+        for r in con.execute(f"SELECT t.rowid, {_CHUNK_KIND}, {_CHUNK_TITLE}, t.content FROM traces t WHERE t.rowid IN ({marks})",
+                             list(rowids))
     }
     old: dict[int, list[tuple[Any, ...]]] = {}
     for r in con.execute(
@@ -301,7 +315,7 @@ def chunk_texts(con: apsw.Connection, ids: Sequence[int]) -> dict[int, tuple[byt
     marks = ",".join("?" * len(ids))
     out: dict[int, tuple[bytes, str]] = {}
     for cid, h, start, stop, heading, kind, title, content in con.execute(
-        f"SELECT c.id, c.hash, c.start, c.stop, c.heading, t.kind, t.title, t.content "
+        f"SELECT c.id, c.hash, c.start, c.stop, c.heading, {_CHUNK_KIND}, {_CHUNK_TITLE}, t.content "
         f"FROM chunks c JOIN traces t ON t.rowid = c.trace_rowid WHERE c.id IN ({marks})",
         list(ids),
     ):
