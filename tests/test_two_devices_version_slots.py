@@ -149,3 +149,22 @@ def test_an_id_change_onto_a_version_number_already_held_keeps_both_versions(tmp
             ("m-new.v1", "m-new"), ("m-old.v1", "m-old"), ("m-old.v2", "m-new")]
     finally:
         con.close()
+
+
+def test_a_version_whose_newest_record_loses_its_slot_is_gone_on_every_device(tmp_path: Path) -> None:
+    """The newest record of a version moves it into a slot another id holds
+    with a newer record: no device keeps the version's older row (a device
+    that read the older record first kept it, and showed another history)."""
+    import itertools
+
+    records = [
+        {"d": "cccc", "n": 1, "t": 3, "tb": "memory_versions", "k": ["m-a.v2"],
+         "r": _version("m-a.v2", "m-a", 2, "Made on the desktop")},
+        {"d": "aaaa", "n": 1, "t": 5, "tb": "memory_versions", "k": ["m-a.v2"],
+         "r": _version("m-a.v2", "m-c", 2, "Moved on the laptop")},
+        {"d": "bbbb", "n": 1, "t": 9, "tb": "memory_versions", "k": ["m-c.v2"],
+         "r": _version("m-c.v2", "m-c", 2, "Kept on the tablet")},
+    ]
+    seen = {tuple(_read_in_order(tmp_path / "-".join(order), records, list(order)))
+            for order in itertools.permutations(["aaaa", "bbbb", "cccc"])}
+    assert seen == {(("m-c.v2", "m-c", 2),)}

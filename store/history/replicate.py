@@ -299,6 +299,9 @@ def _apply(con: apsw.Connection, touched: set[Key], done: HistorySync) -> None:
         if row is not None and now is not None and all(now.get(c) == v for c, v in row.items() if c in now):
             continue
         if table == "memory_versions" and row is not None and not _claim_slot(con, row, done):
+            if now is not None:  # an older record's row under this key: the key's winner lost its slot
+                _set_row(con, table, values, None)
+                done.changed.append((table, values, None))
             continue
         try:
             _set_row(con, table, values, row)
