@@ -27,7 +27,7 @@ def test_a_rollout_is_read_as_the_conversation_a_person_had() -> None:
         assert absent not in text
     assert text.count("Why does the sync worker stall") == 1
     assert conv.turns[1].text.startswith("- tool call: shell")
-    assert "reconnect" in conv.turns[2].text
+    assert "reconnect(backoff=None)" in conv.turns[2].text and "exit_code" not in conv.turns[2].text
     assert conv.turns[0].at.startswith("2026-07-08T09:00:05")
 
 

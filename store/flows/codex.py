@@ -70,7 +70,7 @@ def read_codex(objects: list[dict[str, Any]], ref: str, session: str | None, tit
             else:
                 b.add("assistant", call, at)
         elif kind in _OUTPUTS:
-            output = item.get("output")
+            output = _arguments(item.get("output"))  # a shell's output comes as JSON: {"output": ..., "metadata": ...}
             if isinstance(output, dict):
                 output = output.get("content", output.get("output", ""))
             b.add("tool", b.tool_result(tool_names.get(str(item.get("call_id"))),
@@ -91,7 +91,7 @@ def _message(b: ConversationBuilder, item: dict[str, Any], at: Any) -> None:
 
 
 def _arguments(value: Any) -> Any:
-    """A call's arguments: Codex gives a function's as a JSON string."""
+    """A call's arguments (or a shell's output): Codex gives them as a JSON string."""
     if isinstance(value, str):
         try:
             return json.loads(value)
