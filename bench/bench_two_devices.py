@@ -328,14 +328,9 @@ FORGOTTEN = "SELECT memory_id, reason, at FROM forgotten ORDER BY memory_id"
 
 def state_rows(data_dir: Path, sql: str) -> list[tuple]:
     """Rows of a device's durable state (read-only)."""
-    import apsw
+    from two_devices import read_rows
 
-    con = apsw.Connection(str(data_dir / "state.db"), flags=apsw.SQLITE_OPEN_READONLY)
-    try:
-        con.set_busy_timeout(5000)
-        return con.execute(sql).fetchall()
-    finally:
-        con.close()
+    return read_rows(data_dir, "state.db", sql)
 
 
 def history_of(store: Any, ids: list[str]) -> dict[str, list[tuple]]:

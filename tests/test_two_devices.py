@@ -27,13 +27,12 @@ import tempfile
 import time
 from pathlib import Path
 
-import apsw
 import pytest
 from helpers import wait_for
 from hypothesis import HealthCheck, settings
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, precondition, rule
-from two_devices import Device, FileSync, files_of
+from two_devices import Device, FileSync, files_of, read_rows
 
 from memvault.store.memories.mirror import MemoryOpError
 from memvault.vault_io.note import content_hash
@@ -50,12 +49,8 @@ def token() -> str:
 
 
 def index_rows(device: Device, sql: str, params: tuple = ()) -> list[tuple]:
-    con = apsw.Connection(str(device.data_dir / "index.db"), flags=apsw.SQLITE_OPEN_READONLY)
-    try:
-        con.set_busy_timeout(5000)
-        return con.execute(sql, params).fetchall()
-    finally:
-        con.close()
+    """Rows of a device's index, read-only."""
+    return read_rows(device.data_dir, "index.db", sql, params)
 
 
 def caught_up(device: Device) -> bool:

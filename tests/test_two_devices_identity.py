@@ -212,7 +212,7 @@ def test_two_daemons_see_the_race_in_opposite_orders_and_agree(tmp_path: Path) -
 def read_index(d, sql: str) -> list[tuple]:  # type: ignore[no-untyped-def]
     from two_devices import read_rows
 
-    return read_rows(d, "index.db", sql)
+    return read_rows(d.data_dir, "index.db", sql)
 
 
 def index_has(d, path: str) -> bool:  # type: ignore[no-untyped-def]

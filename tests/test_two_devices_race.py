@@ -139,7 +139,7 @@ class RacingDevices(TwoDevices):
 
 def state_rows(device, sql: str) -> list[tuple]:  # type: ignore[no-untyped-def]
     """Rows of a device's durable state (read-only)."""
-    return read_rows(device, "state.db", sql)
+    return read_rows(device.data_dir, "state.db", sql)
 
 
 RacingDevices.TestCase.settings = settings(

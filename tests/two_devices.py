@@ -45,15 +45,15 @@ def files_of(root: Path) -> dict[str, bytes]:
     return out
 
 
-def read_rows(device: "Device", db: str, sql: str) -> list[tuple]:
-    """Rows of one of a device's databases (``index.db``, ``state.db``),
-    read-only, waiting out its daemon's writes."""
+def read_rows(data_dir: Path, db: str, sql: str, params: tuple = ()) -> list[tuple]:
+    """Rows of one of a device's databases in ``data_dir`` (``index.db``,
+    ``state.db``), read-only, waiting out its daemon's writes."""
     import apsw
 
-    con = apsw.Connection(str(device.data_dir / db), flags=apsw.SQLITE_OPEN_READONLY)
+    con = apsw.Connection(str(data_dir / db), flags=apsw.SQLITE_OPEN_READONLY)
     try:
         con.set_busy_timeout(5000)
-        return con.execute(sql).fetchall()
+        return con.execute(sql, params).fetchall()
     finally:
         con.close()
 
