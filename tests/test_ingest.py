@@ -7,6 +7,7 @@ import json
 import shutil
 from pathlib import Path
 
+import pytest
 from click.testing import CliRunner
 from helpers import FIXTURES, opened, write
 from test_llm_extract import FakeLLM, Reply, configure, llm, quick_backoff  # noqa: F401
@@ -194,6 +195,25 @@ def test_generic_jsonl_from_a_stream(vault: Path) -> None:
         unnamed = store.ingest(io.BytesIO(data))
         assert unnamed.action == "imported"
         assert store.ingest(io.BytesIO(data)).action == "skipped"
+
+
+@pytest.mark.parametrize(
+    ("said", "kind"),
+    [
+        ("I'm a data engineer based in Lisbon.", "identity"),
+        ("I am an avid reader.", "identity"),
+        ("I'm a senior backend developer.", "identity"),
+        # A state, not a kind of person: not who the person is.
+        ("I'm a mix of excited and scared to start.", None),
+        ("I'm a bit tired today.", None),
+        ("I'm a lot better now.", None),
+    ],
+)
+def test_i_am_a_is_identity_only_for_a_kind_of_person(said: str, kind: str | None) -> None:
+    from memvault.store.facts.conversation import classify
+
+    found = classify(said)
+    assert (found[0] if found else None) == kind
 
 
 def test_a_statement_already_known_is_not_added_twice(vault: Path, tmp_path: Path) -> None:

@@ -72,11 +72,30 @@ _REMEMBER_RE = re.compile(
 )
 _IDENTITY_RES = (
     re.compile(r"^my (?:name|job|role|title|pronouns|background|profession|occupation|employer|company)\b.*\b(?:is|are)\b", re.I),
-    re.compile(r"^i(?:'m| am) (?:a|an)\s+(?!bit\b|little\b|lot\b|few\b)\w+", re.I),
     re.compile(r"^i(?:'m| am) (?:from|based in|located in|living in|\d+ years old)\b", re.I),
     re.compile(r"^i (?:live|grew up|was born|work (?:as|at|for)|studied|speak|teach)\b", re.I),
     re.compile(r"^i(?:'ve| have) been (?:a|an|working (?:as|at|for))\b", re.I),
 )
+# "I'm a/an ..." is who the person is only when one of the next few words
+# names a kind of person (WordNet's person nouns: "a data engineer", "a
+# shooting guard", "a big fan"), not a state ("a bit tired", "a mix of
+# excited and scared").
+_A_KIND_OF_RE = re.compile(r"^i(?:'m| am) (?:a|an)\s+(?P<rest>.+)$", re.I)
+#: Words after the article read for a person noun ("a senior data engineer").
+KIND_WORDS = 3
+
+
+def _says_a_kind_of_person(text: str) -> bool:
+    """Whether ``text`` is "I'm a/an ..." with a person noun among its next :data:`KIND_WORDS` words."""
+    m = _A_KIND_OF_RE.match(text)
+    if not m:
+        return False
+    from memvault.store.consolidation.lexicon import person
+
+    words = re.findall(r"[a-z]+(?:-[a-z]+)*", m.group("rest").casefold())[:KIND_WORDS]
+    return any(person(w) for w in words)
+
+
 _PREFERENCE_RES = (
     re.compile(
         rf"^{_I} (?:really |strongly |usually |generally |always |mostly |much |definitely )?"
@@ -141,7 +160,7 @@ def classify(text: str) -> tuple[str, str] | None:
         return (found[0] if found else SEMANTIC), "remembered"
     if _NOT_A_STATEMENT_RE.match(text):
         return None
-    if any(r.search(text) for r in _IDENTITY_RES):
+    if any(r.search(text) for r in _IDENTITY_RES) or _says_a_kind_of_person(text):
         return IDENTITY, "identity"
     if _DECISION_RE.search(text):
         return SEMANTIC, "decision"
