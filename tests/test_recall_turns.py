@@ -72,7 +72,7 @@ def test_context_quotes_the_turn_on_one_plain_line_with_dates_resolved(session: 
     race = next(line for line in lines if "charity race" in line)
     assert race.startswith("- 2023-05-08 Melanie: Nice.")  # the day, not the minute: the line is short
     assert "last Friday [2023-05-05]" in race and "two weeks ago [2023-04-24]" in race
-    assert race.endswith("#^t4)")
+    assert race.endswith("(turn 4)")  # its number, not the note: the line says when and who
     for line in lines[1:]:  # no callout markup, block ids on their own, front-matter or role labels
         assert "[!" not in line and "> " not in line and "session_id" not in line and "User" not in line
     # The turn first, then its neighbours (the one it answers before the reply to it).

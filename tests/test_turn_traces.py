@@ -58,14 +58,15 @@ def test_a_turn_is_found_alone_by_search_with_its_speaker_and_time(vault: Path) 
 
 def test_a_recalled_turn_is_one_plain_line_with_its_date_resolved(vault: Path) -> None:
     with opened(vault) as store:
-        store.ingest(_session(), client="generic")
+        report = store.ingest(_session(), client="generic")
         block = store.context("When did Caroline go to the support group?", what="all", record=False)
         line = next(x for x in block["text"].splitlines() if "support group" in x)
         assert line.startswith("- 2023-05-08 Caroline: I went to a support group yesterday [2023-05-07]")
-        assert line.endswith("#^t1)")
+        assert line.endswith("(turn 1)")  # the line says when and who; the item's ref finds the note
         assert "[!" not in block["text"] and "\n^t" not in block["text"] and "---" not in block["text"]
         item = next(i for i in block["items"] if i.get("anchor") == "^t1")
         assert (item["kind"], item["speaker"]) == (TURN_KIND, "Caroline")
+        assert item["ref"] == f"{report.path}#^t1"
         assert not any(i["kind"] == "note" for i in block["items"])  # the note's turns stand for it
 
 

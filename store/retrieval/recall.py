@@ -6,11 +6,11 @@ block that fits a token budget, counted with the embedder's own tokenizer::
     ## Recalled Memory
     - [identity] Works as a backend engineer in Lisbon. (Memory/identity/role.md)
     - [fact] Deploys happen on Fridays. (Runbook > Deploys)
-    - 2023-05-08 13:59 Melanie: I ran a charity race two weeks ago [2023-04-24]. (2023-05-08 Chat#^t4)
+    - 2023-05-08 13:59 Melanie: I ran a charity race two weeks ago [2023-04-24]. (turn 4)
 
 Each item is one plain line: a memory or fact as ``[type] date text
 (source)`` (the date when it has an event time), a turn of a conversation as
-``date speaker: text (note#^tN)`` (:mod:`~memvault.store.retrieval.turns`);
+``date speaker: text (turn N)`` (:mod:`~memvault.store.retrieval.turns`);
 relative times in the text are followed by the dates they mean
 (:func:`~memvault.store.retrieval.when.with_dates`).
 
@@ -133,15 +133,14 @@ class RecallItem:
     @property
     def short_source(self) -> str:
         """:attr:`source` as a recall line shows it: a note by its name, not its
-        folders (the full path is in ``source`` and ``path``)."""
+        folders (the full path is in ``source`` and ``path``); a turn by its
+        number ("turn 4")."""
         if self.anchor:
-            # The line already says when: a session note's name repeats the
-            # date it starts with, so the turn is cited by the rest, briefly.
-            name = (self.path or self.id).rsplit("/", 1)[-1].removesuffix(".md")
-            day = self.when[:10]
-            if day and name.startswith(day + " "):
-                name = name[len(day) + 1:]
-            return f"{_short(name, TURN_SOURCE_CHARS)}#{self.anchor}"
+            # The line already says when and who: the turn's number finds it in
+            # that day's session, and its ``ref`` has the note's path. A note
+            # name here cost 12 tokens a line, a third of a short turn's.
+            number = self.anchor.removeprefix("^t")
+            return f"turn {number}" if number.isdigit() else self.anchor
         if self.kind == "fact":
             return self.source
         name = _short((self.path or self.id).rsplit("/", 1)[-1].removesuffix(".md"))
@@ -177,10 +176,6 @@ class RecallItem:
 
 #: Longest note name a recall line's source shows.
 SOURCE_NAME_CHARS = 40
-#: Longest note name a turn's line shows: a session note is named after its
-#: first request, and one conversation's turns share it, so a few words find
-#: the note (the item's ``ref`` has its full path).
-TURN_SOURCE_CHARS = 20
 
 
 #: A list item's or quote's mark at the start of a line ("- ", "1. ", "> ").
@@ -205,7 +200,7 @@ def _label(item: RecallItem) -> str:
 
 
 def _render(item: RecallItem, words: list[str], cut: bool) -> str:
-    """One plain line: a turn as "date speaker: text (note#^tN)", anything
+    """One plain line: a turn as "date speaker: text (turn N)", anything
     else as "[type] date text (source)"; the date only when known."""
     body = " ".join(words) + ("…" if cut else "")
     source, when = item.short_source, item.when[:10]
