@@ -15,6 +15,7 @@ import json
 import os
 import re
 import stat
+import time
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -42,6 +43,12 @@ class FileStat:
     size: int
     is_note: bool
     ctime_ns: int = 0  # inode change time: a rename onto the path changes it
+    #: The inode number: a file renamed onto the path (a sync tool's temp
+    #: file) is another inode even when its timestamps fall in the same tick.
+    inode: int = 0
+    #: When the stat was taken (time.time_ns()): a file whose timestamps are
+    #: this close to it may change again without them moving ("racy").
+    seen_ns: int = 0
 
 
 @dataclass(frozen=True)
@@ -209,6 +216,7 @@ def scan_vault(
                 result.warnings.append(ScanWarning(shown, "file name is not valid UTF-8; skipped"))
                 result.bad_names.append(shown)
                 continue
+            seen = time.time_ns()
             try:
                 st = entry.stat()  # follows symlinks
             except OSError as exc:
@@ -238,7 +246,7 @@ def scan_vault(
                 )
                 result.skipped.add(rel)
                 continue
-            result.files[rel] = FileStat(rel, st.st_mtime_ns, st.st_size, is_note, st.st_ctime_ns)
+            result.files[rel] = FileStat(rel, st.st_mtime_ns, st.st_size, is_note, st.st_ctime_ns, st.st_ino, seen)
     return result
 
 
@@ -258,13 +266,15 @@ def stat_file(root: Path, rel: str) -> FileStat | None:
     or (through a symlink) outside the vault."""
     if outside_target(root, rel) is not None:
         return None
+    seen = time.time_ns()
     try:
         st = os.stat(root / rel)
     except OSError:
         return None
     if not stat.S_ISREG(st.st_mode):
         return None
-    return FileStat(rel, st.st_mtime_ns, st.st_size, rel.lower().endswith(NOTE_SUFFIX), st.st_ctime_ns)
+    return FileStat(rel, st.st_mtime_ns, st.st_size, rel.lower().endswith(NOTE_SUFFIX), st.st_ctime_ns,
+                    st.st_ino, seen)
 
 
 def is_hidden(rel: str) -> bool:

@@ -591,6 +591,18 @@ def m014_speaker_turns_embedded_as_turns(con: apsw.Connection) -> None:
     )
 
 
+def m015_file_inode(con: apsw.Connection) -> None:
+    """The inode number of each file, beside its mtime, size and ctime.
+
+    A sync tool (Syncthing) writes a received file to a temp file and renames
+    it over the note, keeping the sender's mtime: with the same size and a
+    ctime in the same clock tick as the file it replaced, only the inode
+    tells the two apart. 0 means unknown: the next sync reads the file again
+    (a hash compare; an unchanged note is only touched).
+    """
+    con.execute("ALTER TABLE files ADD COLUMN inode INTEGER NOT NULL DEFAULT 0")
+
+
 MIGRATIONS: list[Callable[[apsw.Connection], None]] = [
     m001_foundation,
     m002_memories,
@@ -606,4 +618,5 @@ MIGRATIONS: list[Callable[[apsw.Connection], None]] = [
     m012_redact_notes,
     m013_turn_traces,
     m014_speaker_turns_embedded_as_turns,
+    m015_file_inode,
 ]

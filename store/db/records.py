@@ -40,6 +40,8 @@ class FileRow:
     #: The inode change time when recorded; 0 when unknown or when the file
     #: changed too recently to trust its timestamps (read it again next time).
     ctime_ns: int = 0
+    #: The inode number when recorded; 0 when unknown (read it again next time).
+    inode: int = 0
 
 
 @dataclass
@@ -87,7 +89,7 @@ class EdgeRow:
 
 # -- files -------------------------------------------------------------------
 
-_FILE_COLS = "path, kind, trace_id, mtime_ns, size, hash, parse_error, read_error, ctime_ns"
+_FILE_COLS = "path, kind, trace_id, mtime_ns, size, hash, parse_error, read_error, ctime_ns, inode"
 
 
 def load_files(con: apsw.Connection) -> dict[str, FileRow]:
@@ -104,16 +106,19 @@ def get_file(con: apsw.Connection, path: str) -> FileRow | None:
 def put_file(con: apsw.Connection, f: FileRow) -> None:
     """Insert or replace a file row."""
     con.execute(
-        f"INSERT OR REPLACE INTO files ({_FILE_COLS}, indexed_at) VALUES (?,?,?,?,?,?,?,?,?,?)",
-        (f.path, f.kind, f.trace_id, f.mtime_ns, f.size, f.hash, f.parse_error, f.read_error, f.ctime_ns, now_iso()),
+        f"INSERT OR REPLACE INTO files ({_FILE_COLS}, indexed_at) VALUES (?,?,?,?,?,?,?,?,?,?,?)",
+        (f.path, f.kind, f.trace_id, f.mtime_ns, f.size, f.hash, f.parse_error, f.read_error, f.ctime_ns, f.inode,
+         now_iso()),
     )
 
 
-def touch_file(con: apsw.Connection, path: str, mtime_ns: int, size: int, ctime_ns: int = 0) -> None:
-    """Record a new mtime/size/ctime for a file whose content did not change."""
+def touch_file(
+    con: apsw.Connection, path: str, mtime_ns: int, size: int, ctime_ns: int = 0, inode: int = 0
+) -> None:
+    """Record a new mtime/size/ctime/inode for a file whose content did not change."""
     con.execute(
-        "UPDATE files SET mtime_ns = ?, size = ?, ctime_ns = ?, read_error = NULL WHERE path = ?",
-        (mtime_ns, size, ctime_ns, path),
+        "UPDATE files SET mtime_ns = ?, size = ?, ctime_ns = ?, inode = ?, read_error = NULL WHERE path = ?",
+        (mtime_ns, size, ctime_ns, inode, path),
     )
 
 

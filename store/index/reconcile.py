@@ -3,7 +3,8 @@
 :func:`reconcile` is the one code path for every change, whether it comes
 from a full ``memvault sync`` (every path of the vault is a candidate) or from
 the daemon (the paths its watcher saw). For each candidate it decides, cheapest
-check first: unchanged (same mtime and size), touched (same hash), changed,
+check first: unchanged (same mtime, size, ctime and inode; a path the daemon's
+watcher gave is read whatever its stat), touched (same hash), changed,
 new, moved (a new path whose front-matter id or content hash belongs to a path
 that disappeared), or deleted. Then it writes the decisions in batches, each
 one ``BEGIN IMMEDIATE`` transaction, and re-resolves the links elsewhere in
@@ -12,6 +13,7 @@ the vault whose targets appeared or disappeared.
 
 from __future__ import annotations
 
+import dataclasses
 import datetime
 import hashlib
 import json
@@ -252,7 +254,12 @@ class Indexer:
         return out
 
     def sync_paths(self, paths: Iterable[str]) -> SyncSummary:
-        """Reconcile only ``paths`` (from watcher events); others are untouched."""
+        """Reconcile only ``paths`` (from watcher events); others are untouched.
+
+        Each note among them is read again (its hash compared) whatever its
+        stat says: a path is given because something happened to it, and a
+        stat can match a file it does not describe (a sync tool's rename of
+        a same-size file with the sender's mtime, in one timestamp tick)."""
         start = time.perf_counter()
         self._check_root()
         scan = ScanResult()
@@ -280,7 +287,7 @@ class Indexer:
                 scan.skipped.add(path)
             else:
                 scan.files[path] = st
-        summary = self._reconcile(scan, absent, known, None)
+        summary = self._reconcile(scan, absent, known, None, reread=True)
         self._record_outside(scan.outside, set(paths))
         summary.seconds = time.perf_counter() - start
         return summary
@@ -311,11 +318,12 @@ class Indexer:
         absent: set[str],
         known: dict[str, rec.FileRow],
         progress: Progress | None,
+        reread: bool = False,
     ) -> SyncSummary:
         from memvault.store.index.reconcile_pass import ReconcilePass
 
         try:
-            return ReconcilePass(self, scan, absent, known).run(progress)
+            return ReconcilePass(self, scan, absent, known, reread=reread).run(progress)
         except BaseException:
             self._paths = None  # the cached path index may be half-updated
             self.con.execute(f"PRAGMA wal_autocheckpoint={WAL_AUTOCHECKPOINT}")  # if a bulk load paused it
@@ -489,7 +497,7 @@ class Indexer:
             st = stat_file(self.root, holder)
             if st is None:
                 return False
-            in_batch = NoteChange(st, holder_note, holder, memory=True)
+            in_batch = NoteChange(untrusted(st), holder_note, holder, memory=True)
             row = rec.get_file(self.con, holder)
             if row is not None:
                 known[holder] = row
@@ -595,7 +603,7 @@ class Indexer:
             log.warning("%s: could not write %s into its front-matter: %s", note.path, ", ".join(values), exc)
             return note, st
         fresh = stat_file(self.root, note.path)
-        return parse_note(note.path, new), fresh if fresh is not None else st
+        return parse_note(note.path, new), untrusted(fresh if fresh is not None else st)
 
     def _write_note(
         self,
@@ -626,7 +634,8 @@ class Indexer:
             self._keep_version(trace)
         rec.put_file(
             self.con,
-            rec.FileRow(st.path, "note", c.trace_id, st.mtime_ns, st.size, note.hash, note.error, ctime_ns=trusted_ctime(st)),
+            rec.FileRow(st.path, "note", c.trace_id, st.mtime_ns, st.size, note.hash, note.error,
+                        ctime_ns=trusted_ctime(st), inode=st.inode),
         )
         rec.put_trace(self.con, trace, new=fresh)
         sync_turns(self.con, trace)
@@ -699,20 +708,37 @@ RACY_NS = 2_000_000_000
 
 def trusted_ctime(st: FileStat) -> int:
     """The ctime to record for ``st``: 0 (read it again next time) when the
-    file is racy, i.e. changed too recently for its timestamps to be trusted."""
-    if time.time_ns() - max(st.mtime_ns, st.ctime_ns) < RACY_NS:
+    file is racy, i.e. changed too recently for its timestamps to be trusted.
+
+    "Recently" is measured from when the stat was taken, not from now: the
+    content was read after the stat, and a write after that read within
+    the same timestamp tick would leave mtime and ctime as recorded (a
+    reconcile waiting seconds for the write lock must not make it trusted)."""
+    seen = st.seen_ns or time.time_ns()
+    if seen - max(st.mtime_ns, st.ctime_ns) < RACY_NS:
         return 0
     return st.ctime_ns
 
 
+def untrusted(st: FileStat) -> FileStat:
+    """``st`` for a stat taken *after* its file's content was read: the file
+    may have been replaced in between (a sync tool delivering the other
+    device's version), so the stat may describe other bytes than the ones
+    read. Recorded with ctime 0, the file is read again on its next look."""
+    return dataclasses.replace(st, ctime_ns=0)
+
+
 def needs_look(st: FileStat, row: rec.FileRow | None) -> bool:
     # mtime and size catch edits; ctime catches a same-size file renamed onto
-    # the path (mv keeps mtime); ctime 0 marks a racy or pre-ctime entry.
+    # the path (mv keeps mtime); the inode a file renamed onto it within the
+    # same timestamp tick; ctime 0 marks a racy or pre-ctime entry, inode 0
+    # a pre-inode one.
     return (
         row is None
         or row.mtime_ns != st.mtime_ns
         or row.size != st.size
         or row.ctime_ns != st.ctime_ns
+        or row.inode != st.inode
         or row.read_error is not None
     )
 

@@ -1,7 +1,8 @@
 """One reconcile of the index with (part of) the vault, step by step.
 
 :meth:`Indexer.sync` and :meth:`Indexer.sync_paths` differ only in what they
-scan; both hand the scan to a :class:`ReconcilePass`, which
+scan (and in that ``sync_paths`` reads each note it was given, whatever its
+stat); both hand the scan to a :class:`ReconcilePass`, which
 
 1. **plans**: sets store-side writes in flight apart (their events are our
    own), finds the vanished paths, and updates the in-memory path index the
@@ -49,8 +50,11 @@ if TYPE_CHECKING:
 class ReconcilePass:
     """The state of one reconcile (see the module docstring)."""
 
-    def __init__(self, ix: "Indexer", scan: ScanResult, absent: set[str], known: dict[str, rec.FileRow]) -> None:
+    def __init__(
+        self, ix: "Indexer", scan: ScanResult, absent: set[str], known: dict[str, rec.FileRow], *, reread: bool = False
+    ) -> None:
         self.ix, self.con, self.scan, self.known = ix, ix.con, scan, known
+        self.reread = reread  # read every note of the scan, whatever its stat (Indexer.sync_paths)
         self.absent = absent - scan.skipped  # a skipped file still exists: keep its entry
         self.summary: SyncSummary = SyncSummary(warnings=[str(w) for w in scan.warnings])
         self.changes: list[NoteChange] = []
@@ -111,7 +115,7 @@ class ReconcilePass:
 
         notes: list[FileStat] = []
         for st in self.scan.files.values():
-            if needs_look(st, known.get(st.path)):
+            if (self.reread and st.is_note) or needs_look(st, known.get(st.path)):
                 (notes if st.is_note else self.attachments).append(st)
         # Without vanished notes no new path can be a move, so notes are
         # written batch by batch as they are read: SQLite work overlaps the
@@ -181,11 +185,10 @@ class ReconcilePass:
                 if path in self.known:
                     rec.set_read_error(self.con, path, message)
             for st in self.touched:
-                rec.touch_file(self.con, st.path, st.mtime_ns, st.size, trusted_ctime(st))
+                rec.touch_file(self.con, st.path, st.mtime_ns, st.size, trusted_ctime(st), st.inode)
             for st in self.attachments:
-                rec.put_file(
-                    self.con, rec.FileRow(st.path, "attachment", None, st.mtime_ns, st.size, ctime_ns=trusted_ctime(st))
-                )
+                rec.put_file(self.con, rec.FileRow(st.path, "attachment", None, st.mtime_ns, st.size,
+                                                   ctime_ns=trusted_ctime(st), inode=st.inode))
             for path, row in self.gone.items():
                 rec.delete_file(self.con, path)
                 if row.trace_id and row.trace_id not in moves:
