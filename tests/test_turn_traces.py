@@ -101,12 +101,19 @@ def test_turn_traces_follow_the_note_through_edits_moves_and_deletion(vault: Pat
         assert _turn_traces(store.con) == {}
 
 
+def _as_of(con: apsw.Connection, version: int) -> None:
+    """Make the index look as a release at ``version`` left it: the version
+    number, and without the columns later migrations add."""
+    con.execute(f"PRAGMA user_version = {version}")
+    con.execute("ALTER TABLE files DROP COLUMN inode")  # m015
+
+
 def test_an_index_from_before_turn_traces_derives_them_on_the_next_sync(vault: Path) -> None:
     with opened(vault) as store:
         store.ingest(_session(), client="generic")
         with store.con:
             store.con.execute("DELETE FROM traces WHERE kind = 'turn'")
-            store.con.execute("PRAGMA user_version = 12")
+            _as_of(store.con, 12)
     with opened(vault) as store:
         store.sync()
         assert len(_turn_traces(store.con)) == 4
@@ -195,7 +202,7 @@ def test_a_turn_is_embedded_with_its_speaker_however_it_was_written(vault: Path)
         # An index from before: the turn memory is chunked again on the next embedding run.
         with store.con:
             store.con.execute("DELETE FROM embed_queue")
-            store.con.execute("PRAGMA user_version = 13")
+            _as_of(store.con, 13)
     with opened(vault) as store:
         queued = {r for (r,) in store.con.execute(
             "SELECT t.id FROM embed_queue q JOIN traces t ON t.rowid = q.trace_rowid")}
