@@ -617,7 +617,12 @@ class Indexer:
         old_row = known.get(c.old_path) if c.old_path else None
         left: str | None = None  # the id this note's path was indexed under, if it let it go
         if old_row and old_row.trace_id and old_row.trace_id != c.trace_id:
-            if not c.own_trace and rec.get_trace(self.con, c.trace_id) is None:
+            # rename_trace moves every file row holding the old id: with
+            # another note indexed under it too, that note's row would follow
+            # an id its note does not name (and, renamed back later, drag
+            # this one along). That note keeps the trace; this one leaves it.
+            if (not c.own_trace and rec.get_trace(self.con, c.trace_id) is None
+                    and not self._held_elsewhere(old_row.trace_id, {st.path, c.old_path})):
                 rec.rename_trace(self.con, old_row.trace_id, c.trace_id)
             else:
                 left = old_row.trace_id
@@ -652,6 +657,11 @@ class Indexer:
         else:
             rec.replace_edges(self.con, c.trace_id, edges)
         return trace
+
+    def _held_elsewhere(self, trace_id: str, paths: set[str | None]) -> bool:
+        """Whether a file row other than those at ``paths`` holds ``trace_id``."""
+        rows = self.con.execute("SELECT path FROM files WHERE trace_id = ?", (trace_id,)).fetchall()
+        return any(path not in paths for (path,) in rows)
 
     def _retire_released(self) -> None:
         """The traces notes of this batch let go of (:meth:`_write_note`):

@@ -100,6 +100,9 @@ class ReconcilePass:
         self.gone = {p: known[p] for p in self.absent if known[p].trace_id not in moving}
 
         # The paths every link can point at once this reconcile is applied.
+        # data_version first: a commit by another connection from here on
+        # (a CLI's writer) shows in it (see _finish).
+        self.data_version = _data_version(self.con)
         self.all_files, self.resolver = self.ix._path_index()
         # Links elsewhere can only need re-resolving when the index held
         # files before (not on a first index); `known` alone cannot say so
@@ -256,8 +259,20 @@ class ReconcilePass:
             with write_transaction(self.con):
                 self.ix._reresolve(keys, self.resolver, self.all_files, self.written)
         # Our own writes moved the files generation; the cached index already
-        # has them, so adopt the new number instead of reloading.
-        self.ix._paths_gen = rec.files_generation(self.con)
+        # has them, so adopt the new number instead of reloading. Unless
+        # another connection committed meanwhile: its changes to the files
+        # table (a writer moving a note) would be adopted unseen, and the
+        # next reconcile would settle ids against paths that no longer hold
+        # them (two notes under one id). Then the next reconcile reloads.
+        if _data_version(self.con) == self.data_version:
+            self.ix._paths_gen = rec.files_generation(self.con)
+        else:
+            self.ix._paths = None
         if self.written_notes or self.removed:
             for observer in self.ix.observers:
                 self.summary.warnings += observer.notes_changed(self.written_notes, self.removed)
+
+
+def _data_version(con: apsw.Connection) -> int:
+    """SQLite's counter of commits to the index by other connections."""
+    return int(con.execute("PRAGMA main.data_version").fetchone()[0])
