@@ -146,3 +146,37 @@ def test_the_daemon_picks_up_a_same_size_delivery_with_the_old_mtime(tmp_path: P
         wait_for(lambda: indexed_hash(laptop.cli, "A.md") == on_disk(laptop.cli, "A.md"))
     finally:
         laptop.stop()
+
+
+def test_an_older_read_by_another_connection_never_overwrites_a_newer_record(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A CLI's reconcile reads a note, then waits (for the write lock); the
+    sync tool delivers the other device's version and the daemon records it,
+    its event handled. The CLI's older read must not be written over that:
+    no event is left to make anyone read the note again."""
+    from memvault.store.index import reconcile_pass
+
+    root = tmp_path / "laptop" / "vault"
+    daemon, cli = store(root), store(root)  # one data dir, two connections
+    try:
+        p = write(root, "A.md", "# A\n\nalpha words\n")
+        daemon.sync()
+        p.write_text("# A\n\nalpha words, edited\n", encoding="utf-8")
+        real = reconcile_pass.read_notes
+
+        def read_then_wait(*args, **kwargs):  # type: ignore[no-untyped-def]
+            results = list(real(*args, **kwargs))  # the CLI has read the edit
+            monkeypatch.setattr(reconcile_pass, "read_notes", real)
+            _deliver(p, b"# A\n\nomega words from the desktop\n", p.stat().st_mtime_ns + 10**9)
+            daemon.sync_paths(["A.md"])  # the delivery's event
+            assert indexed_hash(daemon, "A.md") == on_disk(daemon, "A.md")
+            yield from results
+
+        monkeypatch.setattr(reconcile_pass, "read_notes", read_then_wait)
+        cli.sync_paths(["A.md"])
+        assert indexed_hash(cli, "A.md") == on_disk(cli, "A.md")
+        assert "omega" in find_trace(cli.con, "A.md").content
+    finally:
+        cli.close()
+        daemon.close()

@@ -41,7 +41,7 @@ from memvault.store.index.reconcile import (
 from memvault.vault_io.bulk import read_notes
 from memvault.vault_io.note import ParsedNote
 from memvault.vault_io.resolve import path_key
-from memvault.vault_io.scan import FileStat, ScanResult
+from memvault.vault_io.scan import FileStat, ScanResult, stat_file
 
 if TYPE_CHECKING:
     from memvault.store.index.reconcile import Indexer, Progress
@@ -212,12 +212,35 @@ class ReconcilePass:
             for c in batch:
                 # A note that took an id over, or gave one up, meets rows already written.
                 fresh = self.fresh and not (c.takeover or c.own_trace)
+                if not fresh and self._recorded_since(c):
+                    continue
                 trace = self.ix._write_note(c, self.resolver, self.all_files, self.known, fresh)
                 self.written_notes.append((c.note, trace))
                 self.written.add(c.trace_id)
                 self.summary.count(c)
             self.ix._retire_released()
         self.batches += 1
+
+    def _recorded_since(self, c: NoteChange) -> bool:
+        """Whether another connection (the daemon, a CLI's writer) recorded
+        this note as it is on disk now, after this pass read an older state
+        of it: writing ours would put that older state back, and with the
+        newer state's event already handled, nothing would read it again.
+        Left alone then (in this pass's write transaction, so the check
+        holds). A note whose change settles ids with other notes is written."""
+        if c.takeover or c.own_trace or c.displaces is not None:
+            return False
+        st = c.stat
+        now = stat_file(self.ix.root, st.path)
+        if now is None or ((now.mtime_ns, now.size, now.inode) == (st.mtime_ns, st.size, st.inode)
+                           and st.ctime_ns in (0, now.ctime_ns)):
+            return False  # what was read is (as far as a stat can tell) what is there
+        # Recorded from this very file (its inode; a ctime of 0 is a racy
+        # entry, still of this file, read again on its next look).
+        row = rec.get_file(self.con, st.path)
+        return (row is not None and row.inode != 0 and row.hash != c.note.hash
+                and (row.mtime_ns, row.size, row.inode) == (now.mtime_ns, now.size, now.inode)
+                and row.ctime_ns in (0, now.ctime_ns))
 
     def _let_go(self) -> None:
         """Drop a written batch's parsed notes (streaming only): a first index
