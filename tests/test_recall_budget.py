@@ -7,7 +7,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from memvault.store.embedding.model import count_tokens
-from memvault.store.retrieval.recall import HEADER, ITEM_MAX_TOKENS, RecallItem, assemble, min_item_tokens
+from memvault.store.retrieval.recall import HEADER, ITEM_MAX_TOKENS, RecallItem, assemble, min_item_tokens, whole_line
 
 # Words of every shape the tokenizer meets: plain, long, digits, accents,
 # CJK (one token per character), punctuation glued on.
@@ -83,3 +83,53 @@ def test_block_never_exceeds_the_budget_and_is_not_empty_when_something_fits(
 def test_no_relevant_item_means_no_block(mems: tuple[list[RecallItem], list[RecallItem]]) -> None:
     identity, _ = mems
     assert assemble(identity, [], 800) == ("", [])
+
+
+@st.composite
+def conversation_turns(draw: st.DrawFn) -> list[RecallItem]:
+    """Recalled turns of two sessions in a ranked order: some consecutive,
+    some not, short and long (a long one is cut and joins no exchange)."""
+    out: list[RecallItem] = []
+    for session in ("s1", "s2"):
+        for pos in draw(st.sets(st.integers(0, 7), max_size=6)):
+            words = draw(st.lists(WORD, min_size=1, max_size=draw(st.sampled_from([12, 150]))))
+            out.append(RecallItem(
+                id=f"{session}#^t{pos + 1}", kind="turn", type="episodic", title="Ana", path=f"{session}.md",
+                content=" ".join([f"{session}-{pos}", *words]), when="2023-05-08", speaker=draw(st.sampled_from(["Ana", "Ben"])),
+                anchor=f"^t{pos + 1}", session=session, position=pos,
+            ))
+    return draw(st.permutations(out))
+
+
+@given(conversation_turns(), st.integers(10, 1200))
+def test_consecutive_turns_share_a_line_in_the_order_they_were_said_within_the_budget(
+    turns: list[RecallItem], budget: int
+) -> None:
+    text, items = assemble([], turns, budget)
+    assert tokens(text) <= budget
+    if not text:
+        return
+    lines = text.split("\n")[1:]
+    assert sum(i.tokens for i in items) == sum(tokens(line) for line in lines)
+    ids = [i.id for i in items]
+    assert len(ids) == len(set(ids))
+    by_line: dict[str, list[RecallItem]] = {}
+    for it in items:
+        assert it.text in lines
+        by_line.setdefault(it.text, []).append(it)
+    assert list(by_line) == lines  # each line once, its items together
+    for line, members in by_line.items():
+        if len(members) == 1:
+            continue
+        # An exchange: one session's consecutive turns, whole, in order, dated once.
+        assert len({m.session for m in members}) == 1
+        assert [m.position for m in members] == list(range(members[0].position or 0, (members[0].position or 0) + len(members)))
+        said = " · ".join(f"{m.speaker}: {m.content}" for m in members)
+        assert line == f"- 2023-05-08 {said} (turns {members[0].position + 1}-{members[-1].position + 1})"  # type: ignore[operator]
+    # Two lines never hold neighbouring whole turns of one session: a turn
+    # whose own whole line fits also fits joined (the join saves its date and
+    # source), so it would have joined.
+    whole = [ms for line, ms in by_line.items() if len(ms) > 1 or line == whole_line(ms[0])]
+    for a in whole:
+        for b in whole:
+            assert not (a[0].session == b[0].session and (a[-1].position or 0) + 1 == b[0].position)

@@ -70,15 +70,18 @@ def test_context_quotes_the_turn_on_one_plain_line_with_dates_resolved(session: 
     lines = block["text"].splitlines()
     assert lines[0] == "## Recalled Memory"
     race = next(line for line in lines if "charity race" in line)
-    assert race.startswith("- 2023-05-08 Melanie: Nice.")  # the day, not the minute: the line is short
+    # The turn and its neighbours (the one it answers, the reply to it) are
+    # one exchange: one line, in the order they were said, dated once.
+    assert race.startswith("- 2023-05-08 Caroline: ")  # the day, not the minute: the line is short
+    assert " · Melanie: Nice." in race and " · Caroline: " in race.split(" · Melanie: ", 1)[1]
+    assert race.count("2023-05-08") == 1 and race.endswith("(turns 3-5)")
     assert "last Friday [2023-05-05]" in race and "two weeks ago [2023-04-24]" in race
-    assert race.endswith("(turn 4)")  # its number, not the note: the line says when and who
     for line in lines[1:]:  # no callout markup, block ids on their own, front-matter or role labels
         assert "[!" not in line and "> " not in line and "session_id" not in line and "User" not in line
-    # The turn first, then its neighbours (the one it answers before the reply to it).
     turns = [i["anchor"] for i in block["items"]]
-    assert turns == ["^t4", "^t3", "^t5"]
-    assert "pride parade next month [2023-06]" in lines[2]
+    assert turns == ["^t3", "^t4", "^t5"]
+    assert {i["text"] for i in block["items"]} == {race}
+    assert "pride parade next month [2023-06]" in race.split(" · ")[0]
 
 
 def test_a_small_budget_keeps_the_turn_that_matched_not_its_neighbour(session: Path) -> None:
@@ -121,7 +124,7 @@ def test_reading_path_and_block_id_gives_the_turn(session: Path) -> None:
 
 
 def test_chunks_found_by_similarity_come_down_to_their_turns() -> None:
-    from memvault.store.retrieval.recall import Passage
+    from memvault.store.retrieval.passages import Passage
     from memvault.store.retrieval.turns import as_turns
 
     content = "## Digest\nA chat.\n\n## Transcript\n\n" + "".join(

@@ -62,7 +62,9 @@ def test_a_recalled_turn_is_one_plain_line_with_its_date_resolved(vault: Path) -
         block = store.context("When did Caroline go to the support group?", what="all", record=False)
         line = next(x for x in block["text"].splitlines() if "support group" in x)
         assert line.startswith("- 2023-05-08 Caroline: I went to a support group yesterday [2023-05-07]")
-        assert line.endswith("(turn 1)")  # the line says when and who; the item's ref finds the note
+        # With the reply beside it, one exchange: the line says when and who
+        # once, and the items' refs find the note.
+        assert " · Melanie: " in line and line.endswith("(turns 1-2)")
         assert "[!" not in block["text"] and "\n^t" not in block["text"] and "---" not in block["text"]
         item = next(i for i in block["items"] if i.get("anchor") == "^t1")
         assert (item["kind"], item["speaker"]) == (TURN_KIND, "Caroline")

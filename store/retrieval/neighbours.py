@@ -73,6 +73,33 @@ def session_turns(con: apsw.Connection, sessions: Iterable[str]) -> list[list[in
     return out
 
 
+def session_positions(con: apsw.Connection, rowids: Sequence[int]) -> dict[int, tuple[str, int]]:
+    """(session, place in it from 0) of each of ``rowids`` that is an active
+    turn of a session, in the order :func:`session_turns` reads them."""
+    if not rowids:
+        return {}
+    sessions = sorted({
+        s for (s,) in con.execute(
+            f"SELECT DISTINCT session FROM traces WHERE rowid IN ({_marks(len(rowids))}) AND session IS NOT NULL",
+            list(rowids),
+        )
+    })
+    if not sessions:
+        return {}
+    wanted = set(rowids)
+    out: dict[int, tuple[str, int]] = {}
+    current, n = None, 0
+    for rowid, session in con.execute(
+        f"SELECT rowid, session FROM traces WHERE session IN ({_marks(len(sessions))}) AND status = 'active' {_ORDER}",
+        sessions,
+    ):
+        n = 0 if session != current else n + 1
+        current = session
+        if rowid in wanted:
+            out[rowid] = (session, n)
+    return out
+
+
 def turn_neighbours(con: apsw.Connection, rowids: Sequence[int]) -> dict[int, tuple[int | None, int | None]]:
     """(previous, next) turn of each of ``rowids`` that is a turn of a session."""
     if not rowids:

@@ -6,11 +6,14 @@ block that fits a token budget, counted with the embedder's own tokenizer::
     ## Recalled Memory
     - [identity] Works as a backend engineer in Lisbon. (Memory/identity/role.md)
     - [fact] Deploys happen on Fridays. (Runbook > Deploys)
-    - 2023-05-08 13:59 Melanie: I ran a charity race two weeks ago [2023-04-24]. (turn 4)
+    - 2023-05-08 Melanie: I ran a charity race two weeks ago [2023-04-24]. (turn 4)
+    - 2023-05-20 Ana: Is the exam still in June? · Ben: Moved it to July. (turns 7-8)
 
 Each item is one plain line: a memory or fact as ``[type] date text
 (source)`` (the date when it has an event time), a turn of a conversation as
 ``date speaker: text (turn N)`` (:mod:`~memvault.store.retrieval.turns`);
+consecutive turns of one session the block holds are one exchange, one line
+in the order they were said (:mod:`~memvault.store.retrieval.exchange`);
 relative times in the text are followed by the dates they mean
 (:func:`~memvault.store.retrieval.when.with_dates`).
 
@@ -42,12 +45,11 @@ import apsw
 from memvault.store.db.connection import write_transaction
 from memvault.store.db.records import now_iso
 from memvault.store.embedding.model import count_tokens
+from memvault.store.retrieval.exchange import Exchanges, joinable
 
 if TYPE_CHECKING:
-    import numpy as np
 
-    from memvault.store.embedding.vectors import VectorMatrix
-    from memvault.store.retrieval.turns import NoteTurn
+    pass
 
 HEADER = "## Recalled Memory"
 #: Longest single item, in tokens; longer memories are cut with an ellipsis.
@@ -55,11 +57,6 @@ ITEM_MAX_TOKENS = 120
 #: Longest quoted passage of a note, in tokens: a chunk is at most 256
 #: tokens, and the sentence that answers is rarely in its first 120.
 PASSAGE_MAX_TOKENS = 200
-#: Further chunks of a note are quoted when their similarity to the message
-#: is within this of the note's best chunk (and it passes the floor).
-PASSAGE_MARGIN = 0.04
-#: Most passages one note may put in the block.
-PASSAGES_PER_NOTE = 2
 #: Identity memories may take at most this share of the budget left after
 #: the best relevant item (so at a small budget relevance is not starved).
 IDENTITY_SHARE = 0.4
@@ -102,6 +99,10 @@ class RecallItem:
     #: A turn recalled because it stands beside a recalled turn: never the
     #: item a block is built around (:func:`assemble`).
     beside: bool = False
+    #: For a turn: its session and its place in it (consecutive turns of one
+    #: session share a line: :mod:`~memvault.store.retrieval.exchange`).
+    session: str = ""
+    position: int | None = None
 
     @property
     def key(self) -> str:
@@ -248,6 +249,15 @@ def _first_words(text: str, n: int) -> list[str]:
     return out
 
 
+def whole_line(item: RecallItem) -> str | None:
+    """The item's uncut line, or None when it is longer than its cap."""
+    words = _first_words(item.content, item.max_tokens + 1)
+    if len(words) > item.max_tokens:
+        return None
+    line = _render(item, words, False)
+    return line if _tokens(line) <= item.max_tokens else None
+
+
 def min_item_tokens(item: RecallItem) -> int:
     """Tokens of the shortest line the item can have (its first word, cut)."""
     words = _first_words(item.content, 2)
@@ -307,6 +317,9 @@ def assemble(
     if anchor is None:
         return "", []
     room -= anchor.tokens
+    exchanges = Exchanges(_tokens)
+    if anchor.text == whole_line(anchor):
+        exchanges.start(anchor)
     # 2. Identity: first in the block, but only a share of what is left.
     id_ids = {i.id for i in identity}
     id_room = int(room * IDENTITY_SHARE)
@@ -329,9 +342,17 @@ def assemble(
             if anchor.id not in id_ids:
                 shown_relevant.append(anchor)
             continue
-        if item.key in seen or (item.said and item.said in seen) or not _place(item, room):
+        if item.key in seen or (item.said and item.said in seen):
             continue
-        room -= item.tokens
+        whole = whole_line(item) if joinable(item) else None
+        added = exchanges.join(item, room) if whole is not None else None
+        if added is None:
+            if not _place(item, room):
+                continue
+            added = item.tokens
+            if item.text == whole:
+                exchanges.start(item)
+        room -= added
         shown_relevant.append(item)
         seen.update((item.key, item.said))
     # An identity memory let in on its relevance still reads best among the
@@ -339,17 +360,17 @@ def assemble(
     order = {i.id: n for n, i in enumerate(identity)}
     chosen = sorted(shown_identity + [i for i in shown_relevant if i.id in order], key=lambda i: order[i.id])
     chosen += [i for i in shown_relevant if i.id not in order]
-    text = _join([i.text for i in chosen])
+    lines = exchanges.lines(chosen)
+    text = _join([line for line, _ in lines])
     # Lines tokenize independently (the tokenizer splits on whitespace), so
     # the sum holds; should a tokenizer ever join across lines, shed the
-    # least important lines (never the anchor) rather than break the budget.
-    while block_tokens(text) > budget and len(chosen) > 1:
-        drop = next(i for i in reversed(chosen) if i is not anchor)
-        chosen.remove(drop)
-        text = _join([i.text for i in chosen])
+    # least important lines (never the anchor's) rather than break the budget.
+    while block_tokens(text) > budget and len(lines) > 1:
+        lines.remove(next(e for e in reversed(lines) if all(i is not anchor for i in e[1])))
+        text = _join([line for line, _ in lines])
     if block_tokens(text) > budget:
         return "", []
-    return text, chosen
+    return text, [i for _, members in lines for i in members]
 
 
 def _identity_only(identity: Sequence[RecallItem], budget: int) -> tuple[str, list[RecallItem]]:
@@ -459,142 +480,3 @@ def record_recall(con: apsw.Connection, ids: Sequence[str]) -> int:
             ids,
         )
         return changed
-
-
-# -- passages: the part of a note that matches ------------------------------------
-
-_WORD = re.compile(r"[^\W_]+")
-#: Words shorter than this are not evidence when a passage is chosen by words.
-_MIN_WORD = 3
-#: Letters of a word compared when a passage is chosen by words (a cheap
-#: stem: "deploying" and "deploys" meet at "deplo").
-_STEM = 5
-
-
-@dataclass(frozen=True)
-class Passage:
-    """A span of a trace's content under a heading path, and how well it matches."""
-
-    start: int
-    stop: int
-    heading: str
-    similarity: float | None = None
-    #: The session note's turn this passage is (:mod:`~memvault.store.retrieval.turns`).
-    turn: "NoteTurn | None" = None
-
-
-def _stems(text: str) -> set[str]:
-    return {w[:_STEM] for w in (m.group(0).lower() for m in _WORD.finditer(text)) if len(w) >= _MIN_WORD}
-
-
-#: Characters of a trace read when its passage is chosen by words, or cut
-#: into sections when it has no chunks: the cost of a search or a recall is
-#: bounded by this, not by the note (a 2.5 MB note took 1.6 s per search).
-PASSAGE_SCAN_CHARS = 256 * 1024
-#: Characters of one span compared with the message (a section of a note
-#: without chunks can be the whole note).
-SPAN_SCAN_CHARS = 8192
-#: Longest quoted passage, in characters (a chunk is at most 256 tokens).
-QUOTE_CHARS = 4096
-
-
-def trace_spans(con: apsw.Connection, rowid: int, content: str) -> list[Passage]:
-    """The chunks of a trace as spans (its sections when it has no chunks
-    yet, of its first :data:`PASSAGE_SCAN_CHARS` characters)."""
-    rows = con.execute(
-        "SELECT start, stop, heading FROM chunks WHERE trace_rowid = ? AND start < ? ORDER BY seq",
-        (rowid, PASSAGE_SCAN_CHARS),
-    ).fetchall()
-    if rows:
-        return [Passage(r[0], r[1], r[2] or "") for r in rows]
-    from memvault.store.embedding.chunk import sections
-
-    return [Passage(s.start, s.stop, s.heading) for s in sections(content[:PASSAGE_SCAN_CHARS])]
-
-
-def passages_by_words(spans: Sequence[Passage], content: str, message: str) -> list[Passage]:
-    """The span sharing most words with ``message`` (no vectors to judge by),
-    among those starting in the first :data:`PASSAGE_SCAN_CHARS` characters;
-    the first span when none shares any."""
-    wanted = _stems(message) - {w[:_STEM] for w in _STOPWORDS}
-    best, best_n = None, 0
-    for span in spans:
-        if span.start >= PASSAGE_SCAN_CHARS:
-            break
-        n = len(wanted & _stems(span.heading + " " + content[span.start : min(span.stop, span.start + SPAN_SCAN_CHARS)]))
-        if n > best_n:
-            best, best_n = span, n
-    if best is None:
-        return list(spans[:1])
-    return [best]
-
-
-def passages_by_vector(
-    con: apsw.Connection, matrix: "VectorMatrix", query: "np.ndarray", rowid: int, floor: float
-) -> list[Passage]:
-    """The trace's best chunk by similarity to ``query``, and up to
-    :data:`PASSAGES_PER_NOTE` - 1 more within :data:`PASSAGE_MARGIN` of it
-    (and at least ``floor``); overlapping chunks of one section are merged.
-    Empty when the trace has no vectors."""
-    import numpy as np
-
-    from memvault.store.embedding.vectors import chunk_rows
-
-    rows = matrix.rows_of_trace(rowid)
-    if rows is None or len(rows) == 0:
-        return []
-    sims = matrix.matrix[rows] @ query
-    order = np.argsort(-sims, kind="stable")
-    best = float(sims[order[0]])
-    picked = [int(i) for i in order[:PASSAGES_PER_NOTE]
-              if float(sims[i]) >= max(floor, best - PASSAGE_MARGIN) or int(i) == int(order[0])]
-    ids = [int(matrix.chunk_ids[rows[i]]) for i in picked]
-    spans = chunk_rows(con, ids)
-    out: list[Passage] = []
-    for i, cid in zip(picked, ids):
-        if cid not in spans:
-            continue
-        _, start, stop, heading = spans[cid]
-        out.append(Passage(start, stop, heading or "", float(sims[i])))
-    return merge_overlaps(out)
-
-
-def event_when(event_time: str | None) -> str:
-    """An event time as a recall line shows it: "2023-05-08 13:56", or the
-    date alone when it has no time of day; "" when unknown."""
-    if not event_time or len(event_time) < 10:
-        return ""
-    day, clock = event_time[:10], event_time[11:16]
-    return f"{day} {clock}" if len(clock) == 5 and clock != "00:00" else day
-
-
-def merge_overlaps(spans: list[Passage]) -> list[Passage]:
-    """Spans of one heading that overlap or touch become one (best first kept)."""
-    out: list[Passage] = []
-    for p in spans:
-        for n, q in enumerate(out):
-            if p.heading == q.heading and p.start <= q.stop and q.start <= p.stop:
-                out[n] = Passage(min(p.start, q.start), max(p.stop, q.stop), q.heading, q.similarity)
-                break
-        else:
-            out.append(p)
-    return out
-
-
-def quote(content: str, span: Passage) -> str:
-    """The text of a passage as the note has it (whitespace trimmed), at most
-    :data:`QUOTE_CHARS` characters (cut at a word, marked "…")."""
-    text = content[span.start : min(span.stop, span.start + QUOTE_CHARS + 1)].strip()
-    if span.stop - span.start <= QUOTE_CHARS:
-        return text
-    cut = text[:QUOTE_CHARS].rsplit(None, 1)[0] if " " in text[:QUOTE_CHARS] else text[:QUOTE_CHARS]
-    return cut.rstrip() + "…"
-
-
-_STOPWORDS = frozenset(
-    "about after again also and are because been before being between both but can could did does doing down "
-    "during each for from further had has have having her here hers him his how into its itself just more most "
-    "not now off once only other our out over own same she should some such than that the their theirs them "
-    "then there these they this those through too under until very was were what when where which while who "
-    "whom why will with would you your yours".split()
-)

@@ -409,7 +409,9 @@ class Retriever:
     def _recall_items(self, cands: Sequence[Any], message: str, qvec: Any) -> list[Any]:
         """RecallItems for ranked candidates, best first: a note, or a memory
         long enough to have several chunks, as its matching passages."""
-        from memvault.store.retrieval.recall import PASSAGE_MAX_TOKENS, RecallItem, event_when, quote
+        from memvault.store.retrieval.neighbours import session_positions
+        from memvault.store.retrieval.passages import event_when, quote
+        from memvault.store.retrieval.recall import PASSAGE_MAX_TOKENS, RecallItem
         from memvault.store.retrieval.turns import turn_items
 
         if not cands:
@@ -424,6 +426,7 @@ class Retriever:
             )
         }
         out: list[RecallItem] = []
+        places = session_positions(self.con, [r[6] for r in rows.values() if isinstance(r[8], str) and r[8]])
         for c in cands:
             row = rows.get(c.id)
             if row is None:
@@ -431,10 +434,11 @@ class Retriever:
             trace_id, kind, type_, title, path, content, rowid, event_time, speaker, anchor = row
             score = round(c.score if c.score else (c.bm25 or 0.0), 6)
             spans = self._passages(kind, type_, rowid, content, message, qvec)
+            session, position = places.get(rowid, ("", None))
             whole = RecallItem(trace_id, kind, type_, title, path, content, score=score, when=event_when(event_time),
                                speaker=speaker if isinstance(speaker, str) else "",
                                anchor=anchor if isinstance(anchor, str) else "",
-                               beside=isinstance(c, _NeighbourTurn))
+                               beside=isinstance(c, _NeighbourTurn), session=session, position=position)
             if not spans:
                 out.append(whole.dated())
                 continue
@@ -449,7 +453,8 @@ class Retriever:
     def _passages(self, kind: str, type_: str, rowid: int, content: str, message: str, qvec: Any) -> list[Any]:
         """The passages to quote of a recalled trace ([] to show it whole):
         notes always, memories only when long (several chunks), facts never."""
-        from memvault.store.retrieval.recall import ITEM_MAX_TOKENS, passages_by_vector, passages_by_words, trace_spans
+        from memvault.store.retrieval.passages import passages_by_vector, passages_by_words, trace_spans
+        from memvault.store.retrieval.recall import ITEM_MAX_TOKENS
         from memvault.store.retrieval.turns import as_turns
 
         if kind in ("fact", "turn") or (kind == "memory" and (type_ == "identity" or len(content) < ITEM_MAX_TOKENS * 4)):
@@ -471,7 +476,7 @@ class Retriever:
         memory's whole text, else the note's best chunk (by the query's
         vector when there is one, else by its words); and the session
         note's turn it is, if it is one (else None)."""
-        from memvault.store.retrieval.recall import Passage, quote
+        from memvault.store.retrieval.passages import Passage, quote
         from memvault.store.retrieval.turns import turn_line
 
         row = self.con.execute("SELECT rowid, kind, type, content FROM traces WHERE id = ?", (h.id,)).fetchone()

@@ -29,7 +29,8 @@ from typing import Any
 
 import apsw
 
-from memvault.store.retrieval.recall import _STOPWORDS, ITEM_MAX_TOKENS, Passage, RecallItem
+from memvault.store.retrieval.passages import _STOPWORDS, Passage
+from memvault.store.retrieval.recall import ITEM_MAX_TOKENS, RecallItem
 from memvault.vault_io.errors import MemvaultError
 
 #: Characters of a session note read for its turns (about 4,000 turns).
@@ -222,7 +223,7 @@ def trace_turn(con: apsw.Connection, trace_id: str) -> NoteTurn | None:
     """The turn a turn trace (:mod:`memvault.store.index.turn_traces`) stands
     for, as its session note holds it (its place in the note's content is
     not kept: ``start``/``stop`` are 0); None for any other trace."""
-    from memvault.store.retrieval.recall import event_when
+    from memvault.store.retrieval.passages import event_when
 
     row = con.execute(
         "SELECT content, title, event_time, json_extract(metadata, '$.role'), json_extract(metadata, '$.seq') "
