@@ -121,3 +121,38 @@ def test_a_note_taking_a_new_id_leaves_another_note_indexed_under_the_old_one(tm
         assert (now[ID], now[other]) == ("Memory/semantic/original.md", "Memory/semantic/renamed.md")
     finally:
         s.close()
+
+
+def test_a_version_carried_away_by_a_trace_rename_is_never_overwritten(tmp_path: Path) -> None:
+    """Seed 19: a note indexed under X takes the id Y split off for it on
+    the other device, and its trace, versions and all, becomes Y (the
+    versions keep their ``X.v<n>`` ids). The note that kept X then has its
+    own next version: numbered 1 again it would be ``X.v1`` and replace,
+    in the durable state, the version Y carried away."""
+    from memvault.vault_io.fm_edit import edit_frontmatter
+
+    root = tmp_path / "laptop" / "vault"
+    s = store(root)
+    try:
+        made = s.memories.add("Prefers tea.", "semantic")
+        s.memories.update(made.id, content="Prefers tea, always.")
+        assert [v for (v,) in s.con.execute(
+            "SELECT id FROM state.memory_versions WHERE memory_id = ?", (made.id,))] == [f"{made.id}.v1"]
+        note = root / made.path
+        split = "m-0bfbf1b5f345"
+        note.write_text(edit_frontmatter(note.read_text(encoding="utf-8"), {"id": split}), encoding="utf-8")
+        s.sync_paths([made.path])
+        carried = s.con.execute("SELECT id, memory_id, trace FROM state.memory_versions ORDER BY id").fetchall()
+        assert [(v, m) for v, m, _ in carried] == [(f"{made.id}.v1", split)]
+        # The note that kept the id arrives, and is edited.
+        kept = "Memory/semantic/kept.md"
+        write(root, kept, NOTE.format(id=made.id, text="Prefers tea, green."))
+        s.sync_paths([kept])
+        write(root, kept, NOTE.format(id=made.id, text="Prefers tea, green, no sugar."))
+        s.sync_paths([kept])
+        rows = s.con.execute("SELECT id, memory_id, trace FROM state.memory_versions ORDER BY id").fetchall()
+        assert (carried[0][0], split, carried[0][2]) in rows, "the carried version was overwritten"
+        mine = [v for v, m, _ in rows if m == made.id]
+        assert len(mine) == 1 and mine[0] != carried[0][0]
+    finally:
+        s.close()

@@ -96,7 +96,14 @@ def stage_version(con: apsw.Connection, current: rec.TraceRow, reason: str | Non
         prev = rec.trace_from_json(last[1])
         if (prev.content, prev.type, prev.tags) == (current.content, current.type, current.tags):
             return prev
-    n = 1 + (int(last[0]) if last else 0)
+    # Past this id's versions a trace rename carried to another memory too
+    # (they keep their "<id>.v<n>" ids): the id, kept by another note, would
+    # otherwise number from 1 again and overwrite one of them.
+    top = con.execute(
+        "SELECT max(version) FROM state.memory_versions WHERE memory_id = ? OR (id >= ? AND id < ?)",
+        (current.id, current.id + ".v", current.id + ".w"),
+    ).fetchone()[0]
+    n = 1 + int(top or 0)
     version_id = f"{current.id}.v{n}"
     meta = dict(current.metadata, version_of=current.id, version=n)
     snap = replace(
