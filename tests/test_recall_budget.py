@@ -133,3 +133,21 @@ def test_consecutive_turns_share_a_line_in_the_order_they_were_said_within_the_b
     for a in whole:
         for b in whole:
             assert not (a[0].session == b[0].session and (a[-1].position or 0) + 1 == b[0].position)
+
+
+def test_an_exchange_names_its_turns_by_number_and_a_turn_note_by_name() -> None:
+    from memvault.store.retrieval.exchange import Exchange
+
+    def turn(n: int, pos: int, anchor: bool = True) -> RecallItem:
+        item = RecallItem(f"s#^t{n}", "turn", "episodic", "Ana", f"D1-{n}.md", f"said {n}", when="2023-05-08",
+                          speaker="Ana", anchor=f"^t{n}" if anchor else "", session="s", position=pos)
+        item.text = f"- 2023-05-08 Ana: said {n} (turn {n})"
+        return item
+
+    assert Exchange("s", [turn(2, 0), turn(3, 1)]).line() == "- 2023-05-08 Ana: said 2 · Ana: said 3 (turns 2-3)"
+    # A superseded turn 4 left a gap: the numbers are named, not a range that would include it.
+    assert Exchange("s", [turn(3, 0), turn(5, 1)]).source() == "turns 3, 5"
+    # Turn notes have no block id: each note by its name.
+    assert Exchange("s", [turn(1, 0, False), turn(2, 1, False)]).source() == "D1-1, D1-2"
+    # Alone, a turn keeps its own line.
+    assert Exchange("s", [turn(7, 0)]).line() == "- 2023-05-08 Ana: said 7 (turn 7)"

@@ -67,9 +67,12 @@ class Exchange:
         """Its turns' sources, once: "turns 2-3" for a session note's turns
         (their numbers are consecutive), else each turn note's name."""
         numbers = [i.anchor.removeprefix("^t") for i in self.items]
-        if all(n.isdigit() for n in numbers):
+        if not all(n.isdigit() for n in numbers):
+            return ", ".join(i.short_source for i in self.items)
+        # A turn taken back (superseded) leaves a gap in the numbers: name each.
+        if [int(n) for n in numbers] == list(range(int(numbers[0]), int(numbers[0]) + len(numbers))):
             return f"turns {numbers[0]}-{numbers[-1]}"
-        return ", ".join(i.short_source for i in self.items)
+        return "turns " + ", ".join(numbers)
 
 
 def joinable(item: "RecallItem") -> bool:
