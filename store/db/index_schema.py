@@ -600,7 +600,10 @@ def m015_file_inode(con: apsw.Connection) -> None:
     tells the two apart. 0 means unknown: the next sync reads the file again
     (a hash compare; an unchanged note is only touched).
     """
-    con.execute("ALTER TABLE files ADD COLUMN inode INTEGER NOT NULL DEFAULT 0")
+    # Idempotent: an index whose version was set back (a test's "index from
+    # before", or a downgrade and upgrade) may already have the column.
+    if not any(row[1] == "inode" for row in con.execute("PRAGMA table_info(files)")):
+        con.execute("ALTER TABLE files ADD COLUMN inode INTEGER NOT NULL DEFAULT 0")
 
 
 MIGRATIONS: list[Callable[[apsw.Connection], None]] = [
