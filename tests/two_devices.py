@@ -162,15 +162,28 @@ class FileSync:
         (win, wf, wm), (lose, lf, lm) = sorted(
             [(self.a, fa, ma), (self.b, fb, mb)], key=lambda x: (x[2], x[0].name), reverse=True
         )
-        stamp = time.strftime("%Y%m%d-%H%M%S", time.gmtime(lm / 1e9))
-        p = Path(path)
-        copy = str(p.with_name(f"{p.stem}.sync-conflict-{stamp}-{lose.name.upper()[:7]:0<7}{p.suffix}"))
+        copy = self._copy_name(path, lose, lm, agreed)
         for d in (self.a, self.b):
             _deliver(d.root / copy, lf[path], lm)
         _deliver(lose.root / path, wf[path], wm)
         agreed[copy], agreed[path] = _digest({copy: lf[path]})[copy], _digest({path: wf[path]})[path]
         self.conflicts_written += 1
         return 2
+
+
+    def _copy_name(self, path: str, lose: Device, mtime_ns: int, agreed: dict[str, str | None]) -> str:
+        """A free name for the losing side's conflict copy: named by its mtime's
+        second, and a second later while that name is taken on either side or
+        by this round (two conflicts of one note within a second must not
+        write one copy over the other)."""
+        p, second = Path(path), int(mtime_ns // 1_000_000_000)
+        while True:
+            stamp = time.strftime("%Y%m%d-%H%M%S", time.gmtime(second))
+            copy = str(p.with_name(f"{p.stem}.sync-conflict-{stamp}-{lose.name.upper()[:7]:0<7}{p.suffix}"))
+            taken = copy in agreed or copy in self.base or any((d.root / copy).exists() for d in (self.a, self.b))
+            if not taken:
+                return copy
+            second += 1
 
 
 def _deliver(target: Path, data: bytes, mtime_ns: int) -> None:
