@@ -635,8 +635,10 @@ class Indexer:
         trace, warning = note_trace(note, c.trace_id, st, self.memory_folder)
         if warning:
             c.note = note = _with_error(note, warning)
-        if trace.kind == "memory" and not fresh and not c.takeover:
-            self._keep_version(trace)
+        if trace.kind == "memory" and not fresh:
+            # A takeover is no edit of that memory (no version), but its note
+            # is live all the same: a deletion of the memory ends here too.
+            self._keep_version(trace, edit=not c.takeover)
         rec.put_file(
             self.con,
             rec.FileRow(st.path, "note", c.trace_id, st.mtime_ns, st.size, note.hash, note.error,
@@ -675,17 +677,19 @@ class Indexer:
                 mem.retire_phantom(self.con, trace_id)
         self._released.clear()
 
-    def _keep_version(self, trace: rec.TraceRow) -> None:
+    def _keep_version(self, trace: rec.TraceRow, edit: bool = True) -> None:
         """A memory note changed in the vault: keep the version it replaces,
         exactly as ``memvault update`` does (the store's own writes read back
-        unchanged, so they make none), and a note that comes back live ends
-        its memory's deletion."""
+        unchanged, so they make none), unless it is no ``edit`` of that
+        memory (a takeover of its id); and a note that comes back live ends
+        its memory's deletion either way (its forget record goes, as a
+        rebuild drops the forget of a memory whose note is live)."""
         old = rec.get_trace(self.con, trace.id)
         if old is None or old.kind != "memory":
             return
         if old.status == "deleted":
             mem.clear_deleted(self.con, trace.id)
-        elif old.status == "active" and mem.meaningfully_changed(old, trace):
+        elif edit and old.status == "active" and mem.meaningfully_changed(old, trace):
             trace.metadata = dict(trace.metadata, supersedes=mem.snapshot_version(self.con, old, EDITED_IN_VAULT))
 
     def _reresolve(
