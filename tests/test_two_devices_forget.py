@@ -84,3 +84,28 @@ def test_a_forget_undone_by_two_notes_coming_back_leaves_no_forget_record(
     b.home.mkdir()
     b.run("rebuild", "--no-embed")
     assert b.view() == seen
+
+
+def test_an_update_that_beats_the_notes_deletion_leaves_no_forget_record(tmp_path: Path) -> None:
+    """``update`` of a memory whose note was deleted in the vault unseen
+    brings the memory back (an edit beats a deletion); the forget record the
+    deletion made on the way must go with it (it stayed before the fix)."""
+    a, b, carry = two(tmp_path)
+    m = a.add("Remember tok5x always")
+    carry()
+    b.run("sync", "--no-embed")
+    _note_of(a.vault, m).unlink()  # deleted by hand, no memvault looking
+    a.run("update", m, "--content", "Remember tok6x instead")
+    for _ in range(2):
+        carry()
+        b.run("sync", "--no-embed")
+        a.run("sync", "--no-embed")
+    assert (m, "active") in {(i, s) for i, s, _ in a.listed()}
+    assert a.forgotten() == b.forgotten() == set()
+    seen = a.view()
+    assert seen == b.view()
+
+    shutil.rmtree(b.home)
+    b.home.mkdir()
+    b.run("rebuild", "--no-embed")
+    assert b.view() == seen

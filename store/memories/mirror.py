@@ -259,6 +259,8 @@ class Memories(NoteWriter):
         # one ahead of the memory's.
         with write_transaction(self.con):
             snap = mem.stage_version(self.con, trace, reason)
+            if deleted_at is not None:  # the update brings the memory back: its deletion ends
+                mem.clear_deleted(self.con, trace.id)
             # The note names the version it replaced (``supersedes``), so the
             # chain can be followed from the vault too.
             changed.metadata = dict(changed.metadata, supersedes=snap.id)
