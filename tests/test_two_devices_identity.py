@@ -15,21 +15,14 @@ from pathlib import Path
 
 import pytest
 from helpers import wait_for, write
+from two_devices import MEMORY_NOTE
 
 from memvault.store.index.doctor import diagnose, repair
 from memvault.store.memory_store import MemoryStore
 from memvault.store.settings import load_settings
 from memvault.vault_io.frontmatter import file_frontmatter_id
 
-NOTE = """---
-id: m-0123456789ab
-type: semantic
-created: '2026-11-20T10:00:00+00:00'
-updated: '2026-11-20T10:00:00+00:00'
-source: manual
----
-{text}
-"""
+NOTE = MEMORY_NOTE.replace("{id}", "m-0123456789ab")
 
 
 def store(root: Path, data: Path) -> MemoryStore:

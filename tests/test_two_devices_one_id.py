@@ -21,21 +21,14 @@ from pathlib import Path
 
 import pytest
 from helpers import write
+from two_devices import MEMORY_NOTE
 
 from memvault.store.db.connection import write_transaction
 from memvault.store.memory_store import MemoryStore
 from memvault.store.settings import load_settings
 from memvault.vault_io.frontmatter import file_frontmatter_id
 
-NOTE = """---
-id: {id}
-type: semantic
-created: '2026-11-20T10:00:00+00:00'
-updated: '2026-11-20T10:00:00+00:00'
-source: manual
----
-{text}
-"""
+NOTE = MEMORY_NOTE
 
 ID = "m-0123456789ab"
 

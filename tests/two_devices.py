@@ -29,6 +29,18 @@ from memvault.daemon.runner import DaemonRunner
 from memvault.store.memory_store import MemoryStore
 from memvault.store.settings import load_settings
 
+#: A memory note as memvault writes one (fill in id and text).
+MEMORY_NOTE = """---
+id: {id}
+type: semantic
+created: '2026-11-20T10:00:00+00:00'
+updated: '2026-11-20T10:00:00+00:00'
+source: manual
+---
+{text}
+"""
+
+
 #: How long a daemon waits after an event before it reconciles (ms).
 DEBOUNCE_MS = 40
 
