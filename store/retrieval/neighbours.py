@@ -54,64 +54,56 @@ def _marks(n: int) -> str:
     return ",".join("?" * n)
 
 
-def session_turns(con: apsw.Connection, sessions: Iterable[str]) -> list[list[int]]:
-    """The active turns (trace rowids) of each of ``sessions``, in order."""
+def _session_runs(con: apsw.Connection, sessions: Iterable[str]) -> list[tuple[str, list[int]]]:
+    """Each of ``sessions`` with its active turns (trace rowids), in order."""
     names = sorted(set(sessions))
     if not names:
         return []
-    out: list[list[int]] = []
-    current: str | None = None
+    out: list[tuple[str, list[int]]] = []
     for rowid, session in con.execute(
         f"SELECT rowid, session FROM traces WHERE session IN ({_marks(len(names))}) AND session IS NOT NULL "
         f"AND status = 'active' {_ORDER}",
         names,
     ):
-        if session != current:
-            out.append([])
-            current = session
-        out[-1].append(rowid)
+        if not out or out[-1][0] != session:
+            out.append((session, []))
+        out[-1][1].append(rowid)
     return out
 
 
-def session_positions(con: apsw.Connection, rowids: Sequence[int]) -> dict[int, tuple[str, int]]:
-    """(session, place in it from 0) of each of ``rowids`` that is an active
-    turn of a session, in the order :func:`session_turns` reads them."""
-    if not rowids:
-        return {}
-    sessions = sorted({
-        s for (s,) in con.execute(
-            f"SELECT DISTINCT session FROM traces WHERE rowid IN ({_marks(len(rowids))}) AND session IS NOT NULL",
-            list(rowids),
-        )
-    })
-    if not sessions:
-        return {}
-    wanted = set(rowids)
-    out: dict[int, tuple[str, int]] = {}
-    current, n = None, 0
-    for rowid, session in con.execute(
-        f"SELECT rowid, session FROM traces WHERE session IN ({_marks(len(sessions))}) AND status = 'active' {_ORDER}",
-        sessions,
-    ):
-        n = 0 if session != current else n + 1
-        current = session
-        if rowid in wanted:
-            out[rowid] = (session, n)
-    return out
+def session_turns(con: apsw.Connection, sessions: Iterable[str]) -> list[list[int]]:
+    """The active turns (trace rowids) of each of ``sessions``, in order."""
+    return [turns for _, turns in _session_runs(con, sessions)]
 
 
-def turn_neighbours(con: apsw.Connection, rowids: Sequence[int]) -> dict[int, tuple[int | None, int | None]]:
-    """(previous, next) turn of each of ``rowids`` that is a turn of a session."""
+def _sessions_of(con: apsw.Connection, rowids: Sequence[int]) -> list[str]:
+    """The sessions ``rowids`` are turns of."""
     if not rowids:
-        return {}
-    sessions = [
+        return []
+    return [
         s for (s,) in con.execute(
             f"SELECT DISTINCT session FROM traces WHERE rowid IN ({_marks(len(rowids))}) AND session IS NOT NULL",
             list(rowids),
         )
     ]
+
+
+def session_positions(con: apsw.Connection, rowids: Sequence[int]) -> dict[int, tuple[str, int]]:
+    """(session, place in it from 0) of each of ``rowids`` that is an active
+    turn of a session, in the order :func:`session_turns` reads them."""
+    wanted = set(rowids)
+    return {
+        rowid: (session, n)
+        for session, turns in _session_runs(con, _sessions_of(con, rowids))
+        for n, rowid in enumerate(turns)
+        if rowid in wanted
+    }
+
+
+def turn_neighbours(con: apsw.Connection, rowids: Sequence[int]) -> dict[int, tuple[int | None, int | None]]:
+    """(previous, next) turn of each of ``rowids`` that is a turn of a session."""
     out: dict[int, tuple[int | None, int | None]] = {}
-    for turns in session_turns(con, sessions):
+    for turns in session_turns(con, _sessions_of(con, rowids)):
         for i, r in enumerate(turns):
             out[r] = (turns[i - 1] if i > 0 else None, turns[i + 1] if i + 1 < len(turns) else None)
     return out

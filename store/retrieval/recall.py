@@ -251,11 +251,18 @@ def _first_words(text: str, n: int) -> list[str]:
 
 def whole_line(item: RecallItem) -> str | None:
     """The item's uncut line, or None when it is longer than its cap."""
+    whole = _whole(item)
+    return whole[0] if whole else None
+
+
+def _whole(item: RecallItem) -> tuple[str, int] | None:
+    """The item's uncut line and its tokens, or None when over its cap."""
     words = _first_words(item.content, item.max_tokens + 1)
     if len(words) > item.max_tokens:
         return None
     line = _render(item, words, False)
-    return line if _tokens(line) <= item.max_tokens else None
+    tokens = _tokens(line)
+    return (line, tokens) if tokens <= item.max_tokens else None
 
 
 def min_item_tokens(item: RecallItem) -> int:
@@ -318,7 +325,7 @@ def assemble(
         return "", []
     room -= anchor.tokens
     exchanges = Exchanges(_tokens)
-    if anchor.text == whole_line(anchor):
+    if joinable(anchor) and anchor.text == whole_line(anchor):
         exchanges.start(anchor)
     # 2. Identity: first in the block, but only a share of what is left.
     id_ids = {i.id for i in identity}
@@ -344,14 +351,15 @@ def assemble(
             continue
         if item.key in seen or (item.said and item.said in seen):
             continue
-        whole = whole_line(item) if joinable(item) else None
+        whole = _whole(item) if joinable(item) else None
         added = exchanges.join(item, room) if whole is not None else None
         if added is None:
-            if not _place(item, room):
+            if whole is not None and whole[1] <= room:  # whole on a line of its own: its neighbours may join it
+                item.text, item.tokens = whole
+                exchanges.start(item)
+            elif not _place(item, room):  # cut to fit (or not at all): joins nothing
                 continue
             added = item.tokens
-            if item.text == whole:
-                exchanges.start(item)
         room -= added
         shown_relevant.append(item)
         seen.update((item.key, item.said))
