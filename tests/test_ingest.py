@@ -204,7 +204,7 @@ def test_generic_jsonl_from_a_stream(vault: Path) -> None:
         ("I am an avid reader.", "identity"),
         ("I'm a senior backend developer.", "identity"),
         # A state, not a kind of person: not who the person is.
-        ("I'm a mix of excited and scared to start.", None),
+        ("I'm a mix of nervous and hopeful about the move.", None),
         ("I'm a bit tired today.", None),
         ("I'm a lot better now.", None),
     ],

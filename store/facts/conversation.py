@@ -78,8 +78,8 @@ _IDENTITY_RES = (
 )
 # "I'm a/an ..." is who the person is only when one of the next few words
 # names a kind of person (WordNet's person nouns: "a data engineer", "a
-# shooting guard", "a big fan"), not a state ("a bit tired", "a mix of
-# excited and scared").
+# night nurse"), not a state ("a bit tired", "a mix of nervous and
+# hopeful").
 _A_KIND_OF_RE = re.compile(r"^i(?:'m| am) (?:a|an)\s+(?P<rest>.+)$", re.I)
 #: Words after the article read for a person noun ("a senior data engineer").
 KIND_WORDS = 3

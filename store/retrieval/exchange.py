@@ -7,7 +7,7 @@ apart, each repeats the date and a source, and the reader has to pair them
 up again. An :class:`Exchange` is the run of a session's consecutive turns
 that the block holds, read in the order they were said, on one line::
 
-    - 2023-01-20 Jon: Lost my job as a banker yesterday [2023-01-19]. · Gina: Sorry about your job! (turns 2-3)
+    - 2024-03-02 Ana: Is the exam still on Friday? · Ben: They moved it to next Monday [2024-03-04]. (turns 2-3)
 
 The line sits where its first-placed turn was placed (the block stays
 ordered by relevance), says the date once (a session's turns share it) and
