@@ -46,6 +46,8 @@ from datetime import datetime, timedelta, timezone
 from pathlib import Path
 from typing import Any
 
+from memvault.store.queries import ContextQuery, SearchQuery
+
 BENCH = Path(__file__).resolve().parent
 REPO = BENCH.parent
 sys.path.insert(0, str(BENCH))
@@ -89,7 +91,7 @@ def run_dialogue(work: Path, did: str, now_mode: str, context: bool) -> dict[str
     for q in support.questions(did):
         ranked: dict[str, list[str]] = {}
         for mode in MEMVAULT_MODES:
-            hits = r.search(q["question"], mode=mode, limit=10)["hits"]
+            hits = r.search(SearchQuery(q["question"], mode=mode, limit=10))["hits"]
             ranked[mode] = [t for t in (support.turn_of_path(h["path"]) for h in hits) if t]
         qvec = r.embedder().embed_query(q["question"])
         ranked["bm25"] = base.bm25(q["question"])
@@ -99,7 +101,7 @@ def run_dialogue(work: Path, did: str, now_mode: str, context: bool) -> dict[str
                "scores": {s: support.score(ranked[s], q["evidence"]) for s in SYSTEMS},
                "top": {s: ranked[s][:10] for s in SYSTEMS}}
         if context:
-            res = r.context(q["question"], record=False)
+            res = r.context(ContextQuery(q["question"], record=False))
             found = [t for t in (support.turn_of_path(i["path"]) for i in res["items"]) if t]
             ev = set(q["evidence"])
             row["context"] = {"recall": len(ev & set(found)) / len(ev), "hit": 1.0 if ev & set(found) else 0.0,
@@ -108,7 +110,7 @@ def run_dialogue(work: Path, did: str, now_mode: str, context: bool) -> dict[str
     silent = None
     if context:
         unrelated = json.loads(PARAPHRASE_QUERIES.read_text(encoding="utf-8"))["unrelated"]
-        silent = sum(1 for u in unrelated if not r.context(u, record=False)["items"])
+        silent = sum(1 for u in unrelated if not r.context(ContextQuery(u, record=False))["items"])
         silent = f"{silent}/{len(unrelated)}"
     if cache is not None:
         cache.close()

@@ -24,6 +24,8 @@ import sys
 import time
 from pathlib import Path
 
+from memvault.store.queries import ContextQuery
+
 BENCH = Path(__file__).resolve().parent
 REPO = BENCH.parent
 sys.path.insert(0, str(BENCH))
@@ -39,11 +41,8 @@ def norm(text: str) -> str:
 
 
 def context_block(store: object, question: str, budget: int | None) -> dict:
-    """The recall block for ``question`` over notes too (old and new spelling of the option)."""
-    try:
-        return store.context(question, budget=budget, what="all", record=False)  # type: ignore[attr-defined]
-    except TypeError:  # before the notes/memories option was renamed
-        return store.context(question, budget=budget, scope="all", record=False)  # type: ignore[attr-defined]
+    """The recall block for ``question`` over notes too."""
+    return store.context(ContextQuery(question, budget=budget, what="all", record=False))  # type: ignore[attr-defined]
 
 
 def main() -> int:

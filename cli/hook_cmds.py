@@ -40,6 +40,7 @@ from memvault.vault_io.secrets import redact
 
 if TYPE_CHECKING:
     from memvault.store.memory_store import MemoryStore
+    from memvault.store.queries import ContextQuery, SessionStartQuery
 
 #: Seconds a context hook may take with a running daemon (warm answers) and without.
 BUDGET_WARM = 0.3
@@ -118,20 +119,24 @@ def run_hook(app: AppContext, event: str, work: Callable[["MemoryStore", dict[st
         click.echo(text[:MAX_CHARS])
 
 
-def _context(store: "MemoryStore", args: dict[str, Any]) -> dict[str, Any]:
-    """The recall block from the daemon (warm); without one, by words alone
-    in-process: loading the model takes longer than a hook's budget."""
-    from memvault.daemon.client import ask
+def _words_only(store: "MemoryStore", q: "ContextQuery | SessionStartQuery") -> dict[str, Any]:
+    """``q`` answered in-process by words alone: loading the model takes
+    longer than a hook's budget."""
     from memvault.store.memory_store import MemoryStore
 
-    found = ask(store.data_dir, "context", args, config=store.settings.values)
-    if found is not None:
-        return found
     words_only = MemoryStore.open(str(store.root), {"embedding.model": "none"})
     try:
-        return words_only.context(**args)
+        method: Callable[[Any], dict[str, Any]] = getattr(words_only, q.OP)
+        return method(q)
     finally:
         words_only.close()
+
+
+def _context(store: "MemoryStore", q: "ContextQuery") -> dict[str, Any]:
+    """The recall block from the daemon (warm); without one, by words alone in-process."""
+    from memvault.daemon.client import answer
+
+    return answer(store, q, local=lambda q: _words_only(store, q))
 
 
 def project_of(cwd: str | None) -> tuple[str | None, Path | None]:
@@ -154,19 +159,12 @@ def session_start_text(store: "MemoryStore", data: dict[str, Any], budget: int |
     (:mod:`memvault.store.retrieval.session_start`), within ``budget``
     tokens: from the daemon (warm, its tokenizer loaded), else in-process by
     words alone."""
-    from memvault.daemon.client import ask
-    from memvault.store.memory_store import MemoryStore
+    from memvault.daemon.client import answer
+    from memvault.store.queries import SessionStartQuery
 
     project, _ = project_of(data.get("cwd") or os.getcwd())
-    args = {"project": project, "budget": budget}
-    found = ask(store.data_dir, "session_start", args, config=store.settings.values)
-    if found is not None:
-        return str(found["text"])
-    words_only = MemoryStore.open(str(store.root), {"embedding.model": "none"})
-    try:
-        return str(words_only.session_start(**args)["text"])
-    finally:
-        words_only.close()
+    q = SessionStartQuery(project=project, budget=budget)
+    return str(answer(store, q, local=lambda q: _words_only(store, q))["text"])
 
 
 def prompt_text(store: "MemoryStore", data: dict[str, Any], budget: int | None, what: str) -> str:
@@ -174,7 +172,9 @@ def prompt_text(store: "MemoryStore", data: dict[str, Any], budget: int | None, 
     prompt = data.get("prompt")
     if not isinstance(prompt, str) or not prompt.strip():
         return ""
-    return _context(store, {"message": prompt, "budget": budget, "what": what, "identity": "relevant"})["text"]
+    from memvault.store.queries import ContextQuery
+
+    return _context(store, ContextQuery(prompt, budget=budget, what=what, identity="relevant"))["text"]
 
 
 def ingest_transcript(store: "MemoryStore", data: dict[str, Any], event: str, client: str) -> str:

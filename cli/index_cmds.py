@@ -8,6 +8,8 @@ from typing import Any
 import click
 
 from memvault.cli.main import AppContext, cli, emit_json, json_option, pass_app, progress_bar, stderr_is_tty, warn
+from memvault.daemon.client import answer
+from memvault.store.queries import SearchQuery
 from memvault.store.retrieval.when import given
 from memvault.vault_io.secrets import redact_tree
 
@@ -32,7 +34,9 @@ def sync(app: AppContext, as_json: bool, no_embed: bool) -> None:
     if daemon is not None:
         # The daemon's embedding service does it: two processes embedding the
         # same texts would only halve each other's speed.
-        ask_daemon(app.store, "wake", {})
+        from memvault.daemon.client import ask
+
+        ask(app.store.data_dir, "wake", {})
         notice(f"embedding is left to the running daemon (pid {daemon})")
     if as_json:
         data = report.as_dict()
@@ -190,17 +194,13 @@ def search(
         raise click.UsageError("QUERY is empty: give the words to search for")
     store = app.store
     memory_scope, old_what = scopes
-    args = {
-        "query": " ".join(query), "mode": mode, "limit": limit, "types": list(_canonical_types(types)), "tags": list(tags),
-        "path_glob": path_glob, "raw": raw, "what": what or old_what or "all", "memory_scope": list(memory_scope),
-        "include_deleted": include_deleted, "include_superseded": include_superseded, "explain": explain,
-        "record": record, **given(since, until),
-    }
-    result = None
-    if mode != "keyword" and not raw:
-        result = ask_daemon(store, "search", args)
-    if result is None:
-        result = store.search(**args)
+    q = SearchQuery(
+        " ".join(query), mode=mode, limit=limit, types=tuple(_canonical_types(types)), tags=tags,
+        path_glob=path_glob, raw=raw, what=what or old_what or "all", memory_scope=memory_scope,
+        include_deleted=include_deleted, include_superseded=include_superseded, explain=explain, record=record,
+        **given(since, until),
+    )
+    result = answer(store, q)
     for line in result["notices"]:
         notice(line)
     # Text from the index is redacted already; a path or a link's name is not.
@@ -259,15 +259,6 @@ def split_scopes(values: tuple[str, ...], command: str) -> tuple[tuple[str, ...]
         notice(f"`{command} --scope {old[-1]}` is the old spelling of `--what {old[-1]}` and still works; "
                "--scope now names a memory scope (user, a project...)")
     return tuple(v for v in values if v not in OLD_SCOPE_VALUES), (old[-1] if old else None)
-
-
-def ask_daemon(store: Any, op: str, args: dict[str, Any]) -> dict[str, Any] | None:
-    """The daemon's answer to ``op``, or None when no daemon serves this vault
-    (the caller then answers in-process). Errors it reports are raised here
-    (a RemoteError carries the exit code the failure has in-process)."""
-    from memvault.daemon.client import ask
-
-    return ask(store.data_dir, op, args, config=store.settings.values)
 
 
 def _canonical_types(types: tuple[str, ...]) -> list[str]:

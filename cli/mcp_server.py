@@ -31,6 +31,7 @@ no other command pays for it.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import logging
 import re
@@ -46,6 +47,7 @@ from pydantic import AliasChoices, Field, ValidationError
 
 from memvault.cli.mcp_boot import INSTRUCTIONS, SERVER_NAME, server_version
 from memvault.store.memory_store import MemoryStore
+from memvault.store.queries import ContextQuery, SearchQuery
 from memvault.store.retrieval.when import given
 from memvault.vault_io.errors import MemvaultError, cap_echoes, shorten
 from memvault.vault_io.secrets import redact, redact_tree
@@ -133,13 +135,13 @@ class Backend:
     """
 
     def __init__(self, store: MemoryStore, *, read_only: bool = False) -> None:
+        from memvault.daemon.client import daemon_embedder
+
         self.store = store
+        if store.vectors_elsewhere is None:  # `remember` asks the running daemon's loaded model first
+            store.vectors_elsewhere = daemon_embedder(store)
         self.lock = threading.Lock()
         self.read_only = read_only
-
-    def recall_args(self, args: dict[str, Any]) -> dict[str, Any]:
-        """``args`` of a ``context`` call, told not to record the recall when read-only."""
-        return {**args, "record": False} if self.read_only else args
 
     def run(self, fn: Callable[[MemoryStore], T]) -> T:
         """``fn(store)`` under the lock; memvault's errors become one-sentence tool errors."""
@@ -160,14 +162,15 @@ class Backend:
                 log.exception("tool failed")
                 raise ToolError(f"memvault failed with {type(exc).__name__}: {exc} (see the server's log)") from None
 
-    def warm(self, op: str, args: dict[str, Any]) -> dict[str, Any] | None:
-        """The running daemon's answer (model and vectors warm), or None."""
-        from memvault.daemon.client import ask
+    def answer(self, q: SearchQuery | ContextQuery) -> dict[str, Any]:
+        """``q`` answered by the running daemon (model and vectors warm), else
+        here under the lock; memvault's errors become one-sentence tool errors.
+        Read-only: a recall is not recorded."""
+        from memvault.daemon.client import answer
 
-        try:
-            return ask(self.store.data_dir, op, args, config=self.store.settings.values)
-        except MemvaultError as exc:
-            raise ToolError(cap_echoes(str(exc))) from None
+        if self.read_only and q.record:
+            q = dataclasses.replace(q, record=False)
+        return self.run(lambda s: answer(s, q))
 
     def versions(self, ids: list[str]) -> dict[str, int]:
         """Current versions of memories, for hits an agent may update."""
@@ -259,11 +262,9 @@ def _recall_tools(server: MCPServer, backend: Backend) -> None:
         """Search the vault's notes, memories and facts by words and meaning. Each hit has its id,
         title, type, vault path, obsidian:// uri, a highlighted snippet and the plain text of the
         matching passage; memory hits carry the version an `update` needs."""
-        args = {"query": query, "mode": mode, "limit": limit, "types": _types(types), "tags": _as_list(tags),
-                "path_glob": path, "what": what, "memory_scope": _as_list(scope), **given(since, until)}
-        result = backend.warm("search", args) if mode != "keyword" else None
-        if result is None:
-            result = backend.run(lambda s: s.search(**args))
+        q = SearchQuery(query, mode=mode, limit=limit, types=_types(types), tags=_as_list(tags), path_glob=path,
+                        what=what, memory_scope=_as_list(scope), **given(since, until))
+        result = backend.answer(q)
         hits = result["hits"]
         versions = backend.versions([h["id"] for h in hits if h["id"].startswith("m-") and "." not in h["id"]])
         for h in hits:
@@ -285,12 +286,8 @@ def _recall_tools(server: MCPServer, backend: Backend) -> None:
     ) -> CallToolResult:
         """The memories, facts (and with what=all, note passages) that matter for a message, as a
         compact `## Recalled Memory` block within a token budget. Empty when nothing is relevant."""
-        args = {"message": message, "budget": budget, "what": what, "memory_scope": _as_list(scope),
-                **given(since, until)}
-        args = backend.recall_args(args)
-        result = backend.warm("context", args)
-        if result is None:
-            result = backend.run(lambda s: s.context(**args))
+        result = backend.answer(ContextQuery(message, budget=budget, what=what, memory_scope=_as_list(scope),
+                                             **given(since, until)))
         data = {k: result[k] for k in ("text", "tokens", "budget", "items")}
         return _ok(data, result["text"] or "(nothing relevant in memory)")
 
@@ -514,10 +511,7 @@ def _resources(server: MCPServer, backend: Backend) -> None:
     @server.prompt(description="Recall what memvault holds about a topic, to ground the answer in it.")
     def recall(topic: str) -> str:
         try:
-            args = backend.recall_args({"message": topic, "what": "all"})
-            result = backend.warm("context", args)
-            if result is None:
-                result = backend.run(lambda s: s.context(**args))
+            result = backend.answer(ContextQuery(topic, what="all"))
         except ToolError as exc:
             return f"memvault could not recall anything about {topic!r}: {exc}"
         if not result["text"]:

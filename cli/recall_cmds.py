@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import click
 
-from memvault.cli.index_cmds import ask_daemon, notice, since_until_options, split_scopes
+from memvault.cli.index_cmds import notice, since_until_options, split_scopes
 from memvault.cli.main import AppContext, UsageFailure, cli, emit_json, json_option, pass_app
+from memvault.daemon.client import answer
+from memvault.store.queries import ContextQuery
 from memvault.store.retrieval.when import given
 from memvault.vault_io.secrets import redact_tree
 
@@ -38,11 +40,9 @@ def context(app: AppContext, message: str, budget: int | None, what: str | None,
     what = what or old_what or "memories"
     if what not in ("memories", "all"):
         raise UsageFailure(f"context recalls memories or all, not {what}")
-    args = {"message": message, "budget": budget, "what": what, "memory_scope": list(memory_scope),
-            "identity": identity, "record": not no_record, **given(since, until)}
-    result = ask_daemon(store, "context", args)
-    if result is None:
-        result = store.context(**args)
+    q = ContextQuery(message, budget=budget, what=what, memory_scope=memory_scope, identity=identity,
+                     record=not no_record, **given(since, until))
+    result = answer(store, q)
     for line in result["notices"]:
         notice(line)
     # Text from the index is redacted already; a path or a link's name is not.

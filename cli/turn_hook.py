@@ -43,7 +43,7 @@ CONNECT_TIMEOUT = 0.05
 REPLY_TIMEOUT = 0.5
 #: The query socket's file name and protocol version (:mod:`memvault.daemon.client`'s; a test keeps them equal).
 SOCKET_NAME = "query.sock"
-PROTOCOL = 2
+PROTOCOL = 3
 #: Longest reply read (an ingest reply is a line of a hundred bytes).
 MAX_REPLY = 64 * 1024
 #: ``sun_path`` holds 108 bytes; a longer socket path is reached through /proc (as the client does).

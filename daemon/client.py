@@ -23,14 +23,20 @@ import hashlib
 import json
 import os
 import socket
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from memvault.vault_io.errors import MemvaultError
 
+if TYPE_CHECKING:
+    from memvault.store.memory_store import MemoryStore
+    from memvault.store.queries import ContextQuery, SearchQuery, SessionStartQuery
+
+    Query = SearchQuery | ContextQuery | SessionStartQuery
+
 SOCKET_NAME = "query.sock"
-PROTOCOL = 2
+PROTOCOL = 3
 #: Longest reply accepted (a page of hits with snippets is a few KB).
 MAX_REPLY = 16 * 1024 * 1024
 #: Connecting to a live local server takes microseconds; a stale socket
@@ -137,3 +143,39 @@ def ask(
     if isinstance(error, dict) and error.get("code") in (1, 2):
         raise RemoteError(str(error.get("message", "")), int(error["code"]))
     return None
+
+
+def answer(
+    store: MemoryStore, q: Query, *, local: Callable[[Query], dict[str, Any]] | None = None
+) -> dict[str, Any]:
+    """The answer to ``q``, the one way every front end (CLI, MCP, hooks) gets one.
+
+    The running daemon answers (its model and vectors are warm) when one
+    serves this vault with the same configuration and ``q.warm_helps``; else
+    ``local(q)`` does (default: ``store``'s own method, in this process). A
+    failure the daemon reports the way it would have failed here is raised
+    (:class:`RemoteError`, with that exit code).
+    """
+    if q.warm_helps:
+        found = ask(store.data_dir, q.OP, q.to_json(), config=store.settings.values)
+        if found is not None:
+            return found
+    if local is not None:
+        return local(q)
+    method: Callable[[Query], dict[str, Any]] = getattr(store, q.OP)
+    return method(q)
+
+
+def daemon_embedder(store: MemoryStore) -> Callable[[list[str]], bool]:
+    """What a front end sets as ``store.vectors_elsewhere``: the running
+    daemon (same vault, same model) embeds the texts into the cache, so a
+    write that needs vectors does not load the model in this process.
+    False when no daemon answers (the store then loads the model itself)."""
+
+    def embed(texts: list[str]) -> bool:
+        try:
+            return ask(store.data_dir, "embed", {"texts": texts}, config=store.settings.values) is not None
+        except RemoteError:
+            return False
+
+    return embed

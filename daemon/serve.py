@@ -35,6 +35,7 @@ from memvault.daemon.client import PROTOCOL, config_fingerprint, read_line, sock
 from memvault.daemon.services import Service
 from memvault.daemon.turn_ingest import STOP_WAIT, TurnIngester
 from memvault.store import location
+from memvault.store.queries import QUERIES, QueryError
 from memvault.vault_io.errors import MemvaultError
 
 if TYPE_CHECKING:
@@ -49,15 +50,12 @@ MAX_REQUEST = 256 * 1024
 READ_TIMEOUT = 5.0
 #: Connections handled at once; more wait in the listen backlog.
 MAX_CLIENTS = 8
-OPS = ("ping", "search", "context", "wake", "ingest", "session_start")
+OPS = ("ping", "search", "context", "wake", "ingest", "session_start", "embed")
+#: Most texts one ``embed`` request may carry (an ``add`` asks for its text
+#: and the few memories added since the last embedding pass).
+MAX_EMBED_TEXTS = 64
 
-_SEARCH_ARGS = {
-    "query", "mode", "limit", "types", "tags", "path_glob", "raw", "scope", "what", "memory_scope",
-    "include_deleted", "include_superseded", "explain", "record", "since", "until",
-}
-_CONTEXT_ARGS = {"message", "budget", "scope", "what", "memory_scope", "identity", "record", "since", "until"}
 _INGEST_ARGS = {"path", "session", "client"}
-_SESSION_START_ARGS = {"project", "budget"}
 
 
 class ServerRunningError(MemvaultError):
@@ -253,18 +251,16 @@ class QueryServer(Service):
             return {"ok": True, "result": {"embedding": self.on_wake is not None}}
         if req.get("config") is not None and req["config"] != self._fingerprint:
             return {"ok": False, "fallback": True}
-        args = req.get("args")
-        allowed = {"search": _SEARCH_ARGS, "session_start": _SESSION_START_ARGS}.get(req["op"], _CONTEXT_ARGS)
-        if not isinstance(args, dict) or not set(args) <= allowed:
-            return _internal("bad arguments")
+        if req["op"] == "embed":
+            return self._embed(req.get("args"))
+        try:
+            query = QUERIES[req["op"]].from_json(req.get("args"))
+        except (QueryError, TypeError) as exc:  # an option this version does not know: answered in-process
+            return _internal(f"bad arguments: {exc}")
         with self._answer_lock:
             self.requests += 1
             try:
-                r = self.retriever()
-                answer = {"search": r.search, "session_start": r.session_start}.get(req["op"], r.context)
-                result = answer(**args)
-            except TypeError as exc:
-                return _internal(f"bad arguments: {exc}")
+                result = getattr(self.retriever(), query.OP)(query)
             except MemvaultError as exc:
                 # Failed the way it would in-process: the client exits with this code.
                 return {"ok": False, "error": {"code": exc.exit_code, "message": str(exc)}}
@@ -273,6 +269,27 @@ class QueryServer(Service):
                 return _internal(str(exc))
         return {"ok": True, "result": result}
 
+
+    def _embed(self, args: object) -> dict[str, Any]:
+        """Put the vectors of the texts into the embedding cache with the
+        loaded model, for a write in another process (``add``'s neighbours)."""
+        texts = args.get("texts") if isinstance(args, dict) and set(args) == {"texts"} else None
+        if not isinstance(texts, list) or not 0 < len(texts) <= MAX_EMBED_TEXTS \
+                or not all(isinstance(t, str) for t in texts):
+            return _internal("bad arguments")
+        from memvault.store.embedding.vectors import cache_texts
+
+        with self._answer_lock:
+            self.requests += 1
+            try:
+                r = self.retriever()
+                if r.spec is None:
+                    return _internal("vectors are turned off")
+                done = cache_texts(self.store.data_dir, r.spec.key, r.embedder(), texts)
+            except Exception as exc:  # a model that cannot load here cannot load there either: it says so itself
+                log.warning("embed failed: %s", exc)
+                return _internal(str(exc))
+        return {"ok": True, "result": {"embedded": done}}
 
     def _queue_turns(self, args: object) -> dict[str, Any]:
         """Queue a transcript for the turn ingester; answered at once (the

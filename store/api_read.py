@@ -14,24 +14,23 @@ from memvault.store.api_parts import StoreParts
 from memvault.vault_io.errors import MemvaultError
 
 if TYPE_CHECKING:
-
-    pass
+    from memvault.store.queries import ContextQuery, SearchQuery, SessionStartQuery
 
 
 class ReadAPI(StoreParts):
     """Search, recall and lookups of a :class:`MemoryStore` (a mixin)."""
 
-    def search(self, query: str, **options: Any) -> dict[str, Any]:
-        """Hits for ``query``: ``{"mode", "hits", "notices"}`` (see :meth:`Retriever.search`)."""
-        return self.retriever.search(query, **options)
+    def search(self, q: SearchQuery) -> dict[str, Any]:
+        """Hits for a search: ``{"mode", "hits", "notices"}`` (see :meth:`Retriever.search`)."""
+        return self.retriever.search(q)
 
-    def context(self, message: str, **options: Any) -> dict[str, Any]:
-        """The recall block for ``message`` (see :meth:`Retriever.context`)."""
-        return self.retriever.context(message, **options)
+    def context(self, q: ContextQuery) -> dict[str, Any]:
+        """The recall block for a message (see :meth:`Retriever.context`)."""
+        return self.retriever.context(q)
 
-    def session_start(self, **options: Any) -> dict[str, Any]:
-        """What an agent's session starts with (options: project, budget; see :meth:`Retriever.session_start`)."""
-        return self.retriever.session_start(**options)
+    def session_start(self, q: SessionStartQuery) -> dict[str, Any]:
+        """What an agent's session starts with (see :meth:`Retriever.session_start`)."""
+        return self.retriever.session_start(q)
 
     def show(self, ref: str) -> dict[str, Any]:
         """One note, memory or fact by id, vault path or title, as a dict

@@ -5,7 +5,7 @@ through a :class:`MemoryStore`; none of them assembles the pipeline itself::
 
     store = MemoryStore.open("~/Notes")        # settings from flags, env, file
     report = store.sync(embed=True)            # reconcile, facts, pending writes, vectors
-    hits = store.search("weekly review")
+    hits = store.search(SearchQuery("weekly review"))   # typed questions: memvault.store.queries
     store.add("Prefers dark mode", "preference")
     store.close()
 
@@ -156,6 +156,11 @@ class MemoryStore(ReadAPI, ChangeAPI):
         #: Index a never-synced vault on the first connection (see ``con``). The
         #: daemon turns it off: it syncs at start itself, after wiring its workers.
         self.index_on_open = True
+        #: Asks a process whose model is loaded (the running daemon) to put the
+        #: vectors of these texts into the embedding cache; whether it did. A
+        #: front end sets it (``daemon.client.daemon_embedder``); None: a write
+        #: that needs a vector (``add``'s neighbours) loads the model here.
+        self.vectors_elsewhere: Callable[[list[str]], bool] | None = None
 
     @classmethod
     def open(cls, vault: str | None = None, overrides: dict[str, Any] | None = None) -> "MemoryStore":

@@ -9,6 +9,7 @@ from pathlib import Path
 from helpers import FIXTURES, opened
 
 from memvault.store.flows.transcript import read_transcript
+from memvault.store.queries import SearchQuery
 from memvault.vault_io.parser import parse_note
 
 ROLLOUT = FIXTURES / "imports" / "codex-rollout.jsonl"
@@ -43,7 +44,7 @@ def test_ingest_writes_a_codex_session_note_and_its_facts(vault: Path) -> None:
         said = {f["text"] for f in facts}
         assert "I prefer fixes without new dependencies." in said
         assert any("tide-2" in s for s in said)
-        hit = store.search("staging worker host", mode="keyword", what="all")["hits"][0]
+        hit = store.search(SearchQuery("staging worker host", mode="keyword", what="all"))["hits"][0]
         assert (hit["kind"], hit["speaker"]) == ("turn", "User")
 
 

@@ -20,6 +20,7 @@ from hypothesis import strategies as st
 from memvault.cli.main import cli
 from memvault.store.consolidation import rows as clog
 from memvault.store.db.connection import write_transaction
+from memvault.store.queries import ContextQuery
 
 TODAY = date(2026, 11, 1)
 
@@ -227,7 +228,7 @@ def test_context_recalls_the_newer_claim_and_marks_the_older(vault: Path) -> Non
         assert v.contradictions()[0]["newer"]["id"] == "m-porto"
         with write_transaction(v.con):  # make the older one rank first: it is marked all the same
             v.con.execute("DELETE FROM traces_fts WHERE rowid = (SELECT rowid FROM traces WHERE id = 'm-porto')")
-        block = v.context("where does she live, Lisbon?", record=False)
+        block = v.context(ContextQuery("where does she live, Lisbon?", record=False))
         lines = block["text"].splitlines()
         porto = next(i for i, x in enumerate(lines) if "Porto" in x)
         lisbon = next(i for i, x in enumerate(lines) if "Lisbon" in x)

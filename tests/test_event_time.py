@@ -22,6 +22,7 @@ from memvault.store.index.event_time import (
     parse_time,
     session_of,
 )
+from memvault.store.queries import SearchQuery
 from memvault.store.retrieval.keyword import keyword_search
 from memvault.store.retrieval.neighbours import turn_neighbours, with_turn_context
 from memvault.store.retrieval.retriever import Retriever
@@ -171,8 +172,8 @@ def test_a_time_filter_narrows_the_search_first_when_few_traces_pass(chat: Path)
     with opened(chat) as v:
         r = Retriever(v, v.read_con())
         r.clock = lambda: NOW  # type: ignore[method-assign]
-        narrow = r.search("removal piano", mode="keyword", since="2023-06-01", until="2023-06-30")["hits"]
-        wide = r.search("removal piano", mode="keyword", since="2000")["hits"]
+        narrow = r.search(SearchQuery("removal piano", mode="keyword", since="2023-06-01", until="2023-06-30"))["hits"]
+        wide = r.search(SearchQuery("removal piano", mode="keyword", since="2000"))["hits"]
         r.close()
     assert {h["path"] for h in narrow} == {"Memory/episodic/s2-1.md", "Memory/episodic/s2-2.md"}
     assert {h["path"] for h in narrow} < {h["path"] for h in wide}
@@ -225,7 +226,7 @@ def test_a_reply_is_found_by_the_words_of_the_turn_before_it(chat: Path) -> None
     """"Moved it to July" says nothing about an exam: the question before it does."""
     with opened(chat) as v:
         r = Retriever(v, v.read_con())
-        hits = r.search("Portuguese exam date", mode="keyword", explain=True)["hits"]
+        hits = r.search(SearchQuery("Portuguese exam date", mode="keyword", explain=True))["hits"]
         r.close()
     paths = [h["path"] for h in hits]
     assert paths[0] == "Memory/episodic/s1-1.md" and "Memory/episodic/s1-2.md" in paths
@@ -261,7 +262,7 @@ def test_hybrid_explains_context_similarity_event_time_and_time_match(chat: Path
     with opened(chat) as v:
         r = Retriever(v, v.read_con())
         r.clock = lambda: NOW  # type: ignore[method-assign]
-        hits = r.search("moving the exam to July in May 2023", mode="hybrid", explain=True)["hits"]
+        hits = r.search(SearchQuery("moving the exam to July in May 2023", mode="hybrid", explain=True))["hits"]
         r.close()
     e = {h["path"]: h["explain"] for h in hits}["Memory/episodic/s1-2.md"]
     assert e["event_time"] == "2023-05-02T18:00:00+00:00"

@@ -18,6 +18,7 @@ from memvault.cli.main import cli
 from memvault.store.flows.export import ExportOptions
 from memvault.store.flows.records import KINDS
 from memvault.store.memory_store import MemoryStore
+from memvault.store.queries import ContextQuery, SearchQuery
 from memvault.vault_io.parser import parse_note
 
 SOURCE = """---
@@ -69,7 +70,7 @@ def _a_rich_vault(vault: Path) -> MemoryStore:
     store.sync()
     store.ingest(FIXTURES / "imports" / "claude-code-session.jsonl")
     store.import_("mem0", FIXTURES / "imports" / "mem0-get_all.json")
-    store.context("coffee and light mode")  # recall statistics
+    store.context(ContextQuery("coffee and light mode"))  # recall statistics
     return store
 
 
@@ -119,7 +120,7 @@ def test_import_of_an_export_into_an_empty_vault_gives_the_same_document(tmp_pat
         again = store.import_("jsonl", first_l)
         assert (again.imported, again.updated, again.errors) == (0, 0, [])
         assert _jsonl_body(_export(store, tmp_path / "3", "jsonl")) == _jsonl_body(first_l)
-        light = store.search("light mode", mode="keyword", scope="memories")["hits"][0]
+        light = store.search(SearchQuery("light mode", mode="keyword", what="memories"))["hits"][0]
         assert [h["content"] for h in store.history(light["id"])] == ["Prefers light mode", "Prefers dark mode"]
 
 
@@ -154,7 +155,7 @@ def _apply(store: MemoryStore, root: Path, steps: list[tuple]) -> None:
             elif kind == "restore" and ids:
                 store.restore(ids[step[1] % len(ids)])
             elif kind == "recall":
-                store.context(step[1])
+                store.context(ContextQuery(step[1]))
             elif kind == "source":
                 write(root, f"Sources/S{step[1]}.md", "---\nmemory: source\n---\n" + "".join(f"- I {w}\n" for w in step[2]))
                 store.sync()

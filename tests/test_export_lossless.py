@@ -13,6 +13,7 @@ from helpers import opened, write
 
 from memvault.store.flows.export import ExportOptions
 from memvault.store.memory_store import MemoryStore
+from memvault.store.queries import ContextQuery
 
 TODAY = date(2026, 11, 1)
 
@@ -64,7 +65,7 @@ def _every_kind_of_state(root: Path) -> tuple[str, str, str]:
         store.add("Is called Jo by friends", "identity")
         fact = next(f for f in store.facts("About me.md")[1] if "coffee" in f["text"])
         store.forget(fact["id"], reason="wrong")
-        store.context("cats and dark mode")  # recall statistics
+        store.context(ContextQuery("cats and dark mode"))  # recall statistics
         run = store.consolidate(today=TODAY)
         kinds = {a["kind"] for a in run.actions}
         assert {"merge", "contradiction", "archive", "promote"} <= kinds, kinds

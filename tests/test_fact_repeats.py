@@ -12,6 +12,7 @@ import pytest
 from helpers import opened, write
 
 from memvault.store.memory_store import MemoryStore
+from memvault.store.queries import ContextQuery
 
 SOURCE = "---\nmemory: source\n---\n# About me\n" + "- I drink coffee black\n" * 19 + "- i drink coffee  black.\n- I live in Lisbon\n"
 
@@ -42,7 +43,7 @@ def test_a_statement_repeated_in_a_source_is_one_fact_that_gets_stronger(vault: 
         store.rebuild()  # the strength is durable and not counted twice
         assert _facts(store, "coffee") == [(fact_id, pytest.approx(strength + 0.02))]
         assert len(_facts(store, "Lisbon")) == 1
-        assert store.context("how do I drink coffee?")["text"].count("I drink coffee black") == 1
+        assert store.context(ContextQuery("how do I drink coffee?"))["text"].count("I drink coffee black") == 1
 
 
 def test_a_statement_repeated_in_one_session_is_one_fact(vault: Path) -> None:

@@ -13,6 +13,7 @@ from helpers import FIXTURES, opened
 
 from memvault.cli.main import cli
 from memvault.store.flows.importers.stream import ImportFormatError, iter_array
+from memvault.store.queries import ContextQuery, SearchQuery
 from memvault.vault_io.parser import parse_note
 from memvault.vault_io.session_note import turn_spans
 
@@ -80,21 +81,21 @@ def test_a_missing_current_node_uses_the_newest_leaf_and_cycles_end(vault: Path)
 def test_custom_instructions_become_identity_and_preference_memories(vault: Path) -> None:
     with opened(vault) as store:
         store.import_("chatgpt", EXPORT)
-        hits = store.search("Python developer Berlin", mode="keyword", scope="memories")["hits"]
+        hits = store.search(SearchQuery("Python developer Berlin", mode="keyword", what="memories"))["hits"]
         assert [h["type"] for h in hits] == ["identity"]
-        block = store.context("anything at all")
+        block = store.context(ContextQuery("anything at all"))
         assert "About me (ChatGPT custom instructions): I am a Python developer in Berlin." in block["text"]
-        hits = store.search("concise", mode="keyword", scope="memories")["hits"]
+        hits = store.search(SearchQuery("concise", mode="keyword", what="memories"))["hits"]
         assert [h["title"] for h in hits] == ["How I want answers (ChatGPT custom instructions): Be concise."]
 
 
 def test_facts_and_search_work_right_after_the_import(vault: Path) -> None:
     with opened(vault) as store:
         store.import_("chatgpt", EXPORT)
-        facts = {h["snippet"] for h in store.search("seaborn", mode="keyword", scope="facts")["hits"]}
+        facts = {h["snippet"] for h in store.search(SearchQuery("seaborn", mode="keyword", what="facts"))["hits"]}
         assert any("seaborn" in f for f in facts)
-        assert store.search("matplotlib", mode="keyword")["hits"]  # the transcript, at once
-        ada = store.search("data engineer", mode="keyword", scope="facts")["hits"]
+        assert store.search(SearchQuery("matplotlib", mode="keyword"))["hits"]  # the transcript, at once
+        ada = store.search(SearchQuery("data engineer", mode="keyword", what="facts"))["hits"]
         assert {(h["type"], h["snippet"].replace("**", "")) for h in ada} >= {
             ("identity", "My name is Ada and I work as a data engineer.")}
 
@@ -126,7 +127,7 @@ def test_importing_again_imports_nothing_and_a_grown_conversation_appends(vault:
         old = before["2024-04-05 Editor settings.md"]
         assert text[text.index("## Transcript"):].startswith(old[old.index("## Transcript"):])
         assert "switch to Zed" in text
-        hit = store.search("cite sources", mode="keyword", scope="memories")["hits"][0]
+        hit = store.search(SearchQuery("cite sources", mode="keyword", what="memories"))["hits"][0]
         history = store.history(hit["id"])
         assert [h["content"] for h in history] == [
             "How I want answers (ChatGPT custom instructions): Be concise and cite sources.",

@@ -12,6 +12,7 @@ from helpers import FIXTURES, opened, write
 
 from memvault.cli.main import cli
 from memvault.store.flows.keys import content_key, get_key
+from memvault.store.queries import SearchQuery
 from memvault.vault_io.parser import parse_note
 
 IMPORTS = FIXTURES / "imports"
@@ -44,7 +45,7 @@ def test_claude_conversations_projects_and_users(vault: Path) -> None:
                "> Open one connection per thread." in apsw
         # An empty name: the first request names it.
         assert "2025-01-02 Remember that my sister's birthday is on 3 May.md" in sessions
-        facts = store.search("sister birthday", mode="keyword", scope="facts")["hits"]
+        facts = store.search(SearchQuery("sister birthday", mode="keyword", what="facts"))["hits"]
         assert any(h["snippet"].replace("**", "") == "My sister's birthday is on 3 May." for h in facts)
         # Project documents are ordinary notes under the import folder; the
         # prompt template a procedural memory; the starter project is skipped.

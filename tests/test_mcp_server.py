@@ -29,6 +29,7 @@ from memvault.cli.mcp_boot import handshake_versions, initialize_result, server_
 from memvault.cli.mcp_server import build_server  # noqa: E402
 from memvault.daemon.serve import QueryServer  # noqa: E402
 from memvault.store.memory_store import MemoryStore  # noqa: E402
+from memvault.store.queries import ContextQuery, SearchQuery
 
 MEMVAULT = Path(sys.executable).parent / "memvault"
 NOTE = "kepano-obsidian/Notes/Minimal Theme.md"  # an ordinary note a person wrote
@@ -207,8 +208,8 @@ def test_read_only_server_offers_read_tools_only_and_starts_from_the_vault_as_it
 def test_search_and_context_go_to_a_running_daemon(agent_vault: Path, tmp_path: Path) -> None:
     query, message = "components inside a hard disk", "how do I ship the billing service"
     with opened(agent_vault) as store:
-        cold_hits = store.search(query, limit=5)["hits"]
-        cold_block = store.context(message, record=False)["text"]
+        cold_hits = store.search(SearchQuery(query, limit=5))["hits"]
+        cold_block = store.context(ContextQuery(message, record=False))["text"]
     srv = QueryServer(MemoryStore.open(str(agent_vault)))
     srv.start()
     try:

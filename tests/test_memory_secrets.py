@@ -15,6 +15,7 @@ from helpers import opened, write
 from memvault.cli.main import cli
 from memvault.store.embedding import vectors
 from memvault.store.memory_store import MemoryStore
+from memvault.store.queries import ContextQuery, SearchQuery
 
 GITHUB = "ghp_" + "Ab3dEf6hIj9kLm2nOp5qRs8tUv1wXy4zAb7d"
 OPENAI = "sk-proj-" + "Q2w3E4r5T6y7U8i9O0p1A2s3D4f5G6h7"
@@ -36,12 +37,12 @@ def assert_nowhere_in_the_index(store: MemoryStore, *secrets: str) -> None:
     texts += [t for (t,) in con.execute("SELECT trace FROM state.memory_versions")]
     texts += [p for (p,) in con.execute("SELECT path FROM files")]
     for query in ("token", "GitHub token", "password", "deploy key"):
-        for hit in store.search(query, mode="keyword")["hits"]:
+        for hit in store.search(SearchQuery(query, mode="keyword"))["hits"]:
             texts += [hit["snippet"], hit["passage"], hit["title"]]
-        texts.append(store.context(query, record=False)["text"])
+        texts.append(store.context(ContextQuery(query, record=False))["text"])
     for secret in secrets:
         assert not any(secret in t for t in texts), secret
-        assert store.search(secret, mode="keyword")["hits"] == []
+        assert store.search(SearchQuery(secret, mode="keyword"))["hits"] == []
 
 
 def test_add_and_update_store_redacted_and_say_so(vault: Path) -> None:
@@ -70,7 +71,7 @@ def test_a_secret_typed_into_a_memory_note_is_indexed_redacted_and_the_note_left
         store.sync()
         typed = path.read_text()
         assert_nowhere_in_the_index(store, GITHUB)
-        found = store.search("deploy token CI settings", mode="keyword")["hits"]
+        found = store.search(SearchQuery("deploy token CI settings", mode="keyword"))["hits"]
         assert found and "[redacted]" in found[0]["passage"]
         memory_id = found[0]["id"]
         assert path.read_text() == typed  # reading never writes

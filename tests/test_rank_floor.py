@@ -10,6 +10,7 @@ from fixtures.retrieval import support
 from helpers import write
 
 from memvault.store.memory_store import MemoryStore
+from memvault.store.queries import SearchQuery
 from memvault.store.retrieval import rank as R
 from memvault.store.retrieval.retriever import Retriever
 
@@ -76,8 +77,8 @@ def test_an_identifier_matched_exactly_is_found_below_the_floor(vault_with_an_id
     v = MemoryStore.open(str(vault_with_an_identifier))
     r = Retriever(v, v.read_con())
     try:
-        hits = r.search("ERR_CONNECTION_RESET", mode="hybrid", explain=True)["hits"]
-        common = r.search("what is the time", mode="hybrid", explain=True)["hits"]
+        hits = r.search(SearchQuery("ERR_CONNECTION_RESET", mode="hybrid", explain=True))["hits"]
+        common = r.search(SearchQuery("what is the time", mode="hybrid", explain=True))["hits"]
     finally:
         r.close()
         v.close()

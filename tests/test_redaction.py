@@ -25,6 +25,7 @@ from hypothesis import strategies as st
 
 from memvault.cli.main import cli
 from memvault.store.embedding import vectors
+from memvault.store.queries import SearchQuery
 from memvault.vault_io.facts import extract_facts
 from memvault.vault_io.parser import parse_note
 from memvault.vault_io.secrets import REDACTED, looks_secret, redact, redact_tree
@@ -438,4 +439,4 @@ def test_an_index_from_before_reads_its_notes_again_redacted(vault: Path) -> Non
         store.sync()
         content = store.con.execute("SELECT content FROM traces WHERE path = 'Ops/Deploy.md'").fetchone()[0]
         assert GHP not in content and "rel/2026" in content
-        assert store.search(GHP[4:], mode="keyword")["hits"] == []
+        assert store.search(SearchQuery(GHP[4:], mode="keyword"))["hits"] == []

@@ -99,7 +99,7 @@ def test_protocol_errors_and_limits(server: QueryServer, monkeypatch: pytest.Mon
     assert server.answer(json.dumps({"v": 99, "op": "search"}).encode())["ok"] is False
     assert server.answer(json.dumps({"v": client.PROTOCOL, "op": "drop tables"}).encode())["ok"] is False
     bad = {"v": client.PROTOCOL, "op": "search", "args": {"query": "x", "evil": 1}}
-    assert server.answer(json.dumps(bad).encode())["message"] == "bad arguments"
+    assert server.answer(json.dumps(bad).encode())["message"] == "bad arguments: search: unknown option 'evil'"
     assert server.answer(json.dumps({"v": client.PROTOCOL, "op": "ping"}).encode())["ok"] is True
     # a different configuration gets no answer: the client computes its own
     other = {"v": client.PROTOCOL, "op": "search", "args": {"query": "x"}, "config": "0" * 16}

@@ -22,6 +22,7 @@ import apsw
 from memvault.store import location
 from memvault.store.embedding import vectors as vec
 from memvault.store.embedding.model import ModelUnavailable, load_embedder, resolve_model
+from memvault.store.queries import ContextQuery, SearchQuery, SessionStartQuery
 from memvault.store.retrieval.keyword import Filters, Hit, keyword_search
 from memvault.vault_io.uri import obsidian_uri
 
@@ -40,28 +41,16 @@ WHAT_KINDS: dict[str, tuple[str, ...]] = {
     "memories": ("memory", "fact"),
     "facts": ("fact",),
 }
-SCOPE_KINDS = WHAT_KINDS  # the old name, for callers written before the rename
 IDENTITY_MODES = ("always", "relevant")
 
 
-def what_of(what: str | None, scope: str | None, default: str) -> str:
-    """The kinds choice from ``what``, or from the pre-0.3 keyword ``scope``
-    (which meant the same); ``default`` when neither is given."""
-    value = what if what is not None else scope if scope is not None else default
+def what_of(value: str) -> str:
+    """``value`` if it names a choice of what to search (:data:`WHAT_KINDS`), else a usage error."""
     if value not in WHAT_KINDS:
         from memvault.vault_io.errors import UsageError
 
         raise UsageError(f"what to search must be one of {', '.join(WHAT_KINDS)}, not {value!r}")
     return value
-
-
-def memory_scopes(value: str | Sequence[str] | None) -> tuple[str, ...]:
-    """Memory scopes as a tuple (one string, a list, or nothing)."""
-    if value is None:
-        return ()
-    if isinstance(value, str):
-        value = [value]
-    return tuple(v.strip() for v in value if v and v.strip())
 
 
 def rank_params(recall: "RecallSettings") -> "RankParams":
@@ -204,40 +193,22 @@ class Retriever:
             return "keyword", ["vectors are turned off (embedding.model = none); using keyword search"]
         return mode, []
 
-    def search(
-        self,
-        query: str,
-        *,
-        mode: str | None = None,
-        limit: int = 10,
-        types: Sequence[str] = (),
-        tags: Sequence[str] = (),
-        path_glob: str | None = None,
-        raw: bool = False,
-        what: str | None = None,
-        memory_scope: str | Sequence[str] | None = None,
-        include_deleted: bool = False,
-        include_superseded: bool = False,
-        explain: bool = False,
-        record: bool = False,
-        scope: str | None = None,
-        since: str | None = None,
-        until: str | None = None,
-    ) -> dict[str, Any]:
-        """Hits for ``query`` as JSON-ready dicts: ``{"mode", "hits", "notices"}``.
+    def search(self, q: SearchQuery) -> dict[str, Any]:
+        """Hits for a search as JSON-ready dicts: ``{"mode", "hits", "notices"}``.
 
-        ``what`` picks notes, memories, facts or all; ``memory_scope`` keeps
-        only memories of those scopes (notes and facts have none and pass);
-        ``scope`` is the pre-0.3 name of ``what``; ``since``/``until`` bound
-        when the hits happened (:func:`~.when.time_bounds`). Each hit carries
-        the plain text of its matching passage (``passage``) beside the
-        highlighted snippet.
+        ``q.what`` picks notes, memories, facts or all; ``q.memory_scope``
+        keeps only memories of those scopes (notes and facts have none and
+        pass); ``since``/``until`` bound when the hits happened
+        (:func:`~.when.time_bounds`). Each hit carries the plain text of its
+        matching passage (``passage``) beside the highlighted snippet.
         """
-        statuses = ("active",) + (("deleted",) if include_deleted else ()) + (("superseded",) if include_superseded else ())
-        filters = Filters(types=tuple(types), tags=tuple(tags), path_glob=path_glob, statuses=statuses,
-                          kinds=WHAT_KINDS[what_of(what, scope, "all")], scopes=memory_scopes(memory_scope),
-                          **self.time_bounds(since, until))
-        chosen, notices = self.choose_mode(mode, raw)
+        query, limit, explain = q.query, q.limit, q.explain
+        statuses = ("active",) + (("deleted",) if q.include_deleted else ()) + (
+            ("superseded",) if q.include_superseded else ())
+        filters = Filters(types=q.types, tags=q.tags, path_glob=q.path_glob, statuses=statuses,
+                          kinds=WHAT_KINDS[what_of(q.what)], scopes=q.memory_scope,
+                          **self.time_bounds(q.since, q.until))
+        chosen, notices = self.choose_mode(q.mode, q.raw)
         hits: list[Hit] | None = None
         qvec = None
         if chosen != "keyword":
@@ -248,10 +219,10 @@ class Retriever:
                 notices = [f"semantic search unavailable: {exc}; using keyword search"]
                 chosen = "keyword"
         if hits is None:
-            hits = keyword_search(self.con, query, limit=limit, raw=raw, filters=filters)
+            hits = keyword_search(self.con, query, limit=limit, raw=q.raw, filters=filters)
             if explain:
-                self._explain_keyword(raw, hits)
-        if record:
+                self._explain_keyword(q.raw, hits)
+        if q.record:
             from memvault.store.retrieval.recall import record_recall
 
             record_recall(self.con, [h.id for h in hits if h.kind in ("memory", "fact")])
@@ -333,28 +304,15 @@ class Retriever:
 
     # -- context ---------------------------------------------------------------
 
-    def context(
-        self,
-        message: str,
-        *,
-        budget: int | None = None,
-        what: str | None = None,
-        memory_scope: str | Sequence[str] | None = None,
-        identity: str | None = None,
-        record: bool = True,
-        scope: str | None = None,
-        since: str | None = None,
-        until: str | None = None,
-    ) -> dict[str, Any]:
-        """The recall block for ``message``: ``{"text", "tokens", "budget", "items", "notices"}``.
+    def context(self, q: ContextQuery) -> dict[str, Any]:
+        """The recall block for a message: ``{"text", "tokens", "budget", "items", "notices"}``.
 
-        ``what`` is "memories" (memories and facts, the default) or "all"
-        (ordinary notes too, each quoted by its matching passage);
-        ``memory_scope`` keeps only memories of those scopes; ``identity``
-        is "relevant" (identity memories only beside something relevant) or
-        "always" (default: ``recall.identity``); ``scope`` is the pre-0.3
-        name of ``what``; ``since``/``until`` bound when the recalled
-        memories happened.
+        ``q.what`` is "memories" (memories and facts) or "all" (ordinary
+        notes too, each quoted by its matching passage); ``q.memory_scope``
+        keeps only memories of those scopes; ``q.identity`` is "relevant"
+        (identity memories only beside something relevant) or "always"
+        (None: ``recall.identity``); ``since``/``until`` bound when the
+        recalled memories happened.
         """
         from memvault.store.retrieval.neighbours import with_turn_context
         from memvault.store.retrieval.recall import (
@@ -365,15 +323,15 @@ class Retriever:
             record_recall,
         )
 
-        budget = self.settings.recall.budget if budget is None else int(budget)
-        identity = identity or self.settings.recall.identity
+        message = q.message
+        budget = self.settings.recall.budget if q.budget is None else int(q.budget)
+        identity = q.identity or self.settings.recall.identity
         if identity not in IDENTITY_MODES:
             from memvault.vault_io.errors import UsageError
 
             raise UsageError(f"identity must be always or relevant, not {identity!r}")
-        scopes = memory_scopes(memory_scope)
-        filters = Filters(kinds=WHAT_KINDS[what_of(what, scope, "memories")], scopes=scopes,
-                          **self.time_bounds(since, until))
+        scopes = q.memory_scope
+        filters = Filters(kinds=WHAT_KINDS[what_of(q.what)], scopes=scopes, **self.time_bounds(q.since, q.until))
         notices: list[str] = []
         cands: list[Any] = []
         qvec = None
@@ -393,18 +351,18 @@ class Retriever:
         relevant = self._recall_items(with_turn_context(self.con, cands, _NeighbourTurn.beside), message, qvec)
         relevant = mark_outdated(self.con, relevant, ids)
         text, items = assemble(ids, relevant, budget, always_identity=identity == "always")
-        if record and items:
+        if q.record and items:
             record_recall(self.con, list(dict.fromkeys(i.id for i in items)))
         return {
             "text": text, "tokens": block_tokens(text), "budget": budget,
             "items": [i.as_dict() for i in items], "notices": notices,
         }
 
-    def session_start(self, project: str | None = None, budget: int | None = None) -> dict[str, Any]:
+    def session_start(self, q: SessionStartQuery) -> dict[str, Any]:
         """What a session starts with (:func:`~.session_start.session_start`): ``{"text", "tokens", "budget"}``."""
         from memvault.store.retrieval.session_start import session_start
 
-        return session_start(self, project, budget)
+        return session_start(self, q.project, q.budget)
 
     def _recall_items(self, cands: Sequence[Any], message: str, qvec: Any) -> list[Any]:
         """RecallItems for ranked candidates, best first: a note, or a memory

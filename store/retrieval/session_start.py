@@ -21,6 +21,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
+from memvault.store.queries import ContextQuery
 from memvault.store.retrieval.recall import ITEM_MAX_TOKENS, RecallItem, block_tokens, fit_line, identity_items
 
 if TYPE_CHECKING:
@@ -85,8 +86,8 @@ def session_start(retriever: "Retriever", project: str | None = None, budget: in
                                  limit=RECENT_ITEMS * 2)
     out.add(f"## Lessons and decisions{f' for project {project}' if project else ''} (newest first)",
             _listed(lessons["items"]))
-    recalled = retriever.context(f"project {project}" if project else "current work", budget=budget,
-                                 what="memories", identity="relevant", record=False)
+    recalled = retriever.context(ContextQuery(f"project {project}" if project else "current work", budget=budget,
+                                              what="memories", identity="relevant", record=False))
     out.add("## Recalled Memory", [(i["id"], i["text"]) for i in recalled["items"]])
     if project:
         scoped = browse.list_traces(con, name, what="memories", scopes=[project], sort="strength", limit=RECENT_ITEMS)

@@ -1,0 +1,107 @@
+"""The typed questions of the store API (:mod:`memvault.store.queries`):
+JSON both ways, refusals that name the option, and every option reaching the
+daemon (an option the socket did not know used to make the daemon refuse and
+the caller answer in-process, silently and slowly)."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import shutil
+from pathlib import Path
+from typing import Any
+
+import pytest
+from fixtures.retrieval import support
+from hypothesis import given
+from hypothesis import strategies as st
+
+from memvault.daemon import client
+from memvault.daemon.serve import QueryServer
+from memvault.store.memory_store import MemoryStore
+from memvault.store.queries import QUERIES, ContextQuery, QueryError, SearchQuery, SessionStartQuery
+
+words = st.text(st.characters(codec="utf-8", exclude_categories=("Cs",)), max_size=20)
+names = st.lists(st.text("abcdefgh", min_size=1, max_size=6), max_size=3)
+maybe = st.none() | words
+
+searches = st.builds(
+    SearchQuery, words, mode=st.sampled_from([None, "keyword", "semantic", "hybrid"]), limit=st.integers(1, 50),
+    types=names, tags=names, path_glob=maybe, raw=st.booleans(), what=st.sampled_from(["all", "notes", "memories"]),
+    memory_scope=names, include_deleted=st.booleans(), include_superseded=st.booleans(), explain=st.booleans(),
+    record=st.booleans(), since=maybe, until=maybe)
+contexts = st.builds(ContextQuery, words, budget=st.none() | st.integers(50, 2000), what=st.sampled_from(["memories", "all"]),
+                     memory_scope=names, identity=st.sampled_from([None, "always", "relevant"]), record=st.booleans(),
+                     since=maybe, until=maybe)
+starts = st.builds(SessionStartQuery, project=maybe, budget=st.none() | st.integers(50, 2000))
+
+
+@given(st.one_of(searches, contexts, starts))
+def test_a_query_survives_json(q: Any) -> None:
+    wire = json.loads(json.dumps(q.to_json()))
+    assert type(q).from_json(wire) == q
+
+
+def test_lists_and_a_lone_string_become_tuples() -> None:
+    q = SearchQuery("x", types=["semantic"], memory_scope="user", tags=[" a ", ""])
+    assert (q.types, q.memory_scope, q.tags) == (("semantic",), ("user",), ("a",))
+
+
+@pytest.mark.parametrize(("cls", "data", "why"), [
+    (SearchQuery, {"query": "x", "scope": "facts"}, "unknown option 'scope'"),
+    (SearchQuery, {"query": "x", "limit": "10"}, "option 'limit' has the wrong type"),
+    (SearchQuery, {"query": "x", "limit": True}, "option 'limit' has the wrong type"),
+    (SearchQuery, {"query": "x", "tags": [1]}, "option 'tags' has the wrong type"),
+    (ContextQuery, {"message": "x", "what": None}, "option 'what' has the wrong type"),
+    (SessionStartQuery, ["project"], "a session_start query is a JSON object"),
+])
+def test_a_query_that_is_not_one_is_refused_by_name(cls: type, data: object, why: str) -> None:
+    with pytest.raises(QueryError, match=why):
+        cls.from_json(data)
+
+
+def test_keyword_and_raw_searches_do_not_ask_the_daemon() -> None:
+    assert SearchQuery("x").warm_helps
+    assert not SearchQuery("x", mode="keyword").warm_helps
+    assert not SearchQuery("x", raw=True).warm_helps
+    assert ContextQuery("x").warm_helps and SessionStartQuery().warm_helps
+
+
+@pytest.fixture
+def server(tmp_path: Path, memvault_env: Path):
+    root = tmp_path / "vault"
+    shutil.copytree(support.VAULT, root)
+    support.build(root)
+    srv = QueryServer(MemoryStore.open(str(root)))
+    srv.start()
+    yield srv
+    srv.stop()
+    srv.store.close()
+
+
+#: A value other than the default for each option (what the server must accept).
+SET = {"mode": "keyword", "limit": 3, "types": ["note"], "tags": ["x"], "path_glob": "*", "raw": True, "what": "notes",
+       "memory_scope": ["user"], "include_deleted": True, "include_superseded": True, "explain": True, "record": False,
+       "since": "2020-01-01", "until": "2030-01-01", "budget": 300, "identity": "always", "project": "memvault"}
+
+
+@pytest.mark.parametrize("op", sorted(QUERIES))
+def test_every_option_of_every_query_reaches_the_daemon(server: QueryServer, op: str) -> None:
+    cls = QUERIES[op]
+    required = {"query": "billing", "message": "billing"}
+    for f in dataclasses.fields(cls):
+        if f.name in required:
+            continue
+        args = {k: v for k, v in required.items() if k in {g.name for g in dataclasses.fields(cls)}}
+        args[f.name] = SET[f.name]
+        before = server.requests
+        reply = server.answer(json.dumps({"v": client.PROTOCOL, "op": op, "args": args}).encode())
+        assert reply.get("ok") is True, (f.name, reply)
+        assert server.requests == before + 1, f"{op} {f.name} was answered without the retriever"
+
+
+def test_the_daemon_answers_what_the_store_answers(server: QueryServer) -> None:
+    q = ContextQuery("how do I ship the billing service", record=False)
+    warm = client.answer(server.store, q)
+    assert server.requests == 1
+    assert warm == json.loads(json.dumps(server.store.context(q), default=str))
