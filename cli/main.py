@@ -92,7 +92,11 @@ class AppContext:
     def store(self) -> MemoryStore:
         """The selected vault's store (flag, environment, config), checked."""
         if self._store is None:
+            from memvault.daemon.client import daemon_embedder
+
             self._store = MemoryStore.open(self.vault_arg)
+            # A write that needs vectors asks the running daemon's loaded model first.
+            self._store.vectors_elsewhere = daemon_embedder(self._store)
         return self._store
 
     def close(self) -> None:

@@ -158,6 +158,8 @@ def _by_vectors(store: "MemoryStore", type_: str, scope: str, content: str,
         ids, matrix = _block_vectors(store, cache, spec.key, type_, scope, rows)
         if not ids and not vec.has_vectors(cache, spec.key):
             return None  # a store without vectors: words alone, and no model loaded
+        if store.vectors_elsewhere is not None and _asked_elsewhere(store, cache, spec.key, content, rows, ids):
+            ids, matrix = _block_vectors(store, cache, spec.key, type_, scope, rows)
         query = _vector_of(store, cache, spec, content)
         if query is not None and len(ids) < len(rows) <= len(ids) + MISSING_LIMIT:
             # Memories added since the last embedding pass: embedded now (the model is
@@ -179,6 +181,24 @@ def _by_vectors(store: "MemoryStore", type_: str, scope: str, content: str,
     sims = np.round((matrix @ query).astype(np.float64), 3)
     return [Similar(tid, texts[tid], float(sims[i]), "cosine")
             for i in np.nonzero(sims >= floor)[0].tolist() if (tid := ids[i]) in texts]
+
+
+def _asked_elsewhere(store: "MemoryStore", cache: object, model: str, content: str,
+                     rows: list[tuple[str, str]], ids: list[str]) -> bool:
+    """Whether the process whose model is loaded (the daemon) put the vectors
+    this ``add`` needs into the cache: the new text's, and those of memories
+    added since the last embedding pass when there are few of them. Nothing
+    asked when the cache has them all."""
+    from memvault.store.embedding.model import text_hash
+    from memvault.store.embedding.vectors import vectors_of
+
+    wanted = [_embedded_text(content)]
+    if len(ids) < len(rows) <= len(ids) + MISSING_LIMIT:
+        have = set(ids)
+        wanted += [_embedded_text(text) for tid, text in rows if tid not in have]
+    stored = vectors_of(cache, model, [text_hash(t) for t in wanted])  # type: ignore[arg-type]
+    missing = [t for t in wanted if text_hash(t) not in stored]
+    return bool(missing) and store.vectors_elsewhere is not None and store.vectors_elsewhere(missing)
 
 
 def _block_vectors(store: "MemoryStore", cache: object, model: str, type_: str, scope: str,

@@ -515,3 +515,27 @@ def chunk_rows(con: apsw.Connection, chunk_ids: Iterable[int]) -> dict[int, tupl
         r[0]: (r[1], r[2], r[3], r[4])
         for r in con.execute(f"SELECT id, trace_rowid, start, stop, heading FROM chunks WHERE id IN ({marks})", ids)
     }
+
+
+def cache_texts(data_dir: Path, model: str, embedder: Any, texts: Sequence[str]) -> int:
+    """Embed those of ``texts`` the cache of ``data_dir`` lacks under ``model``
+    (float16, keyed by each text's hash, as every reader expects); how many.
+    The daemon does this for a write in another process (``add``'s
+    neighbours), whose model would otherwise load there."""
+    import numpy as np
+
+    from memvault.store.embedding.model import text_hash
+
+    cache = open_cache(data_dir)
+    assert cache is not None
+    try:
+        wanted = {text_hash(t): t for t in texts}
+        have = vectors_of(cache, model, list(wanted))
+        todo = [(h, t) for h, t in wanted.items() if h not in have]
+        if todo:
+            vecs = embedder.embed([t for _, t in todo])
+            put_vectors(cache, model, [(h, np.asarray(v).astype(np.float16).tobytes())
+                                       for (h, _), v in zip(todo, vecs, strict=True)])
+        return len(todo)
+    finally:
+        cache.close()
