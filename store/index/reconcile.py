@@ -683,11 +683,13 @@ class Indexer:
         unchanged, so they make none), unless it is no ``edit`` of that
         memory (a takeover of its id); and a note that comes back live ends
         its memory's deletion either way (its forget record goes, as a
-        rebuild drops the forget of a memory whose note is live)."""
+        rebuild drops the forget of a memory whose note is live). A memory
+        merged into another (``superseded``, forgotten for the merge) whose
+        note comes back is live again just the same."""
         old = rec.get_trace(self.con, trace.id)
         if old is None or old.kind != "memory":
             return
-        if old.status == "deleted":
+        if old.status != "active":
             mem.clear_deleted(self.con, trace.id)
         elif edit and old.status == "active" and mem.meaningfully_changed(old, trace):
             trace.metadata = dict(trace.metadata, supersedes=mem.snapshot_version(self.con, old, EDITED_IN_VAULT))
