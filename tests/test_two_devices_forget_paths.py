@@ -6,7 +6,8 @@ so a device that kept it disagrees with one that rebuilt its data dir.
 :mod:`test_two_devices_forget` pins the two paths found first (a takeover
 of the id by the identity rule, an update of a note deleted unseen); these
 are the others an audit of every path that makes a memory live found: a
-merged memory whose note comes back.
+merged memory whose note comes back, a note whose ``id`` changes while a
+forget from another device waits for the sync tool.
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ import shutil
 from pathlib import Path
 
 from test_two_devices_forget import _note_of
-from test_two_devices_history import Device, Sync, two
+from test_two_devices_history import LOGS, Device, Sync, two
 
 
 def _sync_both(a: Device, b: Device, carry: Sync) -> None:
@@ -24,6 +25,13 @@ def _sync_both(a: Device, b: Device, carry: Sync) -> None:
         carry()
         b.run("sync", "--no-embed")
         a.run("sync", "--no-embed")
+
+
+def _log_first(src: Device, dst: Device) -> None:
+    """The sync tool delivers ``src``'s history log alone, before the notes."""
+    (dst.vault / LOGS).mkdir(parents=True, exist_ok=True)
+    for p in (src.vault / LOGS).glob("*.jsonl"):
+        shutil.copy2(p, dst.vault / LOGS / p.name)
 
 
 def test_a_merged_memory_whose_edited_note_beats_the_merge_leaves_no_forget_record(tmp_path: Path) -> None:
@@ -44,6 +52,39 @@ def test_a_merged_memory_whose_edited_note_beats_the_merge_leaves_no_forget_reco
     _sync_both(a, b, carry)  # a's edit beats b's deletion: the note comes back on b
     assert (member, "active") in {(i, s) for i, s, _ in b.listed()}
     assert a.forgotten() == b.forgotten() == set(), "a live memory keeps its forget record"
+    seen = a.view()
+    assert seen == b.view()
+
+    shutil.rmtree(b.home)
+    b.home.mkdir()
+    b.run("rebuild", "--no-embed")
+    assert b.view() == seen
+
+
+def test_a_note_that_changes_its_id_while_its_forget_waits_leaves_no_forget_record(tmp_path: Path) -> None:
+    """A forget from another device's log arrives before the sync tool
+    moves the note away (the memory stays live meanwhile: that is no bug);
+    then the note's front-matter ``id`` changes here (a person's edit, or a
+    device's identity rule rewriting the line, delivered by the sync tool),
+    and the edit beats the deletion. The note is live under its new id: the
+    forget belongs to the old one. Before the fix the rename of the trace
+    carried the forget record to the new id, live with its note."""
+    a, b, carry = two(tmp_path)
+    m = a.add("Remember tok5x always")
+    carry()
+    b.run("sync", "--no-embed")
+    b.run("forget", m, "--reason", "bench forgets")
+    _log_first(b, a)
+    a.run("sync", "--no-embed")
+    note = _note_of(a.vault, m)
+    new_id = "m-0123456789ab"
+    note.write_text(note.read_text(encoding="utf-8").replace(f"id: {m}", f"id: {new_id}") + "\nEdited on a.\n",
+                    encoding="utf-8")
+    a.run("sync", "--no-embed")
+    assert new_id not in {i for i, _ in a.forgotten()}, "a live memory keeps its forget record"
+    _sync_both(a, b, carry)
+    assert (new_id, "active") in {(i, s) for i, s, _ in a.listed()}
+    assert a.forgotten() == b.forgotten() == {(m, "bench forgets")}
     seen = a.view()
     assert seen == b.view()
 

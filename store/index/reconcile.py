@@ -621,8 +621,14 @@ class Indexer:
             # another note indexed under it too, that note's row would follow
             # an id its note does not name (and, renamed back later, drag
             # this one along). That note keeps the trace; this one leaves it.
+            # So does a memory whose forget came in another device's history
+            # log while its note was still here: the forget is the old id's
+            # (it is retired with it, _retire_released), and the note, naming
+            # another id now, starts that id's memory, as it does where the
+            # sync tool brings it back to the device that forgot.
             if (not c.own_trace and rec.get_trace(self.con, c.trace_id) is None
-                    and not self._held_elsewhere(old_row.trace_id, {st.path, c.old_path})):
+                    and not self._held_elsewhere(old_row.trace_id, {st.path, c.old_path})
+                    and not self._forgotten(old_row.trace_id)):
                 rec.rename_trace(self.con, old_row.trace_id, c.trace_id)
             else:
                 left = old_row.trace_id
@@ -659,6 +665,10 @@ class Indexer:
         else:
             rec.replace_edges(self.con, c.trace_id, edges)
         return trace
+
+    def _forgotten(self, trace_id: str) -> bool:
+        """Whether the durable state records ``trace_id`` as deleted."""
+        return self.con.execute("SELECT 1 FROM state.forgotten WHERE memory_id = ?", (trace_id,)).fetchone() is not None
 
     def _held_elsewhere(self, trace_id: str, paths: set[str | None]) -> bool:
         """Whether a file row other than those at ``paths`` holds ``trace_id``."""
