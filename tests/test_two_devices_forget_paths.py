@@ -7,7 +7,8 @@ so a device that kept it disagrees with one that rebuilt its data dir.
 of the id by the identity rule, an update of a note deleted unseen); these
 are the others an audit of every path that makes a memory live found: a
 merged memory whose note comes back, a note whose ``id`` changes while a
-forget from another device waits for the sync tool.
+forget from another device waits for the sync tool; and, the same wait
+for a merge, a merge whose log arrives before its member's note moves.
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from pathlib import Path
 
 from test_two_devices_forget import _note_of
 from test_two_devices_history import LOGS, Device, Sync, two
+from two_devices import read_rows
 
 
 def _sync_both(a: Device, b: Device, carry: Sync) -> None:
@@ -93,3 +95,30 @@ def test_a_note_that_changes_its_id_while_its_forget_waits_leaves_no_forget_reco
     b.run("rebuild", "--no-embed")
     assert b.view() == seen
 
+
+def test_a_merge_that_arrives_before_the_members_note_moves_is_kept(tmp_path: Path) -> None:
+    """The merge's history (the member forgotten into the survivor, its
+    ``state.merges`` row) comes in one device's log before the sync tool
+    moves the member's note away: the member is still live there, and that
+    is no reason to end the merge (before the fix that device took the live
+    note for one a person brought back and dropped the merge on both
+    devices: one showed the member deleted, the other merged)."""
+    a, b, carry = two(tmp_path)
+    kept = a.add("Prefers dark mode in the editor")
+    member = a.add("Likes a dark theme in editors")
+    carry()
+    b.run("sync", "--no-embed")
+    b.run("merge", kept, member, "--content", "Prefers dark mode in every editor")
+    _log_first(b, a)
+    a.run("sync", "--no-embed")
+    _sync_both(a, b, carry)
+    for d in (a, b):
+        assert read_rows(d.data_dir, "state.db", "SELECT memory_id, survivor_id FROM merges") == [(member, kept)]
+    assert member not in {i for i, _, _ in a.listed()}
+    seen = a.view()
+    assert seen == b.view()
+
+    shutil.rmtree(b.home)
+    b.home.mkdir()
+    b.run("rebuild", "--no-embed")
+    assert b.view() == seen

@@ -6,7 +6,8 @@ by the store's post-sync sequence; each step is one indexed statement per
 state row, so a sync that changed nothing pays next to nothing):
 
 * a merged memory is superseded with ``merged_into`` (unless its note is live
-  in the vault again: the vault wins, and the merge is over);
+  in the vault again: the vault wins, and the merge is over; a note the sync
+  tool has yet to move away, its forget still recorded, only waits);
 * links and backlinks to a merged memory (by id, or by its note's old name)
   point to the memory it was merged into (:func:`redirect`);
 * an open contradiction is a ``contradicts`` edge from the newer claim to the
@@ -43,12 +44,19 @@ def redirect(con: apsw.Connection) -> None:
 
 def _merged(con: apsw.Connection) -> None:
     rows = con.execute(
-        "SELECT m.memory_id, m.survivor_id, t.status, t.path FROM state.merges m JOIN traces t ON t.id = m.memory_id"
+        "SELECT m.memory_id, m.survivor_id, t.status, t.path, "
+        "EXISTS (SELECT 1 FROM state.forgotten f WHERE f.memory_id = m.memory_id) "
+        "FROM state.merges m JOIN traces t ON t.id = m.memory_id"
     ).fetchall()
-    for memory_id, survivor_id, status, path in rows:
+    for memory_id, survivor_id, status, path, forgotten in rows:
         if status == "active" and path is not None:
-            # The person brought the note back from .trash: the vault wins.
-            con.execute("DELETE FROM state.merges WHERE memory_id = ?", (memory_id,))
+            # The person brought the note back from .trash (or an edit beat
+            # the merge's move of it), and reading it ended the member's
+            # forget: the vault wins. With the forget still there, the merge
+            # came in another device's history log before the sync tool
+            # moved the note away: the merge waits for it, as the forget does.
+            if not forgotten:
+                con.execute("DELETE FROM state.merges WHERE memory_id = ?", (memory_id,))
             continue
         if status != "superseded":
             mark_merged(con, memory_id, survivor_id)
