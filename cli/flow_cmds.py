@@ -148,9 +148,6 @@ def restore_backup(app: AppContext, file: Path, as_json: bool) -> None:
     state.db.before-restore-<time>; the index is then rebuilt from the vault
     and the restored state.
     """
-    from memvault.cli.maintenance_cmds import _refuse_while_a_daemon_runs
-
-    _refuse_while_a_daemon_runs(app, "restoring a backup")
     report = app.store.restore_backup(file)
     if as_json:
         emit_json(report.as_dict())

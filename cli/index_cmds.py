@@ -72,13 +72,9 @@ def sync(app: AppContext, as_json: bool, no_embed: bool) -> None:
 
 def _daemon_pid(app: AppContext) -> int | None:
     """The pid of the daemon serving this vault, if one runs."""
-    from memvault.daemon.lock import is_locked, read_holder
+    from memvault.store.serving import daemon_pid
 
-    data_dir = app.store.data_dir
-    if not is_locked(data_dir):
-        return None
-    holder = read_holder(data_dir)
-    return holder.pid if holder else -1
+    return daemon_pid(app.store.data_dir)
 
 
 def _pending_notice(pending: list[dict[str, Any]]) -> None:

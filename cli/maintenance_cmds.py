@@ -7,20 +7,6 @@ import click
 from memvault.cli.main import AppContext, cli, emit_json, json_option, pass_app, progress_bar, stderr_is_tty, warn
 
 
-def _refuse_while_a_daemon_runs(app: AppContext, what: str) -> None:
-    """A rebuild replaces the index file under the daemon's open connections."""
-    from memvault.daemon.lock import is_locked, read_holder
-
-    data_dir = app.store.data_dir
-    if is_locked(data_dir):
-        holder = read_holder(data_dir)
-        pid = f" (pid {holder.pid})" if holder else ""
-        raise click.ClickException(
-            f"a memvault daemon{pid} serves this vault: stop it before {what} "
-            "(systemctl --user stop memvault), then start it again"
-        )
-
-
 @cli.command()
 @click.option("--no-embed", is_flag=True, help="Do not match vectors now; the daemon or the next sync will.")
 @json_option
@@ -34,7 +20,6 @@ def rebuild(app: AppContext, no_embed: bool, as_json: bool) -> None:
     in the vault); vectors come back from the embedding cache without re-embedding.
     Memory notes in the vault's .trash/ come back as forgotten memories.
     """
-    _refuse_while_a_daemon_runs(app, "rebuilding its index")
     show = stderr_is_tty() and not as_json
     with progress_bar("Indexing", show, minimum=50) as index_progress, \
             progress_bar("Embedding", show, minimum=20) as embed_progress:
@@ -59,8 +44,6 @@ def doctor(app: AppContext, repair: bool, as_json: bool) -> None:
 
     Exits 0 when everything is sound, 1 when problems remain.
     """
-    if repair:
-        _refuse_while_a_daemon_runs(app, "repairing its index")
     store = app.store
     store.read_con()  # no index yet: say so (exit 1) rather than create one
     report = store.doctor(repair=repair)

@@ -174,11 +174,8 @@ class Backend:
 
     def versions(self, ids: list[str]) -> dict[str, int]:
         """Current versions of memories, for hits an agent may update."""
-        from memvault.store.memories.rows import current_version
-
         with self.lock:
-            con = self.store.read_con()
-            return {i: current_version(con, i) for i in ids}
+            return self.store.current_versions(ids)
 
 
 def build_server(store: MemoryStore, *, read_only: bool = False, **server_options: Any) -> MCPServer:

@@ -13,24 +13,14 @@ import fcntl
 import json
 import os
 import time
-from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 from memvault.store import location
+
+# The probe (is a daemon running, who) lives with the store, which refuses by it.
+from memvault.store.serving import LOCK_FILE, Holder, _read_holder, is_locked, lock_path, read_holder  # noqa: F401
 from memvault.vault_io.errors import MemvaultError
 from memvault.vault_io.locks import flock_within
-
-LOCK_FILE = "daemon.lock"
-
-
-@dataclass(frozen=True)
-class Holder:
-    """Who holds (or last held) the lock."""
-
-    pid: int | None
-    started: str | None
-    vault: str | None = None
 
 
 class DaemonRunningError(MemvaultError):
@@ -42,55 +32,6 @@ class DaemonRunningError(MemvaultError):
         pid = holder.pid if holder.pid is not None else "?"
         since = holder.started or "?"
         super().__init__(f"memvault daemon already running for {vault} (pid {pid}, since {since})")
-
-
-def lock_path(data_dir: Path) -> Path:
-    """The lock file of the vault whose data dir is ``data_dir``."""
-    return data_dir / LOCK_FILE
-
-
-def _read_holder(fd: int) -> Holder:
-    try:
-        data: Any = json.loads(os.pread(fd, 4096, 0).decode("utf-8") or "{}")
-    except (OSError, ValueError):
-        data = {}
-    if not isinstance(data, dict):
-        data = {}
-    pid = data.get("pid")
-    return Holder(pid if isinstance(pid, int) else None, data.get("started"), data.get("vault"))
-
-
-def read_holder(data_dir: Path) -> Holder | None:
-    """What the lock file says, held or not; None when there is no lock file."""
-    try:
-        fd = os.open(lock_path(data_dir), os.O_RDONLY | os.O_CLOEXEC)
-    except OSError:
-        return None
-    try:
-        return _read_holder(fd)
-    finally:
-        os.close(fd)
-
-
-def is_locked(data_dir: Path) -> bool:
-    """Whether a live process holds the daemon lock of this data dir.
-
-    Probes with a *shared* non-blocking lock, released at once: it fails
-    exactly when someone holds the exclusive one. A daemon starting in that
-    same instant retries (see :meth:`DaemonLock.acquire`), so the probe
-    cannot make it fail.
-    """
-    try:
-        fd = os.open(lock_path(data_dir), os.O_RDONLY | os.O_CLOEXEC)
-    except OSError:
-        return False
-    try:
-        fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
-    except BlockingIOError:
-        return True
-    finally:
-        os.close(fd)  # closing drops our shared lock too
-    return False
 
 
 class DaemonLock:

@@ -106,6 +106,7 @@ class DaemonRunner:
     ) -> None:
         self.store = store
         store.index_on_open = False  # the watch loop's first full sync comes after its workers are wired
+        store.is_daemon = True  # it holds the daemon lock: the store's refusals while one runs are not for it
         self.root = store.root
         debounce_ms = store.settings.debounce_ms if debounce_ms is None else debounce_ms
         self.debounce = max(0, int(debounce_ms)) / 1000

@@ -217,9 +217,11 @@ class ChangeAPI(StoreParts):
 
     def restore_backup(self, file: "str | os.PathLike[str]") -> "RestoreReport":
         """Put a backup's durable state (and vectors) in place and rebuild the
-        index (see :mod:`.flows.backup`). The caller makes sure no daemon runs."""
+        index (see :mod:`.flows.backup`). Refused while a daemon serves the vault."""
         from memvault.store.flows.backup import restore
+        from memvault.store.serving import refuse_while_served
 
+        refuse_while_served(self.data_dir, "restoring a backup")
         return restore(self, Path(file).expanduser())
 
     def views_install(self, *, force: bool = False) -> "list[ViewFile]":

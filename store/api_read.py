@@ -32,6 +32,13 @@ class ReadAPI(StoreParts):
         """What an agent's session starts with (see :meth:`Retriever.session_start`)."""
         return self.retriever.session_start(q)
 
+    def current_versions(self, ids: list[str]) -> dict[str, int]:
+        """The current version of each memory in ``ids`` (what ``update --expect-version`` checks)."""
+        from memvault.store.memories.rows import current_version
+
+        con = self.read_con()
+        return {i: current_version(con, i) for i in ids}
+
     def show(self, ref: str) -> dict[str, Any]:
         """One note, memory or fact by id, vault path or title, as a dict
         (``path#^t12``: one turn of a session note)."""

@@ -35,7 +35,6 @@ from __future__ import annotations
 
 import logging
 import os
-import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from functools import cached_property
@@ -156,6 +155,9 @@ class MemoryStore(ReadAPI, ChangeAPI):
         #: Index a never-synced vault on the first connection (see ``con``). The
         #: daemon turns it off: it syncs at start itself, after wiring its workers.
         self.index_on_open = True
+        #: This store is the running daemon's own (which holds the daemon lock,
+        #: so the refusals of :mod:`.serving` do not apply to it).
+        self.is_daemon = False
         #: Asks a process whose model is loaded (the running daemon) to put the
         #: vectors of these texts into the embedding cache; whether it did. A
         #: front end sets it (``daemon.client.daemon_embedder``); None: a write
@@ -452,18 +454,27 @@ class MemoryStore(ReadAPI, ChangeAPI):
     ) -> SyncReport:
         """Drop the derived index and build it again from the vault and the
         durable state (nothing only memvault knows is lost; vectors come back
-        from the embedding cache). The caller makes sure no daemon uses it."""
+        from the embedding cache). Refused (:class:`~.serving.DaemonServesError`)
+        while a daemon serves the vault: the index would be replaced under its
+        open connections."""
         from memvault.store.index.doctor import data_files
+        from memvault.store.serving import refuse_while_served
 
+        if not self.is_daemon:
+            refuse_while_served(self.data_dir, "rebuilding its index")
         self.close()
         for path in data_files(self.data_dir):
             path.unlink(missing_ok=True)
         return self.sync(progress, embed=embed, embed_progress=embed_progress)
 
     def doctor(self, *, repair: bool = False, progress: Progress | None = None) -> "DoctorReport":
-        """Check both databases and the vault; with ``repair``, fix what can be."""
+        """Check both databases and the vault; with ``repair``, fix what can be
+        (refused while a daemon serves the vault: a repair may rebuild)."""
         from memvault.store.index import doctor
+        from memvault.store.serving import refuse_while_served
 
+        if repair and not self.is_daemon:
+            refuse_while_served(self.data_dir, "repairing its index")
         report = doctor.DoctorReport(doctor.diagnose(self))
         if repair and report.findings:
             doctor.repair_report(self, report, progress)
@@ -499,13 +510,3 @@ def _quietly(close: Callable[[], None], fallback: Callable[[], None] | None = No
                 fallback()
             except apsw.Error:
                 pass
-
-
-def wait_for(condition: Callable[[], bool], timeout: float, interval: float = 0.05) -> bool:
-    """Poll ``condition`` until true or ``timeout`` seconds pass; its last value."""
-    end = time.monotonic() + timeout
-    while not condition():
-        if time.monotonic() > end:
-            return False
-        time.sleep(interval)
-    return True

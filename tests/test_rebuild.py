@@ -222,3 +222,15 @@ def test_a_damaged_database_is_one_clear_line(vault: Path, damage: str) -> None:
     target.write_bytes(b"this is not a database" * 100)
     r = run(vault, "search", "anything")
     assert r.exit_code == 1 and "Traceback" not in r.output and "cannot open index" in r.output
+
+
+def test_the_store_itself_refuses_a_rebuild_restore_or_repair_while_a_daemon_serves(vault: Path) -> None:
+    """The refusal lives behind the API: any front end (not only the CLI) gets it."""
+    from memvault.store.serving import DaemonServesError
+
+    run(vault, "sync", "--no-embed")
+    with opened(vault) as v, DaemonLock(vault, vault_data_dir(vault)):
+        for call in (v.rebuild, lambda: v.doctor(repair=True), lambda: v.restore_backup(vault / "none.zip")):
+            with pytest.raises(DaemonServesError, match="serves this vault: stop it before"):
+                call()
+        assert v.doctor().findings is not None  # checking alone is allowed
