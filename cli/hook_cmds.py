@@ -40,7 +40,7 @@ from memvault.vault_io.secrets import redact
 
 if TYPE_CHECKING:
     from memvault.store.memory_store import MemoryStore
-    from memvault.store.queries import ContextQuery, SessionStartQuery
+    from memvault.store.queries import ContextQuery
 
 #: Seconds a context hook may take with a running daemon (warm answers) and without.
 BUDGET_WARM = 0.3
@@ -119,24 +119,11 @@ def run_hook(app: AppContext, event: str, work: Callable[["MemoryStore", dict[st
         click.echo(text[:MAX_CHARS])
 
 
-def _words_only(store: "MemoryStore", q: "ContextQuery | SessionStartQuery") -> dict[str, Any]:
-    """``q`` answered in-process by words alone: loading the model takes
-    longer than a hook's budget."""
-    from memvault.store.memory_store import MemoryStore
-
-    words_only = MemoryStore.open(str(store.root), {"embedding.model": "none"})
-    try:
-        method: Callable[[Any], dict[str, Any]] = getattr(words_only, q.OP)
-        return method(q)
-    finally:
-        words_only.close()
-
-
 def _context(store: "MemoryStore", q: "ContextQuery") -> dict[str, Any]:
     """The recall block from the daemon (warm); without one, by words alone in-process."""
     from memvault.daemon.client import answer
 
-    return answer(store, q, local=lambda q: _words_only(store, q))
+    return answer(store, q, local=store.answer_by_words)
 
 
 def project_of(cwd: str | None) -> tuple[str | None, Path | None]:
@@ -164,7 +151,7 @@ def session_start_text(store: "MemoryStore", data: dict[str, Any], budget: int |
 
     project, _ = project_of(data.get("cwd") or os.getcwd())
     q = SessionStartQuery(project=project, budget=budget)
-    return str(answer(store, q, local=lambda q: _words_only(store, q))["text"])
+    return str(answer(store, q, local=store.answer_by_words)["text"])
 
 
 def prompt_text(store: "MemoryStore", data: dict[str, Any], budget: int | None, what: str) -> str:

@@ -8,6 +8,7 @@ the store's core so that each file reads in one sitting.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from memvault.store.api_parts import StoreParts
@@ -38,6 +39,16 @@ class ReadAPI(StoreParts):
 
         con = self.read_con()
         return {i: current_version(con, i) for i in ids}
+
+    def answer_by_words(self, q: "ContextQuery | SessionStartQuery") -> dict[str, Any]:
+        """``q`` answered without loading the embedding model (keyword
+        recall, as with vectors off): what a session hook can afford when no
+        daemon has the model warm."""
+        from memvault.store.retrieval.retriever import Retriever
+
+        retriever = Retriever(self, self.read_con(), words_only=True)  # type: ignore[arg-type]
+        method: Callable[[Any], dict[str, Any]] = getattr(retriever, q.OP)
+        return method(q)
 
     def show(self, ref: str) -> dict[str, Any]:
         """One note, memory or fact by id, vault path or title, as a dict

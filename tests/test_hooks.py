@@ -170,3 +170,28 @@ def test_past_its_budget_a_hook_prints_nothing_and_exits_0(hooked: Path, memvaul
     p = subprocess.run([str(MEMVAULT), "--vault", str(hooked), "hook", "prompt"], input=json.dumps(prompt),
                        capture_output=True, text=True, env=env, timeout=30)
     assert p.returncode == 0 and "second reviewer" in p.stdout
+
+
+def test_without_a_daemon_a_hook_answers_by_words_from_its_one_store(
+        hooked: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Loading the model takes longer than a hook's budget: with no daemon the
+    hook answers by words alone, through the store it has (no second one)."""
+    from memvault.store.embedding import model
+
+    def no_model(*args: object, **kwargs: object) -> None:
+        raise AssertionError("a hook loaded the embedding model")
+
+    opened_stores: list[str | None] = []
+    real_open = MemoryStore.open.__func__  # type: ignore[attr-defined]
+
+    def counting_open(cls: type[MemoryStore], vault: str | None = None, overrides: Any = None) -> MemoryStore:
+        opened_stores.append(vault)
+        return real_open(cls, vault, overrides)
+
+    monkeypatch.setattr(model, "load_embedder", no_model)
+    monkeypatch.setattr(MemoryStore, "open", classmethod(counting_open))
+    r = hook(hooked, "prompt", dict(CC_PROMPT, prompt="who reviews deploys of the billing service?"))
+    assert r.exit_code == 0 and "second reviewer" in r.output
+    r = hook(hooked, "session-start", CC_START)
+    assert r.exit_code == 0 and "backend engineer in Lisbon" in r.output
+    assert len(opened_stores) == 2, opened_stores  # one per hook run

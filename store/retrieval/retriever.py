@@ -92,11 +92,12 @@ class _NeighbourTurn:
 class Retriever:
     """Search and recall over one vault's index (not thread-safe: callers serialise)."""
 
-    def __init__(self, store: "MemoryStore", con: apsw.Connection) -> None:
+    def __init__(self, store: "MemoryStore", con: apsw.Connection, *, words_only: bool = False) -> None:
+        """``words_only``: never load the model (keyword answers, as with vectors off)."""
         self.store = store
         self.settings = store.settings
         self.con = con
-        self.spec = resolve_model(store.settings.embedding.model)
+        self.spec = None if words_only else resolve_model(store.settings.embedding.model)
         self._cache: apsw.Connection | None = None
         self._matrix: vec.VectorMatrix | None = None
         self._context: tuple[vec.VectorMatrix, Any] | None = None
