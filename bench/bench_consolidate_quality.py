@@ -7,7 +7,7 @@
 
 Embeds every memory with the bundled model (the vectors a store would have;
 cached in bench/out/), runs the one planner over each set, and scores every
-rule next to its plain baseline (see memvault.store.consolidation.labelled).
+rule next to its plain baseline (see bench/labelled.py).
 dev and test are tuning sets (the rules were shaped on them); the fresh set
 (tests/fixtures/consolidation/fresh, written blind to the rules) is frozen
 and reported once. Every figure stands beside plain baselines of the same
@@ -24,8 +24,8 @@ from pathlib import Path
 
 import numpy as np
 from _common import OUT, REPO, isolate_env
+from labelled import load_set, score
 
-from memvault.store.consolidation.labelled import load_set, score
 from memvault.store.embedding.model import load_embedder, resolve_model
 
 SETS = REPO / "tests" / "fixtures" / "consolidation"
@@ -63,7 +63,7 @@ def statement_similarity(a: str, b: str) -> float:
 
 def pair_set(path) -> dict:
     """Score an independent-pairs set (e.g. the frozen fresh set) with vectors from the bundled model."""
-    from memvault.store.consolidation.labelled import score_pairs
+    from labelled import score_pairs
 
     pairs = json.loads(path.read_text(encoding="utf-8"))["pairs"]
     texts = {f"{p['id']}:{side}": p[side] for p in pairs for side in ("a", "b")}

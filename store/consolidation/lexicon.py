@@ -5,7 +5,7 @@ water" no closer than a sentence with one slot refilled ("Ana lives in
 Benfica" / "Ana works in Benfica"), so the duplicate rule needs to know that
 "sparkling" and "fizzy" say one thing. The knowledge comes from Princeton
 WordNet 3.0, cut down to a table of plain words (``lexicon/wordnet.tsv.gz``,
-built by :mod:`.lexicon_build`; licence in ``lexicon/LICENSE-WordNet``).
+built by ``bench/lexicon_build.py``; licence in ``lexicon/LICENSE-WordNet``).
 
 Two words are **synonyms** (:func:`synonyms`) when, among each word's most
 frequent senses, one sense of one word holds a word that a sense of the
@@ -156,7 +156,7 @@ def person(word: str) -> bool:
     """Whether the most frequent noun sense of a folded word (or of a base it
     inflects) is a kind of person ("husband", "boss", "brother", "grandmother"): the
     table's ``N`` lines, worked out from all of WordNet's hypernyms when the
-    table was built (:mod:`.lexicon_build`)."""
+    table was built (``bench/lexicon_build.py``)."""
     t = _table()
     return any(t.get("N", base) for base in bases(word))
 

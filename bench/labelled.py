@@ -19,7 +19,8 @@ to a plain baseline computed in the same run:
 * due tasks: done past-due tasks made episodic; open ones left alone.
 
 ``bench/bench_consolidate_quality.py`` prints the table the README reports;
-``tests/test_dedup.py`` holds the rules to their bars.
+``tests/test_dedup.py`` holds the rules to their bars. A benchmark tool, not
+product: it lives in bench/ (scripts and tests put bench/ on ``sys.path``).
 """
 
 from __future__ import annotations
@@ -34,7 +35,8 @@ from typing import TYPE_CHECKING, Any
 
 from memvault.store.consolidation import rules
 from memvault.store.consolidation.plan import Plan, Policy, make_plan
-from memvault.store.consolidation.records import Record, parse_day, parse_time
+from memvault.store.consolidation.records import Record, parse_day
+from memvault.store.index.event_time import parse_stamp
 
 if TYPE_CHECKING:
     import numpy as np
@@ -53,15 +55,15 @@ class LabelledSet:
 def load_set(path: Path) -> LabelledSet:
     """Read a set; its memories as records (strength taken as current: no decay)."""
     data = json.loads(path.read_text(encoding="utf-8"))
-    now = parse_time(data["now"])
+    now = parse_stamp(data["now"])
     assert now is not None
     records = []
     for m in data["memories"]:
         edited = m.get("edited_days_ago")
         records.append(Record(
             id=m["id"], kind="memory", type=m["type"], scope=m["scope"], content=m["content"],
-            created=parse_time(m["created"]) or now, tags=tuple(m.get("tags") or ()), strength=m.get("strength"),
-            last_access=parse_time(m.get("last_recalled")), decayed_at=now.date(), pinned=bool(m.get("pinned")),
+            created=parse_stamp(m["created"]) or now, tags=tuple(m.get("tags") or ()), strength=m.get("strength"),
+            last_access=parse_stamp(m.get("last_recalled")), decayed_at=now.date(), pinned=bool(m.get("pinned")),
             edited_at=now - timedelta(days=edited) if edited is not None else None,
             due=parse_day(m.get("due")), done=bool(m.get("done")) or m["content"].lstrip().startswith("[x]"),
         ))
