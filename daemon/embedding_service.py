@@ -13,6 +13,11 @@ cannot be loaded is logged once and retried only after ``retry_interval``
 seconds or a wake. Any other failure (the index busy for longer than the
 write timeout, say) ends ``run``; the supervisor reports it and starts it
 again, and the pending texts are still pending.
+
+The work of each step (chunk what changed, embed what is pending, record a
+model that cannot be loaded) is the store's, the same code ``memvault sync``
+runs in the foreground: the pipeline :meth:`MemoryStore.embedding_loop`
+builds. This service keeps the thread and the timing.
 """
 
 from __future__ import annotations
@@ -24,11 +29,9 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from memvault.daemon.services import Service
-from memvault.store.embedding import vectors as vec
-from memvault.store.embedding.model import ModelUnavailable
-from memvault.store.embedding.pipeline import EmbeddingPipeline, EmbedReport
 
 if TYPE_CHECKING:
+    from memvault.store.hosted import EmbeddingPipeline, EmbedReport
     from memvault.store.memory_store import MemoryStore
 
 log = logging.getLogger("memvault.embedding")
@@ -46,7 +49,7 @@ class EmbeddingService(Service):
         poll_interval: float = 5.0,
         retry_interval: float = 600.0,
         prune_interval: float = 86400.0,
-        on_run: Callable[[EmbedReport], None] | None = None,
+        on_run: "Callable[[EmbedReport], None] | None" = None,
     ) -> None:
         self.store = store
         self.poll_interval = poll_interval
@@ -55,7 +58,7 @@ class EmbeddingService(Service):
         self.on_run = on_run
         self.last_prune: dict[str, Any] | None = None
         self._next_prune = 0.0  # first prune once the first run found nothing pending
-        self.last_report: EmbedReport | None = None
+        self.last_report: "EmbedReport | None" = None
         self._wake = threading.Event()
         self._unavailable: str | None = None
         self._retry_at = 0.0
@@ -83,7 +86,7 @@ class EmbeddingService(Service):
     def run(self, stop: threading.Event) -> None:
         """Embed, wait for a wake or the poll interval, again, until ``stop``."""
         self.idle.clear()
-        pipeline = EmbeddingPipeline.for_store(self.store)
+        pipeline = self.store.embedding_loop()
         try:
             while not stop.is_set():
                 self._wake.clear()
@@ -94,7 +97,7 @@ class EmbeddingService(Service):
         finally:
             pipeline.close(index_too=True)
 
-    def _prune(self, pipeline: EmbeddingPipeline) -> None:
+    def _prune(self, pipeline: "EmbeddingPipeline") -> None:
         """Once a day, when idle: drop cached vectors no note uses any more."""
         self._next_prune = time.monotonic() + self.prune_interval
         report = self.store.cache_prune(pipeline.con)
@@ -103,31 +106,26 @@ class EmbeddingService(Service):
             log.info("embedding cache pruned: %d unused and %d for size dropped, %.1f MB now",
                      report.dropped_unused, report.dropped_for_size, report.bytes_after / 2**20)
 
-    def _once(self, pipeline: EmbeddingPipeline, stop: threading.Event) -> None:
-        start = time.perf_counter()
-        chunked = pipeline.chunk_queued(stop.is_set)
-        pending = pipeline.pending()
-        report = EmbedReport(model=pipeline.spec.key if pipeline.spec else None, chunked=chunked, pending=len(pending))
-        if pending and time.monotonic() >= self._retry_at:
+    def _once(self, pipeline: "EmbeddingPipeline", stop: threading.Event) -> None:
+        asked: list[bool] = []
+
+        def asking() -> None:  # the model is about to be asked: not idle
             self.idle.clear()
-            try:
-                report = pipeline.embed_pending(None, stop.is_set, pending)
-                report.chunked = chunked
-                if self._unavailable:
-                    vec.note_unavailable(pipeline.con, report.model, None)
-                self._unavailable = None
-            except ModelUnavailable as exc:
-                if self._unavailable != str(exc):
-                    log.warning("semantic search unavailable: %s", exc)
-                    vec.note_unavailable(pipeline.con, report.model, str(exc))
-                self._unavailable = report.unavailable = str(exc)
-                self._retry_at = time.monotonic() + self.retry_interval
+            asked.append(True)
+
+        report = pipeline.run(None, stop.is_set, try_model=time.monotonic() >= self._retry_at, asking=asking)
+        if report.unavailable:
+            if self._unavailable != report.unavailable:
+                log.warning("semantic search unavailable: %s", report.unavailable)
+            self._unavailable = report.unavailable
+            self._retry_at = time.monotonic() + self.retry_interval
+        elif asked:
+            self._unavailable = None
         if not report.pending or self._unavailable:
             self.idle.set()
             if time.monotonic() >= self._next_prune and not stop.is_set():
                 self._prune(pipeline)
-        report.seconds = time.perf_counter() - start
-        if chunked or report.embedded or report.unavailable or self.last_report is None:
+        if report.chunked or report.embedded or report.unavailable or self.last_report is None:
             self.last_report = report
             if self.on_run:
                 self.on_run(report)

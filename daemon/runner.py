@@ -231,9 +231,7 @@ class DaemonRunner:
             self.services.start_service(self._llm_worker.name)
             self._llm_worker.accepting.wait(START_WAIT)
         if self.background:
-            from memvault.store.embedding.model import set_threads
-
-            set_threads(self.store.settings.embedding.daemon_threads)
+            self.store.limit_model_threads()
             self._embedder = EmbeddingService(self.store)
             self._server = QueryServer(self.store, on_wake=self._embedder.wake)
             self.services.add(self._server)

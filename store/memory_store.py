@@ -53,7 +53,7 @@ from memvault.vault_io.errors import MemvaultError, UsageError
 log = logging.getLogger(__name__)
 
 if TYPE_CHECKING:
-    from memvault.store.embedding.pipeline import EmbedReport
+    from memvault.store.embedding.pipeline import EmbeddingPipeline, EmbedReport
     from memvault.store.facts.observer import Defer, FactObserver
     from memvault.store.facts.source_notes import Sources
     from memvault.store.history.replicate import HistorySync
@@ -490,6 +490,23 @@ class MemoryStore(ReadAPI, ChangeAPI):
             return pipeline.run(progress, should_stop)
         finally:
             pipeline.close()
+
+    def embedding_loop(self) -> "EmbeddingPipeline":
+        """The embedding pipeline a background embedder (the daemon's
+        embedding service) runs step by step, :meth:`EmbeddingPipeline.run`
+        each time it looks, on a connection of its own; the caller closes it
+        (``close(index_too=True)``)."""
+        from memvault.store.embedding.pipeline import EmbeddingPipeline
+
+        return EmbeddingPipeline.for_store(self)
+
+    def limit_model_threads(self, threads: int | None = None) -> None:
+        """Limit the threads of embedding models this process loads from now
+        on (default ``embedding.daemon_threads``: the daemon embeds in the
+        background and leaves cores to the person and to queries)."""
+        from memvault.store.embedding.model import set_threads
+
+        set_threads(self.settings.embedding.daemon_threads if threads is None else threads)
 
     def checkpoint(self) -> None:
         """Fold the WAL files back into the databases (a daemon's shutdown)."""

@@ -3,7 +3,10 @@
 :class:`EmbeddingPipeline` is the one code path, used in the foreground by
 ``memvault sync`` (after the text index is written, so keyword search is
 ready first, see :meth:`MemoryStore.embed`) and in the background by the
-daemon's embedding service (:mod:`memvault.daemon.embedding_service`).
+daemon's embedding service (:mod:`memvault.daemon.embedding_service`), which
+runs :meth:`EmbeddingPipeline.run` step by step on the pipeline
+:meth:`MemoryStore.embedding_loop` builds: the daemon keeps only the timing
+(when to look again, when to retry a model that would not load).
 
 Both use their own database connections and short write transactions, so
 keyword search (a reader under WAL) is never blocked. Batches are sized by
@@ -203,19 +206,38 @@ class EmbeddingPipeline:
         report.pending = total - done
         return report
 
-    def run(self, progress: Progress | None = None, should_stop: Callable[[], bool] = lambda: False) -> EmbedReport:
-        """Chunk the queue, then embed; a missing model is reported, not raised."""
+    def run(
+        self,
+        progress: Progress | None = None,
+        should_stop: Callable[[], bool] = lambda: False,
+        *,
+        try_model: bool = True,
+        asking: Callable[[], None] | None = None,
+    ) -> EmbedReport:
+        """Chunk the queue, then embed what is pending: the whole of a
+        foreground run (``memvault sync``) and one step of a background
+        embedder's loop (the daemon's embedding service) alike.
+
+        ``try_model`` False only counts what is pending (a host waiting to
+        retry a model that could not be loaded); ``asking()`` is called just
+        before the model is loaded and asked. A missing model is reported in
+        the result (``unavailable``) and recorded in the index for later
+        commands to show, not raised; a model that loads clears that record.
+        """
         start = time.perf_counter()
         chunked = self.chunk_queued(should_stop)
         key = self.spec.key if self.spec else None
-        try:
-            report = self.embed_pending(progress, should_stop)
-            if report.embedded:
-                vec.note_unavailable(self.con, key, None)
-        except ModelUnavailable as exc:
-            report = EmbedReport(model=key, unavailable=str(exc))
-            report.pending = len(self.pending())
-            vec.note_unavailable(self.con, key, str(exc))
+        pending = self.pending()
+        report = EmbedReport(model=key, pending=len(pending))
+        if pending and try_model:
+            if asking is not None:
+                asking()
+            try:
+                report = self.embed_pending(progress, should_stop, pending)
+                vec.note_unavailable(self.con, key, None)  # it loaded
+            except ModelUnavailable as exc:
+                report = EmbedReport(model=key, pending=len(pending), unavailable=str(exc))
+                vec.note_unavailable(self.con, key, str(exc))
         report.chunked = chunked
         report.seconds = time.perf_counter() - start
         return report
