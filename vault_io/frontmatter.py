@@ -21,7 +21,6 @@ from pathlib import Path
 from typing import Any
 
 import yaml
-from frontmatter.default_handlers import YAMLHandler
 
 from memvault.vault_io.errors import MemvaultError
 from memvault.vault_io.markdown import normalise_tag, wikilink
@@ -32,7 +31,6 @@ DEFAULT_MAX_BYTES = 65536
 MAX_DEPTH = 100  # nesting levels; real front-matter uses two or three
 
 _LOADER: type = yaml.CSafeLoader if yaml.__with_libyaml__ else yaml.SafeLoader
-_HANDLER = YAMLHandler()
 
 _OPEN_RE = re.compile(r"---[ \t]*(?:\n|$)")
 _CLOSE_RE = re.compile(r"^---[ \t]*$", re.M)
@@ -103,7 +101,7 @@ def load_frontmatter(
         _refuse_deep_nesting(yaml_text)  # first: libyaml is slow on deep nesting
         if "&" in yaml_text or "*" in yaml_text:
             _refuse_anchors(yaml_text, first_line)
-        data = _HANDLER.load(yaml_text, Loader=_LOADER)
+        data = yaml.load(yaml_text, Loader=_LOADER)  # a safe loader (C when libyaml is there)
     except FrontmatterError:
         raise
     except yaml.MarkedYAMLError as exc:
