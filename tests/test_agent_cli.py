@@ -12,7 +12,7 @@ from click.testing import CliRunner
 from helpers import opened, write
 
 from memvault.cli.main import cli
-from memvault.store.index.browse import parse_time
+from memvault.store.retrieval.when import parse_bound, time_bounds
 
 ABOUT = """---
 memory: source
@@ -142,12 +142,13 @@ def test_a_forgotten_fact_stays_retired_until_restored(vault: Path) -> None:
 
 
 def test_parse_time_spans_and_dates() -> None:
+    """list and recent read --since/--until with the grammar search and context use."""
     from datetime import datetime, timezone
 
     now = datetime(2026, 11, 23, 12, 0, tzinfo=timezone.utc)
-    assert parse_time("2 days", now) == "2026-11-21T12:00:00+00:00"
-    assert parse_time("3h", now) == "2026-11-23T09:00:00+00:00"
-    assert parse_time("yesterday", now) == "2026-11-22T00:00:00+00:00"
-    assert parse_time("last week", now) == "2026-11-16T12:00:00+00:00"
-    assert parse_time("2026-11-20", now) == "2026-11-20T00:00:00+00:00"
-    assert parse_time("", now) is None
+    assert parse_bound("2 days", now) == "2026-11-21T12:00:00+00:00"
+    assert parse_bound("3h", now) == "2026-11-23T09:00:00+00:00"
+    assert parse_bound("yesterday", now) == "2026-11-22T00:00:00+00:00"
+    assert parse_bound("last week", now) == "2026-11-16T12:00:00+00:00"
+    assert parse_bound("2026-11-20", now) == "2026-11-20T00:00:00+00:00"
+    assert time_bounds("", None, now) == {"since": None, "until": None}

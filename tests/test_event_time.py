@@ -19,7 +19,8 @@ from memvault.store.index.event_time import (
     date_in_text,
     fact_event_time,
     note_event_time,
-    parse_time,
+    parse_event_time,
+    parse_stamp,
     session_of,
 )
 from memvault.store.queries import SearchQuery
@@ -54,7 +55,19 @@ NOW = datetime(2024, 6, 12, 9, 30, tzinfo=timezone.utc)
     ],
 )
 def test_front_matter_dates_parse_to_utc(value: object, expected: str | None) -> None:
-    assert parse_time(value) == expected
+    assert parse_event_time(value) == expected
+
+
+def test_stamps_read_back_as_utc_datetimes() -> None:
+    """parse_stamp reads what iso() writes (and dates, datetimes); None for anything else."""
+    from datetime import date
+
+    assert parse_stamp("2023-03-04T10:15:00+00:00") == datetime(2023, 3, 4, 10, 15, tzinfo=timezone.utc)
+    assert parse_stamp("2023-03-04T10:15:00Z") == datetime(2023, 3, 4, 10, 15, tzinfo=timezone.utc)
+    assert parse_stamp(" 2023-03-04 ") == datetime(2023, 3, 4, tzinfo=timezone.utc)
+    assert parse_stamp(date(2023, 3, 4)) == datetime(2023, 3, 4, tzinfo=timezone.utc)
+    assert parse_stamp(datetime(2023, 3, 4, 1)) == datetime(2023, 3, 4, 1, tzinfo=timezone.utc)
+    assert parse_stamp("") is None and parse_stamp("soon") is None and parse_stamp(None) is None
 
 
 def test_event_keys_in_order_then_daily_note_names() -> None:
@@ -86,6 +99,15 @@ def test_event_keys_in_order_then_daily_note_names() -> None:
         ("2023-05-01T10:00", True, "2023-05-01T10:00:00+00:00"),
         ("yesterday", False, "2024-06-11T00:00:00+00:00"),
         ("today", True, "2024-06-13T00:00:00+00:00"),
+        # the spellings list and recent read before they shared this grammar
+        ("2 days", False, "2024-06-10T09:30:00+00:00"),
+        ("3 hours ago", False, "2024-06-12T06:30:00+00:00"),
+        ("30 min", False, "2024-06-12T09:00:00+00:00"),
+        ("last week", False, "2024-06-05T09:30:00+00:00"),
+        ("1.5d", False, "2024-06-10T21:30:00+00:00"),
+        ("2023-05-01T10:00:00Z", False, "2023-05-01T10:00:00+00:00"),
+        ("2023-05-01T12:00:00+02:00", False, "2023-05-01T10:00:00+00:00"),
+        ("1y", False, "2023-06-13T09:30:00+00:00"),
     ],
 )
 def test_since_and_until_bounds(text: str, end: bool, expected: str) -> None:
@@ -95,6 +117,9 @@ def test_since_and_until_bounds(text: str, end: bool, expected: str) -> None:
 def test_a_bad_bound_is_a_usage_error() -> None:
     with pytest.raises(BadTimeError, match="not a date"):
         parse_bound("last tuesday-ish", NOW)
+    for text in ("", "2023-13", "99999999999 weeks", "99999y"):
+        with pytest.raises(BadTimeError):
+            parse_bound(text, NOW)
     assert BadTimeError("x").exit_code == 2
 
 
@@ -172,8 +197,8 @@ def test_a_time_filter_narrows_the_search_first_when_few_traces_pass(chat: Path)
     with opened(chat) as v:
         r = Retriever(v, v.read_con())
         r.clock = lambda: NOW  # type: ignore[method-assign]
-        narrow = r.search(SearchQuery("removal piano", mode="keyword", since="2023-06-01", until="2023-06-30"))["hits"]
-        wide = r.search(SearchQuery("removal piano", mode="keyword", since="2000"))["hits"]
+        narrow = r.search(SearchQuery("removal piano", mode="keyword", since="2023-06-01", until="2023-06-30")).to_json()["hits"]
+        wide = r.search(SearchQuery("removal piano", mode="keyword", since="2000")).to_json()["hits"]
         r.close()
     assert {h["path"] for h in narrow} == {"Memory/episodic/s2-1.md", "Memory/episodic/s2-2.md"}
     assert {h["path"] for h in narrow} < {h["path"] for h in wide}
@@ -226,7 +251,7 @@ def test_a_reply_is_found_by_the_words_of_the_turn_before_it(chat: Path) -> None
     """"Moved it to July" says nothing about an exam: the question before it does."""
     with opened(chat) as v:
         r = Retriever(v, v.read_con())
-        hits = r.search(SearchQuery("Portuguese exam date", mode="keyword", explain=True))["hits"]
+        hits = r.search(SearchQuery("Portuguese exam date", mode="keyword", explain=True)).to_json()["hits"]
         r.close()
     paths = [h["path"] for h in hits]
     assert paths[0] == "Memory/episodic/s1-1.md" and "Memory/episodic/s1-2.md" in paths
@@ -262,7 +287,7 @@ def test_hybrid_explains_context_similarity_event_time_and_time_match(chat: Path
     with opened(chat) as v:
         r = Retriever(v, v.read_con())
         r.clock = lambda: NOW  # type: ignore[method-assign]
-        hits = r.search(SearchQuery("moving the exam to July in May 2023", mode="hybrid", explain=True))["hits"]
+        hits = r.search(SearchQuery("moving the exam to July in May 2023", mode="hybrid", explain=True)).to_json()["hits"]
         r.close()
     e = {h["path"]: h["explain"] for h in hits}["Memory/episodic/s1-2.md"]
     assert e["event_time"] == "2023-05-02T18:00:00+00:00"

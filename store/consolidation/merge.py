@@ -24,9 +24,10 @@ from typing import TYPE_CHECKING, Any
 from memvault.store.consolidation import links
 from memvault.store.consolidation import rows as log
 from memvault.store.consolidation.plan import merge_detail
-from memvault.store.consolidation.records import Record, parse_time
+from memvault.store.consolidation.records import Record
 from memvault.store.db import records as rec
 from memvault.store.db.connection import write_transaction
+from memvault.store.index.event_time import parse_stamp
 from memvault.store.memories import rows as mem
 from memvault.store.memories.mirror import MemoryOpError
 from memvault.vault_io.note import content_hash
@@ -57,7 +58,7 @@ def record_of(t: rec.TraceRow) -> Record:
     """A trace as the planner's record (what a merge reads of each member)."""
     return Record(
         id=t.id, kind=t.kind, type=t.type, scope=t.scope or "user", content=t.content,
-        created=parse_time(t.metadata.get("fm_created") or t.created) or parse_time(rec.now_iso()),  # type: ignore[arg-type]
+        created=parse_stamp(t.metadata.get("fm_created") or t.created) or parse_stamp(rec.now_iso()),  # type: ignore[arg-type]
         tags=tuple(t.metadata.get("fm_tags") or t.tags), strength=t.strength,
         related=tuple(t.metadata.get("related") or ()),
     )
@@ -114,7 +115,7 @@ def merge(store: "MemoryStore", ids: Sequence[str], content: str | None, *, run_
         with write_transaction(con):
             logged()
     created = detail["created"]
-    if parse_time(created) == parse_time(survivor.metadata.get("fm_created") or survivor.created):
+    if parse_stamp(created) == parse_stamp(survivor.metadata.get("fm_created") or survivor.created):
         created = None  # the same moment: keep it as the note spells it
     strength = detail["strength"] if detail["strength"] != survivor.strength else None
     result = memories.update(

@@ -22,6 +22,7 @@ import apsw
 
 from memvault.store.consolidation.rules import Memo
 from memvault.store.consolidation.text import features
+from memvault.store.index.event_time import parse_stamp
 
 if TYPE_CHECKING:
     import numpy as np
@@ -32,24 +33,9 @@ _DUE = re.compile(r"(?:📅|due::)\s*(\d{4}-\d{2}-\d{2})")
 _DONE = re.compile(r"^\s*(?:[-*+]\s*)?\[[xX]\]")
 
 
-def parse_time(value: object) -> datetime | None:
-    """An ISO 8601 time (a date counts as its midnight) in UTC, or None."""
-    if isinstance(value, datetime):
-        return value if value.tzinfo else value.replace(tzinfo=timezone.utc)
-    if isinstance(value, date):
-        return datetime(value.year, value.month, value.day, tzinfo=timezone.utc)
-    if not isinstance(value, str) or not value.strip():
-        return None
-    try:
-        dt = datetime.fromisoformat(value.strip().replace("Z", "+00:00"))
-    except ValueError:
-        return None
-    return dt if dt.tzinfo else dt.replace(tzinfo=timezone.utc)
-
-
 def parse_day(value: object) -> date | None:
     """A date (or the date of a time), or None."""
-    t = parse_time(value)
+    t = parse_stamp(value)
     return t.date() if t else None
 
 
@@ -102,7 +88,7 @@ def load_records(con: apsw.Connection) -> list[Record]:
     for memory_id, at in con.execute(
         f"SELECT memory_id, max(superseded_at) FROM state.memory_versions WHERE {own} GROUP BY memory_id"
     ):
-        t = parse_time(at)
+        t = parse_stamp(at)
         if t:
             edited[memory_id] = t
     decayed = dict(con.execute("SELECT trace_id, decayed_at FROM state.recall WHERE decayed_at IS NOT NULL"))
@@ -116,9 +102,9 @@ def load_records(con: apsw.Connection) -> list[Record]:
         due, done = _due_and_done(content, fm)
         out.append(Record(
             id=tid, kind=kind, type=type_, scope=scope or "user", content=content,
-            created=parse_time(created) or datetime.now(timezone.utc),
+            created=parse_stamp(created) or datetime.now(timezone.utc),
             tags=tuple(t for t in (tags or "").split(" ") if t),
-            strength=strength, last_access=parse_time(last_access), decayed_at=parse_day(decayed.get(tid)),
+            strength=strength, last_access=parse_stamp(last_access), decayed_at=parse_day(decayed.get(tid)),
             pinned=fm.get("pinned") is True, edited_at=edited.get(tid), due=due, done=done, path=path,
             related=tuple(metadata.get("related") or ()),
             extra=fm,

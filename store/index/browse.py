@@ -7,8 +7,10 @@ what changed since yesterday (:func:`recent`), and everything about one
 note, memory or fact (:func:`read_trace`: metadata, its version, links both
 ways, an ``obsidian://`` URI, optionally one section of a note).
 
-Times given as ``since``/``until`` are ISO dates or datetimes, a month or
-a year, or a span back from now ("2 days", "3h", "1 week", "yesterday"). For
+Times given as ``since``/``until`` are read as every ``--since``/``--until``
+is (:func:`memvault.store.retrieval.when.parse_bound`: an ISO date or
+date-time, a month or a year, or a span back from now, "2 days", "3h",
+"last week", "yesterday"; ``until`` takes the end of a day, month or year). For
 :func:`list_traces` they bound when a memory *happened* (its event time: a
 session date, ``occurred``, a daily note's date; else when it was created),
 the time ``search`` and ``context`` filter on too; for :func:`recent` they
@@ -19,9 +21,8 @@ from __future__ import annotations
 
 import base64
 import json
-import re
 from collections.abc import Sequence
-from datetime import datetime, timedelta, timezone
+from datetime import datetime, timezone
 from typing import Any
 
 import apsw
@@ -49,42 +50,8 @@ SORTS = {
 PREVIEW_CHARS = 200
 MAX_LIMIT = 500
 
-_SPAN = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([a-z]+)\s*(?:ago)?\s*$")
-_UNITS = {
-    "m": 60, "min": 60, "mins": 60, "minute": 60, "minutes": 60,
-    "h": 3600, "hr": 3600, "hrs": 3600, "hour": 3600, "hours": 3600,
-    "d": 86400, "day": 86400, "days": 86400,
-    "w": 604800, "wk": 604800, "week": 604800, "weeks": 604800,
-}
-
-
 class BrowseError(UsageError):
     """A bad argument to list/recent/read (a time, a cursor, a sort)."""
-
-
-def parse_time(value: str | None, now: datetime | None = None) -> str | None:
-    """An ISO 8601 UTC timestamp for ``value`` (see the module docstring); None for None/""."""
-    if value is None or not str(value).strip():
-        return None
-    text = str(value).strip().lower()
-    now = now or datetime.now(timezone.utc)
-    if text in ("today", "yesterday"):
-        day = now.replace(hour=0, minute=0, second=0, microsecond=0)
-        return (day - timedelta(days=1 if text == "yesterday" else 0)).isoformat()
-    if text.startswith("last "):
-        text = "1 " + text[5:]
-    m = _SPAN.match(text)
-    if m and m.group(2) in _UNITS:
-        return (now - timedelta(seconds=float(m.group(1)) * _UNITS[m.group(2)])).replace(microsecond=0).isoformat()
-    try:
-        when = datetime.fromisoformat(str(value).strip().replace("Z", "+00:00"))
-    except ValueError:
-        raise BrowseError(
-            f"cannot read {value!r} as a time: give an ISO date (2026-11-20) or a span like '2 days' or '3h'"
-        ) from None
-    if when.tzinfo is None:
-        when = when.replace(tzinfo=timezone.utc)
-    return when.astimezone(timezone.utc).isoformat()
 
 
 def _cursor_offset(cursor: str | None) -> int:
@@ -189,13 +156,10 @@ def list_traces(
         raise BrowseError(f"sort must be one of {', '.join(SORTS)}, not {sort!r}")
     limit = max(1, min(MAX_LIMIT, int(limit)))
     offset = _cursor_offset(cursor)
-    if by_change:
-        bounds = {"since": parse_time(since), "until": parse_time(until)}
-        stamp = "coalesce(nullif(t.updated, ''), t.created)"
-    else:
-        from memvault.store.retrieval.when import time_bounds
+    from memvault.store.retrieval.when import time_bounds
 
-        bounds, stamp = time_bounds(since, until, datetime.now(timezone.utc)), "t.happened"
+    bounds = time_bounds(since, until, datetime.now(timezone.utc))
+    stamp = "coalesce(nullif(t.updated, ''), t.created)" if by_change else "t.happened"
     where, params = _query(
         con, kinds=LIST_KINDS[what], types=types, scopes=scopes, tags=tags,
         statuses=("active", "deleted") if include_deleted else ("active",), stamp=stamp, **bounds,

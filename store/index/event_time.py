@@ -68,6 +68,25 @@ def iso(dt: datetime) -> str:
     return dt.astimezone(timezone.utc).replace(microsecond=0).isoformat()
 
 
+def parse_stamp(value: object) -> datetime | None:
+    """A time memvault wrote (an index or state time string, ISO 8601; a date
+    counts as its midnight) as a datetime in UTC when it names no zone, or
+    None: the inverse of :func:`iso`. A time a person writes is read by
+    :func:`memvault.store.retrieval.when.parse_bound`, a note's event time by
+    :func:`parse_event_time`."""
+    if isinstance(value, datetime):
+        return value if value.tzinfo else value.replace(tzinfo=timezone.utc)
+    if isinstance(value, date):
+        return datetime(value.year, value.month, value.day, tzinfo=timezone.utc)
+    if not isinstance(value, str) or not value.strip():
+        return None
+    try:
+        dt = datetime.fromisoformat(value.strip().replace("Z", "+00:00"))
+    except ValueError:
+        return None
+    return dt if dt.tzinfo else dt.replace(tzinfo=timezone.utc)
+
+
 def _make(y: int, mo: int, d: int, h: int = 0, mi: int = 0, s: int = 0, zone: str | None = None) -> str | None:
     try:
         dt = datetime(y, mo, d, h, mi, s)
@@ -82,7 +101,7 @@ def _make(y: int, mo: int, d: int, h: int = 0, mi: int = 0, s: int = 0, zone: st
     return iso(dt)
 
 
-def parse_time(value: Any) -> str | None:
+def parse_event_time(value: Any) -> str | None:
     """A front-matter value as an event time, or None when it is no date.
 
     Accepts dates and date-times (YAML timestamps arrive as ISO strings),
@@ -138,7 +157,7 @@ def note_event_time(frontmatter: Mapping[str, Any], path: str) -> str | None:
     the date its daily-note name or folders spell."""
     lowered = {str(k).lower(): v for k, v in frontmatter.items()}
     for key in EVENT_KEYS:
-        found = parse_time(lowered.get(key))
+        found = parse_event_time(lowered.get(key))
         if found:
             return found
     return path_date(path)

@@ -34,7 +34,7 @@ from typing import Any
 import apsw
 
 from memvault.store.db import records as rec
-from memvault.store.index.event_time import parse_time
+from memvault.store.index.event_time import parse_event_time
 
 #: The kind of a turn's trace.
 TURN_KIND = "turn"
@@ -82,7 +82,7 @@ def turn_rows(note: rec.TraceRow) -> list[rec.TraceRow]:
             "session": session_key(note.id),
             "seq": t.n,
         }
-        when = parse_time(t.at) if t.at else None
+        when = parse_event_time(t.at) if t.at else None
         if when or note_time:
             meta["event_time"] = when or note_time
         out.append(rec.TraceRow(

@@ -1,12 +1,17 @@
 """Time in retrieval: ``--since``/``--until`` bounds, times named in a query, recency.
 
-* :func:`parse_bound` reads a bound as given on the command line or to the
-  MCP tools: an ISO date or date-time (``2023-05-01``, ``2023-05``,
-  ``2023``, ``2023-05-01T10:00``), a span back from now (``7d``, ``12h``,
-  ``2w``, ``1y``), ``today`` or ``yesterday``. ``--since`` takes the start of
-  what it names, ``--until`` its end (``--until 2023-05`` includes all of
-  May). Filters compare against a trace's ``happened`` time (its event time,
-  else its creation, else its last change: index migration 11).
+* :func:`parse_bound` reads a time a person writes as a bound: every
+  ``--since``/``--until`` of the command line (``search``, ``context``,
+  ``list``, ``recent``) and of the MCP tools, one grammar (:data:`FORMS`,
+  documented in docs/search.md): an ISO date or date-time (``2023-05-01``,
+  ``2023-05``, ``2023``, ``2023-05-01T10:00``), a span back from now (``7d``,
+  ``12h``, ``30 min``, ``2 weeks``, ``last week``, ``3 days ago``, ``1y``),
+  ``today`` or ``yesterday``. ``--since`` takes the start of what it names,
+  ``--until`` its end (``--until 2023-05`` includes all of May).
+  :func:`time_bounds` gives both as filter bounds; ``search``, ``context``
+  and ``list`` compare them with a trace's ``happened`` time (its event
+  time, else its creation, else its last change: index migration 11),
+  ``recent`` with when it last changed.
 * :func:`named_periods` finds the times a query names ("in May 2023", "last
   week", "yesterday", "on 12 March"): hybrid ranking lifts memories from
   that period by :data:`TIME_MATCH_BOOST` (a soft signal, never a filter).
@@ -25,7 +30,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import date, datetime, timedelta, timezone
 
-from memvault.store.index.event_time import iso
+from memvault.store.index.event_time import iso, parse_stamp
 from memvault.vault_io.errors import UsageError
 
 #: Score factor of a hybrid candidate whose time falls in the period the
@@ -48,7 +53,19 @@ class BadTimeError(UsageError):
 
 _YEARS = re.compile(r"^\s*(\d+)\s*(?:y|yr|yrs|year|years)\s*(?:ago)?\s*$", re.I)
 _PARTIAL = re.compile(r"^\s*(\d{4})(?:-(\d{1,2}))?\s*$")
-_FORMS = "2023-05-01, 2023-05, 2023, 2023-05-01T10:00, or back from now: 7d, 12h, 2 weeks, 1y, yesterday"
+_WHOLE_DAY = re.compile(r"\d{4}-\d{1,2}-\d{1,2}")
+#: A span back from now: a number, a unit of :data:`_UNITS`, an optional "ago".
+_SPAN = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([a-z]+)\s*(?:ago)?\s*$")
+_UNITS = {
+    "m": 60, "min": 60, "mins": 60, "minute": 60, "minutes": 60,
+    "h": 3600, "hr": 3600, "hrs": 3600, "hour": 3600, "hours": 3600,
+    "d": 86400, "day": 86400, "days": 86400,
+    "w": 604800, "wk": 604800, "week": 604800, "weeks": 604800,
+}
+#: What a ``--since``/``--until`` (or an MCP ``since``/``until``) accepts, in
+#: the words every command's help and the MCP tools use.
+FORMS = ("an ISO date or date-time (2023-05-01, 2023-05, 2023, 2023-05-01T10:00) or a span back from now "
+         "(7d, 12h, 2 weeks, last week, 1y, today, yesterday)")
 
 
 def _utc(dt: datetime) -> datetime:
@@ -59,18 +76,26 @@ def _next_month(year: int, month: int) -> datetime:
     return datetime(year + month // 12, month % 12 + 1, 1, tzinfo=timezone.utc)
 
 
+def _span_back(value: str, now: datetime) -> datetime | None:
+    """``now`` less a span ("7d", "3 h", "2 weeks ago", "last week": one
+    week), or None when ``value`` (lower case) is no span."""
+    if value.startswith("last "):
+        value = "1 " + value[5:]
+    m = _SPAN.match(value)
+    if m is None or m.group(2) not in _UNITS:
+        return None
+    return now - timedelta(seconds=float(m.group(1)) * _UNITS[m.group(2)])
+
+
 def parse_bound(text: str, now: datetime, *, end: bool = False) -> str:
     """A ``--since`` (``end`` false) or ``--until`` (``end`` true) value as the
     index's time string; raises :class:`BadTimeError`.
 
-    A year, month or day names all of it: ``--since`` takes its start,
-    ``--until`` its end. Spans back from now ("7d", "3h", "2 weeks", "last
-    week", "yesterday") read as ``list`` and ``recent`` read them
-    (:func:`memvault.store.index.browse.parse_time`), plus years ("1y").
+    A year, month or day (``today``, ``yesterday``) names all of it:
+    ``--since`` takes its start, ``--until`` its end. A span ("7d", "3h",
+    "2 weeks", "last week", "1y") counts back from ``now``; a date-time is
+    that moment (UTC when it names no zone).
     """
-    from memvault.store.index.browse import BrowseError
-    from memvault.store.index.browse import parse_time as parse_span
-
     value = text.strip().lower()
     today = datetime(now.year, now.month, now.day, tzinfo=timezone.utc)
     try:
@@ -87,13 +112,13 @@ def parse_bound(text: str, now: datetime, *, end: bool = False) -> str:
                 return iso(datetime(year + 1 if end else year, 1, 1, tzinfo=timezone.utc))
             m = int(month)
             return iso(_next_month(year, m) if end else datetime(year, m, 1, tzinfo=timezone.utc))
-        found = parse_span(text, now)
-    except (ValueError, BrowseError):
-        raise BadTimeError(f"{text!r} is not a date, date-time or span ({_FORMS})") from None
-    if found is None:
-        raise BadTimeError(f"{text!r} is not a date, date-time or span ({_FORMS})")
-    when = _utc(datetime.fromisoformat(found))
-    if end and re.fullmatch(r"\d{4}-\d{1,2}-\d{1,2}", text.strip()):  # a whole day: until its end
+        back = _span_back(value, now)
+        if back is not None:
+            return iso(back)
+        when = _utc(datetime.fromisoformat(text.strip().replace("Z", "+00:00")))
+    except (ValueError, OverflowError):
+        raise BadTimeError(f"{text!r} is not a date, date-time or span: give {FORMS}") from None
+    if end and _WHOLE_DAY.fullmatch(text.strip()):  # a whole day: until its end
         when += timedelta(days=1)
     return iso(when)
 
@@ -108,7 +133,7 @@ def given(since: str | None, until: str | None) -> dict[str, str]:
 def time_bounds(since: str | None, until: str | None, now: datetime) -> dict[str, str | None]:
     """``--since``/``--until`` as written by a person, as the ``since`` and
     ``until`` of :class:`~memvault.store.retrieval.keyword.Filters` (what
-    ``search``, ``context`` and ``list`` share)."""
+    ``search``, ``context``, ``list`` and ``recent`` share)."""
     return {"since": parse_bound(since, now) if since else None,
             "until": parse_bound(until, now, end=True) if until else None}
 
@@ -181,15 +206,6 @@ def named_periods(query: str, now: datetime) -> list[Period]:
     return out
 
 
-def parse_time(value: str) -> datetime | None:
-    """An index time string as a datetime (UTC when it has no zone), or None."""
-    try:
-        dt = datetime.fromisoformat(value.replace("Z", "+00:00"))
-    except (ValueError, AttributeError):
-        return None
-    return dt if dt.tzinfo else dt.replace(tzinfo=timezone.utc)
-
-
 def recency_factor(
     kind: str, type_: str, tags: list[str], stamp: str, half_lives: Mapping[str, float], evergreen: frozenset[str],
     now: datetime, floor: float = RECENCY_FLOOR,
@@ -200,7 +216,7 @@ def recency_factor(
     half = float(half_lives.get("note" if kind == "note" else type_, 0.0) or 0.0)
     if half <= 0 or any(t.lower() in evergreen for t in tags):
         return 1.0
-    when = parse_time(stamp)
+    when = parse_stamp(stamp)
     if when is None:
         return 1.0
     age = max(0.0, (now - when).total_seconds() / 86400.0)
