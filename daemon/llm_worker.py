@@ -1,9 +1,12 @@
 """The daemon's llm fact extraction, on a background thread.
 
 An llm call can take seconds, and the daemon must keep every other note
-searchable within its debounce; so in the daemon the fact observer hands
-each changed source to :class:`LLMFactWorker` and goes on at once (see
-:mod:`.facts` for what the facts look like meanwhile).
+searchable within its debounce; so in the daemon the store's fact observers
+hand each changed source to :class:`LLMFactWorker` and go on at once
+(:meth:`MemoryStore.route_llm_facts`). The worker is the thread and the
+queue; each job is the store's (:meth:`MemoryStore.llm_fact_jobs`, see
+:mod:`memvault.store.facts.background` for what a job does and what the
+facts look like meanwhile).
 """
 
 from __future__ import annotations
@@ -15,7 +18,6 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from memvault.daemon.services import Service
-from memvault.store.facts.observer import FactObserver
 
 if TYPE_CHECKING:
     from memvault.store.memory_store import MemoryStore
@@ -29,10 +31,11 @@ LLM_QUEUE_MAX = 1000
 class LLMFactWorker(Service):
     """The daemon's llm extraction, off its hot path (see the module docstring).
 
-    A supervised service with its own index connection and its own extractor
-    (and so its own circuit breaker). Jobs are source trace ids in a bounded
-    queue: a note changed again before its turn is queued once. Stopping sets
-    the extractor's cancel event, so a call in flight is abandoned within
+    A supervised service whose jobs the store runs on the worker's own index
+    connection and extractor (and so its own circuit breaker). Jobs are
+    source trace ids in a bounded queue: a note changed again before its turn
+    is queued once. Stopping sets the extractor's cancel event, so a call in
+    flight is abandoned within
     :data:`~memvault.store.facts.http_deadline.CANCEL_CHECK` seconds.
     """
 
@@ -49,7 +52,7 @@ class LLMFactWorker(Service):
         self.idle = threading.Event()  # nothing queued and nothing in flight
         self.idle.set()
         self.counts: dict[str, int] = defaultdict(int)
-        self.observer: FactObserver | None = None  # the reconciler's own (for the backlog query)
+        self.routed = False  # the store's llm extraction comes here (for_store)
         self._pending: dict[str, str] = {}  # source id -> path, oldest first
         self._cond = threading.Condition()
         self.accepting = threading.Event()  # set only while run() takes jobs
@@ -60,13 +63,11 @@ class LLMFactWorker(Service):
         """A worker for the store's fact observer when it uses the llm
         extractor, with the store's llm extraction routed to it; else None.
         The caller supervises it."""
-        for observer in store.reconciler.observers:
-            if isinstance(observer, FactObserver) and observer.llm is not None:
-                worker = cls(store, on_done=on_done)
-                worker.observer = observer
-                observer.defer = store.fact_defer = worker.submit
-                return worker
-        return None
+        worker = cls(store, on_done=on_done)
+        if not store.route_llm_facts(worker.submit):
+            return None
+        worker.routed = True
+        return worker
 
     def submit(self, source_id: str, path: str) -> bool:
         """Queue one source; False when the queue is full or the worker is
@@ -87,9 +88,9 @@ class LLMFactWorker(Service):
         """Queue every source whose facts lag behind its note (on the daemon's
         thread, after a full sync); how many were queued. ``upgrade`` also
         queues sources with default-extractor facts (at start-up)."""
-        if self.observer is None:
+        if not self.routed:
             return 0
-        return sum(self.submit(sid, path) for sid, path in self.observer.llm_backlog(upgrade=upgrade))
+        return sum(self.submit(sid, path) for sid, path in self.store.llm_fact_backlog(upgrade=upgrade))
 
     def interrupt(self) -> None:
         """Abandon the call in flight and drop what is queued."""
@@ -109,12 +110,9 @@ class LLMFactWorker(Service):
     def run(self, stop: threading.Event) -> None:
         """Take jobs until ``stop``, each extracted and written on this
         thread's own connection."""
-        con = self.store.connect()
+        jobs = self.store.llm_fact_jobs(stop)
+        self._cancel = stop
         try:
-            observer = self.store.fact_observer(con)
-            observer.defer = None  # this is where deferred work is done
-            assert observer.llm is not None
-            observer.llm.cancel = self._cancel = stop
             if not stop.is_set():
                 self.accepting.set()
             self._ready_event().set()
@@ -127,7 +125,7 @@ class LLMFactWorker(Service):
                         return
                     source_id = next(iter(self._pending))
                     del self._pending[source_id]
-                outcome = self._run(observer, source_id, stop)
+                outcome = jobs.run(source_id)
                 if outcome is None:
                     return
                 self.counts[outcome] += 1
@@ -139,27 +137,4 @@ class LLMFactWorker(Service):
         finally:
             self.accepting.clear()
             self.idle.set()
-            con.close()
-
-    def _run(self, observer: FactObserver, source_id: str, stop: threading.Event) -> str | None:
-        """One job; None when the worker is stopping."""
-        from memvault.store.facts.llm_extract import LLMCancelled
-
-        try:
-            job = observer.extract_in_background(source_id)
-        except LLMCancelled:
-            return None
-        except Exception:
-            log.exception("background fact extraction of %s failed", source_id)
-            return "failed"
-        if isinstance(job, str):
-            return job
-        if stop.is_set():
-            return None  # the hash mismatch re-queues it at the next start
-        try:
-            # write_transaction waits out a long writer (a full sync, a CLI
-            # command) by the store's one retry policy.
-            return observer.write_in_background(job)
-        except Exception:
-            log.exception("writing background facts of %s failed", source_id)
-            return "failed"
+            jobs.close()

@@ -17,11 +17,13 @@ from __future__ import annotations
 
 from memvault.store.db.connection import StoreBusyError
 from memvault.store.embedding.pipeline import EmbeddingPipeline, EmbedReport
+from memvault.store.facts.background import LLMFactJobs
 from memvault.store.index.reconcile import SyncSummary, VaultMissingError
 
 __all__ = [
     "EmbedReport",
     "EmbeddingPipeline",
+    "LLMFactJobs",
     "StoreBusyError",
     "SyncSummary",
     "VaultMissingError",

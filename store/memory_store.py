@@ -53,7 +53,10 @@ from memvault.vault_io.errors import MemvaultError, UsageError
 log = logging.getLogger(__name__)
 
 if TYPE_CHECKING:
+    import threading
+
     from memvault.store.embedding.pipeline import EmbeddingPipeline, EmbedReport
+    from memvault.store.facts.background import LLMFactJobs
     from memvault.store.facts.observer import Defer, FactObserver
     from memvault.store.facts.source_notes import Sources
     from memvault.store.history.replicate import HistorySync
@@ -284,6 +287,48 @@ class MemoryStore(ReadAPI, ChangeAPI):
             self.root, self.con, ignore=self.settings.ignore, max_file_size=self.settings.max_file_size,
             memory_folder=self.settings.memory_folder, observers=[self.fact_observer()],
         )
+
+    def _llm_fact_observer(self) -> "FactObserver | None":
+        """The reconciler's fact observer when it asks the llm, else None."""
+        from memvault.store.facts.observer import FactObserver
+
+        for observer in self.reconciler.observers:
+            if isinstance(observer, FactObserver) and observer.llm is not None:
+                return observer
+        return None
+
+    def route_llm_facts(self, submit: "Defer") -> bool:
+        """Send this store's llm fact extraction to ``submit(source_id, path)``
+        (a background worker's queue; False from it: extract here with the
+        default rules) instead of asking the model inline, in every fact
+        observer of the store, its reconciler's and those built later (the
+        memory mirror's). False, and nothing routed, when the facts do not come
+        from the llm (see :mod:`.facts.background`)."""
+        observer = self._llm_fact_observer()
+        if observer is None:
+            return False
+        observer.defer = self.fact_defer = submit
+        return True
+
+    def llm_fact_backlog(self, *, upgrade: bool = False) -> list[tuple[str, str]]:
+        """(source id, path) of the sources whose llm facts lag behind their
+        note; ``upgrade``: also those whose facts came from the default rules."""
+        observer = self._llm_fact_observer()
+        return [] if observer is None else observer.llm_backlog(upgrade=upgrade)
+
+    def llm_fact_jobs(self, cancel: "threading.Event") -> "LLMFactJobs":
+        """The llm extraction a background worker runs, one queued source at a
+        time, on a connection of its own with an extractor of its own that
+        ``cancel`` abandons mid-call (see :mod:`.facts.background`); the
+        caller closes it."""
+        from memvault.store.facts.background import LLMFactJobs
+
+        con = self.connect()
+        try:
+            return LLMFactJobs(self.fact_observer(con), con, cancel)
+        except BaseException:
+            con.close()
+            raise
 
     def refresh_source_globs(self) -> None:
         """Extract (or retire) notes whose source status changed because the

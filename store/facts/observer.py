@@ -84,8 +84,9 @@ class FactObserver:
         self.extractor_name: str = settings.extractor
         self.llm = None
         self.pending_warnings: list[str] = []
-        #: Set by the daemon (see :class:`LLMFactWorker`): llm extraction is
-        #: queued there instead of run inline.
+        #: Set by a host's background worker (the daemon's, see
+        #: :meth:`MemoryStore.route_llm_facts`): llm extraction is queued
+        #: there instead of run inline.
         self.defer: Defer | None = None
         #: Repeat keys of conversation facts extracted in the current batch
         #: (see :func:`~.conversation.drop_repeats`): the first session wins.
