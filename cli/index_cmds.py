@@ -10,7 +10,7 @@ import click
 from memvault.cli.main import AppContext, cli, emit_json, json_option, pass_app, progress_bar, stderr_is_tty, warn
 from memvault.daemon.client import answer
 from memvault.store.queries import SearchQuery
-from memvault.store.retrieval.when import given
+from memvault.store.retrieval.when import FORMS, given
 from memvault.vault_io.secrets import redact_tree
 
 
@@ -139,8 +139,7 @@ def since_until_options(f: Any) -> Any:
     f = click.option("--until", metavar="WHEN", callback=_check_time,
                      help="Only what happened before the end of WHEN (same forms as --since).")(f)
     return click.option("--since", metavar="WHEN", callback=_check_time,
-                        help="Only what happened since WHEN: 2023-05-01, 2023-05, 2023-05-01T10:00, or back from now: "
-                             "7d, 12h, 2w, 1y. Event time (session_date, date, occurred...), else creation.")(f)
+                        help=f"Only what happened since WHEN (event time, else creation): {FORMS}.")(f)
 
 
 @cli.command()

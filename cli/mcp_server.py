@@ -48,7 +48,7 @@ from pydantic import AliasChoices, Field, ValidationError
 from memvault.cli.mcp_boot import INSTRUCTIONS, SERVER_NAME, server_version
 from memvault.store.memory_store import MemoryStore
 from memvault.store.queries import ContextQuery, SearchQuery
-from memvault.store.retrieval.when import given
+from memvault.store.retrieval.when import FORMS, given
 from memvault.vault_io.errors import MemvaultError, cap_echoes, shorten
 from memvault.vault_io.secrets import redact, redact_tree
 
@@ -82,13 +82,11 @@ Types = Annotated[str | list[str] | None, _field("Memory types to keep: identity
                                                  "types", "type", "memory_type", "memory_types")]
 Tags = Annotated[str | list[str] | None, _field("Tags to keep (a nested tag counts: project finds project/x).",
                                                 "tags", "tag")]
-Since = Annotated[str | None, _field("Changed since: an ISO date (2026-11-20) or a span like '2 days', '3h', "
-                                     "'yesterday'.", "since", "after", "from", "start")]
-Until = Annotated[str | None, _field("Changed before: an ISO date or a span like '2 days'.",
+Since = Annotated[str | None, _field(f"Only what changed since this: {FORMS}.", "since", "after", "from", "start")]
+Until = Annotated[str | None, _field("Only what changed before the end of this (same forms as since).",
                                      "until", "before", "to", "end")]
 Reason = Annotated[str | None, _field("Why, in a few words (kept with the history).", "reason", "why")]
-Happened = ("When it happened (a memory's session_date, date, occurred..., else when it was created): "
-            "an ISO date (2023-05-01), a month (2023-05), a year, or a span back from now ('7d', '2 weeks').")
+Happened = f"When it happened (a memory's session_date, date, occurred..., else when it was created): {FORMS}."
 HappenedSince = Annotated[str | None, _field("Only what happened since this. " + Happened,
                                              "since", "after", "from", "start")]
 HappenedUntil = Annotated[str | None, _field("Only what happened before the end of this. " + Happened,
@@ -351,8 +349,8 @@ def _browse_tools(server: MCPServer, backend: Backend) -> None:
         sort: Annotated[Literal["updated", "happened", "strength", "created", "title"], _field(
             "Order: latest change, latest to happen, strongest, newest, or title.", "sort", "order", "order_by")
         ] = "updated",
-        since: Since = None,
-        until: Until = None,
+        since: HappenedSince = None,
+        until: HappenedUntil = None,
         limit: Annotated[int, _field("Most items per page.", "limit", "k", "n", "page_size", ge=1, le=200)] = 50,
         cursor: Annotated[str | None, _field("next_cursor of the previous page.", "cursor", "page", "next")] = None,
     ) -> CallToolResult:

@@ -7,6 +7,7 @@ from typing import Any
 import click
 
 from memvault.cli.main import AppContext, cli, emit_json, json_option, pass_app, warn
+from memvault.store.retrieval.when import FORMS
 
 
 def _check_tags(ctx: click.Context, param: click.Parameter, value: tuple[str, ...]) -> tuple[str, ...]:
@@ -168,9 +169,8 @@ def _print_items(page: dict[str, Any], as_json: bool) -> None:
 @click.option("--tag", "tags", multiple=True, metavar="X", callback=_check_tags, help="Only traces with this tag or a nested one (repeatable).")
 @click.option("--sort", type=click.Choice(["updated", "happened", "strength", "created", "title"]), default="updated",
               show_default=True, help="Newest change first, latest to happen first, strongest, newest, or by title.")
-@click.option("--since", metavar="WHEN",
-              help="Happened since (event time, else creation): an ISO date, a month, a year, or a span like '7d'.")
-@click.option("--until", metavar="WHEN", help="Happened before: an ISO date, a month, a year, or a span like '7d'.")
+@click.option("--since", metavar="WHEN", help=f"Only what happened since WHEN (event time, else creation): {FORMS}.")
+@click.option("--until", metavar="WHEN", help="Only what happened before the end of WHEN (same forms as --since).")
 @click.option("--include-deleted", is_flag=True, help="Also list forgotten memories.")
 @click.option("-n", "--limit", default=50, show_default=True, type=click.IntRange(1, 500), help="Most items per page.")
 @click.option("--cursor", metavar="C", help="Where a previous page ended (printed after it).")
@@ -189,8 +189,8 @@ def list_cmd(app: AppContext, what: str, types: tuple[str, ...], scopes: tuple[s
 
 @cli.command()
 @click.option("--since", metavar="WHEN", default="7 days", show_default=True,
-              help="Changed since: an ISO date or a span like '2 days', '3h', 'yesterday'.")
-@click.option("--until", metavar="WHEN", help="Changed before this.")
+              help=f"Only what changed since WHEN: {FORMS}.")
+@click.option("--until", metavar="WHEN", help="Only what changed before the end of WHEN (same forms as --since).")
 @click.option("--what", type=click.Choice(["memories", "notes", "facts", "all"]), default="all", show_default=True,
               help="Memories, notes, facts, or memories and notes.")
 @click.option("-n", "--limit", default=20, show_default=True, type=click.IntRange(1, 500), help="Most items.")
