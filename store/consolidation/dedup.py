@@ -32,7 +32,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from memvault.store.consolidation.text import features, fold, normalise, words
-from memvault.store.index.classify import content_key
+from memvault.store.index.classify import memory_key
 from memvault.store.memories import rows as mem
 
 if TYPE_CHECKING:
@@ -96,7 +96,7 @@ def find_duplicate(store: "MemoryStore", type_: str, scope: str, content: str,
     """The live memory of ``type_`` and ``scope`` that ``content`` certainly
     restates, if any (``rows``: that block's :func:`live_block`, when read already)."""
     con = store.con
-    exact = mem.find_by_content_key(con, content_key(type_, scope, content))
+    exact = mem.find_by_content_key(con, memory_key(type_, scope, content))
     if exact is not None:
         return Duplicate(exact.id, "same text")
     key = claim_key(content)

@@ -40,7 +40,7 @@ from memvault.store.consolidation.records import load_records, load_vectors
 from memvault.store.consolidation.rules import Thresholds
 from memvault.store.db import records as rec
 from memvault.store.db.connection import write_transaction
-from memvault.store.index.classify import content_key
+from memvault.store.index.classify import memory_key
 from memvault.store.memories import rows as mem
 from memvault.store.memories.mirror import MemoryOpError, MemoryWriteError, memory_id_for
 from memvault.vault_io.errors import MemvaultError
@@ -252,7 +252,7 @@ def _do(store: "MemoryStore", action: Action, run_id: str, day: str) -> None:
         d = action.detail
         # The id the new memory will get, logged before it exists, so a
         # recovery can tell whether it was made.
-        expected = memory_id_for(con, content_key("semantic", d["scope"] or "user", redact(d["statement"].strip())[0]))
+        expected = memory_id_for(con, memory_key("semantic", d["scope"] or "user", redact(d["statement"].strip())[0]))
         seq = _begin(con, run_id, action, {"id": expected})
         result = store.memories.add(d["statement"], "semantic", tags=d["tags"], scope=d["scope"], source=SOURCE,
                                     allow_duplicate=True, extra={"derived_from": list(d["members"])})

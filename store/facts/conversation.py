@@ -29,7 +29,7 @@ from dataclasses import replace
 import apsw
 
 from memvault.store.facts.llm_extract import SCHEMA_DOC
-from memvault.store.index.classify import content_key
+from memvault.store.index.classify import memory_key
 from memvault.store.memories.memtypes import MEMORY_TYPES
 from memvault.vault_io.facts import (
     EPISODIC,
@@ -342,7 +342,7 @@ def known_elsewhere(con: apsw.Connection, source_id: str, text: str) -> bool:
     if not base:
         return False
     variants = [base, base + ".", base + "!"]
-    memory_keys = [content_key(t, "user", v) for t in MEMORY_TYPES for v in variants]
+    memory_keys = [memory_key(t, "user", v) for t in MEMORY_TYPES for v in variants]
     marks = ",".join("?" * len(memory_keys))
     if con.execute(
         f"SELECT 1 FROM traces WHERE content_key IN ({marks}) AND +kind = 'memory' AND +status = 'active' LIMIT 1",

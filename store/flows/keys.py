@@ -39,12 +39,6 @@ class ImportKey:
                 "path": self.path, "detail": self.detail, "created": self.created, "updated": self.updated}
 
 
-def content_key(*parts: object) -> str:
-    """``sha256:<hex>`` of the parts: the key of an item without an id of its own."""
-    seed = "\x00".join("" if p is None else str(p) for p in parts)
-    return "sha256:" + hashlib.sha256(seed.encode("utf-8")).hexdigest()
-
-
 def item_hash(value: object) -> str:
     """A stable hash of an item's content (any JSON-able value)."""
     text = json.dumps(value, ensure_ascii=False, sort_keys=True, default=str)

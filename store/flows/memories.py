@@ -25,7 +25,7 @@ from memvault.store.db import records as rec
 from memvault.store.db.connection import write_transaction
 from memvault.store.flows import keys as ik
 from memvault.store.flows.importers import MemoryItem
-from memvault.store.index.classify import content_key
+from memvault.store.index.classify import memory_key
 from memvault.store.memories import rows as mem
 from memvault.store.memories.guard import check_size
 from memvault.store.memories.memtypes import canonical_type
@@ -111,7 +111,7 @@ def import_memory(store: "MemoryStore", item: MemoryItem, *, dry_run: bool = Fal
                               reason=f"changed at the source ({item.source})")
         _record(store, key)
         return Outcome("updated", trace.id, "changed at the source", redacted, tuple(result.warnings))
-    existing = mem.find_by_content_key(store.con, content_key(type_, scope, content))
+    existing = mem.find_by_content_key(store.con, memory_key(type_, scope, content))
     if existing is not None:
         key.target_id = existing.id
         if not dry_run:
@@ -129,7 +129,7 @@ def import_memory(store: "MemoryStore", item: MemoryItem, *, dry_run: bool = Fal
 
 def _new_trace(store: "MemoryStore", item: MemoryItem, content: str, type_: str, tags: list[str],
                scope: str) -> rec.TraceRow:
-    key = content_key(type_, scope, content)
+    key = memory_key(type_, scope, content)
     # An id of its own is kept when free; else one derived from the content,
     # like every memory's (two devices importing the same file agree on it).
     trace_id = item.id if item.id and not mem.id_in_use(store.con, item.id) else memory_id_for(store.con, key)

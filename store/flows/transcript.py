@@ -43,7 +43,7 @@ from memvault.store.flows.conversation import (
     strip_injected,
     text_of,
 )
-from memvault.store.flows.keys import content_key
+from memvault.store.index.classify import content_key
 from memvault.vault_io.errors import MemvaultError, UsageError
 
 CLAUDE_CODE = "claude-code"

@@ -44,11 +44,19 @@ def iso_from_ns(ns: int) -> str:
     return datetime.fromtimestamp(ns / 1e9, timezone.utc).replace(microsecond=0).isoformat()
 
 
-def content_key(type_: str, scope: str, content: str) -> str:
-    """The dedup key of a memory: same type, scope and (whitespace-normalised,
-    case-folded) content means the same memory."""
-    norm = " ".join(content.split()).casefold()
-    return hashlib.sha256(f"{type_}\x00{scope}\x00{norm}".encode()).hexdigest()
+def content_key(*parts: object) -> str:
+    """``sha256:<hex>`` of the parts joined by NUL (None as ""): the key of
+    content without an id of its own (an imported item, a transcript turn)
+    and, through :func:`memory_key`, of a memory."""
+    seed = "\x00".join("" if p is None else str(p) for p in parts)
+    return "sha256:" + hashlib.sha256(seed.encode("utf-8")).hexdigest()
+
+
+def memory_key(type_: str, scope: str, content: str) -> str:
+    """The dedup key of a memory (the ``content_key`` column of its trace):
+    same type, scope and (whitespace-normalised, case-folded) content means
+    the same memory. :func:`content_key` of the three, as bare hex."""
+    return content_key(type_, scope, " ".join(content.split()).casefold()).removeprefix("sha256:")
 
 
 def in_memory_folder(path: str, memory_folder: str) -> bool:
@@ -171,7 +179,7 @@ def note_trace(note: ParsedNote, trace_id: str, st: FileStat, memory_folder: str
         strength=doc.strength,
         created=doc.created,
         updated=doc.updated or iso_from_ns(st.mtime_ns),
-        content_key=content_key(type_, doc.scope, doc.content),
+        content_key=memory_key(type_, doc.scope, doc.content),
     ), warning
 
 

@@ -62,7 +62,7 @@ from typing import TYPE_CHECKING
 
 from memvault.store.db import records as rec
 from memvault.store.db.connection import write_transaction
-from memvault.store.index.classify import content_key
+from memvault.store.index.classify import memory_key
 from memvault.store.index.lookup import find_trace
 from memvault.store.memories import rows as mem
 from memvault.store.memories.guard import check_size, check_version, redaction_warnings
@@ -157,7 +157,7 @@ class Memories(NoteWriter):
         if not content:
             raise MemoryOpError("a memory needs some content")
         scope = scope.strip() or "user"
-        key = content_key(type_, scope, content)
+        key = memory_key(type_, scope, content)
         from memvault.store.consolidation.dedup import find_duplicate, find_similar, live_block
 
         block = live_block(self.store, type_, scope)  # read once: the duplicate test and the neighbours
@@ -236,7 +236,7 @@ class Memories(NoteWriter):
             return WriteResult(trace.id, "unchanged", mem.trace_path(self.con, trace.id), version=version,
                                redacted=secrets_found, warnings=redaction_warnings(secrets_found))
         changed.updated = rec.now_iso()
-        changed.content_key = content_key(changed.type, changed.scope or "user", changed.content)
+        changed.content_key = memory_key(changed.type, changed.scope or "user", changed.content)
         if changed.content != trace.content:
             changed.title = changed.content.splitlines()[0][:80]
         # The next version, as the note will say (every device reads it from there).

@@ -423,10 +423,10 @@ def index_catch_up(con: apsw.Connection, trace_id: str) -> rec.TraceRow | None:
         if have is not None:
             put_version(con, rec.trace_from_json(snapshot))
     if have is None or (have.content, have.type, have.tags, have.status) != (want.content, want.type, want.tags, want.status):
-        from memvault.store.index.classify import content_key
+        from memvault.store.index.classify import memory_key
 
         want.path = have.path if have is not None else None
-        want.content_key = content_key(want.type, want.scope or "user", want.content)
+        want.content_key = memory_key(want.type, want.scope or "user", want.content)
         rec.put_trace(con, want)
         if have is None:
             for (snapshot,) in con.execute(

@@ -28,7 +28,7 @@ from typing import Any
 from memvault.store.flows.conversation import ConversationBuilder, iso_time, one_line
 from memvault.store.flows.importers import Entry, Item, MemoryItem, Progress, short
 from memvault.store.flows.importers.stream import ImportFormatError, iter_array, members
-from memvault.store.flows.keys import content_key
+from memvault.store.index.classify import content_key
 
 CLIENT = "chatgpt"
 INSTRUCTIONS = "chatgpt-instructions"

@@ -31,7 +31,7 @@ from typing import Any
 from memvault.store.flows.conversation import ConversationBuilder, iso_time, join_parts
 from memvault.store.flows.importers import Entry, Item, MemoryItem, NoteItem, Progress, short
 from memvault.store.flows.importers.stream import ImportFormatError, Member, iter_array, members, read_json
-from memvault.store.flows.keys import content_key
+from memvault.store.index.classify import content_key
 from memvault.vault_io.fm_edit import dump_key
 from memvault.vault_io.session_note import readable_stem
 

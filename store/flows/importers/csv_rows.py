@@ -17,7 +17,7 @@ from pathlib import Path
 from memvault.store.flows.conversation import iso_time
 from memvault.store.flows.importers import Entry, Item, MemoryItem, Progress, short
 from memvault.store.flows.importers.stream import ImportFormatError, members
-from memvault.store.flows.keys import content_key
+from memvault.store.index.classify import content_key
 from memvault.store.memories.memtypes import canonical_type
 
 _TAG_SPLIT_RE = re.compile(r"[,;\s]+")

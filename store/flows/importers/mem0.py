@@ -17,7 +17,7 @@ from typing import Any
 from memvault.store.flows.conversation import iso_time
 from memvault.store.flows.importers import Entry, Item, MemoryItem, Progress, short
 from memvault.store.flows.importers.stream import ImportFormatError, members, read_json
-from memvault.store.flows.keys import content_key
+from memvault.store.index.classify import content_key
 
 
 def read(path: Path, progress: Progress | None = None) -> Iterator[Entry]:

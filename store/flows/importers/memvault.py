@@ -34,7 +34,7 @@ from memvault.store.flows import records as rx
 from memvault.store.flows.importers import Entry, MemoryItem, Progress
 from memvault.store.flows.importers.stream import ImportFormatError, members, sniff
 from memvault.store.flows.memories import import_memory
-from memvault.store.index.classify import content_key
+from memvault.store.index.classify import memory_key
 from memvault.vault_io.atomic import atomic_write
 
 if TYPE_CHECKING:
@@ -146,7 +146,7 @@ class _Record:
             metadata={"frontmatter": dict(m.get("extra") or {}), "aliases": [], "related": list(m.get("related") or []),
                       "fm_tags": list(m["tags"]), "supersedes": m.get("supersedes")},
             source=m.get("source"), scope=m["scope"], strength=m.get("strength"), created=m["created"],
-            updated=m["updated"], content_key=content_key(m["type"], m["scope"], m["content"]),
+            updated=m["updated"], content_key=memory_key(m["type"], m["scope"], m["content"]),
         )
         with write_transaction(con):
             self._durable_rows(con, m, trace, store.settings.memory_folder)
