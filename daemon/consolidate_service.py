@@ -9,13 +9,15 @@ A supervised service (see :mod:`.services`)::
 When a run is due (the interval has passed since the last run of any kind,
 as the durable log says, so a restart does not run it again), the service
 waits until the vault has been quiet for ``consolidate.quiet`` seconds (no
-events, nothing queued: ``quiet_for()``), then runs
-:meth:`MemoryStore.consolidate` on a store of its own (its own connection,
-like a CLI command beside the daemon). Every note it writes goes through the
-memory mirror's atomic, conflict-checked writer, and an action that would
-write a note a person is editing (``editing(path)``: queued by the watcher, or
-saved within the quiet period) is deferred to the next run. A run that fails
-ends ``run``; the supervisor reports it and starts the service again.
+events, nothing queued: ``quiet_for()``), then runs consolidation through
+the runner the store builds (:meth:`MemoryStore.consolidation_runner`, on a
+connection of its own, like a CLI command beside the daemon; see
+:mod:`memvault.store.consolidation.scheduled`). Every note it writes goes
+through the memory mirror's atomic, conflict-checked writer, and an action
+that would write a note a person is editing (``editing(path)``: queued by the
+watcher, or saved within the quiet period) is deferred to the next run. A run
+that fails ends ``run``; the supervisor reports it and starts the service
+again. This service keeps the thread and the timing.
 """
 
 from __future__ import annotations
@@ -24,12 +26,12 @@ import logging
 import threading
 import time
 from collections.abc import Callable
-from datetime import datetime, timezone
 from typing import TYPE_CHECKING, Any
 
 from memvault.daemon.services import Service
 
 if TYPE_CHECKING:
+    from memvault.store.hosted import ConsolidationRunner
     from memvault.store.memory_store import MemoryStore
 
 log = logging.getLogger("memvault.consolidate")
@@ -80,12 +82,10 @@ class ConsolidateService(Service):
         if self.interval <= 0:
             stop.wait()
             return
-        from memvault.store.memory_store import MemoryStore
-
-        own = MemoryStore(self.store.root, self.store.settings)
+        runner = self.store.consolidation_runner()
         try:
             while not stop.is_set():
-                wait = self._until_due(own)
+                wait = self._until_due(runner)
                 if wait > 0:
                     self._sleep(stop, min(wait, self.poll))
                     continue
@@ -93,30 +93,24 @@ class ConsolidateService(Service):
                 if quiet < self.quiet:
                     self._sleep(stop, min(self.poll, self.quiet - quiet))
                     continue
-                self._run_once(own, stop)
+                self._run_once(runner, stop)
         finally:
-            own.close()
+            runner.close()
 
     def _sleep(self, stop: threading.Event, seconds: float) -> None:
         self._wake.clear()
         if not stop.is_set():
             self._wake.wait(max(0.01, seconds))
 
-    def _until_due(self, store: "MemoryStore") -> float:
+    def _until_due(self, runner: "ConsolidationRunner") -> float:
         """Seconds until the next run is due (<= 0: due now)."""
-        runs = store.consolidation_runs(limit=1)
-        if not runs:
-            return 0.0
-        last = datetime.fromisoformat(runs[0]["started"])
-        return self.interval - (datetime.now(timezone.utc) - last).total_seconds()
+        since = runner.seconds_since_last_run()
+        return 0.0 if since is None else self.interval - since
 
-    def _run_once(self, store: "MemoryStore", stop: threading.Event | None = None) -> None:
-        from memvault.store.facts.llm_extract import LLMCancelled
-
+    def _run_once(self, runner: "ConsolidationRunner", stop: threading.Event | None = None) -> None:
         started = time.monotonic()
-        try:
-            report = store.consolidate(trigger="daemon", avoid=self.editing, cancel=stop)
-        except LLMCancelled:
+        report = runner.run(avoid=self.editing, cancel=stop)
+        if report is None:
             log.info("consolidation left for the next start: stopped while the llm was asked")
             return
         self.last_report = report

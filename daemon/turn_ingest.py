@@ -135,11 +135,10 @@ class TurnIngester:
 
     def run(self, stop: threading.Event | None = None) -> None:
         """Ingest queued transcripts until ``stop`` (or :meth:`close`), on a
-        store of its own (its own connection, like a CLI command beside the daemon)."""
-        from memvault.store.memory_store import MemoryStore
-
-        own = MemoryStore(self.store.root, self.store.settings, data_dir=self.store.data_dir)
-        own.fact_defer = self.store.fact_defer  # with extractor = "llm": to the daemon's llm worker, not inline
+        store of its own thread (:meth:`MemoryStore.for_thread`: its own
+        connection, like a CLI command beside the daemon; with extractor =
+        "llm", facts go to the daemon's llm worker, not asked inline)."""
+        own = self.store.for_thread()
         try:
             while True:
                 job = self._next(stop)

@@ -15,12 +15,14 @@ imports from the store's public modules only, never from its sub-packages.
 
 from __future__ import annotations
 
+from memvault.store.consolidation.scheduled import ConsolidationRunner
 from memvault.store.db.connection import StoreBusyError
 from memvault.store.embedding.pipeline import EmbeddingPipeline, EmbedReport
 from memvault.store.facts.background import LLMFactJobs
 from memvault.store.index.reconcile import SyncSummary, VaultMissingError
 
 __all__ = [
+    "ConsolidationRunner",
     "EmbedReport",
     "EmbeddingPipeline",
     "LLMFactJobs",

@@ -55,6 +55,7 @@ log = logging.getLogger(__name__)
 if TYPE_CHECKING:
     import threading
 
+    from memvault.store.consolidation.scheduled import ConsolidationRunner
     from memvault.store.embedding.pipeline import EmbeddingPipeline, EmbedReport
     from memvault.store.facts.background import LLMFactJobs
     from memvault.store.facts.observer import Defer, FactObserver
@@ -266,6 +267,16 @@ class MemoryStore(ReadAPI, ChangeAPI):
         if con is not None:
             self._flush_history(con)
             _quietly(con.close, lambda: con.close(force=True))
+
+    def for_thread(self) -> "MemoryStore":
+        """A store of the same vault for another thread of this process (the
+        daemon's turn ingest and consolidation runs): its own connection and
+        collaborators; this store's settings, data dir, llm routing
+        (:meth:`route_llm_facts`) and daemon flag. The caller closes it."""
+        other = MemoryStore(self.root, self.settings, data_dir=self.data_dir)
+        other.fact_defer = self.fact_defer
+        other.is_daemon = self.is_daemon
+        return other
 
     # -- collaborators (one each per store) -------------------------------------
 
@@ -544,6 +555,14 @@ class MemoryStore(ReadAPI, ChangeAPI):
         from memvault.store.embedding.pipeline import EmbeddingPipeline
 
         return EmbeddingPipeline.for_store(self)
+
+    def consolidation_runner(self) -> "ConsolidationRunner":
+        """Scheduled consolidation runs (the daemon's), on a store of their own
+        thread (:meth:`for_thread`); the caller closes it (see
+        :mod:`.consolidation.scheduled`)."""
+        from memvault.store.consolidation.scheduled import ConsolidationRunner
+
+        return ConsolidationRunner(self.for_thread())
 
     def limit_model_threads(self, threads: int | None = None) -> None:
         """Limit the threads of embedding models this process loads from now
