@@ -35,10 +35,9 @@ class ReadAPI(StoreParts):
 
     def current_versions(self, ids: list[str]) -> dict[str, int]:
         """The current version of each memory in ``ids`` (what ``update --expect-version`` checks)."""
-        from memvault.store.memories.rows import current_version
+        from memvault.store.memories.rows import current_versions
 
-        con = self.read_con()
-        return {i: current_version(con, i) for i in ids}
+        return current_versions(self.read_con(), ids)
 
     def answer_by_words(self, q: "ContextQuery | SessionStartQuery") -> dict[str, Any]:
         """``q`` answered without loading the embedding model (keyword

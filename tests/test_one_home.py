@@ -14,3 +14,18 @@ def test_memory_key_is_the_content_key_of_its_normalised_text() -> None:
     seed = "\x00".join(["a", "", "3"])
     assert content_key("a", None, 3) == "sha256:" + hashlib.sha256(seed.encode("utf-8")).hexdigest()
     assert memory_key("semantic", "user", "x") == content_key("semantic", "user", "x")[len("sha256:"):]
+
+
+def test_a_memory_version_is_computed_in_one_place(tmp_path) -> None:
+    """show, list and read give the version the update guard checks."""
+    from helpers import opened
+
+    from memvault.store.memories.rows import current_version, current_versions
+
+    with opened(tmp_path) as s:
+        m = s.add("Green tea in the morning", type_="preference")
+        assert s.update(m.id, content="Green tea in the morning and at noon").version == 2
+        con = s.read_con()
+        assert current_version(con, m.id) == 2 == current_versions(con, [m.id, m.id])[m.id]
+        assert [i["version"] for i in s.list()["items"] if i["id"] == m.id] == [2] == [s.read(m.id)["version"]]
+        assert current_versions(con, ["m-gone"]) == {"m-gone": 1}

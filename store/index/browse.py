@@ -79,7 +79,7 @@ def _item(vault_name: str, r: Sequence[Any], versions: dict[str, int]) -> dict[s
         "preview": preview[:PREVIEW_CHARS] + ("…" if len(preview) > PREVIEW_CHARS else ""),
     }
     if kind == "memory":
-        item["version"] = 1 + versions.get(trace_id, 0)
+        item["version"] = versions[trace_id]
     return item
 
 
@@ -117,17 +117,6 @@ def _query(
         clauses.append(f"{stamp} < ?")
         params.append(until)
     return " AND ".join(clauses), params
-
-
-def _versions(con: apsw.Connection, ids: Sequence[str]) -> dict[str, int]:
-    if not ids:
-        return {}
-    from memvault.store.memories.rows import VERSION_SQL
-
-    # Earlier versions as the version counts them (the note's counter when it has one).
-    return dict(con.execute(
-        f"SELECT t.id, {VERSION_SQL} - 1 FROM traces t WHERE t.id IN ({','.join('?' * len(ids))})", list(ids),
-    ).fetchall())
 
 
 def list_traces(
@@ -169,7 +158,9 @@ def list_traces(
         f"SELECT {_ITEM_COLS} FROM traces t WHERE {where} ORDER BY {SORTS[sort]} LIMIT ? OFFSET ?",
         [*params, limit, offset],
     ).fetchall()
-    versions = _versions(con, [r[0] for r in rows if r[1] == "memory"])
+    from memvault.store.memories.rows import current_versions
+
+    versions = current_versions(con, [r[0] for r in rows if r[1] == "memory"])
     items = [_item(vault_name, r, versions) for r in rows]
     more = offset + len(items) < total
     return {"items": items, "total": total, "next_cursor": _cursor(offset + len(items)) if more else None}
@@ -226,7 +217,9 @@ def read_trace(con: apsw.Connection, vault_name: str, t: rec.TraceRow, heading: 
     data.pop("links", None)
     meta = data.pop("metadata") or {}
     if t.kind == "memory":
-        data["version"] = 1 + _versions(con, [t.id]).get(t.id, 0)
+        from memvault.store.memories.rows import current_version
+
+        data["version"] = current_version(con, t.id)
         if meta.get("supersedes"):
             data["supersedes"] = meta["supersedes"]
     elif t.kind == "fact":

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import json
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
 import apsw
@@ -129,13 +130,29 @@ VERSION_SQL = (
 )
 
 
+def current_versions(con: apsw.Connection, memory_ids: Sequence[str]) -> dict[str, int]:
+    """The version each memory is at (:data:`VERSION_SQL`; a memory the
+    index no longer holds: 1 plus the earlier versions this device kept).
+    The one place a memory's version is computed: ``show``, ``list``,
+    ``read``, search hits, the update guard and the write results read it here."""
+    ids = list(dict.fromkeys(memory_ids))
+    out: dict[str, int] = {}
+    for i in range(0, len(ids), 500):  # SQLite's bound-parameter limit
+        part = ids[i : i + 500]
+        out.update((k, int(v)) for k, v in con.execute(
+            f"SELECT t.id, {VERSION_SQL} FROM traces t WHERE t.id IN ({','.join('?' * len(part))})", part,
+        ).fetchall())
+    for memory_id in ids:
+        if memory_id not in out:
+            row = con.execute("SELECT 1 + coalesce(max(version), 0) FROM state.memory_versions WHERE memory_id = ?",
+                              (memory_id,)).fetchone()
+            out[memory_id] = int(row[0])
+    return out
+
+
 def current_version(con: apsw.Connection, memory_id: str) -> int:
-    """The version a memory is at (:data:`VERSION_SQL`)."""
-    row = con.execute(f"SELECT {VERSION_SQL} FROM traces t WHERE t.id = ?", (memory_id,)).fetchone()
-    if row is None:
-        row = con.execute("SELECT 1 + coalesce(max(version), 0) FROM state.memory_versions WHERE memory_id = ?",
-                          (memory_id,)).fetchone()
-    return int(row[0])
+    """The version a memory is at (:func:`current_versions`)."""
+    return current_versions(con, [memory_id])[memory_id]
 
 
 def stamp_version(trace: rec.TraceRow, version: int) -> None:
