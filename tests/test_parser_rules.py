@@ -12,7 +12,7 @@ import dataclasses
 import pytest
 
 from memvault.vault_io import mask
-from memvault.vault_io.note import Block, Heading, Link, ParsedNote
+from memvault.vault_io.note import BlockId, Heading, Link, ParsedNote
 from memvault.vault_io.parser import parse_note
 
 
@@ -440,7 +440,7 @@ def test_headings(text: str, headings: list[tuple[int, str, int]]) -> None:
     ],
 )
 def test_block_ids(text: str, blocks: list[tuple[str, int, int]]) -> None:
-    assert parse(text).blocks == tuple(Block(*b) for b in blocks)
+    assert parse(text).blocks == tuple(BlockId(*b) for b in blocks)
 
 
 # --------------------------------------------------------------------------
@@ -454,7 +454,7 @@ def test_line_numbers_are_file_lines_after_front_matter() -> None:
     assert note.body_line == 5
     assert note.headings == (Heading(1, "H", 5),)
     assert [(x.target, x.line) for x in note.links + note.embeds] == [("x", 7), ("y.png", 7)]
-    assert note.blocks == (Block("b", 7, 8),)
+    assert note.blocks == (BlockId("b", 7, 8),)
 
 
 SAMPLE = (

@@ -72,7 +72,9 @@ MAX_QUOTE_DEPTH = 32
 
 @dataclass(slots=True)
 class Block:
-    """One block of a note (treat as read-only).
+    """One block of a note's structure, as the scanner reads it (treat as
+    read-only). A block *id* (``^id``) and the lines it names is another
+    thing: :class:`memvault.vault_io.note.BlockId`.
 
     ``start`` and ``end`` are its first and last line (0-based, inclusive).
     ``headings`` is the heading path in force, outermost first (for a

@@ -53,8 +53,10 @@ class Heading:
 
 
 @dataclass(frozen=True)
-class Block:
-    """A block id ``^id`` and the 1-based line range of the block it names."""
+class BlockId:
+    """A block id ``^id`` and the 1-based line range of the block it names
+    (what ``[[Note#^id]]`` links to). Not a block of the note's structure:
+    that is :class:`memvault.vault_io.blocks.Block`, which the scanner yields."""
 
     id: str
     line: int  # line of the block's first line
@@ -76,7 +78,7 @@ class ParsedNote:
     links: tuple[Link, ...] = ()  # kind "link" and "property"
     embeds: tuple[Link, ...] = ()  # kind "embed"
     headings: tuple[Heading, ...] = ()
-    blocks: tuple[Block, ...] = ()
+    blocks: tuple[BlockId, ...] = ()  # the note's block ids (``^id``), in order
     # File line of each top-level front-matter key (what fact anchors need
     # from the raw file, so the facts observer never re-reads it).
     key_lines: dict[str, int] = field(default_factory=dict)

@@ -34,7 +34,7 @@ from memvault.vault_io.frontmatter import (
 )
 from memvault.vault_io.markdown import RawLink, find_markdown_links, find_tags, find_wikilinks
 from memvault.vault_io.mask import blank_spans, line_index, line_starts, mask_markdown
-from memvault.vault_io.note import UNDECODABLE, Block, Heading, Link, ParsedNote, content_hash
+from memvault.vault_io.note import UNDECODABLE, BlockId, Heading, Link, ParsedNote, content_hash
 
 log = logging.getLogger(__name__)
 
@@ -139,7 +139,7 @@ def _parse_text(
     blocks = ()
     if "^" in masked.text:
         blocks = tuple(
-            Block(id=block_id, line=body_line + first, end_line=body_line + last)
+            BlockId(id=block_id, line=body_line + first, end_line=body_line + last)
             for block_id, first, last in find_block_ids(
                 masked.text, structure, starts, structure_start
             )
