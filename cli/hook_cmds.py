@@ -260,7 +260,7 @@ _scope = click.option("--scope", type=click.Choice(["user", "project"]), default
 @pass_app
 def hook_install(app: AppContext, client: str, scope: str, as_json: bool) -> None:
     """Merge memvault's hooks into the client's settings (other hooks and keys stay; a backup first)."""
-    from memvault.cli.client_config import install_hooks
+    from memvault.cli.clients.client_config import install_hooks
 
     change = install_hooks(client, scope, app.store.root)
     emit_json(change.as_dict()) if as_json else click.echo(change.describe("memvault hooks"))
@@ -272,7 +272,7 @@ def hook_install(app: AppContext, client: str, scope: str, as_json: bool) -> Non
 @json_option
 def hook_uninstall(client: str, scope: str, as_json: bool) -> None:
     """Remove memvault's hooks (only those) from the client's settings."""
-    from memvault.cli.client_config import uninstall_hooks
+    from memvault.cli.clients.client_config import uninstall_hooks
 
     change = uninstall_hooks(client, scope)
     emit_json(change.as_dict()) if as_json else click.echo(change.describe("memvault hooks"))

@@ -1,7 +1,7 @@
 """memvault's MCP server: one vault's memory as tools, resources and a prompt.
 
 ``memvault mcp`` serves it on stdio (an agent client starts it), ``memvault
-mcp --http`` on the SDK's Streamable HTTP transport (see :mod:`.mcp_cmds`).
+mcp --http`` on the SDK's Streamable HTTP transport (see :mod:`.clients.mcp_serve`).
 It is one more front end of :class:`~memvault.store.memory_store.MemoryStore`:
 every tool is a call of a store method, nothing else.
 
@@ -13,7 +13,7 @@ every tool is a call of a store method, nothing else.
   person wrote: they change memories, and ``forget`` of a fact only retires
   it. Each memory an agent writes says which client wrote it in ``source``
   (``mcp:<client name>``). ``merge`` and ``consolidate`` (plan, apply by
-  plan id, undo) tidy memory as the CLI does (:mod:`.mcp_tidy`).
+  plan id, undo) tidy memory as the CLI does (:mod:`.clients.mcp_tidy`).
 - Resources ``memvault://memory/{id}``, ``memvault://note/{+path}``,
   ``memvault://identity``; the prompt ``recall``.
 
@@ -45,7 +45,7 @@ from mcp.server.mcpserver.exceptions import ResourceError, ResourceNotFoundError
 from mcp.types import CallToolResult, TextContent, ToolAnnotations
 from pydantic import AliasChoices, Field, ValidationError
 
-from memvault.cli.mcp_boot import INSTRUCTIONS, SERVER_NAME, server_version
+from memvault.cli.clients.mcp_boot import INSTRUCTIONS, SERVER_NAME, server_version
 from memvault.store.memory_store import MemoryStore
 from memvault.store.queries import ContextQuery, SearchQuery
 from memvault.store.retrieval.when import FORMS, given
@@ -188,7 +188,7 @@ def build_server(store: MemoryStore, *, read_only: bool = False, **server_option
     _browse_tools(server, backend)
     if not read_only:
         _write_tools(server, backend)
-        from memvault.cli.mcp_tidy import tidy_tools  # merge and consolidate, a module of their own
+        from memvault.cli.clients.mcp_tidy import tidy_tools  # merge and consolidate, a module of their own
 
         tidy_tools(server, backend)
     _resources(server, backend)

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from memvault.cli import client_config
+from memvault.cli.clients import client_config
 from memvault.cli.main import cli
 
 OTHER_SERVER = {"command": "npx", "args": ["-y", "@modelcontextprotocol/server-memory"]}

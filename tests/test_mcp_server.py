@@ -25,7 +25,7 @@ from helpers import opened  # noqa: E402
 from mcp import Client, ClientSession, StdioServerParameters, stdio_client  # noqa: E402
 from mcp.types import Implementation  # noqa: E402
 
-from memvault.cli.mcp_boot import handshake_versions, initialize_result, server_version  # noqa: E402
+from memvault.cli.clients.mcp_boot import handshake_versions, initialize_result, server_version  # noqa: E402
 from memvault.cli.mcp_server import build_server  # noqa: E402
 from memvault.daemon.serve import QueryServer  # noqa: E402
 from memvault.store.memory_store import MemoryStore  # noqa: E402

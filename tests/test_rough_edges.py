@@ -211,7 +211,7 @@ def home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 
 
 def test_vscode_mcp_json_with_comments_is_read_and_its_comments_kept(vault: Path, home: Path) -> None:
-    from memvault.cli.jsonc import loads
+    from memvault.cli.clients.jsonc import loads
 
     path = home / ".config" / "Code" / "User" / "mcp.json"
     path.parent.mkdir(parents=True)

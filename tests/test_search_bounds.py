@@ -175,7 +175,7 @@ def test_sigterm_ends_the_http_server_while_a_search_runs(vault: Path, tmp_path:
     from mcp import Client
     from mcp.client.streamable_http import streamable_http_client
 
-    from memvault.cli.mcp_cmds import SHUTDOWN_GRACE
+    from memvault.cli.clients.mcp_serve import SHUTDOWN_GRACE
 
     write(vault, "a.md", "# A\n\nsome text\n")
     with opened(vault) as store:

@@ -44,7 +44,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from memvault.cli import jsonc
+from memvault.cli.clients import jsonc
 from memvault.vault_io.atomic import atomic_write
 from memvault.vault_io.errors import MemvaultError, UsageError
 

@@ -1,0 +1,173 @@
+"""Running the MCP server: on stdio (answering the handshake while the SDK
+loads, :mod:`.mcp_boot`) or on Streamable HTTP with the vault's bearer token,
+after a catch-up sync. ``memvault mcp`` (:mod:`memvault.cli.mcp_cmds`) parses
+its options and calls :func:`serve_stdio_server` or :func:`serve_http`; the
+server itself is :func:`memvault.cli.mcp_server.build_server`.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import secrets
+import sys
+import threading
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import click
+
+from memvault.cli.main import UsageFailure
+
+if TYPE_CHECKING:
+    from memvault.store.memory_store import MemoryStore
+
+TOKEN_FILE = "mcp_token"
+DEFAULT_HTTP_HOST = "127.0.0.1"
+LOOPBACK = ("127.0.0.1", "localhost", "::1")
+
+
+def token_path(store: "MemoryStore") -> Path:
+    """Where the vault's HTTP bearer token is kept (its private data dir)."""
+    return store.data_dir / TOKEN_FILE
+
+
+def ensure_token(store: "MemoryStore", *, rotate: bool = False) -> str:
+    """The vault's bearer token, generated (0600) on first use or when ``rotate``."""
+    from memvault.store.location import ensure_private_dir
+
+    path = token_path(store)
+    if not rotate:
+        try:
+            token = path.read_text(encoding="ascii").strip()
+            if token:
+                return token
+        except (OSError, UnicodeDecodeError):
+            pass
+    ensure_private_dir(store.data_dir)
+    token = secrets.token_urlsafe(32)
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    with os.fdopen(fd, "w", encoding="ascii") as f:
+        f.write(token + "\n")
+    os.chmod(path, 0o600)
+    return token
+
+
+def parse_listen(value: str) -> tuple[str, int]:
+    """``[HOST:]PORT`` (``[::1]:8765`` for IPv6) as (host, port)."""
+    host, _, port = value.rpartition(":")
+    host = host.strip("[]") or DEFAULT_HTTP_HOST
+    try:
+        number = int(port)
+    except ValueError:
+        raise UsageFailure(f"--http wants [HOST:]PORT, not {value!r}") from None
+    if not 0 < number < 65536:
+        raise UsageFailure(f"--http port must be 1-65535, not {number}")
+    return host, number
+
+
+
+def serve_stdio_server(store: "MemoryStore", *, read_only: bool = False) -> None:
+    """Serve ``store`` on this process's stdin and stdout until the client closes stdin."""
+    from memvault.cli.clients.mcp_boot import serve_stdio
+
+    def build() -> object:
+        from memvault.cli.mcp_server import build_server
+
+        server = build_server(store, read_only=read_only)
+        catch_up(store, read_only=read_only)
+        return server
+
+    try:
+        serve_stdio(build)
+    except KeyboardInterrupt:
+        pass
+
+
+def catch_up(store: "MemoryStore", *, read_only: bool = False) -> None:
+    """Without a daemon nobody has indexed what changed in the vault since the
+    last sync: do it once now (no embedding, no model), so the agent's
+    session starts from the vault as it is. A vault never indexed is left
+    to `memvault sync` (that can take minutes); a failure is logged.
+
+    A ``read_only`` server syncs only when the vault did change: over an
+    index that is current it writes nothing at all, not even the time of
+    the last sync."""
+    from memvault.daemon.client import socket_path
+    from memvault.vault_io.errors import MemvaultError
+
+    if not store.has_index() or socket_path(store.data_dir).exists():
+        return
+    try:
+        if read_only and not _vault_changed(store):
+            return
+        store.sync()
+    except MemvaultError as exc:
+        logging.getLogger("memvault.mcp").warning("could not sync the vault at start: %s", exc)
+
+
+def _vault_changed(store: "MemoryStore") -> bool:
+    """Whether a sync would change the index (doctor's look at the vault)."""
+    from memvault.store.index.doctor import check_vault
+
+    return any(f.repair == "sync" for f in check_vault(store))
+
+
+def serve_http(store: "MemoryStore", host: str, port: int, read_only: bool) -> None:
+    """Streamable HTTP with a static bearer token (see docs/agents.md)."""
+    import hmac
+
+    import uvicorn
+    from mcp.server.auth.provider import AccessToken, TokenVerifier
+    from mcp.server.auth.settings import AuthSettings
+
+    from memvault.cli.mcp_server import build_server
+
+    token = ensure_token(store)
+    catch_up(store, read_only=read_only)
+
+    class VaultToken(TokenVerifier):
+        async def verify_token(self, value: str) -> AccessToken | None:
+            if hmac.compare_digest(value.encode(), token.encode()):
+                return AccessToken(token=value, client_id="memvault", scopes=[])
+            return None
+
+    shown = f"[{host}]" if ":" in host else host
+    server = build_server(store, read_only=read_only, token_verifier=VaultToken(),
+                          auth=AuthSettings(issuer_url=f"http://{shown}:{port}", resource_server_url=None))
+    app = server.streamable_http_app(host=host)
+    if host not in LOOPBACK:
+        click.echo(f"warning: serving {store.root} beyond this machine on {host}:{port}; anyone with the token "
+                   "can read (and, without --read-only, change) its memory; put TLS in front of it", err=True)
+    click.echo(f"memvault MCP for {store.root} on http://{shown}:{port}/mcp"
+               f"{' (read-only)' if read_only else ''}; token: `memvault mcp token`", err=True)
+    config = uvicorn.Config(app, host=host, port=port, log_level="warning", timeout_graceful_shutdown=SHUTDOWN_GRACE)
+
+    class PromptExit(uvicorn.Server):
+        """Stops within SHUTDOWN_GRACE seconds of a stop signal, whatever the
+        calls in flight are doing (uvicorn alone waits for them: a long
+        search kept `memvault mcp --http` alive after SIGTERM)."""
+
+        def handle_exit(self, sig: int, frame: Any) -> None:
+            super().handle_exit(sig, frame)
+            timer = threading.Timer(SHUTDOWN_GRACE, _exit_now)
+            timer.daemon = True
+            timer.start()
+
+    PromptExit(config).run()
+
+
+#: Seconds a stopping HTTP server (SIGTERM, Ctrl-C) gives the calls in flight
+#: before it exits anyway.
+SHUTDOWN_GRACE = 3.0
+
+
+def _exit_now() -> None:
+    """End the process at once: a tool call still running on a worker thread
+    (a search stuck in C code) cannot be cancelled, and would hold the exit.
+    Reads are safe to abandon; a write that dies half-way leaves its outbox
+    entry, which the next start settles (docs/memories.md)."""
+    logging.getLogger("memvault.mcp").warning("calls still running %.0fs after the stop; exiting", SHUTDOWN_GRACE)
+    sys.stderr.flush()
+    os._exit(0)
+
