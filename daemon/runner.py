@@ -39,7 +39,6 @@ import os
 import threading
 import time
 from collections.abc import Callable
-from pathlib import Path
 from typing import Any
 
 import apsw
@@ -54,10 +53,9 @@ from memvault.daemon.serve import QueryServer
 from memvault.daemon.services import Supervisor
 from memvault.daemon.status import iso_now, log_summary, write_state
 from memvault.daemon.watch import OverflowListener, PathQueue, VaultEventHandler, WatchService
-from memvault.store.db.connection import StoreBusyError
-from memvault.store.index.reconcile import SyncSummary, VaultMissingError
+from memvault.store.hosted import StoreBusyError, SyncSummary, VaultMissingError
 from memvault.store.memory_store import MemoryStore
-from memvault.vault_io.scan import IgnoreRules, excluded, vault_rules
+from memvault.vault_io.scan import IgnoreRules, vault_rules
 
 log = logging.getLogger("memvault.daemon")
 
@@ -222,9 +220,7 @@ class DaemonRunner:
     def _start_services(self) -> None:
         """The llm worker (so that even the first sync defers to it) and the
         query server start now; the embedding worker after the first sync."""
-        from memvault.store.history.replicate import device_id
-
-        self.handler.history = (self.store.settings.history_folder, device_id(self.store.con))
+        self.handler.history = (self.store.settings.history_folder, self.store.device_id())
         self._llm_worker = LLMFactWorker.for_store(self.store, on_done=self._llm_done)
         if self._llm_worker is not None:
             self.services.add(self._llm_worker)
@@ -518,9 +514,7 @@ class DaemonRunner:
 
     def _apply(self, files: set[str], dirs: set[str], kind: str) -> None:
         """Confirm and apply one batch of hinted paths (raises VaultMissingError)."""
-        paths = set(files)
-        for d in dirs:
-            paths |= self._expand_dir(d)
+        paths = set(files) | self.store.expand_paths(dirs, self.handler.rules)
         if not paths:
             return
         summary = self.store.sync_paths(paths, stale_after=OUTBOX_AGE).summary
@@ -529,21 +523,6 @@ class DaemonRunner:
         self._last_batch = iso_now()
         log_summary("batch", summary, len(paths))
         self._report(kind, paths, summary)
-
-    def _expand_dir(self, rel: str) -> set[str]:
-        """The files under folder ``rel`` on disk now, plus the indexed paths
-        under it: together they cover a folder created, filled, moved in,
-        moved out or deleted."""
-        rules = self.handler.rules
-        out: set[str] = set()
-        for dirpath, dirnames, filenames in os.walk(self.root / rel):
-            base = Path(dirpath).relative_to(self.root).as_posix()
-            dirnames[:] = [d for d in dirnames if not excluded(rules, f"{base}/{d}", is_dir=True)]
-            for name in filenames:
-                if not excluded(rules, f"{base}/{name}"):
-                    out.add(f"{base}/{name}")
-        out.update(self.store.indexed_paths_under(rel))
-        return out
 
     def _report(self, kind: str, paths: set[str], summary: SyncSummary) -> None:
         if self.on_batch is not None:

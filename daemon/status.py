@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING, Any
 from memvault.daemon.lock import is_locked, read_holder
 
 if TYPE_CHECKING:
-    from memvault.store.index.reconcile import SyncSummary
+    from memvault.store.hosted import SyncSummary
     from memvault.store.memory_store import MemoryStore
 
 #: The daemon's logger: its summaries read as the runner's own lines.
@@ -68,7 +68,7 @@ def vault_status(store: "MemoryStore") -> dict[str, Any]:
 
     ``running`` comes from the lock (the only reliable witness); the rest of
     the daemon fields come from its state file when the lock is held, and are
-    None otherwise. Index counts come from :func:`memvault.store.index.lookup.stats`,
+    None otherwise. Index counts come from :meth:`MemoryStore.stats`,
     passed through whole (including ``conflicts`` once the store has it).
     """
     data_dir = store.data_dir
@@ -112,9 +112,7 @@ def vault_status(store: "MemoryStore") -> dict[str, Any]:
         counts["conflicts_recorded"] = out["conflicts_recorded"]
         counts["conflicts_from_sync"] = sum(1 for c in out["conflict_list"] if c.get("kind") == "sync")
         out["contradictions"] = len(store.contradictions())
-        from memvault.store.memories.rows import pending_writes
-
-        out["pending_writes"] = pending_writes(store.read_con())  # memory notes not written yet
+        out["pending_writes"] = store.pending_writes()  # memory notes not written yet
     return out
 
 

@@ -66,6 +66,7 @@ if TYPE_CHECKING:
     from memvault.store.index.reconcile import Indexer, SyncSummary
     from memvault.store.memories.mirror import Memories
     from memvault.store.retrieval.retriever import Retriever
+    from memvault.vault_io.scan import IgnoreRules
 
 #: Store-side writes older than this (seconds) are taken for a dead writer's
 #: and finished by the next sync; younger ones may still be in progress.
@@ -396,6 +397,18 @@ class MemoryStore(ReadAPI, ChangeAPI):
                     extract_again(self, str(key[0]))
         return done
 
+    def device_id(self) -> str:
+        """This data dir's device id: the name of its history log in the vault."""
+        from memvault.store.history.replicate import device_id
+
+        return device_id(self.con)
+
+    def pending_writes(self) -> list[dict[str, Any]]:
+        """Memory notes whose write is still pending (``memvault status``)."""
+        from memvault.store.memories.rows import pending_writes
+
+        return pending_writes(self.read_con())
+
     def _flush_history(self, con: apsw.Connection) -> None:
         """Append this device's queued changes to its history log (a command's
         end, a sync's); a vault that refuses keeps them queued, never raises."""
@@ -464,6 +477,27 @@ class MemoryStore(ReadAPI, ChangeAPI):
         self.sync_history()
         self.refresh_source_globs()  # one meta read while the globs stay as they were
         return self._after_sync("paths", self.reconciler.sync_paths(paths), stale_after)
+
+    def expand_paths(self, folders: Iterable[str], rules: "IgnoreRules | None" = None) -> set[str]:
+        """The vault paths a watcher's hints of changed ``folders`` stand for
+        (what :meth:`sync_paths` is then given): the files under each on disk
+        now that ``rules`` do not exclude (default: the vault's own ignore
+        rules), plus the indexed paths under it. Together they cover a folder
+        created, filled, moved in, moved out or deleted."""
+        from memvault.vault_io.scan import excluded, vault_rules
+
+        if rules is None:
+            rules = vault_rules(self.root, self.settings.ignore)
+        out: set[str] = set()
+        for folder in folders:
+            for dirpath, dirnames, filenames in os.walk(self.root / folder):
+                base = Path(dirpath).relative_to(self.root).as_posix()
+                dirnames[:] = [d for d in dirnames if not excluded(rules, f"{base}/{d}", is_dir=True)]
+                for name in filenames:
+                    if not excluded(rules, f"{base}/{name}"):
+                        out.add(f"{base}/{name}")
+            out.update(self.indexed_paths_under(folder))
+        return out
 
     def _after_sync(self, kind: str, summary: "SyncSummary", stale_after: float) -> SyncReport:
         """The one post-sync sequence (module docstring)."""
