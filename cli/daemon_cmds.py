@@ -199,10 +199,12 @@ def service_install(app: AppContext, enable: bool, exe: Path | None) -> None:
     cannot reach your user manager: it then prints the commands to run.
     """
     from memvault.daemon import systemd as svc
-    from memvault.store.location import data_home
+    from memvault.store.location import data_home, memvault_executable
 
     store = app.store
-    exe_path = exe.absolute() if exe else svc.memvault_executable()
+    exe_path = exe.absolute() if exe else memvault_executable()
+    if exe_path is None:
+        raise svc.ServiceError("cannot find the memvault executable: put it on PATH or pass --exec PATH")
     # The whole data dir, not only this vault's folder: the embedding
     # model is unpacked and verified under it on first use.
     network = store.settings.extractor == "llm"  # the llm extractor calls an HTTP endpoint

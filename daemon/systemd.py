@@ -15,7 +15,6 @@ from __future__ import annotations
 import os
 import shutil
 import subprocess
-import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -78,17 +77,6 @@ def unit_dir() -> Path:
 def unit_path() -> Path:
     """Where ``memvault service install`` writes the unit."""
     return unit_dir() / UNIT_NAME
-
-
-def memvault_executable() -> Path:
-    """The absolute path of the running ``memvault`` command (or the one on PATH)."""
-    argv0 = Path(sys.argv[0]) if sys.argv and sys.argv[0] else None
-    if argv0 is not None and argv0.name == "memvault" and argv0.is_file() and os.access(argv0, os.X_OK):
-        return argv0.resolve()
-    found = shutil.which("memvault")
-    if found:
-        return Path(found).resolve()
-    raise ServiceError("cannot find the memvault executable: put it on PATH or pass --exec PATH")
 
 
 def quote(value: str, *, exec_arg: bool = False) -> str:

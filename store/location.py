@@ -87,3 +87,21 @@ def inside(path: Path, folder: Path) -> bool:
 def index_path(vault_root: Path) -> Path:
     """The index database file of the vault at ``vault_root``."""
     return vault_data_dir(vault_root) / INDEX_FILE
+
+
+def memvault_executable() -> Path | None:
+    """The absolute path (symlinks resolved) of the ``memvault`` command for
+    another process to start later (the systemd unit, an MCP client, a
+    hook): the running one (``argv[0]`` when it is ``memvault``), else the
+    one installed beside this Python (its venv), else the one on PATH; None
+    when there is none. The one answer for ``service install`` and the
+    client installers, so both start the install that wrote them."""
+    import shutil
+
+    argv0 = Path(sys.argv[0]) if sys.argv and sys.argv[0] else None
+    beside = Path(sys.executable).parent / "memvault" if sys.executable else None
+    for candidate in (argv0 if argv0 is not None and argv0.name == "memvault" else None, beside):
+        if candidate is not None and candidate.is_file() and os.access(candidate, os.X_OK):
+            return candidate.resolve()
+    found = shutil.which("memvault")
+    return Path(found).resolve() if found else None

@@ -110,7 +110,14 @@ def test_install_without_a_user_bus(vault: Path, user_config: Path, tmp_path: Pa
     assert (user_config / "systemd" / "user" / "memvault.service").exists()
 
 
-def test_executable_found_on_path(vault: Path, user_config: Path, tmp_path: Path) -> None:
+def no_memvault_beside_python(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    """This Python as if installed where no memvault command sits beside it."""
+    (tmp_path / "python-only").mkdir()
+    monkeypatch.setattr(sys, "executable", str(tmp_path / "python-only" / "python"))
+
+
+def test_executable_found_on_path(vault: Path, user_config: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    no_memvault_beside_python(monkeypatch, tmp_path)
     fake = tmp_path / "bin" / "memvault"
     fake.write_text("#!/bin/sh\n")
     fake.chmod(0o755)
@@ -119,9 +126,30 @@ def test_executable_found_on_path(vault: Path, user_config: Path, tmp_path: Path
     assert f"ExecStart={fake.resolve()} --vault" in (user_config / "systemd" / "user" / "memvault.service").read_text()
 
 
-def test_no_executable_is_an_error(vault: Path, user_config: Path) -> None:
+def test_no_executable_is_an_error(vault: Path, user_config: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    no_memvault_beside_python(monkeypatch, tmp_path)
     code, out = invoke("--vault", str(vault), "service", "install")
     assert code == 1 and "cannot find the memvault executable" in out
+
+
+def test_the_memvault_beside_this_python_wins_over_path(vault: Path, user_config: Path, tmp_path: Path,
+                                                       monkeypatch: pytest.MonkeyPatch) -> None:
+    """The unit starts the install that wrote it (as the MCP client entries do), not another on PATH."""
+    from memvault.store.location import memvault_executable
+
+    venv = tmp_path / "venv-bin"
+    venv.mkdir()
+    mine = venv / "memvault"
+    mine.write_text("#!/bin/sh\n")
+    mine.chmod(0o755)
+    other = tmp_path / "bin" / "memvault"
+    other.write_text("#!/bin/sh\n")
+    other.chmod(0o755)
+    monkeypatch.setattr(sys, "executable", str(venv / "python"))
+    assert memvault_executable() == mine.resolve()
+    code, out = invoke("--vault", str(vault), "service", "install")
+    assert code == 0, out
+    assert f"ExecStart={mine.resolve()} --vault" in (user_config / "systemd" / "user" / "memvault.service").read_text()
 
 
 def test_quoting_of_odd_paths() -> None:
