@@ -29,3 +29,22 @@ def test_a_memory_version_is_computed_in_one_place(tmp_path) -> None:
         assert current_version(con, m.id) == 2 == current_versions(con, [m.id, m.id])[m.id]
         assert [i["version"] for i in s.list()["items"] if i["id"] == m.id] == [2] == [s.read(m.id)["version"]]
         assert current_versions(con, ["m-gone"]) == {"m-gone": 1}
+
+
+def test_client_entries_start_the_command_service_install_starts(tmp_path, monkeypatch) -> None:
+    """One memvault_executable for the client installers and the systemd unit; none is an error, not argv[0]."""
+    import sys
+
+    import pytest
+
+    from memvault.cli.clients.client_config import ClientConfigError, server_entry
+    from memvault.store.location import memvault_executable
+
+    assert server_entry("cursor", tmp_path)["command"] == str(memvault_executable())
+    (tmp_path / "bin").mkdir()
+    monkeypatch.setattr(sys, "executable", str(tmp_path / "bin" / "python"))
+    monkeypatch.setattr(sys, "argv", ["-c"])
+    monkeypatch.setenv("PATH", str(tmp_path / "bin"))
+    assert memvault_executable() is None
+    with pytest.raises(ClientConfigError, match="cannot find the memvault executable"):
+        server_entry("cursor", tmp_path)

@@ -143,15 +143,15 @@ def hook_config_path(client: str, scope: str, project: Path) -> Path:
 # -- what ---------------------------------------------------------------------------
 
 
-def memvault_executable() -> str:
-    """The absolute path of this memvault's command (clients start it with a bare environment)."""
-    beside = Path(sys.executable).parent / "memvault"
-    if beside.exists():
-        return str(beside)
-    found = shutil.which("memvault")
-    if found:
-        return str(Path(found).absolute())
-    return str(Path(sys.argv[0]).absolute())
+def memvault_command() -> str:
+    """The memvault command a client starts (:func:`memvault.store.location.memvault_executable`:
+    clients start it with a bare environment); ClientConfigError when there is none."""
+    from memvault.store.location import memvault_executable
+
+    exe = memvault_executable()
+    if exe is None:
+        raise ClientConfigError("cannot find the memvault executable: put it on PATH; nothing was written")
+    return str(exe)
 
 
 def server_env() -> dict[str, str]:
@@ -162,7 +162,7 @@ def server_env() -> dict[str, str]:
 def server_entry(client: str, vault: Path, *, read_only: bool = False) -> dict[str, Any]:
     """The MCP server entry for ``client``: this memvault, this vault, on stdio."""
     args = ["--vault", str(vault), "mcp"] + (["--read-only"] if read_only else [])
-    entry: dict[str, Any] = {"command": memvault_executable(), "args": args}
+    entry: dict[str, Any] = {"command": memvault_command(), "args": args}
     if client in ("claude-code", "vscode"):
         entry = {"type": "stdio", **entry}
     env = server_env()
@@ -179,7 +179,7 @@ def hook_command(vault: Path, sub: str, client: str) -> str:
     if sub == "turn":
         cmd = f"{shlex.quote(sys.executable)} -I -m {TURN_MODULE} --vault {shlex.quote(str(vault))} --client {client}"
     else:
-        cmd = f"{shlex.quote(memvault_executable())} --vault {shlex.quote(str(vault))} hook {sub} --client {client}"
+        cmd = f"{shlex.quote(memvault_command())} --vault {shlex.quote(str(vault))} hook {sub} --client {client}"
     return f"{env} {cmd}" if env else cmd
 
 
