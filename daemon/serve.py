@@ -10,9 +10,9 @@ One request per connection, one JSON line each way (see :mod:`.client` for
 the format). Requests are size-limited and every read has a timeout, so a
 stuck or hostile client costs one handler thread for a few seconds at most;
 only the socket's owner may connect (the file is 0600 in the 0700 data dir,
-and the peer's uid is checked). Answers come from one warm
-:class:`~.retrieval.Retriever` on the server's own index connection, one at
-a time.
+and the peer's uid is checked). Answers come from one warm retriever the
+store builds on a connection of its own (:meth:`MemoryStore.open_retriever`),
+one at a time.
 
 The ``ingest`` op (the per-turn hook's) only queues a transcript for the
 server's :class:`~.turn_ingest.TurnIngester` and answers at once; the
@@ -39,8 +39,8 @@ from memvault.store.queries import QUERIES, QueryError
 from memvault.vault_io.errors import MemvaultError
 
 if TYPE_CHECKING:
+    from memvault.store.hosted import Retriever
     from memvault.store.memory_store import MemoryStore
-    from memvault.store.retrieval.retriever import Retriever
 
 log = logging.getLogger("memvault.serve")
 
@@ -186,9 +186,7 @@ class QueryServer(Service):
         """The warm retriever on a connection of its own (created on first
         use; callers hold the answer lock)."""
         if self._retriever is None:
-            from memvault.store.retrieval.retriever import Retriever
-
-            self._retriever = Retriever(self.store, self.store.connect())
+            self._retriever = self.store.open_retriever()
         return self._retriever
 
     def _accept_until(self, stop: threading.Event) -> None:
@@ -277,15 +275,13 @@ class QueryServer(Service):
         if not isinstance(texts, list) or not 0 < len(texts) <= MAX_EMBED_TEXTS \
                 or not all(isinstance(t, str) for t in texts):
             return _internal("bad arguments")
-        from memvault.store.embedding.vectors import cache_texts
-
         with self._answer_lock:
             self.requests += 1
             try:
                 r = self.retriever()
-                if r.spec is None:
+                if r.model_key is None:
                     return _internal("vectors are turned off")
-                done = cache_texts(self.store.data_dir, r.spec.key, r.embedder(), texts)
+                done = self.store.cache_vectors(texts, r)
             except Exception as exc:  # a model that cannot load here cannot load there either: it says so itself
                 log.warning("embed failed: %s", exc)
                 return _internal(str(exc))

@@ -30,6 +30,7 @@ if TYPE_CHECKING:
     from memvault.store.flows.ingest import IngestReport
     from memvault.store.flows.sink import ImportReport
     from memvault.store.memories.mirror import WriteResult
+    from memvault.store.retrieval.retriever import Retriever
     from memvault.vault_io.memory_views import ViewFile
 
 Progress = Callable[[int, int], None]
@@ -68,6 +69,21 @@ class ChangeAPI(StoreParts):
                                max_bytes=e.cache_max_mb * 2**20)
         finally:
             con.close()
+
+    def cache_vectors(self, texts: Sequence[str], retriever: "Retriever | None" = None) -> int:
+        """Put the vectors of ``texts`` into the embedding cache with the model
+        ``retriever`` has loaded (default: the store's own); how many were
+        missing. A process whose model is warm (the daemon's ``embed`` op)
+        does this for a write in another (``add``'s neighbours). Raises
+        :class:`~.embedding.model.ModelUnavailable` (vectors turned off, or a
+        model that cannot be loaded)."""
+        from memvault.store.embedding.model import ModelUnavailable
+        from memvault.store.embedding.vectors import cache_texts
+
+        r = self.retriever if retriever is None else retriever
+        if r.spec is None:
+            raise ModelUnavailable("vectors are turned off")
+        return cache_texts(self.data_dir, r.spec.key, r.embedder(), texts)
 
     def cache_export(self, target: Path) -> int:
         """Write a copy of the embedding cache to ``target``; how many vectors."""

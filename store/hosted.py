@@ -20,12 +20,14 @@ from memvault.store.db.connection import StoreBusyError
 from memvault.store.embedding.pipeline import EmbeddingPipeline, EmbedReport
 from memvault.store.facts.background import LLMFactJobs
 from memvault.store.index.reconcile import SyncSummary, VaultMissingError
+from memvault.store.retrieval.retriever import Retriever
 
 __all__ = [
     "ConsolidationRunner",
     "EmbedReport",
     "EmbeddingPipeline",
     "LLMFactJobs",
+    "Retriever",
     "StoreBusyError",
     "SyncSummary",
     "VaultMissingError",

@@ -372,6 +372,16 @@ class MemoryStore(ReadAPI, ChangeAPI):
 
         return Retriever(self, self.read_con())
 
+    def open_retriever(self) -> "Retriever":
+        """A retriever on a connection of its own, for a long-lived server that
+        answers on other threads than the store's (the daemon's query server:
+        one warm retriever, its model and vectors loaded once). The caller
+        serialises its calls and closes it and its connection
+        (``close()``, then ``con.close()``)."""
+        from memvault.store.retrieval.retriever import Retriever
+
+        return Retriever(self, self.connect())
+
     # -- history in the vault ----------------------------------------------------------
 
     def sync_history(self) -> "HistorySync":
