@@ -131,6 +131,99 @@ def test_codex_toml_keeps_every_other_byte(home: Path, vault: Path) -> None:
     assert path.read_text().rstrip("\n") == CODEX.rstrip("\n")
 
 
+CODEX_COMMENTED = """\
+# Codex settings, by hand
+model = "o4-mini"  # the fast one
+
+[mcp_servers.memvault]
+# memvault: my notes vault
+command = "/old/bin/memvault"  # before the move
+args = ["--vault", "/old/vault", "mcp"]
+tricky = \"\"\"
+[mcp_servers.not_a_table]
+\"\"\"
+
+[mcp_servers.memvault.env]
+MEMVAULT_HOME = "/old/home"
+
+# GitHub's server, for the work repos
+[mcp_servers.github]
+command = "gh-mcp"   # keep this comment
+args = [
+  "--repo",  # a comment inside an array
+  "[not, a, header]",
+]
+
+[profiles.fast]
+model = "o4-mini"
+"""
+
+
+def codex_config(home: Path, text: str | None) -> Path:
+    path = home / ".codex" / "config.toml"
+    if text is not None:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text, encoding="utf-8")
+    return path
+
+
+def test_codex_install_into_a_fresh_file(home: Path, vault: Path) -> None:
+    path = codex_config(home, None)
+    r = invoke(vault, "mcp", "install", "--client", "codex", "--json")
+    assert r.exit_code == 0, r.output
+    assert json.loads(r.output)["action"] == "added"
+    text = path.read_text()
+    assert text.startswith("[mcp_servers.memvault]\n")
+    assert tomllib.loads(text)["mcp_servers"]["memvault"]["args"] == ["--vault", str(vault), "mcp"]
+    assert not path.with_name(path.name + ".memvault-backup").exists()
+
+
+def test_codex_install_again_is_idempotent(home: Path, vault: Path) -> None:
+    path = codex_config(home, CODEX)
+    assert invoke(vault, "mcp", "install", "--client", "codex").exit_code == 0
+    once = path.read_bytes()
+    backup = path.with_name(path.name + ".memvault-backup")
+    backup.unlink()
+    r = invoke(vault, "mcp", "install", "--client", "codex", "--json")
+    assert r.exit_code == 0 and json.loads(r.output)["action"] == "unchanged"
+    assert path.read_bytes() == once and not backup.exists()  # nothing written, not even a backup
+
+
+def test_codex_keeps_comments_around_and_inside_our_table(home: Path, vault: Path) -> None:
+    path = codex_config(home, CODEX_COMMENTED)
+    before = tomllib.loads(CODEX_COMMENTED)
+    r = invoke(vault, "mcp", "install", "--client", "codex", "--json")
+    assert r.exit_code == 0, r.output
+    assert json.loads(r.output)["action"] == "updated"
+    text = path.read_text()
+    data = tomllib.loads(text)
+    assert data["mcp_servers"]["memvault"]["args"] == ["--vault", str(vault), "mcp"]
+    ours = data["mcp_servers"]["memvault"]
+    assert "tricky" not in ours and ours.get("env") == client_config.server_entry("codex", vault).get("env")
+    assert data["mcp_servers"]["github"] == before["mcp_servers"]["github"] and data["profiles"] == before["profiles"]
+    for line in ("# Codex settings, by hand", 'model = "o4-mini"  # the fast one', "# memvault: my notes vault",
+                 "# GitHub's server, for the work repos", 'command = "gh-mcp"   # keep this comment',
+                 '  "--repo",  # a comment inside an array', '  "[not, a, header]",'):
+        assert line in text.splitlines(), line
+    # In place: our table is where it was, before GitHub's (and its comment).
+    assert text.index("[mcp_servers.memvault]") < text.index("# GitHub's server") < text.index("[mcp_servers.github]")
+    assert (path.with_name(path.name + ".memvault-backup")).read_text() == CODEX_COMMENTED
+    r = invoke(vault, "mcp", "uninstall", "--client", "codex")
+    assert r.exit_code == 0, r.output
+    text = path.read_text()
+    data = tomllib.loads(text)
+    assert "memvault" not in data["mcp_servers"] and data["mcp_servers"]["github"] == before["mcp_servers"]["github"]
+    assert "# memvault: my notes vault" in text and "# GitHub's server, for the work repos" in text
+
+
+def test_codex_entry_written_inline_is_refused_untouched(home: Path, vault: Path) -> None:
+    inline = 'model = "o3"\n\n[mcp_servers]\nmemvault = { command = "x", args = [] }\n'
+    path = codex_config(home, inline)
+    r = invoke(vault, "mcp", "install", "--client", "codex")
+    assert r.exit_code == 1 and len(r.output.strip().splitlines()) == 1 and "nothing was written" in r.output
+    assert path.read_text() == inline and not path.with_name(path.name + ".memvault-backup").exists()
+
+
 def test_project_scope_writes_in_the_working_directory(
     home: Path, vault: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -5,8 +5,9 @@ list of client C; ``memvault hook install --client C`` merges the session
 hooks into its settings. Both follow the same rules:
 
 - every other server, hook and key of the file stays as it was (the JSON
-  is rewritten with two-space indentation; in Codex's TOML only memvault's
-  own table is replaced, every other byte stays);
+  is rewritten with two-space indentation; in Codex's TOML only the lines
+  of memvault's own table are replaced, by :mod:`.toml_edit`, every other
+  byte and every comment stays, and the result is checked with ``tomllib``);
 - JSON with comments and trailing commas (JSONC: VS Code's ``mcp.json``)
   is read, and changed by a text edit of memvault's own entry (:mod:`.jsonc`)
   so the comments stay; were that to fail, the file is written as plain JSON
@@ -44,7 +45,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from memvault.cli.clients import jsonc
+from memvault.cli.clients import jsonc, toml_edit
 from memvault.vault_io.atomic import atomic_write
 from memvault.vault_io.errors import MemvaultError, UsageError
 
@@ -289,24 +290,6 @@ def uninstall_json_server(path: Path, client: str, name: str) -> ConfigChange:
 
 # -- Codex's TOML -------------------------------------------------------------------------
 
-_TABLE = re.compile(r"^\s*\[\[?\s*([^\]]+?)\s*\]\]?\s*(?:#.*)?$")
-
-
-def _toml_key(name: str) -> str:
-    return name if re.fullmatch(r"[A-Za-z0-9_-]+", name) else json.dumps(name)
-
-
-def _toml_value(value: Any) -> str:
-    if isinstance(value, dict):
-        return "{ " + ", ".join(f"{_toml_key(k)} = {_toml_value(v)}" for k, v in value.items()) + " }"
-    if isinstance(value, list):
-        return "[" + ", ".join(_toml_value(v) for v in value) + "]"
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    if isinstance(value, (int, float)):
-        return str(value)
-    return json.dumps(str(value), ensure_ascii=False)  # a TOML basic string is JSON-compatible
-
 
 def _parse_toml(path: Path) -> tuple[str, dict[str, Any]]:
     import tomllib
@@ -323,59 +306,65 @@ def _parse_toml(path: Path) -> tuple[str, dict[str, Any]]:
         raise ClientConfigError(f"{path} is not valid TOML ({exc}); nothing was written") from None
 
 
-def _without_table(text: str, table: str) -> tuple[str, bool]:
-    """``text`` without ``[table]`` and its sub-tables (header to the next other header)."""
-    out: list[str] = []
-    skipping = found = False
-    for line in text.splitlines(keepends=True):
-        m = _TABLE.match(line)
-        if m:
-            name = re.sub(r"\s*\.\s*", ".", m.group(1)).replace('"', "")
-            skipping = name == table or name.startswith(table + ".")
-            found = found or skipping
-        if not skipping:
-            out.append(line)
-    return "".join(out), found
+def _codex_entry(data: dict[str, Any], name: str) -> Any:
+    servers = data.get("mcp_servers")
+    return servers.get(name) if isinstance(servers, dict) else None
 
 
 def install_codex_server(path: Path, name: str, entry: dict[str, Any]) -> ConfigChange:
-    """Write ``[mcp_servers.<name>]`` into Codex's config.toml; other bytes stay."""
+    """Write ``[mcp_servers.<name>]`` into Codex's config.toml (:mod:`.toml_edit`); other bytes stay."""
     text, data = _parse_toml(path)
-    current = (data.get("mcp_servers") or {}).get(name)
+    current = _codex_entry(data, name)
     if current == entry:
         return ConfigChange(path, "unchanged")
-    table = f"mcp_servers.{name}"
-    rest, found = _without_table(text, table)
-    if current is not None and not found:
-        raise ClientConfigError(f"{path} defines mcp_servers.{name} inline; change it by hand (nothing was written)")
-    block = f"[mcp_servers.{_toml_key(name)}]\n" + "".join(f"{k} = {_toml_value(v)}\n" for k, v in entry.items())
-    new = (rest.rstrip("\n") + "\n\n" if rest.strip() else "") + block
-    _check_toml(path, new, name, entry)
+    if "mcp_servers" in data and not isinstance(data["mcp_servers"], dict):
+        raise ClientConfigError(f"{path}: mcp_servers is not a table; nothing was written")
+    try:
+        new = toml_edit.set_table(text, ("mcp_servers", name), entry)
+    except toml_edit.TomlEditError as exc:
+        raise ClientConfigError(f"cannot edit {path} safely ({exc}); nothing was written") from None
+    _check_toml(path, data, new, name, entry)
     return ConfigChange(path, "updated" if current is not None else "added", _write(path, new))
 
 
 def uninstall_codex_server(path: Path, name: str) -> ConfigChange:
-    """Take ``[mcp_servers.<name>]`` out of Codex's config.toml."""
+    """Take ``[mcp_servers.<name>]`` out of Codex's config.toml (its comment lines stay)."""
     text, data = _parse_toml(path)
-    if name not in (data.get("mcp_servers") or {}):
+    if _codex_entry(data, name) is None:
         return ConfigChange(path, "absent")
-    rest, found = _without_table(text, f"mcp_servers.{name}")
-    if not found:
-        raise ClientConfigError(f"{path} defines mcp_servers.{name} inline; remove it by hand (nothing was written)")
-    _check_toml(path, rest, name, None)
+    try:
+        rest, _ = toml_edit.remove_table(text, ("mcp_servers", name))
+    except toml_edit.TomlEditError as exc:
+        raise ClientConfigError(f"cannot edit {path} safely ({exc}); nothing was written") from None
+    _check_toml(path, data, rest, name, None)
     return ConfigChange(path, "removed", _write(path, rest))
 
 
-def _check_toml(path: Path, text: str, name: str, entry: dict[str, Any] | None) -> None:
-    """The edited text must parse and hold exactly the intended entry."""
+def _check_toml(path: Path, before: dict[str, Any], text: str, name: str, entry: dict[str, Any] | None) -> None:
+    """The edited text must parse, hold exactly the intended entry, and
+    everything else as it was (an entry written inline, which the line
+    edit cannot reach, fails here: the person changes it by hand)."""
+    import copy
     import tomllib
 
+    want = copy.deepcopy(before)
+    servers = want.setdefault("mcp_servers", {})
+    if entry is None:
+        servers.pop(name, None)
+        if not servers and "mcp_servers" not in before:
+            del want["mcp_servers"]
+    else:
+        servers[name] = entry
     try:
-        got = (tomllib.loads(text).get("mcp_servers") or {}).get(name)
+        got = tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
         raise ClientConfigError(f"editing {path} would break it ({exc}); nothing was written") from None
-    if got != entry:
-        raise ClientConfigError(f"cannot edit mcp_servers.{name} in {path} safely; nothing was written")
+    for data in (got, want):
+        if data.get("mcp_servers") == {}:  # a server list left empty, or never there
+            del data["mcp_servers"]
+    if got != want:
+        raise ClientConfigError(f"cannot edit mcp_servers.{name} in {path} safely (is it written inline?); "
+                                "change it by hand; nothing was written")
 
 
 # -- the commands' entry points -----------------------------------------------------------
