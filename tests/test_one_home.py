@@ -48,3 +48,57 @@ def test_client_entries_start_the_command_service_install_starts(tmp_path, monke
     assert memvault_executable() is None
     with pytest.raises(ClientConfigError, match="cannot find the memvault executable"):
         server_entry("cursor", tmp_path)
+
+
+def _fixture_notes():
+    from pathlib import Path
+
+    from memvault.vault_io.parser import parse_note
+
+    root = Path(__file__).parent / "fixtures" / "corpora"
+    for path in sorted(root.rglob("*.md")):
+        rel = path.relative_to(root)
+        yield parse_note("/".join(rel.parts[1:]), path.read_bytes())
+
+
+def test_the_parsed_note_carries_the_blocks_a_scan_finds() -> None:
+    """What the parser hands on is what scanning the body again finds, pickled or not."""
+    import pickle
+
+    from memvault.vault_io.blocks import scan_blocks
+    from memvault.vault_io.mask import mask_markdown
+    from memvault.vault_io.parser import structure_start
+
+    notes = list(_fixture_notes())
+    assert len(notes) > 20
+    for note in notes:
+        fresh = tuple(scan_blocks(note.body, headings_from=structure_start(note)))
+        assert note.structure == fresh, note.path
+        assert note.masked.text == mask_markdown(note.body).text
+        again = pickle.loads(pickle.dumps(note))
+        assert "structure" not in again.__dict__ and again == note and again.structure == fresh
+
+
+def test_a_source_note_is_scanned_once_for_parse_and_facts(monkeypatch) -> None:
+    """Parsing and segmenting a note run the block scanner once (issue 24: it ran per step)."""
+    import memvault.vault_io.blocks as blocks
+    import memvault.vault_io.parser as parser
+    import memvault.vault_io.segment as segment
+    from memvault.vault_io.facts import extract_facts
+
+    calls = []
+
+    def counted(*args, **kwargs):
+        calls.append(1)
+        return blocks.scan_blocks(*args, **kwargs)
+
+    monkeypatch.setattr(parser, "scan_blocks", counted)
+    monkeypatch.setattr(segment, "scan_blocks", counted)
+    text = "---\ntags: [facts]\n---\n# Trip\n\n- We flew to Lisbon on 3 May.\n- The hotel was by the river. ^h\n\nIt rained.\n"
+    note = parser.parse_note("Trip.md", text.encode())
+    facts = extract_facts(note, "n-1").facts
+    assert calls == [1] and facts
+    # the same facts as from a note that has to be scanned again
+    bare = parser.parse_note("Trip.md", text.encode())
+    del bare.__dict__["structure"], bare.__dict__["masked"]
+    assert [f.text for f in extract_facts(bare, "n-1").facts] == [f.text for f in facts] and len(calls) == 2

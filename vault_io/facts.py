@@ -494,8 +494,9 @@ def segments_of(note: ParsedNote) -> list[Segment]:
 
 
 def _segments(note: ParsedNote) -> tuple[list[Segment], int]:
-    """:func:`~.segment.segment_body` of the note, with its block ids and
-    the parser's notion of where headings may start."""
+    """:func:`~.segment.segment_body` of the note, with its block ids, the
+    parser's notion of where headings may start, and the blocks it found."""
     return segment_body(
-        note.body, note.body_line, [b.end_line for b in note.blocks], headings_from=structure_start(note)
+        note.body, note.body_line, [b.end_line for b in note.blocks], headings_from=structure_start(note),
+        masked=note.masked, blocks=note.structure,
     )

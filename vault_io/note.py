@@ -8,10 +8,15 @@ from __future__ import annotations
 
 import hashlib
 from dataclasses import dataclass, field
+from functools import cached_property
 from pathlib import PurePosixPath
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from memvault.vault_io.errors import MemvaultError
+
+if TYPE_CHECKING:
+    from memvault.vault_io.blocks import Block
+    from memvault.vault_io.mask import Masked
 
 #: How ``ParsedNote.error`` starts for a note with bytes that are not UTF-8.
 UNDECODABLE = "not valid UTF-8"
@@ -65,7 +70,17 @@ class BlockId:
 
 @dataclass(frozen=True)
 class ParsedNote:
-    """Everything memvault reads out of one note."""
+    """Everything memvault reads out of one note.
+
+    Besides its fields, a note carries the body's masking (:attr:`masked`)
+    and block structure (:attr:`structure`) as the parser found them, so
+    what reads the note's blocks after it (the fact segmenter) does not scan
+    it again. Both are derived from ``body`` (not fields: not compared, not
+    in the parser's golden files) and not pickled: a note parsed in a worker
+    process of :mod:`.bulk` reaches the sync without them (shipping them
+    costs about what scanning again does), and they are computed again when
+    first asked.
+    """
 
     path: str  # vault-relative POSIX path, e.g. "Folder/Note.md"
     title: str
@@ -93,6 +108,30 @@ class ParsedNote:
     def stem(self) -> str:
         """The file name without its extension."""
         return PurePosixPath(self.path).stem
+
+    @cached_property
+    def masked(self) -> "Masked":
+        """The body masked (:func:`~.mask.mask_markdown`): which spans are
+        code, comments, HTML or math."""
+        from memvault.vault_io.mask import mask_markdown
+
+        return mask_markdown(self.body)
+
+    @cached_property
+    def structure(self) -> "tuple[Block, ...]":
+        """The body's blocks in document order (:func:`~.blocks.scan_blocks`,
+        headings read from :func:`~.parser.structure_start` on); treat as
+        read-only."""
+        from memvault.vault_io.blocks import scan_blocks
+        from memvault.vault_io.parser import structure_start
+
+        return tuple(scan_blocks(self.body, self.masked, headings_from=structure_start(self)))
+
+    def __getstate__(self) -> dict[str, Any]:
+        state = dict(self.__dict__)
+        state.pop("masked", None)
+        state.pop("structure", None)
+        return state
 
 
 def content_hash(data: bytes) -> str:

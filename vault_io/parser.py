@@ -102,7 +102,7 @@ def _parse_text(
     error: str | None = None
     property_links: list[Link] = []
     lines_of_keys: dict[str, int] = {}
-    structure_start = 0  # body lines before this hold no headings or block ids
+    heads_from = 0  # body lines before this hold no headings or block ids
     if yaml_text is not None:
         try:
             frontmatter = load_frontmatter(yaml_text, max_bytes=max_frontmatter_bytes)
@@ -113,7 +113,7 @@ def _parse_text(
             # Index the whole file as body, but do not read headings out of
             # the broken YAML (a "key: value" line above "---" is no heading).
             error = str(exc)
-            structure_start = body_line - 1
+            heads_from = body_line - 1
             body, body_line = text, 1
 
     masked = mask_markdown(body)
@@ -131,7 +131,7 @@ def _parse_text(
         (embeds if raw.embed else links).append(link)
 
     tags = _dedupe_tags(frontmatter_tags(frontmatter) + find_tags(scan, body))
-    structure = scan_blocks(body, masked, headings_from=structure_start)
+    structure = scan_blocks(body, masked, headings_from=heads_from)
     headings = tuple(
         Heading(level=level, text=htext, line=body_line + i)
         for level, htext, i in headings_of(structure)
@@ -141,10 +141,10 @@ def _parse_text(
         blocks = tuple(
             BlockId(id=block_id, line=body_line + first, end_line=body_line + last)
             for block_id, first, last in find_block_ids(
-                masked.text, structure, starts, structure_start
+                masked.text, structure, starts, heads_from
             )
         )
-    return ParsedNote(
+    note = ParsedNote(
         path=path,
         title=frontmatter_title(frontmatter) or _stem(path),
         frontmatter=frontmatter,
@@ -162,6 +162,11 @@ def _parse_text(
         crlf=crlf,
         bom=bom,
     )
+    if heads_from == structure_start(note):
+        # The note carries what was found here: the segmenter reads it, not the text again.
+        note.__dict__["masked"] = masked
+        note.__dict__["structure"] = tuple(structure)
+    return note
 
 
 def structure_start(note: ParsedNote) -> int:

@@ -44,7 +44,7 @@ from memvault.vault_io.blocks import (
     scan_blocks,
     strip_block_id,
 )
-from memvault.vault_io.mask import line_starts, mask_markdown, unmask_spans
+from memvault.vault_io.mask import Masked, line_starts, mask_markdown, unmask_spans
 from memvault.vault_io.secrets import always_value_spans, private_key_lines, redact
 from memvault.vault_io.syntax import (
     CALLOUT_RE,
@@ -121,10 +121,14 @@ class _Segmenter:
     """One pass over a note's blocks, in document order: the segments found,
     and the context each list item or quote gives the blocks inside it."""
 
-    def __init__(self, body: str, body_line: int, block_lines: set[int], headings_from: int) -> None:
+    def __init__(
+        self, body: str, body_line: int, block_lines: set[int], headings_from: int,
+        masked: Masked | None = None, blocks: Sequence[Block] | None = None,
+    ) -> None:
         self.raw = body.split("\n")
-        masked = mask_markdown(body)
-        self.blocks = scan_blocks(body, masked, lines=self.raw, headings_from=headings_from)
+        if masked is None:
+            masked = mask_markdown(body)
+        self.blocks = blocks if blocks is not None else scan_blocks(body, masked, lines=self.raw, headings_from=headings_from)
         # Fact text keeps its formulas: put inline math back into the mask.
         self.masked = unmask_spans(masked.text, body, masked.math_spans).split("\n")
         self.body_line = body_line
@@ -471,7 +475,8 @@ def split_sentences(text: str) -> list[tuple[int, int]]:
 
 
 def segment_body(
-    body: str, body_line: int = 1, block_lines: Iterable[int] = (), *, headings_from: int = 0
+    body: str, body_line: int = 1, block_lines: Iterable[int] = (), *, headings_from: int = 0,
+    masked: Masked | None = None, blocks: Sequence[Block] | None = None,
 ) -> tuple[list[Segment], int]:
     """All segments of a note body (LF line endings), in document order, and
     the number of secrets redacted outside segment texts: private key blocks
@@ -483,7 +488,10 @@ def segment_body(
     file lines that end with a ``^block-id`` (as :mod:`vault_io.parser`
     found them), and ``headings_from`` the body line before which no
     heading is read (see :func:`vault_io.parser.structure_start`).
+    ``masked`` and ``blocks``, when given, are the body's masking and
+    blocks as the parser found them (:attr:`~.note.ParsedNote.masked`,
+    :attr:`~.note.ParsedNote.structure`): the body is not scanned again.
     """
-    seg = _Segmenter(body, body_line, set(block_lines), headings_from)
+    seg = _Segmenter(body, body_line, set(block_lines), headings_from, masked, blocks)
     seg.run()
     return seg.out, seg.keys + seg.redacted
