@@ -247,6 +247,26 @@ def test_the_fast_initialize_answer_is_the_sdks(agent_vault: Path) -> None:
     assert json.dumps(fast)  # plain JSON
 
 
+def test_an_sdk_choosing_another_version_than_the_fast_answer_is_logged(caplog: pytest.LogCaptureFixture) -> None:
+    from memvault.cli.clients.mcp_boot import DropReply
+
+    class Sink:
+        def __init__(self) -> None:
+            self.frames: list[str] = []
+
+        async def write(self, text: str) -> None:
+            self.frames.append(text)
+
+    for sdk_chose, warned in (("2025-11-25", False), ("2099-01-01", True)):
+        caplog.clear()
+        sink = Sink()
+        drop = DropReply(sink, 1, "2025-11-25")
+        asyncio.run(drop.write(json.dumps({"jsonrpc": "2.0", "id": 1, "result": {"protocolVersion": sdk_chose}})))
+        asyncio.run(drop.write(json.dumps({"jsonrpc": "2.0", "id": 2, "result": {}})))
+        assert [json.loads(f)["id"] for f in sink.frames] == [2]  # the replayed answer is dropped either way
+        assert ("HANDSHAKE_VERSIONS" in caplog.text) is warned
+
+
 def test_http_transport_needs_the_bearer_token(agent_vault: Path, tmp_path: Path) -> None:
     import socket
     import subprocess

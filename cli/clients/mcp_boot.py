@@ -8,8 +8,9 @@ thread imports the SDK and builds the server; then the SDK takes over the
 wire, with the ``initialize`` request replayed to it (so its session knows
 the client, whose name memory writes record) and its own answer to that
 request dropped (the client has one already). The answer given is the one
-the SDK gives: the same protocol-version choice (from the SDK's own version
-table, read without importing the SDK), capabilities, server info and
+the SDK gives: the same protocol-version choice (from the SDK's version
+table, kept in :data:`HANDSHAKE_VERSIONS` and checked against the SDK by a
+test and at run time), capabilities, server info and
 instructions (a test compares the two).
 
 A first message that is not an ``initialize`` request (a client of the
@@ -20,13 +21,12 @@ nothing but protocol can reach stdout.
 
 from __future__ import annotations
 
-import importlib.util
 import io
 import json
+import logging
 import os
 import threading
 from collections.abc import AsyncIterator, Callable
-from pathlib import Path
 from typing import Any
 
 INSTRUCTIONS = """\
@@ -61,19 +61,19 @@ def server_version() -> str:
         return "0"
 
 
+#: The protocol versions the SDK negotiates in ``initialize``, oldest first:
+#: ``mcp_types.version.HANDSHAKE_PROTOCOL_VERSIONS`` of the SDK this memvault
+#: is tested with (pyproject pins ``mcp>=2.3,<3``). The SDK offers no way to
+#: read them without importing ``mcp_types``, whose ``__init__`` builds every
+#: protocol model (0.4 s), so they are kept here; tests/test_mcp_server.py
+#: checks them against the installed SDK, and a server whose SDK chose
+#: another version than the one answered logs a warning (:class:`DropReply`).
+HANDSHAKE_VERSIONS: tuple[str, ...] = ("2024-11-05", "2025-03-26", "2025-06-18", "2025-11-25")
+
+
 def handshake_versions() -> tuple[str, ...]:
-    """The protocol versions the SDK negotiates in ``initialize``, oldest first,
-    read from ``mcp_types/version.py`` without importing the ``mcp_types`` package."""
-    spec = importlib.util.find_spec("mcp_types")
-    if spec is None or not spec.submodule_search_locations:
-        return ()
-    path = Path(next(iter(spec.submodule_search_locations))) / "version.py"
-    namespace: dict[str, Any] = {}
-    try:
-        exec(compile(path.read_text(encoding="utf-8"), str(path), "exec"), namespace)  # a table of constants
-    except (OSError, SyntaxError):
-        return ()
-    return tuple(namespace.get("HANDSHAKE_PROTOCOL_VERSIONS", ()))
+    """The protocol versions answered in ``initialize`` (:data:`HANDSHAKE_VERSIONS`)."""
+    return HANDSHAKE_VERSIONS
 
 
 def initialize_result(params: dict[str, Any], versions: tuple[str, ...], version: str) -> dict[str, Any]:
@@ -121,11 +121,15 @@ class Replay:
 
 
 class DropReply:
-    """The SDK's stdout: the wire, less the SDK's answer to the replayed ``initialize``."""
+    """The SDK's stdout: the wire, less the SDK's answer to the replayed
+    ``initialize`` (whose protocol version should be the one answered: a
+    warning says when it is not, an SDK whose table moved from
+    :data:`HANDSHAKE_VERSIONS`)."""
 
-    def __init__(self, sink: Any, drop_id: Any) -> None:
+    def __init__(self, sink: Any, drop_id: Any, answered: str | None = None) -> None:
         self.sink = sink
         self.drop_id = drop_id
+        self.answered = answered
         self.dropped = drop_id is None
 
     async def write(self, text: str) -> None:
@@ -137,6 +141,11 @@ class DropReply:
                 msg = None
             if isinstance(msg, dict) and "method" not in msg and msg.get("id") == self.drop_id:
                 self.dropped = True
+                chosen = (msg.get("result") or {}).get("protocolVersion")
+                if self.answered is not None and chosen != self.answered:
+                    logging.getLogger("memvault.mcp").warning(
+                        "the MCP SDK chose protocol version %s where memvault answered %s: "
+                        "HANDSHAKE_VERSIONS in memvault.cli.clients.mcp_boot needs updating", chosen, self.answered)
                 return
         await self.sink.write(text)
 
@@ -167,28 +176,30 @@ def serve_stdio(build: Callable[[], Any]) -> None:
     first = reader.readline()
     if not first:
         return  # the client went away before saying anything
-    drop_id = None
+    drop_id = answered = None
     init = as_initialize(first)
-    versions = handshake_versions()
-    if init is not None and versions:
+    if init is not None:
         drop_id, params = init
-        reply = {"jsonrpc": "2.0", "id": drop_id, "result": initialize_result(params, versions, server_version())}
+        result = initialize_result(params, handshake_versions(), server_version())
+        answered = result["protocolVersion"]
+        reply = {"jsonrpc": "2.0", "id": drop_id, "result": result}
         writer.write(json.dumps(reply, ensure_ascii=False, separators=(",", ":")).encode("utf-8") + b"\n")
         writer.flush()
     thread.join()
     if "error" in built:
         raise built["error"]
-    _run_sdk(built["server"], first.decode("utf-8", "replace"), reader, writer, drop_id)
+    _run_sdk(built["server"], first.decode("utf-8", "replace"), reader, writer, drop_id, answered)
 
 
-def _run_sdk(server: Any, first: str, reader: io.BufferedReader, writer: io.BufferedWriter, drop_id: Any) -> None:
+def _run_sdk(server: Any, first: str, reader: io.BufferedReader, writer: io.BufferedWriter, drop_id: Any,
+             answered: str | None) -> None:
     import anyio
     from mcp.server.stdio import stdio_server
 
     async def run() -> None:
         source = anyio.wrap_file(io.TextIOWrapper(reader, encoding="utf-8", errors="replace"))
         sink = anyio.wrap_file(io.TextIOWrapper(writer, encoding="utf-8"))
-        async with stdio_server(stdin=Replay([first], source), stdout=DropReply(sink, drop_id)) as (read, write):
+        async with stdio_server(stdin=Replay([first], source), stdout=DropReply(sink, drop_id, answered)) as (read, write):
             low = server._lowlevel_server  # what MCPServer.run_stdio_async runs, on our streams
             await low.run(read, write, low.create_initialization_options())
 
