@@ -465,6 +465,12 @@ class DaemonRunner:
         finally:
             for name in holders:
                 self.services.start_service(name)
+        worker = self._llm_worker
+        if worker is not None and worker.name in holders:
+            # The sync ran while the worker was stopped: its sources got the
+            # default rules' facts. Queue them for the llm now it takes jobs.
+            worker.accepting.wait(START_WAIT)
+            worker.submit_backlog(upgrade=True)
 
     # -- reconciling -------------------------------------------------------------
 

@@ -232,3 +232,24 @@ def test_every_indexer_of_the_daemons_vault_defers_to_the_worker(vault: Path, ll
         other = runner.store.reconciler  # as vault.memories does on every flush
         (observer,) = [o for o in other.observers if isinstance(o, FactObserver)]
         assert observer.defer == worker.submit
+
+
+def test_an_index_deleted_under_a_daemon_with_the_llm_worker_is_rebuilt(
+    vault: Path, llm: FakeLLM, memvault_env: Path
+) -> None:
+    """After reopening its databases the daemon queues the llm backlog through
+    the store's new reconciler: the worker once kept the first one's fact
+    observer, whose connection the reopen had closed, and the daemon died."""
+    from memvault.store.location import index_path
+
+    llm.script(Reply(GOOD))
+    configure(memvault_env, llm.base_url, timeout=30, retries=0)
+    write(vault, "About me.md", NOTE)
+    with running(vault) as (runner, _):
+        wait_for(lambda: [e for e, _ in source_state(vault)] == ["llm"], timeout=10)
+        index_path(vault).unlink()  # a person deletes index.db while the daemon runs
+        wait_for(lambda: runner.reopens == 1, timeout=30)
+        write(vault, "Plain.md", "A plain note about zebrafinch migration.\n")
+        wait_for(lambda: searchable(vault, "zebrafinch"), timeout=10)
+        wait_for(lambda: [e for e, _ in source_state(vault)] == ["llm"], timeout=10)
+        assert runner.error is None and runner.failures == 0
