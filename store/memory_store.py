@@ -16,8 +16,12 @@ vault at any time, and ``state.db``, the *durable* state only memvault knows
 (memory versions, forgets, recall statistics, fact history, conflicts, the
 outbox). The collaborators that do the work (the reconciler, the memory
 mirror, the fact sources, the retriever) are built once per store and share
-its connection; a long-running caller (the daemon) keeps one store and asks
-:meth:`connect` for extra connections for its background threads.
+its connection; a long-running caller (the daemon) keeps one store, and
+the store builds what its background threads run, each on a connection of
+its own: the embedding loop (:meth:`embedding_loop`), a warm retriever
+(:meth:`open_retriever`), the llm fact jobs (:meth:`route_llm_facts`,
+:meth:`llm_fact_jobs`), consolidation runs (:meth:`consolidation_runner`) and
+a store for another thread (:meth:`for_thread`); see :mod:`.hosted`.
 
 The post-sync sequence lives here once (:meth:`_after_sync`): after a
 reconcile (whose observers extract facts) the outbox of store-side writes
