@@ -3,44 +3,13 @@
 from __future__ import annotations
 
 import logging
-import os
 import signal
-import sys
-import warnings
 from pathlib import Path
 from typing import Any
 
 import click
 
 from memvault.cli.main import AppContext, cli, emit_json, json_option, pass_app, warn
-
-# Priority prefixes journald understands on a service's stderr (sd-daemon(3)).
-_JOURNAL_PRIORITY = {logging.DEBUG: 7, logging.INFO: 6, logging.WARNING: 4, logging.ERROR: 3, logging.CRITICAL: 2}
-
-
-class _JournalFormatter(logging.Formatter):
-    """``<N>message``: journald stores the level, and adds its own timestamp."""
-
-    def format(self, record: logging.LogRecord) -> str:
-        prio = _JOURNAL_PRIORITY.get(record.levelno, 6)
-        return "\n".join(f"<{prio}>{line}" for line in super().format(record).splitlines())
-
-
-def setup_logging(verbose: bool) -> None:
-    """Log memvault's messages to stderr: journal-style under systemd, timestamped otherwise."""
-    handler = logging.StreamHandler(sys.stderr)
-    if os.environ.get("JOURNAL_STREAM"):
-        handler.setFormatter(_JournalFormatter("%(message)s"))
-    else:
-        handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(message)s", "%Y-%m-%d %H:%M:%S"))
-    logger = logging.getLogger("memvault")
-    logger.handlers[:] = [handler]
-    logger.setLevel(logging.DEBUG if verbose else logging.INFO)
-    logger.propagate = False
-    logging.getLogger("watchdog").setLevel(logging.WARNING)  # its debug output is per raw event
-    # watchdog warns when it re-adds a watch it already had (a folder seen both
-    # by event and by walking it): harmless, and noise in the journal.
-    warnings.filterwarnings("ignore", message="Callback with id", category=RuntimeWarning)
 
 
 @cli.command()
@@ -58,10 +27,11 @@ def daemon(app: AppContext, debounce_ms: int | None, rescan_interval: int | None
     after a short debounce, with a periodic full rescan as a safety net.
     One daemon per vault; a second one exits with status 1.
     """
+    from memvault.cli.logs import setup_logging
     from memvault.daemon.lock import DaemonRunningError
     from memvault.daemon.runner import DaemonRunner
 
-    setup_logging(verbose)
+    setup_logging("daemon", verbose=verbose)
     runner = DaemonRunner(app.store, debounce_ms=debounce_ms, rescan_interval=rescan_interval, polling=poll)
 
     def on_signal(signum: int, _frame: Any) -> None:

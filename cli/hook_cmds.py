@@ -52,10 +52,10 @@ MAX_CHARS = 9000
 
 
 def log_line(event: str, message: str) -> None:
-    """Append one line to the hooks log (:func:`memvault.cli.turn_hook.log_line`)."""
-    from memvault.cli import turn_hook
+    """Append one line to the hooks log (:func:`memvault.cli.logs.hook_log`)."""
+    from memvault.cli.logs import hook_log
 
-    turn_hook.log_line(message, event)
+    hook_log(message, event)
 
 
 def read_input() -> dict[str, Any]:

@@ -175,4 +175,7 @@ def warn(message: str) -> None:
 
 def main() -> None:
     """Console-script entry point."""
+    from memvault.cli.logs import setup_logging
+
+    setup_logging("cli")  # the daemon, mcp and hook commands set up their own
     cli(prog_name="memvault")

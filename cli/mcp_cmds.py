@@ -8,17 +8,9 @@ configs are edited by :mod:`.clients.client_config`.
 
 from __future__ import annotations
 
-import logging
-import sys
-
 import click
 
 from memvault.cli.main import AppContext, cli, emit_json, json_option, pass_app
-
-
-def _quiet_logging() -> None:
-    """Logs to stderr, warnings and up: stdout carries the protocol alone."""
-    logging.basicConfig(level=logging.WARNING, stream=sys.stderr, format="memvault mcp: %(levelname)s %(name)s: %(message)s")
 
 
 @cli.group(invoke_without_command=True)
@@ -37,7 +29,9 @@ def mcp(ctx: click.Context, app: AppContext, listen: str | None, read_only: bool
     """
     if ctx.invoked_subcommand is not None:
         return
-    _quiet_logging()
+    from memvault.cli.logs import setup_logging
+
+    setup_logging("mcp")  # stderr, warnings and up: stdout carries the protocol alone
     store = app.store  # checks the vault now: a bad path is one line, before any protocol
     import importlib.util
 
