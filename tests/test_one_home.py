@@ -50,33 +50,26 @@ def test_client_entries_start_the_command_service_install_starts(tmp_path, monke
         server_entry("cursor", tmp_path)
 
 
-def _fixture_notes():
-    from pathlib import Path
-
-    from memvault.vault_io.parser import parse_note
-
-    root = Path(__file__).parent / "fixtures" / "corpora"
-    for path in sorted(root.rglob("*.md")):
-        rel = path.relative_to(root)
-        yield parse_note("/".join(rel.parts[1:]), path.read_bytes())
-
-
 def test_the_parsed_note_carries_the_blocks_a_scan_finds() -> None:
-    """What the parser hands on is what scanning the body again finds, pickled or not."""
+    """What the parser hands on is what scanning the body again finds, carried or not."""
     import pickle
+    from pathlib import Path
 
     from memvault.vault_io.blocks import scan_blocks
     from memvault.vault_io.mask import mask_markdown
-    from memvault.vault_io.parser import structure_start
+    from memvault.vault_io.parser import parse_note, structure_start
 
-    notes = list(_fixture_notes())
-    assert len(notes) > 20
-    for note in notes:
+    root = Path(__file__).parent / "fixtures" / "corpora"
+    paths = sorted(root.rglob("*.md"))
+    assert len(paths) > 20
+    for path in paths:
+        rel, data = "/".join(path.relative_to(root).parts[1:]), path.read_bytes()
+        note, bare = parse_note(rel, data), parse_note(rel, data, keep_blocks=False)
+        assert "structure" in note.__dict__ and "structure" not in bare.__dict__ and note == bare
         fresh = tuple(scan_blocks(note.body, headings_from=structure_start(note)))
-        assert note.structure == fresh, note.path
-        assert note.masked.text == mask_markdown(note.body).text
-        again = pickle.loads(pickle.dumps(note))
-        assert "structure" not in again.__dict__ and again == note and again.structure == fresh
+        assert note.structure == fresh == bare.structure, rel
+        assert note.masked.text == mask_markdown(note.body).text == bare.masked.text
+        assert pickle.loads(pickle.dumps(note)).structure == fresh
 
 
 def test_a_source_note_is_scanned_once_for_parse_and_facts(monkeypatch) -> None:

@@ -42,8 +42,11 @@ class ReadResult:
     error: str | None = None  # why it could not be read
 
 
-def read_note_file(root: Path, path: str, known_hash: str | None, resolver: LinkResolver) -> ReadResult:
-    """Read ``path``; parse and resolve it unless its hash equals ``known_hash``."""
+def read_note_file(
+    root: Path, path: str, known_hash: str | None, resolver: LinkResolver, *, keep_blocks: bool = True
+) -> ReadResult:
+    """Read ``path``; parse and resolve it unless its hash equals ``known_hash``
+    (``keep_blocks``: see :func:`~.parser.parse_note`)."""
     try:
         data = read_inside(root, path)  # never a file a symlink swapped in from outside the vault
     except OutsideVaultError as exc:
@@ -54,7 +57,7 @@ def read_note_file(root: Path, path: str, known_hash: str | None, resolver: Link
     if digest == known_hash:
         return ReadResult(path, digest)
     try:
-        note = parse_note(path, data)
+        note = parse_note(path, data, keep_blocks=keep_blocks)
     except NoteReadError as exc:
         return ReadResult(path, digest, error=str(exc).removeprefix(f"{path}: "))
     links = (*note.links, *note.embeds)
@@ -104,7 +107,8 @@ def _alive(pid: int) -> bool:
 
 def _read_chunk(items: list[tuple[str, str | None]]) -> list[ReadResult]:
     assert _ROOT is not None and _RESOLVER is not None
-    return [read_note_file(_ROOT, path, known, _RESOLVER) for path, known in items]
+    # Sent to the parent: without the blocks, which would cost more to ship than to scan again.
+    return [read_note_file(_ROOT, path, known, _RESOLVER, keep_blocks=False) for path, known in items]
 
 
 def read_notes(

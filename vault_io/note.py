@@ -76,10 +76,9 @@ class ParsedNote:
     and block structure (:attr:`structure`) as the parser found them, so
     what reads the note's blocks after it (the fact segmenter) does not scan
     it again. Both are derived from ``body`` (not fields: not compared, not
-    in the parser's golden files) and not pickled: a note parsed in a worker
-    process of :mod:`.bulk` reaches the sync without them (shipping them
-    costs about what scanning again does), and they are computed again when
-    first asked.
+    in the parser's golden files) and computed when first asked of a note
+    that came without them (``parse_note(keep_blocks=False)``: a bulk
+    worker's, sent to another process; a note made with ``replace``).
     """
 
     path: str  # vault-relative POSIX path, e.g. "Folder/Note.md"
@@ -126,12 +125,6 @@ class ParsedNote:
         from memvault.vault_io.parser import structure_start
 
         return tuple(scan_blocks(self.body, self.masked, headings_from=structure_start(self)))
-
-    def __getstate__(self) -> dict[str, Any]:
-        state = dict(self.__dict__)
-        state.pop("masked", None)
-        state.pop("structure", None)
-        return state
 
 
 def content_hash(data: bytes) -> str:

@@ -43,9 +43,13 @@ INTERNAL_ERROR = "internal parser error"
 
 
 def parse_note(
-    path: str, data: bytes, *, max_frontmatter_bytes: int = DEFAULT_MAX_BYTES
+    path: str, data: bytes, *, max_frontmatter_bytes: int = DEFAULT_MAX_BYTES, keep_blocks: bool = True
 ) -> ParsedNote:
     """Parse one note.  ``path`` is the vault-relative POSIX path.
+
+    The note carries the masking and blocks found on the way
+    (:attr:`ParsedNote.structure`) unless ``keep_blocks`` is false (a note
+    sent to another process, which would pay to ship and hold them).
 
     Raises nothing: bytes that are not UTF-8 are decoded as U+FFFD (the
     note's ``undecodable`` and ``error`` name the first one), and a bug in a
@@ -68,7 +72,7 @@ def parse_note(
         # A lone CR is a line break too (CommonMark), so count it as one.
         text = text.replace("\r\n", "\n").replace("\r", "\n")
     try:
-        note = _parse_text(path, text, content_hash(data), crlf, bom, max_frontmatter_bytes)
+        note = _parse_text(path, text, content_hash(data), crlf, bom, max_frontmatter_bytes, keep_blocks)
         return note if undecodable is None else _undecodable(note, undecodable)
     except Exception as exc:  # last line of defence; tests hold this branch to zero
         log.exception("internal error parsing %s", path)
@@ -94,7 +98,7 @@ def _undecodable(note: ParsedNote, where: str) -> ParsedNote:
 
 
 def _parse_text(
-    path: str, text: str, digest: str, crlf: bool, bom: bool, max_frontmatter_bytes: int
+    path: str, text: str, digest: str, crlf: bool, bom: bool, max_frontmatter_bytes: int, keep_blocks: bool = True
 ) -> ParsedNote:
     """Parse LF-normalised, BOM-less ``text``; see :func:`parse_note`."""
     yaml_text, body, body_line = split_frontmatter(text)
@@ -162,7 +166,7 @@ def _parse_text(
         crlf=crlf,
         bom=bom,
     )
-    if heads_from == structure_start(note):
+    if keep_blocks and heads_from == structure_start(note):
         # The note carries what was found here: the segmenter reads it, not the text again.
         note.__dict__["masked"] = masked
         note.__dict__["structure"] = tuple(structure)
