@@ -216,6 +216,18 @@ def test_codex_keeps_comments_around_and_inside_our_table(home: Path, vault: Pat
     assert "# memvault: my notes vault" in text and "# GitHub's server, for the work repos" in text
 
 
+def test_codex_file_with_crlf_line_endings_keeps_them(home: Path, vault: Path) -> None:
+    crlf = CODEX_COMMENTED.replace("\n", "\r\n")
+    path = codex_config(home, None)
+    path.parent.mkdir(parents=True)
+    path.write_bytes(crlf.encode())
+    assert invoke(vault, "mcp", "install", "--client", "codex").exit_code == 0
+    raw = path.read_bytes().decode()
+    assert "\n" not in raw.replace("\r\n", "") and "# GitHub's server, for the work repos\r\n" in raw
+    assert invoke(vault, "mcp", "uninstall", "--client", "codex").exit_code == 0
+    assert "\n" not in path.read_bytes().decode().replace("\r\n", "")
+
+
 def test_codex_entry_written_inline_is_refused_untouched(home: Path, vault: Path) -> None:
     inline = 'model = "o3"\n\n[mcp_servers]\nmemvault = { command = "x", args = [] }\n'
     path = codex_config(home, inline)

@@ -295,7 +295,7 @@ def _parse_toml(path: Path) -> tuple[str, dict[str, Any]]:
     import tomllib
 
     try:
-        text = path.read_text(encoding="utf-8")
+        text = path.read_bytes().decode("utf-8")  # as it is: CRLF line endings stay
     except FileNotFoundError:
         return "", {}
     except (OSError, UnicodeDecodeError) as exc:

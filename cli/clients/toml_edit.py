@@ -198,10 +198,11 @@ def remove_table(text: str, path: tuple[str, ...]) -> tuple[str, bool]:
 def set_table(text: str, path: tuple[str, ...], entry: dict[str, Any]) -> str:
     """``text`` with ``[path]`` (and its sub-tables) replaced by ``entry``'s
     table where it was (its comment lines above it), or appended after a blank line."""
-    block = render(path, entry)
+    newline = "\r\n" if "\r\n" in text else "\n"  # the file's own line ending
+    block = render(path, entry).replace("\n", newline)
     lines, spans = _spans(text, path)
     if not spans:
-        return (text.rstrip("\n") + "\n\n" if text.strip() else "") + block
+        return (text.rstrip("\r\n") + newline * 2 if text.strip() else "") + block
     inside = {k for first, stop in spans for k in range(first, stop)}
     comments = [lines[k][0] for k in sorted(inside) if lines[k][1] == "comment"]
     out: list[str] = []
