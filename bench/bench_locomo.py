@@ -345,7 +345,7 @@ def run_conversation(work: Path, sample: dict[str, Any], args: argparse.Namespac
     for q in qs:
         ranked: dict[str, list[str]] = {}
         for mode in MEMVAULT_MODES:
-            hits = r.search(SearchQuery(q["question"], mode=mode, limit=10))["hits"]
+            hits = r.search(SearchQuery(q["question"], mode=mode, limit=10)).to_json()["hits"]
             ranked[mode] = [t for t in (hit_turn(h) for h in hits) if t]
         qvec = r.embedder().embed_query(q["question"])
         ranked["bm25"] = base.bm25(q["question"])
@@ -359,7 +359,7 @@ def run_conversation(work: Path, sample: dict[str, Any], args: argparse.Namespac
             "top": {s: ranked[s][:10] for s in SYSTEMS},
         }
         if not args.no_context:
-            block = _norm(r.context(ContextQuery(q["question"], budget=BUDGET, what="all", record=False))["text"])
+            block = _norm(r.context(ContextQuery(q["question"], budget=BUDGET, what="all", record=False)).to_json()["text"])
             row["block"] = {"memvault": sum(1 for e in ev if _norm(by_id[e].text) in block) / len(ev)}
             for s in BASELINES:
                 row["block"][s] = recall_at(packed(ranked[s], by_id), ev, 10**6)

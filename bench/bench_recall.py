@@ -91,7 +91,7 @@ def run_dialogue(work: Path, did: str, now_mode: str, context: bool) -> dict[str
     for q in support.questions(did):
         ranked: dict[str, list[str]] = {}
         for mode in MEMVAULT_MODES:
-            hits = r.search(SearchQuery(q["question"], mode=mode, limit=10))["hits"]
+            hits = r.search(SearchQuery(q["question"], mode=mode, limit=10)).to_json()["hits"]
             ranked[mode] = [t for t in (support.turn_of_path(h["path"]) for h in hits) if t]
         qvec = r.embedder().embed_query(q["question"])
         ranked["bm25"] = base.bm25(q["question"])
@@ -101,7 +101,7 @@ def run_dialogue(work: Path, did: str, now_mode: str, context: bool) -> dict[str
                "scores": {s: support.score(ranked[s], q["evidence"]) for s in SYSTEMS},
                "top": {s: ranked[s][:10] for s in SYSTEMS}}
         if context:
-            res = r.context(ContextQuery(q["question"], record=False))
+            res = r.context(ContextQuery(q["question"], record=False)).to_json()
             found = [t for t in (support.turn_of_path(i["path"]) for i in res["items"]) if t]
             ev = set(q["evidence"])
             row["context"] = {"recall": len(ev & set(found)) / len(ev), "hit": 1.0 if ev & set(found) else 0.0,
@@ -110,7 +110,7 @@ def run_dialogue(work: Path, did: str, now_mode: str, context: bool) -> dict[str
     silent = None
     if context:
         unrelated = json.loads(PARAPHRASE_QUERIES.read_text(encoding="utf-8"))["unrelated"]
-        silent = sum(1 for u in unrelated if not r.context(ContextQuery(u, record=False))["items"])
+        silent = sum(1 for u in unrelated if not r.context(ContextQuery(u, record=False)).to_json()["items"])
         silent = f"{silent}/{len(unrelated)}"
     if cache is not None:
         cache.close()

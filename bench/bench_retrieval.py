@@ -109,7 +109,7 @@ def evaluate(root: Path, min_similarity: float | None = None) -> dict[str, Any]:
             r5 = r10 = rr = 0.0
             misses = []
             for item in sets[name]:
-                hits = [h["path"] for h in r.search(SearchQuery(item["query"], mode=mode, limit=10))["hits"]]
+                hits = [h["path"] for h in r.search(SearchQuery(item["query"], mode=mode, limit=10)).to_json()["hits"]]
                 rel = set(item["relevant"])
                 ranks = [i for i, p in enumerate(hits, 1) if p in rel]
                 first = ranks[0] if ranks else None
@@ -121,9 +121,9 @@ def evaluate(root: Path, min_similarity: float | None = None) -> dict[str, Any]:
             n = len(sets[name])
             out[f"{mode}/{name}"] = {"recall@5": round(r5 / n, 3), "recall@10": round(r10 / n, 3), "mrr": round(rr / n, 3),
                                      "misses": misses}
-        silent = sum(1 for q in sets["unrelated"] if not r.search(SearchQuery(q, mode=mode, limit=10))["hits"])
+        silent = sum(1 for q in sets["unrelated"] if not r.search(SearchQuery(q, mode=mode, limit=10)).to_json()["hits"])
         out[f"{mode}/unrelated_silent"] = f"{silent}/{len(sets['unrelated'])}"
-    silent = sum(1 for q in sets["unrelated"] if not r.context(ContextQuery(q, what="all", record=False))["items"])
+    silent = sum(1 for q in sets["unrelated"] if not r.context(ContextQuery(q, what="all", record=False)).to_json()["items"])
     out["context/unrelated_silent"] = f"{silent}/{len(sets['unrelated'])}"
     r.close()
     v.close()
@@ -280,7 +280,7 @@ def latency_at(work: Path, n: int, runs: int) -> dict[str, Any]:
         for i in range(runs):
             q = queries[i % len(queries)]
             t = time.perf_counter()
-            r.search(SearchQuery(q, mode=mode, limit=10))
+            r.search(SearchQuery(q, mode=mode, limit=10)).to_json()
             times.append(time.perf_counter() - t)
         out[mode] = summarize(times)
         print(f"{n:>7} traces  {mode:8}  median {out[mode]['median_ms']:7.2f} ms  p95 {out[mode]['p95_ms']:7.2f} ms")

@@ -42,7 +42,7 @@ def norm(text: str) -> str:
 
 def context_block(store: object, question: str, budget: int | None) -> dict:
     """The recall block for ``question`` over notes too."""
-    return store.context(ContextQuery(question, budget=budget, what="all", record=False))  # type: ignore[attr-defined]
+    return store.context(ContextQuery(question, budget=budget, what="all", record=False)).to_json()  # type: ignore[attr-defined]
 
 
 def main() -> int:

@@ -39,6 +39,7 @@ from memvault.cli.main import AppContext, cli, emit_json, json_option, pass_app
 from memvault.vault_io.secrets import redact
 
 if TYPE_CHECKING:
+    from memvault.store.answers import RecallBlock
     from memvault.store.memory_store import MemoryStore
     from memvault.store.queries import ContextQuery
 
@@ -119,7 +120,7 @@ def run_hook(app: AppContext, event: str, work: Callable[["MemoryStore", dict[st
         click.echo(text[:MAX_CHARS])
 
 
-def _context(store: "MemoryStore", q: "ContextQuery") -> dict[str, Any]:
+def _context(store: "MemoryStore", q: "ContextQuery") -> "RecallBlock":
     """The recall block from the daemon (warm); without one, by words alone in-process."""
     from memvault.daemon.client import answer
 
@@ -151,7 +152,7 @@ def session_start_text(store: "MemoryStore", data: dict[str, Any], budget: int |
 
     project, _ = project_of(data.get("cwd") or os.getcwd())
     q = SessionStartQuery(project=project, budget=budget)
-    return str(answer(store, q, local=store.answer_by_words)["text"])
+    return str(answer(store, q, local=store.answer_by_words).text)
 
 
 def prompt_text(store: "MemoryStore", data: dict[str, Any], budget: int | None, what: str) -> str:
@@ -161,7 +162,7 @@ def prompt_text(store: "MemoryStore", data: dict[str, Any], budget: int | None, 
         return ""
     from memvault.store.queries import ContextQuery
 
-    return _context(store, ContextQuery(prompt, budget=budget, what=what, identity="relevant"))["text"]
+    return _context(store, ContextQuery(prompt, budget=budget, what=what, identity="relevant")).text
 
 
 def ingest_transcript(store: "MemoryStore", data: dict[str, Any], event: str, client: str) -> str:

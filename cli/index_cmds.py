@@ -9,6 +9,7 @@ import click
 
 from memvault.cli.main import AppContext, cli, emit_json, json_option, pass_app, progress_bar, stderr_is_tty, warn
 from memvault.daemon.client import answer
+from memvault.store.answers import SearchResult
 from memvault.store.queries import SearchQuery
 from memvault.store.retrieval.when import FORMS, given
 from memvault.vault_io.secrets import redact_tree
@@ -195,11 +196,11 @@ def search(
         include_deleted=include_deleted, include_superseded=include_superseded, explain=explain, record=record,
         **given(since, until),
     )
-    result = answer(store, q)
-    for line in result["notices"]:
+    result: SearchResult = answer(store, q)
+    for line in result.notices:
         notice(line)
     # Text from the index is redacted already; a path or a link's name is not.
-    hits = redact_tree(result["hits"])
+    hits = redact_tree([h.to_json() for h in result.hits])
     for i, hit in enumerate(hits, 1):
         if as_json:
             emit_json(hit)

@@ -46,6 +46,7 @@ from mcp.types import CallToolResult, TextContent, ToolAnnotations
 from pydantic import AliasChoices, Field, ValidationError
 
 from memvault.cli.clients.mcp_boot import INSTRUCTIONS, SERVER_NAME, server_version
+from memvault.store.answers import SearchResult
 from memvault.store.memory_store import MemoryStore
 from memvault.store.queries import ContextQuery, SearchQuery
 from memvault.store.retrieval.when import FORMS, given
@@ -160,7 +161,7 @@ class Backend:
                 log.exception("tool failed")
                 raise ToolError(f"memvault failed with {type(exc).__name__}: {exc} (see the server's log)") from None
 
-    def answer(self, q: SearchQuery | ContextQuery) -> dict[str, Any]:
+    def answer(self, q: SearchQuery | ContextQuery) -> Any:
         """``q`` answered by the running daemon (model and vectors warm), else
         here under the lock; memvault's errors become one-sentence tool errors.
         Read-only: a recall is not recorded."""
@@ -259,13 +260,10 @@ def _recall_tools(server: MCPServer, backend: Backend) -> None:
         matching passage; memory hits carry the version an `update` needs."""
         q = SearchQuery(query, mode=mode, limit=limit, types=_types(types), tags=_as_list(tags), path_glob=path,
                         what=what, memory_scope=_as_list(scope), **given(since, until))
-        result = backend.answer(q)
-        hits = result["hits"]
-        versions = backend.versions([h["id"] for h in hits if h["id"].startswith("m-") and "." not in h["id"]])
-        for h in hits:
-            if h["id"] in versions:
-                h["version"] = versions[h["id"]]
-        return _ok({"mode": result["mode"], "hits": hits, "notices": result["notices"]})
+        result: SearchResult = backend.answer(q)
+        versions = backend.versions([h.id for h in result.hits if h.id.startswith("m-") and "." not in h.id])
+        hits = [dataclasses.replace(h, version=versions[h.id]) if h.id in versions else h for h in result.hits]
+        return _ok(dataclasses.replace(result, hits=tuple(hits)).to_json())
 
     @server.tool(annotations=_READ)
     def context(
@@ -283,8 +281,8 @@ def _recall_tools(server: MCPServer, backend: Backend) -> None:
         compact `## Recalled Memory` block within a token budget. Empty when nothing is relevant."""
         result = backend.answer(ContextQuery(message, budget=budget, what=what, memory_scope=_as_list(scope),
                                              **given(since, until)))
-        data = {k: result[k] for k in ("text", "tokens", "budget", "items")}
-        return _ok(data, result["text"] or "(nothing relevant in memory)")
+        data = {k: v for k, v in result.to_json().items() if k != "notices"}
+        return _ok(data, result.text or "(nothing relevant in memory)")
 
 
 def _lookup_tools(server: MCPServer, backend: Backend) -> None:
@@ -509,10 +507,10 @@ def _resources(server: MCPServer, backend: Backend) -> None:
             result = backend.answer(ContextQuery(topic, what="all"))
         except ToolError as exc:
             return f"memvault could not recall anything about {topic!r}: {exc}"
-        if not result["text"]:
+        if not result.text:
             return f"memvault holds nothing relevant about: {topic}"
         return (f"Here is what memvault (the person's long-term memory) recalls about: {topic}\n\n"
-                f"{redact(result['text'])[0]}\n\nUse it where it helps, say where it came from, and ask before "
+                f"{redact(result.text)[0]}\n\nUse it where it helps, say where it came from, and ask before "
                 "relying on anything that looks outdated.")
 
 

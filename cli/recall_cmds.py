@@ -7,6 +7,7 @@ import click
 from memvault.cli.index_cmds import notice, since_until_options, split_scopes
 from memvault.cli.main import AppContext, UsageFailure, cli, emit_json, json_option, pass_app
 from memvault.daemon.client import answer
+from memvault.store.answers import RecallBlock
 from memvault.store.queries import ContextQuery
 from memvault.store.retrieval.when import given
 from memvault.vault_io.secrets import redact_tree
@@ -42,15 +43,15 @@ def context(app: AppContext, message: str, budget: int | None, what: str | None,
         raise UsageFailure(f"context recalls memories or all, not {what}")
     q = ContextQuery(message, budget=budget, what=what, memory_scope=memory_scope, identity=identity,
                      record=not no_record, **given(since, until))
-    result = answer(store, q)
-    for line in result["notices"]:
+    block: RecallBlock = answer(store, q)
+    for line in block.notices:
         notice(line)
     # Text from the index is redacted already; a path or a link's name is not.
-    result = redact_tree({k: result[k] for k in ("text", "tokens", "budget", "items")})
+    data = redact_tree({k: v for k, v in block.to_json().items() if k != "notices"})
     if as_json:
-        emit_json(result)
-    elif result["text"]:
-        click.echo(result["text"])
+        emit_json(data)
+    elif data["text"]:
+        click.echo(data["text"])
 
 
 @cli.group()

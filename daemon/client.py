@@ -145,25 +145,29 @@ def ask(
     return None
 
 
-def answer(
-    store: MemoryStore, q: Query, *, local: Callable[[Query], dict[str, Any]] | None = None
-) -> dict[str, Any]:
-    """The answer to ``q``, the one way every front end (CLI, MCP, hooks) gets one.
+def answer(store: MemoryStore, q: Query, *, local: Callable[[Any], Any] | None = None) -> Any:
+    """The answer to ``q`` (:mod:`memvault.store.answers`: a ``SearchResult``
+    for a ``SearchQuery``, a ``RecallBlock`` for a ``ContextQuery``, a
+    ``SessionStartText`` for a ``SessionStartQuery``), the one way every front
+    end (CLI, MCP, hooks) gets one.
 
     The running daemon answers (its model and vectors are warm) when one
     serves this vault with the same configuration and ``q.warm_helps``; else
     ``local(q)`` does (default: ``store``'s own method, in this process). A
     failure the daemon reports the way it would have failed here is raised
-    (:class:`RemoteError`, with that exit code).
+    (:class:`RemoteError`, with that exit code); an answer this version cannot
+    read is answered here instead.
     """
+    from memvault.store.answers import ANSWERS, AnswerError
+
     if q.warm_helps:
         found = ask(store.data_dir, q.OP, q.to_json(), config=store.settings.values)
         if found is not None:
-            return found
-    if local is not None:
-        return local(q)
-    method: Callable[[Query], dict[str, Any]] = getattr(store, q.OP)
-    return method(q)
+            try:
+                return ANSWERS[q.OP].from_json(found)
+            except AnswerError:
+                pass
+    return (local or getattr(store, q.OP))(q)
 
 
 def daemon_embedder(store: MemoryStore) -> Callable[[list[str]], bool]:

@@ -258,7 +258,7 @@ class QueryServer(Service):
         with self._answer_lock:
             self.requests += 1
             try:
-                result = getattr(self.retriever(), query.OP)(query)
+                result = getattr(self.retriever(), query.OP)(query).to_json()
             except MemvaultError as exc:
                 # Failed the way it would in-process: the client exits with this code.
                 return {"ok": False, "error": {"code": exc.exit_code, "message": str(exc)}}

@@ -15,21 +15,22 @@ from memvault.store.api_parts import StoreParts
 from memvault.vault_io.errors import MemvaultError
 
 if TYPE_CHECKING:
+    from memvault.store.answers import RecallBlock, SearchResult, SessionStartText
     from memvault.store.queries import ContextQuery, SearchQuery, SessionStartQuery
 
 
 class ReadAPI(StoreParts):
     """Search, recall and lookups of a :class:`MemoryStore` (a mixin)."""
 
-    def search(self, q: SearchQuery) -> dict[str, Any]:
-        """Hits for a search: ``{"mode", "hits", "notices"}`` (see :meth:`Retriever.search`)."""
+    def search(self, q: SearchQuery) -> SearchResult:
+        """Hits for a search (see :meth:`Retriever.search`)."""
         return self.retriever.search(q)
 
-    def context(self, q: ContextQuery) -> dict[str, Any]:
+    def context(self, q: ContextQuery) -> RecallBlock:
         """The recall block for a message (see :meth:`Retriever.context`)."""
         return self.retriever.context(q)
 
-    def session_start(self, q: SessionStartQuery) -> dict[str, Any]:
+    def session_start(self, q: SessionStartQuery) -> SessionStartText:
         """What an agent's session starts with (see :meth:`Retriever.session_start`)."""
         return self.retriever.session_start(q)
 
@@ -39,14 +40,14 @@ class ReadAPI(StoreParts):
 
         return current_versions(self.read_con(), ids)
 
-    def answer_by_words(self, q: "ContextQuery | SessionStartQuery") -> dict[str, Any]:
+    def answer_by_words(self, q: "ContextQuery | SessionStartQuery") -> "RecallBlock | SessionStartText":
         """``q`` answered without loading the embedding model (keyword
         recall, as with vectors off): what a session hook can afford when no
         daemon has the model warm."""
         from memvault.store.retrieval.retriever import Retriever
 
         retriever = Retriever(self, self.read_con(), words_only=True)  # type: ignore[arg-type]
-        method: Callable[[Any], dict[str, Any]] = getattr(retriever, q.OP)
+        method: Callable[[Any], RecallBlock | SessionStartText] = getattr(retriever, q.OP)
         return method(q)
 
     def show(self, ref: str) -> dict[str, Any]:

@@ -36,7 +36,7 @@ def test_a_backup_restores_versions_forgets_and_recall(vault: Path, tmp_path: Pa
         store.update(kept.id, content="Prefers light mode", reason="changed mind")
         gone = store.add("Something to forget", "semantic")
         store.forget(gone.id, reason="obsolete")
-        store.context(ContextQuery("light mode"))
+        store.context(ContextQuery("light mode")).to_json()
     r = runner.invoke(cli, ["--vault", str(vault), "export", "--format", "sqlite", "--output", str(tmp_path / "backups")])
     assert r.exit_code == 0, r.output
     backup = next((tmp_path / "backups").glob("memvault-backup-vault-*.zip"))
@@ -58,7 +58,7 @@ def test_a_backup_restores_versions_forgets_and_recall(vault: Path, tmp_path: Pa
     assert report["kept"] is None and report["rebuild"]["restored"]["versions"] == 1
     with opened(vault) as store:
         assert [h["content"] for h in store.history(kept.id)] == ["Prefers light mode", "Prefers dark mode"]
-        assert store.search(SearchQuery("forget", mode="keyword", include_deleted=True))["hits"][0]["status"] == "deleted"
+        assert store.search(SearchQuery("forget", mode="keyword", include_deleted=True)).to_json()["hits"][0]["status"] == "deleted"
         row = store.con.execute("SELECT retrieval_count FROM state.recall WHERE trace_id = ?", (kept.id,)).fetchone()
         assert row is not None and row[0] >= 1
 
@@ -134,7 +134,7 @@ def test_a_backup_taken_during_a_burst_of_daemon_writes_is_consistent(vault: Pat
         # What the backup holds, and what the history logs in the vault hold since (every update).
         assert versions <= _versions(store.con) and {(i, 1) for i in done} <= _versions(store.con)
         assert report.sync is not None and not report.sync.unwritten
-        assert len(store.search(SearchQuery("burst", mode="keyword", limit=1000))["hits"]) >= 2 * len(done)
+        assert len(store.search(SearchQuery("burst", mode="keyword", limit=1000)).to_json()["hits"]) >= 2 * len(done)
 
 
 def test_not_a_backup_and_a_damaged_backup_are_refused(vault: Path, tmp_path: Path) -> None:
@@ -159,4 +159,4 @@ def test_not_a_backup_and_a_damaged_backup_are_refused(vault: Path, tmp_path: Pa
     with opened(vault) as store, pytest.raises(BackupError, match="does not match its checksum"):
         store.restore_backup(damaged)
     with opened(vault) as store:  # nothing was replaced
-        assert store.search(SearchQuery("worth keeping", mode="keyword"))["hits"]
+        assert store.search(SearchQuery("worth keeping", mode="keyword")).to_json()["hits"]

@@ -44,7 +44,7 @@ def test_ingest_writes_a_codex_session_note_and_its_facts(vault: Path) -> None:
         said = {f["text"] for f in facts}
         assert "I prefer fixes without new dependencies." in said
         assert any("tide-2" in s for s in said)
-        hit = store.search(SearchQuery("staging worker host", mode="keyword", what="all"))["hits"][0]
+        hit = store.search(SearchQuery("staging worker host", mode="keyword", what="all")).to_json()["hits"][0]
         assert (hit["kind"], hit["speaker"]) == ("turn", "User")
 
 

@@ -228,7 +228,7 @@ def test_context_recalls_the_newer_claim_and_marks_the_older(vault: Path) -> Non
         assert v.contradictions()[0]["newer"]["id"] == "m-porto"
         with write_transaction(v.con):  # make the older one rank first: it is marked all the same
             v.con.execute("DELETE FROM traces_fts WHERE rowid = (SELECT rowid FROM traces WHERE id = 'm-porto')")
-        block = v.context(ContextQuery("where does she live, Lisbon?", record=False))
+        block = v.context(ContextQuery("where does she live, Lisbon?", record=False)).to_json()
         lines = block["text"].splitlines()
         porto = next(i for i, x in enumerate(lines) if "Porto" in x)
         lisbon = next(i for i, x in enumerate(lines) if "Lisbon" in x)

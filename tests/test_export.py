@@ -70,7 +70,7 @@ def _a_rich_vault(vault: Path) -> MemoryStore:
     store.sync()
     store.ingest(FIXTURES / "imports" / "claude-code-session.jsonl")
     store.import_("mem0", FIXTURES / "imports" / "mem0-get_all.json")
-    store.context(ContextQuery("coffee and light mode"))  # recall statistics
+    store.context(ContextQuery("coffee and light mode")).to_json()  # recall statistics
     return store
 
 
@@ -120,7 +120,7 @@ def test_import_of_an_export_into_an_empty_vault_gives_the_same_document(tmp_pat
         again = store.import_("jsonl", first_l)
         assert (again.imported, again.updated, again.errors) == (0, 0, [])
         assert _jsonl_body(_export(store, tmp_path / "3", "jsonl")) == _jsonl_body(first_l)
-        light = store.search(SearchQuery("light mode", mode="keyword", what="memories"))["hits"][0]
+        light = store.search(SearchQuery("light mode", mode="keyword", what="memories")).to_json()["hits"][0]
         assert [h["content"] for h in store.history(light["id"])] == ["Prefers light mode", "Prefers dark mode"]
 
 
@@ -155,7 +155,7 @@ def _apply(store: MemoryStore, root: Path, steps: list[tuple]) -> None:
             elif kind == "restore" and ids:
                 store.restore(ids[step[1] % len(ids)])
             elif kind == "recall":
-                store.context(ContextQuery(step[1]))
+                store.context(ContextQuery(step[1])).to_json()
             elif kind == "source":
                 write(root, f"Sources/S{step[1]}.md", "---\nmemory: source\n---\n" + "".join(f"- I {w}\n" for w in step[2]))
                 store.sync()

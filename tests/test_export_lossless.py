@@ -65,7 +65,7 @@ def _every_kind_of_state(root: Path) -> tuple[str, str, str]:
         store.add("Is called Jo by friends", "identity")
         fact = next(f for f in store.facts("About me.md")[1] if "coffee" in f["text"])
         store.forget(fact["id"], reason="wrong")
-        store.context(ContextQuery("cats and dark mode"))  # recall statistics
+        store.context(ContextQuery("cats and dark mode")).to_json()  # recall statistics
         run = store.consolidate(today=TODAY)
         kinds = {a["kind"] for a in run.actions}
         assert {"merge", "contradiction", "archive", "promote"} <= kinds, kinds

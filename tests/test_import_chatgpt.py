@@ -81,21 +81,21 @@ def test_a_missing_current_node_uses_the_newest_leaf_and_cycles_end(vault: Path)
 def test_custom_instructions_become_identity_and_preference_memories(vault: Path) -> None:
     with opened(vault) as store:
         store.import_("chatgpt", EXPORT)
-        hits = store.search(SearchQuery("Python developer Berlin", mode="keyword", what="memories"))["hits"]
+        hits = store.search(SearchQuery("Python developer Berlin", mode="keyword", what="memories")).to_json()["hits"]
         assert [h["type"] for h in hits] == ["identity"]
-        block = store.context(ContextQuery("anything at all"))
+        block = store.context(ContextQuery("anything at all")).to_json()
         assert "About me (ChatGPT custom instructions): I am a Python developer in Berlin." in block["text"]
-        hits = store.search(SearchQuery("concise", mode="keyword", what="memories"))["hits"]
+        hits = store.search(SearchQuery("concise", mode="keyword", what="memories")).to_json()["hits"]
         assert [h["title"] for h in hits] == ["How I want answers (ChatGPT custom instructions): Be concise."]
 
 
 def test_facts_and_search_work_right_after_the_import(vault: Path) -> None:
     with opened(vault) as store:
         store.import_("chatgpt", EXPORT)
-        facts = {h["snippet"] for h in store.search(SearchQuery("seaborn", mode="keyword", what="facts"))["hits"]}
+        facts = {h["snippet"] for h in store.search(SearchQuery("seaborn", mode="keyword", what="facts")).to_json()["hits"]}
         assert any("seaborn" in f for f in facts)
-        assert store.search(SearchQuery("matplotlib", mode="keyword"))["hits"]  # the transcript, at once
-        ada = store.search(SearchQuery("data engineer", mode="keyword", what="facts"))["hits"]
+        assert store.search(SearchQuery("matplotlib", mode="keyword")).to_json()["hits"]  # the transcript, at once
+        ada = store.search(SearchQuery("data engineer", mode="keyword", what="facts")).to_json()["hits"]
         assert {(h["type"], h["snippet"].replace("**", "")) for h in ada} >= {
             ("identity", "My name is Ada and I work as a data engineer.")}
 
@@ -127,7 +127,7 @@ def test_importing_again_imports_nothing_and_a_grown_conversation_appends(vault:
         old = before["2024-04-05 Editor settings.md"]
         assert text[text.index("## Transcript"):].startswith(old[old.index("## Transcript"):])
         assert "switch to Zed" in text
-        hit = store.search(SearchQuery("cite sources", mode="keyword", what="memories"))["hits"][0]
+        hit = store.search(SearchQuery("cite sources", mode="keyword", what="memories")).to_json()["hits"][0]
         history = store.history(hit["id"])
         assert [h["content"] for h in history] == [
             "How I want answers (ChatGPT custom instructions): Be concise and cite sources.",

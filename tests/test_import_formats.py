@@ -46,7 +46,7 @@ def test_claude_conversations_projects_and_users(vault: Path) -> None:
                "> Open one connection per thread." in apsw
         # An empty name: the first request names it.
         assert "2025-01-02 Remember that my sister's birthday is on 3 May.md" in sessions
-        facts = store.search(SearchQuery("sister birthday", mode="keyword", what="facts"))["hits"]
+        facts = store.search(SearchQuery("sister birthday", mode="keyword", what="facts")).to_json()["hits"]
         assert any(h["snippet"].replace("**", "") == "My sister's birthday is on 3 May." for h in facts)
         # Project documents are ordinary notes under the import folder; the
         # prompt template a procedural memory; the starter project is skipped.

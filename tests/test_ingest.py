@@ -56,7 +56,7 @@ def test_a_claude_code_session_becomes_one_session_note(vault: Path) -> None:
         assert "Bash: apsw.ThreadingViolation: ... (3 lines)" in text
         # The secret never reaches the vault nor the index.
         assert SECRET not in text and "[redacted]" in text
-        assert store.search(SearchQuery(SECRET[:20], mode="keyword"))["hits"] == []
+        assert store.search(SearchQuery(SECRET[:20], mode="keyword")).to_json()["hits"] == []
         # It is an ordinary note that is a memory source, never a memory.
         shown = store.show(report.path)
         assert shown["kind"] == "note"
@@ -83,15 +83,15 @@ def test_facts_are_the_users_statements_anchored_to_their_turns(vault: Path) -> 
 def test_the_transcript_is_searchable_at_once_but_only_facts_reach_context(vault: Path) -> None:
     with opened(vault) as store:
         report = store.ingest(CLAUDE_CODE)
-        hits = store.search(SearchQuery("ThreadingViolation", mode="keyword"))["hits"]
+        hits = store.search(SearchQuery("ThreadingViolation", mode="keyword")).to_json()["hits"]
         # The turn that says it, a trace of its own, addressed in its note.
         assert [(h["kind"], h["path"]) for h in hits] == [("turn", report.path)]
         assert hits[0]["ref"] == f"{hits[0]['path']}#{hits[0]['anchor']}"
         assert "ThreadingViolation" in hits[0]["passage"]
-        block = store.context(ContextQuery("what is the staging database called?"))
+        block = store.context(ContextQuery("what is the staging database called?")).to_json()
         assert "db2" in block["text"]
         assert all(item["kind"] == "fact" for item in block["items"])
-        assert "ThreadingViolation" not in store.context(ContextQuery("ThreadingViolation daemon crash"))["text"]
+        assert "ThreadingViolation" not in store.context(ContextQuery("ThreadingViolation daemon crash")).to_json()["text"]
 
 
 def test_ingesting_the_same_transcript_twice_changes_nothing(vault: Path) -> None:
@@ -231,7 +231,7 @@ def test_a_statement_already_known_is_not_added_twice(vault: Path, tmp_path: Pat
         second = store.ingest(_transcript(tmp_path, [json.dumps(o) + "\n" for o in other]))
         _, facts2, _ = store.facts(second.path)
         assert "The staging database is called db2." not in {f["text"] for f in facts2}
-        assert sum(1 for h in store.search(SearchQuery("staging database db2", mode="keyword", what="facts"))["hits"]) == 1
+        assert sum(1 for h in store.search(SearchQuery("staging database db2", mode="keyword", what="facts")).to_json()["hits"]) == 1
 
 
 def test_the_llm_extractor_reads_a_session_in_one_call(vault: Path, llm: FakeLLM, memvault_env: Path) -> None:  # noqa: F811

@@ -37,12 +37,12 @@ def assert_nowhere_in_the_index(store: MemoryStore, *secrets: str) -> None:
     texts += [t for (t,) in con.execute("SELECT trace FROM state.memory_versions")]
     texts += [p for (p,) in con.execute("SELECT path FROM files")]
     for query in ("token", "GitHub token", "password", "deploy key"):
-        for hit in store.search(SearchQuery(query, mode="keyword"))["hits"]:
+        for hit in store.search(SearchQuery(query, mode="keyword")).to_json()["hits"]:
             texts += [hit["snippet"], hit["passage"], hit["title"]]
-        texts.append(store.context(ContextQuery(query, record=False))["text"])
+        texts.append(store.context(ContextQuery(query, record=False)).to_json()["text"])
     for secret in secrets:
         assert not any(secret in t for t in texts), secret
-        assert store.search(SearchQuery(secret, mode="keyword"))["hits"] == []
+        assert store.search(SearchQuery(secret, mode="keyword")).to_json()["hits"] == []
 
 
 def test_add_and_update_store_redacted_and_say_so(vault: Path) -> None:
@@ -71,7 +71,7 @@ def test_a_secret_typed_into_a_memory_note_is_indexed_redacted_and_the_note_left
         store.sync()
         typed = path.read_text()
         assert_nowhere_in_the_index(store, GITHUB)
-        found = store.search(SearchQuery("deploy token CI settings", mode="keyword"))["hits"]
+        found = store.search(SearchQuery("deploy token CI settings", mode="keyword")).to_json()["hits"]
         assert found and "[redacted]" in found[0]["passage"]
         memory_id = found[0]["id"]
         assert path.read_text() == typed  # reading never writes

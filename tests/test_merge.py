@@ -66,7 +66,7 @@ def test_merge_keeps_one_memory_with_everything(three) -> None:
     assert history[1]["reason"] == "merged m-b, m-c into m-a"
     assert [h["id"] for h in history[2:]] == ["m-b", "m-c"]
     # search no longer offers the merged ones
-    assert {h["id"] for h in v.search(SearchQuery("dark", mode="keyword"))["hits"]} == {"m-a"}
+    assert {h["id"] for h in v.search(SearchQuery("dark", mode="keyword")).to_json()["hits"]} == {"m-a"}
 
 
 def test_merge_with_content_and_the_links_survive_a_rebuild(three) -> None:

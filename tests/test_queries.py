@@ -18,6 +18,7 @@ from hypothesis import strategies as st
 
 from memvault.daemon import client
 from memvault.daemon.serve import QueryServer
+from memvault.store.answers import AnswerError, RecallBlock, RecallLine, SearchHit, SearchResult, SessionStartText
 from memvault.store.memory_store import MemoryStore
 from memvault.store.queries import QUERIES, ContextQuery, QueryError, SearchQuery, SessionStartQuery
 
@@ -104,4 +105,38 @@ def test_the_daemon_answers_what_the_store_answers(server: QueryServer) -> None:
     q = ContextQuery("how do I ship the billing service", record=False)
     warm = client.answer(server.store, q)
     assert server.requests == 1
-    assert warm == json.loads(json.dumps(server.store.context(q), default=str))
+    assert isinstance(warm, RecallBlock) and warm.items
+    assert warm == server.store.context(q)
+
+
+hits = st.builds(SearchHit, st.text(min_size=1, max_size=8), title=maybe, type=maybe, path=maybe, uri=maybe,
+                 score=st.floats(-1e6, 1e6), snippet=maybe, passage=maybe, kind=st.none() | st.just("turn"),
+                 lines=st.none() | st.tuples(st.integers(0, 9), st.integers(0, 9)), turn=st.none() | st.integers(0, 99),
+                 status=st.none() | st.just("deleted"), version=st.none() | st.integers(1, 9))
+lines_ = st.builds(RecallLine, st.text(min_size=1, max_size=8), st.just("memory"), maybe, maybe, maybe,
+                   st.none() | st.floats(0, 1), st.integers(0, 99), words, when=maybe, outdated_by=maybe)
+answers = st.one_of(
+    st.builds(SearchResult, st.sampled_from(["keyword", "hybrid"]), st.lists(hits, max_size=3).map(tuple),
+              st.lists(words, max_size=2).map(tuple)),
+    st.builds(RecallBlock, words, st.integers(0, 900), st.integers(50, 900), st.lists(lines_, max_size=3).map(tuple)),
+    st.builds(SessionStartText, words, st.integers(0, 900), st.integers(50, 900)))
+
+
+@given(answers)
+def test_an_answer_survives_json(a: Any) -> None:
+    wire = json.loads(json.dumps(a.to_json()))
+    assert type(a).from_json(wire) == a
+
+
+def test_a_hit_has_its_main_keys_always_and_the_others_when_set() -> None:
+    data = SearchHit("n-1", "Title", None, None, None, 0.5, None).to_json()
+    assert data == {"id": "n-1", "title": "Title", "type": None, "path": None, "uri": None, "score": 0.5,
+                    "snippet": None, "passage": None}
+    assert SearchHit("n-1", "T", None, None, None, 0.5, None, speaker="Ana").to_json()["speaker"] == "Ana"
+
+
+def test_an_answer_of_another_shape_is_refused() -> None:
+    with pytest.raises(AnswerError, match="unknown keys"):
+        SearchResult.from_json({"mode": "keyword", "hits": [], "extra": 1})
+    with pytest.raises(AnswerError):
+        RecallBlock.from_json({"text": ""})

@@ -77,8 +77,8 @@ def test_an_identifier_matched_exactly_is_found_below_the_floor(vault_with_an_id
     v = MemoryStore.open(str(vault_with_an_identifier))
     r = Retriever(v, v.read_con())
     try:
-        hits = r.search(SearchQuery("ERR_CONNECTION_RESET", mode="hybrid", explain=True))["hits"]
-        common = r.search(SearchQuery("what is the time", mode="hybrid", explain=True))["hits"]
+        hits = r.search(SearchQuery("ERR_CONNECTION_RESET", mode="hybrid", explain=True)).to_json()["hits"]
+        common = r.search(SearchQuery("what is the time", mode="hybrid", explain=True)).to_json()["hits"]
     finally:
         r.close()
         v.close()

@@ -65,25 +65,25 @@ def test_context_quotes_the_matching_section_not_the_opening(guide_vault: Path, 
     with opened(guide_vault) as store:
         store.sync(embed=embed)
         result = store.context(ContextQuery("how often do the backups run and when do we test a restore", what="all",
-                               record=False))
+                               record=False)).to_json()
         block = norm(result["text"])
         assert "Run restic every night at 02:00" in block
         assert "This guide collects" not in block  # not the note's first lines
         passage = next(i for i in result["items"] if i["path"] == "Guides/Home server.md")
         assert passage["heading"].endswith("Backups") and passage["source"].endswith("> Backups")
         assert "(Home server > Home server guide > Backups)" in result["text"]  # a note by its name
-        hits = store.search(SearchQuery("restic offsite bucket", limit=3))["hits"]
+        hits = store.search(SearchQuery("restic offsite bucket", limit=3)).to_json()["hits"]
         assert hits[0]["path"] == "Guides/Home server.md"
         assert "Run restic every night" in hits[0]["passage"] and "**" not in hits[0]["passage"]
-        tea = store.search(SearchQuery("green tea", limit=3))["hits"]
+        tea = store.search(SearchQuery("green tea", limit=3)).to_json()["hits"]
         assert tea[0]["passage"] == "Prefers green tea."  # a short memory: its whole text
 
 
 def test_default_context_stays_memories_and_facts(guide_vault: Path) -> None:
     with opened(guide_vault) as store:
         store.sync()
-        assert store.context(ContextQuery("how often do the backups run", record=False))["text"] == ""
-        assert "green tea" in store.context(ContextQuery("what tea do I like", record=False))["text"]
+        assert store.context(ContextQuery("how often do the backups run", record=False)).to_json()["text"] == ""
+        assert "green tea" in store.context(ContextQuery("what tea do I like", record=False)).to_json()["text"]
 
 
 def test_two_strong_sections_of_one_note_share_the_budget(vault: Path) -> None:
@@ -92,7 +92,7 @@ def test_two_strong_sections_of_one_note_share_the_budget(vault: Path) -> None:
           "## Coffee\n\nThe machine needs descaling.\n")
     with opened(vault) as store:
         store.sync(embed=True)
-        result = store.context(ContextQuery("restic backups and restic restores", what="all", record=False))
+        result = store.context(ContextQuery("restic backups and restic restores", what="all", record=False)).to_json()
         headings = [i.get("heading") for i in result["items"] if i["path"] == "Ops.md"]
         assert len(headings) == 2 and not any("Coffee" in (h or "") for h in headings)
 
@@ -115,7 +115,7 @@ def test_section_set_sample_from_the_real_vault(tmp_path: Path, memvault_env: Pa
     try:
         store.sync(embed=True)
         for q in questions:
-            block = store.context(ContextQuery(q["question"], what="all", record=False))["text"]
+            block = store.context(ContextQuery(q["question"], what="all", record=False)).to_json()["text"]
             assert norm(q["answer_quote"]) in norm(block), (q["id"], block)
     finally:
         store.close()

@@ -44,7 +44,7 @@ def scores(tmp_path_factory: pytest.TempPathFactory) -> dict[str, dict[str, floa
         plain = support.Baselines(DIALOGUE, r.embedder(), cache, r.model_key or "")
         rows: dict[str, list[dict[str, float]]] = {}
         for q in support.questions(DIALOGUE):
-            ranked = {m: [support.turn_of_path(h["path"]) or "" for h in r.search(SearchQuery(q["question"], mode=m))["hits"]] for m in MODES}
+            ranked = {m: [support.turn_of_path(h["path"]) or "" for h in r.search(SearchQuery(q["question"], mode=m)).to_json()["hits"]] for m in MODES}
             ranked["bm25"] = plain.bm25(q["question"])
             ranked["rrf"] = support.Baselines.rrf(ranked["bm25"], plain.cosine(r.embedder().embed_query(q["question"])))
             for kind in (q["kind"], "all"):

@@ -60,7 +60,7 @@ def test_search_returns_the_turn_with_its_note(session: Path) -> None:
 
 def test_a_speakers_name_is_searchable(session: Path) -> None:
     with opened(session) as store:
-        hits = store.search(SearchQuery("Melanie sunrise", mode="keyword"))["hits"]
+        hits = store.search(SearchQuery("Melanie sunrise", mode="keyword")).to_json()["hits"]
     assert hits and hits[0]["speaker"] == "Melanie" and hits[0]["turn"] == 4
 
 
@@ -117,7 +117,7 @@ def test_reading_path_and_block_id_gives_the_turn(session: Path) -> None:
     from memvault.vault_io.errors import MemvaultError
 
     with opened(session) as store:
-        ref = store.search(SearchQuery("charity race", mode="keyword"))["hits"][0]["ref"]
+        ref = store.search(SearchQuery("charity race", mode="keyword")).to_json()["hits"][0]["ref"]
         turn = store.read(ref)
         assert turn["content"].startswith("2023-05-08 13:59 Melanie: Nice.") and turn["anchor"] == "^t4"
         with pytest.raises(MemvaultError, match="no turn"):
@@ -144,7 +144,7 @@ def test_chunks_found_by_similarity_come_down_to_their_turns() -> None:
 
 def test_show_takes_the_turn_by_its_block_id(session: Path) -> None:
     with opened(session) as store:
-        ref = store.search(SearchQuery("charity race", mode="keyword"))["hits"][0]["ref"]
+        ref = store.search(SearchQuery("charity race", mode="keyword")).to_json()["hits"][0]["ref"]
     r = run(session, "show", ref)
     assert r.exit_code == 0, r.output
     assert r.output.rstrip().endswith("2023-05-08 13:59 Melanie: Nice. I painted a sunrise last Friday [2023-05-05], "

@@ -439,4 +439,4 @@ def test_an_index_from_before_reads_its_notes_again_redacted(vault: Path) -> Non
         store.sync()
         content = store.con.execute("SELECT content FROM traces WHERE path = 'Ops/Deploy.md'").fetchone()[0]
         assert GHP not in content and "rel/2026" in content
-        assert store.search(SearchQuery(GHP[4:], mode="keyword"))["hits"] == []
+        assert store.search(SearchQuery(GHP[4:], mode="keyword")).to_json()["hits"] == []

@@ -39,7 +39,7 @@ def retriever(labelled, monkeypatch: pytest.MonkeyPatch):
 def recall_at(r: Retriever, items: list[dict], mode: str, k: int = 10) -> tuple[int, list[str]]:
     found, missed = 0, []
     for item in items:
-        paths = [h["path"] for h in r.search(SearchQuery(item["query"], mode=mode, limit=k))["hits"]]
+        paths = [h["path"] for h in r.search(SearchQuery(item["query"], mode=mode, limit=k)).to_json()["hits"]]
         if set(paths) & set(item["relevant"]):
             found += 1
         else:
@@ -63,7 +63,7 @@ def test_hybrid_finds_what_each_mode_finds_and_more(retriever: Retriever) -> Non
 
 
 def top_paths(r: Retriever, query: str, mode: str, k: int = 10) -> list[str]:
-    return [h["path"] for h in r.search(SearchQuery(query, mode=mode, limit=k))["hits"]]
+    return [h["path"] for h in r.search(SearchQuery(query, mode=mode, limit=k)).to_json()["hits"]]
 
 
 def test_hybrid_finds_per_query_whatever_a_single_mode_finds(retriever: Retriever) -> None:
@@ -98,18 +98,18 @@ def test_stop_and_common_words_do_not_skip_the_floor(retriever: Retriever) -> No
     """Every word of "what is the time" is in "Impulse" (keyword #1), but
     three are stop words and "time" is in 17% of the notes: its similarity
     (0.10) decides, and it is out. Only hits over the floor remain."""
-    hits = retriever.search(SearchQuery("what is the time", mode="hybrid", explain=True))["hits"]
+    hits = retriever.search(SearchQuery("what is the time", mode="hybrid", explain=True)).to_json()["hits"]
     assert "Impulse" not in [h["title"] for h in hits]
     # what passes is similar enough; search lists others just under the floor, marked
     floor = 0.3 - R.SEARCH_FLOOR_MARGIN
     assert all(h["explain"]["vector_similarity"] >= floor and h["explain"]["passed"] in ("similarity", "") for h in hits), hits
-    assert retriever.search(SearchQuery("what is the", mode="hybrid"))["hits"] == []
+    assert retriever.search(SearchQuery("what is the", mode="hybrid")).to_json()["hits"] == []
 
 
 def test_a_rare_word_matched_exactly_skips_the_floor(retriever: Retriever) -> None:
     """"compersion" is in one note, whose similarity to the bare word is
     0.16: the exact match on a rare word is the evidence."""
-    hits = retriever.search(SearchQuery("compersion", mode="hybrid", explain=True))["hits"]
+    hits = retriever.search(SearchQuery("compersion", mode="hybrid", explain=True)).to_json()["hits"]
     e = hits[0]["explain"]
     assert hits[0]["title"] == "Non-Monogamous Relationships"
     assert e["passed"] == "distinctive word" and e["keyword_match"] == "all" and e["vector_similarity"] < 0.3
@@ -117,17 +117,17 @@ def test_a_rare_word_matched_exactly_skips_the_floor(retriever: Retriever) -> No
 
 def test_unrelated_queries_return_nothing(retriever: Retriever) -> None:
     for query in support.queries()["unrelated"]:
-        assert retriever.search(SearchQuery(query, mode="hybrid"))["hits"] == [], query
-        assert retriever.search(SearchQuery(query, mode="semantic"))["hits"] == [], query
+        assert retriever.search(SearchQuery(query, mode="hybrid")).to_json()["hits"] == [], query
+        assert retriever.search(SearchQuery(query, mode="semantic")).to_json()["hits"] == [], query
 
 
 def test_default_mode_is_hybrid_when_vectors_exist(retriever: Retriever) -> None:
-    assert retriever.search(SearchQuery("Dolby Atmos"))["mode"] == "hybrid"
-    assert retriever.search(SearchQuery("Dolby Atmos", raw=True))["mode"] == "keyword"
+    assert retriever.search(SearchQuery("Dolby Atmos")).to_json()["mode"] == "hybrid"
+    assert retriever.search(SearchQuery("Dolby Atmos", raw=True)).to_json()["mode"] == "keyword"
 
 
 def test_explain_shows_every_signal(retriever: Retriever) -> None:
-    hits = retriever.search(SearchQuery("Diffie-Hellman shared secret", explain=True))["hits"]
+    hits = retriever.search(SearchQuery("Diffie-Hellman shared secret", explain=True)).to_json()["hits"]
     e = hits[0]["explain"]
     assert set(e) == {"mode", "keyword_rank", "keyword_match", "keyword_bm25", "vector_rank", "vector_similarity", "passed",
                       "similarity_alone", "keyword_neighbours", "keyword_weight", "graph", "fused", "time_match", "speaker_match",
@@ -140,13 +140,13 @@ def test_explain_in_keyword_mode_gives_rank_and_bm25(retriever: Retriever) -> No
     """Keyword mode used to explain its #1 hit as "keyword -, fused 0": it
     now carries its rank, match and BM25, and says what it does not apply."""
     for query, match in (("Dolby Atmos", "all"), ("Dolby surround zebra", "any")):
-        hits = retriever.search(SearchQuery(query, mode="keyword", explain=True))["hits"]
+        hits = retriever.search(SearchQuery(query, mode="keyword", explain=True)).to_json()["hits"]
         assert hits
         for n, h in enumerate(hits, 1):
             e = h["explain"]
             assert e == {"mode": "keyword", "keyword_rank": n, "keyword_match": match, "keyword_bm25": h["score"],
                          "keyword_neighbours": 0.0, "vector_rank": None, "vector_similarity": None, "not_applied": ["graph", "recency", "strength"]}
-    raw = retriever.search(SearchQuery("dolby OR atmos", raw=True, explain=True))["hits"]
+    raw = retriever.search(SearchQuery("dolby OR atmos", raw=True, explain=True)).to_json()["hits"]
     assert raw[0]["explain"]["keyword_match"] == "raw" and raw[0]["explain"]["keyword_rank"] == 1
 
 
@@ -159,7 +159,7 @@ def test_explain_in_the_keyword_fallback(labelled, monkeypatch: pytest.MonkeyPat
     v = MemoryStore.open(str(root))
     r = Retriever(v, v.read_con())
     try:
-        res = r.search(SearchQuery("Dolby Atmos", mode="hybrid", explain=True))
+        res = r.search(SearchQuery("Dolby Atmos", mode="hybrid", explain=True)).to_json()
     finally:
         r.close()
         v.close()
@@ -169,12 +169,12 @@ def test_explain_in_the_keyword_fallback(labelled, monkeypatch: pytest.MonkeyPat
 
 
 def test_filters_apply_to_vector_hits(retriever: Retriever) -> None:
-    hits = retriever.search(SearchQuery("how to release the billing service safely", what="memories"))["hits"]
+    hits = retriever.search(SearchQuery("how to release the billing service safely", what="memories")).to_json()["hits"]
     assert hits and all(h["path"].startswith("Memory/") for h in hits)
     assert "m-proc-deploy" in [h["id"] for h in hits[:3]]
-    hits = retriever.search(SearchQuery("how to release the billing service safely", types=["episodic"]))["hits"]
+    hits = retriever.search(SearchQuery("how to release the billing service safely", types=["episodic"])).to_json()["hits"]
     assert all(h["type"] == "episodic" for h in hits)
-    hits = retriever.search(SearchQuery("colour", path_glob="kepano-obsidian/*", mode="semantic"))["hits"]
+    hits = retriever.search(SearchQuery("colour", path_glob="kepano-obsidian/*", mode="semantic")).to_json()["hits"]
     assert all(h["path"].startswith("kepano-obsidian/") for h in hits)
 
 
@@ -224,13 +224,13 @@ def test_superseded_and_deleted_versions(vault: Path) -> None:
     p = EmbeddingPipeline.for_store(v, v.con)
     p.run()
     r = Retriever(v, v.con)
-    hits = r.search(SearchQuery("where does she like to sit on a plane", mode="semantic"))["hits"]
+    hits = r.search(SearchQuery("where does she like to sit on a plane", mode="semantic")).to_json()["hits"]
     assert [h["id"] for h in hits][:1] == [res.id] and all("status" not in h for h in hits)
-    hits = r.search(SearchQuery("where does she like to sit on a plane", mode="semantic", include_superseded=True))["hits"]
+    hits = r.search(SearchQuery("where does she like to sit on a plane", mode="semantic", include_superseded=True)).to_json()["hits"]
     statuses = {h.get("status", "active") for h in hits}
     assert statuses == {"active", "superseded"}  # both versions, the old one marked
-    assert not r.search(SearchQuery("paper notebook for meetings", mode="hybrid"))["hits"]
-    hits = r.search(SearchQuery("paper notebook for meetings", mode="hybrid", include_deleted=True))["hits"]
+    assert not r.search(SearchQuery("paper notebook for meetings", mode="hybrid")).to_json()["hits"]
+    hits = r.search(SearchQuery("paper notebook for meetings", mode="hybrid", include_deleted=True)).to_json()["hits"]
     assert hits[0]["id"] == other.id and hits[0]["status"] == "deleted"
     r.close()
     p.close()
@@ -257,7 +257,7 @@ def test_facts_embed_with_their_note_context(vault: Path) -> None:
     text = v.con.execute("SELECT c.start, c.stop FROM chunks c JOIN traces t ON t.rowid = c.trace_rowid WHERE t.id = 'f-1'").fetchall()
     assert text == [(0, len("Releases go out on Fridays."))]
     r = Retriever(v, v.con)
-    hits = r.search(SearchQuery("which weekday do we release", mode="hybrid", explain=True))["hits"]
+    hits = r.search(SearchQuery("which weekday do we release", mode="hybrid", explain=True)).to_json()["hits"]
     ids = [h["id"] for h in hits]
     assert "f-1" in ids and note_id in ids
     r.close()

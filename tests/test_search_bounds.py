@@ -95,7 +95,7 @@ def heavy(vault: Path) -> Path:
 
 def test_a_word_with_30000_hits_in_one_note_is_searched_boundedly(heavy: Path) -> None:
     with opened(heavy) as store:
-        hits = store.search(SearchQuery("zebra river", mode="keyword", limit=10))["hits"]
+        hits = store.search(SearchQuery("zebra river", mode="keyword", limit=10)).to_json()["hits"]
     by_path = {h["path"]: h for h in hits}
     assert "Hits.md" in by_path and len(hits) == 6
     hit = by_path["Hits.md"]
@@ -106,13 +106,13 @@ def test_a_word_with_30000_hits_in_one_note_is_searched_boundedly(heavy: Path) -
 def test_a_multi_megabyte_note_is_quoted_from_a_bounded_window(heavy: Path) -> None:
     assert (heavy / "Big.md").stat().st_size > 2 * SCAN_CHARS
     with opened(heavy) as store:
-        hit = store.search(SearchQuery("w17", mode="keyword", limit=3))["hits"][0]
+        hit = store.search(SearchQuery("w17", mode="keyword", limit=3)).to_json()["hits"][0]
         assert hit["path"] == "Big.md" and "**w17**" in hit["snippet"]
         assert len(hit["passage"]) <= QUOTE_CHARS + 16
         # Past the scanned prefix a word is found by one substring search in C, not by tokenizing megabytes.
-        far = store.search(SearchQuery("needle", mode="keyword", limit=3))["hits"][0]
+        far = store.search(SearchQuery("needle", mode="keyword", limit=3)).to_json()["hits"][0]
         assert far["path"] == "Big.md" and far["snippet"].startswith("…") and "**needle**" in far["snippet"]
-        block = store.context(ContextQuery("needle filler", what="all", budget=300, record=False))
+        block = store.context(ContextQuery("needle filler", what="all", budget=300, record=False)).to_json()
         assert block["tokens"] <= 300
 
 

@@ -43,7 +43,7 @@ def _turn_traces(con: apsw.Connection) -> dict[str, tuple[str, str, str | None]]
 def test_a_turn_is_found_alone_by_search_with_its_speaker_and_time(vault: Path) -> None:
     with opened(vault) as store:
         report = store.ingest(_session(), client="generic")
-        hits = store.search(SearchQuery("transgender stories", mode="keyword", what="all"))["hits"]
+        hits = store.search(SearchQuery("transgender stories", mode="keyword", what="all")).to_json()["hits"]
         # The turn that says it, first; the turns around it may follow (a
         # turn's words count for its neighbours), never the whole note.
         assert all(h["kind"] == "turn" for h in hits)
@@ -53,14 +53,14 @@ def test_a_turn_is_found_alone_by_search_with_its_speaker_and_time(vault: Path) 
         assert hit["ref"] == f"{report.path}#^t3" and hit["uri"].endswith("%5Et3")
         assert hit["at"] == "2023-05-08 13:52"
         # The transcript's names are searchable: Melanie's turns, not the note.
-        named = store.search(SearchQuery("Melanie", mode="keyword", what="all"))["hits"]
+        named = store.search(SearchQuery("Melanie", mode="keyword", what="all")).to_json()["hits"]
         assert {h["anchor"] for h in named} == {"^t2", "^t4"}
 
 
 def test_a_recalled_turn_is_one_plain_line_with_its_date_resolved(vault: Path) -> None:
     with opened(vault) as store:
         report = store.ingest(_session(), client="generic")
-        block = store.context(ContextQuery("When did Caroline go to the support group?", what="all", record=False))
+        block = store.context(ContextQuery("When did Caroline go to the support group?", what="all", record=False)).to_json()
         line = next(x for x in block["text"].splitlines() if "support group" in x)
         assert line.startswith("- 2023-05-08 Caroline: I went to a support group yesterday [2023-05-07]")
         # With the reply beside it, one exchange: the line says when and who
@@ -120,7 +120,7 @@ def test_an_index_from_before_turn_traces_derives_them_on_the_next_sync(vault: P
     with opened(vault) as store:
         store.sync()
         assert len(_turn_traces(store.con)) == 4
-        assert store.search(SearchQuery("transgender", mode="keyword", what="all"))["hits"][0]["kind"] == TURN_KIND
+        assert store.search(SearchQuery("transgender", mode="keyword", what="all")).to_json()["hits"][0]["kind"] == TURN_KIND
 
 
 _WORDS = st.sampled_from(["alpha", "beta", "gamma", "delta", "kiwi", "mango", "sunrise", "harbour"])

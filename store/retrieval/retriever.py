@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Any
 import apsw
 
 from memvault.store import location
+from memvault.store.answers import RecallBlock, RecallLine, SearchHit, SearchResult, SessionStartText
 from memvault.store.embedding import vectors as vec
 from memvault.store.embedding.model import ModelUnavailable, load_embedder, resolve_model
 from memvault.store.queries import ContextQuery, SearchQuery, SessionStartQuery
@@ -194,8 +195,8 @@ class Retriever:
             return "keyword", ["vectors are turned off (embedding.model = none); using keyword search"]
         return mode, []
 
-    def search(self, q: SearchQuery) -> dict[str, Any]:
-        """Hits for a search as JSON-ready dicts: ``{"mode", "hits", "notices"}``.
+    def search(self, q: SearchQuery) -> SearchResult:
+        """Hits for a search, best first, the mode it ran in and notices.
 
         ``q.what`` picks notes, memories, facts or all; ``q.memory_scope``
         keeps only memories of those scopes (notes and facts have none and
@@ -227,7 +228,8 @@ class Retriever:
             from memvault.store.retrieval.recall import record_recall
 
             record_recall(self.con, [h.id for h in hits if h.kind in ("memory", "fact")])
-        return {"mode": chosen, "hits": [self._hit_dict(h, explain, query, qvec) for h in hits], "notices": notices}
+        return SearchResult(chosen, tuple(SearchHit.from_json(self._hit_dict(h, explain, query, qvec)) for h in hits),
+                            tuple(notices))
 
     def time_bounds(self, since: str | None, until: str | None) -> dict[str, str | None]:
         """``since``/``until`` as written by a person, as :class:`Filters` bounds (now: :attr:`clock`)."""
@@ -305,8 +307,8 @@ class Retriever:
 
     # -- context ---------------------------------------------------------------
 
-    def context(self, q: ContextQuery) -> dict[str, Any]:
-        """The recall block for a message: ``{"text", "tokens", "budget", "items", "notices"}``.
+    def context(self, q: ContextQuery) -> RecallBlock:
+        """The recall block for a message, its lines and notices.
 
         ``q.what`` is "memories" (memories and facts) or "all" (ordinary
         notes too, each quoted by its matching passage); ``q.memory_scope``
@@ -354,13 +356,11 @@ class Retriever:
         text, items = assemble(ids, relevant, budget, always_identity=identity == "always")
         if q.record and items:
             record_recall(self.con, list(dict.fromkeys(i.id for i in items)))
-        return {
-            "text": text, "tokens": block_tokens(text), "budget": budget,
-            "items": [i.as_dict() for i in items], "notices": notices,
-        }
+        return RecallBlock(text, block_tokens(text), budget, tuple(RecallLine.from_json(i.as_dict()) for i in items),
+                           tuple(notices))
 
-    def session_start(self, q: SessionStartQuery) -> dict[str, Any]:
-        """What a session starts with (:func:`~.session_start.session_start`): ``{"text", "tokens", "budget"}``."""
+    def session_start(self, q: SessionStartQuery) -> SessionStartText:
+        """What a session starts with (:func:`~.session_start.session_start`)."""
         from memvault.store.retrieval.session_start import session_start
 
         return session_start(self, q.project, q.budget)

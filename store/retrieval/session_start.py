@@ -21,6 +21,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
+from memvault.store.answers import SessionStartText
 from memvault.store.queries import ContextQuery
 from memvault.store.retrieval.recall import ITEM_MAX_TOKENS, RecallItem, block_tokens, fit_line, identity_items
 
@@ -72,9 +73,9 @@ def _listed(items: Sequence[dict[str, Any]]) -> list[tuple[str, str | RecallItem
             for i in items]
 
 
-def session_start(retriever: "Retriever", project: str | None = None, budget: int | None = None) -> dict[str, Any]:
+def session_start(retriever: "Retriever", project: str | None = None, budget: int | None = None) -> SessionStartText:
     """The session-start text for ``project`` (None: no project) within
-    ``budget`` tokens (default ``recall.budget``): ``{"text", "tokens", "budget"}``."""
+    ``budget`` tokens (default ``recall.budget``)."""
     from memvault.store.index import browse
 
     con, name = retriever.con, retriever.store.name
@@ -88,7 +89,7 @@ def session_start(retriever: "Retriever", project: str | None = None, budget: in
             _listed(lessons["items"]))
     recalled = retriever.context(ContextQuery(f"project {project}" if project else "current work", budget=budget,
                                               what="memories", identity="relevant", record=False))
-    out.add("## Recalled Memory", [(i["id"], i["text"]) for i in recalled["items"]])
+    out.add("## Recalled Memory", [(i.id, i.text) for i in recalled.items])
     if project:
         scoped = browse.list_traces(con, name, what="memories", scopes=[project], sort="strength", limit=RECENT_ITEMS)
         out.add(f"## Memories of project {project}", _listed(scoped["items"]))
@@ -96,4 +97,4 @@ def session_start(retriever: "Retriever", project: str | None = None, budget: in
               if i["status"] == "active"]
     out.add(f"## Changed in memory lately (since {RECENT_SINCE} ago)", _listed(recent)[:RECENT_ITEMS])
     text = out.text
-    return {"text": text, "tokens": block_tokens(text), "budget": budget}
+    return SessionStartText(text, block_tokens(text), budget)
