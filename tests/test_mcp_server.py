@@ -208,8 +208,8 @@ def test_read_only_server_offers_read_tools_only_and_starts_from_the_vault_as_it
 def test_search_and_context_go_to_a_running_daemon(agent_vault: Path, tmp_path: Path) -> None:
     query, message = "components inside a hard disk", "how do I ship the billing service"
     with opened(agent_vault) as store:
-        cold_hits = store.search(SearchQuery(query, limit=5))["hits"]
-        cold_block = store.context(ContextQuery(message, record=False))["text"]
+        cold_hits = store.search(SearchQuery(query, limit=5)).to_json()["hits"]
+        cold_block = store.context(ContextQuery(message, record=False)).to_json()["text"]
     srv = QueryServer(MemoryStore.open(str(agent_vault)))
     srv.start()
     try:
