@@ -260,11 +260,35 @@ def test_an_sdk_choosing_another_version_than_the_fast_answer_is_logged(caplog: 
     for sdk_chose, warned in (("2025-11-25", False), ("2099-01-01", True)):
         caplog.clear()
         sink = Sink()
-        drop = DropReply(sink, 1, "2025-11-25")
+        drop = DropReply(sink, {json.dumps(1): ("initialize", "2025-11-25")})
         asyncio.run(drop.write(json.dumps({"jsonrpc": "2.0", "id": 1, "result": {"protocolVersion": sdk_chose}})))
         asyncio.run(drop.write(json.dumps({"jsonrpc": "2.0", "id": 2, "result": {}})))
         assert [json.loads(f)["id"] for f in sink.frames] == [2]  # the replayed answer is dropped either way
         assert ("HANDSHAKE_VERSIONS" in caplog.text) is warned
+
+
+def test_a_cold_start_answers_tools_list_from_the_sdks_last_answer(agent_vault: Path, tmp_path: Path,
+                                                                  memvault_env: Path) -> None:
+    """The first start keeps the SDK's tool list; the next answers it before the
+    SDK has loaded. A stale one (same key, other tools) is answered once, logged, replaced."""
+    from memvault.cli.clients.mcp_boot import tools_key
+
+    async def listing(s: ClientSession) -> list[dict[str, Any]]:
+        tools = (await s.list_tools()).tools
+        await s.send_ping()  # answered by the SDK, after the replayed tools/list: the comparison is done
+        return [t.model_dump(by_alias=True, exclude_none=True, mode="json") for t in tools]
+
+    cache = memvault_env / "mcp-tools.json"
+    first = run_session(agent_vault, tmp_path / "1.err", listing)
+    saved = json.loads(cache.read_text())[tools_key(False)]
+    assert [t["name"] for t in saved["tools"]] == [t["name"] for t in first] and len(first) > 5
+    cache.write_text(json.dumps({tools_key(False): {"tools": saved["tools"][:1]}}))
+    second = run_session(agent_vault, tmp_path / "2.err", listing)
+    assert [t["name"] for t in second] == [first[0]["name"]]  # the cached list, answered before the SDK loaded
+    assert "cached tool list answered at start was stale" in (tmp_path / "2.err").read_text()
+    assert json.loads(cache.read_text())[tools_key(False)] == saved
+    assert run_session(agent_vault, tmp_path / "3.err", listing) == first
+    assert "stale" not in (tmp_path / "3.err").read_text() and "Traceback" not in (tmp_path / "3.err").read_text()
 
 
 def test_http_transport_needs_the_bearer_token(agent_vault: Path, tmp_path: Path) -> None:

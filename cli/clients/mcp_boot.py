@@ -13,6 +13,16 @@ table, kept in :data:`HANDSHAKE_VERSIONS` and checked against the SDK by a
 test and at run time), capabilities, server info and
 instructions (a test compares the two).
 
+A client asks for the tools next (``tools/list``, after its
+``notifications/initialized``), and that list is built by the SDK from the
+tools' signatures. So the SDK's last answer is kept (:class:`ToolsCache`,
+``mcp-tools.json`` in memvault's data dir, under a key of memvault's and
+the SDK's versions, the server's mode and the tool modules' files) and a
+cold start answers ``tools/list`` from it while the SDK loads; the request
+is replayed to the SDK too, its answer dropped and compared: a different
+one replaces the cache and is logged. Without a cached list for the key
+(the first start after an upgrade), the SDK answers it as before.
+
 A first message that is not an ``initialize`` request (a client of the
 stateless 2026 protocol era) is simply handed to the SDK once it is ready.
 While serving, fd 0 reads the null device and fd 1 writes to stderr, so
@@ -27,6 +37,7 @@ import logging
 import os
 import threading
 from collections.abc import AsyncIterator, Callable
+from pathlib import Path
 from typing import Any
 
 INSTRUCTIONS = """\
@@ -103,49 +114,142 @@ def as_initialize(line: bytes) -> tuple[Any, dict[str, Any]] | None:
     return msg["id"], params
 
 
-class Replay:
-    """The SDK's stdin: lines already read (the ``initialize`` request), then the wire."""
+def _message(line: bytes | str) -> dict[str, Any] | None:
+    try:
+        msg = json.loads(line)
+    except ValueError:
+        return None
+    return msg if isinstance(msg, dict) else None
 
-    def __init__(self, first: list[str], rest: Any) -> None:
+
+def _id_key(msg_id: Any) -> str:
+    """A JSON-RPC id as a dict key (1 and "1" stay apart)."""
+    return json.dumps(msg_id)
+
+
+class ToolsCache:
+    """The ``tools/list`` result the SDK last gave, kept in memvault's data dir
+    under a key of what the list depends on (:func:`tools_key`), so the
+    next cold start can answer it before the SDK has loaded. The SDK's own
+    answer to the replayed request is compared with it (:class:`DropReply`)
+    and replaces it when they differ."""
+
+    KEEP = 4  # keys kept (read-only and full servers, two versions)
+
+    def __init__(self, path: Path, key: str) -> None:
+        self.path = path
+        self.key = key
+
+    def _all(self) -> dict[str, Any]:
+        try:
+            data = json.loads(self.path.read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            return {}
+        return data if isinstance(data, dict) else {}
+
+    def load(self) -> dict[str, Any] | None:
+        """The cached result for this key, or None."""
+        result = self._all().get(self.key)
+        return result if isinstance(result, dict) and isinstance(result.get("tools"), list) else None
+
+    def save(self, result: dict[str, Any]) -> None:
+        """Keep ``result`` for this key (never raises: the cache only saves time)."""
+        data = {k: v for k, v in self._all().items() if k != self.key}
+        data = dict(list(data.items())[-(self.KEEP - 1):]) if self.KEEP > 1 else {}
+        data[self.key] = result
+        tmp = self.path.with_name(f".{self.path.name}.{os.getpid()}.tmp")
+        try:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            tmp.write_text(json.dumps(data, ensure_ascii=False), encoding="utf-8")
+            os.replace(tmp, self.path)
+        except OSError:
+            tmp.unlink(missing_ok=True)
+
+
+def tools_key(read_only: bool) -> str:
+    """What the tool list depends on: memvault's and the SDK's versions, the
+    server's mode, and the modules that declare the tools (their size and
+    modification time: a changed source is a new key)."""
+    import hashlib
+    import importlib.util
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        sdk = version("mcp")
+    except PackageNotFoundError:
+        sdk = "?"
+    parts = [server_version(), sdk, "read-only" if read_only else "full"]
+    for module in ("memvault.cli.mcp_server", "memvault.cli.clients.mcp_tidy"):
+        spec = importlib.util.find_spec(module)
+        try:
+            st = os.stat(spec.origin) if spec is not None and spec.origin else None
+        except OSError:
+            st = None
+        parts.append(f"{module}:{st.st_size}:{st.st_mtime_ns}" if st is not None else f"{module}:-")
+    return hashlib.sha256("|".join(parts).encode()).hexdigest()[:24]
+
+
+class Replay:
+    """The SDK's stdin: lines already read (answered here or not), then the
+    wire; notes the ids of ``tools/list`` requests, whose answers refresh the cache."""
+
+    def __init__(self, first: list[str], rest: Any, listing: set[str] | None = None) -> None:
         self.first = first
         self.rest = rest
+        self.listing = listing if listing is not None else set()
 
     def __aiter__(self) -> AsyncIterator[str]:
         return self._lines()
 
     async def _lines(self) -> AsyncIterator[str]:
         for line in self.first:
+            self._note(line)
             yield line
         async for line in self.rest:
+            self._note(line)
             yield line
+
+    def _note(self, line: str) -> None:
+        msg = _message(line)
+        if msg is not None and msg.get("method") == "tools/list" and "id" in msg:
+            self.listing.add(_id_key(msg["id"]))
 
 
 class DropReply:
-    """The SDK's stdout: the wire, less the SDK's answer to the replayed
-    ``initialize`` (whose protocol version should be the one answered: a
-    warning says when it is not, an SDK whose table moved from
-    :data:`HANDSHAKE_VERSIONS`)."""
+    """The SDK's stdout: the wire, less the SDK's answers to the replayed
+    requests answered here already (``answered``: id key -> (method, what
+    was answered)). The SDK's ``initialize`` answer should carry the
+    protocol version answered (a warning says when it does not, an SDK whose
+    table moved from :data:`HANDSHAKE_VERSIONS`); its ``tools/list`` answers
+    refresh the cache (and a warning says when the cached one answered was stale)."""
 
-    def __init__(self, sink: Any, drop_id: Any, answered: str | None = None) -> None:
+    def __init__(self, sink: Any, answered: dict[str, tuple[str, Any]], listing: set[str] | None = None,
+                 cache: ToolsCache | None = None) -> None:
         self.sink = sink
-        self.drop_id = drop_id
         self.answered = answered
-        self.dropped = drop_id is None
+        self.listing = listing if listing is not None else set()
+        self.cache = cache
 
     async def write(self, text: str) -> None:
-        """Pass a frame on, unless it is the one answer to drop."""
-        if not self.dropped:
-            try:
-                msg = json.loads(text)
-            except ValueError:
-                msg = None
-            if isinstance(msg, dict) and "method" not in msg and msg.get("id") == self.drop_id:
-                self.dropped = True
-                chosen = (msg.get("result") or {}).get("protocolVersion")
-                if self.answered is not None and chosen != self.answered:
-                    logging.getLogger("memvault.mcp").warning(
-                        "the MCP SDK chose protocol version %s where memvault answered %s: "
-                        "HANDSHAKE_VERSIONS in memvault.cli.clients.mcp_boot needs updating", chosen, self.answered)
+        """Pass a frame on, unless it answers a request answered here already."""
+        msg = _message(text) if (self.answered or self.listing) else None
+        if msg is not None and "method" not in msg and "id" in msg:
+            key = _id_key(msg["id"])
+            result = msg.get("result")
+            if key in self.listing:
+                self.listing.discard(key)
+                if self.cache is not None and isinstance(result, dict) and self.cache.load() != result:
+                    self.cache.save(result)
+            if key in self.answered:
+                method, ours = self.answered.pop(key)
+                log = logging.getLogger("memvault.mcp")
+                if method == "initialize":
+                    chosen = (result or {}).get("protocolVersion") if isinstance(result, dict) else None
+                    if chosen != ours:
+                        log.warning("the MCP SDK chose protocol version %s where memvault answered %s: "
+                                    "HANDSHAKE_VERSIONS in memvault.cli.clients.mcp_boot needs updating", chosen, ours)
+                elif result != ours:
+                    log.warning("the cached tool list answered at start was stale; the next start answers the new one")
                 return
         await self.sink.write(text)
 
@@ -154,9 +258,15 @@ class DropReply:
         await self.sink.flush()
 
 
-def serve_stdio(build: Callable[[], Any]) -> None:
+def _write_line(writer: io.BufferedWriter, msg: dict[str, Any]) -> None:
+    writer.write(json.dumps(msg, ensure_ascii=False, separators=(",", ":")).encode("utf-8") + b"\n")
+    writer.flush()
+
+
+def serve_stdio(build: Callable[[], Any], tools: ToolsCache | None = None) -> None:
     """Serve the MCP server ``build()`` returns on this process's stdin and
-    stdout, answering ``initialize`` while ``build`` runs (module docstring)."""
+    stdout, answering ``initialize`` while ``build`` runs (module docstring),
+    and ``tools/list`` too when ``tools`` holds the list for this server."""
     reader = os.fdopen(os.dup(0), "rb")
     writer = os.fdopen(os.dup(1), "wb")
     devnull = os.open(os.devnull, os.O_RDONLY)
@@ -164,42 +274,64 @@ def serve_stdio(build: Callable[[], Any]) -> None:
     os.close(devnull)
     os.dup2(2, 1)  # ... and their stray output goes to stderr, never onto the wire
     built: dict[str, Any] = {}
+    ready = threading.Event()
 
     def target() -> None:
         try:
             built["server"] = build()
         except BaseException as exc:  # noqa: BLE001 - reported by the main thread
             built["error"] = exc
+        finally:
+            ready.set()
 
     thread = threading.Thread(target=target, name="memvault-mcp-load", daemon=True)
     thread.start()
     first = reader.readline()
     if not first:
         return  # the client went away before saying anything
-    drop_id = answered = None
+    lines = [first]
+    answered: dict[str, tuple[str, Any]] = {}
     init = as_initialize(first)
     if init is not None:
-        drop_id, params = init
+        msg_id, params = init
         result = initialize_result(params, handshake_versions(), server_version())
-        answered = result["protocolVersion"]
-        reply = {"jsonrpc": "2.0", "id": drop_id, "result": result}
-        writer.write(json.dumps(reply, ensure_ascii=False, separators=(",", ":")).encode("utf-8") + b"\n")
-        writer.flush()
+        answered[_id_key(msg_id)] = ("initialize", result["protocolVersion"])
+        _write_line(writer, {"jsonrpc": "2.0", "id": msg_id, "result": result})
+        listed = tools.load() if tools is not None else None
+        while listed is not None and not ready.is_set():
+            # While the SDK loads: the client's "initialized" and its tools/list
+            # (answered from the cache); anything else waits for the SDK.
+            line = reader.readline()
+            if not line:
+                break
+            lines.append(line)
+            msg = _message(line) or {}
+            if msg.get("method") == "notifications/initialized" and "id" not in msg:
+                continue
+            params = msg.get("params")
+            if msg.get("method") == "tools/list" and "id" in msg and not (isinstance(params, dict) and params.get("cursor")):
+                answered[_id_key(msg["id"])] = ("tools/list", listed)
+                _write_line(writer, {"jsonrpc": "2.0", "id": msg["id"], "result": listed})
+                continue
+            break
     thread.join()
     if "error" in built:
         raise built["error"]
-    _run_sdk(built["server"], first.decode("utf-8", "replace"), reader, writer, drop_id, answered)
+    _run_sdk(built["server"], [line.decode("utf-8", "replace") for line in lines], reader, writer, answered, tools)
 
 
-def _run_sdk(server: Any, first: str, reader: io.BufferedReader, writer: io.BufferedWriter, drop_id: Any,
-             answered: str | None) -> None:
+def _run_sdk(server: Any, first: list[str], reader: io.BufferedReader, writer: io.BufferedWriter,
+             answered: dict[str, tuple[str, Any]], tools: ToolsCache | None) -> None:
     import anyio
     from mcp.server.stdio import stdio_server
 
     async def run() -> None:
         source = anyio.wrap_file(io.TextIOWrapper(reader, encoding="utf-8", errors="replace"))
         sink = anyio.wrap_file(io.TextIOWrapper(writer, encoding="utf-8"))
-        async with stdio_server(stdin=Replay([first], source), stdout=DropReply(sink, drop_id, answered)) as (read, write):
+        listing: set[str] = set()
+        stdin = Replay(first, source, listing)
+        stdout = DropReply(sink, answered, listing, tools)
+        async with stdio_server(stdin=stdin, stdout=stdout) as (read, write):
             low = server._lowlevel_server  # what MCPServer.run_stdio_async runs, on our streams
             await low.run(read, write, low.create_initialization_options())
 

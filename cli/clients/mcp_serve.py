@@ -23,6 +23,8 @@ if TYPE_CHECKING:
     from memvault.store.memory_store import MemoryStore
 
 TOKEN_FILE = "mcp_token"
+#: The tool list a cold stdio start answers before the SDK loads (:class:`~.mcp_boot.ToolsCache`), in the data home.
+TOOLS_CACHE = "mcp-tools.json"
 DEFAULT_HTTP_HOST = "127.0.0.1"
 LOOPBACK = ("127.0.0.1", "localhost", "::1")
 
@@ -69,7 +71,8 @@ def parse_listen(value: str) -> tuple[str, int]:
 
 def serve_stdio_server(store: "MemoryStore", *, read_only: bool = False) -> None:
     """Serve ``store`` on this process's stdin and stdout until the client closes stdin."""
-    from memvault.cli.clients.mcp_boot import serve_stdio
+    from memvault.cli.clients.mcp_boot import ToolsCache, serve_stdio, tools_key
+    from memvault.store.location import data_home
 
     def build() -> object:
         from memvault.cli.mcp_server import build_server
@@ -79,7 +82,7 @@ def serve_stdio_server(store: "MemoryStore", *, read_only: bool = False) -> None
         return server
 
     try:
-        serve_stdio(build)
+        serve_stdio(build, ToolsCache(data_home() / TOOLS_CACHE, tools_key(read_only)))
     except KeyboardInterrupt:
         pass
 
