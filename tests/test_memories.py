@@ -175,13 +175,23 @@ def test_rename_move_and_delete_in_vault(mv: Memories) -> None:
     assert t and t.kind == "note" and t.path == "Elsewhere/hiking.md"
 
 
-def test_note_created_in_memory_folder_is_a_memory_and_reading_never_writes(mv: Memories) -> None:
+def test_note_created_in_memory_folder_is_a_memory_and_gets_its_id_and_created_once(mv: Memories) -> None:
+    """A memory note made by hand gets its id and ``created`` (its mtime)
+    written in, those lines alone, when first read: every device and a
+    rebuild then read the same ones (issue 20). Its text is untouched, and
+    the next read writes nothing."""
     p = write(mv.root, "Memory/procedural/Deploy steps.md", "Run the tests, then tag the release.\n")
-    before = p.read_bytes()
+    saved = 1767323045
+    os.utime(p, (saved, saved))
     mv.indexer.sync()
     t = find_trace(mv.con, "Memory/procedural/Deploy steps.md")
     assert t and t.kind == "memory" and t.type == "procedural" and t.id.startswith("m-")
-    assert p.read_bytes() == before  # no id added just because we read it
+    assert p.read_text(encoding="utf-8") == (
+        f"---\nid: {t.id}\ncreated: '2026-01-02T03:04:05+00:00'\n---\nRun the tests, then tag the release.\n")
+    assert t.created == "2026-01-02T03:04:05+00:00"
+    once = p.read_bytes()
+    mv.indexer.sync()
+    assert p.read_bytes() == once  # written once: reading it again writes nothing
     mv.update(t.id, tags=["release"])
     text = p.read_text(encoding="utf-8")
     assert text.startswith(f"---\nid: {t.id}\n") and "Run the tests, then tag the release." in text

@@ -387,7 +387,9 @@ def test_mcp_tools_and_resources_never_answer_a_credential(secret_vault: Path) -
 
 
 def test_exports_made_to_share_hold_no_credential(vault: Path, tmp_path: Path) -> None:
-    typed = "---\ntype: semantic\napi_key: k3y-9d8c7b6a5f\n---\nThe office wifi password is Qm7#vvLp for guests.\n"
+    # With its id and created, as memvault leaves a memory note after it first reads one.
+    typed = ("---\nid: m-0a1b2c3d4e5f\ncreated: '2026-01-02T03:04:05+00:00'\ntype: semantic\napi_key: k3y-9d8c7b6a5f\n"
+             "---\nThe office wifi password is Qm7#vvLp for guests.\n")
     write(vault, "Memory/semantic/Office pin is 4821x.md", typed)
     run(vault, "sync", "--no-embed")
     secrets = ("k3y-9d8c7b6a5f", "Qm7#vvLp", "4821x")

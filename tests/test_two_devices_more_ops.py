@@ -2,22 +2,14 @@
 bench_two_devices batch 9): a memory note written by hand in a type's
 folder, with no ``id`` and no ``created``.
 
-Both devices give it the same id (derived from its path), but each takes
-its own clock for ``created`` (when it first indexed the note), so the two
-devices list one memory with two creation times, and a rebuilt data dir a
-third; a device that first sees the note under another name (renamed
-before it arrived) derives another id. Issue 20's rule says what two
-devices must agree on is in the vault: writing the id and ``created`` (the
-note's mtime, which a sync tool such as Syncthing carries) into such a note
-once, when memvault first reads it, passes both tests (a 21-line change to
-``store/index/reconcile.py``). It is not made here: memvault deliberately
-leaves a hand-made memory note as typed until its own next write of it
-(docs/memories.md, "reading it never writes"; pinned by
-``test_memories.py::test_note_created_in_memory_folder_is_a_memory_and_reading_never_writes``,
-``test_redaction.py::test_exports_made_to_share_hold_no_credential`` and
-``test_write_recovery.py::test_a_write_that_moved_to_a_free_name_is_recognised_on_retry``),
-and which rule wins is a decision for the project, not a soak's fix. Until
-then both tests are expected failures (strict: they fail the run once they pass).
+Without help each device would take its own clock for ``created`` (when it
+first indexed the note), so two devices would list one memory with two
+creation times and a rebuilt data dir a third, and a device that first sees
+the note under another name (renamed before it arrived) would derive
+another id. Issue 20's rule says what two devices must agree on is in the
+vault: memvault writes the id and ``created`` (the note's mtime, which a
+sync tool such as Syncthing carries) into such a note once, those lines
+alone, when it first reads it (``Indexer._write_identity``).
 """
 
 from __future__ import annotations
@@ -26,7 +18,6 @@ import os
 import shutil
 from pathlib import Path
 
-import pytest
 from test_two_devices_history import Device, two
 from two_devices import read_rows
 
@@ -37,15 +28,10 @@ LIVE = ("SELECT id, content, created FROM traces WHERE kind = 'memory' AND statu
 #: When the person saved the note (its mtime): 2026-01-02T03:04:05Z.
 SAVED = 1767323045
 
-OPEN = pytest.mark.xfail(strict=True, reason="issue 20: a hand-made memory note's id and created are each "
-                                             "device's own until memvault writes the note (open: see the docstring)")
-
-
 def _live(d: Device) -> list[tuple]:
     return read_rows(d.data_dir, "index.db", LIVE)
 
 
-@OPEN
 def test_a_memory_note_written_by_hand_has_one_id_and_created_everywhere(tmp_path: Path) -> None:
     a, b, carry = two(tmp_path)
     note = a.vault / "Memory" / "semantic" / "hand-1.md"
@@ -72,7 +58,6 @@ def test_a_memory_note_written_by_hand_has_one_id_and_created_everywhere(tmp_pat
     assert _live(b) == _live(a)
 
 
-@OPEN
 def test_a_hand_note_renamed_before_the_other_device_saw_it_keeps_its_id(tmp_path: Path) -> None:
     """The id is the note's from its first read: a rename afterwards (on a
     device that had not read it, or after a rebuild) does not change it."""

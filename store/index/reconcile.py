@@ -551,6 +551,27 @@ class Indexer:
         """Write ``new_id`` into the note's front-matter (the ``id`` line alone)."""
         return self._set_managed(note, st, {"id": new_id})
 
+    def _write_identity(self, c: NoteChange) -> None:
+        """A memory note made by hand (no ``id`` or no ``created`` in its
+        front-matter) gets the id it was given and its ``created`` (its
+        mtime, which a sync tool carries) written in, those lines alone,
+        once: identity and creation time then come from the vault, so
+        another device, a rename, or a rebuild reads the same ones (each
+        device took its own otherwise: ``created`` from its clock, the id
+        from the path it first saw the note at)."""
+        from memvault.store.index.classify import iso_from_ns
+
+        if not c.memory or c.note.error or not c.trace_id or _is_copy(c.note):
+            return
+        values: dict[str, object] = {}
+        if "id" not in c.note.frontmatter:
+            values["id"] = c.trace_id
+        if "created" not in c.note.frontmatter:
+            values["created"] = iso_from_ns(c.stat.mtime_ns)
+        if values:
+            c.note, c.stat = self._set_managed(c.note, c.stat, values)
+            c.resolutions = c.keys = None
+
     def _count_edit(self, c: NoteChange) -> None:
         """A memory note whose text no longer matches the fingerprint of the
         version its front-matter names was edited (here, or on another device

@@ -207,6 +207,7 @@ class ReconcilePass:
             self.ix._count_edit(c)  # before the id: both may rewrite the note, one after the other
         self.ix._assign_ids(batch, self.known, self.taken)
         for c in batch:
+            self.ix._write_identity(c)
             self.all_files[c.stat.path] = c.trace_id
         with write_transaction(self.con):
             for c in batch:
