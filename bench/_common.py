@@ -8,6 +8,7 @@ import math
 import os
 import platform
 import shutil
+import socket
 import statistics
 import subprocess
 import sys
@@ -191,3 +192,18 @@ def ms(x: float) -> str:
 
 def verdict(ok: bool) -> str:
     return "PASS" if ok else "FAIL"
+
+
+def wait_ready(sock: socket.socket, proc: subprocess.Popen[bytes], timeout: float) -> float:
+    """Seconds until a daemon started with NOTIFY_SOCKET bound to ``sock`` says READY=1."""
+    start = time.perf_counter()
+    sock.settimeout(0.5)
+    while time.perf_counter() - start < timeout:
+        if proc.poll() is not None:
+            raise SystemExit(f"daemon exited with {proc.returncode} before READY")
+        try:
+            if "READY=1" in sock.recv(4096).decode().split("\n"):
+                return time.perf_counter() - start
+        except socket.timeout:
+            continue
+    raise SystemExit("daemon not ready in time")

@@ -26,7 +26,18 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _common import MEMVAULT_EXE, REPO, isolate_env, machine_info, mktemp, ms, summarize, table, write_json  # noqa: E402
+from _common import (  # noqa: E402
+    MEMVAULT_EXE,
+    REPO,
+    isolate_env,
+    machine_info,
+    mktemp,
+    ms,
+    summarize,
+    table,
+    wait_ready,
+    write_json,
+)
 
 VAULT = REPO / "tests" / "fixtures" / "retrieval" / "vault"
 TOPICS = ["green tea", "the billing service", "night trains", "sourdough", "the staging database"]
@@ -46,20 +57,6 @@ def run_adds(root: Path, env: dict[str, str], n: int, tag: str) -> tuple[list[fl
         similar = json.loads(p.stdout.splitlines()[-1]).get("similar_to") or []
         measures.extend(s["measure"] for s in similar[:1])
     return times, measures
-
-
-def wait_ready(sock: socket.socket, proc: subprocess.Popen[bytes], timeout: float) -> float:
-    start = time.perf_counter()
-    sock.settimeout(0.5)
-    while time.perf_counter() - start < timeout:
-        if proc.poll() is not None:
-            raise SystemExit(f"daemon exited with {proc.returncode} before READY")
-        try:
-            if "READY=1" in sock.recv(4096).decode().split("\n"):
-                return time.perf_counter() - start
-        except socket.timeout:
-            continue
-    raise SystemExit("daemon not ready in time")
 
 
 def main() -> None:

@@ -54,6 +54,7 @@ from _common import (  # noqa: E402
     summarize,
     table,
     verdict,
+    wait_ready,
     write_json,
 )
 
@@ -73,20 +74,6 @@ def proc_status(pid: int, key: str) -> int:
         if line.startswith(key + ":"):
             return int(line.split()[1]) * 1024
     raise KeyError(key)
-
-
-def wait_ready(sock: socket.socket, proc: subprocess.Popen[bytes], timeout: float) -> float:
-    start = time.perf_counter()
-    sock.settimeout(0.5)
-    while time.perf_counter() - start < timeout:
-        if proc.poll() is not None:
-            raise SystemExit(f"daemon exited with {proc.returncode} before READY")
-        try:
-            if "READY=1" in sock.recv(4096).decode().split("\n"):
-                return time.perf_counter() - start
-        except socket.timeout:
-            continue
-    raise SystemExit("daemon not ready in time")
 
 
 def searchable(index: Path, word: str) -> bool:

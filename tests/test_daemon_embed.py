@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import shutil
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -23,16 +24,10 @@ from memvault.store.memory_store import MemoryStore
 
 
 @pytest.fixture
-def served(tmp_path: Path, memvault_env: Path):
-    root = tmp_path / "vault"
-    shutil.copytree(support.VAULT, root)
-    support.build(root)
-    srv = QueryServer(MemoryStore.open(str(root)))
-    srv.start()
-    srv.retriever().embedder()  # the daemon's model, loaded
-    yield srv
-    srv.stop()
-    srv.store.close()
+def served(tmp_path: Path, memvault_env: Path) -> Iterator[QueryServer]:
+    with support.query_server(tmp_path) as srv:
+        srv.retriever().embedder()  # the daemon's model, loaded
+        yield srv
 
 
 def test_add_reads_its_neighbours_vectors_from_the_daemon(served: QueryServer, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
-import shutil
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -19,7 +19,6 @@ from hypothesis import strategies as st
 from memvault.daemon import client
 from memvault.daemon.serve import QueryServer
 from memvault.store.answers import AnswerError, RecallBlock, RecallLine, SearchHit, SearchResult, SessionStartText
-from memvault.store.memory_store import MemoryStore
 from memvault.store.queries import QUERIES, ContextQuery, QueryError, SearchQuery, SessionStartQuery
 
 words = st.text(st.characters(codec="utf-8", exclude_categories=("Cs",)), max_size=20)
@@ -69,15 +68,9 @@ def test_keyword_and_raw_searches_do_not_ask_the_daemon() -> None:
 
 
 @pytest.fixture
-def server(tmp_path: Path, memvault_env: Path):
-    root = tmp_path / "vault"
-    shutil.copytree(support.VAULT, root)
-    support.build(root)
-    srv = QueryServer(MemoryStore.open(str(root)))
-    srv.start()
-    yield srv
-    srv.stop()
-    srv.store.close()
+def server(tmp_path: Path, memvault_env: Path) -> Iterator[QueryServer]:
+    with support.query_server(tmp_path) as srv:
+        yield srv
 
 
 #: A value other than the default for each option (what the server must accept).

@@ -16,12 +16,11 @@ here (``read_first``), so both orders are checked on every machine.
 
 from __future__ import annotations
 
-import shutil
 from pathlib import Path
 from typing import Any
 
 import pytest
-from test_two_devices_history import two
+from test_two_devices_history import agree_then_rebuild, two
 
 from memvault.store.index.reconcile import Indexer
 from memvault.store.memory_store import MemoryStore
@@ -77,13 +76,7 @@ def test_a_forget_undone_by_two_notes_coming_back_leaves_no_forget_record(
         carry()
     assert (m, "active") in {(i, s) for i, s, _ in b.listed()}
     assert b.forgotten() == set(), "a live memory keeps its forget record"
-    seen = a.view()
-    assert seen == b.view()
-
-    shutil.rmtree(b.home)  # b's data dir is lost: a rebuild gives back what a shows
-    b.home.mkdir()
-    b.run("rebuild", "--no-embed")
-    assert b.view() == seen
+    agree_then_rebuild(a, b)
 
 
 def test_an_update_that_beats_the_notes_deletion_leaves_no_forget_record(tmp_path: Path) -> None:
@@ -102,10 +95,4 @@ def test_an_update_that_beats_the_notes_deletion_leaves_no_forget_record(tmp_pat
         a.run("sync", "--no-embed")
     assert (m, "active") in {(i, s) for i, s, _ in a.listed()}
     assert a.forgotten() == b.forgotten() == set()
-    seen = a.view()
-    assert seen == b.view()
-
-    shutil.rmtree(b.home)
-    b.home.mkdir()
-    b.run("rebuild", "--no-embed")
-    assert b.view() == seen
+    agree_then_rebuild(a, b)

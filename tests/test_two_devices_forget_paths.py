@@ -17,7 +17,7 @@ import shutil
 from pathlib import Path
 
 from test_two_devices_forget import _note_of
-from test_two_devices_history import LOGS, Device, Sync, two
+from test_two_devices_history import LOGS, Device, Sync, agree_then_rebuild, two
 from two_devices import read_rows
 
 
@@ -54,13 +54,7 @@ def test_a_merged_memory_whose_edited_note_beats_the_merge_leaves_no_forget_reco
     _sync_both(a, b, carry)  # a's edit beats b's deletion: the note comes back on b
     assert (member, "active") in {(i, s) for i, s, _ in b.listed()}
     assert a.forgotten() == b.forgotten() == set(), "a live memory keeps its forget record"
-    seen = a.view()
-    assert seen == b.view()
-
-    shutil.rmtree(b.home)
-    b.home.mkdir()
-    b.run("rebuild", "--no-embed")
-    assert b.view() == seen
+    agree_then_rebuild(a, b)
 
 
 def test_a_note_that_changes_its_id_while_its_forget_waits_leaves_no_forget_record(tmp_path: Path) -> None:
@@ -87,13 +81,7 @@ def test_a_note_that_changes_its_id_while_its_forget_waits_leaves_no_forget_reco
     _sync_both(a, b, carry)
     assert (new_id, "active") in {(i, s) for i, s, _ in a.listed()}
     assert a.forgotten() == b.forgotten() == {(m, "bench forgets")}
-    seen = a.view()
-    assert seen == b.view()
-
-    shutil.rmtree(b.home)
-    b.home.mkdir()
-    b.run("rebuild", "--no-embed")
-    assert b.view() == seen
+    agree_then_rebuild(a, b)
 
 
 def test_a_merge_that_arrives_before_the_members_note_moves_is_kept(tmp_path: Path) -> None:
@@ -115,10 +103,4 @@ def test_a_merge_that_arrives_before_the_members_note_moves_is_kept(tmp_path: Pa
     for d in (a, b):
         assert read_rows(d.data_dir, "state.db", "SELECT memory_id, survivor_id FROM merges") == [(member, kept)]
     assert member not in {i for i, _, _ in a.listed()}
-    seen = a.view()
-    assert seen == b.view()
-
-    shutil.rmtree(b.home)
-    b.home.mkdir()
-    b.run("rebuild", "--no-embed")
-    assert b.view() == seen
+    agree_then_rebuild(a, b)

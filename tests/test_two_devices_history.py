@@ -105,6 +105,19 @@ class Sync:
         assert self.base == files(self.b)
 
 
+def agree_then_rebuild(a: Device, b: Device) -> tuple[list, dict, set]:
+    """Both devices show the same list, history and forgotten set; then b's
+    data dir is lost and ``memvault rebuild`` there gives the same back from
+    the vault. Returns what they show."""
+    seen = a.view()
+    assert seen == b.view()
+    shutil.rmtree(b.home)
+    b.home.mkdir()
+    b.run("rebuild", "--no-embed")
+    assert b.view() == seen
+    return seen
+
+
 def two(tmp_path: Path) -> tuple[Device, Device, Sync]:
     a, b = Device(tmp_path / "a"), Device(tmp_path / "b")
     a.run("sync", "--no-embed")
