@@ -265,17 +265,24 @@ class Driver:
         if target:
             d.cli.restore(target)
 
-    def op_edit_memory_note(self, d: Any) -> None:
+    def memory_note_to_edit(self, d: Any) -> tuple[Path, str] | None:
+        """A memory note picked for a hand edit (noted and touched) and its text; None: none to edit."""
         notes = self.memory_notes(d)
         target = self.pick(self.targets(d, sorted(notes)))
-        if target:
-            p = notes[target]
-            self.note = f"{target} {p.relative_to(d.root)}"
-            self.touch(target)
-            try:
-                old = p.read_text(encoding="utf-8")
-            except FileNotFoundError:
-                return
+        if not target:
+            return None
+        p = notes[target]
+        self.note = f"{target} {p.relative_to(d.root)}"
+        self.touch(target)
+        try:
+            return p, p.read_text(encoding="utf-8")
+        except FileNotFoundError:
+            return None
+
+    def op_edit_memory_note(self, d: Any) -> None:
+        found = self.memory_note_to_edit(d)
+        if found:
+            p, old = found
             p.write_text(old + f"\nEdited {self.token()} on the {d.name}.\n", encoding="utf-8")
 
     def op_rename(self, d: Any) -> None:
@@ -545,17 +552,10 @@ class Driver:
         """An Obsidian-style save of a memory note: the file opened with
         truncation and written in place (no rename), now and then twice
         within a few ms (autosave while typing)."""
-        notes = self.memory_notes(d)
-        target = self.pick(self.targets(d, sorted(notes)))
-        if not target:
+        found = self.memory_note_to_edit(d)
+        if not found:
             return
-        p = notes[target]
-        self.note = f"{target} {p.relative_to(d.root)}"
-        self.touch(target)
-        try:
-            text = p.read_text(encoding="utf-8")
-        except FileNotFoundError:
-            return
+        p, text = found
         for _ in range(2 if self.rng.random() < 0.4 else 1):
             try:
                 f = open(p, "r+", encoding="utf-8", newline="")  # noqa: SIM115 - the save below

@@ -36,6 +36,17 @@ def _log_first(src: Device, dst: Device) -> None:
         shutil.copy2(p, dst.vault / LOGS / p.name)
 
 
+def merged_on_b(tmp_path: Path) -> tuple[Device, Device, Sync, str, str]:
+    """Two memories added on a, carried to b, merged there (the second into the first)."""
+    a, b, carry = two(tmp_path)
+    kept = a.add("Prefers dark mode in the editor")
+    member = a.add("Likes a dark theme in editors")
+    carry()
+    b.run("sync", "--no-embed")
+    b.run("merge", kept, member, "--content", "Prefers dark mode in every editor")
+    return a, b, carry, kept, member
+
+
 def test_a_merged_memory_whose_edited_note_beats_the_merge_leaves_no_forget_record(tmp_path: Path) -> None:
     """One device merges two memories (the second is forgotten into the
     first, its note moved to the trash) while on the other a person edits
@@ -43,12 +54,7 @@ def test_a_merged_memory_whose_edited_note_beats_the_merge_leaves_no_forget_reco
     live, so the memory is live again and its forget record must go (before
     the fix it stayed: the merged member's trace is ``superseded``, not
     ``deleted``, and only a deleted one ended its deletion)."""
-    a, b, carry = two(tmp_path)
-    kept = a.add("Prefers dark mode in the editor")
-    member = a.add("Likes a dark theme in editors")
-    carry()
-    b.run("sync", "--no-embed")
-    b.run("merge", kept, member, "--content", "Prefers dark mode in every editor")
+    a, b, carry, kept, member = merged_on_b(tmp_path)
     note = _note_of(a.vault, member)
     note.write_text(note.read_text(encoding="utf-8") + "\nEdited tok9x on a.\n", encoding="utf-8")
     _sync_both(a, b, carry)  # a's edit beats b's deletion: the note comes back on b
@@ -91,12 +97,7 @@ def test_a_merge_that_arrives_before_the_members_note_moves_is_kept(tmp_path: Pa
     is no reason to end the merge (before the fix that device took the live
     note for one a person brought back and dropped the merge on both
     devices: one showed the member deleted, the other merged)."""
-    a, b, carry = two(tmp_path)
-    kept = a.add("Prefers dark mode in the editor")
-    member = a.add("Likes a dark theme in editors")
-    carry()
-    b.run("sync", "--no-embed")
-    b.run("merge", kept, member, "--content", "Prefers dark mode in every editor")
+    a, b, carry, kept, member = merged_on_b(tmp_path)
     _log_first(b, a)
     a.run("sync", "--no-embed")
     _sync_both(a, b, carry)
