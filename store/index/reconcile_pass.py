@@ -39,7 +39,7 @@ from memvault.store.index.reconcile import (
     trusted_ctime,
 )
 from memvault.vault_io.bulk import read_notes
-from memvault.vault_io.note import ParsedNote
+from memvault.vault_io.note import ParsedNote, content_hash
 from memvault.vault_io.resolve import path_key
 from memvault.vault_io.scan import FileStat, ScanResult, stat_file
 
@@ -156,6 +156,8 @@ class ReconcilePass:
                     self.touched.append(st)
                 elif (st.path, res.digest) in self.pending:
                     continue  # our own write
+                elif _mid_save(st, res.digest, known.get(st.path)):
+                    continue  # left as recorded: its write's own event reads it again
                 elif st.path in known and known[st.path].trace_id in self.unwritten:
                     self.summary.warnings.append(
                         f"{st.path}: edited while memvault's own change of it waits to be written; "
@@ -300,3 +302,20 @@ class ReconcilePass:
 def _data_version(con: apsw.Connection) -> int:
     """SQLite's counter of commits to the index by other connections."""
     return int(con.execute("PRAGMA main.data_version").fetchone()[0])
+
+
+#: The content hash of an empty file.
+EMPTY_DIGEST = content_hash(b"")
+
+
+def _mid_save(st: FileStat, digest: str, row: rec.FileRow | None) -> bool:
+    """Whether a note read empty is an editor's save caught between its
+    truncation and its write (Obsidian's ``fs.writeFile`` opens with
+    ``O_TRUNC``, then writes): the index holds it with text and it was
+    written moments ago (racy), or had bytes when its stat was taken, just
+    before the read. That is no text anyone saved: no version or fact change
+    may come of it. Its row stays as it was, so its next look (the write's
+    own event, or a later scan once it is no longer racy, if it really was
+    emptied) reads it again."""
+    return (digest == EMPTY_DIGEST and row is not None and row.size > 0
+            and (st.size > 0 or trusted_ctime(st) == 0))
