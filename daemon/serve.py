@@ -267,7 +267,6 @@ class QueryServer(Service):
                 return _internal(str(exc))
         return {"ok": True, "result": result}
 
-
     def _embed(self, args: object) -> dict[str, Any]:
         """Put the vectors of the texts into the embedding cache with the
         loaded model, for a write in another process (``add``'s neighbours)."""
@@ -278,11 +277,10 @@ class QueryServer(Service):
         with self._answer_lock:
             self.requests += 1
             try:
-                r = self.retriever()
-                if r.model_key is None:
-                    return _internal("vectors are turned off")
-                done = self.store.cache_vectors(texts, r)
-            except Exception as exc:  # a model that cannot load here cannot load there either: it says so itself
+                done = self.store.cache_vectors(texts, self.retriever())
+            except MemvaultError as exc:  # vectors off, or no model here: the writer loads its own, or words
+                return _internal(str(exc))
+            except Exception as exc:
                 log.warning("embed failed: %s", exc)
                 return _internal(str(exc))
         return {"ok": True, "result": {"embedded": done}}

@@ -78,12 +78,18 @@ class ChangeAPI(StoreParts):
         :class:`~.embedding.model.ModelUnavailable` (vectors turned off, or a
         model that cannot be loaded)."""
         from memvault.store.embedding.model import ModelUnavailable
-        from memvault.store.embedding.vectors import cache_texts
+        from memvault.store.embedding.vectors import cache_texts, open_cache
 
         r = self.retriever if retriever is None else retriever
         if r.spec is None:
             raise ModelUnavailable("vectors are turned off")
-        return cache_texts(self.data_dir, r.spec.key, r.embedder(), texts)
+        embedder = r.embedder()
+        cache = open_cache(self.data_dir)
+        assert cache is not None  # created when missing
+        try:
+            return cache_texts(cache, r.spec.key, embedder, texts)
+        finally:
+            cache.close()
 
     def cache_export(self, target: Path) -> int:
         """Write a copy of the embedding cache to ``target``; how many vectors."""

@@ -158,15 +158,16 @@ def _by_vectors(store: "MemoryStore", type_: str, scope: str, content: str,
         ids, matrix = _block_vectors(store, cache, spec.key, type_, scope, rows)
         if not ids and not vec.has_vectors(cache, spec.key):
             return None  # a store without vectors: words alone, and no model loaded
-        if store.vectors_elsewhere is not None and _asked_elsewhere(store, cache, spec.key, content, rows, ids):
+        # The new text's vector, and those of memories added since the last
+        # embedding pass when they are few: kept in the cache, where that
+        # pass finds them done and the next ``add`` compares with them.
+        wanted = [_embedded_text(content)]
+        if len(ids) < len(rows) <= len(ids) + MISSING_LIMIT:
+            have = set(ids)
+            wanted += [_embedded_text(text) for tid, text in rows if tid not in have]
+        if _fill_cache(store, cache, spec, wanted):
             ids, matrix = _block_vectors(store, cache, spec.key, type_, scope, rows)
-        query = _vector_of(store, cache, spec, content)
-        if query is not None and len(ids) < len(rows) <= len(ids) + MISSING_LIMIT:
-            # Memories added since the last embedding pass: embedded now (the model is
-            # loaded anyway), kept in the cache where that pass will find them.
-            for _, text in rows:
-                _vector_of(store, cache, spec, text)
-            ids, matrix = _block_vectors(store, cache, spec.key, type_, scope, rows)
+        query = _unit_vector(cache, spec.key, wanted[0])
     finally:
         cache.close()
     if query is None:
@@ -183,22 +184,26 @@ def _by_vectors(store: "MemoryStore", type_: str, scope: str, content: str,
             for i in np.nonzero(sims >= floor)[0].tolist() if (tid := ids[i]) in texts]
 
 
-def _asked_elsewhere(store: "MemoryStore", cache: object, model: str, content: str,
-                     rows: list[tuple[str, str]], ids: list[str]) -> bool:
-    """Whether the process whose model is loaded (the daemon) put the vectors
-    this ``add`` needs into the cache: the new text's, and those of memories
-    added since the last embedding pass when there are few of them. Nothing
-    asked when the cache has them all."""
-    from memvault.store.embedding.model import text_hash
-    from memvault.store.embedding.vectors import vectors_of
+def _fill_cache(store: "MemoryStore", cache: object, spec: object, texts: list[str]) -> bool:
+    """Put the vectors of those of ``texts`` the cache lacks into it: by the
+    process whose model is loaded (the daemon, ``store.vectors_elsewhere``),
+    else by the model loaded here. Whether any was added (False: none
+    missing, or no model to be had)."""
+    from memvault.store import location
+    from memvault.store.embedding.model import ModelUnavailable, load_embedder, text_hash
+    from memvault.store.embedding.vectors import cache_texts, vectors_of
 
-    wanted = [_embedded_text(content)]
-    if len(ids) < len(rows) <= len(ids) + MISSING_LIMIT:
-        have = set(ids)
-        wanted += [_embedded_text(text) for tid, text in rows if tid not in have]
-    stored = vectors_of(cache, model, [text_hash(t) for t in wanted])  # type: ignore[arg-type]
-    missing = [t for t in wanted if text_hash(t) not in stored]
-    return bool(missing) and store.vectors_elsewhere is not None and store.vectors_elsewhere(missing)
+    stored = vectors_of(cache, spec.key, [text_hash(t) for t in texts])  # type: ignore[arg-type, attr-defined]
+    missing = [t for t in texts if text_hash(t) not in stored]
+    if not missing:
+        return False
+    if store.vectors_elsewhere is not None and store.vectors_elsewhere(missing):
+        return True
+    try:
+        embedder = load_embedder(spec, location.data_home())  # type: ignore[arg-type]
+    except ModelUnavailable:
+        return False
+    return cache_texts(cache, spec.key, embedder, missing) > 0  # type: ignore[arg-type, attr-defined]
 
 
 def _block_vectors(store: "MemoryStore", cache: object, model: str, type_: str, scope: str,
@@ -249,30 +254,16 @@ def _embedded_text(content: str) -> str:
     return chunk_text("memory", content, content, 0, len(content), "")
 
 
-def _vector_of(store: "MemoryStore", cache: object, spec: object, content: str) -> "np.ndarray | None":
-    """The new text's unit vector: from the cache when that text was embedded
-    before, else from the model (None when it cannot be loaded)."""
+def _unit_vector(cache: object, model: str, text: str) -> "np.ndarray | None":
+    """The unit vector the cache holds for ``text`` (None: none, or all zero)."""
     import numpy as np
 
-    from memvault.store import location
     from memvault.store.embedding import vectors as vec
-    from memvault.store.embedding.model import ModelUnavailable, load_embedder, text_hash
+    from memvault.store.embedding.model import text_hash
 
-    text = _embedded_text(content)
-    stored = vec.vectors_of(cache, spec.key, [text_hash(text)])  # type: ignore[arg-type, attr-defined]
-    if stored:
-        v = np.frombuffer(next(iter(stored.values())), dtype=np.float16).astype(np.float64)
-    else:
-        try:
-            embedder = load_embedder(spec, location.data_home())  # type: ignore[arg-type]
-        except ModelUnavailable:
-            return None
-        # As the cache holds it (float16), so a write and a consolidation agree.
-        v16 = embedder.embed([text])[0].astype(np.float16)
-        # Kept in the cache under the text's hash, which is the hash of the new
-        # memory's one chunk: the next ``add`` compares with it before any
-        # embedding pass has run, and that pass finds it done.
-        vec.put_vectors(cache, spec.key, [(text_hash(text), v16.tobytes())])  # type: ignore[arg-type, attr-defined]
-        v = v16.astype(np.float64)
+    stored = vec.vectors_of(cache, model, [text_hash(text)])  # type: ignore[arg-type]
+    if not stored:
+        return None
+    v = np.frombuffer(next(iter(stored.values())), dtype=np.float16).astype(np.float64)
     n = float(np.linalg.norm(v))
     return (v / n).astype(np.float32) if n > 0 else None

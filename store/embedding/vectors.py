@@ -517,25 +517,20 @@ def chunk_rows(con: apsw.Connection, chunk_ids: Iterable[int]) -> dict[int, tupl
     }
 
 
-def cache_texts(data_dir: Path, model: str, embedder: Any, texts: Sequence[str]) -> int:
-    """Embed those of ``texts`` the cache of ``data_dir`` lacks under ``model``
-    (float16, keyed by each text's hash, as every reader expects); how many.
-    The daemon does this for a write in another process (``add``'s
-    neighbours), whose model would otherwise load there."""
+def cache_texts(cache: apsw.Connection, model: str, embedder: Any, texts: Sequence[str]) -> int:
+    """Embed those of ``texts`` the cache lacks under ``model`` and keep them
+    there (float16, keyed by each text's hash, as every reader expects); how
+    many. A write needing vectors (``add``'s neighbours) does this, in its
+    own process or in the daemon's (the ``embed`` op). One text at a time, so
+    a vector is the same whichever process made it."""
     import numpy as np
 
     from memvault.store.embedding.model import text_hash
 
-    cache = open_cache(data_dir)
-    assert cache is not None
-    try:
-        wanted = {text_hash(t): t for t in texts}
-        have = vectors_of(cache, model, list(wanted))
-        todo = [(h, t) for h, t in wanted.items() if h not in have]
-        if todo:
-            vecs = embedder.embed([t for _, t in todo])
-            put_vectors(cache, model, [(h, np.asarray(v).astype(np.float16).tobytes())
-                                       for (h, _), v in zip(todo, vecs, strict=True)])
-        return len(todo)
-    finally:
-        cache.close()
+    wanted = {text_hash(t): t for t in texts}
+    have = vectors_of(cache, model, list(wanted))
+    todo = [(h, t) for h, t in wanted.items() if h not in have]
+    if todo:
+        put_vectors(cache, model, [(h, np.asarray(embedder.embed([t])[0]).astype(np.float16).tobytes())
+                                   for h, t in todo])
+    return len(todo)
