@@ -16,9 +16,7 @@ import time
 from pathlib import Path
 
 from memvault.store import location
-
-# The probe (is a daemon running, who) lives with the store, which refuses by it.
-from memvault.store.serving import LOCK_FILE, Holder, _read_holder, is_locked, lock_path, read_holder  # noqa: F401
+from memvault.store.serving import Holder, holder_of, lock_path
 from memvault.vault_io.errors import MemvaultError
 from memvault.vault_io.locks import flock_within
 
@@ -58,7 +56,7 @@ class DaemonLock:
         location.ensure_private_dir(self.data_dir)
         fd = os.open(self.path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
         if not flock_within(fd, retry_for):
-            holder = _read_holder(fd)
+            holder = holder_of(fd)
             os.close(fd)
             raise DaemonRunningError(self.vault_root, holder)
         self.started = time.strftime("%Y-%m-%dT%H:%M:%S%z")

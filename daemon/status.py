@@ -21,7 +21,7 @@ import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from memvault.daemon.lock import is_locked, read_holder
+from memvault.store.serving import is_locked, read_holder
 
 if TYPE_CHECKING:
     from memvault.store.hosted import SyncSummary

@@ -40,7 +40,8 @@ def lock_path(data_dir: Path) -> Path:
     return data_dir / LOCK_FILE
 
 
-def _read_holder(fd: int) -> Holder:
+def holder_of(fd: int) -> Holder:
+    """What an open lock file says of its holder (empty when it says nothing readable)."""
     try:
         data: Any = json.loads(os.pread(fd, 4096, 0).decode("utf-8") or "{}")
     except (OSError, ValueError):
@@ -58,7 +59,7 @@ def read_holder(data_dir: Path) -> Holder | None:
     except OSError:
         return None
     try:
-        return _read_holder(fd)
+        return holder_of(fd)
     finally:
         os.close(fd)
 

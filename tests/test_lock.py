@@ -10,13 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from memvault.daemon.lock import (
-    DaemonLock,
-    DaemonRunningError,
-    is_locked,
-    lock_path,
-    read_holder,
-)
+from memvault.daemon.lock import DaemonLock, DaemonRunningError
+from memvault.store.serving import is_locked, lock_path, read_holder
 
 
 def test_second_lock_is_refused_with_the_holder(tmp_path: Path) -> None:
