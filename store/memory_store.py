@@ -50,9 +50,10 @@ import apsw
 from memvault.store import location
 from memvault.store.api_change import ChangeAPI
 from memvault.store.api_read import ReadAPI
-from memvault.store.db.connection import IndexDatabaseError, connect
+from memvault.store.context import StoreContext
+from memvault.store.db.connection import connect
 from memvault.store.settings import Settings, load_settings
-from memvault.vault_io.errors import MemvaultError, UsageError
+from memvault.vault_io.errors import UsageError
 
 log = logging.getLogger(__name__)
 
@@ -82,10 +83,6 @@ SyncListener = Callable[[str, "SyncSummary"], None]
 
 class VaultError(UsageError):
     """The vault cannot be used (missing, not a folder, unreadable)."""
-
-
-class NoIndexError(MemvaultError):
-    """A read-only command ran before the vault was ever indexed."""
 
 
 def resolve_vault_path(value: str | os.PathLike[str] | None) -> Path:
@@ -210,6 +207,12 @@ class MemoryStore(ReadAPI, ChangeAPI):
         """Whether this vault has been indexed before."""
         return self.index_path.exists()
 
+    @cached_property
+    def ctx(self) -> StoreContext:
+        """What the store's sub-packages are given (:mod:`.context`): the
+        vault, settings, data dir and this store's connection."""
+        return StoreContext(self.root, self.settings, self.data_dir, lambda: self.con)
+
     # -- connections ----------------------------------------------------------
 
     @cached_property
@@ -245,14 +248,7 @@ class MemoryStore(ReadAPI, ChangeAPI):
 
     def read_con(self) -> apsw.Connection:
         """The connection for read-only commands; refuses to create an index."""
-        if not self.has_index():
-            raise NoIndexError(
-                f"vault {self.root} has no index yet: run `memvault --vault {self.root} sync` first"
-            )
-        try:
-            return self.con
-        except IndexDatabaseError as exc:
-            raise NoIndexError(str(exc)) from exc
+        return self.ctx.read_con()
 
     def close(self) -> None:
         """Close the store's connections (it can be used again: they reopen).
