@@ -13,7 +13,7 @@ import functools
 import os
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import IO, TYPE_CHECKING, Any, TypeVar, cast
+from typing import IO, TYPE_CHECKING, Any, Concatenate, ParamSpec, TypeVar
 
 from memvault.store.api_parts import StoreParts
 from memvault.vault_io.errors import MemvaultError
@@ -34,15 +34,17 @@ if TYPE_CHECKING:
     from memvault.vault_io.memory_views import ViewFile
 
 Progress = Callable[[int, int], None]
-F = TypeVar("F", bound=Callable[..., Any])
+P = ParamSpec("P")
+R = TypeVar("R")
+S = TypeVar("S", bound=StoreParts)
 
 
-def logged(method: F) -> F:
+def logged(method: Callable[Concatenate[S, P], R]) -> Callable[Concatenate[S, P], R]:
     """A change on request: what it changed of the history is in this
     device's history log in the vault when the call returns (a long-lived
     caller, the daemon or the MCP server, makes changes no sync follows)."""
     @functools.wraps(method)
-    def change(self: Any, *args: Any, **kwargs: Any) -> Any:
+    def change(self: S, /, *args: P.args, **kwargs: P.kwargs) -> R:
         try:
             return method(self, *args, **kwargs)
         finally:
@@ -50,7 +52,7 @@ def logged(method: F) -> F:
             if con is not None:
                 self._flush_history(con)
 
-    return cast(F, change)
+    return change
 
 
 class ChangeAPI(StoreParts):
@@ -104,17 +106,26 @@ class ChangeAPI(StoreParts):
         return import_cache(self.data_dir, source)
 
     @logged
-    def add(self, content: str, type_: str = "semantic", **options: Any) -> "WriteResult":
-        """Remember ``content`` (options: tags, scope, links, source,
-        allow_duplicate); a duplicate of a live memory returns that one."""
-        return self.memories.add(content, type_, **options)
+    def add(
+        self, content: str, type_: str = "semantic", *, tags: Sequence[str] = (), scope: str = "user",
+        links: Sequence[str] = (), source: str = "manual", allow_duplicate: bool = False,
+        extra: dict[str, object] | None = None,
+    ) -> "WriteResult":
+        """Remember ``content`` as a memory of ``type_`` (:meth:`.memories.mirror.Memories.add`
+        says what each option does); a duplicate of a live memory returns that one."""
+        return self.memories.add(content, type_, tags=tuple(tags), scope=scope, links=tuple(links), source=source,
+                                 allow_duplicate=allow_duplicate, extra=extra)
 
     @logged
-    def update(self, ref: str, **changes: Any) -> "WriteResult":
-        """Change a memory (content, tags, type_, reason, expect_version); the
-        old version is kept. ``expect_version`` refuses a change based on a
-        version that is no longer current (:class:`~.memories.guard.VersionConflict`)."""
-        return self.memories.update(ref, **changes)
+    def update(
+        self, ref: str, *, content: str | None = None, tags: Sequence[str] | None = None, type_: str | None = None,
+        reason: str | None = None, expect_version: int | None = None,
+    ) -> "WriteResult":
+        """Change a memory (its content, tags or type); the old version is kept.
+        ``expect_version`` refuses a change based on a version that is no
+        longer current (:class:`~.memories.guard.VersionConflict`)."""
+        return self.memories.update(ref, content=content, tags=None if tags is None else list(tags), type_=type_,
+                                    reason=reason, expect_version=expect_version)
 
     @logged
     def forget(self, ref: str, reason: str | None = None) -> "WriteResult":

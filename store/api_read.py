@@ -8,7 +8,8 @@ the store's core so that each file reads in one sitting.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import builtins
+from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
 from memvault.store.api_parts import StoreParts
@@ -104,20 +105,28 @@ class ReadAPI(StoreParts):
             for t in traces
         ]
 
-    def list(self, **options: Any) -> dict[str, Any]:
+    def list(
+        self, *, what: str = "memories", types: Sequence[str] = (), scopes: Sequence[str] = (),
+        tags: Sequence[str] = (), sort: str = "updated", since: str | None = None, until: str | None = None,
+        include_deleted: bool = False, limit: int = 50, cursor: str | None = None,
+    ) -> dict[str, Any]:
         """A page of memories (or notes, facts): ``{"items", "total", "next_cursor"}``
-        (options: what, types, scopes, tags, sort, since, until, include_deleted,
-        limit, cursor; see :func:`~memvault.store.index.browse.list_traces`)."""
+        (see :func:`~memvault.store.index.browse.list_traces`)."""
         from memvault.store.index import browse
 
-        return browse.list_traces(self.read_con(), self.name, **options)
+        return browse.list_traces(self.read_con(), self.name, what=what, types=types, scopes=scopes, tags=tags,
+                                  sort=sort, since=since, until=until, include_deleted=include_deleted,
+                                  limit=limit, cursor=cursor)
 
-    def recent(self, **options: Any) -> dict[str, Any]:
-        """What changed lately, newest first (options: since, until, what,
-        types, scopes, limit; see :func:`~memvault.store.index.browse.recent`)."""
+    def recent(
+        self, *, since: str | None = "7 days", until: str | None = None, what: str = "all",
+        types: Sequence[str] = (), scopes: Sequence[str] = (), limit: int = 20,
+    ) -> dict[str, Any]:
+        """What changed lately, newest first (see :func:`~memvault.store.index.browse.recent`)."""
         from memvault.store.index import browse
 
-        return browse.recent(self.read_con(), self.name, **options)
+        return browse.recent(self.read_con(), self.name, since=since, until=until, what=what, types=types,
+                             scopes=scopes, limit=limit)
 
     def read(self, ref: str, heading: str | None = None) -> dict[str, Any]:
         """One note, memory or fact with its metadata, version, links both
@@ -134,7 +143,7 @@ class ReadAPI(StoreParts):
             return narrow_to_block(browse.read_trace(self.read_con(), self.name, self._trace(base)), block)
         return browse.read_trace(self.read_con(), self.name, self._trace(ref), heading)
 
-    def identity(self, limit: int | None = None) -> list[dict[str, Any]]:
+    def identity(self, limit: int | None = None) -> builtins.list[dict[str, Any]]:
         """The active identity memories and identity facts (an "About me"
         source's lines), strongest and newest first."""
         from memvault.store.retrieval.recall import identity_items
@@ -178,7 +187,7 @@ class ReadAPI(StoreParts):
                         unavailable=vec.recorded_unavailable(con, spec.key))
         return data
 
-    def conflicts(self) -> list[dict[str, Any]]:
+    def conflicts(self) -> builtins.list[dict[str, Any]]:
         """Conflict copies still in the vault, each with whose version it holds
         (``side``): memvault's own (``kind`` "memvault": this device's store
         version, written beside a note a person changed meanwhile; resolved by
@@ -224,7 +233,7 @@ class ReadAPI(StoreParts):
         ]
         return own + carried + synced
 
-    def contradictions(self, status: str | None = "open") -> list[dict[str, Any]]:
+    def contradictions(self, status: str | None = "open") -> builtins.list[dict[str, Any]]:
         """Flagged contradictions (``open`` by default), with both texts."""
         from memvault.store.consolidation.rows import contradictions
         from memvault.store.db.records import get_trace
@@ -251,10 +260,10 @@ class ReadAPI(StoreParts):
 
         return lookup.paths_under(self.con, folder)
 
-    def source_list(self) -> list[dict[str, Any]]:
+    def source_list(self) -> builtins.list[dict[str, Any]]:
         """Every memory source, how it is marked, and its fact count."""
         return self.sources.list()
 
-    def facts(self, path: str, include_superseded: bool = False) -> tuple[str, list[dict[str, Any]], bool]:
+    def facts(self, path: str, include_superseded: bool = False) -> tuple[str, builtins.list[dict[str, Any]], bool]:
         """The facts of one source note: (vault path, facts, whether the note is indexed)."""
         return self.sources.facts(path, include_superseded)
