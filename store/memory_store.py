@@ -575,9 +575,9 @@ class MemoryStore(ReadAPI, ChangeAPI):
 
         if repair and not self.is_daemon:
             refuse_while_served(self.data_dir, "repairing its index")
-        report = doctor.DoctorReport(doctor.diagnose(self))
+        report = doctor.DoctorReport(doctor.diagnose(self.ctx))
         if repair and report.findings:
-            doctor.repair_report(self, report, progress)
+            doctor.repair_report(self.ctx, report, progress, rebuild=self.rebuild, sync=self.sync)
         return report
 
     def embed(self, progress: Progress | None = None, should_stop: Callable[[], bool] = lambda: False) -> "EmbedReport":
@@ -585,7 +585,7 @@ class MemoryStore(ReadAPI, ChangeAPI):
         reported in the result, not raised)."""
         from memvault.store.embedding.pipeline import EmbeddingPipeline
 
-        pipeline = EmbeddingPipeline.for_store(self, self.con)
+        pipeline = EmbeddingPipeline.for_ctx(self.ctx, self.con)
         try:
             return pipeline.run(progress, should_stop)
         finally:
@@ -598,7 +598,7 @@ class MemoryStore(ReadAPI, ChangeAPI):
         (``close(index_too=True)``)."""
         from memvault.store.embedding.pipeline import EmbeddingPipeline
 
-        return EmbeddingPipeline.for_store(self)
+        return EmbeddingPipeline.for_ctx(self.ctx)
 
     def consolidation_runner(self) -> "ConsolidationRunner":
         """Scheduled consolidation runs (the daemon's), on a store of their own

@@ -40,7 +40,7 @@ def embedder(tmp_path_factory: pytest.TempPathFactory):
 def pipeline(root: Path) -> tuple[MemoryStore, EmbeddingPipeline]:
     v = MemoryStore.open(str(root))
     v.sync()
-    return v, EmbeddingPipeline.for_store(v, v.con)
+    return v, EmbeddingPipeline.for_ctx(v.ctx, v.con)
 
 
 # -- the model ---------------------------------------------------------------------

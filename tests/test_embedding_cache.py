@@ -42,7 +42,7 @@ def chunked(v) -> None:  # type: ignore[no-untyped-def]
     """Cut the queued traces into chunks, embedding nothing."""
     from memvault.store.embedding.pipeline import EmbeddingPipeline
 
-    p = EmbeddingPipeline.for_store(v, v.con)
+    p = EmbeddingPipeline.for_ctx(v.ctx, v.con)
     p.chunk_queued()
     p.close()
 

@@ -264,7 +264,7 @@ def embed(root: Path) -> None:
     from memvault.store.embedding.pipeline import EmbeddingPipeline
 
     with opened(root) as v:
-        p = EmbeddingPipeline.for_store(v, v.con)
+        p = EmbeddingPipeline.for_ctx(v.ctx, v.con)
         p.run()
         p.close()
 

@@ -221,7 +221,7 @@ def test_superseded_and_deleted_versions(vault: Path) -> None:
     mem.update(res.id, content="Prefers aisle seats on long flights.")
     other = mem.add("Keeps a paper notebook for meeting notes.", "semantic")
     mem.forget(other.id)
-    p = EmbeddingPipeline.for_store(v, v.con)
+    p = EmbeddingPipeline.for_ctx(v.ctx, v.con)
     p.run()
     r = Retriever(v, v.con)
     hits = r.search(SearchQuery("where does she like to sit on a plane", mode="semantic")).to_json()["hits"]
@@ -252,7 +252,7 @@ def test_facts_embed_with_their_note_context(vault: Path) -> None:
         rec.put_trace(v.con, rec.TraceRow(id="f-1", kind="fact", type="semantic", title="Runbook > Deploys",
                                           content="Releases go out on Fridays.", path="Runbook.md"))
         rec.add_edges(v.con, "f-1", [rec.EdgeRow(kind="derived_from", target_id=note_id, target_path="Runbook.md")])
-    p = EmbeddingPipeline.for_store(v, v.con)
+    p = EmbeddingPipeline.for_ctx(v.ctx, v.con)
     p.run()
     text = v.con.execute("SELECT c.start, c.stop FROM chunks c JOIN traces t ON t.rowid = c.trace_rowid WHERE t.id = 'f-1'").fetchall()
     assert text == [(0, len("Releases go out on Fridays."))]

@@ -75,7 +75,7 @@ def test_two_notes_one_id_end_with_the_same_ids_in_either_order(tmp_path: Path, 
         for s in devices:
             no_phantoms(s)
             assert s.sync().changed is False, "a settled vault changes again"
-            assert not any(f.check == "memories" for f in diagnose(s))
+            assert not any(f.check == "memories" for f in diagnose(s.ctx))
     finally:
         for s in devices:
             s.close()
@@ -148,12 +148,12 @@ def test_a_phantom_memory_is_retired_by_sync_and_found_by_doctor(tmp_path: Path)
             s.con.execute("INSERT INTO traces (id, kind, type, title, content, tags, metadata, path, source, "
                           "status, created, updated) VALUES ('n-000000000000', 'note', 'note', 't', 'c', '', '{}', "
                           "?, 'vault', 'active', '', '')", (added.path,))
-        found = [f for f in diagnose(s) if f.check == "memories"]
+        found = [f for f in diagnose(s.ctx) if f.check == "memories"]
         assert found and added.id in found[0].detail and found[0].repair == "phantoms"
-        assert repair(s, found) == ["phantoms"]
+        assert repair(s.ctx, found, rebuild=s.rebuild, sync=s.sync) == ["phantoms"]
         status = s.con.execute("SELECT status FROM traces WHERE id = ?", (added.id,)).fetchone()[0]
         assert status == "deleted"
-        assert not [f for f in diagnose(s) if f.check == "memories"]
+        assert not [f for f in diagnose(s.ctx) if f.check == "memories"]
     finally:
         s.close()
 
@@ -312,11 +312,11 @@ def test_a_note_left_naming_a_kept_id_is_found_by_doctor_and_settled_by_sync(tmp
         finally:
             reconcile.Indexer._contest = original  # type: ignore[method-assign]
         assert file_frontmatter_id(lose) == "m-0123456789ab"
-        found = [f for f in diagnose(s) if f.check == "memories"]
+        found = [f for f in diagnose(s.ctx) if f.check == "memories"]
         assert found and "Memory/semantic/b.md" in found[0].detail and found[0].repair == "sync"
         s.sync()
         assert file_frontmatter_id(lose) not in (None, "m-0123456789ab")
-        assert not [f for f in diagnose(s) if f.check == "memories"]
+        assert not [f for f in diagnose(s.ctx) if f.check == "memories"]
         assert sorted(live(s)) == sorted(set(ids_on_disk(root).values()))
     finally:
         s.close()

@@ -113,7 +113,7 @@ def _vault_changed(store: "MemoryStore") -> bool:
     """Whether a sync would change the index (doctor's look at the vault)."""
     from memvault.store.index.doctor import check_vault
 
-    return any(f.repair == "sync" for f in check_vault(store))
+    return any(f.repair == "sync" for f in check_vault(store.ctx))
 
 
 def serve_http(store: "MemoryStore", host: str, port: int, read_only: bool) -> None:

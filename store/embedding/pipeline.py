@@ -2,10 +2,10 @@
 
 :class:`EmbeddingPipeline` is the one code path, used in the foreground by
 ``memvault sync`` (after the text index is written, so keyword search is
-ready first, see :meth:`MemoryStore.embed`) and in the background by the
+ready first, see the store's ``embed``) and in the background by the
 daemon's embedding service (:mod:`memvault.daemon.embedding_service`), which
 runs :meth:`EmbeddingPipeline.run` step by step on the pipeline
-:meth:`MemoryStore.embedding_loop` builds: the daemon keeps only the timing
+the store's ``embedding_loop`` builds (:meth:`EmbeddingPipeline.for_ctx`): the daemon keeps only the timing
 (when to look again, when to retry a model that would not load).
 
 Both use their own database connections and short write transactions, so
@@ -37,7 +37,8 @@ from memvault.store.embedding.model import (
 )
 
 if TYPE_CHECKING:
-    from memvault.store.memory_store import MemoryStore
+    from memvault.store.context import StoreContext
+    from memvault.store.settings import Settings
 
 log = logging.getLogger("memvault.embedding")
 
@@ -70,9 +71,9 @@ class EmbedReport:
         return {k: getattr(self, k) for k in ("chunked", "embedded", "skipped", "pending", "seconds", "model", "unavailable")}
 
 
-def model_spec(store: "MemoryStore") -> ModelSpec | None:
-    """The embedding model the store is configured with (None: vectors off)."""
-    return resolve_model(store.settings.embedding.model)
+def model_spec(settings: "Settings") -> ModelSpec | None:
+    """The embedding model ``settings`` name (None: vectors off)."""
+    return resolve_model(settings.embedding.model)
 
 
 def batches(pending: list[vec.PendingChunk], batch_tokens: int) -> Iterator[list[vec.PendingChunk]]:
@@ -111,10 +112,10 @@ class EmbeddingPipeline:
         self._cache: apsw.Connection | None = None
 
     @classmethod
-    def for_store(cls, store: "MemoryStore", index: apsw.Connection | None = None, **kw: Any) -> "EmbeddingPipeline":
-        """A pipeline over ``store`` (on a connection of its own unless given)."""
-        con = index if index is not None else store.connect()
-        return cls(con, store.data_dir, model_spec(store), batch_tokens=store.settings.embedding.batch_tokens, **kw)
+    def for_ctx(cls, ctx: "StoreContext", index: apsw.Connection | None = None, **kw: Any) -> "EmbeddingPipeline":
+        """A pipeline over the store of ``ctx`` (on a connection of its own unless given)."""
+        con = index if index is not None else ctx.connect()
+        return cls(con, ctx.data_dir, model_spec(ctx.settings), batch_tokens=ctx.settings.embedding.batch_tokens, **kw)
 
     @property
     def cache(self) -> apsw.Connection:

@@ -32,15 +32,16 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 import apsw
 
+from memvault.store.context import StoreContext
 from memvault.store.db import records as rec
 from memvault.store.db.connection import write_transaction
+from memvault.store.db.rows import count
 
-if TYPE_CHECKING:
-    from memvault.store.memory_store import MemoryStore
+Progress = Callable[[int, int], None]
 
 #: Repairs in the order they must run (a rebuild first makes the others moot).
 REPAIRS = ("rebuild", "fts", "state", "backfill", "prune", "sync", "phantoms")
@@ -78,8 +79,31 @@ class DoctorReport:
         return not any(not f.warning for f in self.findings)
 
 
+class Synced(Protocol):
+    """What a repair reads of a sync's report."""
+
+    #: A line for each note write the sync could not finish.
+    unwritten: list[str]
+
+
+class Sync(Protocol):
+    """The store's whole-vault sync (``MemoryStore.sync``)."""
+
+    def __call__(self, progress: Progress | None = None, *, stale_after: float = ...) -> Synced:
+        """Bring the index in line with the vault; pending writes older than ``stale_after`` s are finished."""
+        ...
+
+
+class Rebuild(Protocol):
+    """The store's index rebuild (``MemoryStore.rebuild``), which replaces its connection."""
+
+    def __call__(self, progress: Progress | None = None) -> object:
+        """Drop the index and build it again from the vault and the durable state."""
+        ...
+
+
 def _one(con: apsw.Connection, sql: str) -> int:
-    return int(con.execute(sql).fetchone()[0])
+    return count(con, sql)
 
 
 def check_integrity(con: apsw.Connection) -> list[Finding]:
@@ -173,19 +197,19 @@ def check_memories(con: apsw.Connection) -> list[Finding]:
     return out
 
 
-def check_vault(store: "MemoryStore") -> list[Finding]:
+def check_vault(ctx: StoreContext) -> list[Finding]:
     """Notes that changed since the last sync, and writes still pending."""
     from memvault.store.index.reconcile import needs_look
     from memvault.vault_io.scan import scan_vault
 
     out = []
-    if not store.root.is_dir():
-        return [Finding("vault", f"the vault folder {store.root} is missing", None)]
-    con = store.con
-    scan = scan_vault(store.root, ignore=store.settings.ignore, max_file_size=store.settings.max_file_size)
+    if not ctx.root.is_dir():
+        return [Finding("vault", f"the vault folder {ctx.root} is missing", None)]
+    con = ctx.con
+    scan = scan_vault(ctx.root, ignore=ctx.settings.ignore, max_file_size=ctx.settings.max_file_size)
     known = rec.load_files(con)
     changed = sum(1 for st in scan.files.values() if needs_look(st, known.get(st.path))
-                  and not _same_bytes(store.root, st.path, known.get(st.path)))
+                  and not _same_bytes(ctx.root, st.path, known.get(st.path)))
     gone = sum(1 for p in known if p not in scan.files and scan.covers(p))
     if changed or gone:
         out.append(Finding("vault", f"{changed} files changed or new and {gone} gone since the last sync", "sync"))
@@ -242,50 +266,55 @@ def _same_bytes(root: Path, path: str, row: rec.FileRow | None) -> bool:
         return False
 
 
-def diagnose(store: "MemoryStore") -> list[Finding]:
+def diagnose(ctx: StoreContext) -> list[Finding]:
     """Every check, in order; an index too damaged to query stops after integrity."""
-    con = store.con
+    con = ctx.con
     findings = check_integrity(con)
     if any(f.repair == "rebuild" for f in findings):
         return findings
-    return (findings + check_state(con) + check_orphans(con) + check_memories(con) + check_vault(store)
-            + check_history(store))
+    return (findings + check_state(con) + check_orphans(con) + check_memories(con) + check_vault(ctx)
+            + check_history(ctx))
 
 
-def check_history(store: "MemoryStore") -> list[Finding]:
+def check_history(ctx: StoreContext) -> list[Finding]:
     """Changes this device has not yet appended to its history log in the
     vault (the vault refused the write): other devices do not have them."""
-    queued = store.con.execute("SELECT count(DISTINCT tbl || key) FROM state.history_pending").fetchone()[0]
+    queued = count(ctx.con, "SELECT count(DISTINCT tbl || key) FROM state.history_pending")
     if not queued:
         return []
     return [Finding("history", f"{queued} changes are not yet in this device's history log in "
-                               f"{store.settings.history_folder}/ (other devices lack them)", "sync")]
+                               f"{ctx.settings.history_folder}/ (other devices lack them)", "sync")]
 
 
-def repair_report(store: "MemoryStore", report: DoctorReport, progress: Callable[[int, int], None] | None = None) -> None:
+def repair_report(ctx: StoreContext, report: DoctorReport, progress: Progress | None = None, *,
+                  rebuild: Rebuild, sync: Sync) -> None:
     """Repair what ``report`` found, check again, and say truthfully what was
     repaired: a repair whose finding is still there is not (``unrepaired``
     names it, with why when the repair said)."""
     errors: list[str] = []
-    ran = repair(store, report.findings, progress, errors)
-    report.findings = diagnose(store)
+    ran = repair(ctx, report.findings, progress, errors, rebuild=rebuild, sync=sync)
+    report.findings = diagnose(ctx)
     left = {f.repair for f in report.findings if f.repair}
     report.repaired = [r for r in ran if r not in left]
     report.unrepaired = errors + [f"{f.repair}: {f.detail}" for f in report.findings if f.repair in ran]
 
 
-def repair(store: "MemoryStore", findings: list[Finding], progress: Callable[[int, int], None] | None = None,
-           errors: list[str] | None = None) -> list[str]:
+def repair(ctx: StoreContext, findings: list[Finding], progress: Progress | None = None,
+           errors: list[str] | None = None, *, rebuild: Rebuild, sync: Sync) -> list[str]:
     """Run each repair the findings ask for, once, in :data:`REPAIRS` order;
-    ``errors`` gets a line for each note write a sync could not finish."""
+    ``errors`` gets a line for each note write a sync could not finish.
+
+    A rebuild and a sync are the whole store's (they close and reopen its
+    connection, write notes, tell listeners), so they come as the store's own
+    ``rebuild`` and ``sync``; ``ctx.con`` is the store's connection after them."""
     from memvault.store.index.rebuild import apply_state, backfill_state
 
     wanted = {f.repair for f in findings if f.repair}
     done: list[str] = []
     if "rebuild" in wanted:
-        store.rebuild(progress)
+        rebuild(progress)
         return ["rebuild"]
-    con = store.con
+    con = ctx.con
     if "fts" in wanted:
         with write_transaction(con):
             con.execute("INSERT INTO traces_fts(traces_fts) VALUES ('rebuild')")
@@ -305,7 +334,7 @@ def repair(store: "MemoryStore", findings: list[Finding], progress: Callable[[in
     if "sync" in wanted:
         # Every pending write now, however young: a repair is asked for
         # (and refused while a daemon runs), so no writer is at them.
-        report = store.sync(progress, stale_after=0)
+        report = sync(progress, stale_after=0)
         if errors is not None:
             errors += report.unwritten
         done.append("sync")
