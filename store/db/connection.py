@@ -28,6 +28,7 @@ from pathlib import Path
 import apsw
 
 from memvault.store.db import index_schema, state_schema
+from memvault.store.db.rows import count
 from memvault.store.location import STATE_FILE, ensure_private_dir
 from memvault.vault_io.errors import MemvaultError
 
@@ -206,7 +207,7 @@ def migrate(con: apsw.Connection, migrations: Sequence[Migration], schema: str) 
 
 def user_version(con: apsw.Connection, schema: str = "main") -> int:
     """The number of migrations applied to ``schema``."""
-    return int(con.execute(f"PRAGMA {schema}.user_version").fetchone()[0])
+    return count(con, f"PRAGMA {schema}.user_version")
 
 
 _WRITERS: dict[str, threading.RLock] = {}

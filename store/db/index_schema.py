@@ -12,8 +12,11 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable
+from typing import Any
 
 import apsw
+
+from memvault.store.db.rows import Row, rows
 
 
 def m001_foundation(con: apsw.Connection) -> None:
@@ -346,14 +349,14 @@ def m008_durable_state_apart(con: apsw.Connection) -> None:
     )
     names = [c.strip() for c in cols.split(",")]
 
-    def trace_json(row: tuple) -> str:
+    def trace_json(row: Row) -> str:
         d = dict(zip(names, row))
         d["tags"] = d["tags"].split(" ") if d["tags"] else []
         d["metadata"] = json.loads(d["metadata"]) if d["metadata"] else {}
         return json.dumps(d, ensure_ascii=False, sort_keys=True)
 
-    def traces(where: str, params: tuple = ()) -> list[tuple]:
-        return con.execute(f"SELECT {cols} FROM traces WHERE {where}", params).fetchall()
+    def traces(where: str, params: tuple[Any, ...] = ()) -> list[Row]:
+        return rows(con, f"SELECT {cols} FROM traces WHERE {where}", params)
 
     for row in traces("kind = 'memory' AND status = 'superseded'"):
         meta = json.loads(row[6] or "{}")
@@ -400,10 +403,10 @@ def m008_durable_state_apart(con: apsw.Connection) -> None:
         DROP TABLE main.conflicts;
         """
     )
-    for (trace_id,) in con.execute("SELECT trace_id FROM state.outbox WHERE trace IS NULL").fetchall():
-        row = traces("id = ?", (trace_id,))
-        if row:
-            con.execute("UPDATE state.outbox SET trace = ? WHERE trace_id = ?", (trace_json(row[0]), trace_id))
+    for (trace_id,) in rows(con, "SELECT trace_id FROM state.outbox WHERE trace IS NULL"):
+        found = traces("id = ?", (trace_id,))
+        if found:
+            con.execute("UPDATE state.outbox SET trace = ? WHERE trace_id = ?", (trace_json(found[0]), trace_id))
 
 
 def m009_embed_pending(con: apsw.Connection) -> None:

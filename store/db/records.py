@@ -15,6 +15,8 @@ from typing import Any
 
 import apsw
 
+from memvault.store.db.rows import scalar
+
 #: Edge kinds that come from a note's own text; rewritten on every re-index.
 TEXT_EDGE_KINDS = ("link", "embed", "property", "related")
 TEXT_KINDS_SQL = ",".join(f"'{k}'" for k in TEXT_EDGE_KINDS)
@@ -184,7 +186,8 @@ def put_trace(con: apsw.Connection, t: TraceRow, *, new: bool = False) -> None:
     tags = " ".join(t.tags)
     meta = json.dumps(t.metadata, ensure_ascii=False, sort_keys=True, default=str)
     now = now_iso()
-    rowid = con.execute(
+    rowid = scalar(
+        con,
         """
         INSERT INTO traces (id, kind, type, title, content, tags, metadata, path, source, scope,
                             strength, status, reason, created, updated, content_key)
@@ -206,7 +209,7 @@ def put_trace(con: apsw.Connection, t: TraceRow, *, new: bool = False) -> None:
             t.id, t.kind, t.type, t.title, t.content, tags, meta, t.path, t.source, t.scope,
             t.strength, t.status, t.reason, t.created or now, t.updated or now, t.content_key,
         ),
-    ).fetchone()[0]
+    )
     if not new:
         con.execute("DELETE FROM trace_tags WHERE trace_id = ?", (t.id,))
     if t.tags:

@@ -24,6 +24,7 @@ import apsw
 
 from memvault.store.db.connection import write_transaction
 from memvault.store.db.records import now_iso
+from memvault.store.db.rows import count, rows
 from memvault.store.embedding.vectors import open_cache
 from memvault.vault_io.errors import MemvaultError, UsageError
 
@@ -49,9 +50,9 @@ class PruneReport:
 
 def cache_bytes(cache: apsw.Connection) -> int:
     """The cache database's size in bytes (pages in use)."""
-    pages = cache.execute("PRAGMA page_count").fetchone()[0]
-    free = cache.execute("PRAGMA freelist_count").fetchone()[0]
-    return int((pages - free) * cache.execute("PRAGMA page_size").fetchone()[0])
+    pages = count(cache, "PRAGMA page_count")
+    free = count(cache, "PRAGMA freelist_count")
+    return (pages - free) * count(cache, "PRAGMA page_size")
 
 
 def prune(cache: apsw.Connection, index: apsw.Connection, *, keep_days: float, max_bytes: int) -> PruneReport:
@@ -63,9 +64,9 @@ def prune(cache: apsw.Connection, index: apsw.Connection, *, keep_days: float, m
     live = {r[0] for r in index.execute("SELECT DISTINCT hash FROM chunks")}
     now = now_iso()
     cutoff = (datetime.now(timezone.utc) - timedelta(days=keep_days)).replace(microsecond=0).isoformat()
-    rows = cache.execute("SELECT id, hash, used FROM vectors").fetchall()
-    in_use = [rid for rid, h, _ in rows if h in live]
-    unused = sorted(((used, rid) for rid, h, used in rows if h not in live))
+    found = rows(cache, "SELECT id, hash, used FROM vectors")
+    in_use = [rid for rid, h, _ in found if h in live]
+    unused: list[tuple[str, int]] = sorted(((used, rid) for rid, h, used in found if h not in live))
     stale = [rid for used, rid in unused if used < cutoff]
     report.kept = len(in_use)
     with write_transaction(cache):
@@ -73,15 +74,15 @@ def prune(cache: apsw.Connection, index: apsw.Connection, *, keep_days: float, m
         cache.executemany("DELETE FROM vectors WHERE id = ?", [(rid,) for rid in stale])
     report.dropped_unused = len(stale)
     spare = [rid for used, rid in unused if used >= cutoff]  # oldest first
-    if cache_bytes(cache) > max_bytes and rows:
-        per_row = max(1, report.bytes_before // len(rows))
+    if cache_bytes(cache) > max_bytes and found:
+        per_row = max(1, report.bytes_before // len(found))
         over = (cache_bytes(cache) - max_bytes) // per_row + 1
         drop = spare[: int(over)]
         with write_transaction(cache):
             cache.executemany("DELETE FROM vectors WHERE id = ?", [(rid,) for rid in drop])
         report.dropped_for_size = len(drop)
     dropped = report.dropped_unused + report.dropped_for_size
-    if rows and dropped * 10 >= len(rows):
+    if found and dropped * 10 >= len(found):
         cache.execute("VACUUM")
     report.bytes_after = cache_bytes(cache)
     return report
@@ -98,7 +99,7 @@ def export_cache(data_dir: Path, target: Path) -> int:
     try:
         cache.execute("VACUUM INTO ?", (str(target),))
         os.chmod(target, 0o600)
-        return int(cache.execute("SELECT count(*) FROM vectors").fetchone()[0])
+        return count(cache, "SELECT count(*) FROM vectors")
     finally:
         cache.close()
 
@@ -109,7 +110,6 @@ def import_cache(data_dir: Path, source: Path) -> int:
     if not source.is_file():
         raise CacheFileError(f"{source} is not a file")
     cache = open_cache(data_dir)
-    assert cache is not None
     try:
         try:
             cache.execute("ATTACH DATABASE ? AS other", (str(source),))
@@ -117,11 +117,11 @@ def import_cache(data_dir: Path, source: Path) -> int:
         except apsw.Error:
             raise CacheFileError(f"{source} is not a memvault embedding cache") from None
         with write_transaction(cache):
-            before = cache.execute("SELECT count(*) FROM vectors").fetchone()[0]
+            before = count(cache, "SELECT count(*) FROM vectors")
             cache.execute(
                 "INSERT OR IGNORE INTO vectors (model, hash, vec, used) SELECT model, hash, vec, used FROM other.vectors"
             )
-            added = int(cache.execute("SELECT count(*) FROM vectors").fetchone()[0] - before)
+            added = count(cache, "SELECT count(*) FROM vectors") - before
         cache.execute("DETACH DATABASE other")
         return added
     finally:

