@@ -135,7 +135,7 @@ class ChangeAPI(StoreParts):
         if fact is not None:
             from memvault.store.facts.forgets import forget_fact
 
-            return forget_fact(self, fact, reason)
+            return forget_fact(self.con, fact, reason)
         return self.memories.forget(ref, reason)
 
     @logged
@@ -146,7 +146,7 @@ class ChangeAPI(StoreParts):
         if fact is not None:
             from memvault.store.facts.forgets import restore_fact
 
-            return restore_fact(self, fact)
+            return restore_fact(self.ctx, self.fact_observer, fact)
         from memvault.store.consolidation.rows import merged_into
         from memvault.store.index.lookup import find_trace
 
@@ -228,7 +228,9 @@ class ChangeAPI(StoreParts):
         index it (see :mod:`.flows.ingest`)."""
         from memvault.store.flows.ingest import ingest
 
-        return ingest(self, source, session=session, title=title, client=client)
+        path_or_stream = Path(source) if isinstance(source, os.PathLike) else source
+        return ingest(self.ctx, path_or_stream, sync=self.sync, sync_paths=self.sync_paths, session=session,
+                      title=title, client=client)
 
     @logged
     def import_(
@@ -240,13 +242,15 @@ class ChangeAPI(StoreParts):
         (``json``/``jsonl``); see :mod:`.flows.sink`. ``progress(done, total)``."""
         from memvault.store.flows.sink import run_import
 
-        return run_import(self, fmt, Path(path).expanduser(), dry_run=dry_run, folder=folder, progress=progress)
+        return run_import(self.ctx, fmt, Path(path).expanduser(), memories=lambda: self.memories, sync=self.sync,
+                          sync_paths=self.sync_paths, fact_keep=self.fact_keep, dry_run=dry_run, folder=folder,
+                          progress=progress)
 
     def export(self, options: "ExportOptions") -> "ExportReport":
         """Write an export (see :mod:`.flows.export`); ``sqlite`` is a backup."""
         from memvault.store.flows.export import export
 
-        return export(self, options)
+        return export(self.ctx, options)
 
     def restore_backup(self, file: "str | os.PathLike[str]") -> "RestoreReport":
         """Put a backup's durable state (and vectors) in place and rebuild the
@@ -255,7 +259,7 @@ class ChangeAPI(StoreParts):
         from memvault.store.serving import refuse_while_served
 
         refuse_while_served(self.data_dir, "restoring a backup")
-        return restore(self, Path(file).expanduser())
+        return restore(self.ctx, Path(file).expanduser(), close=self.close, rebuild=self.rebuild)
 
     def views_install(self, *, force: bool = False) -> "list[ViewFile]":
         """Write memvault's Obsidian Bases views into the memory folder; a
@@ -270,6 +274,13 @@ class ChangeAPI(StoreParts):
         from memvault.vault_io.memory_views import remove_views
 
         return remove_views(self.root, self.settings.memory_folder)
+
+    def settle_conflict_copy(self, copy_path: str, take: str) -> dict[str, Any]:
+        """Take one side of a conflict copy (``take``: "note" or "copy") and
+        keep the other (see :mod:`.memories.copies`); what was done."""
+        from memvault.store.memories.copies import settle_copy
+
+        return settle_copy(self.ctx, self.memories, self.reconciler, copy_path, take)
 
     def source_add(self, paths: Sequence[str]) -> tuple[list[Any], list[str]]:
         """Mark notes as memory sources and extract their facts: (results, warnings)."""

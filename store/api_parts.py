@@ -7,14 +7,19 @@ one of them at run time.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     import apsw
 
+    from memvault.store.context import StoreContext
+    from memvault.store.facts.observer import FactObserver
     from memvault.store.facts.source_notes import Sources
+    from memvault.store.index.reconcile import Indexer
     from memvault.store.memories.mirror import Memories
+    from memvault.store.memory_store import SyncReport
     from memvault.store.retrieval.retriever import Retriever
     from memvault.store.settings import Settings
 
@@ -25,13 +30,33 @@ class StoreParts:
     if TYPE_CHECKING:
         root: Path
         settings: Settings
-        name: str
-        data_dir: Path
-        index_path: Path
-        con: apsw.Connection
-        memories: Memories
-        sources: Sources
-        retriever: Retriever
+
+        # Read-only here: the core computes them (properties, cached or not).
+        @property
+        def name(self) -> str: ...
+        @property
+        def data_dir(self) -> Path: ...
+        @property
+        def index_path(self) -> Path: ...
+        @property
+        def con(self) -> apsw.Connection: ...
+        @property
+        def ctx(self) -> StoreContext: ...
+        @property
+        def reconciler(self) -> Indexer: ...
+        @property
+        def memories(self) -> Memories: ...
+        @property
+        def sources(self) -> Sources: ...
+        @property
+        def retriever(self) -> Retriever: ...
+
+        fact_keep: dict[str, set[str]]
 
         def read_con(self) -> apsw.Connection: ...
+        def sync(self) -> SyncReport: ...
+        def sync_paths(self, paths: Iterable[str]) -> SyncReport: ...
+        def rebuild(self) -> SyncReport: ...
+        def close(self) -> None: ...
+        def fact_observer(self, con: apsw.Connection | None = None) -> FactObserver: ...
         def _flush_history(self, con: apsw.Connection) -> None: ...

@@ -239,7 +239,7 @@ class MemoryStore(ReadAPI, ChangeAPI):
             self.sync()
             unindexed.indexed(con, unindexed.listed(con))
         else:
-            unindexed.index_leftovers(self)
+            unindexed.index_leftovers(con, self.sync_paths)
 
     def connect(self) -> apsw.Connection:
         """A new connection for a background thread (each thread its own)."""
@@ -356,21 +356,26 @@ class MemoryStore(ReadAPI, ChangeAPI):
         """The memory mirror: store-side changes written to the vault."""
         from memvault.store.memories.mirror import Memories
 
-        return Memories(self)
+        return Memories(self.ctx, self.reconciler, self._vectors_elsewhere)
+
+    def _vectors_elsewhere(self, texts: list[str]) -> bool:
+        """:attr:`vectors_elsewhere` as set when asked (a front end sets it
+        after the mirror may be built); False: nobody else embeds them."""
+        return self.vectors_elsewhere is not None and self.vectors_elsewhere(texts)
 
     @cached_property
     def sources(self) -> "Sources":
         """Memory-source marking and fact listing."""
         from memvault.store.facts.source_notes import Sources
 
-        return Sources(self)
+        return Sources(self.ctx, self.sync_paths, self.refresh_source_globs)
 
     @cached_property
     def retriever(self) -> "Retriever":
         """Search and recall over this store (model and vectors loaded lazily)."""
         from memvault.store.retrieval.retriever import Retriever
 
-        return Retriever(self, self.read_con())
+        return Retriever(self.ctx, self.read_con())
 
     def open_retriever(self) -> "Retriever":
         """A retriever on a connection of its own, for a long-lived server that
@@ -380,7 +385,7 @@ class MemoryStore(ReadAPI, ChangeAPI):
         (``close()``, then ``con.close()``)."""
         from memvault.store.retrieval.retriever import Retriever
 
-        return Retriever(self, self.connect())
+        return Retriever(self.ctx, self.connect())
 
     # -- history in the vault ----------------------------------------------------------
 
@@ -404,7 +409,7 @@ class MemoryStore(ReadAPI, ChangeAPI):
 
             for table, key, row in done.changed:
                 if table == "fact_forgets" and row is None:  # restored on another device
-                    extract_again(self, str(key[0]))
+                    extract_again(self.ctx, self.fact_observer, str(key[0]))
         return done
 
     def device_id(self) -> str:
@@ -532,7 +537,7 @@ class MemoryStore(ReadAPI, ChangeAPI):
             backfill_state(self.con)
         if state_applied(self.con):
             index_versions(self.con)  # versions a log brought before their memory's note came
-        for result in flush_outbox(self, stale_after, errors=report.unwritten):
+        for result in flush_outbox(self.memories, stale_after, errors=report.unwritten):
             report.finished.append(result.id)
             summary.warnings.append(f"finished an interrupted write of {result.id}")
         from memvault.store.consolidation.links import apply_durable

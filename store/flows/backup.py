@@ -30,6 +30,7 @@ import re
 import shutil
 import tempfile
 import zipfile
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
@@ -38,6 +39,7 @@ from typing import TYPE_CHECKING, Any
 import apsw
 
 from memvault.store import location
+from memvault.store.context import StoreContext
 from memvault.store.db import records as rec
 from memvault.store.db import state_schema
 from memvault.store.db.connection import user_version
@@ -47,7 +49,7 @@ from memvault.vault_io.atomic import fsync_dir
 from memvault.vault_io.errors import MemvaultError, UsageError
 
 if TYPE_CHECKING:
-    from memvault.store.memory_store import MemoryStore, SyncReport
+    from memvault.store.memory_store import SyncReport
 
 FORMAT = "memvault-backup"
 VERSION = 1
@@ -74,10 +76,10 @@ class RestoreReport:
                 "rebuild": self.sync.as_dict() if self.sync is not None else None}
 
 
-def backup_name(store: "MemoryStore", when: datetime | None = None) -> str:
+def backup_name(vault_name: str, when: datetime | None = None) -> str:
     """``memvault-backup-<vault>-<YYYYMMDD-HHMMSS>.zip``."""
     stamp = (when or datetime.now(timezone.utc)).strftime("%Y%m%d-%H%M%S")
-    vault = re.sub(r"[^\w.-]+", "-", store.name).strip("-.") or "vault"
+    vault = re.sub(r"[^\w.-]+", "-", vault_name).strip("-.") or "vault"
     return f"memvault-backup-{vault}-{stamp}.zip"
 
 
@@ -89,26 +91,26 @@ def _sha256(path: Path) -> str:
     return digest.hexdigest()
 
 
-def backup(store: "MemoryStore", output: Path | None = None) -> Path:
+def backup(ctx: StoreContext, output: Path | None = None) -> Path:
     """Write a backup archive; ``output`` is a file, or a folder (one that
     exists, or a name without a suffix; default: here) to hold a well-named one."""
     if output is None or output.is_dir() or not output.suffix:
-        dest = (output or Path.cwd()) / backup_name(store)
+        dest = (output or Path.cwd()) / backup_name(ctx.name)
     else:
         dest = output
     dest.parent.mkdir(parents=True, exist_ok=True)
-    con = store.read_con()
+    con = ctx.read_con()
     with tempfile.TemporaryDirectory(dir=dest.parent, prefix=".memvault-backup-") as tmp:
         work = Path(tmp)
         files = {location.STATE_FILE: work / location.STATE_FILE}
         # One statement, one read transaction: a consistent snapshot of the
         # state whatever the daemon commits meanwhile.
         con.execute("VACUUM state INTO ?", (str(files[location.STATE_FILE]),))
-        if (store.data_dir / CACHE_FILE).exists():
+        if (ctx.data_dir / CACHE_FILE).exists():
             files[CACHE_FILE] = work / CACHE_FILE
-            export_cache(store.data_dir, files[CACHE_FILE])
+            export_cache(ctx.data_dir, files[CACHE_FILE])
         manifest = {
-            "format": FORMAT, "version": VERSION, "vault": store.name, "vault_path": str(store.root),
+            "format": FORMAT, "version": VERSION, "vault": ctx.name, "vault_path": str(ctx.root),
             "created": rec.now_iso(), "state_schema": user_version(con, "state"),
             "files": {name: _sha256(path) for name, path in files.items()},
         }
@@ -158,8 +160,11 @@ def _check_database(path: Path, expected: str, name: str) -> apsw.Connection:
     return con
 
 
-def restore(store: "MemoryStore", file: Path) -> RestoreReport:
-    """Put a backup's state (and vectors) in place and rebuild the index.
+def restore(ctx: StoreContext, file: Path, *, close: Callable[[], None],
+            rebuild: Callable[[], "SyncReport"]) -> RestoreReport:
+    """Put a backup's state (and vectors) in place and rebuild the index:
+    ``close`` closes the store's connections before its state is replaced,
+    ``rebuild`` (the store's) builds the index again from the restored state.
     The caller makes sure no daemon serves the vault."""
     if not file.is_file():
         raise UsageError(f"backup {file} does not exist or is not a file")
@@ -167,7 +172,7 @@ def restore(store: "MemoryStore", file: Path) -> RestoreReport:
         archive = zipfile.ZipFile(file)
     except zipfile.BadZipFile:
         raise BackupError(f"{file} is not a memvault backup (not a zip archive)") from None
-    data_dir = location.ensure_private_dir(store.data_dir)
+    data_dir = location.ensure_private_dir(ctx.data_dir)
     with archive, tempfile.TemporaryDirectory(dir=data_dir, prefix=".restore-") as tmp:
         manifest = read_manifest(archive, str(file))
         work = Path(tmp)
@@ -182,15 +187,15 @@ def restore(store: "MemoryStore", file: Path) -> RestoreReport:
                 raise BackupError(f"{file} was made by a newer memvault (state schema {user_version(state)})")
         finally:
             state.close()
-        store.close()
+        close()
         kept = _set_aside(data_dir / location.STATE_FILE)
         os.replace(work / location.STATE_FILE, data_dir / location.STATE_FILE)
         os.chmod(data_dir / location.STATE_FILE, 0o600)
         fsync_dir(data_dir)
         report = RestoreReport(str(file), str(kept) if kept else None, manifest=manifest)
         if CACHE_FILE in manifest["files"] and (work / CACHE_FILE).exists():
-            report.vectors = _merge_vectors(store, work / CACHE_FILE, manifest["files"][CACHE_FILE], str(file))
-    report.sync = store.rebuild()
+            report.vectors = _merge_vectors(data_dir, work / CACHE_FILE, manifest["files"][CACHE_FILE], str(file))
+    report.sync = rebuild()
     return report
 
 
@@ -212,8 +217,8 @@ def _set_aside(state: Path) -> Path | None:
     return kept
 
 
-def _merge_vectors(store: "MemoryStore", backup_cache: Path, expected: str, name: str) -> int:
+def _merge_vectors(data_dir: Path, backup_cache: Path, expected: str, name: str) -> int:
     """Add the backup's vectors to the cache (keyed by model and text hash:
     merging never loses or confuses one)."""
     _check_database(backup_cache, expected, name).close()
-    return import_cache(store.data_dir, backup_cache)
+    return import_cache(data_dir, backup_cache)

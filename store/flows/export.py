@@ -31,17 +31,15 @@ import tempfile
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import IO, TYPE_CHECKING, Any
+from typing import IO, Any
 
+from memvault.store.context import StoreContext
 from memvault.store.db import records as rec
 from memvault.store.flows import records as rx
 from memvault.vault_io.atomic import free_path
 from memvault.vault_io.errors import MemvaultError, UsageError
 from memvault.vault_io.memory_note import MemoryDoc, memory_filename, render_memory
 from memvault.vault_io.secrets import redact_tree
-
-if TYPE_CHECKING:
-    from memvault.store.memory_store import MemoryStore
 
 FORMATS = ("json", "jsonl", "markdown", "obsidian", "csv", "sqlite")
 CSV_COLUMNS = ("id", "type", "status", "content", "scope", "tags", "strength", "created", "updated", "source", "path",
@@ -75,30 +73,30 @@ class ExportReport:
                 "seconds": round(self.seconds, 3)}
 
 
-def header(store: "MemoryStore") -> dict[str, Any]:
+def header(ctx: StoreContext) -> dict[str, Any]:
     """The document's header: format, version, when, which vault and model."""
     from memvault.store.embedding.model import resolve_model
 
-    spec = resolve_model(store.settings.embedding.model)
-    return {"format": rx.FORMAT, "version": rx.VERSION, "exported_at": rec.now_iso(), "vault": store.name,
-            "memory_folder": store.settings.memory_folder, "embedding_model": spec.key if spec else None}
+    spec = resolve_model(ctx.settings.embedding.model)
+    return {"format": rx.FORMAT, "version": rx.VERSION, "exported_at": rec.now_iso(), "vault": ctx.name,
+            "memory_folder": ctx.settings.memory_folder, "embedding_model": spec.key if spec else None}
 
 
-def document_records(store: "MemoryStore", options: ExportOptions) -> Iterator[tuple[str, dict[str, Any]]]:
+def document_records(ctx: StoreContext, options: ExportOptions) -> Iterator[tuple[str, dict[str, Any]]]:
     """(kind, record) for the whole document, kinds in :data:`records.KINDS` order."""
-    con = store.read_con()
+    con = ctx.read_con()
     cache = model = None
     if options.embeddings:
         from memvault.store.embedding import vectors as vec
 
-        cache = vec.open_cache(store.data_dir, create=False)
-        model = header(store)["embedding_model"]
+        cache = vec.open_cache(ctx.data_dir, create=False)
+        model = header(ctx)["embedding_model"]
     try:
-        for m in rx.memories(con, types=options.types, scope=options.scope, root=store.root):
+        for m in rx.memories(con, types=options.types, scope=options.scope, root=ctx.root):
             if options.embeddings:
                 m["embedding"] = rx.embeddings_of(con, cache, model, m["id"])
             yield "memory", m
-        for s in rx.sources(con, store.root):
+        for s in rx.sources(con, ctx.root):
             yield "source", s
         for f in rx.facts(con):
             if options.types and f["type"] not in options.types:
@@ -109,7 +107,7 @@ def document_records(store: "MemoryStore", options: ExportOptions) -> Iterator[t
         rest = {"fact_history": rx.fact_history(con), "fact_forget": rx.fact_forgets(con), "edge": rx.edges(con),
                 "import": rx.imports(con), "merge": rx.merges(con), "contradiction": rx.contradictions(con),
                 "link": rx.links(con), "consolidation": rx.consolidation_runs(con),
-                "conflict": rx.conflicts(con, store.root), "verdict": rx.verdicts(con)}
+                "conflict": rx.conflicts(con, ctx.root), "verdict": rx.verdicts(con)}
         for kind in rx.KINDS[3:]:  # in the document's order (a generator each: nothing runs before its turn)
             for r in rest[kind]:
                 yield kind, r
@@ -187,7 +185,7 @@ def cannot_write(path: Path, exc: OSError) -> MemvaultError:
     return MemvaultError(f"cannot write the export to {path}: {exc.strerror or exc}")
 
 
-def export(store: "MemoryStore", options: ExportOptions) -> ExportReport:
+def export(ctx: StoreContext, options: ExportOptions) -> ExportReport:
     """Write the export ``options`` ask for."""
     import time
 
@@ -196,42 +194,42 @@ def export(store: "MemoryStore", options: ExportOptions) -> ExportReport:
     if fmt not in FORMATS:
         raise UsageError(f"unknown export format {fmt!r}: use one of {', '.join(FORMATS)}")
     report = ExportReport(fmt, str(options.output) if options.output else "-")
-    store.read_con()  # no index yet: one line before anything (a header on stdout) is written
+    ctx.read_con()  # no index yet: one line before anything (a header on stdout) is written
     if fmt == "sqlite":
         from memvault.store.flows.backup import backup
 
         try:
-            path = backup(store, options.output)
+            path = backup(ctx, options.output)
         except OSError as exc:
             raise cannot_write(options.output or Path.cwd(), exc) from None
         report.output, report.counts = str(path), {"files": 1}
     elif fmt in ("json", "jsonl"):
         with _output_file(options.output) as out:
             writer = write_json if fmt == "json" else write_jsonl
-            writer(out, header(store), document_records(store, options), report.counts)
+            writer(out, header(ctx), document_records(ctx, options), report.counts)
     elif fmt == "csv":
         with _output_file(options.output) as out:
-            report.counts["memory"] = write_csv(out, _memories(store, options))
+            report.counts["memory"] = write_csv(out, _memories(ctx, options))
     else:
         if options.output is None:
             raise UsageError(f"--output FOLDER is required for the {fmt} format")
         if options.output.exists() and not options.output.is_dir():
             raise UsageError(f"--output {options.output} is a file: the {fmt} format writes a folder of notes")
         try:
-            report.counts["memory"] = write_notes(options.output, _memories(store, options),
-                                                  obsidian=fmt == "obsidian", links=memory_links(store))
+            report.counts["memory"] = write_notes(options.output, _memories(ctx, options),
+                                                  obsidian=fmt == "obsidian", links=memory_links(ctx))
         except OSError as exc:  # name the note that failed, not only the folder
             raise cannot_write(Path(exc.filename) if isinstance(exc.filename, str) else options.output, exc) from None
     report.seconds = time.monotonic() - started
     return report
 
 
-def _memories(store: "MemoryStore", options: ExportOptions) -> Iterator[dict[str, Any]]:
+def _memories(ctx: StoreContext, options: ExportOptions) -> Iterator[dict[str, Any]]:
     """Memory records for the formats made to be shared or read (csv,
     markdown, obsidian), redacted: a memory's text is indexed redacted, but
     a person's memory note may hold a credential in a property or its file
     name. (``json``/``jsonl`` are lossless: they keep the notes as typed.)"""
-    for m in rx.memories(store.read_con(), types=options.types, scope=options.scope,
+    for m in rx.memories(ctx.read_con(), types=options.types, scope=options.scope,
                          include_deleted=options.include_deleted):
         yield redact_tree(m)
 
@@ -252,10 +250,10 @@ def write_csv(out: IO[str], memories: Iterator[dict[str, Any]]) -> int:
     return n
 
 
-def memory_links(store: "MemoryStore") -> dict[str, list[str]]:
+def memory_links(ctx: StoreContext) -> dict[str, list[str]]:
     """Memory id -> ids of the memories its note links to."""
     out: dict[str, list[str]] = {}
-    for e in rx.edges(store.read_con()):
+    for e in rx.edges(ctx.read_con()):
         if e["kind"] in ("link", "related") and e["target_id"]:
             out.setdefault(e["source_id"], []).append(e["target_id"])
     return out

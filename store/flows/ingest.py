@@ -1,7 +1,7 @@
 """``memvault ingest``: one conversation transcript becomes (or grows) a session note.
 
 The entry point of the agents' ``session-end``/``pre-compact`` hooks too
-(:meth:`MemoryStore.ingest` with the hook's ``transcript_path`` and
+(the store's ``ingest`` with the hook's ``transcript_path`` and
 ``session_id``). The transcript is read (:mod:`.transcript`), redacted,
 written as a session note (:mod:`.sessions`: append-only, idempotent) and
 indexed before this returns, so its turns are searchable and its facts
@@ -21,17 +21,15 @@ import os
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import IO, TYPE_CHECKING, Any
+from typing import IO, Any
 
+from memvault.store.context import StoreContext
 from memvault.store.facts.rows import ACTIVE, facts_of
-from memvault.store.flows.sessions import SessionPlan, SessionWriter
+from memvault.store.flows.sessions import SessionPlan, SessionWriter, Sync, SyncPaths
 from memvault.store.flows.text_check import check_chunks, check_opener
 from memvault.store.flows.transcript import TranscriptError, read_transcript
 from memvault.vault_io.errors import MemvaultError
 from memvault.vault_io.locks import flock_within
-
-if TYPE_CHECKING:
-    from memvault.store.memory_store import MemoryStore
 
 
 @dataclass
@@ -58,31 +56,34 @@ class IngestReport:
 
 
 def ingest(
-    store: "MemoryStore",
+    ctx: StoreContext,
     source: str | Path | IO[str] | IO[bytes],
     *,
+    sync: Sync,
+    sync_paths: SyncPaths,
     session: str | None = None,
     title: str | None = None,
     client: str | None = None,
 ) -> IngestReport:
     """Write the conversation of ``source`` (a transcript path or stream) as
-    its session note, appending what is new; index it."""
+    its session note, appending what is new; index it (``sync``: the whole
+    vault first when it was never indexed; ``sync_paths``: the note written)."""
     source = _checked(source)
     conv, warnings = read_transcript(source, session=session, title=title, client=client)
     if not conv.turns:
         # an empty file, or JSON lines that hold no conversation: one line, never a silent "unchanged"
         ref = str(source) if isinstance(source, (str, Path)) else getattr(source, "name", "<stdin>")
         raise TranscriptError(f"{ref}: no conversation turns in it (expected {EXPECTED})")
-    with one_ingest_at_a_time(store):
-        if not store.has_index():
-            store.sync()  # a first index of the vault, so search finds more than this session
-        writer = SessionWriter(store)
+    with one_ingest_at_a_time(ctx.data_dir):
+        if not ctx.has_index():
+            sync()  # a first index of the vault, so search finds more than this session
+        writer = SessionWriter(ctx, sync, sync_paths)
         plan = writer.plan(conv)
         report = IngestReport(plan, warnings=warnings)
-        sync = writer.write([plan])
-        if sync is not None:
-            report.warnings += list(sync.summary.warnings)
-        report.facts = len(facts_of(store.con, [plan.note_id], [ACTIVE]))
+        written = writer.write([plan])
+        if written is not None:
+            report.warnings += list(written.summary.warnings)
+        report.facts = len(facts_of(ctx.con, [plan.note_id], [ACTIVE]))
     return report
 
 
@@ -97,12 +98,13 @@ class IngestBusyError(MemvaultError):
 
 
 @contextlib.contextmanager
-def one_ingest_at_a_time(store: "MemoryStore") -> Iterator[None]:
-    """Hold the vault's ingest lock (module docstring); the kernel drops it
+def one_ingest_at_a_time(data_dir: Path) -> Iterator[None]:
+    """Hold the ingest lock of the vault whose data dir is ``data_dir``
+    (module docstring); the kernel drops it
     if the holder dies, so a killed hook never blocks the next ingest."""
     from memvault.store.location import ensure_private_dir
 
-    fd = os.open(ensure_private_dir(store.data_dir) / LOCK_FILE, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
+    fd = os.open(ensure_private_dir(data_dir) / LOCK_FILE, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
     try:
         if not flock_within(fd, LOCK_WAIT):
             raise IngestBusyError(f"another ingest of this vault has run for over {LOCK_WAIT:.0f}s; try again")
@@ -129,5 +131,5 @@ def _checked(source: str | Path | IO[str] | IO[bytes]) -> str | Path | IO[str] |
     name = getattr(source, "name", "<stdin>")
     check_chunks([raw], str(name), EXPECTED)
     stream = io.BytesIO(raw)
-    stream.name = name  # type: ignore[attr-defined]  # the reader names the stream in its messages
+    stream.name = name  # the reader names the stream in its messages
     return stream

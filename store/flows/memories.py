@@ -4,7 +4,7 @@
 
 - known by its import key (or, for memvault's own notes, by its id) and
   unchanged at the source: nothing ("skipped");
-- known and changed at the source: the memory is updated through the store,
+- known and changed at the source: the memory is updated through the mirror,
   its previous version kept with the reason "changed at the source (<kind>)"
   ("updated"); a memory forgotten in memvault stays forgotten ("skipped");
 - new, but the same text, type and scope is already remembered: that memory
@@ -19,8 +19,10 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
 
+import apsw
+
+from memvault.store.context import StoreContext
 from memvault.store.db import records as rec
 from memvault.store.db.connection import write_transaction
 from memvault.store.flows import keys as ik
@@ -29,13 +31,10 @@ from memvault.store.index.classify import memory_key
 from memvault.store.memories import rows as mem
 from memvault.store.memories.guard import check_size
 from memvault.store.memories.memtypes import canonical_type
-from memvault.store.memories.mirror import DEFAULT_STRENGTH, memory_id_for
+from memvault.store.memories.mirror import DEFAULT_STRENGTH, Memories, memory_id_for
 from memvault.vault_io.markdown import normalise_tag
 from memvault.vault_io.secrets import redact
 from memvault.vault_io.syntax import TAG_BODY
-
-if TYPE_CHECKING:
-    from memvault.store.memory_store import MemoryStore
 
 
 @dataclass
@@ -73,20 +72,21 @@ def _same(trace: rec.TraceRow, content: str, type_: str, tags: list[str]) -> boo
     return (" ".join(trace.content.split()), trace.type, have) == (" ".join(content.split()), type_, [t.casefold() for t in tags])
 
 
-def _target(store: "MemoryStore", item: MemoryItem, row: ik.ImportKey | None) -> rec.TraceRow | None:
+def _target(con: apsw.Connection, item: MemoryItem, row: ik.ImportKey | None) -> rec.TraceRow | None:
     for trace_id in ([row.target_id] if row else []) + ([item.id] if item.id else []):
-        trace = rec.get_trace(store.con, trace_id)
+        trace = rec.get_trace(con, trace_id)
         if trace is not None and trace.kind == "memory":
             if trace.status == "superseded":  # an old version: the live memory is the newest
-                newer = mem.newer_versions(store.con, trace.id)
+                newer = mem.newer_versions(con, trace.id)
                 trace = newer[-1] if newer else trace
             return trace
     return None
 
 
-def import_memory(store: "MemoryStore", item: MemoryItem, *, dry_run: bool = False, keyed: bool = True) -> Outcome:
-    """Import one memory item (module docstring); with ``dry_run`` only say
-    what would happen. ``keyed=False``: the item's id is its identity (memvault's
+def import_memory(ctx: StoreContext, memories: Memories, item: MemoryItem, *, dry_run: bool = False,
+                  keyed: bool = True) -> Outcome:
+    """Import one memory item (module docstring) through the memory mirror
+    ``memories``; with ``dry_run`` only say what would happen. ``keyed=False``: the item's id is its identity (memvault's
     own export), no import key is recorded."""
     type_ = canonical_type(item.type)
     check_size(item.content)  # one item's error line; the others are imported
@@ -94,45 +94,46 @@ def import_memory(store: "MemoryStore", item: MemoryItem, *, dry_run: bool = Fal
     tags = _clean_tags(item.tags)
     scope = item.scope.strip() or "user"
     digest = ik.item_hash([content, type_, tags, scope])
-    row = ik.get_key(store.con, item.source, item.key) if keyed else None
+    con = ctx.con
+    row = ik.get_key(con, item.source, item.key) if keyed else None
     key = ik.ImportKey(item.source if keyed else "", item.key, "", digest)
-    trace = _target(store, item, row)
+    trace = _target(con, item, row)
     if trace is not None:
         key.target_id = trace.id
         if trace.status == "deleted":
             return Outcome("skipped", trace.id, "forgotten in memvault", redacted)
         if (row is not None and row.hash == digest) or _same(trace, content, type_, tags):
             if not dry_run and (row is None or row.hash != digest or row.target_id != trace.id):
-                _record(store, key)
+                _record(con, key)
             return Outcome("skipped", trace.id, "unchanged", redacted)
         if dry_run:
             return Outcome("updated", trace.id, "changed at the source", redacted)
-        result = store.update(trace.id, content=content, tags=tags, type_=type_,
-                              reason=f"changed at the source ({item.source})")
-        _record(store, key)
+        result = memories.update(trace.id, content=content, tags=tags, type_=type_,
+                                 reason=f"changed at the source ({item.source})")
+        _record(con, key)
         return Outcome("updated", trace.id, "changed at the source", redacted, tuple(result.warnings))
-    existing = mem.find_by_content_key(store.con, memory_key(type_, scope, content))
+    existing = mem.find_by_content_key(con, memory_key(type_, scope, content))
     if existing is not None:
         key.target_id = existing.id
         if not dry_run:
-            _record(store, key)
+            _record(con, key)
         return Outcome("skipped", existing.id, f"already remembered as {existing.id}", redacted)
     if dry_run:
         return Outcome("imported", item.id, "", redacted)
-    new = _new_trace(store, item, content, type_, tags, scope)
-    folder = store.settings.memory_folder
-    result = store.memories.create(new, f"{folder}/{item.path}" if item.path else None)
+    new = _new_trace(con, item, content, type_, tags, scope)
+    folder = ctx.settings.memory_folder
+    result = memories.create(new, f"{folder}/{item.path}" if item.path else None)
     key.target_id = new.id
-    _record(store, key)
+    _record(con, key)
     return Outcome("imported", new.id, "", redacted, tuple(result.warnings))
 
 
-def _new_trace(store: "MemoryStore", item: MemoryItem, content: str, type_: str, tags: list[str],
+def _new_trace(con: apsw.Connection, item: MemoryItem, content: str, type_: str, tags: list[str],
                scope: str) -> rec.TraceRow:
     key = memory_key(type_, scope, content)
     # An id of its own is kept when free; else one derived from the content,
     # like every memory's (two devices importing the same file agree on it).
-    trace_id = item.id if item.id and not mem.id_in_use(store.con, item.id) else memory_id_for(store.con, key)
+    trace_id = item.id if item.id and not mem.id_in_use(con, item.id) else memory_id_for(con, key)
     now = rec.now_iso()
     created = item.created or now
     return rec.TraceRow(
@@ -143,8 +144,8 @@ def _new_trace(store: "MemoryStore", item: MemoryItem, content: str, type_: str,
     )
 
 
-def _record(store: "MemoryStore", key: ik.ImportKey) -> None:
+def _record(con: apsw.Connection, key: ik.ImportKey) -> None:
     if not key.source:
         return
-    with write_transaction(store.con):
-        ik.put_key(store.con, key)
+    with write_transaction(con):
+        ik.put_key(con, key)

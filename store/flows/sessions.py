@@ -32,11 +32,12 @@ its notes again by id next time, instead of writing them twice.
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from memvault.store.context import StoreContext
 from memvault.store.db.connection import write_transaction
 from memvault.store.flows import keys as ik
 from memvault.store.flows import unindexed
@@ -58,7 +59,12 @@ from memvault.vault_io.session_note import (
 )
 
 if TYPE_CHECKING:
-    from memvault.store.memory_store import MemoryStore, SyncReport
+    from memvault.store.memory_store import SyncReport
+
+#: The store's whole-vault sync (what a flow calls to index the vault first).
+Sync = Callable[[], "SyncReport"]
+#: The store's sync of the given vault paths (what a flow calls to index what it wrote).
+SyncPaths = Callable[[Iterable[str]], "SyncReport"]
 
 #: The import-key source of session notes.
 SESSION_SOURCE = "session"
@@ -155,16 +161,19 @@ def _written(row: ik.ImportKey | None, existing: str, conv: Conversation) -> tup
 
 @dataclass
 class SessionWriter:
-    """Plans and writes session notes for one store (module docstring)."""
+    """Plans and writes session notes for one store (module docstring):
+    ``sync`` finds a note a person moved, ``sync_paths`` indexes what it wrote."""
 
-    store: "MemoryStore"
+    ctx: StoreContext
+    sync: Sync
+    sync_paths: SyncPaths
     claimed: set[str] = field(default_factory=set)  # paths planned in this batch
     rescanned: bool = False  # the vault was synced to find a note that moved
 
     @property
     def folder(self) -> str:
         """The vault folder of session notes."""
-        return f"{self.store.settings.memory_folder}/{SESSIONS_FOLDER}"
+        return f"{self.ctx.settings.memory_folder}/{SESSIONS_FOLDER}"
 
     def plan(self, conv: Conversation) -> SessionPlan:
         """What writing ``conv`` would do (nothing is written)."""
@@ -174,7 +183,7 @@ class SessionWriter:
         self._adopt_alias(conv, digests)
         note_id = session_note_id(conv.client, conv.session_id)
         khash = ik.item_hash([conv.title, digests])
-        row = ik.get_key(self.store.con, SESSION_SOURCE, note_id)
+        row = ik.get_key(self.ctx.con, SESSION_SOURCE, note_id)
         head = SessionHead(
             id=note_id, session_id=conv.session_id, client=conv.client, title=conv.title, started=conv.started,
             ended=conv.ended, turns=len(conv.turns), digest=digest_lines(conv),
@@ -186,14 +195,14 @@ class SessionWriter:
             # moved it while nothing watched the vault. One sync finds it, so
             # the conversation is not written a second time beside it.
             self.rescanned = True
-            self.store.sync()
+            self.sync()
             path = self._locate(note_id, row, conv)
         if path is not None:
             key.path = path
             if row is not None and row.hash == khash and row.path == path:
                 return SessionPlan(conv, note_id, "skipped", path, why="unchanged")
             # surrogateescape: a byte that is not UTF-8 (a person's, from another editor) is written back as it was
-            existing = (self.store.root / path).read_bytes().decode("utf-8", "surrogateescape")
+            existing = (self.ctx.root / path).read_bytes().decode("utf-8", "surrogateescape")
             old_digests, old_ids = _written(row, existing, conv)
             keep = _common_prefix(old_digests, conv.turns, dict(live_turns(existing)), old_ids)
             first = max([*old_ids, *written_ids(existing)], default=0) + 1  # block ids are never reused
@@ -217,15 +226,15 @@ class SessionWriter:
         todo = [p for p in plans if p.data is not None and p.path is not None]
         paths = [p.path for p in todo if p.path]
         if todo:
-            unindexed.will_write(self.store.con, paths)  # a writer killed before the sync: the next command indexes them
-            atomic_write_many([(self.store.root / p.path, p.data) for p in todo if p.path and p.data is not None])
-        report = self.store.sync_paths(paths) if todo else None
-        unindexed.indexed(self.store.con, paths)
+            unindexed.will_write(self.ctx.con, paths)  # a writer killed before the sync: the next command indexes them
+            atomic_write_many([(self.ctx.root / p.path, p.data) for p in todo if p.path and p.data is not None])
+        report = self.sync_paths(paths) if todo else None
+        unindexed.indexed(self.ctx.con, paths)
         keyed = [p.key for p in plans if p.key is not None]
         if keyed:
-            with write_transaction(self.store.con):
+            with write_transaction(self.ctx.con):
                 for k in keyed:
-                    ik.put_key(self.store.con, k)
+                    ik.put_key(self.ctx.con, k)
         self.claimed.clear()
         return report
 
@@ -236,10 +245,10 @@ class SessionWriter:
         ``aliases``) when it has no note of its own yet and the note written
         under that id holds exactly the turns it begins with: the same
         conversation, grown, rather than another one that begins alike."""
-        if not conv.aliases or ik.get_key(self.store.con, SESSION_SOURCE, session_note_id(conv.client, conv.session_id)):
+        if not conv.aliases or ik.get_key(self.ctx.con, SESSION_SOURCE, session_note_id(conv.client, conv.session_id)):
             return
         for alias in conv.aliases:
-            row = ik.get_key(self.store.con, SESSION_SOURCE, session_note_id(conv.client, alias))
+            row = ik.get_key(self.ctx.con, SESSION_SOURCE, session_note_id(conv.client, alias))
             old = row.detail.get("turns") if row is not None else None
             if isinstance(old, list) and old and len(old) <= len(digests) and _common_prefix(old, conv.turns) == len(old):
                 conv.session_id = alias
@@ -251,7 +260,7 @@ class SessionWriter:
         its planned name (a writer died before recording its key)."""
         if row is not None and row.path and self._holds(row.path, note_id):
             return row.path
-        found = self.store.con.execute(
+        found = self.ctx.con.execute(
             "SELECT path FROM files WHERE trace_id = ? AND kind = 'note'", (note_id,)
         ).fetchone()
         if found and self._holds(found[0], note_id):
@@ -265,11 +274,11 @@ class SessionWriter:
         """Whether vault path ``rel`` is the session note ``note_id``; never
         when it leads (by a symlink) outside the vault: that file is not read,
         nor revised and copied into the vault."""
-        root = self.store.root
+        root = self.ctx.root
         return outside_target(root, rel) is None and file_frontmatter_id(root / rel, head=4096) == note_id
 
     def _new_path(self, conv: Conversation) -> str:
-        root = self.store.root
+        root = self.ctx.root
         name = session_filename((conv.started or "")[:10] or None, conv.title)
         path = free_path(root / self.folder / name)
         n = 2

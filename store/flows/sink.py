@@ -13,25 +13,27 @@ searchable at once.
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Callable
+from typing import TYPE_CHECKING, Any
 
+from memvault.store.context import StoreContext
 from memvault.store.db.connection import write_transaction
 from memvault.store.flows import keys as ik
 from memvault.store.flows import unindexed
 from memvault.store.flows.conversation import Conversation
-from memvault.store.flows.importers import Entry, MemoryItem, NoteItem, Progress, Skip, reader
+from memvault.store.flows.importers import Entry, MemoryItem, NoteItem, Progress, Reader, Skip, reader
 from memvault.store.flows.importers.precheck import check
 from memvault.store.flows.importers.stream import outside
 from memvault.store.flows.memories import import_memory
-from memvault.store.flows.sessions import SessionPlan, SessionWriter
+from memvault.store.flows.sessions import SessionPlan, SessionWriter, Sync, SyncPaths
 from memvault.vault_io.atomic import atomic_write, free_path
 from memvault.vault_io.errors import MemvaultError
 from memvault.vault_io.secrets import redact
 
 if TYPE_CHECKING:
-    from memvault.store.memory_store import MemoryStore
+    from memvault.store.memories.mirror import Memories
 
 log = logging.getLogger(__name__)
 
@@ -71,13 +73,21 @@ class ImportReport:
 
 
 class ImportSink:
-    """Writes converted items through the store, counting outcomes."""
+    """Writes converted items through the store's collaborators, counting
+    outcomes: memories through the memory mirror ``memories``, conversations
+    through a :class:`SessionWriter`, written notes indexed by ``sync_paths``.
+    ``fact_keep`` is the store's map of the facts a restored session note keeps
+    (:mod:`.importers.memvault` fills it while its export is restored)."""
 
-    def __init__(self, store: "MemoryStore", report: ImportReport, *, folder: str = IMPORT_FOLDER) -> None:
-        self.store = store
+    def __init__(self, ctx: StoreContext, report: ImportReport, *, memories: "Memories", sync: Sync,
+                 sync_paths: SyncPaths, fact_keep: dict[str, set[str]], folder: str = IMPORT_FOLDER) -> None:
+        self.ctx = ctx
+        self.memories = memories
+        self.sync_paths = sync_paths
+        self.fact_keep = fact_keep
         self.report = report
         self.folder = folder.strip("/") or IMPORT_FOLDER
-        self.sessions = SessionWriter(store)
+        self.sessions = SessionWriter(ctx, sync, sync_paths)
         self.pending: list[tuple[str, SessionPlan]] = []
         self.pending_ids: set[str] = set()
         self.note_paths: list[str] = []
@@ -87,7 +97,7 @@ class ImportSink:
         if isinstance(item, Conversation):
             self._conversation(ref, item)
         elif isinstance(item, MemoryItem):
-            outcome = import_memory(self.store, item, dry_run=self.report.dry_run)
+            outcome = import_memory(self.ctx, self.memories, item, dry_run=self.report.dry_run)
             if outcome.action != "skipped":
                 self.report.redacted += outcome.redacted
             self.report.count(outcome.action)
@@ -112,8 +122,8 @@ class ImportSink:
         if self.report.dry_run or plan.data is None:
             self.report.count(plan.action)
             if plan.key is not None and plan.data is None and not self.report.dry_run:
-                with write_transaction(self.store.con):
-                    ik.put_key(self.store.con, plan.key)
+                with write_transaction(self.ctx.con):
+                    ik.put_key(self.ctx.con, plan.key)
             return
         self.pending.append((ref, plan))
         self.pending_ids.add(plan.note_id)
@@ -140,8 +150,8 @@ class ImportSink:
     def _note(self, item: NoteItem) -> None:
         text, n = redact(item.text)
         digest = ik.item_hash(text)
-        row = ik.get_key(self.store.con, item.source, item.key)
-        root = self.store.root
+        row = ik.get_key(self.ctx.con, item.source, item.key)
+        root = self.ctx.root
         if row is not None and row.hash == digest and row.path and (root / row.path).exists():
             self.report.count("skipped")
             return
@@ -159,24 +169,24 @@ class ImportSink:
         if not self.report.dry_run:
             self.will_write(target)
             atomic_write(root / target, text.encode("utf-8"))
-            with write_transaction(self.store.con):
-                ik.put_key(self.store.con, ik.ImportKey(item.source, item.key, target, digest, target))
+            with write_transaction(self.ctx.con):
+                ik.put_key(self.ctx.con, ik.ImportKey(item.source, item.key, target, digest, target))
         self.report.count(action)
 
     def will_write(self, rel: str) -> None:
         """A note is about to be written at ``rel``: it is indexed by
         :meth:`finish`, or, if this process is killed first, by the next
         command that opens the store (:mod:`.unindexed`)."""
-        unindexed.will_write(self.store.con, [rel])
+        unindexed.will_write(self.ctx.con, [rel])
         self.note_paths.append(rel)
 
     def finish(self) -> None:
         """Write what is pending and index the written notes."""
         self.flush()
         if self.note_paths:
-            sync = self.store.sync_paths(self.note_paths)
+            sync = self.sync_paths(self.note_paths)
             self.report.warnings += sync.summary.warnings
-            unindexed.indexed(self.store.con, self.note_paths)
+            unindexed.indexed(self.ctx.con, self.note_paths)
             self.note_paths = []
 
 
@@ -187,24 +197,31 @@ def _note_id(conv: Conversation) -> str:
 
 
 def run_import(
-    store: "MemoryStore",
+    ctx: StoreContext,
     fmt: str,
     path: Path,
     *,
+    memories: "Callable[[], Memories]",
+    sync: Sync,
+    sync_paths: SyncPaths,
+    fact_keep: dict[str, set[str]],
     dry_run: bool = False,
     folder: str = IMPORT_FOLDER,
     progress: Progress | None = None,
-    read: Callable[..., Any] | None = None,
+    read: Reader | None = None,
 ) -> ImportReport:
-    """Import ``path`` in format ``fmt`` (see :data:`.importers.FORMATS`)."""
+    """Import ``path`` in format ``fmt`` (see :data:`.importers.FORMATS`)
+    through the store's collaborators (:class:`ImportSink`); ``memories``
+    gives the memory mirror, built once the vault has an index."""
     if read is None:
         read = reader(fmt)
         check(fmt, path)  # a file of another kind, or not text, is refused before anything is written
     report = ImportReport(fmt, str(path), dry_run)
     report.warnings += [f"{name}: leads outside {path} (to {real}); not read" for name, real in outside(path)]
-    if not store.has_index():
-        store.sync()  # a first index, so what is imported meets the vault's notes
-    sink = ImportSink(store, report, folder=folder)
+    if not ctx.has_index():
+        sync()  # a first index, so what is imported meets the vault's notes
+    sink = ImportSink(ctx, report, memories=memories(), sync=sync, sync_paths=sync_paths, fact_keep=fact_keep,
+                      folder=folder)
     for entry in read(path, progress):
         _one(sink, entry)
     sink.finish()

@@ -11,23 +11,20 @@ whatever is still listed (:func:`index_leftovers`) before it answers.
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable
-from typing import TYPE_CHECKING
+from collections.abc import Callable, Iterable
 
 import apsw
 
 from memvault.store.db.connection import write_transaction
-
-if TYPE_CHECKING:
-    from memvault.store.memory_store import MemoryStore
+from memvault.store.db.rows import first
 
 KEY = "unindexed_written_notes"
 
 
 def listed(con: apsw.Connection) -> list[str]:
     """The paths written and not indexed yet."""
-    row = con.execute("SELECT value FROM state.meta WHERE key = ?", (KEY,)).fetchone()
-    return list(json.loads(row[0])) if row else []
+    row = first(con, "SELECT value FROM state.meta WHERE key = ?", (KEY,))
+    return [str(p) for p in json.loads(row[0])] if row else []
 
 
 def _put(con: apsw.Connection, paths: list[str]) -> None:
@@ -58,10 +55,10 @@ def indexed(con: apsw.Connection, paths: Iterable[str]) -> None:
             _put(con, [p for p in now if p not in done])
 
 
-def index_leftovers(store: "MemoryStore") -> None:
-    """Index what a killed import wrote and never indexed (a no-op, one
-    read, when nothing is listed)."""
-    paths = listed(store.con)
+def index_leftovers(con: apsw.Connection, sync_paths: Callable[[list[str]], object]) -> None:
+    """Index what a killed import wrote and never indexed through the store's
+    ``sync_paths`` (a no-op, one read, when nothing is listed)."""
+    paths = listed(con)
     if paths:
-        store.sync_paths(paths)
-        indexed(store.con, paths)
+        sync_paths(paths)
+        indexed(con, paths)

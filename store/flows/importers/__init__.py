@@ -12,14 +12,20 @@ sink (:mod:`..sink`) writes through it.
 
 from __future__ import annotations
 
+import functools
 import importlib
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Union
+from typing import TYPE_CHECKING, Any, ParamSpec, Protocol, Union
 
 from memvault.store.flows.conversation import Conversation
 from memvault.vault_io.errors import UsageError
+
+if TYPE_CHECKING:
+    from memvault.store.flows.sink import ImportSink
+
+P = ParamSpec("P")
 
 
 @dataclass
@@ -59,7 +65,16 @@ class Skip:
     why: str
 
 
-Item = Union[Conversation, MemoryItem, NoteItem, Skip]
+class Record(Protocol):
+    """An item that writes itself through the sink (the records of memvault's
+    own export, :mod:`.memvault`)."""
+
+    def restore(self, sink: "ImportSink") -> str | None:
+        """Write what the record holds; the action to count (None: not an item)."""
+        ...
+
+
+Item = Union[Conversation, MemoryItem, NoteItem, Skip, Record]
 
 
 @dataclass
@@ -68,6 +83,17 @@ class Entry:
 
     ref: str
     convert: Callable[[], list[Item]]
+
+    @classmethod
+    def of(cls, ref: str, convert: Callable[P, list[Item]], /, *args: P.args, **kwargs: P.kwargs) -> "Entry":
+        """An entry converted by ``convert(*args, **kwargs)`` when its turn comes
+        (the arguments bound now: an importer yields entries in a loop)."""
+        return cls(ref, functools.partial(convert, *args, **kwargs))
+
+    @classmethod
+    def one(cls, ref: str, make: Callable[P, Item], /, *args: P.args, **kwargs: P.kwargs) -> "Entry":
+        """An entry that converts into the one item ``make(*args, **kwargs)``."""
+        return cls(ref, lambda: [make(*args, **kwargs)])
 
 
 Progress = Callable[[int, int], None]
@@ -91,7 +117,8 @@ def reader(name: str) -> Reader:
     module = FORMATS.get(name)
     if module is None:
         raise UsageError(f"unknown import format {name!r}: use one of {', '.join(FORMATS)}")
-    return importlib.import_module(f"{__name__}.{module}").read
+    read: Reader = importlib.import_module(f"{__name__}.{module}").read  # each module's read is a Reader
+    return read
 
 
 def short(value: Any, limit: int = 40) -> str:

@@ -65,12 +65,12 @@ def read(path: Path, progress: Progress | None = None) -> Iterator[Entry]:
                 for index, raw in enumerate(iter_array(fh, member.name, seen)):
                     ref = _ref(member.name, index, raw)
                     _note_instructions(raw, instructions, ref)
-                    yield Entry(ref, lambda raw=raw, ref=ref: _convert(raw, ref))
+                    yield Entry.of(ref, _convert, raw, ref)
         except ImportFormatError as exc:
-            yield Entry(member.name, lambda exc=exc: _raise(exc))
+            yield Entry.of(member.name, _raise, exc)
         done_before += member.size
     for kind, (at, text, ref) in sorted(instructions.items()):
-        yield Entry(f"custom instructions ({kind}, from {ref})", lambda kind=kind, at=at, text=text: [_instruction(kind, text, at)])
+        yield Entry.one(f"custom instructions ({kind}, from {ref})", _instruction, kind, text, at)
 
 
 def _raise(exc: Exception) -> list[Item]:

@@ -72,7 +72,7 @@ def read(path: Path, progress: Progress | None = None) -> Iterator[Entry]:
                 raise ImportFormatError(
                     f"{member.name}: not a Claude export file (no chat_messages, docs or conversations_memory)")
         except ImportFormatError as exc:
-            yield Entry(member.name, lambda exc=exc: _raise(exc))
+            yield Entry.of(member.name, _raise, exc)
         base += member.size
         if progress is not None:
             progress(base, total)
@@ -114,7 +114,7 @@ def _conversations(member: Member, progress: Progress | None, base: int, total: 
             name = raw.get("name") if isinstance(raw, dict) else None
             uuid = raw.get("uuid") if isinstance(raw, dict) else None
             ref = f"{member.name} item {index}" + (f" ({str(uuid)[:13]}, \"{short(name)}\")" if uuid or name else "")
-            yield Entry(ref, lambda raw=raw, ref=ref: _conversation(raw, ref))
+            yield Entry.of(ref, _conversation, raw, ref)
 
 
 def _conversation(raw: Any, ref: str) -> list[Item]:
@@ -212,10 +212,10 @@ def _projects(member: Member) -> Iterator[Entry]:
         ref = f"{member.name} project \"{short(name)}\""
         for n, doc in enumerate(project.get("docs") or []):
             doc_name = doc.get("filename") if isinstance(doc, dict) else None
-            yield Entry(f"{ref} document {doc_name or n}", lambda p=project, d=doc, name=name: [_document(p, name, d)])
+            yield Entry.one(f"{ref} document {doc_name or n}", _document, project, name, doc)
         template = project.get("prompt_template")
         if isinstance(template, str) and template.strip():
-            yield Entry(f"{ref} prompt template", lambda p=project, name=name, t=template: [_prompt(p, name, t)])
+            yield Entry.one(f"{ref} prompt template", _prompt, project, name, template)
 
 
 def _document(project: dict[str, Any], name: str, doc: Any) -> Item:
@@ -251,11 +251,13 @@ def _memories(member: Member) -> Iterator[Entry]:
             continue
         text = item.get("conversations_memory")
         if isinstance(text, str) and text.strip():
-            yield Entry(f"{member.name} item {index} conversations_memory", lambda t=text.strip(): [MemoryItem(
-                source="claude-memory", key="conversations_memory",
-                content=f"What Claude remembered about me: {t}", tags=["claude"], origin="import:claude")])
+            yield Entry.one(f"{member.name} item {index} conversations_memory", MemoryItem,
+                            source="claude-memory", key="conversations_memory",
+                            content=f"What Claude remembered about me: {text.strip()}", tags=["claude"],
+                            origin="import:claude")
         for project, memo in (item.get("project_memories") or {}).items():
             if isinstance(memo, str) and memo.strip():
-                yield Entry(f"{member.name} item {index} project {project}", lambda p=project, t=memo.strip(): [
-                    MemoryItem(source="claude-memory", key=f"project:{p}", content=f"What Claude remembered in a project: {t}",
-                               tags=["claude"], origin="import:claude")])
+                yield Entry.one(f"{member.name} item {index} project {project}", MemoryItem,
+                                source="claude-memory", key=f"project:{project}",
+                                content=f"What Claude remembered in a project: {memo.strip()}", tags=["claude"],
+                                origin="import:claude")

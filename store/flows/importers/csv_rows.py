@@ -40,8 +40,8 @@ def read(path: Path, progress: Progress | None = None) -> Iterator[Entry]:
                 f"{member.name}: a `content` column is required; the header is {', '.join(reader.fieldnames or []) or '(empty)'}")
         reader.fieldnames = header
         for n, row in enumerate(reader, 2):
-            yield Entry(f"{member.name} row {n}" + (f' ("{short(row.get("content"))}")' if row.get("content") else ""),
-                        lambda row=row: _convert(row))
+            yield Entry.of(f"{member.name} row {n}" + (f' ("{short(row.get("content"))}")' if row.get("content") else ""),
+                           _convert, row)
         if progress is not None:
             progress(1, 1)
 

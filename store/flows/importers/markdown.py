@@ -32,7 +32,7 @@ def read(path: Path, progress: Progress | None = None) -> Iterator[Entry]:
     root = path if path.is_dir() else path.parent
     for n, member in enumerate(found, 1):
         rel = Path(member.name).relative_to(root).as_posix() if path.is_dir() else Path(member.name).name
-        yield Entry(rel, lambda member=member, rel=rel: _convert(member, rel))
+        yield Entry.of(rel, _convert, member, rel)
         if progress is not None:
             progress(n, len(found))
 

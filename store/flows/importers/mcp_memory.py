@@ -41,7 +41,7 @@ def read(path: Path, progress: Progress | None = None) -> Iterator[Entry]:
             try:
                 obj = json.loads(line)
             except ValueError as exc:
-                yield Entry(ref, lambda exc=exc: _fail(f"not JSON ({exc.msg})"))
+                yield Entry.of(ref, _fail, f"not JSON ({exc.msg})")
                 continue
             if not isinstance(obj, dict):
                 yield Entry(ref, lambda: _fail("not a JSON object"))
@@ -61,8 +61,7 @@ def read(path: Path, progress: Progress | None = None) -> Iterator[Entry]:
                 continue
             entities[str(name)] = obj
         for name, obj in entities.items():
-            yield Entry(f"{member.name} entity {name!r}",
-                        lambda name=name, obj=obj: [_entity(name, obj, relations.get(name, []), entities)])
+            yield Entry.one(f"{member.name} entity {name!r}", _entity, name, obj, relations.get(name, []), entities)
         if progress is not None:
             progress(1, 1)
 

@@ -32,8 +32,7 @@ def read(path: Path, progress: Progress | None = None) -> Iterator[Entry]:
             raise ImportFormatError(f"{m.name}: expected {{\"results\": [...]}} or a list of memories")
         for index, raw in enumerate(items):
             text = raw.get("memory") if isinstance(raw, dict) else None
-            yield Entry(f"{m.name} item {index}" + (f' ("{short(text)}")' if text else ""),
-                        lambda raw=raw: _convert(raw))
+            yield Entry.of(f"{m.name} item {index}" + (f' ("{short(text)}")' if text else ""), _convert, raw)
         if progress is not None:
             progress(1, 1)
 

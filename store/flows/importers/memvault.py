@@ -58,7 +58,7 @@ def read(path: Path, progress: Progress | None = None) -> Iterator[Entry]:
     for kind, record in records:
         n += 1
         ref = f"{member.name} {kind} {record.get('id') or record.get('key') or n}"
-        yield Entry(ref, lambda kind=kind, record=record: [_Record(kind, record, head, embeddings)])
+        yield Entry.one(ref, _Record, kind, record, head, embeddings)
     yield Entry(f"{member.name} state", lambda: [_Finish(head, embeddings)])
     if progress is not None:
         progress(1, 1)
@@ -133,13 +133,13 @@ class _Record:
 
     def _memory(self, sink: "ImportSink") -> str | None:
         m = self.data
-        store, con = sink.store, sink.store.con
+        ctx, con = sink.ctx, sink.ctx.con
         if rec.get_trace(con, m["id"]) is not None or sink.report.dry_run:
             item = MemoryItem(source="memvault", key=m["id"], content=m["content"], type=m["type"], tags=m["tags"],
                               scope=m["scope"], id=m["id"])
             if m["status"] != "active" and rec.get_trace(con, m["id"]) is None:
                 return "imported"  # dry run
-            return import_memory(store, item, dry_run=sink.report.dry_run, keyed=False).action
+            return import_memory(ctx, sink.memories, item, dry_run=sink.report.dry_run, keyed=False).action
         trace = rec.TraceRow(
             id=m["id"], kind="memory", type=m["type"], title=m["content"].splitlines()[0][:80] if m["content"] else "",
             content=m["content"], tags=list(m["tags"]),
@@ -149,16 +149,16 @@ class _Record:
             updated=m["updated"], content_key=memory_key(m["type"], m["scope"], m["content"]),
         )
         with write_transaction(con):
-            self._durable_rows(con, m, trace, store.settings.memory_folder)
+            self._durable_rows(con, m, trace, ctx.settings.memory_folder)
         if m["status"] == "active":
-            path = self._path(m.get("path"), store.settings.memory_folder)
-            if isinstance(m.get("note"), str) and path and not (store.root / path).exists():
+            path = self._path(m.get("path"), ctx.settings.memory_folder)
+            if isinstance(m.get("note"), str) and path and not (ctx.root / path).exists():
                 # The note's own bytes: what a consolidation run logged of
                 # them (for its undo) still matches after the restore.
                 sink.will_write(path)
-                atomic_write(store.root / path, m["note"].encode("utf-8", "surrogateescape"))
+                atomic_write(ctx.root / path, m["note"].encode("utf-8", "surrogateescape"))
             else:
-                store.memories.create(trace, path)
+                sink.memories.create(trace, path)
         return "imported"
 
     def _durable_rows(self, con: Any, m: dict[str, Any], trace: rec.TraceRow, folder: str) -> None:
@@ -196,9 +196,9 @@ class _Record:
         rel = str(s["path"])
         if rel.startswith(("/", "../")) or "/../" in rel or not rel.endswith(".md"):
             raise ImportFormatError(f"a source path outside the vault: {rel!r}")
-        target = sink.store.root / rel
+        target = sink.ctx.root / rel
         if s.get("kind") == "session":
-            sink.store.fact_keep.setdefault(str(s["id"]), set())
+            sink.fact_keep.setdefault(str(s["id"]), set())
         if target.exists():
             same = target.read_bytes().decode("utf-8", "replace") == s["text"]
             if not same:
@@ -210,24 +210,24 @@ class _Record:
         return "imported"
 
     def _fact(self, sink: "ImportSink") -> str | None:
-        if str(self.data["source_id"]) in sink.store.fact_keep:
-            sink.store.fact_keep[str(self.data["source_id"])].add(str(self.data["id"]))
+        if str(self.data["source_id"]) in sink.fact_keep:
+            sink.fact_keep[str(self.data["source_id"])].add(str(self.data["id"]))
         if not sink.report.dry_run:
-            with write_transaction(sink.store.con):
-                _put_recall(sink.store.con, self.data["id"], self.data.get("recall"), replace=False)
+            with write_transaction(sink.ctx.con):
+                _put_recall(sink.ctx.con, self.data["id"], self.data.get("recall"), replace=False)
         return None  # facts come back from their sources
 
     def _fact_history(self, sink: "ImportSink") -> str | None:
         h = self.data
         if not sink.report.dry_run:
-            with write_transaction(sink.store.con):
-                sink.store.con.execute(
+            with write_transaction(sink.ctx.con):
+                sink.ctx.con.execute(
                     "INSERT OR IGNORE INTO state.fact_history (fact_id, source_id, trace, anchor, reason, replaced_by, "
                     "retired_at) VALUES (?,?,?,?,?,?,?)",
                     (h["id"], h["source_id"], json.dumps(h["trace"], ensure_ascii=False, sort_keys=True),
                      json.dumps(h["anchor"], ensure_ascii=False), h["reason"], h.get("replaced_by"), h["retired_at"]),
                 )
-                _put_recall(sink.store.con, h["id"], h.get("recall"), replace=False)
+                _put_recall(sink.ctx.con, h["id"], h.get("recall"), replace=False)
         return None
 
     def _edge(self, sink: "ImportSink") -> str | None:
@@ -238,8 +238,8 @@ class _Record:
     def _state_row(self, sink: "ImportSink", table: str, columns: tuple[str, ...],
                    json_columns: tuple[str, ...] = ()) -> None:
         if not sink.report.dry_run:
-            with write_transaction(sink.store.con):
-                _insert(sink.store.con, table, self.data, columns, json_columns)
+            with write_transaction(sink.ctx.con):
+                _insert(sink.ctx.con, table, self.data, columns, json_columns)
 
     def _fact_forget(self, sink: "ImportSink") -> str | None:
         # Before the sources are extracted (at the end): the fact stays retired.
@@ -268,14 +268,14 @@ class _Record:
         if sink.report.dry_run:
             return None
         run = self.data
-        with write_transaction(sink.store.con):
-            _insert(sink.store.con, "consolidation_runs", run,
+        with write_transaction(sink.ctx.con):
+            _insert(sink.ctx.con, "consolidation_runs", run,
                     ("id", "started", "finished", "day", "trigger", "status", "summary"), ("summary",))
             for action in run.get("actions") or []:
                 row = {**action, "run_id": run["id"]}
                 if row.get("undo") is None:
                     row["undo"] = None
-                _insert(sink.store.con, "consolidation_actions", row,
+                _insert(sink.ctx.con, "consolidation_actions", row,
                         ("run_id", "seq", "kind", "ids", "reason", "detail", "undo"),
                         ("ids", "detail") + (("undo",) if action.get("undo") is not None else ()))
         return None
@@ -284,7 +284,7 @@ class _Record:
         c = self.data
         if sink.report.dry_run:
             return None
-        con, root = sink.store.con, sink.store.root
+        con, root = sink.ctx.con, sink.ctx.root
         rel = c.get("conflict_path")
         if rel and isinstance(c.get("text"), str) and ".." not in rel.split("/") and not rel.startswith("/") \
                 and not (root / rel).exists():
@@ -301,8 +301,8 @@ class _Record:
     def _import(self, sink: "ImportSink") -> str | None:
         if not sink.report.dry_run:
             d = self.data
-            with write_transaction(sink.store.con):
-                ik.insert_key(sink.store.con, ik.ImportKey(
+            with write_transaction(sink.ctx.con):
+                ik.insert_key(sink.ctx.con, ik.ImportKey(
                     d["source"], d["key"], d["target_id"], d["hash"], d.get("path"), d.get("detail") or {},
                     d.get("created") or rec.now_iso(), d.get("updated") or rec.now_iso()))
         return None
@@ -342,13 +342,13 @@ class _Finish:
         try:
             sink.finish()
         finally:
-            sink.store.fact_keep.clear()
-        apply_state(sink.store.con)
-        links.apply_durable(sink.store.con)  # merged-away memories, contradiction and derived_from edges
+            sink.fact_keep.clear()
+        apply_state(sink.ctx.con)
+        links.apply_durable(sink.ctx.con)  # merged-away memories, contradiction and derived_from edges
         if self.embeddings:
             from memvault.store.embedding import vectors as vec
 
-            cache = vec.open_cache(sink.store.data_dir)
+            cache = vec.open_cache(sink.ctx.data_dir)
             if cache is not None:
                 try:
                     by_model: dict[str, list[tuple[bytes, bytes]]] = {}
