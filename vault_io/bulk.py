@@ -14,7 +14,7 @@ import multiprocessing
 import os
 import select
 import threading
-from collections.abc import Iterable, Iterator
+from collections.abc import Generator, Iterable
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
@@ -113,7 +113,7 @@ def _read_chunk(items: list[tuple[str, str | None]]) -> list[ReadResult]:
 
 def read_notes(
     root: Path, items: list[tuple[str, str | None]], paths: Iterable[str], resolver: LinkResolver | None = None
-) -> Iterator[ReadResult]:
+) -> Generator[ReadResult, None, None]:
     """Read ``items`` ((path, known hash) pairs) in order, in parallel when many.
 
     ``paths`` is every path links may resolve to; ``resolver`` may be given
