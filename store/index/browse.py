@@ -28,6 +28,7 @@ from typing import Any
 import apsw
 
 from memvault.store.db import records as rec
+from memvault.store.db.rows import count, rows
 from memvault.store.retrieval.keyword import TAGGED_SQL, tag_params
 from memvault.vault_io.errors import UsageError
 from memvault.vault_io.uri import obsidian_uri
@@ -153,15 +154,16 @@ def list_traces(
         con, kinds=LIST_KINDS[what], types=types, scopes=scopes, tags=tags,
         statuses=("active", "deleted") if include_deleted else ("active",), stamp=stamp, **bounds,
     )
-    total = int(con.execute(f"SELECT count(*) FROM traces t WHERE {where}", params).fetchone()[0])
-    rows = con.execute(
+    total = count(con, f"SELECT count(*) FROM traces t WHERE {where}", params)
+    page = rows(
+        con,
         f"SELECT {_ITEM_COLS} FROM traces t WHERE {where} ORDER BY {SORTS[sort]} LIMIT ? OFFSET ?",
         [*params, limit, offset],
-    ).fetchall()
+    )
     from memvault.store.memories.rows import current_versions
 
-    versions = current_versions(con, [r[0] for r in rows if r[1] == "memory"])
-    items = [_item(vault_name, r, versions) for r in rows]
+    versions = current_versions(con, [r[0] for r in page if r[1] == "memory"])
+    items = [_item(vault_name, r, versions) for r in page]
     more = offset + len(items) < total
     return {"items": items, "total": total, "next_cursor": _cursor(offset + len(items)) if more else None}
 

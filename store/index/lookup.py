@@ -10,6 +10,7 @@ from typing import Any
 import apsw
 
 from memvault.store.db import records as rec
+from memvault.store.db.rows import count, rows
 from memvault.store.facts.rows import fact_stats
 from memvault.vault_io.note import UNDECODABLE
 
@@ -27,12 +28,13 @@ def find_trace(con: apsw.Connection, ref: str) -> rec.TraceRow | None:
         ).fetchone()
         if row:
             return rec.get_trace(con, row[0])
-    rows = con.execute(
+    titled = rows(
+        con,
         "SELECT id FROM traces WHERE kind != 'fact' AND title = ? COLLATE NOCASE AND status = 'active' LIMIT 2",
         (ref,),
-    ).fetchall()
-    if len(rows) == 1:
-        return rec.get_trace(con, rows[0][0])
+    )
+    if len(titled) == 1:
+        return rec.get_trace(con, titled[0][0])
     return None
 
 
@@ -50,13 +52,13 @@ def stats(con: apsw.Connection, db_path: Path | None = None) -> dict[str, Any]:
     """Counts of what the index holds, for ``memvault stats``."""
 
     def one(sql: str) -> int:
-        return int(con.execute(sql).fetchone()[0])
+        return count(con, sql)
 
     out: dict[str, Any] = {
         "notes": one("SELECT count(*) FROM files WHERE kind = 'note'"),
         "attachments": one("SELECT count(*) FROM files WHERE kind = 'attachment'"),
         "traces": one("SELECT count(*) FROM traces"),
-        "traces_by_kind": dict(con.execute("SELECT kind, count(*) FROM traces GROUP BY kind ORDER BY kind").fetchall()),
+        "traces_by_kind": dict(rows(con, "SELECT kind, count(*) FROM traces GROUP BY kind ORDER BY kind")),
         "edges": one("SELECT count(*) FROM edges"),
         "links_unresolved": one(
             f"SELECT count(*) FROM edges WHERE kind IN ({rec.TEXT_KINDS_SQL}) AND target_path IS NULL"
@@ -93,14 +95,12 @@ def outside_paths(con: apsw.Connection) -> list[str]:
 
 def undecodable_files(con: apsw.Connection) -> list[tuple[str, str]]:
     """Notes indexed with replacement characters for bytes that are not UTF-8, with the reason."""
-    return con.execute(
-        f"SELECT path, parse_error FROM files WHERE parse_error LIKE '{UNDECODABLE}%' ORDER BY path"
-    ).fetchall()
+    return rows(con, f"SELECT path, parse_error FROM files WHERE parse_error LIKE '{UNDECODABLE}%' ORDER BY path")
 
 
 def parse_errors(con: apsw.Connection) -> list[tuple[str, str]]:
     """Every note indexed with a parse error, with the error."""
-    return con.execute("SELECT path, parse_error FROM files WHERE parse_error IS NOT NULL ORDER BY path").fetchall()
+    return rows(con, "SELECT path, parse_error FROM files WHERE parse_error IS NOT NULL ORDER BY path")
 
 
 def sync_conflicts(con: apsw.Connection) -> list[dict[str, Any]]:
@@ -136,7 +136,7 @@ def _memory_text(body: str) -> str:
 
 def count_notes(con: apsw.Connection) -> int:
     """How many notes the index holds."""
-    return int(con.execute("SELECT count(*) FROM files WHERE kind = 'note'").fetchone()[0])
+    return count(con, "SELECT count(*) FROM files WHERE kind = 'note'")
 
 
 def paths_under(con: apsw.Connection, folder: str) -> set[str]:
@@ -145,8 +145,8 @@ def paths_under(con: apsw.Connection, folder: str) -> set[str]:
     if not folder:
         return {r[0] for r in con.execute("SELECT path FROM files")}
     # "/" + 1 is "0": the range holds exactly the paths that start with "folder/".
-    rows = con.execute("SELECT path FROM files WHERE path >= ? AND path < ?", (folder + "/", folder + "0"))
-    return {r[0] for r in rows}
+    found = con.execute("SELECT path FROM files WHERE path >= ? AND path < ?", (folder + "/", folder + "0"))
+    return {r[0] for r in found}
 
 
 def describe(con: apsw.Connection, t: rec.TraceRow, vault_name: str) -> dict[str, Any]:

@@ -27,18 +27,20 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass, replace
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 import apsw
 
 from memvault.store.db import records as rec
 from memvault.store.db.connection import write_transaction
+from memvault.store.db.rows import rows
 from memvault.store.facts import rows as sf
 from memvault.store.memories import rows as mem
 from memvault.store.memories.memtypes import maybe_type
-from memvault.vault_io.confine import read_inside
 from memvault.vault_io.errors import MemvaultError
-from memvault.vault_io.memory_note import read_memory
-from memvault.vault_io.parser import parse_note
+
+if TYPE_CHECKING:
+    from memvault.store.history.replicate import Change
 
 #: The ``meta`` key that says the durable state was applied to this index.
 APPLIED = "state_applied"
@@ -83,7 +85,7 @@ def apply_state(con: apsw.Connection, done: Restored | None = None) -> Restored:
 
 
 def _forgotten(con: apsw.Connection, done: Restored) -> None:
-    for memory_id, snapshot in con.execute("SELECT memory_id, trace FROM state.forgotten").fetchall():
+    for memory_id, snapshot in rows(con, "SELECT memory_id, trace FROM state.forgotten"):
         now = rec.get_trace(con, memory_id)
         if now is not None:
             if now.status == "active" and now.kind == "memory":
@@ -95,17 +97,15 @@ def _forgotten(con: apsw.Connection, done: Restored) -> None:
 
 
 def _versions(con: apsw.Connection, done: Restored) -> None:
-    rows = con.execute("SELECT id, trace FROM state.memory_versions ORDER BY memory_id, version").fetchall()
-    for version_id, snapshot in rows:
+    for version_id, snapshot in rows(con, "SELECT id, trace FROM state.memory_versions ORDER BY memory_id, version"):
         if rec.get_trace(con, version_id) is None:
             mem.put_version(con, rec.trace_from_json(snapshot))
             done.versions += 1
 
 
 def _fact_history(con: apsw.Connection, done: Restored) -> None:
-    rows = con.execute("SELECT fact_id, trace, anchor, replaced_by FROM state.fact_history").fetchall()
-    added = []
-    for fact_id, snapshot, anchor, replaced_by in rows:
+    added: list[tuple[str, str | None]] = []
+    for fact_id, snapshot, anchor, replaced_by in rows(con, "SELECT fact_id, trace, anchor, replaced_by FROM state.fact_history"):
         if rec.get_trace(con, fact_id) is not None:
             continue
         t = rec.trace_from_json(snapshot)
@@ -126,9 +126,7 @@ def _fact_history(con: apsw.Connection, done: Restored) -> None:
 def _pending_writes(con: apsw.Connection, done: Restored) -> None:
     """A store-side change not yet in its note: the index gets the trace as
     the store wants it, so the next flush writes that (the note holds the old)."""
-    for (snapshot,) in con.execute(
-        "SELECT trace FROM state.outbox WHERE action = 'write' AND trace IS NOT NULL"
-    ).fetchall():
+    for (snapshot,) in rows(con, "SELECT trace FROM state.outbox WHERE action = 'write' AND trace IS NOT NULL"):
         t = rec.trace_from_json(snapshot)
         current = rec.get_trace(con, t.id)
         rec.put_trace(con, replace(t, path=current.path if current else None))
@@ -138,13 +136,14 @@ def _pending_writes(con: apsw.Connection, done: Restored) -> None:
 def _conflict_copies(con: apsw.Connection, done: Restored) -> None:
     """Conflict copies in the vault that the state has no record of (it was
     lost) are open conflicts again: the person still has to merge them."""
-    rows = con.execute(
+    copies = rows(
+        con,
         "SELECT t.path, json_extract(t.metadata, '$.frontmatter.conflict_of') FROM traces t "
         "WHERE t.kind = 'note' AND json_valid(t.metadata) "
         "AND json_extract(t.metadata, '$.frontmatter.conflict_of') IS NOT NULL "
-        "AND t.path NOT IN (SELECT conflict_path FROM state.conflicts WHERE conflict_path IS NOT NULL)"
-    ).fetchall()
-    for path, memory_id in rows:
+        "AND t.path NOT IN (SELECT conflict_path FROM state.conflicts WHERE conflict_path IS NOT NULL)",
+    )
+    for path, memory_id in copies:
         note = mem.trace_path(con, str(memory_id)) or path
         mem.add_conflict(con, str(memory_id), note, path, "edit", "a conflict copy found in the vault")
         done.conflicts += 1
@@ -188,6 +187,13 @@ def recover_trash(con: apsw.Connection, root: Path, done: Restored | None = None
     """Memory notes in the vault's ``.trash/`` that neither the index nor the
     state knows come back as forgotten memories with their own ids (the
     newest copy when several hold one id)."""
+    # Imported here: every store's first connection imports this module (for
+    # state_applied), and the note parser with its YAML is a third of a
+    # keyword search's start-up.
+    from memvault.vault_io.confine import read_inside
+    from memvault.vault_io.memory_note import read_memory
+    from memvault.vault_io.parser import parse_note
+
     done = done or Restored()
     folder = root / TRASH
     if not folder.is_dir():
@@ -227,7 +233,7 @@ def recover_trash(con: apsw.Connection, root: Path, done: Restored | None = None
     return done
 
 
-def follow_history(con: apsw.Connection, changes: list[tuple[str, list, dict | None]]) -> None:
+def follow_history(con: apsw.Connection, changes: "list[Change]") -> None:
     """The index follows durable rows another device's history log set
     (:mod:`memvault.store.history`), inside the caller's transaction. The
     vault decides whether a memory is live: a forget of a memory whose note
@@ -248,7 +254,7 @@ def follow_history(con: apsw.Connection, changes: list[tuple[str, list, dict | N
             _follow_fact_forget(con, str(key[0]), row)
 
 
-def _follow_fact_forget(con: apsw.Connection, fact_id: str, row: dict | None) -> None:
+def _follow_fact_forget(con: apsw.Connection, fact_id: str, row: dict[str, Any] | None) -> None:
     """A fact forgotten on another device is forgotten here; one restored
     there has its note extracted again here (at this sync's reconcile)."""
     fact = rec.get_trace(con, fact_id)
@@ -262,7 +268,7 @@ def _follow_fact_forget(con: apsw.Connection, fact_id: str, row: dict | None) ->
             con.execute("UPDATE fact_sources SET hash = NULL WHERE source_id = ?", (meta.source_id,))
 
 
-def _follow_version(con: apsw.Connection, version_id: str, row: dict | None) -> None:
+def _follow_version(con: apsw.Connection, version_id: str, row: dict[str, Any] | None) -> None:
     """One version row set from a log: index it (or drop it, undone)."""
     now = rec.get_trace(con, version_id)
     if row is None:
@@ -298,9 +304,9 @@ def index_versions(con: apsw.Connection) -> int:
     """Index the versions the durable state has and the index lacks, of
     memories the index now has (another device's log came before the note
     of its memory); how many."""
-    rows = con.execute(_UNINDEXED_VERSIONS).fetchall()
-    if rows:
+    missing = rows(con, _UNINDEXED_VERSIONS)
+    if missing:
         with write_transaction(con):
-            for (snapshot,) in con.execute(_UNINDEXED_VERSIONS).fetchall():
+            for (snapshot,) in rows(con, _UNINDEXED_VERSIONS):
                 mem.put_version(con, rec.trace_from_json(snapshot))
-    return len(rows)
+    return len(missing)

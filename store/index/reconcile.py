@@ -28,6 +28,7 @@ import apsw
 
 from memvault.store.db import records as rec
 from memvault.store.db.connection import write_transaction
+from memvault.store.db.rows import rows, scalar
 from memvault.store.index.classify import is_memory_note, note_edges, note_trace
 from memvault.store.index.moves import pair_edited_moves
 from memvault.store.index.turn_traces import drop_turns, sync_turns
@@ -211,7 +212,7 @@ class Indexer:
         self._resettle(summary)
         # A full scan saw every note: a live memory none of them holds is
         # retired as a note deleted in the vault (phantoms never outlive a sync).
-        if self.con.execute(mem.PHANTOMS_EXIST).fetchone()[0]:
+        if scalar(self.con, mem.PHANTOMS_EXIST):
             with write_transaction(self.con):
                 retired = mem.retire_phantoms(self.con)
             summary.deleted += len(retired)
@@ -225,7 +226,7 @@ class Indexer:
         """Read again the memory notes that still name an id another note
         keeps (the rewrite of their ``id`` line failed, or waited for a
         pending store write), so the identity rule settles them now."""
-        unsettled = [path for path, _, _ in self.con.execute(mem.UNSETTLED).fetchall()]
+        unsettled: list[str] = [path for path, _, _ in rows(self.con, mem.UNSETTLED)]
         if not unsettled:
             return
         with write_transaction(self.con):
@@ -693,8 +694,8 @@ class Indexer:
 
     def _held_elsewhere(self, trace_id: str, paths: set[str | None]) -> bool:
         """Whether a file row other than those at ``paths`` holds ``trace_id``."""
-        rows = self.con.execute("SELECT path FROM files WHERE trace_id = ?", (trace_id,)).fetchall()
-        return any(path not in paths for (path,) in rows)
+        held = rows(self.con, "SELECT path FROM files WHERE trace_id = ?", (trace_id,))
+        return any(path not in paths for (path,) in held)
 
     def _retire_released(self) -> None:
         """The traces notes of this batch let go of (:meth:`_write_note`):

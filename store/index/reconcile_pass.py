@@ -28,6 +28,7 @@ import apsw
 
 from memvault.store.db import records as rec
 from memvault.store.db.connection import write_transaction
+from memvault.store.db.rows import count, rows, scalar
 from memvault.store.index.classify import is_memory_note
 from memvault.store.index.reconcile import (
     BATCH,
@@ -84,7 +85,7 @@ class ReconcilePass:
         """Set our own writes apart, find what vanished, prepare the path
         index; returns the notes to read."""
         known = self.known
-        outbox = self.con.execute("SELECT trace_id, expected_path, expected_hash, action FROM state.outbox").fetchall()
+        outbox = rows(self.con, "SELECT trace_id, expected_path, expected_hash, action FROM state.outbox")
         # Store-side writes in flight: their events are our own, and their
         # writer (or the outbox flush) records them. See store.memories.
         self.pending = {(path, digest) for _, path, digest, _ in outbox}
@@ -126,7 +127,7 @@ class ReconcilePass:
         self.stream = not self.gone
         self.bulk = len(notes) >= BULK_MIN and len(notes) >= len(self.all_files) // 2
         # A first index: every note written is new, nothing to delete first.
-        self.fresh = self.bulk and self.con.execute("SELECT NOT EXISTS (SELECT 1 FROM traces)").fetchone()[0] == 1
+        self.fresh = self.bulk and scalar(self.con, "SELECT NOT EXISTS (SELECT 1 FROM traces)") == 1
         if self.bulk and not rec.bulk_load_pending(self.con):
             with write_transaction(self.con):
                 rec.begin_bulk_load(self.con, fresh=self.fresh)
@@ -301,14 +302,14 @@ class ReconcilePass:
 
 def _data_version(con: apsw.Connection) -> int:
     """SQLite's counter of commits to the index by other connections."""
-    return int(con.execute("PRAGMA main.data_version").fetchone()[0])
+    return count(con, "PRAGMA main.data_version")
 
 
 #: The content hash of an empty file.
 EMPTY_DIGEST = content_hash(b"")
 
 
-def _mid_save(st: FileStat, digest: str, row: rec.FileRow | None) -> bool:
+def _mid_save(st: FileStat, digest: str | None, row: rec.FileRow | None) -> bool:
     """Whether a note read empty is an editor's save caught between its
     truncation and its write (Obsidian's ``fs.writeFile`` opens with
     ``O_TRUNC``, then writes): the index holds it with text and it was

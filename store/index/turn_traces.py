@@ -34,6 +34,7 @@ from typing import Any
 import apsw
 
 from memvault.store.db import records as rec
+from memvault.store.db.rows import rows
 from memvault.store.index.event_time import parse_event_time
 
 #: The kind of a turn's trace.
@@ -126,8 +127,8 @@ def sync_turns(con: apsw.Connection, note: rec.TraceRow) -> int:
 
 def drop_turns(con: apsw.Connection, note_id: str) -> None:
     """Remove the turn traces of a note that left the index."""
-    for (tid,) in con.execute("SELECT id FROM traces WHERE id >= ? AND id < ? AND kind = ?",
-                              (f"{note_id}#^t", f"{note_id}#^u", TURN_KIND)).fetchall():
+    for (tid,) in rows(con, "SELECT id FROM traces WHERE id >= ? AND id < ? AND kind = ?",
+                       (f"{note_id}#^t", f"{note_id}#^u", TURN_KIND)):
         rec.delete_trace(con, tid)
 
 
