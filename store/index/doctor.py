@@ -87,7 +87,7 @@ class Synced(Protocol):
 
 
 class Sync(Protocol):
-    """The store's whole-vault sync (``MemoryStore.sync``)."""
+    """The store's whole-vault sync (the facade's ``sync``)."""
 
     def __call__(self, progress: Progress | None = None, *, stale_after: float = ...) -> Synced:
         """Bring the index in line with the vault; pending writes older than ``stale_after`` s are finished."""
@@ -95,7 +95,7 @@ class Sync(Protocol):
 
 
 class Rebuild(Protocol):
-    """The store's index rebuild (``MemoryStore.rebuild``), which replaces its connection."""
+    """The store's index rebuild (the facade's ``rebuild``), which replaces its connection."""
 
     def __call__(self, progress: Progress | None = None) -> object:
         """Drop the index and build it again from the vault and the durable state."""
