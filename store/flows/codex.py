@@ -46,7 +46,7 @@ def is_codex(objects: Iterable[dict[str, Any]]) -> bool:
 def read_codex(objects: list[dict[str, Any]], ref: str, session: str | None, title: str | None,
                client: str) -> Conversation:
     """The conversation of a Codex rollout's lines."""
-    meta = next((o["payload"] for o in objects
+    meta: dict[str, Any] = next((o["payload"] for o in objects
                  if o.get("type") == "session_meta" and isinstance(o.get("payload"), dict)), {})
     found = meta.get("id")
     b = ConversationBuilder(session or (str(found) if isinstance(found, str) and found.strip() else ""), client,

@@ -140,7 +140,7 @@ class Conversation:
     turns: list[Turn]
     started: str | None = None
     ended: str | None = None
-    tools: Counter = field(default_factory=Counter)
+    tools: Counter[str] = field(default_factory=Counter)
     redacted: int = 0
     ref: str = ""  # where it came from, for messages ("conversations.json item 17")
     aliases: list[str] = field(default_factory=list)  # ids an earlier memvault gave it (adopted when they match)
@@ -160,7 +160,7 @@ class ConversationBuilder:
         self.title = title
         self.ref = ref
         self.turns: list[Turn] = []
-        self.tools: Counter = Counter()
+        self.tools: Counter[str] = Counter()
         self.redacted = 0
         self.started: str | None = None
         self.ended: str | None = None

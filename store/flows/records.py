@@ -44,11 +44,13 @@ from __future__ import annotations
 import base64
 import json
 from collections.abc import Iterator, Sequence
+from pathlib import Path
 from typing import Any
 
 import apsw
 
 from memvault.store.db import records as rec
+from memvault.store.db.rows import rows
 from memvault.store.facts import rows as sf
 from memvault.store.flows.keys import all_keys
 from memvault.vault_io.session_note import SESSION_KEY
@@ -71,7 +73,7 @@ def _recall(con: apsw.Connection, trace_id: str) -> dict[str, Any] | None:
     return {"retrieval_count": row[0], "last_access": row[1], "strength": row[2], "decayed_at": row[3]}
 
 
-def _note_text(root: Any, path: str | None) -> str | None:
+def _note_text(root: Path | None, path: str | None) -> str | None:
     """A note's text as it is in the vault (None: no root given, or unreadable)."""
     if root is None or not path:
         return None
@@ -81,7 +83,7 @@ def _note_text(root: Any, path: str | None) -> str | None:
         return None
 
 
-def memory_record(con: apsw.Connection, t: rec.TraceRow, root: Any = None) -> dict[str, Any]:
+def memory_record(con: apsw.Connection, t: rec.TraceRow, root: Path | None = None) -> dict[str, Any]:
     """One memory (live, deleted, or merged away: ``superseded``) with its
     versions and recall statistics, and (given the vault's ``root``) a live
     memory's note text: a restore writes the same bytes, so what was logged
@@ -114,7 +116,7 @@ def memory_record(con: apsw.Connection, t: rec.TraceRow, root: Any = None) -> di
 
 def memories(
     con: apsw.Connection, *, types: Sequence[str] = (), scope: str | None = None, include_deleted: bool = True,
-    root: Any = None,
+    root: Path | None = None,
 ) -> Iterator[dict[str, Any]]:
     """Memory records (live, and deleted and merged-away ones unless told
     not to), by id; ``root``: the vault, for the notes' texts."""
@@ -138,13 +140,13 @@ def memories(
             yield memory_record(con, traces[trace_id], root)
 
 
-def sources(con: apsw.Connection, root: Any) -> Iterator[dict[str, Any]]:
+def sources(con: apsw.Connection, root: Path) -> Iterator[dict[str, Any]]:
     """Memory sources and session notes with their text (facts come back from it)."""
-    rows = con.execute(
-        "SELECT t.id, f.path, t.metadata FROM fact_sources s JOIN traces t ON t.id = s.source_id "
+    found = rows(
+        con, "SELECT t.id, f.path, t.metadata FROM fact_sources s JOIN traces t ON t.id = s.source_id "
         "JOIN files f ON f.trace_id = t.id ORDER BY t.id"
-    ).fetchall()
-    for trace_id, path, metadata in rows:
+    )
+    for trace_id, path, metadata in found:
         fm = (json.loads(metadata) if metadata else {}).get("frontmatter") or {}
         try:
             text = (root / path).read_bytes().decode("utf-8", "replace")
@@ -195,12 +197,12 @@ def edges(con: apsw.Connection) -> Iterator[dict[str, Any]]:
         "(SELECT id FROM traces WHERE kind IN ('memory', 'fact') UNION SELECT source_id FROM fact_sources "
         "UNION SELECT id FROM state.memory_versions UNION SELECT fact_id FROM state.fact_history)"
     )
-    rows = con.execute(
+    cursor = con.execute(
         "SELECT e.source_id, e.kind, e.target_name, CASE WHEN e.target_id IN " + exported + " THEN e.target_id END, "
         "e.anchor FROM edges e JOIN traces t ON t.id = e.source_id WHERE t.kind IN ('memory', 'fact') "
         "ORDER BY 1, 2, 3, 4, 5"
     )
-    for source_id, kind, target, target_id, anchor in rows:
+    for source_id, kind, target, target_id, anchor in cursor:
         yield {"source_id": source_id, "kind": kind, "target": target, "target_id": target_id, "anchor": anchor}
 
 
@@ -210,7 +212,8 @@ def imports(con: apsw.Connection) -> Iterator[dict[str, Any]]:
         yield k.as_dict()
 
 
-def embeddings_of(con: apsw.Connection, cache: apsw.Connection | None, model: str | None, trace_id: str) -> dict | None:
+def embeddings_of(con: apsw.Connection, cache: apsw.Connection | None, model: str | None,
+                  trace_id: str) -> dict[str, Any] | None:
     """The vectors of a trace's chunks (``--embeddings``): model, and per chunk
     its text hash and float16 vector, base64."""
     if cache is None or model is None:
@@ -258,8 +261,8 @@ def links(con: apsw.Connection) -> Iterator[dict[str, Any]]:
 
 def consolidation_runs(con: apsw.Connection) -> Iterator[dict[str, Any]]:
     """Consolidation runs (and merges), each with its actions and their undo data."""
-    runs = con.execute("SELECT id, started, finished, day, trigger, status, summary FROM state.consolidation_runs "
-                       "ORDER BY id").fetchall()
+    runs = rows(con, "SELECT id, started, finished, day, trigger, status, summary FROM state.consolidation_runs "
+                     "ORDER BY id")
     for run_id, started, finished, day, trigger, status, summary in runs:
         actions = [
             {"seq": seq, "kind": kind, "ids": json.loads(ids), "reason": reason, "detail": json.loads(detail),
@@ -272,7 +275,7 @@ def consolidation_runs(con: apsw.Connection) -> Iterator[dict[str, Any]]:
                "status": status, "summary": json.loads(summary or "{}"), "actions": actions}
 
 
-def conflicts(con: apsw.Connection, root: Any) -> Iterator[dict[str, Any]]:
+def conflicts(con: apsw.Connection, root: Path) -> Iterator[dict[str, Any]]:
     """Store versions written beside notes a person had changed, with the
     conflict copy's text while it is in the vault (resolving one deletes it)."""
     for record in _rows(con, "SELECT id, trace_id, path, conflict_path, kind, detail, created FROM state.conflicts "

@@ -35,6 +35,7 @@ from typing import Any
 import apsw
 
 from memvault.store.db.connection import write_transaction
+from memvault.store.db.rows import first, rows, scalar
 from memvault.store.db.state_schema import HISTORY_TABLES_M006
 from memvault.store.history import logfile
 from memvault.store.memories.rows import NOTE_DELETED
@@ -66,7 +67,7 @@ class HistorySync:
 
 def device_id(con: apsw.Connection) -> str:
     """This data dir's device id (made once, by the migration)."""
-    return str(con.execute("SELECT value FROM state.meta WHERE key = 'device_id'").fetchone()[0])
+    return str(scalar(con, "SELECT value FROM state.meta WHERE key = 'device_id'"))
 
 
 def key_text(values: list[Any]) -> str:
@@ -79,7 +80,7 @@ _COLUMNS: dict[tuple[int, str], list[str]] = {}
 
 def _columns(con: apsw.Connection, table: str) -> list[str]:
     """The shared columns of a table (asked once per schema version)."""
-    version = int(con.execute("PRAGMA state.schema_version").fetchone()[0])
+    version = int(scalar(con, "PRAGMA state.schema_version"))
     cols = _COLUMNS.get((version, table))
     if cols is None:
         local = LOCAL_COLUMNS.get(table, ())
@@ -147,7 +148,7 @@ def _claim_slot(con: apsw.Connection, row: dict[str, Any], done: HistorySync) ->
 
 def _stamp(con: apsw.Connection) -> int:
     """Now in ms, but never below the newest stamp seen (a hybrid logical clock)."""
-    newest = con.execute("SELECT max(stamp) FROM state.history_records").fetchone()[0]
+    newest = scalar(con, "SELECT max(stamp) FROM state.history_records")
     return max(int(time.time() * 1000), int(newest or 0) + 1)
 
 
@@ -188,15 +189,14 @@ def _ingest(con: apsw.Connection, folder: Path, done: HistorySync, paths: list[P
     for path in logfile.log_files(folder) if paths is None else [p for p in paths if p.exists()]:
         try:
             st = path.stat()
-            known = con.execute("SELECT ino, offset, head FROM state.history_files WHERE name = ?",
-                                (path.name,)).fetchone()
+            known = first(con, "SELECT ino, offset, head FROM state.history_files WHERE name = ?", (path.name,))
             if known and known[0] == st.st_ino and known[1] == st.st_size:
                 continue
             head = logfile.head(path)
             # The same first line is the same log grown (a sync tool delivers a
             # new inode each time); a compacted or replaced file starts otherwise.
-            same = known is not None and known[1] <= st.st_size and known[2] == head
-            records, end, bad = logfile.read_from(path, known[1] if same else 0)
+            grown = known is not None and known[1] <= st.st_size and known[2] == head
+            records, end, bad = logfile.read_from(path, int(known[1]) if known is not None and grown else 0)
         except OSError as exc:  # a file the sync tool is replacing this moment: the next sync reads it
             log.warning("cannot read history log %s: %s", path, exc)
             continue
@@ -223,12 +223,10 @@ def _flush(con: apsw.Connection, folder: Path, device: str, done: HistorySync, c
     """Append one record per queued row to this device's log (the whole
     queue, or nothing: the caller's transaction rolls back on a failure);
     compact the log once its tail passes ``compact_lines``."""
-    queued = con.execute(
-        "SELECT tbl, key, max(n) FROM state.history_pending GROUP BY tbl, key ORDER BY min(n)").fetchall()
+    queued = rows(con, "SELECT tbl, key, max(n) FROM state.history_pending GROUP BY tbl, key ORDER BY min(n)")
     if not queued:
         return
-    seq = int(con.execute("SELECT coalesce(max(seq), 0) FROM state.history_records WHERE device = ?",
-                          (device,)).fetchone()[0])
+    seq = int(scalar(con, "SELECT coalesce(max(seq), 0) FROM state.history_records WHERE device = ?", (device,)))
     stamp = _stamp(con)
     lines = []
     for table, key, _ in queued:
@@ -314,13 +312,13 @@ def _apply(con: apsw.Connection, touched: set[Key], done: HistorySync) -> None:
 def compact(con: apsw.Connection, folder: Path, device: str) -> None:
     """Move this device's records into its snapshot (its latest record per
     row) and start an empty tail. Call inside a write transaction."""
-    rows = con.execute(
-        "SELECT seq, stamp, tbl, key, row FROM state.history_records r WHERE device = ? "
+    latest = rows(
+        con, "SELECT seq, stamp, tbl, key, row FROM state.history_records r WHERE device = ? "
         "AND seq = (SELECT max(seq) FROM state.history_records s WHERE s.device = r.device "
-        "AND s.tbl = r.tbl AND s.key = r.key) ORDER BY seq", (device,)).fetchall()
+        "AND s.tbl = r.tbl AND s.key = r.key) ORDER BY seq", (device,))
     lines = [logfile.encode({"d": device, "snapshot": _stamp(con)})]
     lines += [logfile.encode({"d": device, "n": seq, "t": stamp, "tb": tbl, "k": json.loads(key),
-                              "r": None if row is None else json.loads(row)}) for seq, stamp, tbl, key, row in rows]
+                              "r": None if row is None else json.loads(row)}) for seq, stamp, tbl, key, row in latest]
     snapshot, tail = logfile.snapshot_path(folder, device), logfile.tail_path(folder, device)
     logfile.replace(snapshot, lines)
     logfile.replace(tail, [])
@@ -336,7 +334,7 @@ def compact(con: apsw.Connection, folder: Path, device: str) -> None:
 def _anything_new(con: apsw.Connection, folder: Path, write: bool) -> bool:
     """Whether a change is queued (and ``write``), or a log file is not as
     it was when last read (a stat each, nothing read)."""
-    if write and con.execute("SELECT EXISTS (SELECT 1 FROM state.history_pending)").fetchone()[0]:
+    if write and scalar(con, "SELECT EXISTS (SELECT 1 FROM state.history_pending)"):
         return True
     known = {name: (ino, offset) for name, ino, offset in
              con.execute("SELECT name, ino, offset FROM state.history_files")}
@@ -370,7 +368,7 @@ def sync_history(
                     _flush(con, folder, device, done, compact_lines)
             except OSError as exc:
                 log.warning("cannot write the history log in %s: %s", folder, exc)
-        mark = int(con.execute("SELECT coalesce(max(n), 0) FROM state.history_pending").fetchone()[0])
+        mark = int(scalar(con, "SELECT coalesce(max(n), 0) FROM state.history_pending"))
         _apply(con, touched, done)
         # Rows set from the logs are not this device's changes: not queued again.
         con.execute("DELETE FROM state.history_pending WHERE n > ?", (mark,))
@@ -383,7 +381,7 @@ def flush_only(con: apsw.Connection, folder: Path, *, compact_lines: int = COMPA
     """Append this device's queued changes to its log, reading nothing (a
     command's end). A no-op (no transaction) when nothing is queued."""
     done = HistorySync()
-    if con.execute("SELECT NOT EXISTS (SELECT 1 FROM state.history_pending)").fetchone()[0]:
+    if scalar(con, "SELECT NOT EXISTS (SELECT 1 FROM state.history_pending)"):
         return done
     with write_transaction(con):
         device = device_id(con)

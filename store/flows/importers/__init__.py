@@ -121,6 +121,12 @@ def reader(name: str) -> Reader:
     return read
 
 
+def json_object(value: Any) -> dict[str, Any]:
+    """``value`` when it is a JSON object, else an empty one (a field an
+    export may leave out, or hold something else in)."""
+    return value if isinstance(value, dict) else {}
+
+
 def short(value: Any, limit: int = 40) -> str:
     """A short quoted form of a title for messages."""
     text = " ".join(str(value).split()) if value else ""

@@ -26,7 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from memvault.store.flows.conversation import ConversationBuilder, iso_time, one_line
-from memvault.store.flows.importers import Entry, Item, MemoryItem, Progress, short
+from memvault.store.flows.importers import Entry, Item, MemoryItem, Progress, json_object, short
 from memvault.store.flows.importers.stream import ImportFormatError, iter_array, members
 from memvault.store.index.classify import content_key
 
@@ -155,10 +155,10 @@ def _newest_leaf(mapping: dict[str, Any]) -> str | None:
 
 def _message(b: ConversationBuilder, message: dict[str, Any]) -> tuple[str | None, str, Any]:
     """(role, text, time) of one message as a turn; role None: not shown."""
-    author = message.get("author") if isinstance(message.get("author"), dict) else {}
+    author = json_object(message.get("author"))
     role = author.get("role")
-    metadata = message.get("metadata") if isinstance(message.get("metadata"), dict) else {}
-    content = message.get("content") if isinstance(message.get("content"), dict) else {}
+    metadata = json_object(message.get("metadata"))
+    content = json_object(message.get("content"))
     kind = content.get("content_type")
     at = message.get("create_time")
     weight = message.get("weight")
@@ -181,7 +181,7 @@ def _speaker(message: dict[str, Any], role: str) -> str | None:
     """The name ChatGPT gives a person or an assistant (``author.name``,
     set in group chats and for custom GPTs), None when it gives none; a
     tool's name is already on its result line."""
-    author = message.get("author") if isinstance(message.get("author"), dict) else {}
+    author = json_object(message.get("author"))
     name = author.get("name")
     return name if role in ("user", "assistant") and isinstance(name, str) and name.strip() else None
 
@@ -216,8 +216,8 @@ def _content_text(content: dict[str, Any], metadata: dict[str, Any]) -> str:
 def _part_text(part: dict[str, Any]) -> str:
     kind = part.get("content_type")
     if kind == "image_asset_pointer":
-        meta = part.get("metadata") if isinstance(part.get("metadata"), dict) else {}
-        dalle = meta.get("dalle") if isinstance(meta.get("dalle"), dict) else None
+        meta = json_object(part.get("metadata"))
+        dalle = json_object(meta.get("dalle"))
         if dalle and dalle.get("prompt"):
             return f"[generated image: {one_line(str(dalle['prompt']))}]"
         pointer = str(part.get("asset_pointer") or "").rsplit("/", 1)[-1]
@@ -225,7 +225,7 @@ def _part_text(part: dict[str, Any]) -> str:
     if kind == "audio_transcription":
         return str(part.get("text") or "")
     if isinstance(part.get("text"), str):
-        return part["text"]
+        return str(part["text"])
     return f"[{kind or 'attachment'}]"
 
 
@@ -238,12 +238,11 @@ def _note_instructions(raw: Any, found: dict[str, tuple[str, str, str]], ref: st
         return
     at = iso_time(raw.get("update_time")) or iso_time(raw.get("create_time")) or ""
     for node in raw["mapping"].values():
-        message = node.get("message") if isinstance(node, dict) else None
-        content = message.get("content") if isinstance(message, dict) else None
+        message = json_object(node.get("message") if isinstance(node, dict) else None)
+        content = message.get("content")
         if not isinstance(content, dict) or content.get("content_type") != "user_editable_context":
             continue
-        metadata = message.get("metadata") if isinstance(message.get("metadata"), dict) else {}
-        data = metadata.get("user_context_message_data") if isinstance(metadata.get("user_context_message_data"), dict) else {}
+        data = json_object(json_object(message.get("metadata")).get("user_context_message_data"))
         for kind, meta_key, content_key_ in (("about_user", "about_user_message", "user_profile"),
                                              ("how_to_respond", "about_model_message", "user_instructions")):
             text = data.get(meta_key) or _unwrap(content.get(content_key_))

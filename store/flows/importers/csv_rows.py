@@ -50,7 +50,7 @@ def _convert(row: dict[str, str | None]) -> list[Item]:
     content = (row.get("content") or "").strip()
     if not content:
         raise ImportFormatError("the content is empty")
-    type_ = canonical_type(row["type"]) if (row.get("type") or "").strip() else "semantic"
+    type_ = canonical_type(row["type"] or "") if (row.get("type") or "").strip() else "semantic"
     scope = (row.get("scope") or "").strip() or "user"
     tags = [t.lstrip("#") for t in _TAG_SPLIT_RE.split(row.get("tags") or "") if t.strip("#")]
     created = row.get("created")

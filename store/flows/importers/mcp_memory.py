@@ -40,7 +40,7 @@ def read(path: Path, progress: Progress | None = None) -> Iterator[Entry]:
             ref = f"{member.name} line {n}"
             try:
                 obj = json.loads(line)
-            except ValueError as exc:
+            except json.JSONDecodeError as exc:
                 yield Entry.of(ref, _fail, f"not JSON ({exc.msg})")
                 continue
             if not isinstance(obj, dict):

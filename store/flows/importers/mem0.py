@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from memvault.store.flows.conversation import iso_time
-from memvault.store.flows.importers import Entry, Item, MemoryItem, Progress, short
+from memvault.store.flows.importers import Entry, Item, MemoryItem, Progress, json_object, short
 from memvault.store.flows.importers.stream import ImportFormatError, members, read_json
 from memvault.store.index.classify import content_key
 
@@ -51,7 +51,7 @@ def _convert(raw: Any) -> list[Item]:
     text = raw.get("memory") if isinstance(raw.get("memory"), str) else raw.get("text")
     if not isinstance(text, str) or not text.strip():
         raise ImportFormatError("has no 'memory' text")
-    metadata = raw.get("metadata") if isinstance(raw.get("metadata"), dict) else {}
+    metadata = json_object(raw.get("metadata"))
     tags = ["mem0"]
     for name in ("category", "categories"):
         value = metadata.get(name, raw.get(name))

@@ -67,7 +67,7 @@ def read(path: Path, progress: Progress | None = None) -> Iterator[Entry]:
 def _is_jsonl(text: str) -> bool:
     first = text.lstrip().split("\n", 1)[0]
     try:
-        return json.loads(first).get("record") == "header"
+        return bool(json.loads(first).get("record") == "header")
     except (ValueError, AttributeError):
         return False
 
@@ -102,7 +102,7 @@ def _jsonl(text: str, name: str) -> Iterator[Any]:
             continue
         try:
             record = json.loads(line)
-        except ValueError as exc:
+        except json.JSONDecodeError as exc:
             raise ImportFormatError(f"{name} line {n} is not JSON ({exc.msg})") from None
         yield record.pop("record", None), record
 
