@@ -331,7 +331,7 @@ def run_conversation(work: Path, sample: dict[str, Any], args: argparse.Namespac
     report = LAYOUTS[args.layout](root, conv_id, turns)
     built = time.perf_counter() - t0
     store = MemoryStore.open(str(root))
-    r = Retriever(store, store.read_con())
+    r = Retriever(store.ctx, store.read_con())
     fixed = max(t.date for t in turns) + timedelta(days=7)
     r.clock = lambda: fixed  # type: ignore[method-assign]
     base = Baselines(turns, r.embedder(), r.model_key or "")

@@ -81,7 +81,7 @@ def run_dialogue(work: Path, did: str, now_mode: str, context: bool) -> dict[str
     support.save_cache(root, CACHE)
     built = time.perf_counter() - t0
     store = MemoryStore.open(str(root))
-    r = Retriever(store, store.read_con())
+    r = Retriever(store.ctx, store.read_con())
     if now_mode == "end+7d":
         fixed = last_session(did) + timedelta(days=7)
         r.clock = lambda: fixed  # type: ignore[method-assign]

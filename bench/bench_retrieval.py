@@ -101,7 +101,7 @@ def evaluate(root: Path, min_similarity: float | None = None) -> dict[str, Any]:
 
     overrides = {"recall.min_similarity": min_similarity} if min_similarity is not None else None
     v = MemoryStore.open(str(root), overrides)
-    r = Retriever(v, v.read_con())
+    r = Retriever(v.ctx, v.read_con())
     sets = json.loads((FIXTURE / "queries.json").read_text(encoding="utf-8"))
     out: dict[str, Any] = {}
     for mode in ("keyword", "semantic", "hybrid"):
@@ -137,7 +137,7 @@ def calibrate(root: Path) -> dict[str, Any]:
     from memvault.store.retrieval.retriever import Retriever
 
     v = MemoryStore.open(str(root))
-    r = Retriever(v, v.read_con())
+    r = Retriever(v.ctx, v.read_con())
     m = r.matrix()
     e = r.embedder()
     con = r.con
@@ -264,7 +264,7 @@ def latency_at(work: Path, n: int, runs: int) -> dict[str, Any]:
 
     root = synthetic_index(work, n)
     v = MemoryStore.open(str(root))
-    r = Retriever(v, v.read_con())
+    r = Retriever(v.ctx, v.read_con())
     t = time.perf_counter()
     r.warm()
     load = time.perf_counter() - t

@@ -175,10 +175,8 @@ def conflicts(app: AppContext, show_all: bool, dismiss: int | None, resolve: int
 
 def _settle_copy(store: Any, copy_path: str, take: str | None, as_json: bool) -> None:
     """Show a conflict copy's two sides, or take one (--take)."""
-    from memvault.store.memories.copies import describe_copy, settle_copy
-
     if take is None:
-        info = describe_copy(store, copy_path)
+        info = store.conflict_copy(copy_path)
         if as_json:
             emit_json(info)
             return
@@ -189,7 +187,7 @@ def _settle_copy(store: Any, copy_path: str, take: str | None, as_json: bool) ->
         click.echo(f"Take a side: memvault conflicts --copy '{info['copy']}' --take note   (or --take copy); "
                    "the other is kept as an earlier version")
         return
-    done = settle_copy(store, copy_path, take)
+    done = store.settle_conflict_copy(copy_path, take)
     if as_json:
         emit_json(done)
         return

@@ -47,7 +47,7 @@ class ReadAPI(StoreParts):
         daemon has the model warm."""
         from memvault.store.retrieval.retriever import Retriever
 
-        retriever = Retriever(self, self.read_con(), words_only=True)  # type: ignore[arg-type]
+        retriever = Retriever(self.ctx, self.read_con(), words_only=True)
         method: Callable[[Any], RecallBlock | SessionStartText] = getattr(retriever, q.OP)
         return method(q)
 
@@ -259,6 +259,13 @@ class ReadAPI(StoreParts):
         from memvault.store.index import lookup
 
         return lookup.paths_under(self.con, folder)
+
+    def conflict_copy(self, copy_path: str) -> dict[str, Any]:
+        """What a conflict copy is: its note, its memory (if any), whose
+        version each side holds, and both texts (see :mod:`.memories.copies`)."""
+        from memvault.store.memories.copies import describe_copy
+
+        return describe_copy(self.ctx, copy_path)
 
     def source_list(self) -> builtins.list[dict[str, Any]]:
         """Every memory source, how it is marked, and its fact count."""

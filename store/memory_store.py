@@ -65,7 +65,7 @@ if TYPE_CHECKING:
     from memvault.store.facts.background import LLMFactJobs
     from memvault.store.facts.observer import Defer, FactObserver
     from memvault.store.facts.source_notes import Sources
-    from memvault.store.history.replicate import HistorySync
+    from memvault.store.history.replicate import Change, HistorySync
     from memvault.store.index.doctor import DoctorReport
     from memvault.store.index.rebuild import Restored
     from memvault.store.index.reconcile import Indexer, SyncSummary
@@ -399,7 +399,7 @@ class MemoryStore(ReadAPI, ChangeAPI):
         con = self.con
         applied = state_applied(con)
 
-        def follow(changes: list) -> None:
+        def follow(changes: "list[Change]") -> None:
             if applied:
                 follow_history(con, changes)
 

@@ -195,7 +195,7 @@ def test_a_time_filter_narrows_the_search_first_when_few_traces_pass(chat: Path)
     """The same hits whether the time range is applied before ranking (an
     index range, few traces) or after (most traces pass)."""
     with opened(chat) as v:
-        r = Retriever(v, v.read_con())
+        r = Retriever(v.ctx, v.read_con())
         r.clock = lambda: NOW  # type: ignore[method-assign]
         narrow = r.search(SearchQuery("removal piano", mode="keyword", since="2023-06-01", until="2023-06-30")).to_json()["hits"]
         wide = r.search(SearchQuery("removal piano", mode="keyword", since="2000")).to_json()["hits"]
@@ -250,7 +250,7 @@ def test_turns_have_their_session_neighbours(chat: Path) -> None:
 def test_a_reply_is_found_by_the_words_of_the_turn_before_it(chat: Path) -> None:
     """"Moved it to July" says nothing about an exam: the question before it does."""
     with opened(chat) as v:
-        r = Retriever(v, v.read_con())
+        r = Retriever(v.ctx, v.read_con())
         hits = r.search(SearchQuery("Portuguese exam date", mode="keyword", explain=True)).to_json()["hits"]
         r.close()
     paths = [h["path"] for h in hits]
@@ -274,7 +274,7 @@ def vectors(chat: Path) -> tuple:
     """(matrix, context vectors, matrix row of each path, a query vector) of the embedded chat."""
     embed(chat)
     with opened(chat) as v:
-        r = Retriever(v, v.read_con())
+        r = Retriever(v.ctx, v.read_con())
         m, ctx = r.matrix(), r.context_vectors()
         rowid = dict(v.con.execute("SELECT path, rowid FROM traces"))
         q = r.embedder().embed_query("when is the exam now")
@@ -285,7 +285,7 @@ def vectors(chat: Path) -> tuple:
 def test_hybrid_explains_context_similarity_event_time_and_time_match(chat: Path) -> None:
     embed(chat)
     with opened(chat) as v:
-        r = Retriever(v, v.read_con())
+        r = Retriever(v.ctx, v.read_con())
         r.clock = lambda: NOW  # type: ignore[method-assign]
         hits = r.search(SearchQuery("moving the exam to July in May 2023", mode="hybrid", explain=True)).to_json()["hits"]
         r.close()
@@ -423,7 +423,7 @@ def test_an_ingested_session_note_happens_when_it_started_and_its_chunks_are_nei
     assert row == ("note", "2026-11-20T10:02:11+00:00", "session_id:abc-123")
     embed(vault)
     with opened(vault) as v:
-        r = Retriever(v, v.read_con())
+        r = Retriever(v.ctx, v.read_con())
         m, ctx = r.matrix(), r.context_vectors()
         r.close()
     assert len(m) >= 2 and len(ctx) == len(m)  # every chunk of the transcript has a neighbour

@@ -23,13 +23,17 @@ from memvault.vault_io.note import content_hash
 
 
 @pytest.fixture
-def mv(vault: Path):
+def store(vault: Path):
     write(vault, "Editor setup.md", "# Editor setup\n")
     v = MemoryStore.open(str(vault))
     v.sync()
-    m = v.memories
-    yield m
+    yield v
     v.close()
+
+
+@pytest.fixture
+def mv(store: MemoryStore) -> Memories:
+    return store.memories
 
 
 def notes(root: Path) -> list[str]:
@@ -225,9 +229,9 @@ def _edit_dentist_note(mv: Memories) -> tuple[str, Path]:
     return r.id, p
 
 
-def test_an_edit_made_while_a_store_change_waits_is_not_imported_over_it(mv: Memories) -> None:
+def test_an_edit_made_while_a_store_change_waits_is_not_imported_over_it(store: MemoryStore, mv: Memories) -> None:
     mid, p = _edit_dentist_note(mv)
-    s = mv.store.sync()
+    s = store.sync()
     assert any("waits to be written" in w for w in s.warnings)
     assert find_trace(mv.con, mid).content == "Dentist moved to Monday."  # the store's change stands
     res = mv.flush(mid)
@@ -423,7 +427,7 @@ def test_a_failing_write_is_one_line_and_retried(vault: Path, monkeypatch: pytes
     errors: list[str] = []
     v = MemoryStore.open(str(vault))
     try:
-        assert memories_mod.flush_outbox(v, older_than=0, errors=errors) == []
+        assert memories_mod.flush_outbox(v.memories, older_than=0, errors=errors) == []
     finally:
         v.close()
     assert len(errors) == 1 and "No space left on device" in errors[0]
@@ -463,7 +467,7 @@ def test_daemon_style_flush_logs_a_failing_write_once(vault: Path, monkeypatch: 
         monkeypatch.setattr(memories_mod, "atomic_write", read_only)
         caplog.set_level(logging.WARNING, logger="memvault")
         for _ in range(3):  # three daemon batches
-            assert memories_mod.flush_outbox(v, older_than=0) == []
+            assert memories_mod.flush_outbox(v.memories, older_than=0) == []
         lines = [rec_ for rec_ in caplog.records if "Read-only file system" in rec_.getMessage()]
         assert len(lines) == 1 and lines[0].exc_info is None
         assert mem.get_outbox(v.con, r.id) is not None

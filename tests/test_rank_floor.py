@@ -75,7 +75,7 @@ def vault_with_an_identifier(tmp_path: Path, memvault_env: Path) -> Path:
 
 def test_an_identifier_matched_exactly_is_found_below_the_floor(vault_with_an_identifier: Path) -> None:
     v = MemoryStore.open(str(vault_with_an_identifier))
-    r = Retriever(v, v.read_con())
+    r = Retriever(v.ctx, v.read_con())
     try:
         hits = r.search(SearchQuery("ERR_CONNECTION_RESET", mode="hybrid", explain=True)).to_json()["hits"]
         common = r.search(SearchQuery("what is the time", mode="hybrid", explain=True)).to_json()["hits"]

@@ -36,7 +36,7 @@ def scores(tmp_path_factory: pytest.TempPathFactory) -> dict[str, dict[str, floa
         report = support.build(base / DIALOGUE, [DIALOGUE])
         assert report.get("embedded", 0) == 0, "the shipped vectors are stale: bench/bench_recall.py --save-fixture-cache"
         store = MemoryStore.open(str(base / DIALOGUE))
-        r = Retriever(store, store.read_con())
+        r = Retriever(store.ctx, store.read_con())
         last = support.dialogue(DIALOGUE)["sessions"][-1]["date"]
         now = datetime.fromisoformat(last).replace(tzinfo=timezone.utc) + timedelta(days=7)
         r.clock = lambda: now  # type: ignore[method-assign]

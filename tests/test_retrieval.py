@@ -30,7 +30,7 @@ def retriever(labelled, monkeypatch: pytest.MonkeyPatch):
     root, home = labelled
     monkeypatch.setenv("MEMVAULT_HOME", str(home))
     v = MemoryStore.open(str(root))
-    r = Retriever(v, v.read_con())
+    r = Retriever(v.ctx, v.read_con())
     yield r
     r.close()
     v.close()
@@ -157,7 +157,7 @@ def test_explain_in_the_keyword_fallback(labelled, monkeypatch: pytest.MonkeyPat
     monkeypatch.setenv("MEMVAULT_HOME", str(home))
     monkeypatch.setenv("MEMVAULT_EMBEDDING_MODEL", "BAAI/bge-small-en-v1.5")
     v = MemoryStore.open(str(root))
-    r = Retriever(v, v.read_con())
+    r = Retriever(v.ctx, v.read_con())
     try:
         res = r.search(SearchQuery("Dolby Atmos", mode="hybrid", explain=True)).to_json()
     finally:
@@ -223,7 +223,7 @@ def test_superseded_and_deleted_versions(vault: Path) -> None:
     mem.forget(other.id)
     p = EmbeddingPipeline.for_ctx(v.ctx, v.con)
     p.run()
-    r = Retriever(v, v.con)
+    r = Retriever(v.ctx, v.con)
     hits = r.search(SearchQuery("where does she like to sit on a plane", mode="semantic")).to_json()["hits"]
     assert [h["id"] for h in hits][:1] == [res.id] and all("status" not in h for h in hits)
     hits = r.search(SearchQuery("where does she like to sit on a plane", mode="semantic", include_superseded=True)).to_json()["hits"]
@@ -256,7 +256,7 @@ def test_facts_embed_with_their_note_context(vault: Path) -> None:
     p.run()
     text = v.con.execute("SELECT c.start, c.stop FROM chunks c JOIN traces t ON t.rowid = c.trace_rowid WHERE t.id = 'f-1'").fetchall()
     assert text == [(0, len("Releases go out on Fridays."))]
-    r = Retriever(v, v.con)
+    r = Retriever(v.ctx, v.con)
     hits = r.search(SearchQuery("which weekday do we release", mode="hybrid", explain=True)).to_json()["hits"]
     ids = [h["id"] for h in hits]
     assert "f-1" in ids and note_id in ids

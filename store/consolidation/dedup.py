@@ -28,17 +28,25 @@ it. Without vectors no model is loaded.
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from memvault.store.consolidation.text import features, fold, normalise, words
+from memvault.store.db.rows import rows as fetch_rows
 from memvault.store.index.classify import memory_key
 from memvault.store.memories import rows as mem
 
 if TYPE_CHECKING:
+    import apsw
     import numpy as np
 
-    from memvault.store.memory_store import MemoryStore
+    from memvault.store.context import StoreContext
+    from memvault.store.embedding.model import ModelSpec
+
+#: Asks a process whose model is loaded (the running daemon) to put the
+#: vectors of these texts into the embedding cache; whether it did.
+VectorsElsewhere = Callable[[list[str]], bool]
 
 #: How many neighbours an ``add`` reports at most.
 SIMILAR_LIMIT = 3
@@ -91,37 +99,41 @@ def claim_key(text: str) -> str:
     return " ".join(_uninflect(w) for w in normalise(" ".join(fold(w) for w in words(text))).split())
 
 
-def find_duplicate(store: "MemoryStore", type_: str, scope: str, content: str,
+def find_duplicate(ctx: "StoreContext", type_: str, scope: str, content: str,
                    rows: list[tuple[str, str]] | None = None) -> Duplicate | None:
     """The live memory of ``type_`` and ``scope`` that ``content`` certainly
     restates, if any (``rows``: that block's :func:`live_block`, when read already)."""
-    con = store.con
+    con = ctx.con
     exact = mem.find_by_content_key(con, memory_key(type_, scope, content))
     if exact is not None:
         return Duplicate(exact.id, "same text")
     key = claim_key(content)
-    for tid, text in live_block(store, type_, scope) if rows is None else rows:
+    for tid, text in live_block(ctx, type_, scope) if rows is None else rows:
         if claim_key(text) == key:
             return Duplicate(tid, "same text up to case, punctuation and inflection")
     return None
 
 
-def live_block(store: "MemoryStore", type_: str, scope: str) -> list[tuple[str, str]]:
+def live_block(ctx: "StoreContext", type_: str, scope: str) -> list[tuple[str, str]]:
     """Ids and texts of the live memories of one type and scope, oldest first."""
-    return store.con.execute(
+    found = fetch_rows(
+        ctx.con,
         "SELECT id, content FROM traces WHERE kind = 'memory' AND status = 'active' AND type = ? AND scope = ? "
         "ORDER BY created, id",
         (type_, scope),
-    ).fetchall()
+    )
+    return [(tid, text) for tid, text in found]
 
 
-def find_similar(store: "MemoryStore", type_: str, scope: str, content: str,
-                 limit: int = SIMILAR_LIMIT, rows: list[tuple[str, str]] | None = None) -> list[Similar]:
+def find_similar(ctx: "StoreContext", type_: str, scope: str, content: str,
+                 limit: int = SIMILAR_LIMIT, rows: list[tuple[str, str]] | None = None,
+                 vectors_elsewhere: "VectorsElsewhere | None" = None) -> list[Similar]:
     """The live memories of ``type_`` and ``scope`` that most resemble ``content``,
-    closest first (at most ``limit``): what an ``add`` reports as ``similar_to``."""
-    rows = live_block(store, type_, scope) if rows is None else rows
+    closest first (at most ``limit``): what an ``add`` reports as ``similar_to``.
+    ``vectors_elsewhere``: who else may embed the texts the cache lacks (see :func:`_fill_cache`)."""
+    rows = live_block(ctx, type_, scope) if rows is None else rows
     # Asked even with no neighbour: the new text's vector is then in the cache for the next add.
-    found = _by_vectors(store, type_, scope, content, rows)
+    found = _by_vectors(ctx, type_, scope, content, rows, vectors_elsewhere)
     if found is None:
         found = _by_words(content, rows)
     found.sort(key=lambda s: (-s.similarity, s.id))
@@ -141,21 +153,21 @@ def _by_words(content: str, rows: list[tuple[str, str]]) -> list[Similar]:
     return out
 
 
-def _by_vectors(store: "MemoryStore", type_: str, scope: str, content: str,
-                rows: list[tuple[str, str]]) -> list[Similar] | None:
+def _by_vectors(ctx: "StoreContext", type_: str, scope: str, content: str,
+                rows: list[tuple[str, str]], vectors_elsewhere: "VectorsElsewhere | None") -> list[Similar] | None:
     """Neighbours by cosine of stored vectors (None: the store has no vectors of the model)."""
     from memvault.store.consolidation import paraphrase
     from memvault.store.embedding import vectors as vec
     from memvault.store.embedding.model import resolve_model
 
-    spec = resolve_model(store.settings.embedding.model)
+    spec = resolve_model(ctx.settings.embedding.model)
     if spec is None:
         return None
-    cache = vec.open_cache(store.data_dir, create=False)
+    cache = vec.open_cache(ctx.data_dir, create=False)
     if cache is None:
         return None
     try:
-        ids, matrix = _block_vectors(store, cache, spec.key, type_, scope, rows)
+        ids, matrix = _block_vectors(ctx, cache, spec.key, type_, scope, rows)
         if not ids and not vec.has_vectors(cache, spec.key):
             return None  # a store without vectors: words alone, and no model loaded
         # The new text's vector, and those of memories added since the last
@@ -165,8 +177,8 @@ def _by_vectors(store: "MemoryStore", type_: str, scope: str, content: str,
         if len(ids) < len(rows) <= len(ids) + MISSING_LIMIT:
             have = set(ids)
             wanted += [_embedded_text(text) for tid, text in rows if tid not in have]
-        if _fill_cache(store, cache, spec, wanted):
-            ids, matrix = _block_vectors(store, cache, spec.key, type_, scope, rows)
+        if _fill_cache(cache, spec, wanted, vectors_elsewhere):
+            ids, matrix = _block_vectors(ctx, cache, spec.key, type_, scope, rows)
         query = _unit_vector(cache, spec.key, wanted[0])
     finally:
         cache.close()
@@ -178,35 +190,36 @@ def _by_vectors(store: "MemoryStore", type_: str, scope: str, content: str,
 
     texts = dict(rows)
     # Reported from the lowest similarity the duplicate rule could ever call a paraphrase.
-    floor = store.settings.consolidate.duplicate_similarity - paraphrase.FLOOR
+    floor = ctx.settings.consolidate.duplicate_similarity - paraphrase.FLOOR
     sims = np.round((matrix @ query).astype(np.float64), 3)
     return [Similar(tid, texts[tid], float(sims[i]), "cosine")
             for i in np.nonzero(sims >= floor)[0].tolist() if (tid := ids[i]) in texts]
 
 
-def _fill_cache(store: "MemoryStore", cache: object, spec: object, texts: list[str]) -> bool:
+def _fill_cache(cache: "apsw.Connection", spec: "ModelSpec", texts: list[str],
+                vectors_elsewhere: "VectorsElsewhere | None") -> bool:
     """Put the vectors of those of ``texts`` the cache lacks into it: by the
-    process whose model is loaded (the daemon, ``store.vectors_elsewhere``),
+    process whose model is loaded (the daemon, ``vectors_elsewhere``),
     else by the model loaded here. Whether any was added (False: none
     missing, or no model to be had)."""
     from memvault.store import location
     from memvault.store.embedding.model import ModelUnavailable, load_embedder, text_hash
     from memvault.store.embedding.vectors import cache_texts, vectors_of
 
-    stored = vectors_of(cache, spec.key, [text_hash(t) for t in texts])  # type: ignore[arg-type, attr-defined]
+    stored = vectors_of(cache, spec.key, [text_hash(t) for t in texts])
     missing = [t for t in texts if text_hash(t) not in stored]
     if not missing:
         return False
-    if store.vectors_elsewhere is not None and store.vectors_elsewhere(missing):
+    if vectors_elsewhere is not None and vectors_elsewhere(missing):
         return True
     try:
-        embedder = load_embedder(spec, location.data_home())  # type: ignore[arg-type]
+        embedder = load_embedder(spec, location.data_home())
     except ModelUnavailable:
         return False
-    return cache_texts(cache, spec.key, embedder, missing) > 0  # type: ignore[arg-type, attr-defined]
+    return cache_texts(cache, spec.key, embedder, missing) > 0
 
 
-def _block_vectors(store: "MemoryStore", cache: object, model: str, type_: str, scope: str,
+def _block_vectors(ctx: "StoreContext", cache: "apsw.Connection", model: str, type_: str, scope: str,
                    rows: list[tuple[str, str]]) -> "tuple[list[str], np.ndarray]":
     """Ids and unit vectors (rows) of the live memories of one type and scope
     that are one chunk long (the short ones a duplicate can be). A memory not
@@ -217,7 +230,7 @@ def _block_vectors(store: "MemoryStore", cache: object, model: str, type_: str, 
     from memvault.store.embedding.model import text_hash
     from memvault.store.embedding.vectors import vectors_of
 
-    con = store.con
+    con = ctx.con
     hashes: dict[str, bytes] = {}
     counts: dict[str, int] = {}
     for tid, h in con.execute(
@@ -231,7 +244,7 @@ def _block_vectors(store: "MemoryStore", cache: object, model: str, type_: str, 
         if tid not in hashes:
             hashes[tid] = text_hash(_embedded_text(text))
             counts[tid] = 1
-    blobs = vectors_of(cache, model, [h for tid, h in hashes.items() if counts[tid] == 1])  # type: ignore[arg-type]
+    blobs = vectors_of(cache, model, [h for tid, h in hashes.items() if counts[tid] == 1])
     ids = sorted(tid for tid, h in hashes.items() if counts[tid] == 1 and h in blobs)
     if not ids:
         return [], np.zeros((0, 0), dtype=np.float32)
@@ -254,14 +267,14 @@ def _embedded_text(content: str) -> str:
     return chunk_text("memory", content, content, 0, len(content), "")
 
 
-def _unit_vector(cache: object, model: str, text: str) -> "np.ndarray | None":
+def _unit_vector(cache: "apsw.Connection", model: str, text: str) -> "np.ndarray | None":
     """The unit vector the cache holds for ``text`` (None: none, or all zero)."""
     import numpy as np
 
     from memvault.store.embedding import vectors as vec
     from memvault.store.embedding.model import text_hash
 
-    stored = vec.vectors_of(cache, model, [text_hash(text)])  # type: ignore[arg-type]
+    stored = vec.vectors_of(cache, model, [text_hash(text)])
     if not stored:
         return None
     v = np.frombuffer(next(iter(stored.values())), dtype=np.float16).astype(np.float64)

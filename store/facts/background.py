@@ -3,10 +3,10 @@
 An llm call can take seconds, and a long-running host (the daemon) must keep
 every other note searchable within its debounce. So, with ``extractor =
 "llm"``, the host routes the store's llm extraction to a queue of its own
-(:meth:`MemoryStore.route_llm_facts`): each fact observer then queues a
+(the store's ``route_llm_facts``): each fact observer then queues a
 changed source instead of asking the model inline (its facts stay as they
 are meanwhile). The host's worker thread takes each queued source to
-:meth:`LLMFactJobs.run`, built by :meth:`MemoryStore.llm_fact_jobs` on a
+:meth:`LLMFactJobs.run`, built by the store's ``llm_fact_jobs`` on a
 connection and an extractor of its own (and so its own circuit breaker)::
 
     store.route_llm_facts(queue.submit)       # False: the facts are not the llm's

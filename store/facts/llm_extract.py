@@ -191,7 +191,7 @@ def answer_json(body: bytes) -> Any:
         content = fenced.group(1)  # local models like to wrap JSON in a code fence
     try:
         data = json.loads(content)
-    except ValueError as exc:
+    except json.JSONDecodeError as exc:  # what json.loads raises for a str
         raise SchemaError(f"the model's answer is not valid JSON ({exc.msg} at char {exc.pos})") from None
     return data
 

@@ -46,6 +46,7 @@ from pathlib import Path
 import apsw
 
 from memvault.store.db import records as rec
+from memvault.store.db import rows as db
 from memvault.store.db.connection import write_transaction
 from memvault.store.facts import rows as sf
 from memvault.store.facts.reextract import FactLinks, fact_title, sync_source_facts
@@ -85,14 +86,14 @@ class FactObserver:
         self.llm = None
         self.pending_warnings: list[str] = []
         #: Set by a host's background worker (the daemon's, see
-        #: :meth:`MemoryStore.route_llm_facts`): llm extraction is queued
+        #: the store's ``route_llm_facts``): llm extraction is queued
         #: there instead of run inline.
         self.defer: Defer | None = None
         #: Repeat keys of conversation facts extracted in the current batch
         #: (see :func:`~.conversation.drop_repeats`): the first session wins.
         self.batch_seen: dict[str, str] = {}
         #: Session note id -> fact ids to keep instead of the repeat rule
-        #: (a restore of memvault's own export; see MemoryStore.fact_keep).
+        #: (a restore of memvault's own export; see the store's ``fact_keep``).
         self.keep: dict[str, set[str]] = {}
         if self.extractor_name == "llm":
             from memvault.store.facts.llm_extract import LLMExtractor
@@ -270,11 +271,12 @@ class FactObserver:
         for column, values in (("e.target_key", keys), ("e.target_id", ids)):
             for i in range(0, len(values), 500):
                 chunk = values[i : i + 500]
-                rows += self.con.execute(sql + f"{column} IN ({','.join('?' * len(chunk))})", chunk).fetchall()
+                rows += db.rows(self.con, sql + f"{column} IN ({','.join('?' * len(chunk))})", chunk)
         if removed:
-            rows += self.con.execute(
-                sql + "e.target_path IS NOT NULL AND NOT EXISTS (SELECT 1 FROM files WHERE path = e.target_path)"
-            ).fetchall()
+            rows += db.rows(
+                self.con,
+                sql + "e.target_path IS NOT NULL AND NOT EXISTS (SELECT 1 FROM files WHERE path = e.target_path)",
+            )
         if not rows:
             return
         changes = []
@@ -371,7 +373,7 @@ class FactObserver:
         if stored is not None and json.loads(stored) == self.globs:
             return
         old = json.loads(stored) if stored else []
-        files = self.con.execute("SELECT path, trace_id FROM files WHERE kind = 'note' AND trace_id IS NOT NULL").fetchall()
+        files = db.rows(self.con, "SELECT path, trace_id FROM files WHERE kind = 'note' AND trace_id IS NOT NULL")
         changed = [
             (path, tid) for path, tid in files
             if (matching_glob(path, old) is None) != (matching_glob(path, self.globs) is None)

@@ -285,16 +285,15 @@ def _adopt_earlier_ids(
             if rec.get_trace(con, d.id) is None:
                 rec.rename_trace(con, old_id, d.id)
                 con.execute("UPDATE facts SET source_id = ? WHERE trace_id = ?", (source_id, d.id))
-                t = rec.get_trace(con, d.id)
-                m = sf.get_meta(con, d.id)
-                if t and m:
-                    by_id[d.id] = (t, m)
+                renamed, meta = rec.get_trace(con, d.id), sf.get_meta(con, d.id)
+                if renamed and meta:
+                    by_id[d.id] = (renamed, meta)
     for ids in foreign.values():
         for old_id in ids:
             con.execute("UPDATE facts SET source_id = ? WHERE trace_id = ?", (source_id, old_id))
-            t, m = rec.get_trace(con, old_id), sf.get_meta(con, old_id)
-            if t and m:
-                by_id[old_id] = (t, m)
+            joined, meta = rec.get_trace(con, old_id), sf.get_meta(con, old_id)
+            if joined and meta:
+                by_id[old_id] = (joined, meta)
 
 
 def sync_source_facts(

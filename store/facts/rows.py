@@ -16,6 +16,7 @@ from typing import Any
 import apsw
 
 from memvault.store.db import records as rec
+from memvault.store.db.rows import scalar
 
 ACTIVE, SUPERSEDED = "active", "superseded"
 
@@ -202,8 +203,9 @@ def forget(con: apsw.Connection, trace_id: str, source_id: str, reason: str) -> 
     )
     retire(con, trace_id, reason)
     rec.set_status(con, trace_id, FORGOTTEN, reason)
-    con.execute("UPDATE state.fact_history SET trace = ? WHERE fact_id = ?",
-                (rec.trace_json(rec.get_trace(con, trace_id)), trace_id))
+    trace = rec.get_trace(con, trace_id)
+    assert trace is not None  # the fact just retired
+    con.execute("UPDATE state.fact_history SET trace = ? WHERE fact_id = ?", (rec.trace_json(trace), trace_id))
 
 
 def unforget(con: apsw.Connection, trace_id: str) -> bool:
@@ -355,7 +357,7 @@ def fact_stats(con: apsw.Connection) -> dict[str, int]:
     """Counts for ``memvault stats``: facts by status, sources, redacted secrets."""
 
     def one(sql: str) -> int:
-        return int(con.execute(sql).fetchone()[0] or 0)
+        return int(scalar(con, sql) or 0)
 
     return {
         "facts": one("SELECT count(*) FROM traces WHERE kind = 'fact' AND status = 'active'"),

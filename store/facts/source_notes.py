@@ -14,13 +14,16 @@ the note, or change the glob in the config.
 
 from __future__ import annotations
 
+import builtins
 import os
 import posixpath
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from memvault.store.db import records as rec
+from memvault.store.db.rows import count, first, rows
 from memvault.store.facts import rows as sf
 from memvault.vault_io.atomic import atomic_write
 from memvault.vault_io.confine import OutsideVaultError, check_inside, read_inside
@@ -37,7 +40,12 @@ from memvault.vault_io.sources import (
 )
 
 if TYPE_CHECKING:
-    from memvault.store.memory_store import MemoryStore
+    from memvault.store.context import StoreContext
+    from memvault.store.memory_store import SyncReport
+
+#: Reconciles these vault paths now, with everything a sync does after it
+#: (the facade's ``sync_paths``).
+SyncPaths = Callable[[list[str]], "SyncReport"]
 
 
 class SourceError(MemvaultError):
@@ -112,10 +120,15 @@ def _under(path: Path, *roots: Path) -> str | None:
 class Sources:
     """Mark, unmark and list memory sources of one vault."""
 
-    def __init__(self, store: "MemoryStore") -> None:
-        self.store = store
-        self.root = store.root
-        self.globs: list[str] = list(store.settings.sources)
+    def __init__(self, ctx: StoreContext, sync_paths: SyncPaths, refresh_globs: Callable[[], None]) -> None:
+        """The sources of ``ctx``'s vault: ``sync_paths`` indexes a note just
+        marked or unmarked; ``refresh_globs`` brings the facts in line with
+        changed ``sources`` globs before a listing."""
+        self.ctx = ctx
+        self.root = ctx.root
+        self.globs: list[str] = list(ctx.settings.sources)
+        self.sync_paths = sync_paths
+        self.refresh_globs = refresh_globs
 
     def _read(self, rel: str) -> tuple[bytes, ParsedNote]:
         try:
@@ -142,16 +155,17 @@ class Sources:
             raise SourceError(f"{rel}: cannot write: {exc.strerror}") from None
 
     def _index(self, paths: list[str]) -> list[str]:
-        report = self.store.sync_paths(paths)
-        return report.summary.warnings + report.unwritten
+        report = self.sync_paths(paths)
+        warnings: list[str] = report.summary.warnings + report.unwritten
+        return warnings
 
     def _count(self, rel: str) -> int:
-        row = self.store.con.execute(
+        return count(
+            self.ctx.con,
             "SELECT count(*) FROM facts f JOIN traces t ON t.id = f.trace_id "
             "WHERE t.path = ? AND t.kind = 'fact' AND t.status = 'active'",
             (rel,),
-        ).fetchone()
-        return int(row[0])
+        )
 
     def add(self, args: list[str]) -> tuple[list[SourceResult], list[str]]:
         """Mark each note with ``memory: source`` and index it; (results, warnings)."""
@@ -210,26 +224,27 @@ class Sources:
             r.facts = self._count(r.path)
         return results, warnings
 
-    def list(self) -> list[dict[str, Any]]:
+    def list(self) -> builtins.list[dict[str, Any]]:
         """Every memory source in the index, with how it is marked and its fact count."""
-        con = self.store.read_con()
-        self.store.refresh_source_globs()  # a changed `sources` glob, before listing
-        counts = dict(con.execute(
+        con = self.ctx.read_con()
+        self.refresh_globs()  # a changed `sources` glob, before listing
+        counts: dict[str, int] = {source_id: n for source_id, n in rows(
+            con,
             "SELECT f.source_id, count(*) FROM facts f JOIN traces t ON t.id = f.trace_id "
-            "WHERE t.status = 'active' GROUP BY f.source_id"
-        ).fetchall())
+            "WHERE t.status = 'active' GROUP BY f.source_id",
+        )}
         return [
             {"path": s.path, "id": s.source_id, "marks": s.marks.split(), "facts": counts.get(s.source_id, 0),
              "redacted": s.redacted, "extractor": s.extractor, "extracted_at": s.extracted_at}
             for s in sf.all_sources(con)
         ]
 
-    def facts(self, arg: str, include_superseded: bool = False) -> tuple[str, list[dict[str, Any]], bool]:
+    def facts(self, arg: str, include_superseded: bool = False) -> tuple[str, builtins.list[dict[str, Any]], bool]:
         """The facts of one source note: (path, facts as dicts, is it indexed)."""
-        con = self.store.read_con()
+        con = self.ctx.read_con()
         rel = vault_relative(self.root, arg, must_exist=False)
-        ids: list[str] = []
-        row = con.execute("SELECT trace_id FROM files WHERE path = ?", (rel,)).fetchone()
+        ids: builtins.list[str] = []
+        row = first(con, "SELECT trace_id FROM files WHERE path = ?", (rel,))
         if row and row[0]:
             ids.append(row[0])
         ids += [s.source_id for s in sf.sources_at(con, rel)]

@@ -20,11 +20,12 @@ is dropped:
 from __future__ import annotations
 
 from dataclasses import replace
-from pathlib import PurePosixPath
+from pathlib import Path, PurePosixPath
 from typing import TYPE_CHECKING, Any
 
 from memvault.store.db import records as rec
 from memvault.store.db.connection import write_transaction
+from memvault.store.db.rows import first
 from memvault.store.memories import rows as mem
 from memvault.store.memories.writer import TRASH, MemoryOpError
 from memvault.vault_io.atomic import atomic_move, atomic_write, free_path
@@ -33,16 +34,18 @@ from memvault.vault_io.parser import parse_note
 from memvault.vault_io.sync_conflicts import sync_conflict
 
 if TYPE_CHECKING:
-    from memvault.store.memory_store import MemoryStore
+    from memvault.store.context import StoreContext
+    from memvault.store.index.reconcile import Indexer
+    from memvault.store.memories.mirror import Memories
 
 SIDES = ("note", "copy")
 
 
-def describe_copy(store: "MemoryStore", copy_path: str) -> dict[str, Any]:
+def describe_copy(ctx: StoreContext, copy_path: str) -> dict[str, Any]:
     """What a conflict copy is: the note it belongs to, the memory (if any),
     whose version each side holds, and both texts."""
-    root = store.root
-    rel = _relative(store, copy_path)
+    root, con = ctx.root, ctx.con
+    rel = _relative(root, copy_path)
     if not (root / rel).is_file():
         raise MemoryOpError(f"no conflict copy at {rel}")
     copy = parse_note(rel, (root / rel).read_bytes())
@@ -50,17 +53,18 @@ def describe_copy(store: "MemoryStore", copy_path: str) -> dict[str, Any]:
     memory_id = copy.frontmatter.get("conflict_of") if synced is None else None
     if synced is None and not isinstance(memory_id, str):
         raise MemoryOpError(f"{rel} is not a conflict copy (no sync tool's mark in its name, no conflict_of)")
+    note: str | None
     if synced is not None:
         note = synced.original
-        row = store.con.execute("SELECT trace_id FROM files WHERE path = ?", (note,)).fetchone()
+        row = first(con, "SELECT trace_id FROM files WHERE path = ?", (note,))
         memory_id = row[0] if row else None
         copy_side = synced.describe()
         note_side = f"the version {synced.tool} kept"
     else:
-        note = mem.trace_path(store.con, str(memory_id))
+        note = mem.trace_path(con, str(memory_id))
         copy_side = "the store's version memvault wrote beside an edit"
         note_side = "the edited note"
-    trace = rec.get_trace(store.con, str(memory_id)) if memory_id else None
+    trace = rec.get_trace(con, str(memory_id)) if memory_id else None
     if trace is not None and (trace.kind != "memory" or trace.status != "active"):
         trace = None
     held = parse_note(note, (root / note).read_bytes()) if note and (root / note).is_file() else None
@@ -72,35 +76,38 @@ def describe_copy(store: "MemoryStore", copy_path: str) -> dict[str, Any]:
     }
 
 
-def settle_copy(store: "MemoryStore", copy_path: str, take: str) -> dict[str, Any]:
+def settle_copy(
+    ctx: StoreContext, memories: Memories, reconciler: Indexer, copy_path: str, take: str
+) -> dict[str, Any]:
     """Take one side of a conflict copy (``take``: "note" or "copy"), keep
-    the other as an earlier version (a memory) or in ``.trash/`` (an
-    ordinary note), and move the copy to ``.trash/``. Returns what was done."""
+    the other as an earlier version (a memory, through ``memories``) or in
+    ``.trash/`` (an ordinary note), move the copy to ``.trash/`` and have
+    ``reconciler`` index both paths. Returns what was done."""
     if take not in SIDES:
         raise MemoryOpError(f"--take must be one of {', '.join(SIDES)}")
-    info = describe_copy(store, copy_path)
-    root, rel, note = store.root, info["copy"], info["note"]
+    info = describe_copy(ctx, copy_path)
+    root, con, rel, note = ctx.root, ctx.con, info["copy"], info["note"]
     copy = parse_note(rel, (root / rel).read_bytes())
     doc = read_memory(copy.frontmatter, copy.body)
     out: dict[str, Any] = {**info, "took": take, "version": None, "note_trashed": None}
     if info["memory"] is not None:
         memory_id = info["memory"]
         if take == "copy":
-            result = store.memories.update(
+            result = memories.update(
                 memory_id, content=doc.content, tags=doc.tags,
                 reason=f"took {info['copy_side']} ({rel}); this was {info['note_side']}")
             out["version"] = result.version
         else:
-            trace = rec.get_trace(store.con, memory_id)
+            trace = rec.get_trace(con, memory_id)
             assert trace is not None
             if mem.meaningfully_changed(trace, replace(trace, content=doc.content, metadata=dict(
                     trace.metadata, fm_tags=doc.tags))):
                 other = replace(trace, content=doc.content, tags=doc.tags,
                                 metadata=dict(trace.metadata, fm_tags=doc.tags))
-                with write_transaction(store.con):
-                    snap = mem.stage_version(store.con, other, f"not taken: {info['copy_side']} ({rel})")
-                with write_transaction(store.con):
-                    mem.put_version(store.con, snap)
+                with write_transaction(con):
+                    snap = mem.stage_version(con, other, f"not taken: {info['copy_side']} ({rel})")
+                with write_transaction(con):
+                    mem.put_version(con, snap)
                 out["kept_as"] = snap.id
     elif take == "copy":
         data = (root / rel).read_bytes()
@@ -113,19 +120,18 @@ def settle_copy(store: "MemoryStore", copy_path: str, take: str) -> dict[str, An
     trash = free_path(root / TRASH / PurePosixPath(rel).name)
     atomic_move(root / rel, trash)
     out["copy_trashed"] = trash.relative_to(root).as_posix()
-    with write_transaction(store.con):
-        store.con.execute("DELETE FROM state.conflicts WHERE conflict_path = ?", (rel,))
-    store.reconciler.sync_paths([p for p in (rel, note) if p])
+    with write_transaction(con):
+        con.execute("DELETE FROM state.conflicts WHERE conflict_path = ?", (rel,))
+    reconciler.sync_paths([p for p in (rel, note) if p])
     return out
 
 
-def _relative(store: "MemoryStore", path: str) -> str:
-    from pathlib import Path
-
+def _relative(root: Path, path: str) -> str:
+    """``path`` relative to the vault ``root`` (refused when outside it)."""
     p = Path(path)
     if p.is_absolute():
         try:
-            return p.resolve().relative_to(store.root.resolve()).as_posix()
+            return p.resolve().relative_to(root.resolve()).as_posix()
         except ValueError:
             raise MemoryOpError(f"{path} is outside the vault") from None
     return PurePosixPath(path).as_posix()

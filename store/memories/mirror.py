@@ -95,7 +95,9 @@ __all__ = [
 if TYPE_CHECKING:
     import apsw
 
-    from memvault.store.memory_store import MemoryStore
+    from memvault.store.consolidation.dedup import VectorsElsewhere
+    from memvault.store.context import StoreContext
+    from memvault.store.index.reconcile import Indexer
 
 
 def memory_id_for(con: "apsw.Connection", key: str) -> str:
@@ -116,12 +118,18 @@ def memory_id_for(con: "apsw.Connection", key: str) -> str:
 class Memories(NoteWriter):
     """Add, update, forget and restore memories of one vault."""
 
-    def __init__(self, store: "MemoryStore") -> None:
-        self.store = store
-        self.root = store.root
-        self.con = store.con
-        self.indexer = store.reconciler
-        self.folder = store.settings.memory_folder  # checked and normalised by load_settings
+    def __init__(
+        self, ctx: StoreContext, reconciler: Indexer, vectors_elsewhere: VectorsElsewhere | None = None
+    ) -> None:
+        """The mirror of ``ctx``'s vault: ``reconciler`` indexes the notes it
+        writes; ``vectors_elsewhere`` embeds an ``add``'s neighbours in a
+        process whose model is loaded (None: the model is loaded here)."""
+        self.ctx = ctx
+        self.root = ctx.root
+        self.con = ctx.con
+        self.indexer = reconciler
+        self.vectors_elsewhere = vectors_elsewhere
+        self.folder = ctx.settings.memory_folder  # checked and normalised by load_settings
         #: Called with a note's vault path just before the writer checks that
         #: the note is still as last indexed and replaces it: the moment a
         #: person's save races the store's write. A test seam (the stateful
@@ -160,9 +168,9 @@ class Memories(NoteWriter):
         key = memory_key(type_, scope, content)
         from memvault.store.consolidation.dedup import find_duplicate, find_similar, live_block
 
-        block = live_block(self.store, type_, scope)  # read once: the duplicate test and the neighbours
+        block = live_block(self.ctx, type_, scope)  # read once: the duplicate test and the neighbours
         if not allow_duplicate:
-            found = find_duplicate(self.store, type_, scope, content, rows=block)
+            found = find_duplicate(self.ctx, type_, scope, content, rows=block)
             if found is not None:
                 with write_transaction(self.con):
                     mem.bump_seen(self.con, found.id)
@@ -170,7 +178,8 @@ class Memories(NoteWriter):
                                    version=mem.current_version(self.con, found.id), redacted=secrets_found,
                                    warnings=redaction_warnings(secrets_found), reason=found.reason)
         # Looked up before the new memory exists, so it is never its own neighbour.
-        similar = [s.as_dict() for s in find_similar(self.store, type_, scope, content, rows=block)]
+        similar = [s.as_dict() for s in find_similar(self.ctx, type_, scope, content, rows=block,
+                                                     vectors_elsewhere=self.vectors_elsewhere)]
         trace_id = memory_id_for(self.con, key)
         now = rec.now_iso()
         trace = rec.TraceRow(

@@ -22,6 +22,7 @@ from dataclasses import dataclass, replace
 import apsw
 
 from memvault.store.db import records as rec
+from memvault.store.db.rows import first, rows, scalar
 
 
 @dataclass
@@ -56,11 +57,12 @@ def find_by_content_key(con: apsw.Connection, key: str) -> rec.TraceRow | None:
 
 def id_in_use(con: apsw.Connection, trace_id: str) -> bool:
     """Whether any trace, or the durable state, knows ``trace_id``."""
-    return con.execute(
+    return bool(scalar(
+        con,
         "SELECT EXISTS (SELECT 1 FROM traces WHERE id = ?) OR EXISTS (SELECT 1 FROM state.forgotten WHERE memory_id = ?) "
         "OR EXISTS (SELECT 1 FROM state.memory_versions WHERE memory_id = ?)",
         (trace_id, trace_id, trace_id),
-    ).fetchone()[0] == 1
+    ) == 1)
 
 
 def trace_path(con: apsw.Connection, trace_id: str) -> str | None:
@@ -100,10 +102,11 @@ def stage_version(con: apsw.Connection, current: rec.TraceRow, reason: str | Non
     # Past this id's versions a trace rename carried to another memory too
     # (they keep their "<id>.v<n>" ids): the id, kept by another note, would
     # otherwise number from 1 again and overwrite one of them.
-    top = con.execute(
+    top = scalar(
+        con,
         "SELECT max(version) FROM state.memory_versions WHERE memory_id = ? OR (id >= ? AND id < ?)",
         (current.id, current.id + ".v", current.id + ".w"),
-    ).fetchone()[0]
+    )
     n = 1 + int(top or 0)
     version_id = f"{current.id}.v{n}"
     meta = dict(current.metadata, version_of=current.id, version=n)
@@ -139,14 +142,13 @@ def current_versions(con: apsw.Connection, memory_ids: Sequence[str]) -> dict[st
     out: dict[str, int] = {}
     for i in range(0, len(ids), 500):  # SQLite's bound-parameter limit
         part = ids[i : i + 500]
-        out.update((k, int(v)) for k, v in con.execute(
-            f"SELECT t.id, {VERSION_SQL} FROM traces t WHERE t.id IN ({','.join('?' * len(part))})", part,
-        ).fetchall())
+        out.update((k, int(v)) for k, v in rows(
+            con, f"SELECT t.id, {VERSION_SQL} FROM traces t WHERE t.id IN ({','.join('?' * len(part))})", part,
+        ))
     for memory_id in ids:
         if memory_id not in out:
-            row = con.execute("SELECT 1 + coalesce(max(version), 0) FROM state.memory_versions WHERE memory_id = ?",
-                              (memory_id,)).fetchone()
-            out[memory_id] = int(row[0])
+            out[memory_id] = int(scalar(
+                con, "SELECT 1 + coalesce(max(version), 0) FROM state.memory_versions WHERE memory_id = ?", (memory_id,)))
     return out
 
 
@@ -215,7 +217,7 @@ def drop_version(con: apsw.Connection, version_id: str) -> None:
 def drop_memory(con: apsw.Connection, trace_id: str) -> None:
     """Forget a memory entirely: trace, versions, recall statistics, forget
     record (a memory the store made and then took back)."""
-    for (version_id,) in con.execute("SELECT id FROM state.memory_versions WHERE memory_id = ?", (trace_id,)).fetchall():
+    for (version_id,) in rows(con, "SELECT id FROM state.memory_versions WHERE memory_id = ?", (trace_id,)):
         drop_version(con, version_id)
     con.execute("DELETE FROM state.forgotten WHERE memory_id = ?", (trace_id,))
     con.execute("DELETE FROM state.recall WHERE trace_id = ?", (trace_id,))
@@ -319,9 +321,9 @@ PHANTOMS_EXIST = f"SELECT EXISTS ({_PHANTOMS})"
 def phantoms(con: apsw.Connection) -> list[tuple[str, str | None, str | None]]:
     """Live memories without their note: (id, the path the memory claims,
     the memory that path's note belongs to, if another holds it)."""
-    out = []
-    for trace_id, path in con.execute(_PHANTOMS).fetchall():
-        holder = con.execute("SELECT trace_id FROM files WHERE path = ?", (path,)).fetchone() if path else None
+    out: list[tuple[str, str | None, str | None]] = []
+    for trace_id, path in rows(con, _PHANTOMS):
+        holder = first(con, "SELECT trace_id FROM files WHERE path = ?", (path,)) if path else None
         out.append((trace_id, path, holder[0] if holder else None))
     return out
 
@@ -378,9 +380,9 @@ def state_versions(con: apsw.Connection, memory_id: str) -> list[rec.TraceRow]:
     first: what every device's history logs agree on (the index's edges
     depend on the order a device saw the notes and logs in)."""
     out = []
-    for version_id, snapshot, reason in con.execute(
-            "SELECT id, trace, reason FROM state.memory_versions WHERE memory_id = ? ORDER BY version DESC, id",
-            (memory_id,)).fetchall():
+    for version_id, snapshot, reason in rows(
+            con, "SELECT id, trace, reason FROM state.memory_versions WHERE memory_id = ? ORDER BY version DESC, id",
+            (memory_id,)):
         t = rec.trace_from_json(snapshot)
         out.append(replace(t, id=version_id, status="superseded", reason=reason, path=None))
     return out
@@ -429,14 +431,14 @@ def index_catch_up(con: apsw.Connection, trace_id: str) -> rec.TraceRow | None:
     A store-side change commits the durable state first and the index
     second; a writer killed in between leaves the index behind, and this is
     where the next writer (or the outbox flush) puts it level again."""
-    row = con.execute("SELECT trace FROM state.outbox WHERE trace_id = ?", (trace_id,)).fetchone()
+    row = first(con, "SELECT trace FROM state.outbox WHERE trace_id = ?", (trace_id,))
     have = rec.get_trace(con, trace_id)
     if row is None or row[0] is None:
         return have
     want = rec.trace_from_json(row[0])
-    for (snapshot,) in con.execute(
-        "SELECT trace FROM state.memory_versions WHERE memory_id = ? ORDER BY version", (trace_id,)
-    ).fetchall():
+    for (snapshot,) in rows(
+        con, "SELECT trace FROM state.memory_versions WHERE memory_id = ? ORDER BY version", (trace_id,)
+    ):
         if have is not None:
             put_version(con, rec.trace_from_json(snapshot))
     if have is None or (have.content, have.type, have.tags, have.status) != (want.content, want.type, want.tags, want.status):
@@ -446,9 +448,9 @@ def index_catch_up(con: apsw.Connection, trace_id: str) -> rec.TraceRow | None:
         want.content_key = memory_key(want.type, want.scope or "user", want.content)
         rec.put_trace(con, want)
         if have is None:
-            for (snapshot,) in con.execute(
-                "SELECT trace FROM state.memory_versions WHERE memory_id = ? ORDER BY version", (trace_id,)
-            ).fetchall():
+            for (snapshot,) in rows(
+                con, "SELECT trace FROM state.memory_versions WHERE memory_id = ? ORDER BY version", (trace_id,)
+            ):
                 put_version(con, rec.trace_from_json(snapshot))
     return rec.get_trace(con, trace_id)
 

@@ -39,7 +39,6 @@ if TYPE_CHECKING:
     import apsw
 
     from memvault.store.index.reconcile import Indexer
-    from memvault.store.memory_store import MemoryStore
 
 
 class MemoryOpError(MemvaultError):
@@ -514,16 +513,16 @@ class NoteWriter:
 _reported: dict[str, str] = {}
 
 
-def flush_outbox(store: "MemoryStore", older_than: float = 30.0, *, errors: list[str] | None = None) -> list[WriteResult]:
-    """Finish store-side writes whose writer died (older than ``older_than`` s).
+def flush_outbox(memories: NoteWriter, older_than: float = 30.0, *, errors: list[str] | None = None) -> list[WriteResult]:
+    """Finish store-side writes whose writer died (older than ``older_than`` s)
+    with ``memories`` (the store's :class:`~.mirror.Memories`).
 
     A write that fails again stays in the outbox for the next try; its one-line
     reason goes to ``errors`` when given, else to the log (once per memory and
     reason). Returns the writes that were finished.
     """
-    memories = store.memories
     results = []
-    for entry in mem.stale_outbox(store.con, older_than):
+    for entry in mem.stale_outbox(memories.con, older_than):
         try:
             result = memories.flush(entry.trace_id)
         except MemoryWriteError as exc:

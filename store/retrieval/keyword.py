@@ -17,6 +17,7 @@ from typing import Any
 
 import apsw
 
+from memvault.store.db import rows as db
 from memvault.store.index.turn_traces import WITHOUT_TURN_NOTES_SQL
 from memvault.store.retrieval.neighbours import smooth_scores, turn_neighbours
 from memvault.store.retrieval.snippet import (  # noqa: F401 - MARK_*: re-exported for bench/profile_search.py
@@ -142,7 +143,7 @@ def common_words(con: apsw.Connection, words: Sequence[str], limit: int | None =
 
 def trace_count_estimate(con: apsw.Connection) -> int:
     """About how many traces the index holds (the largest rowid: no scan)."""
-    return int(con.execute("SELECT max(rowid) FROM traces").fetchone()[0] or 0)
+    return int(db.scalar(con, "SELECT max(rowid) FROM traces") or 0)
 
 
 def natural_match_expressions(
@@ -261,11 +262,12 @@ def fts_top(
     # fast when they do not.
     want = k if share >= 1.0 else min(1000, int(2 * k / max(share, 0.01)))
     while True:
-        rows = con.execute(
+        rows = db.rows(
+            con,
             f"SELECT rowid, bm25(traces_fts, {weights}) FROM traces_fts "
             f"WHERE traces_fts MATCH ?{pre_sql} ORDER BY 2 LIMIT ?",
             (match, *pparams, want),
-        ).fetchall()
+        )
         if not rows:
             return []
         ok = {
@@ -304,7 +306,7 @@ def prefilter_sql(con: apsw.Connection, f: Filters) -> Prefilter:
         total = trace_count_estimate(con)
         for tag in f.tags:
             args = tag_params(tag)
-            n = con.execute(f"SELECT count(*) FROM ({TAGGED_SQL})", args).fetchone()[0]
+            n = db.count(con, f"SELECT count(*) FROM ({TAGGED_SQL})", args)
             if n <= TAG_SHARE_MAX * total:
                 clauses.append(f"+rowid IN ({TAGGED_SQL})")
                 params += args
@@ -315,7 +317,7 @@ def prefilter_sql(con: apsw.Connection, f: Filters) -> Prefilter:
         # search first only when few traces fall in it.
         rng = " AND ".join(c for c, v in (("happened >= ?", f.since), ("happened < ?", f.until)) if v)
         args = [v for v in (f.since, f.until) if v]
-        n = con.execute(f"SELECT count(*) FROM traces INDEXED BY traces_happened WHERE {rng}", args).fetchone()[0]
+        n = db.count(con, f"SELECT count(*) FROM traces INDEXED BY traces_happened WHERE {rng}", args)
         total = trace_count_estimate(con)
         if n <= TAG_SHARE_MAX * total:
             clauses.append(f"+rowid IN (SELECT rowid FROM traces INDEXED BY traces_happened WHERE {rng})")
@@ -402,13 +404,12 @@ def _far_snippet(con: apsw.Connection, terms: Sequence[Term], rowid: int) -> str
     """A snippet from past the scanned prefix of a very long text: where a
     term's key first occurs (SQLite's instr(), one pass in C per term, as
     written in lower case), the window there."""
-    places = [p for (p,) in (con.execute("SELECT instr(content, ?) FROM traces WHERE rowid = ?", (t.key, rowid)).fetchone()
+    places = [p for (p,) in (db.one(con, "SELECT instr(content, ?) FROM traces WHERE rowid = ?", (t.key, rowid))
                              for t in terms[:MAX_FAR_TERMS]) if p]
     if not places:
         return None
     start = max(1, min(places) - WINDOW_CHARS // 2)
-    (window,) = con.execute("SELECT substr(content, ?, ?) FROM traces WHERE rowid = ?",
-                            (start, WINDOW_CHARS, rowid)).fetchone()
+    (window,) = db.one(con, "SELECT substr(content, ?, ?) FROM traces WHERE rowid = ?", (start, WINDOW_CHARS, rowid))
     found = snippet(con, terms, window)
     return None if found is None else (found if found.startswith(ELLIPSIS) else ELLIPSIS + found)
 

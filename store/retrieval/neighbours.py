@@ -32,6 +32,8 @@ from typing import TYPE_CHECKING, TypeVar
 
 import apsw
 
+from memvault.store.db import rows as db
+
 if TYPE_CHECKING:
     import numpy as np
 
@@ -160,12 +162,12 @@ def with_turn_context(con: apsw.Connection, ranked: Sequence[T], beside: Callabl
     if not ranked:
         return list(ranked)
     ids = [item.id for item in ranked]  # type: ignore[attr-defined]
-    rowid_of = dict(con.execute(f"SELECT id, rowid FROM traces WHERE id IN ({_marks(len(ids))})", ids).fetchall())
+    rowid_of: dict[str, int] = dict(db.rows(con, f"SELECT id, rowid FROM traces WHERE id IN ({_marks(len(ids))})", ids))
     nb = turn_neighbours(con, list(rowid_of.values()))
     wanted = sorted({n for pair in nb.values() for n in pair if n is not None})
     if not wanted:
         return list(ranked)
-    id_of = dict(con.execute(f"SELECT rowid, id FROM traces WHERE rowid IN ({_marks(len(wanted))})", wanted).fetchall())
+    id_of: dict[int, str] = dict(db.rows(con, f"SELECT rowid, id FROM traces WHERE rowid IN ({_marks(len(wanted))})", wanted))
     present = set(ids)
     waiting: list[tuple[float, int, str, T]] = []  # (-weighted score, order, neighbour id, its item): a heap
     for item, tid in zip(ranked, ids):
@@ -229,9 +231,9 @@ class ContextVectors:
         for (rowid,) in con.execute(
             "SELECT rowid FROM traces WHERE kind = 'memory' AND type = 'episodic' AND session IS NULL AND status = 'active'"
         ):
-            rows = _chunk_rows(matrix, [rowid])
-            if len(rows) > 1:
-                sequences.append(rows)
+            chunks = _chunk_rows(matrix, [rowid])
+            if len(chunks) > 1:
+                sequences.append(chunks)
         rows_l: list[int] = []
         prev_l: list[int] = []
         next_l: list[int] = []

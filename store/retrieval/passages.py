@@ -16,6 +16,8 @@ from typing import TYPE_CHECKING
 
 import apsw
 
+from memvault.store.db import rows as db
+
 if TYPE_CHECKING:
     import numpy as np
 
@@ -66,12 +68,13 @@ QUOTE_CHARS = 4096
 def trace_spans(con: apsw.Connection, rowid: int, content: str) -> list[Passage]:
     """The chunks of a trace as spans (its sections when it has no chunks
     yet, of its first :data:`PASSAGE_SCAN_CHARS` characters)."""
-    rows = con.execute(
+    spans = db.rows(
+        con,
         "SELECT start, stop, heading FROM chunks WHERE trace_rowid = ? AND start < ? ORDER BY seq",
         (rowid, PASSAGE_SCAN_CHARS),
-    ).fetchall()
-    if rows:
-        return [Passage(r[0], r[1], r[2] or "") for r in rows]
+    )
+    if spans:
+        return [Passage(r[0], r[1], r[2] or "") for r in spans]
     from memvault.store.embedding.chunk import sections
 
     return [Passage(s.start, s.stop, s.heading) for s in sections(content[:PASSAGE_SCAN_CHARS])]

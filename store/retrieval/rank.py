@@ -587,9 +587,9 @@ def _add_graph(
             kept[rowid] = c
             by_id[c.id] = c
     for i, top in seed_score.items():
-        c = by_id.get(i)
-        if c is not None:
-            c.graph = GRAPH_DAMPING * max(0.0, top - c.fused)
+        seeded = by_id.get(i)
+        if seeded is not None:
+            seeded.graph = GRAPH_DAMPING * max(0.0, top - seeded.fused)
 
 
 def mmr(ordered: list[Candidate], matrix: VectorMatrix | None, limit: int) -> list[Candidate]:

@@ -42,6 +42,7 @@ from typing import TYPE_CHECKING, Any
 
 import apsw
 
+from memvault.store.db import rows as db
 from memvault.store.db.connection import write_transaction
 from memvault.store.db.records import now_iso
 from memvault.store.embedding.model import count_tokens
@@ -426,11 +427,13 @@ def items_for(con: apsw.Connection, ranked: Sequence[tuple[str, float]]) -> list
         return []
     ids = [i for i, _ in ranked]
     marks = ",".join("?" * len(ids))
-    rows = {
-        r[0]: r
-        for r in con.execute(f"SELECT id, kind, type, title, path, content FROM traces WHERE id IN ({marks})", ids)
-    }
-    return [RecallItem(*rows[i], score=s) for i, s in ranked if i in rows]
+    found = {r[0]: r for r in db.rows(con, f"SELECT id, kind, type, title, path, content FROM traces WHERE id IN ({marks})", ids)}
+    out: list[RecallItem] = []
+    for i, s in ranked:
+        if i in found:
+            tid, kind, type_, title, path, content = found[i]
+            out.append(RecallItem(tid, kind, type_, title, path, content, score=s))
+    return out
 
 
 def mark_outdated(con: apsw.Connection, relevant: Sequence[RecallItem],

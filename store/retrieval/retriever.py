@@ -28,8 +28,8 @@ from memvault.store.retrieval.keyword import Filters, Hit, keyword_search
 from memvault.vault_io.uri import obsidian_uri
 
 if TYPE_CHECKING:
+    from memvault.store.context import StoreContext
     from memvault.store.embedding.model import Embedder
-    from memvault.store.memory_store import MemoryStore
     from memvault.store.retrieval.rank import RankParams
     from memvault.store.settings import RecallSettings
 
@@ -93,12 +93,14 @@ class _NeighbourTurn:
 class Retriever:
     """Search and recall over one vault's index (not thread-safe: callers serialise)."""
 
-    def __init__(self, store: "MemoryStore", con: apsw.Connection, *, words_only: bool = False) -> None:
-        """``words_only``: never load the model (keyword answers, as with vectors off)."""
-        self.store = store
-        self.settings = store.settings
+    def __init__(self, ctx: StoreContext, con: apsw.Connection, *, words_only: bool = False) -> None:
+        """A retriever of ``ctx``'s vault that reads through ``con`` (the
+        store's read connection, or one of its own for another thread);
+        ``words_only``: never load the model (keyword answers, as with vectors off)."""
+        self.ctx = ctx
+        self.settings = ctx.settings
         self.con = con
-        self.spec = None if words_only else resolve_model(store.settings.embedding.model)
+        self.spec = None if words_only else resolve_model(ctx.settings.embedding.model)
         self._cache: apsw.Connection | None = None
         self._matrix: vec.VectorMatrix | None = None
         self._context: tuple[vec.VectorMatrix, Any] | None = None
@@ -117,7 +119,7 @@ class Retriever:
     def cache(self) -> apsw.Connection | None:
         """The embedding cache, if it exists."""
         if self._cache is None:
-            self._cache = vec.open_cache(self.store.data_dir, create=False)
+            self._cache = vec.open_cache(self.ctx.data_dir, create=False)
         return self._cache
 
     def has_vectors(self) -> bool:
@@ -281,7 +283,7 @@ class Retriever:
             from memvault.store.facts.rows import fact_anchor  # only facts need it
 
             anchor = fact_anchor(self.con, h.id)
-        uri = obsidian_uri(self.store.name, h.path, anchor.anchor if anchor else None) if h.path else None
+        uri = obsidian_uri(self.ctx.name, h.path, anchor.anchor if anchor else None) if h.path else None
         row: dict[str, Any] = {
             "id": h.id, "title": h.title, "type": h.type, "path": h.path, "uri": uri, "score": h.score, "snippet": h.snippet,
         }
@@ -294,7 +296,8 @@ class Retriever:
             # A session note's hit is its best turn, addressed by its block id.
             from memvault.store.retrieval.turns import turn_hit
 
-            row.update(turn_hit(self.con, h, turn, query), uri=obsidian_uri(self.store.name, h.path, turn.anchor))
+            row.update(turn_hit(self.con, h, turn, query),
+                       uri=obsidian_uri(self.ctx.name, h.path, turn.anchor) if h.path else None)
             if h.kind == "turn":  # a turn trace's own title is its speaker; a hit shows its note's
                 found = self.con.execute("SELECT json_extract(metadata, '$.note_title') FROM traces WHERE id = ? "
                                          "AND json_valid(metadata)", (h.id,)).fetchone()
@@ -334,7 +337,8 @@ class Retriever:
 
             raise UsageError(f"identity must be always or relevant, not {identity!r}")
         scopes = q.memory_scope
-        filters = Filters(kinds=WHAT_KINDS[what_of(q.what)], scopes=scopes, **self.time_bounds(q.since, q.until))
+        bounds = self.time_bounds(q.since, q.until)
+        filters = Filters(kinds=WHAT_KINDS[what_of(q.what)], scopes=scopes, since=bounds["since"], until=bounds["until"])
         notices: list[str] = []
         cands: list[Any] = []
         qvec = None

@@ -78,7 +78,7 @@ def session_start(retriever: "Retriever", project: str | None = None, budget: in
     ``budget`` tokens (default ``recall.budget``)."""
     from memvault.store.index import browse
 
-    con, name = retriever.con, retriever.store.name
+    con, name = retriever.con, retriever.ctx.name
     budget = retriever.settings.recall.budget if budget is None else int(budget)
     out = Sections(budget)
     out.add("## Who the person is", [(i.id, i) for i in identity_items(con, retriever.settings.recall.identity_max)])

@@ -76,7 +76,8 @@ def _tokenizer(con: apsw.Connection) -> apsw.FTS5Tokenizer:
 def _tokens(tok: apsw.FTS5Tokenizer, text: str, query: bool = False) -> list[tuple[int, int, str]]:
     """(byte start, byte end, token) of ``text`` as FTS5 tokenizes it."""
     flag = apsw.FTS5_TOKENIZE_QUERY if query else apsw.FTS5_TOKENIZE_DOCUMENT
-    return [(t[0], t[1], t[2]) for t in tok(text.encode("utf-8"), flag, None) if len(t) >= 3]
+    # Offsets included (the default): each entry is (start, end, token, *colocated).
+    return [(int(t[0]), int(t[1]), str(t[2])) for t in tok(text.encode("utf-8"), flag, None) if len(t) >= 3]
 
 
 def _common_prefix(a: str, b: str) -> str:
