@@ -177,6 +177,7 @@ class DeadlineMixin:
         self._create_connection = partial(_connect, deadline)
 
     def connect(self) -> None:
+        # A mixin: super() is the HTTP(S)Connection it is mixed into, which mypy cannot see from here.
         super().connect()  # type: ignore[misc]
         self.sock = DeadlineSocket(self.sock, self._deadline)
 

@@ -383,8 +383,8 @@ class LLMExtractor:
             (seg.text, seg.line_start, seg.line_end, seg.headings, seg.context) for seg in segments_of(note)
         ]
         if note.frontmatter and note.body_line > 1:
-            for text, first, last, _ in property_segments(note.frontmatter, key_lines, (1, note.body_line - 1)):
-                candidates.append((text, first, last, (), ()))
+            for text, start, stop, _ in property_segments(note.frontmatter, key_lines, (1, note.body_line - 1)):
+                candidates.append((text, start, stop, (), ()))
         words = [set(_WORDS_RE.findall(c[0].lower())) for c in candidates]
         result = Extraction(extractor="llm")
         builder = DraftBuilder(note, source_id)

@@ -102,12 +102,12 @@ class Exchanges:
         to the exchange(s) it continues and return the tokens that adds (may
         be negative when it joins two); None (nothing changed) when it
         continues none, or the longer line would not fit in ``room``."""
-        if not joinable(item):
-            return None
         pos = item.position
+        if not joinable(item) or pos is None:  # joinable: it has a position
+            return None
         runs = self._of.get(item.session, [])
-        before = next((ex for ex in runs if ex.last == pos - 1), None)  # type: ignore[operator]
-        after = next((ex for ex in runs if ex.first == pos + 1), None)  # type: ignore[operator]
+        before = next((ex for ex in runs if ex.last == pos - 1), None)
+        after = next((ex for ex in runs if ex.first == pos + 1), None)
         if before is None and after is None:
             return None
         parts = [ex for ex in (before, after) if ex is not None]

@@ -28,7 +28,7 @@ from __future__ import annotations
 
 import heapq
 from collections.abc import Callable, Iterable, Sequence
-from typing import TYPE_CHECKING, TypeVar
+from typing import TYPE_CHECKING, Protocol, TypeVar
 
 import apsw
 
@@ -45,7 +45,17 @@ PREV_WEIGHT = 0.5
 #: the question than the question about the answer).
 NEXT_WEIGHT = 0.3
 
-T = TypeVar("T")
+
+class Recalled(Protocol):
+    """What :func:`with_turn_context` needs of a recalled item: its trace id."""
+
+    @property
+    def id(self) -> str:
+        """The recalled trace's id."""
+        ...
+
+
+T = TypeVar("T", bound=Recalled)
 
 _ORDER = "ORDER BY session, seq, happened, path, rowid"
 #: Rows whose context norms are computed at once (bounds the memory it takes).
@@ -161,7 +171,7 @@ def with_turn_context(con: apsw.Connection, ranked: Sequence[T], beside: Callabl
     neighbours at all, 0.677 on LoCoMo turn notes)."""
     if not ranked:
         return list(ranked)
-    ids = [item.id for item in ranked]  # type: ignore[attr-defined]
+    ids = [item.id for item in ranked]
     rowid_of: dict[str, int] = dict(db.rows(con, f"SELECT id, rowid FROM traces WHERE id IN ({_marks(len(ids))})", ids))
     nb = turn_neighbours(con, list(rowid_of.values()))
     wanted = sorted({n for pair in nb.values() for n in pair if n is not None})

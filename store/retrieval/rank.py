@@ -474,14 +474,14 @@ def rank(
     now = now or datetime.now(timezone.utc)
     k = max(params.candidates, limit)
     cands: dict[int, Candidate] = {}
-    use_vectors = matrix is not None and query_vector is not None and len(matrix) > 0
-    sims = own = None
-    if use_vectors:
-        own = matrix.similarities(query_vector)  # type: ignore[union-attr,arg-type]
+    # (matrix, query vector, own similarities, similarities in context) when vectors take part.
+    vectors: tuple[VectorMatrix, np.ndarray, np.ndarray, np.ndarray] | None = None
+    if matrix is not None and query_vector is not None and len(matrix) > 0:
+        own = sims = matrix.similarities(query_vector)  # the same array when no context changes it
         if context is not None:
-            own, sims = context.apply(own, matrix, query_vector)  # type: ignore[arg-type]
-        else:
-            sims = own
+            own, sims = context.apply(own, matrix, query_vector)
+        vectors = (matrix, query_vector, own, sims)
+    use_vectors = vectors is not None
 
     kw = KeywordLists([], [], "", "", [])
     if mode == "hybrid":
@@ -491,8 +491,8 @@ def rank(
         for c in cands.values():
             if c.keyword_rank is not None and not c.keyword_strong:
                 c.keyword_weight = weights.get(c.rowid, WEAK_KEYWORD_WEIGHT)
-    if use_vectors:
-        _vector_candidates(con, cands, matrix, query_vector, sims, own, filters, k, context)  # type: ignore[arg-type]
+    if vectors is not None:
+        _vector_candidates(con, cands, vectors[0], vectors[1], vectors[3], vectors[2], filters, k, context)
 
     floor = params.min_similarity
     passed = apply_floor(con, cands, kw, floor)
@@ -505,8 +505,8 @@ def rank(
     for c in kept.values():
         c.fused = _rrf(c)
 
-    if mode == "hybrid" and use_vectors:
-        _add_graph(con, kept, matrix, query_vector, filters, floor - GRAPH_FLOOR_MARGIN, context)  # type: ignore[arg-type]
+    if mode == "hybrid" and vectors is not None:
+        _add_graph(con, kept, vectors[0], vectors[1], filters, floor - GRAPH_FLOOR_MARGIN, context)
 
     periods = named_periods(query, now) if mode == "hybrid" else []
     named = named_speakers(con, query, list(kept)) if mode == "hybrid" else set()
