@@ -71,18 +71,18 @@ def consolidate(app: AppContext, dry_run: bool, undo_run: str | None, show_log: 
             if as_json:
                 emit_json(run)
             else:
-                counts = ", ".join(f"{n} {k}" for k, n in sorted(run["counts"].items()) if n) or "nothing"
-                click.echo(f"{run['run']}  {run['started']}  {run['trigger']:<6} {run['status']:<7} {counts}")
+                done = ", ".join(f"{n} {k}" for k, n in sorted(run["counts"].items()) if n) or "nothing"
+                click.echo(f"{run['run']}  {run['started']}  {run['trigger']:<6} {run['status']:<7} {done}")
         return
     if undo_run:
-        report = store.undo_consolidation(undo_run)
+        undone = store.undo_consolidation(undo_run)
         if as_json:
-            emit_json(report.as_dict())
+            emit_json(undone.as_dict())
         else:
-            click.echo(f"Undid {len(report.undone)} actions of {report.run_id}")
-        for r in report.refused:
+            click.echo(f"Undid {len(undone.undone)} actions of {undone.run_id}")
+        for r in undone.refused:
             warn(f"not undone: {r['kind']} {', '.join(r['ids'])}: {r['why']}")
-        if report.refused:
+        if undone.refused:
             raise click.exceptions.Exit(1)
         return
     day: date | None = today.date() if today else None

@@ -275,7 +275,7 @@ def _vault_ref(app: AppContext, ref: str) -> str:
     from memvault.store.location import inside
 
     root = app.store.root
-    if os.path.exists(ref) and inside(ref, root) and os.path.realpath(ref) != os.path.realpath(root):
+    if os.path.exists(ref) and inside(Path(ref), root) and os.path.realpath(ref) != os.path.realpath(root):
         return Path(os.path.relpath(os.path.realpath(ref), os.path.realpath(root))).as_posix()
     return ref
 

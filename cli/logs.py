@@ -55,14 +55,14 @@ class _JournalFormatter(logging.Formatter):
         return "\n".join(f"<{prio}>{line}" for line in super().format(record).splitlines())
 
 
-class _Stderr(logging.StreamHandler):  # type: ignore[type-arg]
+class _Stderr(logging.StreamHandler):
     """A handler on whatever ``sys.stderr`` is when a record comes (as
     logging's last resort is), so a replaced stderr is followed."""
 
     def __init__(self) -> None:
         super().__init__(sys.stderr)
 
-    @property  # type: ignore[override]
+    @property
     def stream(self) -> object:
         return sys.stderr
 

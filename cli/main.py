@@ -30,9 +30,9 @@ class UsageFailure(click.ClickException):
 
 def as_click_error(exc: MemvaultError) -> click.ClickException:
     """One line on stderr and the error's own exit code (1 runtime, 2 usage)."""
-    error = click.ClickException(cap_echoes(str(exc)))  # a huge argument is not echoed back whole
-    error.exit_code = exc.exit_code
-    return error
+    message = cap_echoes(str(exc))  # a huge argument is not echoed back whole
+    # Click sets the exit code per exception class; a library error's is 1 or 2.
+    return UsageFailure(message) if exc.exit_code == UsageFailure.exit_code else click.ClickException(message)
 
 
 #: The module that defines each command. A command imports only its own

@@ -49,7 +49,7 @@ from memvault.cli.clients.mcp_boot import INSTRUCTIONS, SERVER_NAME, server_vers
 from memvault.store.answers import SearchResult
 from memvault.store.memory_store import MemoryStore
 from memvault.store.queries import ContextQuery, SearchQuery
-from memvault.store.retrieval.when import FORMS, given
+from memvault.store.retrieval.when import FORMS
 from memvault.vault_io.errors import MemvaultError, cap_echoes, shorten
 from memvault.vault_io.secrets import redact, redact_tree
 
@@ -258,8 +258,9 @@ def _recall_tools(server: MCPServer, backend: Backend) -> None:
         """Search the vault's notes, memories and facts by words and meaning. Each hit has its id,
         title, type, vault path, obsidian:// uri, a highlighted snippet and the plain text of the
         matching passage; memory hits carry the version an `update` needs."""
-        q = SearchQuery(query, mode=mode, limit=limit, types=_types(types), tags=_as_list(tags), path_glob=path,
-                        what=what, memory_scope=_as_list(scope), **given(since, until))
+        q = SearchQuery(query, mode=mode, limit=limit, types=tuple(_types(types)), tags=tuple(_as_list(tags)),
+                        path_glob=path, what=what, memory_scope=tuple(_as_list(scope)),
+                        since=since or None, until=until or None)
         result: SearchResult = backend.answer(q)
         versions = backend.versions([h.id for h in result.hits if h.id.startswith("m-") and "." not in h.id])
         hits = [dataclasses.replace(h, version=versions[h.id]) if h.id in versions else h for h in result.hits]
@@ -279,8 +280,8 @@ def _recall_tools(server: MCPServer, backend: Backend) -> None:
     ) -> CallToolResult:
         """The memories, facts (and with what=all, note passages) that matter for a message, as a
         compact `## Recalled Memory` block within a token budget. Empty when nothing is relevant."""
-        result = backend.answer(ContextQuery(message, budget=budget, what=what, memory_scope=_as_list(scope),
-                                             **given(since, until)))
+        result = backend.answer(ContextQuery(message, budget=budget, what=what, memory_scope=tuple(_as_list(scope)),
+                                             since=since or None, until=until or None))
         data = {k: v for k, v in result.to_json().items() if k != "notices"}
         return _ok(data, result.text or "(nothing relevant in memory)")
 

@@ -70,10 +70,11 @@ class Service:
     def start(self, timeout: float = 30.0) -> None:
         """Run this service alone under a supervisor of its own, once it is
         ready; its first failure is raised here instead of retried."""
-        self._own = Supervisor()
-        self._own.add(self)
-        self._own.start()
-        slot = self._own._slots[self.name]
+        own = Supervisor()
+        self._own: Supervisor | None = own
+        own.add(self)
+        own.start()
+        slot = own._slots[self.name]
         end = time.monotonic() + timeout
         while not self._ready_event().wait(0.02):
             if slot.error is not None or time.monotonic() > end:

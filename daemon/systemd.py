@@ -135,14 +135,13 @@ def _systemctl(args: list[str], outcome: Outcome) -> bool:
     try:
         proc = subprocess.run([exe, "--user", *args], capture_output=True, text=True, timeout=60)
     except (OSError, subprocess.TimeoutExpired) as exc:
-        proc = None
         reason = str(exc)
     else:
-        reason = (proc.stderr or proc.stdout).strip().splitlines()[-1:] or [f"exit code {proc.returncode}"]
-        reason = reason[0]
-    if proc is not None and proc.returncode == 0:
-        outcome.done.append(f"ran `{shown}`")
-        return True
+        if proc.returncode == 0:
+            outcome.done.append(f"ran `{shown}`")
+            return True
+        last = (proc.stderr or proc.stdout).strip().splitlines()[-1:]
+        reason = last[0] if last else f"exit code {proc.returncode}"
     outcome.warnings.append(f"`{shown}` failed ({reason}); run it yourself in your login session")
     outcome.todo.append(shown)
     return False

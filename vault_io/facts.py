@@ -436,9 +436,11 @@ def property_label(key: str) -> str:
     return label[:1].upper() + label[1:]
 
 
-def property_segments(frontmatter: Mapping[str, Any], key_lines: Mapping[str, int], fallback: tuple[int, int]):
+def property_segments(
+    frontmatter: Mapping[str, Any], key_lines: Mapping[str, int], fallback: tuple[int, int]
+) -> list[tuple[str, int, int, int]]:
     """(text, first line, last line, redactions) for each front-matter property fact."""
-    out = []
+    out: list[tuple[str, int, int, int]] = []
     for key, value in frontmatter.items():
         if not isinstance(key, str) or key.strip().lower() in SKIPPED_PROPERTIES or key.startswith("_"):
             continue

@@ -140,7 +140,7 @@ def _parse_text(
         Heading(level=level, text=htext, line=body_line + i)
         for level, htext, i in headings_of(structure)
     )
-    blocks = ()
+    blocks: tuple[BlockId, ...] = ()
     if "^" in masked.text:
         blocks = tuple(
             BlockId(id=block_id, line=body_line + first, end_line=body_line + last)

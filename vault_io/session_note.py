@@ -63,6 +63,7 @@ import unicodedata
 from collections.abc import Collection, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
+from typing import Any
 
 from memvault.vault_io.atomic import fit_name, truncate_utf8
 from memvault.vault_io.fm_edit import dump_key, edit_frontmatter
@@ -99,7 +100,7 @@ _DIGEST_LINE_RE = re.compile(
 )
 
 
-def is_session_note(frontmatter: dict) -> bool:
+def is_session_note(frontmatter: dict[str, Any]) -> bool:
     """Whether a note's front-matter makes it a session note."""
     value = frontmatter.get(SESSION_KEY)
     return isinstance(value, (str, int)) and not isinstance(value, bool) and str(value).strip() != ""

@@ -22,6 +22,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 from memvault.vault_io.errors import MemvaultError
 from memvault.vault_io.fm_edit import duplicate_keys, edit_frontmatter
@@ -54,7 +55,7 @@ def _marks_by_alt(value: object) -> bool:
     return value is True or (isinstance(value, str) and value.strip().lower() in _TRUE)
 
 
-def frontmatter_marked(frontmatter: dict) -> bool:
+def frontmatter_marked(frontmatter: dict[str, Any]) -> bool:
     """Whether the front-matter marks the note (``memory: source`` or ``memory_source: true``)."""
     return _marks_by_memory(frontmatter.get(MARKER_KEY)) or _marks_by_alt(frontmatter.get(ALT_MARKER_KEY))
 
@@ -101,7 +102,7 @@ def source_marks(note: ParsedNote, globs: Sequence[str] = ()) -> SourceMarks:
     )
 
 
-def _marker_keys(frontmatter: dict) -> list[str]:
+def _marker_keys(frontmatter: dict[str, Any]) -> list[str]:
     """The keys whose value marks the note: only those are removed.
     ``memory_source: false`` (or ``memory: semantic``) is a person's
     statement, not a mark, and stays."""

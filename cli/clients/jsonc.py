@@ -206,7 +206,7 @@ def remove_member(text: str, path: tuple[str, ...], key: str) -> str:
     else:
         begin = m.start
     out = text[:begin] + text[end:]
-    if comma is None and index > 0 and found[index - 1].comma is not None:
-        before = found[index - 1].comma  # the member was the last: the comma before it goes too
+    before = found[index - 1].comma if index > 0 else None
+    if comma is None and before is not None:  # the member was the last: the comma before it goes too
         out = out[:before] + out[before + 1:]
     return out

@@ -308,8 +308,8 @@ def serve_stdio(build: Callable[[], Any], tools: ToolsCache | None = None) -> No
             msg = _message(line) or {}
             if msg.get("method") == "notifications/initialized" and "id" not in msg:
                 continue
-            params = msg.get("params")
-            if msg.get("method") == "tools/list" and "id" in msg and not (isinstance(params, dict) and params.get("cursor")):
+            asked = msg.get("params")
+            if msg.get("method") == "tools/list" and "id" in msg and not (isinstance(asked, dict) and asked.get("cursor")):
                 answered[_id_key(msg["id"])] = ("tools/list", listed)
                 _write_line(writer, {"jsonrpc": "2.0", "id": msg["id"], "result": listed})
                 continue
@@ -331,7 +331,9 @@ def _run_sdk(server: Any, first: list[str], reader: io.BufferedReader, writer: i
         listing: set[str] = set()
         stdin = Replay(first, source, listing)
         stdout = DropReply(sink, answered, listing, tools)
-        async with stdio_server(stdin=stdin, stdout=stdout) as (read, write):
+        # stdio_server only iterates stdin and writes (and flushes) stdout;
+        # its annotations ask for anyio's AsyncFile, which these stand in for.
+        async with stdio_server(stdin=stdin, stdout=stdout) as (read, write):  # type: ignore[arg-type]
             low = server._lowlevel_server  # what MCPServer.run_stdio_async runs, on our streams
             await low.run(read, write, low.create_initialization_options())
 

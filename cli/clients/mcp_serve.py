@@ -123,6 +123,7 @@ def serve_http(store: "MemoryStore", host: str, port: int, read_only: bool) -> N
     import uvicorn
     from mcp.server.auth.provider import AccessToken, TokenVerifier
     from mcp.server.auth.settings import AuthSettings
+    from pydantic import AnyHttpUrl
 
     from memvault.cli.mcp_server import build_server
 
@@ -137,7 +138,7 @@ def serve_http(store: "MemoryStore", host: str, port: int, read_only: bool) -> N
 
     shown = f"[{host}]" if ":" in host else host
     server = build_server(store, read_only=read_only, token_verifier=VaultToken(),
-                          auth=AuthSettings(issuer_url=f"http://{shown}:{port}", resource_server_url=None))
+                          auth=AuthSettings(issuer_url=AnyHttpUrl(f"http://{shown}:{port}"), resource_server_url=None))
     app = server.streamable_http_app(host=host)
     if host not in LOOPBACK:
         click.echo(f"warning: serving {store.root} beyond this machine on {host}:{port}; anyone with the token "
@@ -162,7 +163,7 @@ def serve_http(store: "MemoryStore", host: str, port: int, read_only: bool) -> N
 
 #: Seconds a stopping HTTP server (SIGTERM, Ctrl-C) gives the calls in flight
 #: before it exits anyway.
-SHUTDOWN_GRACE = 3.0
+SHUTDOWN_GRACE = 3  # whole seconds: uvicorn takes an int
 
 
 def _exit_now() -> None:
