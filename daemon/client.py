@@ -19,10 +19,8 @@ caller would have raised itself (a bad query, say) comes back as
 from __future__ import annotations
 
 import contextlib
-import hashlib
 import json
 import os
-import socket
 from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -30,6 +28,8 @@ from typing import TYPE_CHECKING, Any
 from memvault.vault_io.errors import MemvaultError
 
 if TYPE_CHECKING:
+    import socket
+
     from memvault.store.memory_store import MemoryStore
     from memvault.store.queries import ContextQuery, SearchQuery, SessionStartQuery
 
@@ -67,6 +67,8 @@ def socket_path(data_dir: Path) -> Path:
 
 def config_fingerprint(values: Mapping[str, Any]) -> str:
     """A digest of the configuration values that shape answers."""
+    import hashlib  # here: a keyword search never asks the daemon, and hashlib takes milliseconds to load
+
     picked = {k: v for k, v in sorted(values.items()) if any(k == p or (p.endswith(".") and k.startswith(p)) for p in ANSWER_KEYS)}
     return hashlib.sha256(json.dumps(picked, sort_keys=True, default=str).encode()).hexdigest()[:16]
 
@@ -116,6 +118,8 @@ def ask(
     path = socket_path(data_dir)
     if not path.exists():
         return None
+    import socket  # here: most commands find no socket and never connect
+
     request = {"v": PROTOCOL, "op": op, "args": dict(args)}
     if config is not None:
         request["config"] = config_fingerprint(config)

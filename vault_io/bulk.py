@@ -10,12 +10,10 @@ in-process: starting workers would cost more than it saves.
 
 from __future__ import annotations
 
-import multiprocessing
 import os
 import select
 import threading
 from collections.abc import Generator, Iterable
-from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -125,6 +123,11 @@ def read_notes(
         for path, known in items:
             yield read_note_file(root, path, known, resolver)
         return
+    # Imported here: a single write (``memvault add``) reads a note or two
+    # in-process, and the pool's modules cost it some 10 ms to load.
+    import multiprocessing
+    from concurrent.futures import ProcessPoolExecutor
+
     # fork is cheapest and needs nothing from the caller's main module; but a
     # process with other threads (the daemon's observer and query server)
     # could fork a held lock into the child, so that one uses a forkserver.

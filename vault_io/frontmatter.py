@@ -17,20 +17,31 @@ import base64
 import datetime as _dt
 import math
 import re
+from functools import cache
 from pathlib import Path
-from typing import Any
-
-import yaml
+from typing import TYPE_CHECKING, Any
 
 from memvault.vault_io.errors import MemvaultError
 from memvault.vault_io.markdown import normalise_tag, wikilink
 from memvault.vault_io.note import Link
 from memvault.vault_io.syntax import WIKILINK_RE
 
+if TYPE_CHECKING:
+    import yaml
+
 DEFAULT_MAX_BYTES = 65536
 MAX_DEPTH = 100  # nesting levels; real front-matter uses two or three
 
-_LOADER: type = yaml.CSafeLoader if yaml.__with_libyaml__ else yaml.SafeLoader
+
+@cache
+def _loader() -> type:
+    """The safe YAML loader, libyaml's C one when it is there. PyYAML is
+    imported on first use: a keyword search reads notes' sections through
+    this module (:func:`frontmatter_end`) but never loads YAML."""
+    import yaml
+
+    return yaml.CSafeLoader if yaml.__with_libyaml__ else yaml.SafeLoader
+
 
 _OPEN_RE = re.compile(r"---[ \t]*(?:\n|$)")
 _CLOSE_RE = re.compile(r"^---[ \t]*$", re.M)
@@ -97,11 +108,13 @@ def load_frontmatter(
             )
     if not yaml_text.strip():
         return {}
+    import yaml  # loaded by _loader() below: see there
+
     try:
         _refuse_deep_nesting(yaml_text)  # first: libyaml is slow on deep nesting
         if "&" in yaml_text or "*" in yaml_text:
             _refuse_anchors(yaml_text, first_line)
-        data = yaml.load(yaml_text, Loader=_LOADER)  # a safe loader (C when libyaml is there)
+        data = yaml.load(yaml_text, Loader=_loader())  # a safe loader (C when libyaml is there)
     except FrontmatterError:
         raise
     except yaml.MarkedYAMLError as exc:
@@ -149,7 +162,9 @@ def _yaml_message(exc: yaml.MarkedYAMLError, first_line: int) -> str:
 
 def _refuse_anchors(yaml_text: str, first_line: int) -> None:
     """Raise if the YAML defines an anchor or uses an alias."""
-    for event in yaml.parse(yaml_text, Loader=_LOADER):
+    import yaml  # see _loader()
+
+    for event in yaml.parse(yaml_text, Loader=_loader()):
         if isinstance(event, yaml.AliasEvent) or getattr(event, "anchor", None):
             line = event.start_mark.line + first_line if event.start_mark else first_line
             raise FrontmatterError(
