@@ -204,7 +204,7 @@ def candidate_recall(store) -> dict:
     cache = vec.open_cache(store.data_dir, create=False)
     vectors = load_vectors(store.con, cache, resolve_model("default").key, records)
     cache.close()
-    policy = policy_for(store)
+    policy = policy_for(store.settings)
     t = time.perf_counter()
     found = Similarity(records, vectors, policy).pairs
     forest_s = time.perf_counter() - t

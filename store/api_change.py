@@ -154,7 +154,7 @@ class ChangeAPI(StoreParts):
         if found is not None and found.status == "superseded" and merged_into(self.con, found.id):
             from memvault.store.consolidation.merge import unmerge
 
-            return unmerge(self, found.id)
+            return unmerge(self.ctx, self.memories, found.id)
         return self.memories.restore(ref)
 
     def _fact(self, ref: str) -> Any:
@@ -176,21 +176,21 @@ class ChangeAPI(StoreParts):
         :class:`~memvault.store.consolidation.run.PlanChanged`, nothing done)."""
         from memvault.store.consolidation.run import consolidate
 
-        return consolidate(self, dry_run=dry_run, today=today, trigger=trigger, avoid=avoid, cancel=cancel,
-                           expect_plan=expect_plan)
+        return consolidate(self.ctx, self.memories, dry_run=dry_run, today=today, trigger=trigger, avoid=avoid,
+                           cancel=cancel, expect_plan=expect_plan)
 
     @logged
     def undo_consolidation(self, run: str) -> "UndoReport":
         """Reverse a whole consolidation run (or ``memvault merge``)."""
         from memvault.store.consolidation.undo import undo
 
-        return undo(self, run)
+        return undo(self.ctx, self.memories, run)
 
     def consolidation_runs(self, limit: int = 20) -> list[dict[str, Any]]:
         """The latest consolidation runs, newest first."""
         from memvault.store.consolidation.run import runs
 
-        return runs(self, limit)
+        return runs(self.con, limit)
 
     @logged
     def merge(self, ids: Sequence[str], content: str | None = None, why: str | None = None) -> "MergeOutcome":
@@ -198,7 +198,7 @@ class ChangeAPI(StoreParts):
         ``why`` (who merged, and why) is kept in the log and the survivor's history."""
         from memvault.store.consolidation.run import merge_now
 
-        return merge_now(self, ids, content, why)
+        return merge_now(self.ctx, self.memories, ids, content, why)
 
     @logged
     def set_contradiction(self, number: int, status: str) -> None:

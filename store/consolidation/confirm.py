@@ -52,7 +52,9 @@ from memvault.store.facts.llm_extract import LLMCancelled, LLMError, LLMExtracto
 from memvault.vault_io.secrets import redact
 
 if TYPE_CHECKING:
-    from memvault.store.memory_store import MemoryStore
+    import apsw
+
+    from memvault.store.context import StoreContext
 
 log = logging.getLogger("memvault.consolidate")
 
@@ -87,21 +89,21 @@ def parse_verdict(body: bytes) -> tuple[bool, str]:
     return _verdict(body, "contradicts")
 
 
-def _known(store: "MemoryStore", keys: list[str]) -> dict[str, tuple[bool, str]]:
+def _known(con: "apsw.Connection", keys: list[str]) -> dict[str, tuple[bool, str]]:
     out = {}
     for i in range(0, len(keys), 500):
         part = keys[i : i + 500]
         marks = ",".join("?" * len(part))
-        for key, verdict, why in store.con.execute(
+        for key, verdict, why in con.execute(
             f"SELECT pair, verdict, why FROM state.contradiction_verdicts WHERE pair IN ({marks})", part
         ):
             out[key] = (bool(verdict), why)
     return out
 
 
-def _remember(store: "MemoryStore", key: str, verdict: bool, why: str, model: str) -> None:
+def _remember(con: "apsw.Connection", key: str, verdict: bool, why: str, model: str) -> None:
     try:
-        with write_transaction(store.con) as con:
+        with write_transaction(con):
             con.execute(
                 "INSERT OR REPLACE INTO state.contradiction_verdicts (pair, verdict, why, model, at) "
                 "VALUES (?,?,?,?,?)",
@@ -156,7 +158,7 @@ _MERGE = _Kind(
 )
 
 
-def confirm_plan(store: "MemoryStore", plan: Plan, records: Mapping[str, Record],
+def confirm_plan(ctx: "StoreContext", plan: Plan, records: Mapping[str, Record],
                  cancel: threading.Event | None = None) -> None:
     """Put the plan's merges and contradictions to the model, in place: a merge
     it does not call the same claim, or a contradiction it does not confirm, is
@@ -166,17 +168,17 @@ def confirm_plan(store: "MemoryStore", plan: Plan, records: Mapping[str, Record]
     kinds = [k for k in (_MERGE, _CONTRADICTION) if any(a.kind == k.action for a in plan.actions)]
     if not kinds and not plan.unsure:
         return
-    asker = LLMExtractor.from_settings(store.settings)
+    asker = LLMExtractor.from_settings(ctx.settings)
     asker.cancel = cancel
     budget = MAX_QUESTIONS
     failed: list[str] = []
     for kind in kinds:
-        budget = _confirm_kind(store, plan, records, kind, asker, budget, failed)
+        budget = _confirm_kind(ctx.con, plan, records, kind, asker, budget, failed)
     if plan.unsure and budget and not failed:
-        _ask_unsure(store, plan, records, asker, budget)
+        _ask_unsure(ctx.con, plan, records, asker, budget)
 
 
-def _ask_unsure(store: "MemoryStore", plan: Plan, records: Mapping[str, Record], asker: LLMExtractor,
+def _ask_unsure(con: "apsw.Connection", plan: Plan, records: Mapping[str, Record], asker: LLMExtractor,
                 budget: int) -> None:
     """Where the rules said nothing about two very similar claims, the model
     decides: a pair it says contradicts is flagged ("found by <model>").
@@ -184,11 +186,11 @@ def _ask_unsure(store: "MemoryStore", plan: Plan, records: Mapping[str, Record],
     model = asker.settings.model
     pairs = [(o, n) for o, n in plan.unsure if o in records and n in records][:budget]
     keys = {p: pair_key(records[p[0]].content, records[p[1]].content) for p in pairs}
-    known = _known(store, sorted(set(keys.values())))
+    known = _known(con, sorted(set(keys.values())))
     stats: dict[str, Any] = {"model": model, "asked": 0, "remembered": 0, "found": 0}
     for older, newer in pairs:
         texts = [records[older].content, records[newer].content]
-        answer = _answer(store, asker, _CONTRADICTION, texts, keys[(older, newer)], known, stats, "nothing was added")
+        answer = _answer(con, asker, _CONTRADICTION, texts, keys[(older, newer)], known, stats, "nothing was added")
         if answer is None:
             break
         contradicts, why = answer
@@ -201,7 +203,7 @@ def _ask_unsure(store: "MemoryStore", plan: Plan, records: Mapping[str, Record],
     plan.stats["llm_unsure"] = stats
 
 
-def _answer(store: "MemoryStore", asker: LLMExtractor, kind: _Kind, texts: list[str], key: str,
+def _answer(con: "apsw.Connection", asker: LLMExtractor, kind: _Kind, texts: list[str], key: str,
             known: dict[str, tuple[bool, str]], stats: dict[str, Any], otherwise: str) -> tuple[bool, str] | None:
     """The model's answer about ``texts``: the one remembered under ``key``,
     else asked now and kept. None when it did not answer (``stats["error"]``
@@ -219,11 +221,11 @@ def _answer(store: "MemoryStore", asker: LLMExtractor, kind: _Kind, texts: list[
         stats["error"] = f"{model} did not answer ({exc}); {otherwise}"
         return None
     stats["asked"] += 1
-    _remember(store, key, *known[key], model)
+    _remember(con, key, *known[key], model)
     return known[key]
 
 
-def _confirm_kind(store: "MemoryStore", plan: Plan, records: Mapping[str, Record], kind: _Kind,
+def _confirm_kind(con: "apsw.Connection", plan: Plan, records: Mapping[str, Record], kind: _Kind,
                   asker: LLMExtractor, budget: int, failed: list[str]) -> int:
     """Ask about one kind of action (module docstring); the questions left in the budget."""
     flagged = [a for a in plan.actions if a.kind == kind.action]
@@ -232,7 +234,7 @@ def _confirm_kind(store: "MemoryStore", plan: Plan, records: Mapping[str, Record
     model = asker.settings.model
     texts = {id(a): kind.texts(a, records) for a in flagged}
     keys = {id(a): kind.key(texts[id(a)]) for a in flagged}
-    known = _known(store, sorted(set(keys.values())))
+    known = _known(con, sorted(set(keys.values())))
     stats: dict[str, Any] = {"model": model, "asked": 0, "remembered": 0, "confirmed": 0, "rejected": [],
                              "unconfirmed": max(0, len(flagged) - budget)}
     if failed:
@@ -242,7 +244,7 @@ def _confirm_kind(store: "MemoryStore", plan: Plan, records: Mapping[str, Record
         key = keys[id(action)]
         if key not in known and "error" in stats:
             continue  # the rule's decision stands
-        answer = _answer(store, asker, kind, texts[id(action)], key, known, stats, "the rule decided alone")
+        answer = _answer(con, asker, kind, texts[id(action)], key, known, stats, "the rule decided alone")
         if answer is None:
             failed.append(stats["error"])
             continue

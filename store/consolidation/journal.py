@@ -31,7 +31,10 @@ from memvault.vault_io.locks import flock_within
 from memvault.vault_io.note import content_hash
 
 if TYPE_CHECKING:
-    from memvault.store.memory_store import MemoryStore
+    import apsw
+
+    from memvault.store.context import StoreContext
+    from memvault.store.memories.mirror import Memories
 
 
 #: Source recorded on memories a run creates (promoted statements).
@@ -50,12 +53,12 @@ class RunWriteError(MemvaultError):
     """A run could not write a note or the lock (a full disk, a read-only vault)."""
 
 @contextmanager
-def exclusive(store: "MemoryStore") -> Iterator[None]:
+def exclusive(ctx: "StoreContext") -> Iterator[None]:
     """Hold the vault's consolidation lock: one run, merge or undo at a time
     (the daemon's schedule and a command alike). The kernel releases it when
     its process dies, so a run found ``running`` while holding it is dead."""
-    store.con  # a vault never synced is named as such, before any lock
-    path = store.data_dir / "consolidate.lock"
+    ctx.con  # a vault never synced is named as such, before any lock
+    path = ctx.data_dir / "consolidate.lock"
     try:
         fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o600)
     except OSError as exc:
@@ -69,70 +72,71 @@ def exclusive(store: "MemoryStore") -> Iterator[None]:
         os.close(fd)  # closing the descriptor releases the lock
 
 
-def decayed_on(store: "MemoryStore", memory_id: str, day: str) -> None:
+def decayed_on(con: "apsw.Connection", memory_id: str, day: str) -> None:
     """A memory's strength is as of ``day`` (the run's): decay starts from there."""
-    with write_transaction(store.con):
-        store.con.execute(
+    with write_transaction(con):
+        con.execute(
             "INSERT INTO state.recall (trace_id, retrieval_count, last_access, strength, decayed_at) "
             "SELECT id, retrieval_count, last_access, strength, ? FROM traces WHERE id = ? "
             "ON CONFLICT(trace_id) DO UPDATE SET decayed_at = excluded.decayed_at",
             (day, memory_id),
         )
 
-def after_state(store: "MemoryStore", memory_id: str) -> dict[str, Any]:
+def after_state(ctx: "StoreContext", memory_id: str) -> dict[str, Any]:
     """Where a memory's note is after the run, and its hash (undo checks it);
     no hash while its note still waits to be written (the next sync writes it)."""
-    if mem.get_outbox(store.con, memory_id) is not None:
-        return {"path_after": mem.trace_path(store.con, memory_id), "hash_after": None}
-    path = mem.trace_path(store.con, memory_id)
-    data = (store.root / path).read_bytes() if path and (store.root / path).is_file() else None
+    if mem.get_outbox(ctx.con, memory_id) is not None:
+        return {"path_after": mem.trace_path(ctx.con, memory_id), "hash_after": None}
+    path = mem.trace_path(ctx.con, memory_id)
+    data = (ctx.root / path).read_bytes() if path and (ctx.root / path).is_file() else None
     return {"path_after": path, "hash_after": content_hash(data) if data is not None else None}
 
-def link_promoted(store: "MemoryStore", action: Action, run_id: str, day: str, memory_id: str) -> dict[str, Any]:
+def link_promoted(ctx: "StoreContext", action: Action, run_id: str, day: str, memory_id: str) -> dict[str, Any]:
     """Link a promoted memory to its episodes (idempotent); its undo."""
-    con = store.con
+    con = ctx.con
     with write_transaction(con):
         for member in action.detail["members"]:
             log.put_link(con, memory_id, links.DERIVED_FROM, member, run_id)
         links.apply_durable_edges(con)
-    decayed_on(store, memory_id, day)  # made on the run's day, whatever the clock says
-    return {"id": memory_id, **after_state(store, memory_id)}
+    decayed_on(con, memory_id, day)  # made on the run's day, whatever the clock says
+    return {"id": memory_id, **after_state(ctx, memory_id)}
 
 
-def recover(store: "MemoryStore") -> None:
+def recover(ctx: "StoreContext", memories: "Memories") -> None:
     """Settle what a writer that died left (call with :func:`exclusive` held):
-    every ``pending`` action, then every run still marked ``running``."""
-    con = store.con
+    every ``pending`` action, then every run still marked ``running``
+    (``memories``: the mirror that finishes the note writes it left)."""
+    con = ctx.con
     for run in log.unfinished_runs(con):
-        settle_run(store, run.id)
+        settle_run(ctx, memories, run.id)
         with write_transaction(con):
             log.finish_run(con, run.id, "interrupted", action_counts(log.actions(con, run.id)))
     for run_id in log.runs_with_pending(con):  # runs that failed halfway through an action
-        settle_run(store, run_id)
+        settle_run(ctx, memories, run_id)
 
 def action_counts(actions: Sequence[log.LoggedAction]) -> dict[str, int]:
     """A run's summary from its log (decay counts memories)."""
     return count_actions((a.kind, a.detail) for a in actions)
 
-def settle_run(store: "MemoryStore", run_id: str) -> bool:
+def settle_run(ctx: "StoreContext", memories: "Memories", run_id: str) -> bool:
     """Settle a run's pending actions; True when one turned out done (even in part)."""
-    run = log.get_run(store.con, run_id)
+    run = log.get_run(ctx.con, run_id)
     done = False
-    for action in log.actions(store.con, run_id):
+    for action in log.actions(ctx.con, run_id):
         if action.pending and run is not None:
-            done = _settle(store, run, action) or done
+            done = _settle(ctx, memories, run, action) or done
     return done
 
-def flush_notes(store: "MemoryStore", ids: Sequence[str]) -> None:
+def flush_notes(memories: "Memories", ids: Sequence[str]) -> None:
     """Finish the note writes a dead writer left for ``ids``; one that fails
     again stays in the outbox for the next ``sync`` (the index has the change)."""
     for memory_id in ids:
         try:
-            store.memories.flush(memory_id)
+            memories.flush(memory_id)
         except MemoryWriteError:
             pass
 
-def _superseded_by(con: Any, t: rec.TraceRow | None, before: rec.TraceRow, reason: str) -> str | None:
+def _superseded_by(con: "apsw.Connection", t: rec.TraceRow | None, before: rec.TraceRow, reason: str) -> str | None:
     """The version ``t`` got from a change logged with ``reason`` since
     ``before``, or None when that change never reached the trace (a version
     staged in the state alone is not one)."""
@@ -142,16 +146,16 @@ def _superseded_by(con: Any, t: rec.TraceRow | None, before: rec.TraceRow, reaso
     row = con.execute("SELECT reason FROM state.memory_versions WHERE id = ?", (version,)).fetchone()
     return version if row and row[0] == reason else None
 
-def _settle(store: "MemoryStore", run: log.Run, action: log.LoggedAction) -> bool:
+def _settle(ctx: "StoreContext", memories: "Memories", run: log.Run, action: log.LoggedAction) -> bool:
     """Confirm a pending action from what the store shows, with what undoing
     it needs, or drop its row when it changed nothing; True when confirmed."""
-    con = store.con
+    con = ctx.con
     u = dict(action.undo or {})
     u.pop("pending", None)
     kept: dict[str, Any] | None = None
     changes: dict[str, Any] = {}
     if action.kind == "archive":
-        flush_notes(store, action.ids)
+        flush_notes(memories, action.ids)
         t = rec.get_trace(con, action.ids[0])
         # Live when the run began, deleted now: archived by it (the reason may
         # read "note deleted in the vault" when the writer stopped right after
@@ -159,20 +163,20 @@ def _settle(store: "MemoryStore", run: log.Run, action: log.LoggedAction) -> boo
         kept = u if t is not None and t.status == "deleted" else None
     elif action.kind == "promote":
         memory_id = u.get("id")
-        flush_notes(store, [memory_id] if memory_id else [])
+        flush_notes(memories, [memory_id] if memory_id else [])
         t = rec.get_trace(con, memory_id) if memory_id else None
         if t is not None and t.status == "active" and t.source == SOURCE:
-            kept = link_promoted(store, Action(action.kind, action.ids, action.reason, action.detail), run.id, run.day,
-                             t.id)
+            kept = link_promoted(ctx, Action(action.kind, action.ids, action.reason, action.detail), run.id, run.day,
+                                 t.id)
     elif action.kind == "task_done":
-        flush_notes(store, action.ids)
+        flush_notes(memories, action.ids)
         t = rec.get_trace(con, action.ids[0])
         before = rec.trace_from_json(u["trace"]) if u.get("trace") else None
         version = _superseded_by(con, t, before, TASK_DONE) if before is not None else None
         if version is not None:
-            kept = {**u, "version": version, **after_state(store, action.ids[0])}
+            kept = {**u, "version": version, **after_state(ctx, action.ids[0])}
     elif action.kind == "merge":
-        kept = _settle_merge(store, run, u)
+        kept = _settle_merge(ctx, memories, run, u)
         if kept is not None and run.trigger == "merge":  # logged as `memvault merge` logs it
             members = list(kept["members"])
             changes.update(ids=[kept["survivor"], *members],
@@ -184,15 +188,16 @@ def _settle(store: "MemoryStore", run: log.Run, action: log.LoggedAction) -> boo
             log.update_action(con, run.id, action.seq, kept, **changes)
     return kept is not None
 
-def _settle_merge(store: "MemoryStore", run: log.Run, u: dict[str, Any]) -> dict[str, Any] | None:
+def _settle_merge(ctx: "StoreContext", memories: "Memories", run: log.Run,
+                  u: dict[str, Any]) -> dict[str, Any] | None:
     """How far a killed merge got (see :func:`.merge.merge`): the survivor's
     update and each member forgotten for it; the members forgotten but not yet
     marked merged are merged now, as the merge would have done next."""
     if "survivor" not in u:
         return None  # killed before its first change
-    con = store.con
+    con = ctx.con
     survivor, reason, others = u["survivor"], u["reason"], u.get("others", {})
-    flush_notes(store, [survivor, *others])
+    flush_notes(memories, [survivor, *others])
     before = rec.trace_from_json(u["trace"])
     version = _superseded_by(con, rec.get_trace(con, survivor), before, reason)
     members = dict(u.get("members", {}))
@@ -205,12 +210,12 @@ def _settle_merge(store: "MemoryStore", run: log.Run, u: dict[str, Any]) -> dict
         if memory_id in members or t is None or t.status != "deleted":
             continue
         with write_transaction(con):
-            mark_member(store, memory_id, survivor, run.id, info["path"])
+            mark_member(con, memory_id, survivor, run.id, info["path"])
         members[memory_id] = info
     if version is None and not members:
         return None
     if "path_after" not in u:
-        u.update(version=version, **after_state(store, survivor))
+        u.update(version=version, **after_state(ctx, survivor))
     if run.trigger != "merge":
-        decayed_on(store, survivor, run.day)
+        decayed_on(con, survivor, run.day)
     return {**u, "members": members}

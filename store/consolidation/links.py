@@ -23,6 +23,7 @@ import apsw
 
 from memvault.store.db.connection import write_transaction
 from memvault.store.db.records import TEXT_KINDS_SQL
+from memvault.store.db.rows import rows, scalar
 
 CONTRADICTS = "contradicts"
 DERIVED_FROM = "derived_from"
@@ -43,12 +44,13 @@ def redirect(con: apsw.Connection) -> None:
 
 
 def _merged(con: apsw.Connection) -> None:
-    rows = con.execute(
+    merged = rows(
+        con,
         "SELECT m.memory_id, m.survivor_id, t.status, t.path, "
         "EXISTS (SELECT 1 FROM state.forgotten f WHERE f.memory_id = m.memory_id) "
-        "FROM state.merges m JOIN traces t ON t.id = m.memory_id"
-    ).fetchall()
-    for memory_id, survivor_id, status, path, forgotten in rows:
+        "FROM state.merges m JOIN traces t ON t.id = m.memory_id",
+    )
+    for memory_id, survivor_id, status, path, forgotten in merged:
         if status == "active" and path is not None:
             # The person brought the note back from .trash (or an edit beat
             # the merge's move of it), and reading it ended the member's
@@ -107,10 +109,11 @@ def apply_durable_edges(con: apsw.Connection) -> None:
 
 def apply_durable(con: apsw.Connection) -> None:
     """Bring the index in line with consolidation's durable state (idempotent)."""
-    if con.execute(
+    if scalar(
+        con,
         "SELECT NOT EXISTS (SELECT 1 FROM state.merges) AND NOT EXISTS (SELECT 1 FROM state.contradictions) "
-        "AND NOT EXISTS (SELECT 1 FROM state.memory_links)"
-    ).fetchone()[0]:
+        "AND NOT EXISTS (SELECT 1 FROM state.memory_links)",
+    ):
         return
     with write_transaction(con):
         _merged(con)

@@ -34,7 +34,10 @@ from memvault.vault_io.note import content_hash
 from memvault.vault_io.resolve import path_key
 
 if TYPE_CHECKING:
-    from memvault.store.memory_store import MemoryStore
+    import apsw
+
+    from memvault.store.context import StoreContext
+    from memvault.store.memories.mirror import Memories, WriteResult
 
 
 @dataclass
@@ -56,23 +59,25 @@ class MergeOutcome:
 
 def record_of(t: rec.TraceRow) -> Record:
     """A trace as the planner's record (what a merge reads of each member)."""
+    created = parse_stamp(t.metadata.get("fm_created") or t.created) or parse_stamp(rec.now_iso())
+    assert created is not None  # now_iso() is a stamp memvault writes: it always parses
     return Record(
         id=t.id, kind=t.kind, type=t.type, scope=t.scope or "user", content=t.content,
-        created=parse_stamp(t.metadata.get("fm_created") or t.created) or parse_stamp(rec.now_iso()),  # type: ignore[arg-type]
+        created=created,
         tags=tuple(t.metadata.get("fm_tags") or t.tags), strength=t.strength,
         related=tuple(t.metadata.get("related") or ()),
     )
 
 
-def _note(store: "MemoryStore", trace_id: str) -> tuple[str | None, str | None]:
+def _note(ctx: "StoreContext", trace_id: str) -> tuple[str | None, str | None]:
     """(path, text) of a memory's note as it is now."""
-    path = mem.trace_path(store.con, trace_id)
-    if path is None or not (store.root / path).is_file():
+    path = mem.trace_path(ctx.con, trace_id)
+    if path is None or not (ctx.root / path).is_file():
         return path, None
-    return path, (store.root / path).read_bytes().decode("utf-8", "surrogateescape")
+    return path, (ctx.root / path).read_bytes().decode("utf-8", "surrogateescape")
 
 
-def merge(store: "MemoryStore", ids: Sequence[str], content: str | None, *, run_id: str,
+def merge(ctx: "StoreContext", memories: "Memories", ids: Sequence[str], content: str | None, *, run_id: str,
           detail: dict[str, Any] | None = None, seq: int | None = None,
           undo_extra: dict[str, Any] | None = None, why: str | None = None) -> MergeOutcome:
     """Merge ``ids[1:]`` into ``ids[0]`` (module docstring); ``detail`` is a
@@ -83,9 +88,9 @@ def merge(store: "MemoryStore", ids: Sequence[str], content: str | None, *, run_
     halfway leaves a row naming the memories it was changing, how to put them
     back and which members it merged (:func:`.run.recover` finishes it);
     ``undo_extra`` goes into that row's undo with the rest; ``why`` is added
-    to the history's "merged B into A" (who merged, and why)."""
-    memories = store.memories
-    con = store.con
+    to the history's "merged B into A" (who merged, and why). ``memories``:
+    the mirror that writes the survivor's note and forgets the others."""
+    con = ctx.con
     traces = []
     for ref in ids:
         t = memories._live_memory(ref)
@@ -98,7 +103,7 @@ def merge(store: "MemoryStore", ids: Sequence[str], content: str | None, *, run_
     survivor, others = traces[0], traces[1:]
     if detail is None:
         detail = merge_detail(record_of(survivor), [record_of(t) for t in others], content)
-    path, text = _note(store, survivor.id)
+    path, text = _note(ctx, survivor.id)
     undo: dict[str, Any] = {**(undo_extra or {}), "trace": rec.trace_json(survivor), "path": path, "text": text,
                             "members": {}}
     reason = f"merged {', '.join(t.id for t in others)} into {survivor.id}" + (f" ({why})" if why else "")
@@ -127,7 +132,7 @@ def merge(store: "MemoryStore", ids: Sequence[str], content: str | None, *, run_
                             f"(the merged version is in {result.conflict_path})")
     after = rec.get_trace(con, survivor.id)
     undo["version"] = after.metadata.get("supersedes") if after and result.action == "updated" else None
-    undo["path_after"], text_after = _note(store, survivor.id)
+    undo["path_after"], text_after = _note(ctx, survivor.id)
     undo["hash_after"] = content_hash(text_after.encode("utf-8", "surrogateescape")) if text_after else None
     with write_transaction(con):
         logged()
@@ -141,23 +146,25 @@ def merge(store: "MemoryStore", ids: Sequence[str], content: str | None, *, run_
             continue
         undo["members"][t.id] = {"trace": rec.trace_json(t), "path": old_path}
         with write_transaction(con):  # merged and logged as merged in one go
-            mark_member(store, t.id, survivor.id, run_id, old_path)
+            mark_member(con, t.id, survivor.id, run_id, old_path)
             logged()
         outcome.merged.append(t.id)
     return outcome
 
 
-def mark_member(store: "MemoryStore", memory_id: str, survivor_id: str, run_id: str, old_path: str | None) -> None:
+def mark_member(con: "apsw.Connection", memory_id: str, survivor_id: str, run_id: str,
+                old_path: str | None) -> None:
     """A member that was forgotten for a merge is merged (in a transaction):
     superseded, recorded in ``state.merges``, links to it resolved to the survivor."""
-    links.mark_merged(store.con, memory_id, survivor_id)
-    log.put_merge(store.con, memory_id, survivor_id, run_id, old_path, path_key(old_path) if old_path else None)
-    links.redirect(store.con)
+    links.mark_merged(con, memory_id, survivor_id)
+    log.put_merge(con, memory_id, survivor_id, run_id, old_path, path_key(old_path) if old_path else None)
+    links.redirect(con)
 
 
-def unmerge(store: "MemoryStore", memory_id: str) -> Any:
-    """Take a merged memory back out of its survivor (``memvault restore``)."""
-    con = store.con
+def unmerge(ctx: "StoreContext", memories: "Memories", memory_id: str) -> "WriteResult":
+    """Take a merged memory back out of its survivor (``memvault restore``),
+    through ``memories``, the mirror that restores it and rewrites the survivor."""
+    con = ctx.con
     found = log.merged_into(con, memory_id)
     if found is None:
         raise MemoryOpError(f"memory {memory_id} is not merged into another")
@@ -166,7 +173,7 @@ def unmerge(store: "MemoryStore", memory_id: str) -> Any:
     with write_transaction(con):
         log.drop_merge(con, memory_id)
         con.execute("UPDATE traces SET status = 'deleted', reason = 'forgotten' WHERE id = ?", (memory_id,))
-    result = store.memories.restore(memory_id)
+    result = memories.restore(memory_id)
     survivor = rec.get_trace(con, survivor_id)
     if survivor is None or survivor.status != "active" or before is None:
         result.warnings.append(f"{survivor_id} is not live: nothing to take out of it")
@@ -176,7 +183,7 @@ def unmerge(store: "MemoryStore", memory_id: str) -> Any:
     detail = merge_detail(original, [record_of(t) for t in remaining], None)
     if not remaining:
         detail.update(content=before.content, strength=before.strength)
-    store.memories.update(
+    memories.update(
         survivor_id, content=detail["content"], tags=list(detail["tags"]), related=list(detail["related"]),
         created=detail["created"], strength=detail["strength"], reason=f"unmerged {memory_id}",
     )
@@ -184,7 +191,7 @@ def unmerge(store: "MemoryStore", memory_id: str) -> Any:
     return result
 
 
-def _survivor_before(con: Any, run_id: str, survivor_id: str) -> rec.TraceRow | None:
+def _survivor_before(con: "apsw.Connection", run_id: str, survivor_id: str) -> rec.TraceRow | None:
     """The survivor as it was before the run that merged into it."""
     for action in log.actions(con, run_id):
         if action.kind == "merge" and action.ids and action.ids[0] == survivor_id and action.undo:

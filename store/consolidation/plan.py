@@ -275,7 +275,7 @@ def _merges(live: Sequence[Record], sims: "Similarity", policy: Policy,
         if why is not None:
             judged[(a, b)] = why
             exact = why.startswith("same normalised") or sim is None
-            scored.append((1.0 if exact else float(sim), a, b))  # type: ignore[arg-type]
+            scored.append((1.0 if exact or sim is None else float(sim), a, b))
     group = {r.id: [r.id] for r in memories}
     for _, a, b in sorted(scored, key=lambda t: (-t[0], t[1], t[2])):
         ga, gb = group[a], group[b]

@@ -97,8 +97,9 @@ def load_records(con: apsw.Connection) -> list[Record]:
         "SELECT id, kind, type, scope, content, tags, metadata, path, strength, created, last_access FROM traces "
         "WHERE kind IN ('memory', 'fact') AND status = 'active' ORDER BY id"
     ):
-        metadata = json.loads(meta) if meta else {}
-        fm = metadata.get("frontmatter") if isinstance(metadata.get("frontmatter"), dict) else {}
+        metadata: dict[str, Any] = json.loads(meta) if meta else {}
+        front = metadata.get("frontmatter")
+        fm: dict[str, Any] = front if isinstance(front, dict) else {}
         due, done = _due_and_done(content, fm)
         out.append(Record(
             id=tid, kind=kind, type=type_, scope=scope or "user", content=content,

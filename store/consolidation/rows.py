@@ -18,6 +18,7 @@ from typing import Any
 import apsw
 
 from memvault.store.db import records as rec
+from memvault.store.db.rows import count
 
 
 @dataclass
@@ -98,10 +99,7 @@ def log_action(
     detail: dict[str, Any], undo: dict[str, Any] | None,
 ) -> int:
     """Append an action to a run's log; returns its sequence number."""
-    seq = 1 + int(
-        con.execute("SELECT coalesce(max(seq), 0) FROM state.consolidation_actions WHERE run_id = ?", (run_id,))
-        .fetchone()[0]
-    )
+    seq = 1 + count(con, "SELECT coalesce(max(seq), 0) FROM state.consolidation_actions WHERE run_id = ?", (run_id,))
     con.execute(
         "INSERT INTO state.consolidation_actions (run_id, seq, kind, ids, reason, detail, undo) VALUES (?,?,?,?,?,?,?)",
         (run_id, seq, kind, _dumps(list(ids)), reason, _dumps(detail), _dumps(undo) if undo is not None else None),

@@ -34,7 +34,7 @@ from memvault.store.consolidation.journal import (
     recover,
     settle_run,
 )
-from memvault.store.consolidation.merge import merge
+from memvault.store.consolidation.merge import MergeOutcome, merge
 from memvault.store.consolidation.plan import Action, Context, Plan, Policy, count_actions, make_plan
 from memvault.store.consolidation.records import load_records, load_vectors
 from memvault.store.consolidation.rules import Thresholds
@@ -49,7 +49,11 @@ from memvault.vault_io.secrets import redact
 if TYPE_CHECKING:
     import threading
 
-    from memvault.store.memory_store import MemoryStore
+    import apsw
+
+    from memvault.store.context import StoreContext
+    from memvault.store.memories.mirror import Memories
+    from memvault.store.settings import Settings
 
 #: Actions that write notes (and so wait while a person edits one of them).
 WRITES_NOTES = ("archive", "merge", "promote", "task_done")
@@ -88,9 +92,9 @@ class PlanChanged(MemvaultError):
         self.expected, self.current = expected, current
 
 
-def policy_for(store: "MemoryStore") -> Policy:
+def policy_for(settings: "Settings") -> Policy:
     """The plan's knobs from the store's settings."""
-    c, r = store.settings.consolidate, store.settings.recall
+    c, r = settings.consolidate, settings.recall
     return Policy(
         half_lives=dict(r.half_life), evergreen_tags=frozenset(r.evergreen_tags),
         archive_strength=c.archive_strength, archive_days=c.archive_days, protect_days=c.protect_days,
@@ -98,19 +102,19 @@ def policy_for(store: "MemoryStore") -> Policy:
     )
 
 
-def plan_for(store: "MemoryStore", today: date | None = None, cancel: "threading.Event | None" = None) -> Plan:
+def plan_for(ctx: "StoreContext", today: date | None = None, cancel: "threading.Event | None" = None) -> Plan:
     """The plan for the store as it is now; with ``extractor = "llm"`` its
     contradictions confirmed by the model (:mod:`.confirm`; ``cancel`` set
     abandons a question in flight with :class:`~..facts.llm_extract.LLMCancelled`)."""
     from memvault.store.embedding import vectors as vec
     from memvault.store.embedding.model import resolve_model
 
-    con = store.con
+    con = ctx.con
     records = load_records(con)
-    spec = resolve_model(store.settings.embedding.model)
+    spec = resolve_model(ctx.settings.embedding.model)
     vectors = {}
     if spec is not None:
-        cache = vec.open_cache(store.data_dir, create=False)
+        cache = vec.open_cache(ctx.data_dir, create=False)
         try:
             vectors = load_vectors(con, cache, spec.key, records)
         finally:
@@ -122,26 +126,27 @@ def plan_for(store: "MemoryStore", today: date | None = None, cancel: "threading
             "SELECT l.target_id FROM state.memory_links l JOIN traces t ON t.id = l.source_id "
             "WHERE l.kind = 'derived_from' AND t.status = 'active'")},
     )
-    plan = make_plan(records, vectors, policy_for(store), today or datetime.now(timezone.utc).date(), context)
-    if store.settings.extractor == "llm":
+    plan = make_plan(records, vectors, policy_for(ctx.settings), today or datetime.now(timezone.utc).date(), context)
+    if ctx.settings.extractor == "llm":
         from memvault.store.consolidation.confirm import confirm_plan
 
-        confirm_plan(store, plan, {r.id: r for r in records}, cancel=cancel)
+        confirm_plan(ctx, plan, {r.id: r for r in records}, cancel=cancel)
     return plan
 
 
-def touched_paths(store: "MemoryStore", action: Action) -> list[str]:
+def touched_paths(con: "apsw.Connection", action: Action) -> list[str]:
     """The notes an action would write or move."""
     if action.kind not in WRITES_NOTES:
         return []
     ids = [] if action.kind == "promote" else action.ids
-    return [p for i in ids if (p := mem.trace_path(store.con, i))]
+    return [p for i in ids if (p := mem.trace_path(con, i))]
 
 
-def consolidate(store: "MemoryStore", *, dry_run: bool = False, today: date | None = None, trigger: str = "cli",
-                avoid: Callable[[str], bool] | None = None, cancel: "threading.Event | None" = None,
+def consolidate(ctx: "StoreContext", memories: "Memories", *, dry_run: bool = False, today: date | None = None,
+                trigger: str = "cli", avoid: Callable[[str], bool] | None = None, cancel: "threading.Event | None" = None,
                 expect_plan: str | None = None) -> RunReport:
-    """Plan and (unless ``dry_run``) carry out one consolidation run.
+    """Plan and (unless ``dry_run``) carry out one consolidation run, its
+    notes written through ``memories`` (the memory mirror).
 
     ``avoid(path)`` says a note is being edited by a person right now (the
     daemon's view): an action that would write it is deferred to a later run.
@@ -157,26 +162,27 @@ def consolidate(store: "MemoryStore", *, dry_run: bool = False, today: date | No
     applies only what it was shown).
     """
     if dry_run:
-        plan = plan_for(store, today, cancel)
+        plan = plan_for(ctx, today, cancel)
         report = RunReport(None, plan.day, dry_run, stats=dict(plan.stats), plan=plan.id)
         report.actions = plan.as_dicts()
         return report
-    if store.settings.extractor == "llm":
+    if ctx.settings.extractor == "llm":
         # The model's answers first, outside the lock (kept in state): a slow
         # endpoint must not keep `merge` or `--undo` waiting on the lock. The
         # plan made under the lock then asks nothing it has not asked here.
-        plan_for(store, today, cancel)
-    with exclusive(store):
-        recover(store)
-        plan = plan_for(store, today, cancel)
+        plan_for(ctx, today, cancel)
+    with exclusive(ctx):
+        recover(ctx, memories)
+        plan = plan_for(ctx, today, cancel)
         if expect_plan is not None and plan.id != expect_plan.strip():
             raise PlanChanged(expect_plan.strip(), plan.id)
-        return _carry_out(store, plan, trigger, avoid)
+        return _carry_out(ctx, memories, plan, trigger, avoid)
 
 
-def _carry_out(store: "MemoryStore", plan: Plan, trigger: str, avoid: Callable[[str], bool] | None) -> RunReport:
+def _carry_out(ctx: "StoreContext", memories: "Memories", plan: Plan, trigger: str,
+               avoid: Callable[[str], bool] | None) -> RunReport:
     report = RunReport(None, plan.day, False, stats=dict(plan.stats), plan=plan.id)
-    con = store.con
+    con = ctx.con
     run_id = log.new_run_id(plan.day)
     with write_transaction(con):
         log.start_run(con, run_id, plan.day, trigger)
@@ -184,15 +190,15 @@ def _carry_out(store: "MemoryStore", plan: Plan, trigger: str, avoid: Callable[[
     try:
         for action in plan.actions:
             # Asked right before each action: a person may start editing mid-run.
-            if avoid is not None and any(avoid(p) for p in touched_paths(store, action)):
+            if avoid is not None and any(avoid(p) for p in touched_paths(con, action)):
                 report.deferred.append(action.as_dict())
                 continue
             try:
-                _do(store, action, run_id, plan.day)
+                _do(ctx, memories, action, run_id, plan.day)
             except MemoryOpError as exc:
                 # What the action got done before it stopped is logged (or,
                 # when it changed nothing, its row is dropped).
-                done = settle_run(store, run_id)
+                done = settle_run(ctx, memories, run_id)
                 if done:
                     report.actions.append(action.as_dict())
                 if isinstance(exc, MemoryWriteError):
@@ -201,7 +207,7 @@ def _carry_out(store: "MemoryStore", plan: Plan, trigger: str, avoid: Callable[[
                     report.failed.append({**action.as_dict(), "error": str(exc)})
                 continue
             except OSError as exc:  # a note read or removed outside the mirror's writer
-                settle_run(store, run_id)
+                settle_run(ctx, memories, run_id)
                 where = f" ({exc.filename})" if exc.filename else ""
                 raise RunWriteError(f"consolidation run {run_id} stopped{where}: {exc.strerror or exc}; "
                                     f"what it did is logged, and the next run goes on") from None
@@ -218,13 +224,13 @@ def _carry_out(store: "MemoryStore", plan: Plan, trigger: str, avoid: Callable[[
     return report
 
 
-def _do(store: "MemoryStore", action: Action, run_id: str, day: str) -> None:
+def _do(ctx: "StoreContext", memories: "Memories", action: Action, run_id: str, day: str) -> None:
     """Carry out one action and log it with what undoing it needs. An action
     that writes notes is logged ``pending`` first and confirmed after, so its
     row survives a writer that dies halfway (see :func:`recover`)."""
-    con = store.con
+    con = ctx.con
     if action.kind == "decay":
-        _decay(store, action, run_id)  # one transaction, its log row in it
+        _decay(con, action, run_id)  # one transaction, its log row in it
         return
     if action.kind == "contradiction":
         d = action.detail
@@ -236,16 +242,16 @@ def _do(store: "MemoryStore", action: Action, run_id: str, day: str) -> None:
     if action.kind == "archive":
         before = rec.get_trace(con, action.ids[0])
         seq = _begin(con, run_id, action, {"trace": rec.trace_json(before) if before else None})
-        store.memories.forget(action.ids[0], "faded")
+        memories.forget(action.ids[0], "faded")
         _confirm(con, run_id, seq, {"trace": rec.trace_json(before) if before else None})
         return
     if action.kind == "merge":
         recall = con.execute("SELECT retrieval_count, last_access, strength, decayed_at FROM state.recall "
                              "WHERE trace_id = ?", (action.ids[0],)).fetchone()
         seq = _begin(con, run_id, action, {})
-        outcome = merge(store, action.ids, None, run_id=run_id, detail=action.detail, seq=seq,
+        outcome = merge(ctx, memories, action.ids, None, run_id=run_id, detail=action.detail, seq=seq,
                         undo_extra={"recall": list(recall) if recall else None})
-        decayed_on(store, action.ids[0], day)  # its strength is this run's: no more decay today
+        decayed_on(con, action.ids[0], day)  # its strength is this run's: no more decay today
         _confirm(con, run_id, seq, outcome.undo)
         return
     if action.kind == "promote":
@@ -254,40 +260,39 @@ def _do(store: "MemoryStore", action: Action, run_id: str, day: str) -> None:
         # recovery can tell whether it was made.
         expected = memory_id_for(con, memory_key("semantic", d["scope"] or "user", redact(d["statement"].strip())[0]))
         seq = _begin(con, run_id, action, {"id": expected})
-        result = store.memories.add(d["statement"], "semantic", tags=d["tags"], scope=d["scope"], source=SOURCE,
-                                    allow_duplicate=True, extra={"derived_from": list(d["members"])})
-        _confirm(con, run_id, seq, link_promoted(store, action, run_id, day, result.id))
+        result = memories.add(d["statement"], "semantic", tags=d["tags"], scope=d["scope"], source=SOURCE,
+                              allow_duplicate=True, extra={"derived_from": list(d["members"])})
+        _confirm(con, run_id, seq, link_promoted(ctx, action, run_id, day, result.id))
         return
     if action.kind == "task_done":
         memory_id = action.ids[0]
         before = rec.get_trace(con, memory_id)
         path = mem.trace_path(con, memory_id)
-        text = (store.root / path).read_bytes().decode("utf-8", "surrogateescape") if path else None
+        text = (ctx.root / path).read_bytes().decode("utf-8", "surrogateescape") if path else None
         undo = {"trace": rec.trace_json(before) if before else None, "path": path, "text": text}
         seq = _begin(con, run_id, action, undo)
-        store.memories.update(memory_id, type_="episodic", reason=TASK_DONE)
+        memories.update(memory_id, type_="episodic", reason=TASK_DONE)
         after = rec.get_trace(con, memory_id)
         _confirm(con, run_id, seq, {**undo, "version": after.metadata.get("supersedes") if after else None,
-                                    **after_state(store, memory_id)})
+                                    **after_state(ctx, memory_id)})
         return
     raise ValueError(f"unknown action {action.kind!r}")
 
 
-def _begin(con: Any, run_id: str, action: Action, undo: dict[str, Any]) -> int:
+def _begin(con: "apsw.Connection", run_id: str, action: Action, undo: dict[str, Any]) -> int:
     """Log an action before it starts (``pending``); returns its row's seq."""
     with write_transaction(con):
         return log.log_action(con, run_id, action.kind, action.ids, action.reason, action.detail,
                               {**undo, "pending": True})
 
 
-def _confirm(con: Any, run_id: str, seq: int, undo: dict[str, Any], **changes: Any) -> None:
+def _confirm(con: "apsw.Connection", run_id: str, seq: int, undo: dict[str, Any], **changes: Any) -> None:
     """An action is done: its row gets the whole of what undoing it needs."""
     with write_transaction(con):
         log.update_action(con, run_id, seq, {k: v for k, v in undo.items() if k != "pending"}, **changes)
 
 
-def _decay(store: "MemoryStore", action: Action, run_id: str) -> None:
-    con = store.con
+def _decay(con: "apsw.Connection", action: Action, run_id: str) -> None:
     rows = []
     day = action.detail["day"]
     with write_transaction(con):
@@ -314,24 +319,26 @@ def _decay(store: "MemoryStore", action: Action, run_id: str) -> None:
 # -- undo ----------------------------------------------------------------------
 
 
-def runs(store: "MemoryStore", limit: int = 20) -> list[dict[str, Any]]:
+def runs(con: "apsw.Connection", limit: int = 20) -> list[dict[str, Any]]:
     """The latest runs, newest first, as dicts."""
     return [{"run": r.id, "started": r.started, "finished": r.finished, "day": r.day, "trigger": r.trigger,
-             "status": r.status, "counts": r.summary} for r in log.runs(store.con, limit)]
+             "status": r.status, "counts": r.summary} for r in log.runs(con, limit)]
 
 
-def merge_now(store: "MemoryStore", ids: Sequence[str], content: str | None, why: str | None = None) -> Any:
+def merge_now(ctx: "StoreContext", memories: "Memories", ids: Sequence[str], content: str | None,
+              why: str | None = None) -> MergeOutcome:
     """``memvault merge``: one merge, logged as a run of its own (so
     ``consolidate --undo`` reverses it too), ahead of the merge like a run's
     actions (see :func:`recover`); ``why`` (who merged, and why) goes into
-    the log and the survivor's history."""
-    with exclusive(store):
-        recover(store)
-        return _merge_run(store, ids, content, why)
+    the log and the survivor's history; ``memories``: the memory mirror."""
+    with exclusive(ctx):
+        recover(ctx, memories)
+        return _merge_run(ctx, memories, ids, content, why)
 
 
-def _merge_run(store: "MemoryStore", ids: Sequence[str], content: str | None, why: str | None) -> Any:
-    con = store.con
+def _merge_run(ctx: "StoreContext", memories: "Memories", ids: Sequence[str], content: str | None,
+               why: str | None) -> MergeOutcome:
+    con = ctx.con
     day = datetime.now(timezone.utc).date().isoformat()
     run_id = log.new_run_id(day)
     reason = "merged by hand" + (f" ({why})" if why else "")
@@ -339,10 +346,10 @@ def _merge_run(store: "MemoryStore", ids: Sequence[str], content: str | None, wh
         log.start_run(con, run_id, day, "merge")
         seq = log.log_action(con, run_id, "merge", list(ids), reason, {"content": content}, {"pending": True})
     try:
-        outcome = merge(store, ids, content, run_id=run_id, seq=seq, why=why)
+        outcome = merge(ctx, memories, ids, content, run_id=run_id, seq=seq, why=why)
     except BaseException:
         try:
-            settle_run(store, run_id)  # a merge cut short by a failed write is logged as far as it got
+            settle_run(ctx, memories, run_id)  # a merge cut short by a failed write is logged as far as it got
             with write_transaction(con):
                 log.finish_run(con, run_id, "failed", action_counts(log.actions(con, run_id)))
         except MemvaultError:

@@ -33,6 +33,12 @@ class ConsolidationRunner:
     """Scheduled consolidation runs of one vault (see the module docstring)."""
 
     def __init__(self, store: "MemoryStore") -> None:
+        """Runs on ``store``, a store of the runner's own thread.
+
+        The one place in this package that keeps the facade (issue 24): the
+        runner owns a whole second store (:meth:`MemoryStore.for_thread`), runs
+        its ``consolidate`` (which flushes the history log to the vault after
+        each run, :func:`~memvault.store.api_change.logged`) and closes it."""
         self.store = store
 
     def seconds_since_last_run(self) -> float | None:

@@ -26,6 +26,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from functools import cached_property, lru_cache
 from pathlib import Path
+from typing import Protocol
 
 _PUNCT = re.compile(r"[^\w\s]")
 #: Words as written: letters/digits, with inner apostrophes ("doesn't", "Miso's").
@@ -108,11 +109,19 @@ def normalise(text: str) -> str:
     return " ".join(_PUNCT.sub(" ", text).split())
 
 
-@lru_cache(maxsize=1)
-def _stemmer():  # type: ignore[no-untyped-def]
-    from py_rust_stemmers import SnowballStemmer
+class _Stemmer(Protocol):
+    """What this module calls of a py_rust_stemmers stemmer."""
 
-    return SnowballStemmer("english")
+    def stem_word(self, word: str) -> str: ...
+
+
+@lru_cache(maxsize=1)
+def _stemmer() -> _Stemmer:
+    # py_rust_stemmers ships neither stubs nor a py.typed marker.
+    from py_rust_stemmers import SnowballStemmer  # type: ignore[import-untyped]
+
+    stemmer: _Stemmer = SnowballStemmer("english")
+    return stemmer
 
 
 @lru_cache(maxsize=65536)

@@ -30,7 +30,10 @@ from memvault.vault_io.errors import MemvaultError
 from memvault.vault_io.note import content_hash
 
 if TYPE_CHECKING:
-    from memvault.store.memory_store import MemoryStore
+    import apsw
+
+    from memvault.store.context import StoreContext
+    from memvault.store.memories.mirror import Memories
 
 
 class UndoError(MemvaultError):
@@ -48,14 +51,15 @@ class UndoReport:
         """JSON-ready form."""
         return {"run": self.run_id, "undone": len(self.undone), "refused": self.refused}
 
-def undo(store: "MemoryStore", run_ref: str) -> UndoReport:
-    """Reverse a whole run, last action first (module docstring)."""
-    with exclusive(store):
-        recover(store)
-        return _undo_run(store, run_ref)
+def undo(ctx: "StoreContext", memories: "Memories", run_ref: str) -> UndoReport:
+    """Reverse a whole run, last action first (module docstring), its notes
+    put back through ``memories``, the memory mirror."""
+    with exclusive(ctx):
+        recover(ctx, memories)
+        return _undo_run(ctx, memories, run_ref)
 
-def _undo_run(store: "MemoryStore", run_ref: str) -> UndoReport:
-    con = store.con
+def _undo_run(ctx: "StoreContext", memories: "Memories", run_ref: str) -> UndoReport:
+    con = ctx.con
     run = log.get_run(con, run_ref)
     if run is None:
         raise UndoError(f"no consolidation run matches {run_ref!r} (see `memvault consolidate --log`)")
@@ -68,7 +72,7 @@ def _undo_run(store: "MemoryStore", run_ref: str) -> UndoReport:
             report.undone.append(entry)
             continue
         try:
-            _undo_one(store, action)
+            _undo_one(ctx, memories, action)
         except MemoryOpError as exc:
             report.refused.append({**entry, "why": str(exc)})
             continue
@@ -83,19 +87,19 @@ def _undo_run(store: "MemoryStore", run_ref: str) -> UndoReport:
             log.set_run_status(con, run.id, "undone")
     return report
 
-def _unchanged(store: "MemoryStore", undo_info: dict[str, Any], memory_id: str) -> bool:
+def _unchanged(ctx: "StoreContext", undo_info: dict[str, Any], memory_id: str) -> bool:
     """Refuse to undo when a person changed the note since the run; False
     when the note is back as it was before the run (an undo cut short after
     putting it back), so undoing it again is harmless."""
     back, before = undo_info.get("path"), undo_info.get("text")
-    if back is not None and before is not None and (store.root / back).is_file() and \
-            (store.root / back).read_bytes() == before.encode("utf-8", "surrogateescape"):
+    if back is not None and before is not None and (ctx.root / back).is_file() and \
+            (ctx.root / back).read_bytes() == before.encode("utf-8", "surrogateescape"):
         return False
     # Put back by an undo cut short whose note write a sync finished: the
     # trace is as before the run, its note where it was (written from the
     # trace, so reverting again puts the exact bytes back).
-    now, snapshot = rec.get_trace(store.con, memory_id), undo_info.get("trace")
-    if back is not None and now is not None and snapshot and now.path == back and (store.root / back).is_file():
+    now, snapshot = rec.get_trace(ctx.con, memory_id), undo_info.get("trace")
+    if back is not None and now is not None and snapshot and now.path == back and (ctx.root / back).is_file():
         was = rec.trace_from_json(snapshot)
         # ``supersedes`` too: any change since (the run's, a person's) made a version.
         if (now.content, now.type, now.tags, now.metadata.get("supersedes")) == (
@@ -104,13 +108,13 @@ def _unchanged(store: "MemoryStore", undo_info: dict[str, Any], memory_id: str) 
     path, expected = undo_info.get("path_after"), undo_info.get("hash_after")
     if path is None or expected is None:
         return True
-    now = (store.root / path).read_bytes() if (store.root / path).is_file() else None
+    now = (ctx.root / path).read_bytes() if (ctx.root / path).is_file() else None
     if now is None or content_hash(now) != expected:
         raise MemoryOpError(f"the note of {memory_id} ({path}) changed since the run; undo that part by hand")
     return True
 
-def _undo_one(store: "MemoryStore", action: log.LoggedAction) -> None:
-    con = store.con
+def _undo_one(ctx: "StoreContext", memories: "Memories", action: log.LoggedAction) -> None:
+    con = ctx.con
     u = action.undo or {}
     if action.kind == "decay":
         with write_transaction(con):
@@ -125,7 +129,7 @@ def _undo_one(store: "MemoryStore", action: log.LoggedAction) -> None:
     if action.kind == "archive":
         t = rec.get_trace(con, action.ids[0])
         if t is not None and t.status == "deleted":
-            store.memories.restore(t.id)
+            memories.restore(t.id)
         return
     if action.kind == "contradiction":
         row = con.execute("SELECT older_id, newer_id FROM state.contradictions WHERE id = ?",
@@ -139,8 +143,8 @@ def _undo_one(store: "MemoryStore", action: log.LoggedAction) -> None:
         memory_id = u["id"]
         t = rec.get_trace(con, memory_id)
         if t is not None and t.status == "active":
-            _unchanged(store, u, memory_id)
-            store.memories.discard(memory_id)
+            _unchanged(ctx, u, memory_id)
+            memories.discard(memory_id)
         with write_transaction(con):
             if t is not None and t.status != "active":
                 # Its note is gone (an undo cut short after removing it, or a
@@ -149,36 +153,36 @@ def _undo_one(store: "MemoryStore", action: log.LoggedAction) -> None:
             log.drop_links(con, memory_id)
         return
     if action.kind == "task_done":
-        flush_notes(store, action.ids)  # a revert cut short is finished first
-        _unchanged(store, u, action.ids[0])
-        _revert(store, u)
+        flush_notes(memories, action.ids)  # a revert cut short is finished first
+        _unchanged(ctx, u, action.ids[0])
+        _revert(ctx, memories, u)
         return
     if action.kind == "merge":
-        _undo_merge(store, action)
+        _undo_merge(ctx, memories, action)
         return
     raise MemoryOpError(f"cannot undo an action of kind {action.kind!r}")
 
-def _revert(store: "MemoryStore", u: dict[str, Any]) -> None:
+def _revert(ctx: "StoreContext", memories: "Memories", u: dict[str, Any]) -> None:
     """Put a memory's trace and note back as they were before the run."""
     snapshot = rec.trace_from_json(u["trace"]) if u.get("trace") else None
     if snapshot is None or u.get("path") is None or u.get("text") is None:
         raise MemoryOpError("the run kept no copy of the note to put back")
-    store.memories.revert(snapshot, u["path"], u["text"].encode("utf-8", "surrogateescape"),
+    memories.revert(snapshot, u["path"], u["text"].encode("utf-8", "surrogateescape"),
                           drop_versions=[u["version"]] if u.get("version") else [])
-    _restore_recall(store, snapshot)
+    _restore_recall(ctx.con, snapshot)
 
-def _restore_recall(store: "MemoryStore", snapshot: rec.TraceRow) -> None:
-    with write_transaction(store.con):
-        store.con.execute("UPDATE traces SET strength = ?, retrieval_count = ?, last_access = ? WHERE id = ?",
+def _restore_recall(con: "apsw.Connection", snapshot: rec.TraceRow) -> None:
+    with write_transaction(con):
+        con.execute("UPDATE traces SET strength = ?, retrieval_count = ?, last_access = ? WHERE id = ?",
                           (snapshot.strength, snapshot.retrieval_count, snapshot.last_access, snapshot.id))
-        store.con.execute("UPDATE state.recall SET strength = ? WHERE trace_id = ?", (snapshot.strength, snapshot.id))
+        con.execute("UPDATE state.recall SET strength = ? WHERE trace_id = ?", (snapshot.strength, snapshot.id))
 
-def _undo_merge(store: "MemoryStore", action: log.LoggedAction) -> None:
-    con = store.con
+def _undo_merge(ctx: "StoreContext", memories: "Memories", action: log.LoggedAction) -> None:
+    con = ctx.con
     u = action.undo or {}
     survivor = action.ids[0]
-    flush_notes(store, [survivor, *u.get("members", {})])  # writes an undo cut short left
-    _unchanged(store, u, survivor)
+    flush_notes(memories, [survivor, *u.get("members", {})])  # writes an undo cut short left
+    _unchanged(ctx, u, survivor)
     for memory_id in sorted(u.get("members", {})):
         found = log.merged_into(con, memory_id)
         t = rec.get_trace(con, memory_id)
@@ -188,19 +192,19 @@ def _undo_merge(store: "MemoryStore", action: log.LoggedAction) -> None:
             with write_transaction(con):
                 log.drop_merge(con, memory_id)
                 con.execute("UPDATE traces SET status = 'deleted', reason = 'forgotten' WHERE id = ?", (memory_id,))
-        store.memories.restore(memory_id)
-        _restore_member(store, u["members"][memory_id])
-    _revert(store, u)
+        memories.restore(memory_id)
+        _restore_member(con, u["members"][memory_id])
+    _revert(ctx, memories, u)
     with write_transaction(con):  # the survivor's recall row as it was
         con.execute("DELETE FROM state.recall WHERE trace_id = ?", (survivor,))
         if u.get("recall"):
             con.execute("INSERT INTO state.recall (trace_id, retrieval_count, last_access, strength, decayed_at) "
                         "VALUES (?,?,?,?,?)", (survivor, *u["recall"]))
 
-def _restore_member(store: "MemoryStore", info: dict[str, Any]) -> None:
+def _restore_member(con: "apsw.Connection", info: dict[str, Any]) -> None:
     """A restored member's trace gets back its state from before the merge
     (status, reason and the trash bookkeeping the forget added)."""
     before = rec.trace_from_json(info["trace"])
-    with write_transaction(store.con):
-        store.con.execute("UPDATE traces SET reason = ?, metadata = ? WHERE id = ? AND status = 'active'", (
+    with write_transaction(con):
+        con.execute("UPDATE traces SET reason = ?, metadata = ? WHERE id = ? AND status = 'active'", (
             before.reason, json.dumps(before.metadata, ensure_ascii=False, sort_keys=True, default=str), before.id))
