@@ -27,7 +27,11 @@ it. Without vectors no model is loaded.
 
 from __future__ import annotations
 
+import math
+import operator
 import re
+import struct
+import sys
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
@@ -39,7 +43,6 @@ from memvault.store.memories import rows as mem
 
 if TYPE_CHECKING:
     import apsw
-    import numpy as np
 
     from memvault.store.context import StoreContext
     from memvault.store.embedding.model import ModelSpec
@@ -52,6 +55,8 @@ VectorsElsewhere = Callable[[list[str]], bool]
 SIMILAR_LIMIT = 3
 #: At most this many neighbours without a vector yet are embedded by an ``add``.
 MISSING_LIMIT = 32
+#: Blocks of up to this many vectors are compared without numpy (see :func:`_cosines`).
+PLAIN_COSINES = 512
 #: Without vectors: the least share of content words in common (Jaccard) to be reported as similar.
 SIMILAR_WORDS = 0.5
 #: Plural / third-person endings: sibilant + "es" ("watches", "boxes"), consonant + "ies" ("parties").
@@ -167,7 +172,7 @@ def _by_vectors(ctx: "StoreContext", type_: str, scope: str, content: str,
     if cache is None:
         return None
     try:
-        ids, matrix = _block_vectors(ctx, cache, spec.key, type_, scope, rows)
+        ids, blobs = _block_vectors(ctx, cache, spec.key, type_, scope, rows)
         if not ids and not vec.has_vectors(cache, spec.key):
             return None  # a store without vectors: words alone, and no model loaded
         # The new text's vector, and those of memories added since the last
@@ -178,22 +183,20 @@ def _by_vectors(ctx: "StoreContext", type_: str, scope: str, content: str,
             have = set(ids)
             wanted += [_embedded_text(text) for tid, text in rows if tid not in have]
         if _fill_cache(cache, spec, wanted, vectors_elsewhere):
-            ids, matrix = _block_vectors(ctx, cache, spec.key, type_, scope, rows)
-        query = _unit_vector(cache, spec.key, wanted[0])
+            ids, blobs = _block_vectors(ctx, cache, spec.key, type_, scope, rows)
+        query = _query_vector(cache, spec.key, wanted[0])
     finally:
         cache.close()
     if query is None:
         return None
     if not ids:
         return []
-    import numpy as np
-
     texts = dict(rows)
     # Reported from the lowest similarity the duplicate rule could ever call a paraphrase.
     floor = ctx.settings.consolidate.duplicate_similarity - paraphrase.FLOOR
-    sims = np.round((matrix @ query).astype(np.float64), 3)
-    return [Similar(tid, texts[tid], float(sims[i]), "cosine")
-            for i in np.nonzero(sims >= floor)[0].tolist() if (tid := ids[i]) in texts]
+    sims = _cosines(blobs, query)
+    return [Similar(tid, texts[tid], sim, "cosine")
+            for tid, sim in zip(ids, sims) if sim >= floor and tid in texts]
 
 
 def _fill_cache(cache: "apsw.Connection", spec: "ModelSpec", texts: list[str],
@@ -220,13 +223,12 @@ def _fill_cache(cache: "apsw.Connection", spec: "ModelSpec", texts: list[str],
 
 
 def _block_vectors(ctx: "StoreContext", cache: "apsw.Connection", model: str, type_: str, scope: str,
-                   rows: list[tuple[str, str]]) -> "tuple[list[str], np.ndarray]":
-    """Ids and unit vectors (rows) of the live memories of one type and scope
-    that are one chunk long (the short ones a duplicate can be). A memory not
-    chunked yet (added since the last embedding pass) is looked up by the
-    hash of its text, which is what its one chunk will be."""
-    import numpy as np
-
+                   rows: list[tuple[str, str]]) -> tuple[list[str], list[bytes]]:
+    """Ids and stored vectors (float16 bytes, of one size) of the live
+    memories of one type and scope that are one chunk long (the short ones a
+    duplicate can be). A memory not chunked yet (added since the last
+    embedding pass) is looked up by the hash of its text, which is what its
+    one chunk will be."""
     from memvault.store.embedding.model import text_hash
     from memvault.store.embedding.vectors import vectors_of
 
@@ -247,16 +249,37 @@ def _block_vectors(ctx: "StoreContext", cache: "apsw.Connection", model: str, ty
     blobs = vectors_of(cache, model, [h for tid, h in hashes.items() if counts[tid] == 1])
     ids = sorted(tid for tid, h in hashes.items() if counts[tid] == 1 and h in blobs)
     if not ids:
-        return [], np.zeros((0, 0), dtype=np.float32)
+        return [], []
     dims = {len(blobs[hashes[tid]]) for tid in ids}
     if len(dims) != 1:  # vectors of two shapes (a changed model): keep the common one
         size = max(dims, key=lambda d: sum(1 for tid in ids if len(blobs[hashes[tid]]) == d))
         ids = [tid for tid in ids if len(blobs[hashes[tid]]) == size]
-    matrix = np.frombuffer(b"".join(blobs[hashes[tid]] for tid in ids), dtype=np.float16)
-    matrix = matrix.reshape(len(ids), -1).astype(np.float32)
+    return ids, [blobs[hashes[tid]] for tid in ids]
+
+
+def _cosines(blobs: list[bytes], query: bytes) -> list[float]:
+    """The cosine of each stored vector with ``query`` (float16 bytes, not
+    all zero), rounded to 3 places. A block of a few hundred is done in plain
+    Python when numpy is not loaded yet: importing it costs a one-off ``add``
+    more than the arithmetic (the figures are the same either way)."""
+    plain = "numpy" not in sys.modules and len(blobs) <= PLAIN_COSINES
+    if plain and all(len(b) == len(query) for b in blobs):
+        q = _floats(query)
+        q_norm = _norm(q)
+        sims = []
+        for blob in blobs:
+            v = _floats(blob)
+            norm = _norm(v)
+            sims.append(round(sum(map(operator.mul, v, q)) / (norm * q_norm), 3) if norm else 0.0)
+        return sims
+    import numpy as np
+
+    matrix = np.frombuffer(b"".join(blobs), dtype=np.float16).reshape(len(blobs), -1).astype(np.float32)
     norms = np.linalg.norm(matrix, axis=1, keepdims=True)
     norms[norms == 0] = 1.0
-    return ids, matrix / norms
+    wide = np.frombuffer(query, dtype=np.float16).astype(np.float64)
+    unit = (wide / float(np.linalg.norm(wide))).astype(np.float32)
+    return [float(x) for x in np.round(((matrix / norms) @ unit).astype(np.float64), 3)]
 
 
 def _embedded_text(content: str) -> str:
@@ -267,16 +290,23 @@ def _embedded_text(content: str) -> str:
     return chunk_text("memory", content, content, 0, len(content), "")
 
 
-def _unit_vector(cache: "apsw.Connection", model: str, text: str) -> "np.ndarray | None":
-    """The unit vector the cache holds for ``text`` (None: none, or all zero)."""
-    import numpy as np
-
+def _query_vector(cache: "apsw.Connection", model: str, text: str) -> bytes | None:
+    """The vector the cache holds for ``text`` (None: none, or all zero)."""
     from memvault.store.embedding import vectors as vec
     from memvault.store.embedding.model import text_hash
 
     stored = vec.vectors_of(cache, model, [text_hash(text)])
     if not stored:
         return None
-    v = np.frombuffer(next(iter(stored.values())), dtype=np.float16).astype(np.float64)
-    n = float(np.linalg.norm(v))
-    return (v / n).astype(np.float32) if n > 0 else None
+    blob = next(iter(stored.values()))
+    return blob if _norm(_floats(blob)) > 0 else None
+
+
+def _floats(blob: bytes) -> tuple[float, ...]:
+    """A stored vector's float16 values."""
+    return struct.unpack(f"<{len(blob) // 2}e", blob)
+
+
+def _norm(v: tuple[float, ...]) -> float:
+    """The Euclidean length of ``v``."""
+    return math.sqrt(sum(map(operator.mul, v, v)))
