@@ -24,12 +24,13 @@ from memvault.vault_io.secrets import redact_tree
 @click.option("--identity", type=click.Choice(["relevant", "always"]), default=None,
               help="Identity memories only beside something relevant, or always (default: recall.identity).")
 @click.option("--no-record", is_flag=True, help="Do not count this recall (strength, last access).")
+@click.option("--pinned", is_flag=True, help="Relevant memories marked `pinned: true` first.")
 @since_until_options
 @json_option
 @pass_app
 def context(app: AppContext, message: str, budget: int | None, what: str | None,
-            scopes: tuple[tuple[str, ...], str | None], identity: str | None, no_record: bool, since: str | None,
-            until: str | None, as_json: bool) -> None:
+            scopes: tuple[tuple[str, ...], str | None], identity: str | None, no_record: bool, pinned: bool,
+            since: str | None, until: str | None, as_json: bool) -> None:
     """The memories that matter for MESSAGE, as a `## Recalled Memory` block for a prompt.
 
     Identity memories first, then the most relevant memories and facts until
@@ -42,7 +43,7 @@ def context(app: AppContext, message: str, budget: int | None, what: str | None,
     if what not in ("memories", "all"):
         raise UsageFailure(f"context recalls memories or all, not {what}")
     q = ContextQuery(message, budget=budget, what=what, memory_scope=memory_scope, identity=identity,
-                     record=not no_record, **given(since, until))
+                     record=not no_record, pinned=pinned, **given(since, until))
     block: RecallBlock = answer(store, q)
     for line in block.notices:
         notice(line)

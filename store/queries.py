@@ -143,6 +143,8 @@ class ContextQuery(_Query):
     record: bool = True
     since: str | None = None
     until: str | None = None
+    #: Relevant memories marked ``pinned: true`` come first in the block.
+    pinned: bool = False
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "memory_scope", _strings(self.memory_scope))

@@ -32,7 +32,7 @@ searches = st.builds(
     record=st.booleans(), since=maybe, until=maybe)
 contexts = st.builds(ContextQuery, words, budget=st.none() | st.integers(50, 2000), what=st.sampled_from(["memories", "all"]),
                      memory_scope=names, identity=st.sampled_from([None, "always", "relevant"]), record=st.booleans(),
-                     since=maybe, until=maybe)
+                     since=maybe, until=maybe, pinned=st.booleans())
 starts = st.builds(SessionStartQuery, project=maybe, budget=st.none() | st.integers(50, 2000))
 
 
@@ -75,8 +75,7 @@ def server(tmp_path: Path, memvault_env: Path) -> Iterator[QueryServer]:
 
 #: A value other than the default for each option (what the server must accept).
 SET = {"mode": "keyword", "limit": 3, "types": ["note"], "tags": ["x"], "path_glob": "*", "raw": True, "what": "notes",
-       "memory_scope": ["user"], "include_deleted": True, "include_superseded": True, "explain": True, "record": False,
-       "since": "2020-01-01", "until": "2030-01-01", "budget": 300, "identity": "always", "project": "memvault"}
+       "memory_scope": ["user"], "since": "2020-01-01", "until": "2030-01-01", "budget": 300, "identity": "always", "project": "memvault"}
 
 
 @pytest.mark.parametrize("op", sorted(QUERIES))
@@ -87,7 +86,8 @@ def test_every_option_of_every_query_reaches_the_daemon(server: QueryServer, op:
         if f.name in required:
             continue
         args = {k: v for k, v in required.items() if k in {g.name for g in dataclasses.fields(cls)}}
-        args[f.name] = SET[f.name]
+        # A flag's other value needs no entry in SET; any other option does (a KeyError says which).
+        args[f.name] = (not f.default) if isinstance(f.default, bool) else SET[f.name]
         before = server.requests
         reply = server.answer(json.dumps({"v": client.PROTOCOL, "op": op, "args": args}).encode())
         assert reply.get("ok") is True, (f.name, reply)

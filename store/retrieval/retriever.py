@@ -357,6 +357,8 @@ class Retriever:
         ids = identity_items(self.con, self.settings.recall.identity_max, scopes)
         relevant = self._recall_items(with_turn_context(self.con, cands, _NeighbourTurn.beside), message, qvec)
         relevant = mark_outdated(self.con, relevant, ids)
+        if q.pinned:
+            relevant = self._pinned_first(relevant)
         text, items = assemble(ids, relevant, budget, always_identity=identity == "always")
         if q.record and items:
             record_recall(self.con, list(dict.fromkeys(i.id for i in items)))
@@ -368,6 +370,14 @@ class Retriever:
         from memvault.store.retrieval.session_start import session_start
 
         return session_start(self, q.project, q.budget)
+
+    def _pinned_first(self, items: list[Any]) -> list[Any]:
+        """``items`` with the memories marked ``pinned: true`` first, each group in its order."""
+        marks = ",".join("?" * len(items))
+        pinned = {r[0] for r in self.con.execute(
+            f"SELECT id FROM traces WHERE id IN ({marks}) AND json_valid(metadata) "
+            "AND json_extract(metadata, '$.frontmatter.pinned') = 1", [i.id for i in items])} if items else set()
+        return sorted(items, key=lambda i: i.id not in pinned)
 
     def _recall_items(self, cands: Sequence[Any], message: str, qvec: Any) -> list[Any]:
         """RecallItems for ranked candidates, best first: a note, or a memory
