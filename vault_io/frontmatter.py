@@ -23,11 +23,12 @@ from typing import TYPE_CHECKING, Any
 
 from memvault.vault_io.errors import MemvaultError
 from memvault.vault_io.markdown import normalise_tag, wikilink
-from memvault.vault_io.note import Link
 from memvault.vault_io.syntax import WIKILINK_RE
 
 if TYPE_CHECKING:
     import yaml
+
+    from memvault.vault_io.note import Link
 
 DEFAULT_MAX_BYTES = 65536
 MAX_DEPTH = 100  # nesting levels; real front-matter uses two or three
@@ -345,6 +346,8 @@ def frontmatter_links(frontmatter: dict[str, Any], lines: dict[str, int]) -> lis
     unquoted form ``key: [[X]]`` / ``- [[X]]``, which YAML loads as a list
     holding the one-element list ``["X"]``.
     """
+    from memvault.vault_io.note import Link  # here: the note model is not wanted by every reader of this module
+
     links: list[Link] = []
     for key, value in frontmatter.items():
         line = lines.get(key, 1)
