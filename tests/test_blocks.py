@@ -122,7 +122,8 @@ def test_hostile_structure_is_scanned_quickly(text: str) -> None:
     note = parse(text)
     extract_facts(note, "n-1")
     sections(note.body)
-    assert time.perf_counter() - started < 5.0  # ~0.3 s here
+    # A guard against a scan that goes quadratic on hostile nesting (minutes), not a speed bar: ~0.3 s here.
+    assert time.perf_counter() - started < 15.0
     assert note.error is None
     assert max(b.end for b in scan_blocks(note.body)) <= note.body.count("\n")
 

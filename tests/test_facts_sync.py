@@ -484,7 +484,9 @@ def test_every_item_of_a_3000_item_note_edited_is_paired_quickly_and_right() -> 
     text = {t.id: t.content for t, _ in old}
     assert len(pairs) == 3000
     assert all(d.text.split()[1] == text[o].split()[1] for d, o in pairs)  # "Item <i>" to "Item <i>"
-    assert took < 1.5, f"pairing took {took:.2f}s"  # was ~18 s comparing 40 candidates per fact
+    # A guard against the quadratic pairing coming back (~18 s), not a speed bar (bench_facts.py measures
+    # that): ~0.3 s here, so a loaded 2-core CI machine has room.
+    assert took < 6.0, f"pairing took {took:.2f}s"
 
 
 def test_pairing_picks_the_most_similar_under_the_heading_not_the_nearest() -> None:
