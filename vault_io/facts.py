@@ -48,6 +48,7 @@ from typing import Any
 from urllib.parse import quote
 
 from memvault.vault_io.frontmatter import frontmatter_tags
+from memvault.vault_io.lazy_pattern import LazyPattern
 from memvault.vault_io.markdown import find_markdown_links, find_tags, find_wikilinks, links_as_read, normalise_tag
 from memvault.vault_io.mask import blank_spans, mask_markdown
 from memvault.vault_io.note import Link, ParsedNote
@@ -71,7 +72,7 @@ SKIPPED_PROPERTIES = frozenset(
 MIN_WORDS = 3
 
 # Words that make a heading a how-to wherever they stand in it.
-_PROCEDURAL_RE = re.compile(
+_PROCEDURAL_RE = LazyPattern(
     r"\b(?:lessons?|learnings|learn(?:ed|t)|how[- ]?to'?s?|howtos?|steps?|instructions?|procedures?"
     r"|guides?|tutorials?|walk-?throughs?|recipes?|checklists?|playbooks?|runbooks?|tips|troubleshooting)\b",
     re.I,
@@ -79,34 +80,34 @@ _PROCEDURAL_RE = re.compile(
 # Words that name a how-to only as the whole heading: "Setup" is one; "My
 # setup", "Setup of my desk" or "Desk setup" describe a desk; "Workflow
 # ideas" are ideas, "My workflow" is how I work.
-_PROCEDURAL_WHOLE_RE = re.compile(r"^(?:set[- ]?up|(?:my |the )?workflows?)$", re.I)
+_PROCEDURAL_WHOLE_RE = LazyPattern(r"^(?:set[- ]?up|(?:my |the )?workflows?)$", re.I)
 # "Next steps" lists what is to be done, not how to do something.
-_NEXT_STEPS_RE = re.compile(r"\bnext steps?\b", re.I)
-_IDENTITY_RE = re.compile(
+_NEXT_STEPS_RE = LazyPattern(r"\bnext steps?\b", re.I)
+_IDENTITY_RE = LazyPattern(
     r"^(?:about me|about myself|me|myself|profile|my profile|user profile|bio|biography|who i am"
     r"|personal (?:info|information|details|profile|facts)|identity)$",
     re.I,
 )
 _MONTHS = r"(?:jan|feb|mar|apr|may|jun|jul|aug|sep|sept|oct|nov|dec)[a-z]*\.?"
-_DATE_RE = re.compile(
+_DATE_RE = LazyPattern(
     rf"\b\d{{4}}-\d{{2}}-\d{{2}}\b|\b\d{{4}}/\d{{2}}/\d{{2}}\b"
     rf"|\b\d{{1,2}}(?:st|nd|rd|th)?(?: of)? {_MONTHS},? (?:\d{{4}})?"
     rf"|\b{_MONTHS} \d{{1,2}}(?:st|nd|rd|th)?\b",
     re.I,
 )
-_DAILY_NAME_RE = re.compile(r"^\d{4}-\d{2}-\d{2}\b")
+_DAILY_NAME_RE = LazyPattern(r"^\d{4}-\d{2}-\d{2}\b")
 # A date spelled by the folders: "Notes/2025/01/10.md", "2025/01/10 Friday.md".
-_DATE_PATH_RE = re.compile(
+_DATE_PATH_RE = LazyPattern(
     r"(?:^|/)(?:19|20)\d{2}/(?:0[1-9]|1[0-2])/(?:0[1-9]|[12]\d|3[01])(?:[ ._-][^/]*)?\.md$", re.I
 )
 _DAILY_FOLDERS = frozenset({"daily", "daily notes", "dailies", "journal", "journals", "diary", "daily-notes", "logbook"})
-_DUE_RE = re.compile(r"(?:📅|🗓️?)\s*(\d{4}-\d{2}-\d{2})|\bdue::\s*(\d{4}-\d{2}-\d{2})", re.I)
+_DUE_RE = LazyPattern(r"(?:📅|🗓️?)\s*(\d{4}-\d{2}-\d{2})|\bdue::\s*(\d{4}-\d{2}-\d{2})", re.I)
 _DONE = frozenset("xX-")
-_WORD_RE = re.compile(r"[^\W_]+(?:['’][^\W_]+)*")
-_CJK_RE = re.compile(r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af\uf900-\ufaff]")
-_EMOJI_PREFIX_RE = re.compile(r"^[^\w]+", re.U)
+_WORD_RE = LazyPattern(r"[^\W_]+(?:['’][^\W_]+)*")
+_CJK_RE = LazyPattern(r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af\uf900-\ufaff]")
+_EMOJI_PREFIX_RE = LazyPattern(r"^[^\w]+", re.U)
 # What is left of "Tags: #a #b" once the tags are gone: a label alone.
-_LABEL_RE = re.compile(r"[^\w]*[^\W_]+[ \t]*:[^\w]*")
+_LABEL_RE = LazyPattern(r"[^\w]*[^\W_]+[ \t]*:[^\w]*")
 
 
 @dataclass(frozen=True)

@@ -52,50 +52,13 @@ from __future__ import annotations
 import math
 import re
 from collections import Counter
-from collections.abc import Callable, Iterator
 from typing import Any
 from urllib.parse import unquote
 
+from memvault.vault_io.lazy_pattern import LazyPattern
+
 REDACTED = "[redacted]"
 
-
-class _Lazy:
-    """A pattern compiled on its first use. Most text holds no hint of a
-    secret, so a short command (a search, a hook) need not compile them all
-    at start (some 15 ms)."""
-
-    __slots__ = ("_pattern", "_flags", "_compiled")
-
-    def __init__(self, pattern: str, flags: int = 0) -> None:
-        self._pattern, self._flags = pattern, flags
-        self._compiled: re.Pattern[str] | None = None
-
-    @property
-    def compiled(self) -> re.Pattern[str]:
-        """The compiled pattern (compiled now if it was not yet)."""
-        if self._compiled is None:
-            self._compiled = re.compile(self._pattern, self._flags)
-        return self._compiled
-
-    def sub(self, repl: str | Callable[[re.Match[str]], str], string: str) -> str:
-        """:meth:`re.Pattern.sub`."""
-        return self.compiled.sub(repl, string)
-
-    def search(self, string: str) -> re.Match[str] | None:
-        """:meth:`re.Pattern.search`."""
-        return self.compiled.search(string)
-
-    def match(self, string: str, pos: int = 0) -> re.Match[str] | None:
-        """:meth:`re.Pattern.match`."""
-        return self.compiled.match(string, pos)
-
-    def finditer(self, string: str) -> Iterator[re.Match[str]]:
-        """:meth:`re.Pattern.finditer`."""
-        return self.compiled.finditer(string)
-
-    def split(self, string: str) -> list[str]:
-        """:meth:`re.Pattern.split` (the patterns split on have no groups)."""
-        return self.compiled.split(string)
 
 
 # Shaped tokens: each is matched as a whole word and replaced whole. The
@@ -120,26 +83,26 @@ _TOKEN_PATTERNS: tuple[str, ...] = (
     r"\bSG\.[A-Za-z0-9_-]{16,}\.[A-Za-z0-9_-]{16,}",  # SendGrid
     r"\beyJ[A-Za-z0-9_-]{8,}\.eyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}",  # JWT
 )
-_TOKEN_RE = _Lazy("|".join(f"(?:{p})" for p in _TOKEN_PATTERNS))
+_TOKEN_RE = LazyPattern("|".join(f"(?:{p})" for p in _TOKEN_PATTERNS))
 
 # An HTTP Authorization header keeps its scheme: "Authorization: Bearer [redacted]".
 # With a scheme any token-like value goes; without one only a random-looking value.
-_AUTH_RE = _Lazy(
+_AUTH_RE = LazyPattern(
     r"(?i)(\bauthorization['\"]?[ \t]*(?:::|:|=)[ \t]*['\"]?)(?:(bearer|basic|token|digest|apikey)[ \t]+)?([A-Za-z0-9._~+/=-]+)"
 )
-_BEARER_RE = _Lazy(r"(?i)(\bbearer[ \t]+)([A-Za-z0-9._~+/-]{16,}=*)")
+_BEARER_RE = LazyPattern(r"(?i)(\bbearer[ \t]+)([A-Za-z0-9._~+/-]{16,}=*)")
 
-_PEM_RE = _Lazy(
+_PEM_RE = LazyPattern(
     r"-----BEGIN (?:[A-Z0-9]+ )*PRIVATE KEY(?: BLOCK)?-----.*?(?:-----END (?:[A-Z0-9]+ )*PRIVATE KEY(?: BLOCK)?-----|\Z)",
     re.S,
 )
-_PEM_BEGIN_RE = _Lazy(r"-----BEGIN (?:[A-Z0-9]+ )*PRIVATE KEY(?: BLOCK)?-----")
-_PEM_END_RE = _Lazy(r"-----END (?:[A-Z0-9]+ )*PRIVATE KEY(?: BLOCK)?-----")
+_PEM_BEGIN_RE = LazyPattern(r"-----BEGIN (?:[A-Z0-9]+ )*PRIVATE KEY(?: BLOCK)?-----")
+_PEM_END_RE = LazyPattern(r"-----END (?:[A-Z0-9]+ )*PRIVATE KEY(?: BLOCK)?-----")
 
 # scheme://user:password@host: the password is everything between the first
 # ":" after the (possibly empty: "redis://:pw@host") user and the last "@"
 # before the host, so a password holding "@" goes whole.
-_URL_PASSWORD_RE = _Lazy(r"\b([a-zA-Z][a-zA-Z0-9+.-]*://[^\s:/@]*:)([^\s/]+)(@)")
+_URL_PASSWORD_RE = LazyPattern(r"\b([a-zA-Z][a-zA-Z0-9+.-]*://[^\s:/@]*:)([^\s/]+)(@)")
 
 # Markdown around a key: "**password**:", "**password:**", "`secret` =", "_pwd_:".
 _MARKUP = r"[*_`'\"]{0,2}"
@@ -174,13 +137,13 @@ _VALUE = (
 # An environment variable's "pass" ("DB_PASS=...", "smtp_pass: ..."): only
 # with a prefix joined by "_", so a boarding pass stays a pass.
 _ENV_PASS_KEY = r"(?:[A-Za-z0-9]+_)+pass"
-_ASSIGN_RE = _Lazy(
+_ASSIGN_RE = LazyPattern(
     rf"(?i)(?<![A-Za-z0-9])(?P<head>{_MARKUP}(?P<key>{_ALWAYS_KEY}|{_ENV_PASS_KEY}|{_TOKEN_KEY}){_MARKUP}[ \t]*(?:::|:|=)"
     rf"{_EMPHASIS}[ \t]*){_VALUE}"
 )
 # A passphrase is several words by nature: an assigned one runs to the end
 # of its sentence (or line), not to the first space.
-_PASSPHRASE_RE = _Lazy(
+_PASSPHRASE_RE = LazyPattern(
     rf"(?im)(?<![A-Za-z0-9])(?P<head>{_MARKUP}{_PREFIX}passphrase{_MARKUP}[ \t]*(?:::|:|=){_EMPHASIS}[ \t]*)"
     r"(?P<value>[^\s'\"\[<{][^\n;]*?)(?=[.!?]?[ \t]*$|[.!?;][ \t])"
 )
@@ -190,36 +153,36 @@ _CHANGED_TO = rf"(?:(?:is|was|has[ \t]+been|had[ \t]+been|got)[ \t]+)?(?:{_CHANG
 # Prose: "my sudo password is X", "the PIN for the safe was X", "the API key
 # is: X", "Password for the wifi: X" (read as assigned). What lies between
 # the key and "is" is a "for/to/of/on/at ..." phrase inside one sentence.
-_PROSE_RE = _Lazy(
+_PROSE_RE = LazyPattern(
     rf"(?i)(?<![A-Za-z0-9])(?P<head>(?P<key>{_ALWAYS_KEY}|{_TOKEN_KEY})"
     r"(?:[ \t]+(?:for|to|of|on|at)[ \t]+[^\n.!?;:=]{1,60}?)?"
     rf"(?:[ \t]+(?:{_CHANGED_TO}|is|was|are|were|=)(?:[ \t]*:)?|(?P<colon>:))[ \t]+"
     rf"{_EMPHASIS}){_VALUE}"
 )
 # "I set the router password to X", "changed my PIN to X".
-_SET_RE = _Lazy(
+_SET_RE = LazyPattern(
     rf"(?i)(?<![A-Za-z0-9])(?P<head>(?:{_CHANGE_VERB})[ \t]+(?:[^\s.!?;:=]+[ \t]+){{0,3}}?"
     rf"(?P<key>{_ALWAYS_KEY}|{_TOKEN_KEY})[ \t]+to[ \t]+{_EMPHASIS}){_VALUE}"
 )
 # An AWS secret access key (40 characters of base64) after "aws" or
 # "secret" on its line: it has no prefix of its own.
-_AWS_SECRET_RE = _Lazy(
+_AWS_SECRET_RE = LazyPattern(
     r"(?i:\b(?:aws|secret))[^\n]{0,200}?(?<![A-Za-z0-9/+=])(?P<value>[A-Za-z0-9/+]{40})(?![A-Za-z0-9/+=])"
 )
 # Characters that may close a value's token without being part of it: a
 # sentence's end, a closing bracket or quote, Markdown emphasis.
 _TRAILING = ".,;:!?)]}>\"'*_`"
 # After a value: more words on its line (the value began a sentence).
-_PROSE_GOES_ON_RE = _Lazy(r"[ \t]+[A-Za-z]")
+_PROSE_GOES_ON_RE = LazyPattern(r"[ \t]+[A-Za-z]")
 # A value that says where something is: a URL (its password, if any, is
 # the URL pattern's) or a relative or home path.
-_LOCATION_RE = _Lazy(r"(?:[A-Za-z][A-Za-z0-9+.-]*://|~/|\.\.?/)")
+_LOCATION_RE = LazyPattern(r"(?:[A-Za-z][A-Za-z0-9+.-]*://|~/|\.\.?/)")
 # A file name's extension, at the end of a path.
-_EXTENSION_RE = _Lazy(r"\.[a-z]{1,8}$")
+_EXTENSION_RE = LazyPattern(r"\.[a-z]{1,8}$")
 # What joins the parts of one word: "well-known", "don't".
-_WORD_JOINS_RE = _Lazy(r"['’-]")
+_WORD_JOINS_RE = LazyPattern(r"['’-]")
 
-_PLACEHOLDER_RE = _Lazy(
+_PLACEHOLDER_RE = LazyPattern(
     r"^(?:[*xX.•_-]{3,}|<[^>]*>|\{\{[^}]*\}\}|\$\{[^}]*\}|\[[^\]]*\]|(?i:none|null|empty|n/?a|tbd|todo|changeme"
     r"|example|redacted|your[-_ ]\w+.*)"
     # A constant's name standing in for the value: CLIENT_SECRET, API_TOKEN.
