@@ -9,6 +9,7 @@ Compiling them all at import costs a short command several milliseconds.
 from __future__ import annotations
 
 import re
+import sys
 from collections.abc import Callable, Iterator
 
 
@@ -29,25 +30,25 @@ class LazyPattern:
             self._compiled = re.compile(self._pattern, self._flags)
         return self._compiled
 
-    def sub(self, repl: str | Callable[[re.Match[str]], str], string: str) -> str:
+    def sub(self, repl: str | Callable[[re.Match[str]], str], string: str, count: int = 0) -> str:
         """:meth:`re.Pattern.sub`."""
-        return self.compiled.sub(repl, string)
+        return self.compiled.sub(repl, string, count)
 
-    def search(self, string: str) -> re.Match[str] | None:
+    def search(self, string: str, pos: int = 0, endpos: int = sys.maxsize) -> re.Match[str] | None:
         """:meth:`re.Pattern.search`."""
-        return self.compiled.search(string)
+        return self.compiled.search(string, pos, endpos)
 
-    def match(self, string: str, pos: int = 0) -> re.Match[str] | None:
+    def match(self, string: str, pos: int = 0, endpos: int = sys.maxsize) -> re.Match[str] | None:
         """:meth:`re.Pattern.match`."""
-        return self.compiled.match(string, pos)
+        return self.compiled.match(string, pos, endpos)
 
-    def fullmatch(self, string: str) -> re.Match[str] | None:
+    def fullmatch(self, string: str, pos: int = 0, endpos: int = sys.maxsize) -> re.Match[str] | None:
         """:meth:`re.Pattern.fullmatch`."""
-        return self.compiled.fullmatch(string)
+        return self.compiled.fullmatch(string, pos, endpos)
 
-    def finditer(self, string: str) -> Iterator[re.Match[str]]:
+    def finditer(self, string: str, pos: int = 0, endpos: int = sys.maxsize) -> Iterator[re.Match[str]]:
         """:meth:`re.Pattern.finditer`."""
-        return self.compiled.finditer(string)
+        return self.compiled.finditer(string, pos, endpos)
 
     def findall(self, string: str) -> list[str]:
         """:meth:`re.Pattern.findall` (of a pattern with at most one group)."""

@@ -27,7 +27,6 @@ password value is never split into two sentences.
 
 from __future__ import annotations
 
-import re
 from bisect import bisect_right
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
@@ -44,6 +43,7 @@ from memvault.vault_io.blocks import (
     scan_blocks,
     strip_block_id,
 )
+from memvault.vault_io.lazy_pattern import LazyPattern
 from memvault.vault_io.mask import Masked, line_starts, mask_markdown, unmask_spans
 from memvault.vault_io.secrets import always_value_spans, private_key_lines, redact
 from memvault.vault_io.syntax import (
@@ -82,7 +82,7 @@ class _Line:
     skip: bool = False  # no text of its own: see _Segmenter.line
 
 
-_SPACES_RE = re.compile(r" {1,}")
+_SPACES_RE = LazyPattern(r" {1,}")
 
 #: Longest a context entry (a parent item, a lead-in) is kept.
 CONTEXT_CHARS = 80
@@ -361,11 +361,11 @@ BEFORE_NUMBER = frozenset(
 #: before a number or a month ("Mon. 3 May", "Sat. Jan 5").
 MONTHS = frozenset("Jan Feb Mar Apr Jun Jul Aug Sep Sept Oct Nov Dec".split())
 WEEKDAYS = frozenset("Mon Tue Tues Wed Thu Thur Thurs Fri Sat Sun".split())
-_MONTH_START_RE = re.compile(
+_MONTH_START_RE = LazyPattern(
     r"(?:Jan(?:uary)?|Feb(?:ruary)?|Mar(?:ch)?|Apr(?:il)?|May|June?|July?|Aug(?:ust)?|Sep(?:t(?:ember)?)?"
     r"|Oct(?:ober)?|Nov(?:ember)?|Dec(?:ember)?)\b"
 )
-_ET_RE = re.compile(r"(?i)\bet\s+$")
+_ET_RE = LazyPattern(r"(?i)\bet\s+$")
 
 
 def _is_abbreviation(word: str, rest: str, before: str) -> bool:
@@ -389,11 +389,11 @@ def _is_abbreviation(word: str, rest: str, before: str) -> bool:
     return len(parts) > 1 and all(0 < len(part) <= 2 and part.isalpha() for part in parts)
 
 
-_BOUNDARY_RE = re.compile(r"[.!?…]+[\"'”’)\]*_]*(?=\s)|[。！？]+[\"'”’)\]]*|\n")
+_BOUNDARY_RE = LazyPattern(r"[.!?…]+[\"'”’)\]*_]*(?=\s)|[。！？]+[\"'”’)\]]*|\n")
 # Never cut inside: code spans, links, URLs, inline math.
-_PROTECT_RE = re.compile(rf"(`+)[^`]+?\1|{WIKILINK}|!?{MD_LINK}|{URL}|\$[^$\n]+\$")
-_NON_SPACE_RE = re.compile(r"\S")
-_WORD_BEFORE_RE = re.compile(r"([^\s(\[\"'“‘]+)\.$")
+_PROTECT_RE = LazyPattern(rf"(`+)[^`]+?\1|{WIKILINK}|!?{MD_LINK}|{URL}|\$[^$\n]+\$")
+_NON_SPACE_RE = LazyPattern(r"\S")
+_WORD_BEFORE_RE = LazyPattern(r"([^\s(\[\"'“‘]+)\.$")
 _CONTINUES = ",;(–—-&/+=<"
 
 
