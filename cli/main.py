@@ -39,7 +39,8 @@ def as_click_error(exc: MemvaultError) -> click.ClickException:
 #: module: start-up time is what a person (or an agent, every turn) waits for.
 COMMAND_MODULES: dict[str, str] = {
     **dict.fromkeys(["sync", "search", "show", "links", "backlinks", "stats"], "index_cmds"),
-    **dict.fromkeys(["add", "update", "forget", "restore", "history", "list", "recent"], "memory_cmds"),
+    **dict.fromkeys(["add", "update", "forget", "restore", "history"], "memory_cmds"),
+    **dict.fromkeys(["list", "recent"], "browse_cmds"),
     **dict.fromkeys(["mcp"], "mcp_cmds"),
     **dict.fromkeys(["hook"], "hook_cmds"),
     **dict.fromkeys(["daemon", "status", "service"], "daemon_cmds"),
