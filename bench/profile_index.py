@@ -313,19 +313,20 @@ def edges_only(vault: Path, work: Path) -> dict[str, Any]:
     from memvault.store.db import records as rec
     from memvault.store.db.connection import connect, write_transaction
     from memvault.store.index import reconcile as ix
+    from memvault.store.index.identity import derived_id
     from memvault.vault_io.parser import parse_note
     from memvault.vault_io.resolve import LinkResolver
 
     notes = [parse_note(p.relative_to(vault).as_posix(), p.read_bytes())
              for p in sorted(vault.rglob("*.md")) if not any(x.startswith(".") for x in p.relative_to(vault).parts)]
-    all_files: dict[str, str | None] = {n.path: ix.derived_id(n.path) for n in notes}
+    all_files: dict[str, str | None] = {n.path: derived_id(n.path) for n in notes}
     for p in vault.rglob("*"):
         rel = p.relative_to(vault).as_posix()
         if p.is_file() and not rel.endswith(".md") and not any(x.startswith(".") for x in rel.split("/")):
             all_files[rel] = None
     resolver = LinkResolver(all_files)
     c0 = time.process_time()
-    edges = [(ix.derived_id(n.path), ix.note_edges(n, resolver, all_files, "note")) for n in notes]
+    edges = [(derived_id(n.path), ix.note_edges(n, resolver, all_files, "note")) for n in notes]
     out: dict[str, Any] = {"edges": sum(len(e) for _, e in edges), "note_edges_cpu": time.process_time() - c0,
                            "variants": {}}
 

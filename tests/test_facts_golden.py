@@ -21,7 +21,7 @@ from typing import Any
 
 import pytest
 
-from memvault.store.index.reconcile import derived_id
+from memvault.store.index.identity import derived_id
 from memvault.vault_io.facts import extract_facts, source_uri
 from memvault.vault_io.parser import parse_note
 

@@ -303,14 +303,14 @@ def test_a_note_left_naming_a_kept_id_is_found_by_doctor_and_settled_by_sync(tmp
         # What the old reconcile left (and a failed rewrite would): the second
         # note indexed under a derived id, its front-matter still naming the kept one.
         lose = write(root, "Memory/semantic/b.md", NOTE.format(text="Loses the id."))
-        import memvault.store.index.reconcile as reconcile
+        import memvault.store.index.identity as identity
 
-        original = reconcile.Indexer._contest
-        reconcile.Indexer._contest = lambda *args: False  # type: ignore[method-assign]
+        original = identity.NoteIdentity._contest
+        identity.NoteIdentity._contest = lambda *args: False  # type: ignore[method-assign]
         try:
             s.reconciler.sync_paths(["Memory/semantic/b.md"])
         finally:
-            reconcile.Indexer._contest = original  # type: ignore[method-assign]
+            identity.NoteIdentity._contest = original  # type: ignore[method-assign]
         assert file_frontmatter_id(lose) == "m-0123456789ab"
         found = [f for f in diagnose(s.ctx) if f.check == "memories"]
         assert found and "Memory/semantic/b.md" in found[0].detail and found[0].repair == "sync"

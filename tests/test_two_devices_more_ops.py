@@ -9,7 +9,7 @@ the note under another name (renamed before it arrived) would derive
 another id. Issue 20's rule says what two devices must agree on is in the
 vault: memvault writes the id and ``created`` (the note's mtime, which a
 sync tool such as Syncthing carries) into such a note once, those lines
-alone, when it first reads it (``Indexer._write_identity``).
+alone, when it first reads it (``NoteIdentity.write_identity``).
 """
 
 from __future__ import annotations

@@ -167,7 +167,7 @@ def note_trace(note: ParsedNote, trace_id: str, st: FileStat, memory_folder: str
             "fm_version_hash": doc.version_hash,
             # The id the note itself names (it differs from the trace's id
             # only while another note keeps that id and this one is not yet
-            # rewritten: see reconcile.Indexer._contest).
+            # rewritten: see identity.NoteIdentity._contest).
             "fm_id": _usable_id(note.frontmatter.get("id")),
             "version": note_version(doc.version, doc.version_hash, text_fingerprint(doc.content, type_, doc.tags)),
             # When it happened and the conversation it is part of (event_time.py).
@@ -184,7 +184,7 @@ def note_trace(note: ParsedNote, trace_id: str, st: FileStat, memory_folder: str
 
 
 def _usable_id(value: object) -> str | None:
-    """A front-matter ``id`` as the reconcile takes it (reconcile.frontmatter_id)."""
+    """A front-matter ``id`` as the reconcile takes it (identity.frontmatter_id)."""
     if isinstance(value, bool) or not isinstance(value, (str, int)):
         return None
     text = str(value).strip()

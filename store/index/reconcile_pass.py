@@ -207,10 +207,10 @@ class ReconcilePass:
     def _write(self, batch: list[NoteChange]) -> None:
         """One batch of changed notes in one transaction."""
         for c in batch:
-            self.ix._count_edit(c)  # before the id: both may rewrite the note, one after the other
-        self.ix._assign_ids(batch, self.known, self.taken)
+            self.ix.identity.count_edit(c)  # before the id: both may rewrite the note, one after the other
+        self.ix.identity.assign_ids(batch, self.known, self.taken)
         for c in batch:
-            self.ix._write_identity(c)
+            self.ix.identity.write_identity(c)
             self.all_files[c.stat.path] = c.trace_id
         with write_transaction(self.con):
             for c in batch:
