@@ -66,9 +66,11 @@ def turn_trace_id(note_id: str, n: int) -> str:
 
 def turn_rows(note: rec.TraceRow) -> list[rec.TraceRow]:
     """The turn traces of an indexed note (none unless it holds a transcript)."""
+    if note.kind != "note":
+        return []  # before the import: a memory's write (``memvault add``) need not load the recall modules
     from memvault.store.retrieval.turns import has_turns, note_turns
 
-    if note.kind != "note" or not has_turns(note.content):
+    if not has_turns(note.content):
         return []
     note_time = note.metadata.get("event_time") if isinstance(note.metadata, dict) else None
     out: list[rec.TraceRow] = []
