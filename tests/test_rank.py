@@ -10,15 +10,17 @@ import pytest
 
 from memvault.store.embedding.vectors import VectorMatrix
 from memvault.store.retrieval import rank as R
+from memvault.store.retrieval.candidate import Candidate
+from memvault.store.retrieval.graph import GRAPH_DAMPING, add_graph
 
 NOW = datetime(2026, 11, 22, tzinfo=timezone.utc)
 
 
-def cand(i: int, **kw) -> R.Candidate:
+def cand(i: int, **kw) -> Candidate:
     base = dict(rowid=i, id=f"t{i}", title=f"T{i}", type="note", kind="note", path=f"{i}.md", status="active",
                 tags=[], strength=None, stamp="")
     base.update(kw)
-    return R.Candidate(**base)
+    return Candidate(**base)
 
 
 @pytest.mark.parametrize(
@@ -92,8 +94,8 @@ def test_graph_neighbour_rises_towards_its_seed_never_past_it() -> None:
                 return [("t1", "t2")]
             return []
     mx = matrix([[1, 0], [0, 1]])
-    R._add_graph(FakeCon(), kept, mx, np.zeros(2, dtype=np.float32), R.Filters(), 0.2)  # type: ignore[arg-type]
-    assert neighbour.graph == pytest.approx(R.GRAPH_DAMPING * (0.09 - 0.03))
+    add_graph(FakeCon(), kept, mx, np.zeros(2, dtype=np.float32), R.Filters(), 0.2)  # type: ignore[arg-type]
+    assert neighbour.graph == pytest.approx(GRAPH_DAMPING * (0.09 - 0.03))
     assert neighbour.fused + neighbour.graph < seed.fused + seed.graph
 
 

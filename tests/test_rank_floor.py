@@ -12,16 +12,17 @@ from helpers import write
 from memvault.store.memory_store import MemoryStore
 from memvault.store.queries import SearchQuery
 from memvault.store.retrieval import rank as R
+from memvault.store.retrieval.candidate import Candidate
 from memvault.store.retrieval.retriever import Retriever
 
 FLOOR = R.MIN_SIMILARITY
 
 
-def cand(**kw) -> R.Candidate:
+def cand(**kw) -> Candidate:
     base = dict(rowid=1, id="t1", title="T", type="note", kind="note", path="t.md", status="active", tags=[],
                 strength=None, stamp="")
     base.update(kw)
-    return R.Candidate(**base)
+    return Candidate(**base)
 
 
 def test_similarity_over_the_floor_passes_whatever_the_words() -> None:

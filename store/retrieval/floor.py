@@ -26,7 +26,8 @@ import apsw
 from memvault.store.retrieval.keyword import common_words, placeholders, quoted, trace_count_estimate
 
 if TYPE_CHECKING:
-    from memvault.store.retrieval.rank import Candidate, KeywordLists
+    from memvault.store.retrieval.candidate import Candidate
+    from memvault.store.retrieval.rank import KeywordLists
 
 #: The relevance floor (cosine similarity), calibrated on the labelled set:
 #: at 0.30 every unrelated query returns nothing and 34/40 paraphrase

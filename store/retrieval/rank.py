@@ -47,6 +47,7 @@ from typing import TYPE_CHECKING, Any
 import apsw
 
 from memvault.store.embedding.vectors import VectorMatrix, chunk_rows
+from memvault.store.retrieval.candidate import Candidate, fetch_candidates
 from memvault.store.retrieval.floor import (  # noqa: F401  (re-exported: the floor's knobs belong to ranking)
     KEYWORD_FLOOR_MARGIN,
     KEYWORD_FLOOR_RANK,
@@ -58,12 +59,12 @@ from memvault.store.retrieval.floor import (  # noqa: F401  (re-exported: the fl
     keyword_relevant,
     matched_words,
 )
+from memvault.store.retrieval.graph import GRAPH_FLOOR_MARGIN, add_graph
 from memvault.store.retrieval.keyword import (
     Filters,
     Hit,
     common_words,
     content_words,
-    filter_sql,
     fts_top,
     natural_match_expressions,
     placeholders,
@@ -74,6 +75,7 @@ from memvault.store.retrieval.keyword import (
     trace_count_estimate,
     with_neighbours,
 )
+from memvault.store.retrieval.similarity import vector_candidates
 from memvault.store.retrieval.when import RECENCY_FLOOR, TIME_MATCH_BOOST, named_periods
 
 if TYPE_CHECKING:  # numpy is imported where vectors are used: keyword recall runs without it
@@ -98,15 +100,6 @@ WEAK_KEYWORD_WEIGHT = 0.25
 VECTOR_WEIGHT = 1.0
 #: How many hits each signal contributes before fusion.
 CANDIDATES = 50
-#: Strongest fused hits whose neighbours the graph signal looks at.
-GRAPH_SEEDS = 5
-#: Share of the gap to its seed's fused score a neighbour closes (so a
-#: neighbour rises towards, never past, the hit that brought it in).
-GRAPH_DAMPING = 0.5
-#: A neighbour's own similarity may be this much below the floor.
-GRAPH_FLOOR_MARGIN = 0.1
-#: Edge kinds the graph signal follows, both ways.
-GRAPH_EDGE_KINDS = ("link", "embed", "property", "related", "derived_from")
 #: Lift of a turn whose speaker the query names: the same as for a named
 #: period (both say which part of the memory the question is about). On
 #: LoCoMo-dev hybrid recall@10 0.645 -> 0.662, on the conversational set dev
@@ -137,89 +130,6 @@ class RankParams:
     evergreen_tags: frozenset[str] = frozenset({"evergreen"})
     candidates: int = CANDIDATES
     recency_floor: float = field(default_factory=lambda: RECENCY_FLOOR)
-
-
-@dataclass
-class Candidate:
-    """One trace under consideration, with every signal it got."""
-
-    rowid: int
-    id: str
-    title: str
-    type: str
-    kind: str
-    path: str | None
-    status: str
-    tags: list[str]
-    strength: float | None
-    stamp: str
-    snippet: str = ""
-    keyword_rank: int | None = None
-    keyword_strong: bool = False
-    #: Weight of its keyword rank in fusion (1 for a strong hit; see :func:`weak_weights`).
-    keyword_weight: float = 1.0
-    bm25: float | None = None
-    words_matched: int | None = None
-    passed: str = ""
-    vector_rank: int | None = None
-    similarity: float | None = None
-    chunk_id: int | None = None
-    graph: float = 0.0
-    fused: float = 0.0
-    recency: float = 1.0
-    strength_factor: float = 1.0
-    score: float = 0.0
-    event_time: str | None = None
-    #: Its place in time: event time, else creation, else last change.
-    happened: str = ""
-    #: Similarity of the best chunk alone, when its conversation neighbours
-    #: made ``similarity`` (the one ranked on) differ.
-    own_similarity: float | None = None
-    #: BM25 the keyword score gained from conversation neighbours.
-    keyword_neighbours: float = 0.0
-    #: Factor for falling in the period the query names (1: none named, or outside).
-    time_match: float = 1.0
-    #: Factor for being said by someone the query names (1: no speaker named, or another).
-    speaker_match: float = 1.0
-
-    def explain(self, mode: str = "hybrid") -> dict[str, Any]:
-        """Every signal, for ``--explain``; ``passed`` names the rule that let
-        the candidate past the relevance floor (:func:`floor_rule`)."""
-        return {
-            "mode": mode,
-            "keyword_rank": self.keyword_rank,
-            "keyword_match": None if self.keyword_rank is None else ("all" if self.keyword_strong else "any"),
-            "keyword_bm25": None if self.bm25 is None else round(self.bm25, 4),
-            "keyword_weight": None if self.keyword_rank is None else round(self.keyword_weight, 4),
-            "vector_rank": self.vector_rank,
-            "vector_similarity": None if self.similarity is None else round(self.similarity, 4),
-            "passed": self.passed,
-            "similarity_alone": None if self.own_similarity is None else round(self.own_similarity, 4),
-            "keyword_neighbours": round(self.keyword_neighbours, 4),
-            "graph": round(self.graph, 6),
-            "fused": round(self.fused, 6),
-            "time_match": round(self.time_match, 4),
-            "speaker_match": round(self.speaker_match, 4),
-            "event_time": self.event_time,
-            "recency": round(self.recency, 4),
-            "strength": round(self.strength_factor, 4),
-        }
-
-
-#: A candidate's time for recency: when it happened, else when it last changed.
-_COLS = (
-    "t.rowid, t.id, t.title, t.type, t.kind, t.path, t.status, t.tags, t.strength, "
-    "coalesce(t.event_time, nullif(t.updated, ''), t.created), t.event_time, t.happened"
-)
-
-
-def _fetch(con: apsw.Connection, where: str, params: Sequence[Any], filters: Filters) -> dict[int, Candidate]:
-    fsql, fparams = filter_sql(filters)
-    out: dict[int, Candidate] = {}
-    for r in con.execute(f"SELECT {_COLS} FROM traces t WHERE {where}{fsql}", [*params, *fparams]):
-        out[r[0]] = Candidate(r[0], r[1], r[2], r[3], r[4], r[5], r[6], r[7].split(" ") if r[7] else [], r[8], r[9] or "",
-                              event_time=r[10], happened=r[11] or "")
-    return out
 
 
 @dataclass
@@ -261,42 +171,6 @@ def keyword_hits(con: apsw.Connection, query: str, filters: Filters, k: int) -> 
     return KeywordLists(strong, weak, strong_expr, weak_expr, content, gains)
 
 
-def _allowed_vector_hits(
-    con: apsw.Connection, matrix: VectorMatrix, sims: np.ndarray, filters: Filters, k: int
-) -> tuple[list[tuple[int, float, int]], dict[int, Candidate]]:
-    """The ``k`` best traces by similarity that pass ``filters``."""
-    want = k
-    while True:
-        best = matrix.best_per_trace(sims, want)
-        if not best:
-            return [], {}
-        rows = _fetch(con, f"t.rowid IN ({placeholders(len(best))})", [b[0] for b in best], filters)
-        kept = [b for b in best if b[0] in rows]
-        if len(kept) >= k or len(best) < want:
-            return kept[:k], rows
-        want *= 4
-
-
-def _best_chunk(
-    matrix: VectorMatrix, query_vector: np.ndarray, rowid: int, context: ContextVectors | None = None
-) -> tuple[float, int, float | None] | None:
-    """The most similar chunk of one trace, exactly (a keyword hit may lie
-    outside what the vector first pass scored): (similarity in context,
-    chunk id, own similarity when neighbours changed it)."""
-    rows = matrix.rows_of_trace(rowid)
-    if rows is None or len(rows) == 0:
-        return None
-    import numpy as np
-
-    if context is not None:
-        own, sims = context.exact(matrix, rows, query_vector)
-    else:
-        own = sims = matrix.exact(rows, query_vector)
-    i = int(np.argmax(sims))
-    alone = float(own[i]) if abs(float(own[i]) - float(sims[i])) > 1e-6 else None
-    return float(sims[i]), int(matrix.chunk_ids[rows[i]]), alone
-
-
 def recency_factor(c: Candidate, params: RankParams, now: datetime) -> float:
     """The candidate's recency factor (:func:`~memvault.store.retrieval.when.recency_factor`)."""
     from memvault.store.retrieval.when import recency_factor as factor
@@ -308,27 +182,6 @@ def strength_factor(strength: float | None) -> float:
     """``0.5 + strength``: 1.0 for the default strength 0.5."""
     s = 0.5 if strength is None else min(1.0, max(0.0, float(strength)))
     return 0.5 + s
-
-
-def graph_neighbours(con: apsw.Connection, ids: Sequence[str]) -> dict[str, set[str]]:
-    """Trace ids one edge away from each of ``ids`` (either direction)."""
-    out: dict[str, set[str]] = {i: set() for i in ids}
-    if not ids:
-        return out
-    kinds = list(GRAPH_EDGE_KINDS)
-    m, km = placeholders(len(ids)), placeholders(len(kinds))
-    for src, dst in con.execute(
-        f"SELECT source_id, target_id FROM edges WHERE source_id IN ({m}) AND target_id IS NOT NULL AND kind IN ({km})",
-        [*ids, *kinds],
-    ):
-        out[src].add(dst)
-    for src, dst in con.execute(
-        f"SELECT source_id, target_id FROM edges WHERE target_id IN ({m}) AND kind IN ({km})", [*ids, *kinds]
-    ):
-        out[dst].add(src)
-    for i in ids:
-        out[i].discard(i)
-    return out
 
 
 def word_rows(con: apsw.Connection, words: Sequence[str]) -> dict[str, set[int]]:
@@ -413,7 +266,7 @@ def _keyword_candidates(con: apsw.Connection, kw: KeywordLists, filters: Filters
     if not ranked:
         return {}
     rank_of = {rowid: (n, bm25) for n, (rowid, bm25) in enumerate(ranked, 1)}
-    fetched = _fetch(con, f"t.rowid IN ({placeholders(len(rank_of))})", list(rank_of), filters)
+    fetched = fetch_candidates(con, f"t.rowid IN ({placeholders(len(rank_of))})", list(rank_of), filters)
     for c in fetched.values():
         n, c.bm25 = rank_of[c.rowid]
         c.keyword_rank, c.keyword_strong = n, n <= len(kw.strong)
@@ -492,7 +345,7 @@ def rank(
             if c.keyword_rank is not None and not c.keyword_strong:
                 c.keyword_weight = weights.get(c.rowid, WEAK_KEYWORD_WEIGHT)
     if vectors is not None:
-        _vector_candidates(con, cands, vectors[0], vectors[1], vectors[3], vectors[2], filters, k, context)
+        vector_candidates(con, cands, vectors[0], vectors[1], vectors[3], vectors[2], filters, k, context)
 
     floor = params.min_similarity
     passed = apply_floor(con, cands, kw, floor)
@@ -506,7 +359,7 @@ def rank(
         c.fused = _rrf(c)
 
     if mode == "hybrid" and vectors is not None:
-        _add_graph(con, kept, vectors[0], vectors[1], filters, floor - GRAPH_FLOOR_MARGIN, context)
+        add_graph(con, kept, vectors[0], vectors[1], filters, floor - GRAPH_FLOOR_MARGIN, context)
 
     periods = named_periods(query, now) if mode == "hybrid" else []
     named = named_speakers(con, query, list(kept)) if mode == "hybrid" else set()
@@ -528,27 +381,6 @@ def rank(
     return picked
 
 
-def _vector_candidates(
-    con: apsw.Connection, cands: dict[int, Candidate], matrix: VectorMatrix, query_vector: np.ndarray,
-    sims: np.ndarray, own: np.ndarray, filters: Filters, k: int, context: ContextVectors | None,
-) -> None:
-    """Add the ``k`` most similar traces to ``cands``, and give every
-    candidate its best chunk's similarity (in context, and alone when that differs)."""
-    best, rows = _allowed_vector_hits(con, matrix, sims, filters, k)
-    for n, (rowid, sim, chunk_id) in enumerate(best, 1):
-        c = cands.get(rowid) or rows[rowid]
-        c.vector_rank, c.similarity, c.chunk_id = n, sim, chunk_id
-        row = matrix.row_of_chunk(chunk_id)
-        if row is not None and sims is not own and abs(float(own[row]) - sim) > 1e-6:
-            c.own_similarity = float(own[row])
-        cands[rowid] = c
-    for c in cands.values():
-        if c.similarity is None:  # keyword-only candidates: their own best chunk, exactly
-            found = _best_chunk(matrix, query_vector, c.rowid, context)
-            if found:
-                c.similarity, c.chunk_id, c.own_similarity = found
-
-
 def _rrf(c: Candidate) -> float:
     s = 0.0
     if c.keyword_rank is not None:
@@ -556,40 +388,6 @@ def _rrf(c: Candidate) -> float:
     if c.vector_rank is not None:
         s += VECTOR_WEIGHT / (RRF_K + c.vector_rank)
     return s
-
-
-def _add_graph(
-    con: apsw.Connection,
-    kept: dict[int, Candidate],
-    matrix: VectorMatrix,
-    query_vector: np.ndarray,
-    filters: Filters,
-    neighbour_floor: float,
-    context: ContextVectors | None = None,
-) -> None:
-    seeds = sorted(kept.values(), key=lambda c: (-c.fused, c.id))[:GRAPH_SEEDS]
-    links = graph_neighbours(con, [s.id for s in seeds])
-    seed_score: dict[str, float] = {}
-    for s in seeds:
-        for other in links[s.id]:
-            seed_score[other] = max(seed_score.get(other, 0.0), s.fused)
-    if not seed_score:
-        return
-    by_id = {c.id: c for c in kept.values()}
-    missing = [i for i in seed_score if i not in by_id]
-    if missing:
-        for rowid, c in _fetch(con, f"t.id IN ({placeholders(len(missing))})", missing, filters).items():
-            found = _best_chunk(matrix, query_vector, rowid, context)
-            if found is None or found[0] < neighbour_floor:
-                continue
-            c.similarity, c.chunk_id, c.own_similarity = found
-            c.passed = "graph"
-            kept[rowid] = c
-            by_id[c.id] = c
-    for i, top in seed_score.items():
-        seeded = by_id.get(i)
-        if seeded is not None:
-            seeded.graph = GRAPH_DAMPING * max(0.0, top - seeded.fused)
 
 
 def mmr(ordered: list[Candidate], matrix: VectorMatrix | None, limit: int) -> list[Candidate]:
