@@ -37,12 +37,20 @@ Everything is deterministic string work on the two texts.
 from __future__ import annotations
 
 import difflib
-import os
 import re
 from dataclasses import dataclass
 from functools import lru_cache
 
 from memvault.store.consolidation import lexicon
+from memvault.store.consolidation.spelling import (
+    Token,
+    coded_words,
+    folded_words,
+    glued,
+    same_spelling,
+    spelled_out,
+    token_of,
+)
 from memvault.store.consolidation.text import (
     NEGATIVE_STEMS,
     NEGATORS,
@@ -74,15 +82,6 @@ HEDGES = word_lists()["hedges"]
 UPDATE = word_lists()["update_adverbs"]
 
 
-@dataclass(frozen=True)
-class Token:
-    """One word of a text: as written, folded, and its stem."""
-
-    raw: str
-    folded: str
-    stem: str
-
-
 @lru_cache(maxsize=65536)
 def content_tokens(text: str) -> tuple[Token, ...]:
     """The content words of ``text`` in order: no stop words, negations or
@@ -101,161 +100,6 @@ def content_tokens(text: str) -> tuple[Token, ...]:
             continue  # numbers, dates, "4th", "6am" (compared as values); "e.g."
         out.append(Token(raw, folded, stem(folded)))
     return tuple(out)
-
-
-@lru_cache(maxsize=262144)
-def _spelling(a: str, b: str) -> bool:
-    """Whether two folded words are spellings of one word: a shared prefix
-    of four letters ("teacher" / "teaches", "Hibs" / "Hibernian" share
-    three, so a prefix of three for a short word), or one inside the other
-    ("seasick" / "sick")."""
-    if a == b:
-        return True
-    short, long_ = sorted((a, b), key=len)
-    if len(short) >= 4 and short in long_ and not _known_apart(short, long_):
-        return True
-    n = len(os.path.commonprefix([a, b]))  # letters the two words start with alike
-    if n >= 4 or (n >= 3 and n == len(short.removesuffix("s"))):
-        return True
-    return len(short) >= 5 and _one_edit(a, b)
-
-
-def _known_apart(short: str, long_: str) -> bool:
-    """Whether WordNet knows both words and does not call them synonyms: a
-    compound is then another thing ("mother" / "grandmother", "brother" /
-    "stepbrother"), not another spelling ("sick" / "seasick" are synonyms)."""
-    return bool(lexicon.bases(short) and lexicon.bases(long_)) and not lexicon.synonyms(short, long_)
-
-
-def _one_edit(a: str, b: str) -> bool:
-    """Whether one letter changed, added or dropped turns ``a`` into ``b``
-    ("grayscale" / "greyscale")."""
-    if abs(len(a) - len(b)) > 1:
-        return False
-    i = 0
-    while i < min(len(a), len(b)) and a[i] == b[i]:
-        i += 1
-    return a[i + 1:] == b[i + 1:] or a[i:] == b[i + 1:] or a[i + 1:] == b[i:]
-
-
-#: The longest word read as an abbreviation of one word ("dept", "yr", "TS").
-SHORT_WORD = 5
-#: The longest acronym read from several words (a bound on the search, not a fit).
-ACRONYM = 8
-
-
-@lru_cache(maxsize=65536)
-def _acronym(tok: Token, other_text: str) -> tuple[str, ...] | None:
-    """The folded words of ``other_text`` that ``tok`` abbreviates, or None:
-
-    * an acronym, written with two capitals or more, whose letters (and
-      digits) are read in order from consecutive words, each word giving its
-      first letter and maybe more of its letters, a word of the closed
-      classes inside the span maybe none ("PR": pull request, "NC500": North
-      Coast 500, "BSc": Bachelor of Science, "TS": TypeScript);
-    * a short word (at most :data:`SHORT_WORD` letters) that is no word of
-      WordNet, or a synonym there, whose letters are read in order from one
-      longer word with the same first letter ("dept": department, "yr": year);
-      two names are two names ("Jo" / "John") unless WordNet joins them;
-    * a numeronym: a letter, the count of letters left out, the last letter
-      ("i18n": internationalization).
-    """
-    raw = tok.raw.removesuffix("s") if len(tok.raw) > 2 and tok.raw[:-1].isupper() else tok.raw  # plural: "PRs"
-    short = raw.casefold()
-    if len(short) < 2 or not short.isalnum():
-        return None
-    ws = _folded_words(other_text)
-    m = re.fullmatch(r"([a-z])(\d+)([a-z])", short)
-    if m:
-        n = int(m.group(2))
-        found = tuple(w for w in ws if len(w) == n + 2 and w[0] == m.group(1) and w[-1] == m.group(3))
-        return found[:1] or None
-    capitals = raw[:1].isupper() and sum(c.isupper() for c in raw) >= 2 and len(short) <= ACRONYM
-    if capitals:
-        for i in range(len(ws)):  # the longest span first: "TSA" is Transportation Security Administration, not "transportation" alone
-            if ws[i][:1] != short[0]:
-                continue
-            for j in range(min(len(ws), i + 2 * len(short)), i, -1):
-                span = ws[i:j]
-                if span[0] in STOP_WORDS or span[-1] in STOP_WORDS or short in span:
-                    continue
-                if _reads(short, tuple(span)):
-                    return tuple(w for w in span if w not in STOP_WORDS and not w.isdigit())
-    if short.isalpha() and len(short) <= SHORT_WORD and short not in STOP_WORDS:
-        for w, written in _by_initial(other_text).get(short[0], ()):
-            if len(w) > len(short) and w.isalpha() and _reads(short, (w,)) and (
-                    lexicon.synonyms(short, w) or not (lexicon.bases(short) or (raw.istitle() and written.istitle()))):
-                return (w,)  # two names are two names ("Jo" / "John"), unless WordNet joins them ("Yr" / "Year")
-    return None
-
-
-@lru_cache(maxsize=65536)
-def _by_initial(text: str) -> dict[str, tuple[tuple[str, str], ...]]:
-    """The words of ``text`` (folded, as written) by their first letter."""
-    out: dict[str, list[tuple[str, str]]] = {}
-    for w, written in zip(_folded_words(text), words(text)):
-        if w:
-            out.setdefault(w[0], []).append((w, written))
-    return {k: tuple(v) for k, v in out.items()}
-
-
-@lru_cache(maxsize=65536)
-def _reads(short: str, span: tuple[str, ...]) -> bool:
-    """Whether ``short`` is read from the words of ``span`` in order (see
-    :func:`_acronym`): each word gives its first letter and maybe more of its
-    letters in order, a number its digits, a closed-class word inside the
-    span maybe nothing; every letter of ``short`` is used."""
-
-    def read(i: int, k: int) -> bool:
-        if k == len(span):
-            return i == len(short)
-        w = span[k]
-        if 0 < k < len(span) - 1 and w in STOP_WORDS and read(i, k + 1):
-            return True
-        if w.isdigit():
-            return short.startswith(w, i) and read(i + len(w), k + 1)
-        if i >= len(short) or short[i] != w[0]:
-            return False
-        j, pos = i + 1, 1  # short[i:j] read from w so far, the next letter of w to look at
-        while True:
-            if read(j, k + 1):
-                return True
-            if j >= len(short):
-                return False
-            pos = w.find(short[j], pos) + 1
-            if pos == 0:
-                return False
-            j += 1
-
-    return read(0, 0)
-
-
-@lru_cache(maxsize=65536)
-def _coded(text: str) -> tuple[str, ...]:
-    """The words of ``text`` made of letters and digits ("i18n", "NC500", "2TB")."""
-    return tuple(w for w in words(text) if any(c.isdigit() for c in w) and not w.isdigit())
-
-
-@lru_cache(maxsize=65536)
-def _folded_words(text: str) -> tuple[str, ...]:
-    """Every word of ``text``, folded, in order."""
-    return tuple(fold(w) for w in words(text))
-
-
-def _glued(word: str, other_text: str) -> bool:
-    """Whether a folded word is written glued on the other side: two of its
-    neighbouring words joined ("email" / "e-mail"), or the letters stuck to a
-    number ("TB" / "2TB")."""
-    return word in _glue(other_text)
-
-
-@lru_cache(maxsize=65536)
-def _glue(text: str) -> frozenset[str]:
-    """What :func:`_glued` finds in a text: each two neighbouring words
-    joined, and the letters of a word that starts with digits."""
-    ws = _folded_words(text)
-    joined = {a + b for a, b in zip(ws, ws[1:])}
-    return frozenset(joined | {w.strip("0123456789") for w in ws if w[:1].isdigit() and not w.isdigit()})
 
 
 @lru_cache(maxsize=65536)
@@ -345,19 +189,19 @@ def difference(text_a: str, text_b: str, fa: Features, fb: Features) -> Differen
     for side, mine, other, other_text in (("a", da, db, text_b), ("b", db, da, text_a)):
         theirs = "b" if side == "a" else "a"
         for i, t in enumerate(mine):
-            spelled = _acronym(t, other_text)
+            spelled = spelled_out(t, other_text)
             if spelled is not None:
                 gone.add((side, i))
                 gone.update((theirs, j) for j, o in enumerate(other) if o.folded in spelled)
-            elif _glued(t.folded, other_text):
+            elif glued(t.folded, other_text):
                 gone.add((side, i))
                 gone.update((theirs, j) for j, o in enumerate(other) if o.folded in t.folded)  # "wi", "fi"
-        for raw in _coded(text_a if side == "a" else text_b):  # a value, not a content word: "i18n", "NC500"
-            spelled = _acronym(_token(raw), other_text) or ()
+        for raw in coded_words(text_a if side == "a" else text_b):  # a value, not a content word: "i18n", "NC500"
+            spelled = spelled_out(token_of(raw), other_text) or ()
             gone.update((theirs, j) for j, o in enumerate(other) if o.folded in spelled)
     for i, x in enumerate(da):
         for j, y in enumerate(db):
-            if _spelling(x.folded, y.folded) or _spelling(x.stem, y.stem) or same_person(x.folded, y.folded):
+            if same_spelling(x.folded, y.folded) or same_spelling(x.stem, y.stem) or same_person(x.folded, y.folded):
                 gone.update((("a", i), ("b", j)))
     both_negative = fa.negative and fb.negative
     opposite = opposite_word(text_a, text_b, fa, fb)
@@ -507,7 +351,7 @@ def _alternatives(x: str, y: str) -> bool:
 @lru_cache(maxsize=65536)
 def _owned(text: str) -> frozenset[str]:
     """The stems of the words right after a possessive determiner ("her daughter")."""
-    ws = _folded_words(text)
+    ws = folded_words(text)
     return frozenset(stem(w) for previous, w in zip(ws, ws[1:]) if previous in word_lists()["possessives"])
 
 
@@ -527,52 +371,6 @@ def _about_someone_else(text: str, stems: tuple[str, ...]) -> bool:
     tokens = content_tokens(text)
     return any((k == 0 and lexicon.person(t.folded)) or t.stem in owned
                for k, t in enumerate(tokens) if t.stem in stems)
-
-
-def abbreviations(text: str, other_text: str) -> set[str]:
-    """Folded words of ``text`` that are no name of their own against
-    ``other_text``: an acronym or short form it spells out ("PR" / "pull
-    request", "NC500" / "North Coast 500", "TS" / "TypeScript":
-    :func:`_acronym`), a word such a form of the other text spells, a word
-    the other text writes glued ("e-mail" / "email", "TB" / "2TB"), one
-    capital letter (a unit: "30°C"), or a name the other text writes as its
-    capital initial ("Celsius" / "4°C")."""
-    return _abbreviations(text, other_text)
-
-
-@lru_cache(maxsize=65536)
-def _abbreviations(text: str, other_text: str) -> set[str]:
-    out = set()
-    mine = _folded_words(text)
-    for raw, folded in zip(words(text), mine):
-        if len(raw) == 1 and raw.isupper():
-            out.add(folded)
-        elif _short_form(raw) and (_acronym(_token(raw), other_text) or _glued(folded, other_text)):
-            out.add(folded)
-    other_words = set(_folded_words(other_text))
-    for x, y in zip(mine, mine[1:]):  # written as two words here, one there: "e-mail" / "email"
-        if x + y in other_words:
-            out.update((x, y))
-    capitals = {f for r, f in zip(words(text), mine) if r[:1].isupper()}
-    for raw, folded in zip(words(other_text), _folded_words(other_text)):
-        if len(raw) == 1 and raw.isupper():  # a unit or an initial: "4°C" / "Celsius"
-            out.update(w for w in capitals if w[:1] == folded)
-        elif _short_form(raw):
-            out.update(_acronym(_token(raw), text) or ())
-            if _glued(folded, text):
-                out.update(w for w in mine if folded.startswith(w) or folded.endswith(w) or folded in w)
-    return out
-
-
-def _short_form(raw: str) -> bool:
-    """Whether a word as written may be a short form that is no name of its
-    own: it has a capital ("PR", "BSc", "TS") or a digit ("i18n", "2TB")."""
-    return not (raw.islower() and raw.isalpha())
-
-
-def _token(raw: str) -> Token:
-    folded = fold(raw)
-    return Token(raw, folded, stem(folded))
 
 
 #: How far below (or above) the configured threshold each kind of pair may

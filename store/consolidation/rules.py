@@ -52,7 +52,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from datetime import datetime
 
-from memvault.store.consolidation import paraphrase, slots
+from memvault.store.consolidation import paraphrase, slots, spelling
 from memvault.store.consolidation.text import (
     LIGHT_STEMS,
     TEMPORAL_STEMS,
@@ -159,9 +159,9 @@ def apart(a: Memo, b: Memo, book: NameBook) -> str | None:
     ua = unmatched(book.names(fa), fb.folded)
     ub = unmatched(book.names(fb), fa.folded)
     if ua:  # the rare case, so the costlier look at acronyms only here
-        ua -= paraphrase.abbreviations(a.text, b.text)
+        ua -= spelling.abbreviations(a.text, b.text)
     if ub:
-        ub -= paraphrase.abbreviations(b.text, a.text)
+        ub -= spelling.abbreviations(b.text, a.text)
     if ua or ub:
         return "different names"
     if a.type == "episodic":
@@ -180,7 +180,7 @@ def _spelled_out(a: Memo, b: Memo) -> bool:
         values = set(m.f.values)
         if not m.f.idents:
             return values
-        for w in paraphrase.abbreviations(m.text, other.text):
+        for w in spelling.abbreviations(m.text, other.text):
             if f"i:{w}" in values:
                 values.discard(f"i:{w}")
                 digits = "".join(c for c in w if c.isdigit()).lstrip("0") or "0"
@@ -280,7 +280,7 @@ def _by_words(a: Memo, b: Memo, book: NameBook) -> tuple[str, str] | None:
         return None  # two spellings of one name ("Hibs" / "Hibernian")
     if fa.first in names[0] or fb.first in names[1]:
         return None  # whose claim it is differs ("Miso's vet" / "Pico's vet")
-    short = {stem(w) for w in paraphrase.abbreviations(a.text, b.text) | paraphrase.abbreviations(b.text, a.text)}
+    short = {stem(w) for w in spelling.abbreviations(a.text, b.text) | spelling.abbreviations(b.text, a.text)}
     if (ra | rb) & short:
         return None  # one spells out the other: "NYC" / "New York City"
     if not (slots.one_value_words(a.text) & ra and slots.one_value_words(b.text) & rb):

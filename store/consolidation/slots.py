@@ -32,7 +32,7 @@ from collections import Counter
 from dataclasses import dataclass
 from functools import lru_cache
 
-from memvault.store.consolidation import lexicon, paraphrase
+from memvault.store.consolidation import lexicon, paraphrase, spelling
 from memvault.store.consolidation.text import (
     CHANGE_STEMS,
     MONTHS,
@@ -222,8 +222,8 @@ def one_value_words(text: str) -> frozenset[str]:
 
 def _abbreviated(text_a: str, text_b: str, ra: tuple[Tok, ...], rb: tuple[Tok, ...]) -> bool:
     """Whether a word of one slot is an acronym the other text spells out."""
-    short_a = paraphrase.abbreviations(text_a, text_b)
-    short_b = paraphrase.abbreviations(text_b, text_a)
+    short_a = spelling.abbreviations(text_a, text_b)
+    short_b = spelling.abbreviations(text_b, text_a)
     return any(fold(t.raw) in short_a for t in ra) or any(fold(t.raw) in short_b for t in rb)
 
 
