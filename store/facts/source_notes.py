@@ -40,8 +40,8 @@ from memvault.vault_io.sources import (
 )
 
 if TYPE_CHECKING:
+    from memvault.store.api_sync import SyncReport
     from memvault.store.context import StoreContext
-    from memvault.store.memory_store import SyncReport
 
 #: Reconciles these vault paths now, with everything a sync does after it
 #: (the facade's ``sync_paths``).

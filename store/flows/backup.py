@@ -49,7 +49,7 @@ from memvault.vault_io.atomic import fsync_dir
 from memvault.vault_io.errors import MemvaultError, UsageError
 
 if TYPE_CHECKING:
-    from memvault.store.memory_store import SyncReport
+    from memvault.store.api_sync import SyncReport
 
 FORMAT = "memvault-backup"
 VERSION = 1

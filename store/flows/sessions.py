@@ -59,7 +59,7 @@ from memvault.vault_io.session_note import (
 )
 
 if TYPE_CHECKING:
-    from memvault.store.memory_store import SyncReport
+    from memvault.store.api_sync import SyncReport
 
 #: The store's whole-vault sync (what a flow calls to index the vault first).
 Sync = Callable[[], "SyncReport"]
