@@ -302,26 +302,15 @@ def assemble(
     ``always_identity`` (``recall.identity = always``: a session start) the
     identity memories make a block of their own when nothing is relevant.
     """
-    rel: list[RecallItem] = []
-    said: set[str] = set()
-    for item in relevant:  # a trace (or passage), or one statement, listed twice is shown once, at its best rank
-        if all(item.key != r.key for r in rel) and (not item.said or item.said not in said):
-            rel.append(item)
-            said.add(item.said)
+    rel = _distinct(relevant)
     if not rel and always_identity and identity and budget > 0:
         return _identity_only(identity, budget)
     if not rel or budget <= 0:
         return "", []
-    header = block_tokens(HEADER)
-    room = budget - header  # lines join with newlines, which add no tokens
+    room = budget - block_tokens(HEADER)  # lines join with newlines, which add no tokens
     # 1. The best relevant item that fits at all, cut down if need be: it is
     # what makes the block worth having, so it is placed before identity.
-    anchor: RecallItem | None = None
-    for item in sorted(rel, key=lambda i: i.beside):  # stable: the best item not merely beside another
-        line = fit_line(item, min(item.max_tokens, room))
-        if line is not None:
-            anchor, item.text, item.tokens = item, line, _tokens(line)
-            break
+    anchor = _anchor(rel, room)
     if anchor is None:
         return "", []
     room -= anchor.tokens
@@ -329,26 +318,70 @@ def assemble(
     if joinable(anchor) and anchor.text == whole_line(anchor):
         exchanges.start(anchor)
     # 2. Identity: first in the block, but only a share of what is left.
-    id_ids = {i.id for i in identity}
-    id_room = int(room * IDENTITY_SHARE)
-    shown_identity: list[RecallItem] = []
     seen = {anchor.key, anchor.said}
+    shown_identity, room = _place_identity(identity, anchor, room, seen)
+    # 3. The other relevant items, best first, in what remains.
+    shown_relevant = _place_relevant(rel, anchor, {i.id for i in identity}, room, seen, exchanges)
+    lines = exchanges.lines(_block_order(identity, shown_identity, shown_relevant))
+    return _within_budget(lines, anchor, budget)
+
+
+def _distinct(relevant: Sequence[RecallItem]) -> list[RecallItem]:
+    """``relevant`` with a trace (or passage), or one statement, listed twice
+    kept once, at its best rank."""
+    rel: list[RecallItem] = []
+    said: set[str] = set()
+    for item in relevant:
+        if all(item.key != r.key for r in rel) and (not item.said or item.said not in said):
+            rel.append(item)
+            said.add(item.said)
+    return rel
+
+
+def _anchor(rel: Sequence[RecallItem], room: int) -> RecallItem | None:
+    """The best relevant item that fits ``room`` at all, cut down if need be
+    (its text and tokens set); None when none does."""
+    for item in sorted(rel, key=lambda i: i.beside):  # stable: the best item not merely beside another
+        line = fit_line(item, min(item.max_tokens, room))
+        if line is not None:
+            item.text, item.tokens = line, _tokens(line)
+            return item
+    return None
+
+
+def _place_identity(
+    identity: Sequence[RecallItem], anchor: RecallItem, room: int, seen: set[str]
+) -> tuple[list[RecallItem], int]:
+    """The identity items shown (the anchor among them when it is one), in
+    :data:`IDENTITY_SHARE` of ``room``; and the room left. Adds what they
+    show to ``seen``."""
+    id_room = int(room * IDENTITY_SHARE)
+    shown: list[RecallItem] = []
     for item in identity:
         if item.id == anchor.id:
-            shown_identity.append(anchor)
+            shown.append(anchor)
             continue
         if item.key in seen or (item.said and item.said in seen) or not _place(item, id_room):
             continue
         id_room -= item.tokens
         room -= item.tokens
-        shown_identity.append(item)
+        shown.append(item)
         seen.update((item.key, item.said))
-    # 3. The other relevant items, best first, in what remains.
-    shown_relevant: list[RecallItem] = []
+    return shown, room
+
+
+def _place_relevant(
+    rel: Sequence[RecallItem], anchor: RecallItem, id_ids: set[str], room: int, seen: set[str],
+    exchanges: Exchanges,
+) -> list[RecallItem]:
+    """The relevant items shown, best first, in ``room``: whole turns join
+    their exchange's line where they can, the others are cut to fit (or
+    left out). The anchor is among them unless it is an identity item."""
+    shown: list[RecallItem] = []
     for item in rel:
         if item is anchor:
             if anchor.id not in id_ids:
-                shown_relevant.append(anchor)
+                shown.append(anchor)
             continue
         if item.key in seen or (item.said and item.said in seen):
             continue
@@ -362,18 +395,31 @@ def assemble(
                 continue
             added = item.tokens
         room -= added
-        shown_relevant.append(item)
+        shown.append(item)
         seen.update((item.key, item.said))
-    # An identity memory let in on its relevance still reads best among the
-    # identity lines: identity first, in its own order, then the rest.
+    return shown
+
+
+def _block_order(
+    identity: Sequence[RecallItem], shown_identity: list[RecallItem], shown_relevant: list[RecallItem]
+) -> list[RecallItem]:
+    """The items in the block's order. An identity memory let in on its
+    relevance still reads best among the identity lines: identity first, in
+    its own order, then the rest."""
     order = {i.id: n for n, i in enumerate(identity)}
     chosen = sorted(shown_identity + [i for i in shown_relevant if i.id in order], key=lambda i: order[i.id])
     chosen += [i for i in shown_relevant if i.id not in order]
-    lines = exchanges.lines(chosen)
+    return chosen
+
+
+def _within_budget(
+    lines: list[tuple[str, list[RecallItem]]], anchor: RecallItem, budget: int
+) -> tuple[str, list[RecallItem]]:
+    """The block of ``lines`` and its items. Lines tokenize independently
+    (the tokenizer splits on whitespace), so the sum holds; should a
+    tokenizer ever join across lines, shed the least important lines (never
+    the anchor's) rather than break the budget."""
     text = _join([line for line, _ in lines])
-    # Lines tokenize independently (the tokenizer splits on whitespace), so
-    # the sum holds; should a tokenizer ever join across lines, shed the
-    # least important lines (never the anchor's) rather than break the budget.
     while block_tokens(text) > budget and len(lines) > 1:
         lines.remove(next(e for e in reversed(lines) if all(i is not anchor for i in e[1])))
         text = _join([line for line, _ in lines])
