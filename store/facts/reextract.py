@@ -322,68 +322,99 @@ def sync_source_facts(
 
     if any(t.path != note.path for t, _ in by_id.values()):
         sf.repath(con, source_id, note.path)
-    new_facts: list[tuple[rec.TraceRow, sf.FactMeta]] = []
-    new_edges: list[tuple[str, rec.EdgeRow]] = []
-    updates: list[tuple[str, str]] = []
-    strengthen: list[tuple[str, int]] = []
+    pending = _Pending()
     for d in drafts:
         trace, meta = build_fact(d, note, source_id, extractor)
         current = by_id.get(d.id)
         if repeats.get(d.id, 1) > 1:
             trace.metadata["repeats"] = repeats[d.id]
         if d.id in forgotten:
-            _keep_forgotten(con, d, trace, meta, current, forgotten[d.id], new_facts, new_edges, note.path, source_id)
+            _keep_forgotten(con, d, trace, meta, current, forgotten[d.id], pending.facts, pending.edges, note.path, source_id)
             continue
-        strengthen.append((d.id, _new_repeats(con, d.id, repeats.get(d.id, 1), current)))
+        pending.strengthen.append((d.id, _new_repeats(con, d.id, repeats.get(d.id, 1), current)))
         if current is not None and current[0].status == sf.ACTIVE:
-            # Same id, so same text: at most its anchor or type moved.
-            t, m = current
             result.kept += 1
-            if _same(t, trace, m, meta):
-                continue
-            if t.content == trace.content and t.type == trace.type:
-                trace.updated = t.updated  # only the anchor moved: not an update of the fact
-            sf.put_fact(con, trace, meta)
-            if (m.line_start, m.anchor) != (meta.line_start, meta.anchor):
-                _move_edges(con, d)
+            _keep_active(con, d, trace, meta, current)
             continue
-        if current is None:
-            # New to the index: written in bulk below, with its source edge.
-            new_facts.append((trace, meta))
-            new_edges.append((d.id, rec.EdgeRow(
-                kind=sf.DERIVED_FROM, target_name=note.path, target_path=note.path, target_id=source_id,
-                anchor=d.anchor, line=d.line_start,
-            )))
-            new_edges += [(d.id, e) for e in resolver.edges(d, note.path)]
-        else:
-            sf.put_fact(con, trace, meta)
-            sf.reactivate_cleanup(con, d.id)  # a superseded fact whose text is back
-            _move_edges(con, d)
-            rec.replace_edges(con, d.id, resolver.edges(d, note.path), kinds=(sf.LINK,))
+        _write_fact(con, d, trace, meta, current, note.path, source_id, resolver, pending)
         old_id = pairs.get(d.id)
         if old_id:
-            updates.append((d.id, old_id))  # once the new fact exists
+            pending.updates.append((d.id, old_id))  # once the new fact exists
             sf.retire(con, old_id, REASON_CHANGED)
             result.changed += 1
         else:
             result.added += 1
-    sf.insert_facts(con, new_facts)
-    _add_edges(con, new_edges)
-    for new_id, old_id in updates:
-        sf.link_update(con, new_id, old_id)
-    for t, _ in active_old:
-        if t.id not in paired_old:
-            sf.retire(con, t.id, REASON_REMOVED)
-            result.retired += 1
-    for fact_id, times in strengthen:
-        for _ in range(times):
-            bump_seen(con, fact_id)  # said again: stronger, as a recall makes it
+    result.retired += _finish(con, pending, [t for t, _ in active_old if t.id not in paired_old])
     sf.put_source(con, sf.SourceState(
         source_id=source_id, path=note.path, hash=note.hash, marks=" ".join(marks.names),
         extractor=extractor, facts=len(drafts), redacted=extraction.redacted, extracted_at=rec.now_iso(),
     ))
     return result
 
+
+@dataclass
+class _Pending:
+    """What the drafts of one source leave to write once every draft is
+    settled: facts new to the index with their edges (in bulk), the update
+    links of changed facts (once the new fact exists), and how often each
+    fact was said again."""
+
+    facts: list[tuple[rec.TraceRow, sf.FactMeta]] = field(default_factory=list)
+    edges: list[tuple[str, rec.EdgeRow]] = field(default_factory=list)
+    updates: list[tuple[str, str]] = field(default_factory=list)
+    strengthen: list[tuple[str, int]] = field(default_factory=list)
+
+
+def _keep_active(
+    con: apsw.Connection, d: FactDraft, trace: rec.TraceRow, meta: sf.FactMeta,
+    current: tuple[rec.TraceRow, sf.FactMeta],
+) -> None:
+    """An active fact still in its note. Same id, so same text: at most its
+    anchor or type moved."""
+    t, m = current
+    if _same(t, trace, m, meta):
+        return
+    if t.content == trace.content and t.type == trace.type:
+        trace.updated = t.updated  # only the anchor moved: not an update of the fact
+    sf.put_fact(con, trace, meta)
+    if (m.line_start, m.anchor) != (meta.line_start, meta.anchor):
+        _move_edges(con, d)
+
+
+def _write_fact(
+    con: apsw.Connection, d: FactDraft, trace: rec.TraceRow, meta: sf.FactMeta,
+    current: tuple[rec.TraceRow, sf.FactMeta] | None, path: str, source_id: str, resolver: "FactLinks",
+    pending: _Pending,
+) -> None:
+    """A fact new to the index (written in bulk later, with its source edge),
+    or a superseded or retired one whose text is back."""
+    if current is None:
+        pending.facts.append((trace, meta))
+        pending.edges.append((d.id, rec.EdgeRow(
+            kind=sf.DERIVED_FROM, target_name=path, target_path=path, target_id=source_id,
+            anchor=d.anchor, line=d.line_start,
+        )))
+        pending.edges += [(d.id, e) for e in resolver.edges(d, path)]
+    else:
+        sf.put_fact(con, trace, meta)
+        sf.reactivate_cleanup(con, d.id)  # a superseded fact whose text is back
+        _move_edges(con, d)
+        rec.replace_edges(con, d.id, resolver.edges(d, path), kinds=(sf.LINK,))
+
+
+def _finish(con: apsw.Connection, pending: _Pending, unpaired: list[rec.TraceRow]) -> int:
+    """Write what the drafts left pending, retire the active facts no draft
+    says any more (``unpaired``), and count the repeats; how many were retired."""
+    sf.insert_facts(con, pending.facts)
+    _add_edges(con, pending.edges)
+    for new_id, old_id in pending.updates:
+        sf.link_update(con, new_id, old_id)
+    for t in unpaired:
+        sf.retire(con, t.id, REASON_REMOVED)
+    for fact_id, times in pending.strengthen:
+        for _ in range(times):
+            bump_seen(con, fact_id)  # said again: stronger, as a recall makes it
+    return len(unpaired)
 
 def one_per_statement(drafts: Sequence[FactDraft]) -> tuple[list[FactDraft], dict[str, int]]:
     """One fact per statement of a source: the first draft of each statement
