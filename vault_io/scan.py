@@ -169,86 +169,112 @@ def scan_vault(
     over ``max_file_size``, names that are not valid UTF-8 and symlinks that
     lead outside the vault are skipped with a warning naming them.
     """
-    # Long, and kept whole: one walk whose loop shares its state (the folders
-    # seen, symlinks followed, warnings) at every level.
-    rules = vault_rules(root, ignore)
-    result = ScanResult()
-    root_real = real_root(os.fspath(root))
-    root_st = os.stat(root)
-    seen_dirs = {(root_st.st_dev, root_st.st_ino)}
-    stack: list[tuple[str, str]] = [(os.fspath(root), "")]
-    # Folders reached through a symlink are walked only after every real
-    # folder, so a symlink can never claim files under its own name first.
-    linked: list[tuple[str, str]] = []
-    while stack or linked:
-        if stack:
-            abs_dir, rel_dir = stack.pop()
-        else:
-            abs_dir, rel_dir = linked.pop(0)
-            try:
-                st = os.stat(abs_dir)
-            except OSError:
+    return _VaultWalk(root, vault_rules(root, ignore), max_file_size).run()
+
+
+class _VaultWalk:
+    """One walk of a vault (:func:`scan_vault`): the folders seen (by device
+    and inode), the folders still to list, and what was found."""
+
+    def __init__(self, root: Path, rules: IgnoreRules, max_file_size: int) -> None:
+        self.rules = rules
+        self.max_file_size = max_file_size
+        self.result = ScanResult()
+        self.root_real = real_root(os.fspath(root))
+        root_st = os.stat(root)
+        self.seen_dirs = {(root_st.st_dev, root_st.st_ino)}
+        self.stack: list[tuple[str, str]] = [(os.fspath(root), "")]
+        # Folders reached through a symlink are walked only after every real
+        # folder, so a symlink can never claim files under its own name first.
+        self.linked: list[tuple[str, str]] = []
+
+    def run(self) -> ScanResult:
+        """Walk every folder, each one's entries in turn."""
+        while self.stack or self.linked:
+            folder = self._next_folder()
+            if folder is None:
                 continue
-            if (st.st_dev, st.st_ino) in seen_dirs:
-                result.warnings.append(
-                    ScanWarning(rel_dir, "symlink to a folder already in the vault (a loop?); not followed")
-                )
+            entries = self._list(*folder)
+            if entries is None:
                 continue
-            seen_dirs.add((st.st_dev, st.st_ino))
+            for entry in entries:
+                self._visit(entry, folder[1])
+        return self.result
+
+    def _next_folder(self) -> tuple[str, str] | None:
+        """The next folder to list (its path and vault path): the real ones
+        first, then those reached through a symlink. None: a linked folder
+        gone, or already walked (a loop), is skipped."""
+        if self.stack:
+            return self.stack.pop()
+        abs_dir, rel_dir = self.linked.pop(0)
+        try:
+            st = os.stat(abs_dir)
+        except OSError:
+            return None
+        if (st.st_dev, st.st_ino) in self.seen_dirs:
+            self.result.warnings.append(
+                ScanWarning(rel_dir, "symlink to a folder already in the vault (a loop?); not followed")
+            )
+            return None
+        self.seen_dirs.add((st.st_dev, st.st_ino))
+        return abs_dir, rel_dir
+
+    def _list(self, abs_dir: str, rel_dir: str) -> list[os.DirEntry[str]] | None:
+        """The entries of one folder (None: it cannot be listed, and says so)."""
         try:
             with os.scandir(abs_dir) as it:
-                entries = list(it)
+                return list(it)
         except OSError as exc:
-            result.warnings.append(ScanWarning(rel_dir or ".", f"cannot list folder: {exc.strerror}"))
-            result.unlisted.add(rel_dir)
-            continue
-        for entry in entries:
-            name = entry.name
-            if name.startswith("."):
-                if name.endswith(TEMP_SUFFIX):
-                    result.temp_files.append(f"{rel_dir}/{name}" if rel_dir else name)
-                continue
-            rel = f"{rel_dir}/{name}" if rel_dir else name
-            try:
-                rel.encode("utf-8")
-            except UnicodeEncodeError:
-                shown = rel.encode("utf-8", "surrogateescape").decode("utf-8", "replace")
-                result.warnings.append(ScanWarning(shown, "file name is not valid UTF-8; skipped"))
-                result.bad_names.append(shown)
-                continue
-            seen = time.time_ns()
-            try:
-                st = entry.stat()  # follows symlinks
-            except OSError as exc:
-                what = "broken symlink" if entry.is_symlink() else f"cannot stat: {exc.strerror}"
-                result.warnings.append(ScanWarning(rel, f"{what}; skipped"))
-                continue
-            is_dir = stat.S_ISDIR(st.st_mode)
-            if rules and rules.ignored(rel, is_dir=is_dir):
-                continue
-            if entry.is_symlink() and _leaves(root_real, entry.path, rel, result):
-                continue
-            if is_dir:
-                if entry.is_symlink():
-                    linked.append((entry.path, rel))
-                    continue
-                if (st.st_dev, st.st_ino) in seen_dirs:  # a bind mount seen twice
-                    continue
-                seen_dirs.add((st.st_dev, st.st_ino))
-                stack.append((entry.path, rel))
-                continue
-            if not stat.S_ISREG(st.st_mode):
-                continue
-            is_note = name.lower().endswith(NOTE_SUFFIX)
-            if is_note and st.st_size > max_file_size:
-                result.warnings.append(
-                    ScanWarning(rel, f"larger than the {_human_size(max_file_size)} limit ({_human_size(st.st_size)}); skipped")
-                )
-                result.skipped.add(rel)
-                continue
-            result.files[rel] = FileStat(rel, st.st_mtime_ns, st.st_size, is_note, st.st_ctime_ns, st.st_ino, seen)
-    return result
+            self.result.warnings.append(ScanWarning(rel_dir or ".", f"cannot list folder: {exc.strerror}"))
+            self.result.unlisted.add(rel_dir)
+            return None
 
+    def _visit(self, entry: os.DirEntry[str], rel_dir: str) -> None:
+        """One entry of a folder: a file found, a folder to walk, or skipped."""
+        result = self.result
+        name = entry.name
+        if name.startswith("."):
+            if name.endswith(TEMP_SUFFIX):
+                result.temp_files.append(f"{rel_dir}/{name}" if rel_dir else name)
+            return
+        rel = f"{rel_dir}/{name}" if rel_dir else name
+        try:
+            rel.encode("utf-8")
+        except UnicodeEncodeError:
+            shown = rel.encode("utf-8", "surrogateescape").decode("utf-8", "replace")
+            result.warnings.append(ScanWarning(shown, "file name is not valid UTF-8; skipped"))
+            result.bad_names.append(shown)
+            return
+        seen = time.time_ns()
+        try:
+            st = entry.stat()  # follows symlinks
+        except OSError as exc:
+            what = "broken symlink" if entry.is_symlink() else f"cannot stat: {exc.strerror}"
+            result.warnings.append(ScanWarning(rel, f"{what}; skipped"))
+            return
+        is_dir = stat.S_ISDIR(st.st_mode)
+        if self.rules and self.rules.ignored(rel, is_dir=is_dir):
+            return
+        if entry.is_symlink() and _leaves(self.root_real, entry.path, rel, result):
+            return
+        if is_dir:
+            if entry.is_symlink():
+                self.linked.append((entry.path, rel))
+            elif (st.st_dev, st.st_ino) not in self.seen_dirs:  # else a bind mount seen twice
+                self.seen_dirs.add((st.st_dev, st.st_ino))
+                self.stack.append((entry.path, rel))
+            return
+        if not stat.S_ISREG(st.st_mode):
+            return
+        is_note = name.lower().endswith(NOTE_SUFFIX)
+        if is_note and st.st_size > self.max_file_size:
+            result.warnings.append(
+                ScanWarning(rel, f"larger than the {_human_size(self.max_file_size)} limit ({_human_size(st.st_size)}); skipped")
+            )
+            result.skipped.add(rel)
+            return
+        result.files[rel] = FileStat(rel, st.st_mtime_ns, st.st_size, is_note, st.st_ctime_ns, st.st_ino, seen)
 
 def _leaves(root_real: str, abs_path: str, rel: str, result: ScanResult) -> bool:
     """Whether the symlink at ``abs_path`` leads outside the vault; if so it
