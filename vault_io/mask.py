@@ -116,87 +116,121 @@ def _mask_blocks(lines: list[str]) -> tuple[set[int], set[int]]:
     """Blank code blocks and HTML blocks in ``lines`` (in place).
 
     Returns the indexes of the blanked lines, and those of them that are
-    HTML.  One pass, one state machine: a fenced block, an indented code
-    block, or an HTML block may be open.
+    HTML.  One pass, one state machine (:class:`_BlockMasker`): a fenced
+    block, an indented code block, or an HTML block may be open.
     """
-    code: set[int] = set()
-    html: set[int] = set()
-    fence_char = ""
-    fence_len = 0
-    fence_quoted = False  # opened inside a blockquote: ends with the quote
-    html_raw = False  # <script>/<pre>/<style>/<textarea>: ends at closing tag
-    html_block = False  # other HTML blocks: end at a blank line
-    indented = False
-    para = False  # a paragraph is open, so indented lines continue it
-    in_list = False  # indented lines belong to a list item, not to code
-    prev_blank = True
+    masker = _BlockMasker(lines)
+    for i, line in enumerate(lines):
+        masker.step(i, line)
+    return masker.code, masker.html
 
-    def hide(i: int, kind: set[int] | None = None) -> None:
-        lines[i] = " " * len(lines[i])
-        code.add(i)
+
+class _BlockMasker:
+    """The state of :func:`_mask_blocks`' pass: which block is open, and
+    whether a paragraph or a list item is (indented lines continue those)."""
+
+    __slots__ = ("lines", "code", "html", "fence_char", "fence_len", "fence_quoted", "html_raw", "html_block",
+                 "indented", "para", "in_list", "prev_blank")
+
+    def __init__(self, lines: list[str]) -> None:
+        self.lines = lines
+        self.code: set[int] = set()
+        self.html: set[int] = set()
+        self.fence_char = ""
+        self.fence_len = 0
+        self.fence_quoted = False  # opened inside a blockquote: ends with the quote
+        self.html_raw = False  # <script>/<pre>/<style>/<textarea>: ends at closing tag
+        self.html_block = False  # other HTML blocks: end at a blank line
+        self.indented = False
+        self.para = False  # a paragraph is open, so indented lines continue it
+        self.in_list = False  # indented lines belong to a list item, not to code
+        self.prev_blank = True
+
+    def hide(self, i: int, kind: set[int] | None = None) -> None:
+        """Blank line ``i``, counting it as code (and as ``kind``)."""
+        self.lines[i] = " " * len(self.lines[i])
+        self.code.add(i)
         if kind is not None:
             kind.add(i)
 
-    for i, line in enumerate(lines):
-        if fence_char and fence_quoted and not QUOTES_RE.match(line):
-            fence_char = ""  # the blockquote ended, and the fence with it
-        if fence_char:
-            hide(i)
-            if _closes_fence(line, fence_char, fence_len, fence_quoted):
-                fence_char, para = "", False
-            continue
-        if html_raw:
-            hide(i, html)
-            html_raw = not _HTML_RAW_END_RE.search(line)
-            continue
+    def step(self, i: int, line: str) -> None:
+        """Line ``i``: blanked inside (or opening) a block, else tracked."""
+        if self._inside_open(i, line):
+            return
         stripped = line.lstrip(" \t")
         if not stripped:
-            html_block = para = False
-            prev_blank = True
-            continue
-        if html_block:
-            hide(i, html)
-            continue
-
+            self.html_block = self.para = False
+            self.prev_blank = True
+            return
+        if self.html_block:
+            self.hide(i, self.html)
+            return
         indent = 0 if stripped is line else indent_width(line)
-        if indented and indent < 4:
-            indented = False
-        if indented or (indent >= 4 and not para and not in_list):
-            # Indented code: only where no paragraph is open (CommonMark) and
-            # not under a list item, whose indented lines are list content.
-            hide(i)
-            indented = True
-            prev_blank = False
-            continue
-
+        if self._indented_code(i, indent):
+            return
         first = stripped[0]
         quote = QUOTES_RE.match(line) if first == ">" else None
         if quote is not None:
             stripped = line[quote.end() :].lstrip(" \t")
             first = stripped[:1]
+        if self._opens(i, stripped, first, indent, quote is not None):
+            return
+        self._track(stripped, first, indent, quote is not None)
+
+    def _inside_open(self, i: int, line: str) -> bool:
+        """Whether line ``i`` is inside an open fenced or raw HTML block
+        (then blanked, and maybe closing it)."""
+        if self.fence_char and self.fence_quoted and not QUOTES_RE.match(line):
+            self.fence_char = ""  # the blockquote ended, and the fence with it
+        if self.fence_char:
+            self.hide(i)
+            if _closes_fence(line, self.fence_char, self.fence_len, self.fence_quoted):
+                self.fence_char, self.para = "", False
+            return True
+        if self.html_raw:
+            self.hide(i, self.html)
+            self.html_raw = not _HTML_RAW_END_RE.search(line)
+            return True
+        return False
+
+    def _indented_code(self, i: int, indent: int) -> bool:
+        """Whether line ``i`` is indented code (then blanked)."""
+        if self.indented and indent < 4:
+            self.indented = False
+        if self.indented or (indent >= 4 and not self.para and not self.in_list):
+            # Indented code: only where no paragraph is open (CommonMark) and
+            # not under a list item, whose indented lines are list content.
+            self.hide(i)
+            self.indented = True
+            self.prev_blank = False
+            return True
+        return False
+
+    def _opens(self, i: int, stripped: str, first: str, indent: int, quoted: bool) -> bool:
+        """Whether line ``i`` opens a fenced, raw HTML or HTML block (then blanked)."""
         opens = ""  # what this line opens: "fence", "raw" or "html"
-        if (first == "`" or first == "~") and (indent < 4 or in_list):
-            fence_len = _fence_opens(stripped)
-            if fence_len:
-                fence_char, fence_quoted, opens = first, quote is not None, "fence"
-        elif first == "<" and quote is None and indent < 4:
-            opens = _html_block_start(stripped, para)
-            html_raw = opens == "raw"
-            html_block = opens == "html"
+        if (first == "`" or first == "~") and (indent < 4 or self.in_list):
+            self.fence_len = _fence_opens(stripped)
+            if self.fence_len:
+                self.fence_char, self.fence_quoted, opens = first, quoted, "fence"
+        elif first == "<" and not quoted and indent < 4:
+            opens = _html_block_start(stripped, self.para)
+            self.html_raw = opens == "raw"
+            self.html_block = opens == "html"
         if opens:
-            hide(i, None if opens == "fence" else html)
-            para = prev_blank = False
-            continue
+            self.hide(i, None if opens == "fence" else self.html)
+            self.para = self.prev_blank = False
+            return True
+        return False
 
-        # An ordinary line: keep track of paragraphs and lists.
+    def _track(self, stripped: str, first: str, indent: int, quoted: bool) -> None:
+        """An ordinary line: keep track of paragraphs and lists."""
         if first in LIST_MARKER_CHARS and LIST_ITEM_RE.match(stripped):
-            in_list = True
-        elif indent == 0 and (prev_blank or first == "#"):
-            in_list = False
-        para = not (first == "#" and quote is None and ATX_RE.match(stripped))
-        prev_blank = False
-    return code, html
-
+            self.in_list = True
+        elif indent == 0 and (self.prev_blank or first == "#"):
+            self.in_list = False
+        self.para = not (first == "#" and not quoted and ATX_RE.match(stripped))
+        self.prev_blank = False
 
 def _fence_opens(stripped: str) -> int:
     """The length of the fence run that opens a code block on this line
