@@ -18,7 +18,6 @@ them: keyword search imports this module's light half only.
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 import threading
@@ -100,7 +99,11 @@ def _default_sha() -> str:
 
 def text_hash(text: str) -> bytes:
     """The cache key of an embedded text: sha256 of its UTF-8 bytes."""
-    return hashlib.sha256(text.encode("utf-8", "surrogatepass")).digest()
+    # Imported here (a dictionary look-up once loaded): a keyword search
+    # imports this module to name the model, and hashlib takes ~4 ms to load.
+    from hashlib import sha256
+
+    return sha256(text.encode("utf-8", "surrogatepass")).digest()
 
 
 # -- tokenizer ---------------------------------------------------------------
@@ -129,6 +132,8 @@ def count_tokens(texts: Sequence[str], *, special: bool = False) -> list[int]:
 
 
 def _sha256_file(path: Path) -> str:
+    import hashlib
+
     h = hashlib.sha256()
     with open(path, "rb") as fh:
         for block in iter(lambda: fh.read(1 << 20), b""):

@@ -11,7 +11,6 @@ append closes such a line off first so that it stays one bad line, skipped.
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 from pathlib import Path
@@ -96,6 +95,8 @@ def head(path: Path) -> str:
     is the same log, whatever its inode: a file rewritten from the start
     (compacted) reads as a new file, one a sync tool delivered again longer
     is read on from where it was."""
+    import hashlib  # here: every command's end imports this module, and most read no log
+
     with open(path, "rb") as f:
         first = f.read(HEAD_BYTES)
     end = first.find(b"\n")
