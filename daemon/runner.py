@@ -20,8 +20,9 @@ always through the vault's :class:`~memvault.store.memory_store.MemoryStore`:
    full sync rebuilds the index from the vault and the durable state (the
    old connection would go on writing into a file nobody else sees).
 
-The background services (the watcher, the llm fact worker, the query server,
-the embedding worker and the consolidation schedule) run under one
+The background services (the watcher, and those of
+:class:`.background.BackgroundServices`: the llm fact worker, the query
+server, the embedding worker and the consolidation schedule) run under one
 :class:`.services.Supervisor`, which restarts a failed one with backoff and
 reports each one's state. Consolidation runs at a quiet moment: the runner
 tells it how long the vault has been quiet (:meth:`DaemonRunner.quiet_for`)
@@ -43,13 +44,10 @@ from typing import Any
 
 import apsw
 
-from memvault.daemon.consolidate_service import ConsolidateService
+from memvault.daemon.background import START_WAIT, BackgroundServices
 from memvault.daemon.db_files import DatabaseFiles
-from memvault.daemon.embedding_service import EmbeddingService
-from memvault.daemon.llm_worker import LLMFactWorker
 from memvault.daemon.lock import DaemonLock
 from memvault.daemon.notify import Notifier
-from memvault.daemon.serve import QueryServer
 from memvault.daemon.services import Supervisor
 from memvault.daemon.status import iso_now, log_summary, write_state
 from memvault.daemon.watch import OverflowListener, PathQueue, VaultEventHandler, WatchService
@@ -71,8 +69,6 @@ OUTBOX_AGE = 30.0
 BUSY_RETRY = 10.0
 #: Seconds between keep-alives sent from inside a long full sync.
 PROGRESS_INTERVAL = 10.0
-#: Longest wait for the watcher (and the llm worker) to start.
-START_WAIT = 30.0
 
 BatchHook = Callable[[str, set[str], SyncSummary], None]
 
@@ -113,9 +109,6 @@ class DaemonRunner:
         self.notifier = notifier if notifier is not None else Notifier()
         self.on_batch = on_batch
         self.publish_interval = publish_interval
-        # The query server and the embedding worker: a real daemon runs both;
-        # tests of the watch loop alone leave them out.
-        self.background = background
 
         self.queue = PathQueue(self.debounce)
         self.handler = VaultEventHandler(
@@ -127,12 +120,13 @@ class DaemonRunner:
             self.root, self.handler, force_polling=polling, poll_interval=poll_interval, on_watching=self._on_watching
         )
         self.services.add(self.watcher)
-        self._embedder: EmbeddingService | None = None
-        self._server: QueryServer | None = None
-        self._consolidator: ConsolidateService | None = None
+        # The query server, the embedding worker and the consolidation
+        # schedule: a real daemon runs them; tests of the watch loop alone
+        # leave them out (``background``).
+        self.background = BackgroundServices(
+            store, self.services, enabled=background, quiet_for=self.quiet_for, editing=self.editing
+        )
         self._last_activity = time.monotonic()  # the last batch of vault events applied
-        # With extractor = "llm": the model is asked off the hot path.
-        self._llm_worker: LLMFactWorker | None = None
         store.sync_listeners.append(self._synced)
 
         self.lock = DaemonLock(self.root, store.data_dir)
@@ -218,24 +212,10 @@ class DaemonRunner:
                 self.lock.release()
 
     def _start_services(self) -> None:
-        """The llm worker (so that even the first sync defers to it) and the
-        query server start now; the embedding worker after the first sync."""
+        """What the watcher skips (this device's history log), and the
+        background services that start before the first sync."""
         self.handler.history = (self.store.settings.history_folder, self.store.device_id())
-        self._llm_worker = LLMFactWorker.for_store(self.store, on_done=self._llm_done)
-        if self._llm_worker is not None:
-            self.services.add(self._llm_worker)
-            self.services.start_service(self._llm_worker.name)
-            self._llm_worker.accepting.wait(START_WAIT)
-        if self.background:
-            self.store.limit_model_threads()
-            self._embedder = EmbeddingService(self.store)
-            self._server = QueryServer(self.store, on_wake=self._embedder.wake)
-            self.services.add(self._server)
-            self.services.start_service(self._server.name)
-            self.services.add(self._embedder)
-            if self.store.settings.consolidate.interval > 0:
-                self._consolidator = ConsolidateService(self.store, quiet_for=self.quiet_for, editing=self.editing)
-                self.services.add(self._consolidator)
+        self.background.start()
 
     def _serve(self) -> None:
         while not self._stop.is_set():
@@ -258,10 +238,7 @@ class DaemonRunner:
             except _Stopped:
                 return
             if not self.ready.is_set():
-                if self._embedder is not None:
-                    self.services.start_service(self._embedder.name)
-                if self._consolidator is not None:
-                    self.services.start_service(self._consolidator.name)
+                self.background.start_after_first_sync()
                 self.notifier.ready(self._status_line())
                 self.ready.set()
                 log.info("memvault daemon ready: watching %s (%s mode)", self.root, self.mode)
@@ -453,46 +430,31 @@ class DaemonRunner:
         if "state.db was deleted" in what:
             log.error("state.db is gone: what only memvault knew (versions, forgotten memories, strength) is lost "
                       "unless it is restored from a backup (`memvault restore-backup`)")
-        holders = [name for name, s in self.services.status().items()
-                   if name != self.watcher.name and s["state"] not in ("stopped", "not started")]
-        for name in holders:  # each holds connections of its own to the old files
-            self.services.stop_service(name)
+        holders = self.background.stop_holders(keep=self.watcher.name)  # each holds connections to the old files
         self.store.close()
         self.databases.forget()
         self.reopens += 1
         try:
             self._full_sync("sync")
         finally:
-            for name in holders:
-                self.services.start_service(name)
-        worker = self._llm_worker
-        if worker is not None and worker.name in holders:
-            # The sync ran while the worker was stopped: its sources got the
-            # default rules' facts. Queue them for the llm now it takes jobs.
-            worker.accepting.wait(START_WAIT)
-            worker.submit_backlog(upgrade=True)
+            self.background.restart(holders)
+        self.background.after_reopen(holders)
 
     # -- reconciling -------------------------------------------------------------
 
     def _synced(self, kind: str, summary: SyncSummary) -> None:
         """The store finished a sync (a store listener): embed what changed."""
-        if self._embedder is not None and summary.changed:
-            self._embedder.wake()
-
-    def _llm_done(self, source_id: str, outcome: str) -> None:
-        """The llm worker wrote facts (its thread): embed them soon."""
-        if outcome == "written" and self._embedder is not None:
-            self._embedder.wake()
+        if summary.changed:
+            self.background.wake_embedder()
 
     def _full_sync(self, kind: str) -> None:
         """``MemoryStore.sync`` (raises VaultMissingError, _Stopped)."""
         started = time.monotonic()
         summary = self.store.sync(progress=self._progress, stale_after=OUTBOX_AGE).summary
         self.databases.remember()  # the files this sync wrote into
-        if self._llm_worker is not None:
-            # Sources whose llm job was lost (full queue, a stop); at start
-            # also those holding default-extractor facts.
-            self._llm_worker.submit_backlog(upgrade=kind == "sync")
+        # Sources whose llm job was lost (full queue, a stop); at start
+        # also those holding default-extractor facts.
+        self.background.submit_llm_backlog(upgrade=kind == "sync")
         self._last_rescan = iso_now()
         if kind == "rescan":
             self.rescans += 1

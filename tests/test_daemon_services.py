@@ -21,11 +21,11 @@ def search(root: Path, *args: str) -> list[dict]:
 def test_daemon_serves_queries_and_embeds_new_notes(vault: Path) -> None:
     write(vault, "Sourdough.md", "Feed the starter with flour and water every morning before baking bread.\n")
     with running(vault, background=True) as (runner, _):
-        assert runner._server is not None
+        assert runner.background.server is not None
         # a paraphrase with no shared words is found once the note is embedded
         hits = wait_for(lambda: search(vault, "morning baking habits", "--mode", "semantic"), timeout=60)
         assert hits[0]["path"] == "Sourdough.md"
-        assert runner._server.requests >= 1  # answered by the daemon, not in-process
+        assert runner.background.server.requests >= 1  # answered by the daemon, not in-process
         write(vault, "Cycling.md", "Oil the bicycle chain after riding in the rain.\n")
         hits = wait_for(
             lambda: [h for h in search(vault, "bike maintenance", "--mode", "semantic") if h["path"] == "Cycling.md"],

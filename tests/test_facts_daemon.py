@@ -102,7 +102,7 @@ def test_an_edit_keeps_the_facts_until_the_model_answers_and_stale_answers_are_d
         wait_for(lambda: len(llm.requests) == 3, timeout=5)
         third.set()
         wait_for(lambda: {r["text"] for r in fact_rows(vault)} == {OTHER["facts"][0]["text"]}, timeout=5)
-        wait_for(lambda: runner._llm_worker is not None and runner._llm_worker.idle.is_set(), timeout=5)
+        wait_for(lambda: runner.background.llm_worker is not None and runner.background.llm_worker.idle.is_set(), timeout=5)
         # At least the one answer for the replaced version was dropped; a
         # loaded machine may drop one more (a job that found the file already
         # saved again before asking), which is as correct.
@@ -227,7 +227,7 @@ def test_every_indexer_of_the_daemons_vault_defers_to_the_worker(vault: Path, ll
 
     configure(memvault_env, llm.base_url)
     with running(vault) as (runner, _):
-        worker = runner._llm_worker
+        worker = runner.background.llm_worker
         assert worker is not None
         other = runner.store.reconciler  # as vault.memories does on every flush
         (observer,) = [o for o in other.observers if isinstance(o, FactObserver)]
