@@ -23,7 +23,10 @@ def test_every_config_key_has_a_row_with_its_variable_and_meaning() -> None:
 def test_the_set_up_commands_are_the_ones_ci_runs() -> None:
     ci = (ROOT / ".ci" / "run").read_text(encoding="utf-8")
     assert "pip install -e '.[test]'" in README and "pip install -e '.[test]'" in ci
-    assert "\npytest\n" in README and "\npytest\n" in ci
+    # The README's test command, one line of &&-joined steps; .ci/run runs each step on a line of its own.
+    test_line = "ruff check . && python .ci/typecheck.py && pytest"
+    assert f"\n{test_line}\n" in README
+    assert all(f"\n{step}\n" in ci for step in test_line.split(" && "))
 
 
 def test_every_relative_link_of_the_docs_resolves() -> None:
