@@ -47,7 +47,6 @@ from memvault.store.api_change import ChangeAPI
 from memvault.store.api_read import ReadAPI
 from memvault.store.api_sync import SyncAPI, SyncListener, SyncReport
 from memvault.store.context import StoreContext
-from memvault.store.db.connection import connect
 from memvault.store.settings import Settings, load_settings
 from memvault.vault_io.errors import UsageError
 
@@ -145,24 +144,26 @@ class MemoryStore(SyncAPI, ReadAPI, ChangeAPI):
         """The private folder that holds this vault's databases, lock and socket."""
         return location.vault_data_dir(self.root)
 
+    # Where the databases and logs are: the context's answers (see :mod:`.context`).
+
     @property
     def index_path(self) -> Path:
         """The derived index database."""
-        return self.data_dir / location.INDEX_FILE
+        return self.ctx.index_path
 
     @property
     def state_path(self) -> Path:
         """The durable state database."""
-        return self.data_dir / location.STATE_FILE
+        return self.ctx.state_path
 
     @property
     def history_folder(self) -> Path:
         """The vault folder of every device's history log (:mod:`.history`)."""
-        return self.root / self.settings.history_folder
+        return self.ctx.history_folder
 
     def has_index(self) -> bool:
         """Whether this vault has been indexed before."""
-        return self.index_path.exists()
+        return self.ctx.has_index()
 
     @cached_property
     def ctx(self) -> StoreContext:
@@ -200,8 +201,7 @@ class MemoryStore(SyncAPI, ReadAPI, ChangeAPI):
 
     def connect(self) -> apsw.Connection:
         """A new connection for a background thread (each thread its own)."""
-        location.ensure_private_dir(self.data_dir)
-        return connect(self.index_path, state=self.state_path)
+        return self.ctx.connect()
 
     def read_con(self) -> apsw.Connection:
         """The connection for read-only commands; refuses to create an index."""
