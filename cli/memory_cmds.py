@@ -53,8 +53,11 @@ def add(app: AppContext, content: str, type_: str, tags: tuple[str, ...], scope:
     The same text as a live memory (up to case, punctuation and inflection) is
     not added: the existing one is returned (``duplicate_of``) unless
     --allow-duplicate. Live memories it resembles are listed (``similar_to``)."""
-    result = app.store.add(content, type_, tags=tags, scope=scope, links=links, source=source,
-                           allow_duplicate=allow_duplicate)
+    from memvault.daemon.client import add as add_memory  # the running daemon writes it, else this process
+    from memvault.store.queries import NewMemory
+
+    result = add_memory(app.store, NewMemory(content, type_, tags=tags, scope=scope, links=links, source=source,
+                                             allow_duplicate=allow_duplicate))
     if result.action == "duplicate_of" and not as_json:
         click.echo(f"Already remembered as {result.id} -> {result.path} ({result.reason})")
         return

@@ -30,8 +30,9 @@ from memvault.vault_io.errors import MemvaultError
 if TYPE_CHECKING:
     import socket
 
+    from memvault.store.answers import WriteResult
     from memvault.store.memory_store import MemoryStore
-    from memvault.store.queries import ContextQuery, SearchQuery, SessionStartQuery
+    from memvault.store.queries import ContextQuery, NewMemory, SearchQuery, SessionStartQuery
 
     Query = SearchQuery | ContextQuery | SessionStartQuery
 
@@ -105,6 +106,10 @@ def read_line(sock: socket.socket, limit: int) -> bytes | None:
             return None
 
 
+class _NotSent(Exception):
+    """The request never reached a server (no socket, refused, a stale file)."""
+
+
 def ask(
     data_dir: Path,
     op: str,
@@ -115,30 +120,45 @@ def ask(
     timeout: float = REPLY_TIMEOUT,
 ) -> dict[str, Any] | None:
     """The daemon's result for ``op`` with ``args``, or None to answer in-process."""
+    try:
+        reply = _exchange(data_dir, op, args, config, connect_timeout, timeout)
+    except (_NotSent, OSError, ValueError):
+        return None
+    return _result(reply)
+
+
+def _exchange(data_dir: Path, op: str, args: Mapping[str, Any], config: Mapping[str, Any] | None,
+              connect_timeout: float, timeout: float) -> object:
+    """The daemon's reply to one request (any JSON value). Raises
+    :class:`_NotSent` when no server took the request, OSError or ValueError
+    when one took it and no readable reply came."""
     path = socket_path(data_dir)
     if not path.exists():
-        return None
+        raise _NotSent
     import socket  # here: most commands find no socket and never connect
 
     request = {"v": PROTOCOL, "op": op, "args": dict(args)}
     if config is not None:
         request["config"] = config_fingerprint(config)
-    try:
-        with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as sock:
-            sock.settimeout(connect_timeout)
+    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as sock:
+        sock.settimeout(connect_timeout)
+        try:
             with socket_address(path) as addr:
                 sock.connect(addr)
             sock.settimeout(timeout)
+            # A request cut short has no newline: the server reads it as nothing and does nothing.
             sock.sendall(json.dumps(request, ensure_ascii=False).encode("utf-8") + b"\n")
-            line = read_line(sock, MAX_REPLY)
-    except (OSError, ValueError):
-        return None
+        except OSError:
+            raise _NotSent from None
+        line = read_line(sock, MAX_REPLY)
     if not line:
-        return None
-    try:
-        reply = json.loads(line)
-    except ValueError:
-        return None
+        raise ValueError("no reply")
+    return json.loads(line)
+
+
+def _result(reply: object) -> dict[str, Any] | None:
+    """The result of a reply; None when the daemon did not answer (the caller
+    answers in-process); :class:`RemoteError` for a failure with an exit code."""
     if not isinstance(reply, dict):
         return None
     if reply.get("ok") is True and isinstance(reply.get("result"), dict):
@@ -147,6 +167,37 @@ def ask(
     if isinstance(error, dict) and error.get("code") in (1, 2):
         raise RemoteError(str(error.get("message", "")), int(error["code"]))
     return None
+
+
+def add(store: MemoryStore, new: NewMemory) -> WriteResult:
+    """Add the memory ``new`` describes: the running daemon writes it (its
+    write path and model are loaded) when one serves this vault with the same
+    configuration, else ``store.add`` does, here.
+
+    The write is never done twice: it is done here only when the daemon
+    certainly did nothing (no server took the request, or it refused it
+    before writing). When the daemon took it and no readable reply came
+    (it stopped, or took longer than :data:`REPLY_TIMEOUT`), the memory may
+    be written: an error says so instead of writing it again."""
+    from memvault.store.answers import WriteResult
+
+    try:
+        reply = _exchange(store.data_dir, new.OP, new.to_json(), store.settings.values, CONNECT_TIMEOUT,
+                          REPLY_TIMEOUT)
+    except _NotSent:
+        reply = None
+    except (OSError, ValueError) as exc:
+        raise MemvaultError(f"memvault's daemon took the memory but gave no answer ({exc or 'no reply'}): it may "
+                            "be added; see `memvault recent --since 10m` before adding it again") from None
+    result = _result(reply)
+    if result is None:
+        return store.add(new.content, new.type, tags=new.tags, scope=new.scope, links=new.links,
+                         source=new.source, allow_duplicate=new.allow_duplicate)
+    try:
+        return WriteResult.from_dict(result)
+    except ValueError:
+        raise MemvaultError("memvault's daemon added the memory but its answer could not be read; see "
+                            "`memvault recent --since 10m`") from None
 
 
 def answer(store: MemoryStore, q: Query, *, local: Callable[[Any], Any] | None = None) -> Any:

@@ -17,6 +17,14 @@ one at a time.
 The ``ingest`` op (the per-turn hook's) only queues a transcript for the
 server's :class:`~.turn_ingest.TurnIngester` and answers at once; the
 ingester works on a thread of its own while the server runs.
+
+The ``add`` op (``memvault add``'s) writes a memory with the store's own
+``add``, on a store of the server's threads (:meth:`MemoryStore.for_thread`),
+its neighbours embedded by the warm model: a process that finds the daemon
+loads neither the store's write path nor the model. A request refused before
+anything is written comes back as ``_internal`` (the client writes it
+itself); once the write began, any failure comes back with an exit code, so
+the client never writes a second time.
 """
 
 from __future__ import annotations
@@ -35,7 +43,7 @@ from memvault.daemon.client import PROTOCOL, config_fingerprint, read_line, sock
 from memvault.daemon.services import Service
 from memvault.daemon.turn_ingest import STOP_WAIT, TurnIngester
 from memvault.store import location
-from memvault.store.queries import QUERIES, QueryError
+from memvault.store.queries import QUERIES, NewMemory, QueryError
 from memvault.vault_io.errors import MemvaultError
 
 if TYPE_CHECKING:
@@ -50,7 +58,7 @@ MAX_REQUEST = 256 * 1024
 READ_TIMEOUT = 5.0
 #: Connections handled at once; more wait in the listen backlog.
 MAX_CLIENTS = 8
-OPS = ("ping", "search", "context", "wake", "ingest", "session_start", "embed")
+OPS = ("ping", "search", "context", "wake", "ingest", "session_start", "embed", "add")
 #: Most texts one ``embed`` request may carry (an ``add`` asks for its text
 #: and the few memories added since the last embedding pass).
 MAX_EMBED_TEXTS = 64
@@ -83,6 +91,7 @@ class QueryServer(Service):
         self._handlers_lock = threading.Lock()
         self._slots = threading.BoundedSemaphore(MAX_CLIENTS)
         self._retriever: "Retriever | None" = None
+        self._writer: "MemoryStore | None" = None
         self._answer_lock = threading.Lock()
         self._fingerprint = config_fingerprint(store.settings.values)
         self._inode: tuple[int, int] | None = None
@@ -156,6 +165,9 @@ class QueryServer(Service):
                 self._retriever.close()
                 self._retriever.con.close()
                 self._retriever = None
+            if self._writer is not None:
+                self._writer.close()
+                self._writer = None
 
     def _clear_stale(self) -> None:
         if not (self.path.exists() or self.path.is_symlink()):
@@ -251,6 +263,8 @@ class QueryServer(Service):
             return {"ok": False, "fallback": True}
         if req["op"] == "embed":
             return self._embed(req.get("args"))
+        if req["op"] == "add":
+            return self._add(req.get("args"))
         try:
             query = QUERIES[req["op"]].from_json(req.get("args"))
         except (QueryError, TypeError) as exc:  # an option this version does not know: answered in-process
@@ -284,6 +298,46 @@ class QueryServer(Service):
                 log.warning("embed failed: %s", exc)
                 return _internal(str(exc))
         return {"ok": True, "result": {"embedded": done}}
+
+    def _add(self, args: object) -> dict[str, Any]:
+        """Write the memory ``args`` describes (:class:`NewMemory`) as the
+        store's ``add`` does in-process; its result as ``WriteResult.as_dict``."""
+        try:
+            new = NewMemory.from_json(args)
+        except (QueryError, TypeError) as exc:  # nothing written: the client writes it itself
+            return _internal(f"bad arguments: {exc}")
+        with self._answer_lock:
+            self.requests += 1
+            try:
+                result = self._write_store().add(
+                    new.content, new.type, tags=new.tags, scope=new.scope, links=new.links, source=new.source,
+                    allow_duplicate=new.allow_duplicate)
+            except MemvaultError as exc:
+                return {"ok": False, "error": {"code": exc.exit_code, "message": str(exc)}}
+            except Exception as exc:  # perhaps half done: never answered as "write it yourself"
+                log.exception("add failed")
+                return {"ok": False, "error": {"code": 1, "message": f"memvault's daemon failed to add it: {exc}"}}
+        return {"ok": True, "result": result.as_dict()}
+
+    def _write_store(self) -> "MemoryStore":
+        """The store the ``add`` op writes through (callers hold the answer
+        lock): one of the server's threads, whose neighbours' vectors the warm
+        model embeds."""
+        if self._writer is None:
+            writer = self.store.for_thread()
+            writer.index_on_open = False  # the watch loop syncs the vault, not a write
+            writer.vectors_elsewhere = self._embed_here
+            self._writer = writer
+        return self._writer
+
+    def _embed_here(self, texts: list[str]) -> bool:
+        """Put the vectors of ``texts`` into the cache with the warm model
+        (what the ``embed`` op does for another process); False when it cannot."""
+        try:
+            self.store.cache_vectors(texts, self.retriever())
+        except MemvaultError:
+            return False
+        return True
 
     def _queue_turns(self, args: object) -> dict[str, Any]:
         """Queue a transcript for the turn ingester; answered at once (the

@@ -1,5 +1,6 @@
 """The questions the store answers, typed: :class:`SearchQuery`,
-:class:`ContextQuery` and :class:`SessionStartQuery`.
+:class:`ContextQuery` and :class:`SessionStartQuery`; and the one write a
+front end hands the daemon, :class:`NewMemory`.
 
 Each option of ``search``, ``context`` and ``session_start`` is declared
 here once. The CLI, the MCP server and the hooks build a query, the daemon's
@@ -159,6 +160,31 @@ class SessionStartQuery(_Query):
     #: The working directory's project; None: none.
     project: str | None = None
     budget: int | None = None
+
+
+@dataclass(frozen=True)
+class NewMemory(_Query):
+    """A memory to add (:meth:`MemoryStore.add`, whose docstring says what
+    each option does). While a daemon runs, ``memvault add`` has it write the
+    memory (``daemon.client.add``): its modules and model are loaded."""
+
+    OP: ClassVar[str] = "add"
+
+    content: str
+    #: A memory type or an alias of one (``fact``, ``todo``...).
+    type: str = "semantic"
+    tags: tuple[str, ...] = ()
+    scope: str = "user"
+    #: Notes the memory relates to.
+    links: tuple[str, ...] = ()
+    source: str = "manual"
+    allow_duplicate: bool = False
+
+    def __post_init__(self) -> None:
+        # Kept as given (the store checks and cleans them): only made tuples.
+        for name in ("tags", "links"):
+            value = getattr(self, name)
+            object.__setattr__(self, name, (value,) if isinstance(value, str) else tuple(value))
 
 
 #: The query type of each op the daemon answers.

@@ -60,6 +60,7 @@ from dataclasses import replace
 from pathlib import PurePosixPath
 from typing import TYPE_CHECKING
 
+from memvault.store.answers import WriteResult
 from memvault.store.db import records as rec
 from memvault.store.db.connection import write_transaction
 from memvault.store.index.classify import memory_key
@@ -72,7 +73,6 @@ from memvault.store.memories.writer import (
     MemoryOpError,
     MemoryWriteError,
     NoteWriter,
-    WriteResult,
     doc_from_trace,
     flush_outbox,
     render_note,

@@ -12,11 +12,11 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable
-from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path, PurePosixPath
 from typing import TYPE_CHECKING
 
+from memvault.store.answers import WriteResult
 from memvault.store.db import records as rec
 from memvault.store.db.connection import write_transaction
 from memvault.store.memories import rows as mem
@@ -52,43 +52,6 @@ class MemoryWriteError(MemoryOpError):
     The outbox entry is left as it was, so the write is retried by the next
     ``sync``, the daemon, or the next command on the same memory.
     """
-
-
-
-@dataclass
-class WriteResult:
-    """What a store-side change did."""
-
-    id: str
-    action: str  # added | duplicate_of | updated | unchanged | forgotten | restored | reverted | discarded
-    path: str | None = None
-    conflict: str | None = None
-    conflict_path: str | None = None
-    warnings: list[str] = field(default_factory=list)
-    #: The memory's version after the change (None when not looked up).
-    version: int | None = None
-    #: Secrets replaced by ``[redacted]`` in the content given.
-    redacted: int = 0
-    #: For ``duplicate_of``: why the new memory was taken for the existing one.
-    reason: str | None = None
-    #: For ``added``: live memories the new one resembles (``Similar.as_dict`` each), closest first.
-    similar_to: list[dict[str, object]] | None = None
-
-    def as_dict(self) -> dict[str, object]:
-        """JSON-ready form for ``--json`` output."""
-        data: dict[str, object] = {
-            "id": self.id, "action": self.action, "path": self.path,
-            "conflict": self.conflict, "conflict_path": self.conflict_path, "warnings": self.warnings,
-        }
-        if self.version is not None:
-            data["version"] = self.version
-        if self.redacted:
-            data["redacted"] = self.redacted
-        if self.action == "duplicate_of":
-            data.update(duplicate_of=self.id, reason=self.reason)
-        if self.similar_to is not None:
-            data["similar_to"] = self.similar_to
-        return data
 
 
 
