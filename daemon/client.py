@@ -48,6 +48,8 @@ REPLY_TIMEOUT = 30.0
 #: Configuration keys whose values change answers: the daemon answers only
 #: a client whose values match its own.
 ANSWER_KEYS = ("embedding.model", "recall.")
+#: Ops that write: the daemon does them only for a client whose whole configuration is its own.
+WRITE_OPS = ("add",)
 #: ``sun_path`` holds 108 bytes; longer socket paths go through /proc.
 _MAX_SUN_PATH = 100
 
@@ -66,11 +68,17 @@ def socket_path(data_dir: Path) -> Path:
     return data_dir / SOCKET_NAME
 
 
-def config_fingerprint(values: Mapping[str, Any]) -> str:
-    """A digest of the configuration values that shape answers."""
+def config_fingerprint(values: Mapping[str, Any], op: str = "search") -> str:
+    """A digest of the configuration values that shape ``op``'s answer: for
+    a question, :data:`ANSWER_KEYS`; for a write (``add``), every value but
+    the vault's path (which names the same folder in either spelling)."""
     import hashlib  # here: a keyword search never asks the daemon, and hashlib takes milliseconds to load
 
-    picked = {k: v for k, v in sorted(values.items()) if any(k == p or (p.endswith(".") and k.startswith(p)) for p in ANSWER_KEYS)}
+    if op in WRITE_OPS:
+        picked = {k: v for k, v in sorted(values.items()) if k != "vault"}
+    else:
+        picked = {k: v for k, v in sorted(values.items())
+                  if any(k == p or (p.endswith(".") and k.startswith(p)) for p in ANSWER_KEYS)}
     return hashlib.sha256(json.dumps(picked, sort_keys=True, default=str).encode()).hexdigest()[:16]
 
 
@@ -139,7 +147,7 @@ def _exchange(data_dir: Path, op: str, args: Mapping[str, Any], config: Mapping[
 
     request = {"v": PROTOCOL, "op": op, "args": dict(args)}
     if config is not None:
-        request["config"] = config_fingerprint(config)
+        request["config"] = config_fingerprint(config, op)
     with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as sock:
         sock.settimeout(connect_timeout)
         try:

@@ -94,6 +94,7 @@ class QueryServer(Service):
         self._writer: "MemoryStore | None" = None
         self._answer_lock = threading.Lock()
         self._fingerprint = config_fingerprint(store.settings.values)
+        self._write_fingerprint = config_fingerprint(store.settings.values, "add")
         self._inode: tuple[int, int] | None = None
         #: Transcripts announced by the per-turn hook, ingested off the request threads.
         self.turns = TurnIngester(store, on_done=on_wake)
@@ -259,12 +260,14 @@ class QueryServer(Service):
             if self.on_wake is not None:
                 self.on_wake()
             return {"ok": True, "result": {"embedding": self.on_wake is not None}}
+        if req["op"] == "add":
+            if req.get("config") != self._write_fingerprint:  # written by other settings: the client writes it
+                return {"ok": False, "fallback": True}
+            return self._add(req.get("args"))
         if req.get("config") is not None and req["config"] != self._fingerprint:
             return {"ok": False, "fallback": True}
         if req["op"] == "embed":
             return self._embed(req.get("args"))
-        if req["op"] == "add":
-            return self._add(req.get("args"))
         try:
             query = QUERIES[req["op"]].from_json(req.get("args"))
         except (QueryError, TypeError) as exc:  # an option this version does not know: answered in-process

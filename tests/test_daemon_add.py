@@ -74,9 +74,12 @@ def test_a_request_the_daemon_refuses_unread_is_written_here(served: QueryServer
                                                              monkeypatch: pytest.MonkeyPatch) -> None:
     """An older daemon (no add op) or another configuration: nothing was written there."""
     root = served.store.root
-    reply = served.answer(json.dumps({"v": client.PROTOCOL, "op": "add", "args": {"content": 1}}).encode())
-    assert reply.get("ok") is False and "error" not in reply
-    monkeypatch.setattr(client, "config_fingerprint", lambda values: "another configuration")
+    same = client.config_fingerprint(served.store.settings.values, "add")
+    for request in ({"args": {"content": 1}, "config": same}, {"args": {"content": "x"}},
+                    {"args": {"content": "x"}, "config": client.config_fingerprint({"memory_folder": "Elsewhere"}, "add")}):
+        reply = served.answer(json.dumps({"v": client.PROTOCOL, "op": "add", **request}).encode())
+        assert reply.get("ok") is False and "error" not in reply, request  # refused unread
+    monkeypatch.setattr(client, "config_fingerprint", lambda values, op="search": "another configuration")
     before, notes = served.requests, memory_notes(root)
     code, out, _ = add(root, "Keeps spare keys with the neighbour.", "--json")
     assert code == 0, out
