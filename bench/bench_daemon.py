@@ -130,7 +130,7 @@ def seed_vectors(store: Any) -> int:
     from memvault.store.embedding.model import resolve_model
     from memvault.store.embedding.pipeline import EmbeddingPipeline
 
-    p = EmbeddingPipeline.for_store(store, store.con)
+    p = EmbeddingPipeline.for_ctx(store.ctx, store.con)
     p.chunk_queued()
     hashes = [h for (h,) in store.con.execute("SELECT DISTINCT hash FROM chunks")]
     rng = np.random.default_rng(1)

@@ -78,7 +78,7 @@ def run(work: Path, n: int, seed: int) -> dict[str, object]:
     shutil.copytree(FIXTURE / "vault", root)
     v = MemoryStore.open(str(root))
     v.sync()
-    p = EmbeddingPipeline.for_store(v, v.con)
+    p = EmbeddingPipeline.for_ctx(v.ctx, v.con)
     t = time.perf_counter()
     chunked = p.chunk_queued()
     chunk_s = time.perf_counter() - t

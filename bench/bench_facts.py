@@ -416,7 +416,8 @@ def print_vault(vt: dict[str, Any]) -> None:
     print(f"  extraction only: {eo['facts']} facts in {eo['seconds']:.2f}s = {eo['facts_per_s']:.0f} facts/s")
     print(f"  cold sync: {sw['seconds']:.2f}s with sources vs {vt['sync_without_sources_s']:.2f}s without; "
           f"{sw['facts']} facts from {sw['sources']} sources")
-    print(f"  fact observer (extract + index): {sw['observer_s']:.2f}s = {sw['facts_per_s_observer']:.0f} facts/s; "
+    fo = sw['facts_per_s_observer']
+    print(f"  fact observer (extract + index): {sw['observer_s']:.2f}s = {fo if fo is None else round(fo)} facts/s; "
           f"end to end {sw['facts_per_s_end_to_end']:.0f} facts/s")
     st = vt["save_to_searchable"]
     print(f"Save -> searchable ({st['note_lines']}-line source note, {st['saves']} saves, in process):")

@@ -101,7 +101,7 @@ def cold_merge(folder: Path, work: Path, repeats: int) -> tuple[float, int]:
 
 def synthetic_logs(real: Path, out: Path, records: int) -> None:
     """Logs of ``records`` records, one device per 10,000, copying real records under new keys."""
-    lines = [json.loads(line) for p in logfile.log_files(real) for line in p.read_bytes().splitlines() if line]
+    lines = [r for p in logfile.log_files(real) for line in p.read_bytes().splitlines() if line for r in [json.loads(line)] if "k" in r]
     out.mkdir(parents=True)
     for d in range(0, records, 10_000):
         device = f"{d // 10_000:012x}"

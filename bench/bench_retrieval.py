@@ -79,7 +79,7 @@ def labelled_vault(work: Path, save_cache: bool = False) -> Path:
         shutil.copyfile(FIXTURE_CACHE, vectors.cache_path(data_dir))
     v = MemoryStore.open(str(root))
     v.sync()
-    p = EmbeddingPipeline.for_store(v, v.con)
+    p = EmbeddingPipeline.for_ctx(v.ctx, v.con)
     report = p.run()
     print(f"labelled vault: embedded {report.embedded} texts in {report.seconds:.1f}s")
     if save_cache:
@@ -353,8 +353,8 @@ def process_runs(root: Path, runs: int) -> dict[str, Any]:
     daemon = subprocess.Popen(base + ["daemon"], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
     try:
         deadline = time.monotonic() + 120
-        probe = {"query": "warm", "mode": None, "limit": 1, "types": [], "tags": [], "path_glob": None, "raw": False,
-                 "scope": "all", "include_deleted": False, "include_superseded": False, "explain": False, "record": False}
+        from memvault.store.queries import SearchQuery
+        probe = SearchQuery("warm", limit=1, record=False).to_json()
         while ask(v.data_dir, "search", probe, config=v.settings.values) is None:  # ready and warm
             if daemon.poll() is not None or time.monotonic() > deadline:
                 raise RuntimeError(f"memvault daemon did not answer: {daemon.stderr.read() if daemon.stderr else ''}")
