@@ -311,10 +311,10 @@ def bench_size(n: int, seed: int, do_run: bool) -> dict:
         cache.close()
         times["load_vectors"].append(time.perf_counter() - t)
         t = time.perf_counter()
-        plan = make_plan(records, vectors, policy_for(store), today)
+        plan = make_plan(records, vectors, policy_for(store.settings), today)
         times["plan"].append(time.perf_counter() - t)
         t = time.perf_counter()
-        plan_for(store, today)
+        plan_for(store.ctx, today)
         times["dry_run_total"].append(time.perf_counter() - t)
     assert plan is not None
     result = {

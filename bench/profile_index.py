@@ -101,9 +101,10 @@ def cold_run(vault: Path, home: Path, *, after_connect=None, batch: int | None =
     C.isolate_env(home)
     import memvault.store.db.records as rec
     import memvault.store.index.reconcile as ix
+    import memvault.store.context as ctx_module
     import memvault.store.memory_store as app
 
-    orig_connect = app.connect
+    orig_connect = ctx_module.connect  # every store connection is opened through the context
     orig_batch = ix.BATCH
     sql: dict[str, list[float]] = defaultdict(lambda: [0, 0.0])
     timers = Timers()
@@ -120,7 +121,7 @@ def cold_run(vault: Path, home: Path, *, after_connect=None, batch: int | None =
             con.set_profile(prof)
         return con
 
-    app.connect = connect
+    ctx_module.connect = connect
     if batch:
         ix.BATCH = batch
     if step_timers:
@@ -160,7 +161,7 @@ def cold_run(vault: Path, home: Path, *, after_connect=None, batch: int | None =
         v.close()  # the last close checkpoints the WAL into the database
         t_close = time.perf_counter() - t1
     finally:
-        app.connect = orig_connect
+        ctx_module.connect = orig_connect
         ix.BATCH = orig_batch
         timers.restore()
     out: dict[str, Any] = {
