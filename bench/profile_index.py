@@ -99,9 +99,9 @@ def cold_run(vault: Path, home: Path, *, after_connect=None, batch: int | None =
              statement_profile: bool = False, step_timers: bool = False, finish=None,
              parallel_parse: int = 0) -> dict[str, Any]:
     C.isolate_env(home)
+    import memvault.store.context as ctx_module
     import memvault.store.db.records as rec
     import memvault.store.index.reconcile as ix
-    import memvault.store.context as ctx_module
     import memvault.store.memory_store as app
 
     orig_connect = ctx_module.connect  # every store connection is opened through the context
