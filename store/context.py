@@ -7,8 +7,8 @@ one :class:`StoreContext`, and any collaborator it calls (the memory mirror,
 the reconciler, a sync) as an argument of its own, so it can be read and
 tested without :class:`~memvault.store.memory_store.MemoryStore`::
 
-    ctx = StoreContext.for_vault(root, settings)        # tests, tools
     ctx = store.ctx                                     # the facade's own
+    ctx = StoreContext(root, settings, data_dir, lambda: con)   # a test's or a tool's
 
 The connection is opened on first use through ``opener``; the facade's opener
 also builds an index never built from the whole vault before handing it out
@@ -42,20 +42,6 @@ class StoreContext:
     data_dir: Path
     #: The store's own connection (opened on the first call, then the same one).
     opener: Callable[[], apsw.Connection] = field(repr=False)
-
-    @classmethod
-    def for_vault(cls, root: Path, settings: Settings, data_dir: Path | None = None) -> "StoreContext":
-        """A context with a plain connection of its own (no index built on open)."""
-        folder = data_dir or location.vault_data_dir(root)
-        opened: list[apsw.Connection] = []
-
-        def opener() -> apsw.Connection:
-            if not opened:
-                location.ensure_private_dir(folder)
-                opened.append(connect(folder / location.INDEX_FILE, state=folder / location.STATE_FILE))
-            return opened[0]
-
-        return cls(root, settings, folder, opener)
 
     @property
     def con(self) -> apsw.Connection:

@@ -137,7 +137,7 @@ class MemoryStore(SyncAPI, ReadAPI, ChangeAPI):
     @property
     def name(self) -> str:
         """The vault's name as Obsidian shows it: its folder name."""
-        return self.root.name
+        return self.ctx.name
 
     @cached_property
     def data_dir(self) -> Path:

@@ -59,8 +59,6 @@ from memvault.vault_io.lazy_pattern import LazyPattern
 
 REDACTED = "[redacted]"
 
-
-
 # Shaped tokens: each is matched as a whole word and replaced whole. The
 # tails use "(?![A-Za-z0-9_-])" rather than "\b" where a token may end in
 # "-" or "_" (Google keys do), so the last characters are not left behind.
