@@ -278,7 +278,7 @@ class QueryServer(Service):
                 result = getattr(self.retriever(), query.OP)(query).to_json()
             except MemvaultError as exc:
                 # Failed the way it would in-process: the client exits with this code.
-                return {"ok": False, "error": {"code": exc.exit_code, "message": str(exc)}}
+                return _failed(exc.exit_code, str(exc))
             except Exception as exc:
                 log.exception("query failed")
                 return _internal(str(exc))
@@ -316,10 +316,10 @@ class QueryServer(Service):
                     new.content, new.type, tags=new.tags, scope=new.scope, links=new.links, source=new.source,
                     allow_duplicate=new.allow_duplicate)
             except MemvaultError as exc:
-                return {"ok": False, "error": {"code": exc.exit_code, "message": str(exc)}}
+                return _failed(exc.exit_code, str(exc))
             except Exception as exc:  # perhaps half done: never answered as "write it yourself"
                 log.exception("add failed")
-                return {"ok": False, "error": {"code": 1, "message": f"memvault's daemon failed to add it: {exc}"}}
+                return _failed(1, f"memvault's daemon failed to add it: {exc}")
         return {"ok": True, "result": result.as_dict()}
 
     def _write_store(self) -> "MemoryStore":
@@ -351,7 +351,7 @@ class QueryServer(Service):
         try:
             result = self.turns.submit(args["path"], args.get("session"), args.get("client") or "claude-code")
         except ValueError as exc:  # refused: outside the transcript folders, unreadable, queue full
-            return {"ok": False, "error": {"code": 2, "message": str(exc)}}
+            return _failed(2, str(exc))
         return {"ok": True, "result": result}
 
 
@@ -359,6 +359,12 @@ def _internal(message: str) -> dict[str, Any]:
     """A reply that makes the client answer in-process (a fault of this
     server, or a request it does not understand)."""
     return {"ok": False, "internal": True, "message": message}
+
+
+def _failed(code: int, message: str) -> dict[str, Any]:
+    """A reply for a request that failed the way it would in the client's
+    process: the client raises it with this exit code (1 or 2)."""
+    return {"ok": False, "error": {"code": code, "message": message}}
 
 
 def _same_user(conn: socket.socket) -> bool:
