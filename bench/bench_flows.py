@@ -103,7 +103,13 @@ def bench_import(env: dict[str, str], tmp: Path, conversations: int, messages: i
 
 
 def claude_code_lines(turns: int, seed: int = 1) -> list[str]:
-    """A Claude Code transcript of about ``turns`` turns, one JSON object a line."""
+    """A Claude Code transcript of about ``turns`` turns, one JSON object a line.
+
+    Each message line names the one before it in ``parentUuid`` (the first
+    ``null``), as Claude Code writes them (tests/fixtures/imports/
+    claude-code-session.jsonl): the reader follows that chain back from the
+    last message (the branch Claude Code shows), so lines without it would
+    each be a root and the session would read as its last turn alone."""
     rng = random.Random(seed)
     words = "the deploy script server config test index build cache error log thread python sqlite".split()
     lines = [json.dumps({"type": "summary", "summary": "A long working session", "leafUuid": "x"})]
@@ -112,31 +118,35 @@ def claude_code_lines(turns: int, seed: int = 1) -> list[str]:
     base = {"isSidechain": False, "userType": "external", "cwd": "/home/ada/p", "sessionId": "bench-session",
             "version": "2.1.0", "gitBranch": "main"}
 
+    parent: str | None = None
+
     def stamp() -> str:
         return time.strftime("%Y-%m-%dT%H:%M:%S.000Z", time.gmtime(t))
+
+    def message(kind: str, uuid: str, body: dict[str, Any]) -> str:
+        nonlocal parent
+        line = json.dumps({"parentUuid": parent, **base, "type": kind, "uuid": uuid, "timestamp": stamp(),
+                           "message": body})
+        parent = uuid
+        return line
 
     while n < turns:
         t += rng.uniform(5, 60)
         prompt = " ".join(rng.choice(words) for _ in range(rng.randint(8, 40)))
         if rng.random() < 0.1:
             prompt += ". I prefer small commits with tests."
-        lines.append(json.dumps({**base, "type": "user", "uuid": f"u{n}", "timestamp": stamp(),
-                                 "message": {"role": "user", "content": prompt}}))
+        lines.append(message("user", f"u{n}", {"role": "user", "content": prompt}))
         n += 1
         if rng.random() < 0.4 and n < turns:
-            lines.append(json.dumps({**base, "type": "assistant", "uuid": f"a{n}", "timestamp": stamp(),
-                                     "message": {"id": f"msg_{n}", "role": "assistant", "content": [
-                                         {"type": "tool_use", "id": f"toolu_{n}", "name": "Bash",
-                                          "input": {"command": "pytest -q tests/"}}]}}))
-            lines.append(json.dumps({**base, "type": "user", "uuid": f"r{n}", "timestamp": stamp(),
-                                     "message": {"role": "user", "content": [
-                                         {"type": "tool_result", "tool_use_id": f"toolu_{n}",
-                                          "content": "....\n" * rng.randint(1, 40) + "42 passed"}]}}))
+            lines.append(message("assistant", f"a{n}", {"id": f"msg_{n}", "role": "assistant", "content": [
+                {"type": "tool_use", "id": f"toolu_{n}", "name": "Bash", "input": {"command": "pytest -q tests/"}}]}))
+            lines.append(message("user", f"r{n}", {"role": "user", "content": [
+                {"type": "tool_result", "tool_use_id": f"toolu_{n}",
+                 "content": "....\n" * rng.randint(1, 40) + "42 passed"}]}))
             n += 2
         answer = " ".join(rng.choice(words) for _ in range(rng.randint(30, 200)))
-        lines.append(json.dumps({**base, "type": "assistant", "uuid": f"b{n}", "timestamp": stamp(),
-                                 "message": {"id": f"msg_b{n}", "role": "assistant", "content": [
-                                     {"type": "text", "text": answer}]}}))
+        lines.append(message("assistant", f"b{n}", {"id": f"msg_b{n}", "role": "assistant", "content": [
+            {"type": "text", "text": answer}]}))
         n += 1
     return lines
 
@@ -144,8 +154,9 @@ def claude_code_lines(turns: int, seed: int = 1) -> list[str]:
 def bench_ingest(tmp: Path, turns: int, runs: int) -> dict[str, Any]:
     from memvault.store.memory_store import MemoryStore
 
-    lines = claude_code_lines(turns + 30)
-    first_n = next(i for i in range(len(lines)) if i > 0 and _turns(lines[:i]) >= turns)
+    made = claude_code_lines(turns + 40)
+    first_n, grown_n = (next(i for i in range(1, len(made) + 1) if _turns(made[:i]) >= n) for n in (turns, turns + 20))
+    lines = made[:grown_n]  # the grown transcript: 20 turns more than the first
     times: dict[str, list[float]] = {"first": [], "unchanged": [], "grown": []}
     written = {}
     for run in range(runs):
@@ -165,6 +176,12 @@ def bench_ingest(tmp: Path, turns: int, runs: int) -> dict[str, Any]:
                                  "new_turns": report.plan.new_turns, "facts": report.facts}
         finally:
             store.close()
+    # A transcript the reader takes for fewer turns than were written would time something else (it once
+    # read this one as its last turn alone): refuse to report figures for it.
+    expected = {"first": _turns(lines[:first_n]), "grown": _turns(lines)}
+    if any(written[kind]["turns"] != n for kind, n in expected.items()):
+        raise SystemExit(f"ingest read {written['first']['turns']} / {written['grown']['turns']} turns of "
+                         f"{expected['first']} / {expected['grown']} written: the figures would not be for them")
     return {"turns": written["first"]["turns"], "runs": runs, "results": written,
             **{k: C.summarize(v) for k, v in times.items()}}
 
