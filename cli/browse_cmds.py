@@ -6,13 +6,16 @@ runs often) does not import the time grammar their ``--since`` help names.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING
 
 import click
 
 from memvault.cli.main import AppContext, cli, emit_json, json_option, pass_app
 from memvault.cli.memory_cmds import _check_tags
 from memvault.store.retrieval.when import FORMS
+
+if TYPE_CHECKING:
+    from memvault.store.browse_answers import TracePage
 
 
 def _types(types: tuple[str, ...]) -> list[str]:
@@ -21,11 +24,11 @@ def _types(types: tuple[str, ...]) -> list[str]:
     return _canonical_types(types)
 
 
-def _print_items(page: dict[str, Any], as_json: bool) -> None:
+def _print_items(page: TracePage, as_json: bool) -> None:
     """One line per item (or one JSON object per item), then where the next page starts."""
     from memvault.vault_io.secrets import redact_tree
 
-    for item in redact_tree(page["items"]):  # a path or title may hold what the index's text does not
+    for item in redact_tree([i.to_json() for i in page.items]):  # a path or title may hold what the index's text does not
         if as_json:
             emit_json(item)
             continue
@@ -34,8 +37,8 @@ def _print_items(page: dict[str, Any], as_json: bool) -> None:
         scope = f" {item['scope']}" if item["kind"] == "memory" and item["scope"] not in (None, "user") else ""
         click.echo(f"{item['id']}  [{item['type']}{scope}]{status}  {(item['updated'] or '')[:16]}  "
                    f"{click.style(item['title'] or '', bold=True)}{tags}")
-    if not as_json and page.get("next_cursor"):
-        click.echo(click.style(f"... {page['total'] - len(page['items'])} more: --cursor {page['next_cursor']}",
+    if not as_json and page.next_cursor:
+        click.echo(click.style(f"... {page.total - len(page.items)} more: --cursor {page.next_cursor}",
                                dim=True), err=True)
 
 
@@ -61,7 +64,7 @@ def list_cmd(app: AppContext, what: str, types: tuple[str, ...], scopes: tuple[s
     page = app.store.list(what=what, types=_types(types), scopes=list(scopes), tags=list(tags), sort=sort,
                           since=since, until=until, include_deleted=include_deleted, limit=limit, cursor=cursor)
     _print_items(page, as_json)
-    if not page["items"] and not as_json:
+    if not page.items and not as_json:
         click.echo("Nothing to list.", err=True)
 
 

@@ -336,7 +336,7 @@ def _browse_tools(server: MCPServer, backend: Backend) -> None:
         """What changed lately in the vault, newest first: notes and memories changed since a time
         (forgotten memories too, marked)."""
         return _ok(backend.run(lambda s: s.recent(since=since, until=until, what=what, types=_types(types),
-                                                  limit=limit)))
+                                                  limit=limit)).to_json())
 
     @server.tool(name="list", annotations=_READ)
     def list_(
@@ -357,7 +357,7 @@ def _browse_tools(server: MCPServer, backend: Backend) -> None:
         in pages: pass next_cursor back as cursor for the next page."""
         return _ok(backend.run(lambda s: s.list(
             what=what, types=_types(types), scopes=_as_list(scope), tags=_as_list(tags), sort=sort, since=since,
-            until=until, limit=limit, cursor=cursor)))
+            until=until, limit=limit, cursor=cursor)).to_json())
 
     @server.tool(annotations=_READ)
     def history(id: Ref) -> CallToolResult:

@@ -17,6 +17,7 @@ from memvault.vault_io.errors import MemvaultError
 
 if TYPE_CHECKING:
     from memvault.store.answers import RecallBlock, SearchResult, SessionStartText
+    from memvault.store.browse_answers import TracePage
     from memvault.store.queries import ContextQuery, SearchQuery, SessionStartQuery
 
 
@@ -109,9 +110,9 @@ class ReadAPI(StoreParts):
         self, *, what: str = "memories", types: Sequence[str] = (), scopes: Sequence[str] = (),
         tags: Sequence[str] = (), sort: str = "updated", since: str | None = None, until: str | None = None,
         include_deleted: bool = False, limit: int = 50, cursor: str | None = None,
-    ) -> dict[str, Any]:
-        """A page of memories (or notes, facts): ``{"items", "total", "next_cursor"}``
-        (see :func:`~memvault.store.index.browse.list_traces`)."""
+    ) -> TracePage:
+        """A page of memories (or notes, facts), ``cursor`` where the last
+        one ended (see :func:`~memvault.store.index.browse.list_traces`)."""
         from memvault.store.index import browse
 
         return browse.list_traces(self.read_con(), self.name, what=what, types=types, scopes=scopes, tags=tags,
@@ -121,7 +122,7 @@ class ReadAPI(StoreParts):
     def recent(
         self, *, since: str | None = "7 days", until: str | None = None, what: str = "all",
         types: Sequence[str] = (), scopes: Sequence[str] = (), limit: int = 20,
-    ) -> dict[str, Any]:
+    ) -> TracePage:
         """What changed lately, newest first (see :func:`~memvault.store.index.browse.recent`)."""
         from memvault.store.index import browse
 

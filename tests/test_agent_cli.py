@@ -68,7 +68,7 @@ def test_list_filters_sorts_and_pages(memories: Path) -> None:
 
 def test_recent_shows_changes_and_forgets(memories: Path) -> None:
     with opened(memories) as store:
-        gone = store.list(scopes=["search"], types=["episodic"])["items"][0]["id"]
+        gone = store.list(scopes=["search"], types=["episodic"]).items[0].id
         store.forget(gone, "wrong city")
     recent = rows(run(memories, "recent", "--since", "1 hour", "--json"))
     assert any(r["id"] == gone and r["status"] == "deleted" for r in recent)
@@ -94,16 +94,16 @@ def test_identity_always_or_when_relevant(memories: Path) -> None:
 
 def test_update_expect_version_refuses_a_stale_change(memories: Path) -> None:
     with opened(memories) as store:
-        memory = store.list(scopes=["billing"])["items"][0]
-    note = memories / memory["path"]
-    assert run(memories, "update", memory["id"], "--content", "Ships on Thursdays", "--expect-version", "1").exit_code == 0
+        memory = store.list(scopes=["billing"]).items[0]
+    note = memories / memory.path
+    assert run(memories, "update", memory.id, "--content", "Ships on Thursdays", "--expect-version", "1").exit_code == 0
     note.write_text(note.read_text().replace("Ships on Thursdays", "Ships on Wednesdays now"))  # a person's edit
-    r = run(memories, "update", memory["id"], "--content", "Ships on Tuesdays", "--expect-version", "2")
+    r = run(memories, "update", memory.id, "--content", "Ships on Tuesdays", "--expect-version", "2")
     assert r.exit_code == 1
     assert "is at version 3, not 2" in r.stderr and "edited in the vault" in r.stderr
     assert r.stdout.strip() == "Ships on Wednesdays now"
     assert "Wednesdays" in note.read_text()
-    r = run(memories, "update", memory["id"], "--content", "Ships on Tuesdays", "--expect-version", "3", "--json")
+    r = run(memories, "update", memory.id, "--content", "Ships on Tuesdays", "--expect-version", "3", "--json")
     assert json.loads(r.stdout)["version"] == 4
 
 

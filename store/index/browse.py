@@ -27,6 +27,7 @@ from typing import Any
 
 import apsw
 
+from memvault.store.browse_answers import ListedTrace, TracePage
 from memvault.store.db import records as rec
 from memvault.store.db.rows import count, rows
 from memvault.store.retrieval.keyword import TAGGED_SQL, tag_params
@@ -69,19 +70,17 @@ def _cursor(offset: int) -> str:
     return base64.urlsafe_b64encode(json.dumps({"o": offset}).encode()).decode().rstrip("=")
 
 
-def _item(vault_name: str, r: Sequence[Any], versions: dict[str, int]) -> dict[str, Any]:
+def _item(vault_name: str, r: Sequence[Any], versions: dict[str, int]) -> ListedTrace:
     (trace_id, kind, type_, title, path, status, tags, scope, strength, created, updated, source, content) = r
     preview = " ".join((content or "").split())
-    item: dict[str, Any] = {
-        "id": trace_id, "kind": kind, "type": type_, "title": title, "path": path,
-        "uri": obsidian_uri(vault_name, path) if path else None, "status": status,
-        "tags": tags.split(" ") if tags else [], "scope": scope, "strength": strength,
-        "created": created, "updated": updated, "source": source,
-        "preview": preview[:PREVIEW_CHARS] + ("…" if len(preview) > PREVIEW_CHARS else ""),
-    }
-    if kind == "memory":
-        item["version"] = versions[trace_id]
-    return item
+    return ListedTrace(
+        id=trace_id, kind=kind, type=type_, title=title, path=path,
+        uri=obsidian_uri(vault_name, path) if path else None, status=status,
+        tags=tuple(tags.split(" ")) if tags else (), scope=scope, strength=strength,
+        created=created, updated=updated, source=source,
+        preview=preview[:PREVIEW_CHARS] + ("…" if len(preview) > PREVIEW_CHARS else ""),
+        version=versions[trace_id] if kind == "memory" else None,
+    )
 
 
 _ITEM_COLS = ("t.id, t.kind, t.type, t.title, t.path, t.status, t.tags, t.scope, t.strength, t.created, "
@@ -135,9 +134,9 @@ def list_traces(
     limit: int = 50,
     cursor: str | None = None,
     by_change: bool = False,
-) -> dict[str, Any]:
-    """A page of traces: ``{"items", "total", "next_cursor"}`` (``next_cursor``
-    is None on the last page; pass it back as ``cursor`` for the next).
+) -> TracePage:
+    """A page of traces (its ``next_cursor`` is None on the last page; pass
+    it back as ``cursor`` for the next).
     ``since``/``until`` bound when each happened (``by_change``: when it
     last changed)."""
     if what not in LIST_KINDS:
@@ -163,9 +162,9 @@ def list_traces(
     from memvault.store.memories.rows import current_versions
 
     versions = current_versions(con, [r[0] for r in page if r[1] == "memory"])
-    items = [_item(vault_name, r, versions) for r in page]
+    items = tuple(_item(vault_name, r, versions) for r in page)
     more = offset + len(items) < total
-    return {"items": items, "total": total, "next_cursor": _cursor(offset + len(items)) if more else None}
+    return TracePage(items, total, _cursor(offset + len(items)) if more else None)
 
 
 def recent(
@@ -178,7 +177,7 @@ def recent(
     types: Sequence[str] = (),
     scopes: Sequence[str] = (),
     limit: int = 20,
-) -> dict[str, Any]:
+) -> TracePage:
     """What changed lately, newest first: notes and memories (facts with
     ``what="facts"``) changed since ``since``, forgotten memories included
     (their ``status`` says so)."""

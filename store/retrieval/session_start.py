@@ -19,13 +19,14 @@ session-start hook asks it), else in the hook's own process.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from memvault.store.answers import SessionStartText
 from memvault.store.queries import ContextQuery
 from memvault.store.retrieval.recall import ITEM_MAX_TOKENS, RecallItem, block_tokens, fit_line, identity_items
 
 if TYPE_CHECKING:
+    from memvault.store.browse_answers import ListedTrace
     from memvault.store.retrieval.retriever import Retriever
 
 #: How far back "changed lately" looks, and how many items it and a project's list show.
@@ -66,10 +67,9 @@ class Sections:
         return "\n\n".join(self.parts)
 
 
-def _listed(items: Sequence[dict[str, Any]]) -> list[tuple[str, str | RecallItem]]:
+def _listed(items: Sequence[ListedTrace]) -> list[tuple[str, str | RecallItem]]:
     """``list``/``recent`` items as rows for :class:`Sections`."""
-    return [(i["id"], RecallItem(i["id"], i.get("kind", "memory"), i["type"], "", i["path"] or i["id"],
-                                 " ".join(str(i["preview"]).split())))
+    return [(i.id, RecallItem(i.id, i.kind, i.type, "", i.path or i.id, " ".join(i.preview.split())))
             for i in items]
 
 
@@ -86,15 +86,15 @@ def session_start(retriever: "Retriever", project: str | None = None, budget: in
                                  scopes=[project, "user"] if project else ["user"], sort="updated",
                                  limit=RECENT_ITEMS * 2)
     out.add(f"## Lessons and decisions{f' for project {project}' if project else ''} (newest first)",
-            _listed(lessons["items"]))
+            _listed(lessons.items))
     recalled = retriever.context(ContextQuery(f"project {project}" if project else "current work", budget=budget,
                                               what="memories", identity="relevant", record=False))
     out.add("## Recalled Memory", [(i.id, i.text) for i in recalled.items])
     if project:
         scoped = browse.list_traces(con, name, what="memories", scopes=[project], sort="strength", limit=RECENT_ITEMS)
-        out.add(f"## Memories of project {project}", _listed(scoped["items"]))
-    recent = [i for i in browse.recent(con, name, since=RECENT_SINCE, what="memories", limit=RECENT_ITEMS * 2)["items"]
-              if i["status"] == "active"]
+        out.add(f"## Memories of project {project}", _listed(scoped.items))
+    recent = [i for i in browse.recent(con, name, since=RECENT_SINCE, what="memories", limit=RECENT_ITEMS * 2).items
+              if i.status == "active"]
     out.add(f"## Changed in memory lately (since {RECENT_SINCE} ago)", _listed(recent)[:RECENT_ITEMS])
     text = out.text
     return SessionStartText(text, block_tokens(text), budget)
