@@ -194,6 +194,7 @@ def search(
         " ".join(query), mode=mode, limit=limit, types=tuple(_canonical_types(types)), tags=tags,
         path_glob=path_glob, raw=raw, what=what or old_what or "all", memory_scope=memory_scope,
         include_deleted=include_deleted, include_superseded=include_superseded, explain=explain, record=record,
+        passages=as_json,  # people read the snippet; a passage is for JSON readers
         **given(since, until),
     )
     result: SearchResult = answer(store, q)

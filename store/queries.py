@@ -114,6 +114,10 @@ class SearchQuery(_Query):
     #: When the hits happened, as a person writes it (see :mod:`~.retrieval.when`).
     since: str | None = None
     until: str | None = None
+    #: Each hit carries its matching passage's plain text. A reader that shows
+    #: only the snippet (the CLI's human output) asks without: choosing a
+    #: note's passage reads it again, which is most of a keyword search's time.
+    passages: bool = True
 
     def __post_init__(self) -> None:
         for name in ("types", "tags", "memory_scope"):

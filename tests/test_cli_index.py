@@ -7,9 +7,10 @@ from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
-from helpers import write
+from helpers import opened, write
 
 from memvault.cli.main import cli
+from memvault.store.queries import SearchQuery
 
 
 @pytest.fixture
@@ -56,6 +57,16 @@ def test_search_human_and_json(indexed: Path, runner: CliRunner) -> None:
     assert "Alpha retries with backoff." in hit["passage"]  # the plain text of the matching passage
     assert hit["path"] == "Projects/Alpha.md" and hit["type"] == "note"
     assert hit["uri"] == "obsidian://open?vault=vault&file=Projects%2FAlpha.md"
+
+
+def test_search_passages_only_when_asked(indexed: Path) -> None:
+    """People read the snippet: the human output asks without the passage, JSON with it."""
+    with opened(indexed) as store:
+        asked = store.search(SearchQuery("backoff", mode="keyword")).hits
+        bare = store.search(SearchQuery("backoff", mode="keyword", passages=False)).hits
+    assert asked[0].passage and "Alpha retries with backoff." in asked[0].passage
+    assert [h.passage for h in bare] == [None]
+    assert [(h.id, h.snippet, h.uri) for h in bare] == [(h.id, h.snippet, h.uri) for h in asked]
 
 
 def test_search_filters_and_limit(indexed: Path, runner: CliRunner) -> None:

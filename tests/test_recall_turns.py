@@ -58,6 +58,15 @@ def test_search_returns_the_turn_with_its_note(session: Path) -> None:
     assert "**charity** **race**" in hit["snippet"] and "Caroline" not in hit["snippet"]
 
 
+def test_a_turn_is_found_without_its_passage(session: Path) -> None:
+    """The human output asks without passages; its hit is still the turn, linked at its block."""
+    r = run(session, "search", "charity race", "--mode", "keyword")
+    assert r.exit_code == 0 and "%23%5Et4" in r.output.splitlines()[2]
+    with opened(session) as store:
+        hit = store.search(SearchQuery("charity race", mode="keyword", passages=False)).hits[0]
+    assert hit.passage is None and (hit.anchor, hit.turn, hit.speaker) == ("^t4", 4, "Melanie")
+
+
 def test_a_speakers_name_is_searchable(session: Path) -> None:
     with opened(session) as store:
         hits = store.search(SearchQuery("Melanie sunrise", mode="keyword")).to_json()["hits"]

@@ -30,6 +30,8 @@ from collections.abc import Mapping, Sequence
 from datetime import date, datetime, timezone
 from typing import Any
 
+from memvault.vault_io.lazy_pattern import LazyPattern
+
 #: Front-matter keys that say when the thing a note records happened, in order.
 EVENT_KEYS = ("occurred", "occurred_at", "session_date", "session_start", "started", "date", "event_date")
 #: Front-matter key naming the conversation session a note belongs to.
@@ -51,14 +53,14 @@ _MONTHS = {
     for m in names
 }
 _MONTH = r"(jan(?:uary)?|feb(?:ruary)?|mar(?:ch)?|apr(?:il)?|may|june?|july?|aug(?:ust)?|sept?(?:ember)?|oct(?:ober)?|nov(?:ember)?|dec(?:ember)?)\.?"
-_ISO = re.compile(
+_ISO = LazyPattern(
     r"(\d{4})[-/](\d{1,2})[-/](\d{1,2})(?:[T ](\d{1,2}):(\d{2})(?::(\d{2})(?:\.\d+)?)?\s*(Z|[+-]\d{2}:?\d{2})?)?",
     re.I,
 )
-_DAY_MONTH_YEAR = re.compile(rf"\b(\d{{1,2}})(?:st|nd|rd|th)?(?: of)? {_MONTH},? (\d{{4}})\b", re.I)
-_MONTH_DAY_YEAR = re.compile(rf"\b{_MONTH} (\d{{1,2}})(?:st|nd|rd|th)?,? (\d{{4}})\b", re.I)
-_DAILY_NAME = re.compile(r"^(\d{4})-(\d{2})-(\d{2})\b")
-_DATE_PATH = re.compile(r"(?:^|/)((?:19|20)\d{2})/(0[1-9]|1[0-2])/(0[1-9]|[12]\d|3[01])(?:[ ._-][^/]*)?\.md$", re.I)
+_DAY_MONTH_YEAR = LazyPattern(rf"\b(\d{{1,2}})(?:st|nd|rd|th)?(?: of)? {_MONTH},? (\d{{4}})\b", re.I)
+_MONTH_DAY_YEAR = LazyPattern(rf"\b{_MONTH} (\d{{1,2}})(?:st|nd|rd|th)?,? (\d{{4}})\b", re.I)
+_DAILY_NAME = LazyPattern(r"^(\d{4})-(\d{2})-(\d{2})\b")
+_DATE_PATH = LazyPattern(r"(?:^|/)((?:19|20)\d{2})/(0[1-9]|1[0-2])/(0[1-9]|[12]\d|3[01])(?:[ ._-][^/]*)?\.md$", re.I)
 
 
 def iso(dt: datetime) -> str:

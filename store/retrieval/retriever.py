@@ -230,11 +230,14 @@ class Retriever:
             from memvault.store.retrieval.recall import record_recall
 
             record_recall(self.con, [h.id for h in hits if h.kind in ("memory", "fact")])
-        return SearchResult(chosen, tuple(SearchHit.from_json(self._hit_dict(h, explain, query, qvec)) for h in hits),
-                            tuple(notices))
+        return SearchResult(
+            chosen, tuple(SearchHit.from_json(self._hit_dict(h, explain, query, qvec, q.passages)) for h in hits),
+            tuple(notices))
 
     def time_bounds(self, since: str | None, until: str | None) -> dict[str, str | None]:
         """``since``/``until`` as written by a person, as :class:`Filters` bounds (now: :attr:`clock`)."""
+        if since is None and until is None:
+            return {"since": None, "until": None}  # the time grammar is not even imported
         from memvault.store.retrieval.when import time_bounds
 
         return time_bounds(since, until, self.clock())
@@ -277,7 +280,9 @@ class Retriever:
             for_context=for_context,
         )
 
-    def _hit_dict(self, h: Hit, explain: bool, query: str = "", qvec: Any = None) -> dict[str, Any]:
+    def _hit_dict(
+        self, h: Hit, explain: bool, query: str = "", qvec: Any = None, passages: bool = True
+    ) -> dict[str, Any]:
         anchor = None
         if h.kind == "fact":
             from memvault.store.facts.rows import fact_anchor  # only facts need it
@@ -291,7 +296,12 @@ class Retriever:
             # A fact points at the exact place in its source note.
             row.update(kind="fact", anchor=anchor.anchor, source_uri=anchor.source_uri,
                        heading_path=anchor.heading_path, lines=[anchor.line_start, anchor.line_end])
-        row["passage"], turn = self._passage_text(h, query, qvec)
+        turn = None
+        if passages or self._may_be_turns(h):
+            # A session note's hit is its best turn even when its text is not wanted.
+            passage, turn = self._passage_text(h, query, qvec)
+            if passages:
+                row["passage"] = passage
         if turn is not None:
             # A session note's hit is its best turn, addressed by its block id.
             from memvault.store.retrieval.turns import turn_hit
@@ -307,6 +317,17 @@ class Retriever:
         if explain:
             row["explain"] = h.extra.get("explain") or {"keyword_rank": None}
         return row
+
+    def _may_be_turns(self, h: Hit) -> bool:
+        """Whether a hit is a turn or may be a session note's (cheap test; the turn is found later)."""
+        if h.kind == "turn":
+            return True
+        if h.kind != "note":
+            return False
+        from memvault.store.retrieval.turns import has_turns
+
+        row = self.con.execute("SELECT content FROM traces WHERE id = ?", (h.id,)).fetchone()
+        return row is not None and has_turns(row[0] or "")
 
     # -- context ---------------------------------------------------------------
 

@@ -32,6 +32,7 @@ from datetime import date, datetime, timedelta, timezone
 
 from memvault.store.index.event_time import iso, parse_stamp
 from memvault.vault_io.errors import UsageError
+from memvault.vault_io.lazy_pattern import LazyPattern
 
 #: Score factor of a hybrid candidate whose time falls in the period the
 #: query names. On the conversational set's dev split, the 5 questions naming
@@ -51,11 +52,11 @@ class BadTimeError(UsageError):
     """A ``--since``/``--until`` value that is no date, date-time or span."""
 
 
-_YEARS = re.compile(r"^\s*(\d+)\s*(?:y|yr|yrs|year|years)\s*(?:ago)?\s*$", re.I)
-_PARTIAL = re.compile(r"^\s*(\d{4})(?:-(\d{1,2}))?\s*$")
-_WHOLE_DAY = re.compile(r"\d{4}-\d{1,2}-\d{1,2}")
+_YEARS = LazyPattern(r"^\s*(\d+)\s*(?:y|yr|yrs|year|years)\s*(?:ago)?\s*$", re.I)
+_PARTIAL = LazyPattern(r"^\s*(\d{4})(?:-(\d{1,2}))?\s*$")
+_WHOLE_DAY = LazyPattern(r"\d{4}-\d{1,2}-\d{1,2}")
 #: A span back from now: a number, a unit of :data:`_UNITS`, an optional "ago".
-_SPAN = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([a-z]+)\s*(?:ago)?\s*$")
+_SPAN = LazyPattern(r"^\s*(\d+(?:\.\d+)?)\s*([a-z]+)\s*(?:ago)?\s*$")
 _UNITS = {
     "m": 60, "min": 60, "mins": 60, "minute": 60, "minutes": 60,
     "h": 3600, "hr": 3600, "hrs": 3600, "hour": 3600, "hours": 3600,
@@ -154,12 +155,12 @@ _MONTH_NAMES = (
 _MONTH_RX = "|".join(_MONTH_NAMES)
 # "May" is also a verb: a month name counts when it is capitalised and comes
 # with a year, a day, or a preposition of time ("in", "during", "since"...).
-_MONTH_PHRASE = re.compile(
+_MONTH_PHRASE = LazyPattern(
     rf"\b(?:(?P<day1>\d{{1,2}})(?:st|nd|rd|th)?\s+(?:of\s+)?)?(?P<month>{_MONTH_RX})\b"
     rf"(?:\s+(?P<day2>\d{{1,2}})(?:st|nd|rd|th)?\b)?(?:,?\s+(?P<year>(?:19|20)\d{{2}})\b)?"
 )
-_TIME_PREP = re.compile(r"\b(?:in|during|since|until|by|before|after|of|early|mid|late|last|this|next|from|through)\s+$", re.I)
-_YEAR = re.compile(r"\b(?:in|during|of|since)\s+((?:19|20)\d{2})\b", re.I)
+_TIME_PREP = LazyPattern(r"\b(?:in|during|since|until|by|before|after|of|early|mid|late|last|this|next|from|through)\s+$", re.I)
+_YEAR = LazyPattern(r"\b(?:in|during|of|since)\s+((?:19|20)\d{2})\b", re.I)
 #: Relative periods: (days back from today to the start, length in days).
 #: Generous on purpose: "last week" said on a Monday may mean yesterday.
 _RELATIVE = {
@@ -171,7 +172,7 @@ _RELATIVE = {
 }
 
 
-_EVERY = re.compile(r"\b(?:every|each)\s+$", re.I)
+_EVERY = LazyPattern(r"\b(?:every|each)\s+$", re.I)
 
 
 def named_periods(query: str, now: datetime) -> list[Period]:
@@ -235,7 +236,7 @@ _WEEKDAYS = ("monday", "tuesday", "wednesday", "thursday", "friday", "saturday",
 _COUNT = r"(?P<count>\d{1,3}|" + "|".join(sorted((re.escape(w) for w in _NUMBER_WORDS), key=len, reverse=True)) + ")"
 _UNIT = r"(?P<unit>day|week|month|year)s?"
 #: The grammar, one alternative per form; each names what it needs.
-_RELATIVE_TEXT = re.compile(
+_RELATIVE_TEXT = LazyPattern(
     r"\b(?:"
     r"(?P<dayword>the day before yesterday|the day after tomorrow|yesterday|today|tomorrow|tonight)"
     rf"|{_COUNT}\s+{_UNIT}\s+(?P<ago>ago|later|from now)"
