@@ -109,6 +109,8 @@ def notice(message: str) -> None:
 def _check_tags(ctx: click.Context, param: click.Parameter, value: tuple[str, ...]) -> tuple[str, ...]:
     """Each ``--tag`` as Obsidian reads it; one it would not read is a usage
     error (filtering by it would silently find nothing)."""
+    if not value:
+        return value  # the Markdown module is not imported for nothing
     from memvault.cli.main import UsageFailure
     from memvault.vault_io.errors import UsageError
     from memvault.vault_io.markdown import check_tag
