@@ -297,8 +297,10 @@ class Retriever:
             row.update(kind="fact", anchor=anchor.anchor, source_uri=anchor.source_uri,
                        heading_path=anchor.heading_path, lines=[anchor.line_start, anchor.line_end])
         turn = None
-        if passages or self._may_be_turns(h):
-            # A session note's hit is its best turn even when its text is not wanted.
+        if passages or h.kind == "turn":
+            # A turn's hit is addressed at its block even when its text is not
+            # wanted (a session note with turn traces is never a hit itself:
+            # keyword.filter_sql leaves it out, its turns stand for it).
             passage, turn = self._passage_text(h, query, qvec)
             if passages:
                 row["passage"] = passage
@@ -317,17 +319,6 @@ class Retriever:
         if explain:
             row["explain"] = h.extra.get("explain") or {"keyword_rank": None}
         return row
-
-    def _may_be_turns(self, h: Hit) -> bool:
-        """Whether a hit is a turn or may be a session note's (cheap test; the turn is found later)."""
-        if h.kind == "turn":
-            return True
-        if h.kind != "note":
-            return False
-        from memvault.store.retrieval.turns import has_turns
-
-        row = self.con.execute("SELECT content FROM traces WHERE id = ?", (h.id,)).fetchone()
-        return row is not None and has_turns(row[0] or "")
 
     # -- context ---------------------------------------------------------------
 
