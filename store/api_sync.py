@@ -75,8 +75,9 @@ class SyncAPI(StoreParts):
         """Read every device's history log into the durable state and append
         this device's changes to its own (:mod:`.history.replicate`); an
         index that had the state applied follows the rows the logs set."""
+        from memvault.store.db.records import state_applied
         from memvault.store.history.replicate import sync_history
-        from memvault.store.index.rebuild import follow_history, state_applied
+        from memvault.store.index.rebuild import follow_history
 
         con = self.con
         applied = state_applied(con)
@@ -194,13 +195,8 @@ class SyncAPI(StoreParts):
         """The one post-sync sequence (module docstring)."""
         from memvault.store.db import records as rec
         from memvault.store.db.connection import write_transaction
-        from memvault.store.index.rebuild import (
-            apply_state,
-            backfill_state,
-            index_versions,
-            recover_trash,
-            state_applied,
-        )
+        from memvault.store.db.records import state_applied
+        from memvault.store.index.rebuild import apply_state, backfill_state, index_versions, recover_trash
         from memvault.store.memories.mirror import flush_outbox
 
         report = SyncReport(summary)

@@ -190,8 +190,8 @@ class MemoryStore(SyncAPI, ReadAPI, ChangeAPI):
     def _complete_index(self, con: apsw.Connection) -> None:
         """Build an index never built from the whole vault; index the notes
         a killed import wrote and never indexed (:mod:`.flows.unindexed`)."""
+        from memvault.store.db.records import state_applied
         from memvault.store.flows import unindexed
-        from memvault.store.index.rebuild import state_applied
 
         if not state_applied(con):
             self.sync()

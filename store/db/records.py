@@ -411,3 +411,14 @@ def get_meta(con: apsw.Connection, key: str, default: str | None = None) -> str 
 def set_meta(con: apsw.Connection, key: str, value: str) -> None:
     """Store a value in the index's key/value table."""
     con.execute("INSERT OR REPLACE INTO meta (key, value) VALUES (?, ?)", (key, value))
+
+
+#: The ``meta`` key that says the durable state was applied to this index
+#: (:func:`memvault.store.index.rebuild.apply_state` sets it).
+STATE_APPLIED = "state_applied"
+
+
+def state_applied(con: apsw.Connection) -> bool:
+    """Whether this index has had the durable state applied (every store
+    open asks, so it lives here, not with the rebuild's heavier imports)."""
+    return get_meta(con, STATE_APPLIED) is not None

@@ -42,8 +42,6 @@ from memvault.vault_io.errors import MemvaultError
 if TYPE_CHECKING:
     from memvault.store.history.replicate import Change
 
-#: The ``meta`` key that says the durable state was applied to this index.
-APPLIED = "state_applied"
 TRASH = ".trash"
 FOUND_IN_TRASH = "found in .trash"
 
@@ -65,11 +63,6 @@ class Restored:
         return dict(self.__dict__)
 
 
-def state_applied(con: apsw.Connection) -> bool:
-    """Whether this index has had the durable state applied."""
-    return rec.get_meta(con, APPLIED) is not None
-
-
 def apply_state(con: apsw.Connection, done: Restored | None = None) -> Restored:
     """Put the durable state into the index (after a full sync built it)."""
     done = done or Restored()
@@ -80,7 +73,7 @@ def apply_state(con: apsw.Connection, done: Restored | None = None) -> Restored:
         _pending_writes(con, done)
         _conflict_copies(con, done)
         done.recall = _recall(con)
-        rec.set_meta(con, APPLIED, rec.now_iso())
+        rec.set_meta(con, rec.STATE_APPLIED, rec.now_iso())
     return done
 
 
@@ -187,9 +180,8 @@ def recover_trash(con: apsw.Connection, root: Path, done: Restored | None = None
     """Memory notes in the vault's ``.trash/`` that neither the index nor the
     state knows come back as forgotten memories with their own ids (the
     newest copy when several hold one id)."""
-    # Imported here: every store's first connection imports this module (for
-    # state_applied), and the note parser with its YAML is a third of a
-    # keyword search's start-up.
+    # Imported here: only this function reads notes, and the note parser
+    # with its YAML is a third of a short command's start-up.
     from memvault.vault_io.confine import read_inside
     from memvault.vault_io.memory_note import read_memory
     from memvault.vault_io.parser import parse_note
