@@ -248,7 +248,7 @@ class Driver:
         self.note = str(target)
         self.touch(target)
         if target:
-            version = d.cli.read(target).get("version")
+            version = d.cli.read(target).version
             d.cli.update(target, content=f"Checked {self.token()} here.", expect_version=version)
 
     def op_forget(self, d: Any) -> None:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 
@@ -13,6 +13,9 @@ from memvault.store.answers import SearchResult
 from memvault.store.queries import SearchQuery
 from memvault.store.retrieval.when import FORMS, given
 from memvault.vault_io.secrets import redact_tree
+
+if TYPE_CHECKING:
+    from memvault.store.retrieval.turns import Shown
 
 
 @cli.command()
@@ -283,26 +286,28 @@ def _vault_ref(app: AppContext, ref: str) -> str:
     return ref
 
 
-def _revealed(app: AppContext, data: dict[str, Any], heading: str | None) -> dict[str, Any]:
+def _revealed(app: AppContext, data: Shown, heading: str | None) -> Shown:
     """``data`` with the content the note's file holds now, credentials and all
     (the index keeps only the redacted text); a fact, or a note gone from
     disk, is shown as indexed."""
+    from dataclasses import replace
+
     from memvault.store.index.browse import section_span
     from memvault.vault_io.confine import read_inside
     from memvault.vault_io.memory_note import read_memory
     from memvault.vault_io.parser import parse_note
 
-    if data.get("kind") not in ("note", "memory") or not data.get("path"):
+    if data.kind not in ("note", "memory") or not data.path:
         return data
     try:
-        note = parse_note(data["path"], read_inside(app.store.root, data["path"]))
+        note = parse_note(data.path, read_inside(app.store.root, data.path))
     except OSError:
         return data
-    content = read_memory(note.frontmatter, note.body).content if data["kind"] == "memory" else note.body
+    content = read_memory(note.frontmatter, note.body).content if data.kind == "memory" else note.body
     if heading:
         found = section_span(content, heading)
-        content = content[found[0]:found[1]].strip() if found else data["content"]
-    return {**data, "title": note.title if data["kind"] == "note" else data["title"], "content": content}
+        content = content[found[0]:found[1]].strip() if found else data.content
+    return replace(data, title=note.title if data.kind == "note" else data.title, content=content)
 
 
 @cli.command()
@@ -315,11 +320,11 @@ def _revealed(app: AppContext, data: dict[str, Any], heading: str | None) -> dic
 def show(app: AppContext, ref: str, heading: str | None, reveal: bool, as_json: bool) -> None:
     """Show one note or trace: metadata, tags and content (credentials [redacted] unless --reveal)."""
     if heading:
-        data = app.store.read(_vault_ref(app, ref), heading)
-        data.setdefault("parse_error", None)
+        read = app.store.read(_vault_ref(app, ref), heading)
+        data = _revealed(app, read, heading).to_json() if reveal else redact_tree(read.to_json())
     else:
-        data = app.store.show(_vault_ref(app, ref))
-    data = _revealed(app, data, heading) if reveal else redact_tree(data)
+        shown = app.store.show(_vault_ref(app, ref))
+        data = _revealed(app, shown, None).to_json() if reveal else redact_tree(shown.to_json())
     if as_json:
         emit_json(data)
         return

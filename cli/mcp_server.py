@@ -302,7 +302,7 @@ def _lookup_tools(server: MCPServer, backend: Backend) -> None:
         ref = id or path or title
         if not ref:
             raise ToolError("give an id, a path or a title")
-        return _ok(backend.run(lambda s: s.read(ref, heading)))
+        return _ok(backend.run(lambda s: s.read(ref, heading)).to_json())
 
     @server.tool(annotations=_READ)
     def links(
@@ -474,12 +474,12 @@ def _resembles(similar: dict[str, Any]) -> str:
 def _resources(server: MCPServer, backend: Backend) -> None:
     def read_or_404(ref: str, kinds: tuple[str, ...]) -> dict[str, Any]:
         try:
-            data = backend.run(lambda s: s.read(ref))
+            read = backend.run(lambda s: s.read(ref))
         except ToolError as exc:
             raise ResourceNotFoundError(str(exc)) from None
-        if data["kind"] not in kinds:
-            raise ResourceNotFoundError(f"{ref} is a {data['kind']}, not a {' or '.join(kinds)}")
-        return redact_tree(data)
+        if read.kind not in kinds:
+            raise ResourceNotFoundError(f"{ref} is a {read.kind}, not a {' or '.join(kinds)}")
+        return redact_tree(read.to_json())
 
     @server.resource("memvault://memory/{id}", mime_type="text/markdown",
                      description="One memory (or fact) as Markdown, with its metadata.")

@@ -17,7 +17,7 @@ from memvault.vault_io.errors import MemvaultError
 
 if TYPE_CHECKING:
     from memvault.store.answers import RecallBlock, SearchResult, SessionStartText
-    from memvault.store.browse_answers import TracePage
+    from memvault.store.browse_answers import ReadResult, ShowResult, TracePage
     from memvault.store.queries import ContextQuery, SearchQuery, SessionStartQuery
 
 
@@ -52,9 +52,9 @@ class ReadAPI(StoreParts):
         method: Callable[[Any], RecallBlock | SessionStartText] = getattr(retriever, q.OP)
         return method(q)
 
-    def show(self, ref: str) -> dict[str, Any]:
-        """One note, memory or fact by id, vault path or title, as a dict
-        (``path#^t12``: one turn of a session note)."""
+    def show(self, ref: str) -> ShowResult:
+        """One note, memory or fact by id, vault path or title, as the index
+        holds it (``path#^t12``: one turn of a session note)."""
         from memvault.store.index import lookup
 
         if "#^" in ref and lookup.find_trace(self.read_con(), ref) is None:
@@ -129,7 +129,7 @@ class ReadAPI(StoreParts):
         return browse.recent(self.read_con(), self.name, since=since, until=until, what=what, types=types,
                              scopes=scopes, limit=limit)
 
-    def read(self, ref: str, heading: str | None = None) -> dict[str, Any]:
+    def read(self, ref: str, heading: str | None = None) -> ReadResult:
         """One note, memory or fact with its metadata, version, links both
         ways and ``obsidian://`` URI; ``heading`` narrows a note to one
         section, and ``path#^t12`` a session note to one turn."""

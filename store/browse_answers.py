@@ -1,5 +1,6 @@
 """The store's browse answers, typed: a page of :class:`ListedTrace` for
-``list`` and ``recent`` (:class:`TracePage`).
+``list`` and ``recent`` (:class:`TracePage`), one trace as ``show`` gives
+it (:class:`ShowResult`) and as ``read`` does (:class:`ReadResult`).
 
 Kept apart from :mod:`.answers` (search, context, session start), which a
 ``memvault search`` process imports: these are loaded only by the commands,
@@ -10,10 +11,14 @@ the JSON the CLI's ``--json`` and the MCP tools print, key for key, and
 
 from __future__ import annotations
 
+import dataclasses
+from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import ClassVar
+from typing import Any, ClassVar, TypeVar
 
-from memvault.store.answers import _Answer
+from memvault.store.answers import AnswerError, _Answer
+
+F = TypeVar("F", bound="_Flat")
 
 
 @dataclass(frozen=True)
@@ -56,3 +61,146 @@ class TracePage(_Answer):
     total: int
     #: Give it back as ``cursor`` for the next page (None: the last page).
     next_cursor: str | None
+
+
+@dataclass(frozen=True)
+class _Part(_Answer):
+    """Keys that an answer has all together or not at all, spliced into it (see :class:`_Flat`)."""
+
+    #: The key whose presence in JSON means the part is there.
+    KEY: ClassVar[str] = ""
+
+
+@dataclass(frozen=True)
+class _Flat(_Answer):
+    """An answer whose :attr:`FLAT` fields are parts whose keys stand in its
+    own JSON, where the field stands (a turn's keys after a read's links):
+    the shape ``show`` and ``read`` have always printed."""
+
+    #: Fields holding a :class:`_Part` (its type), spliced in; left out when None.
+    FLAT: ClassVar[dict[str, type[_Part]]] = {}
+
+    def to_json(self) -> dict[str, Any]:
+        """JSON values, each part's keys in the part's place (a key already
+        there keeps its place and takes the part's value)."""
+        out: dict[str, Any] = {}
+        for key, value in super().to_json().items():
+            if key in self.FLAT:
+                out.update(value.to_json())
+            else:
+                out[key] = value
+        return out
+
+    @classmethod
+    def from_json(cls: type[F], data: object) -> F:
+        """The answer ``data`` (from :meth:`to_json`) describes, its parts
+        gathered back; raises :class:`AnswerError` as :meth:`_Answer.from_json`."""
+        if not isinstance(data, Mapping):
+            raise AnswerError(f"{cls.__name__}: not a JSON object")
+        values = dict(data)
+        for name, kind in cls.FLAT.items():
+            if kind.KEY in values:
+                keys = [f.name for f in dataclasses.fields(kind)]
+                values[name] = kind.from_json({k: values.pop(k) for k in keys if k in values})
+        return super().from_json(values)
+
+
+@dataclass(frozen=True)
+class TurnRef(_Part):
+    """One turn of a session note, when ``show`` or ``read`` was given ``path#^t12``."""
+
+    KEY: ClassVar[str] = "ref"
+
+    #: The turn's block id (``^t12``).
+    anchor: str
+    #: ``path#^t12``, what search names the turn by.
+    ref: str
+    #: Who said it (the name the turn's callout shows, else the role's label).
+    speaker: str
+    #: When it was said (``2023-05-08 13:56``; "" when the note does not say).
+    at: str
+
+
+@dataclass(frozen=True)
+class FactSource(_Part):
+    """Where a fact came from: its source note and the place in it."""
+
+    KEY: ClassVar[str] = "source_path"
+
+    #: The source note's vault path.
+    source_path: str | None
+    #: ``Heading`` or ``^blockid`` in the source note.
+    anchor: str | None
+    heading_path: str
+    #: The fact's first and last line in its source note.
+    lines: tuple[int | None, int | None]
+    #: ``vault://<path>#<heading>`` or ``vault://<path>#^<block>``.
+    source_uri: str
+
+
+@dataclass(frozen=True)
+class _TraceHead(_Flat):
+    """What ``show`` and ``read`` both begin with: a trace's index row."""
+
+    id: str
+    #: ``note``, ``memory`` or ``fact``.
+    kind: str
+    type: str
+    title: str
+    path: str | None
+    #: An ``obsidian://`` link to the note (at a fact's place in its source, a read section's heading).
+    uri: str | None
+    #: ``active``, ``deleted`` (forgotten) or ``superseded``.
+    status: str
+    tags: tuple[str, ...]
+    created: str
+    updated: str
+    source: str | None
+    scope: str | None
+    strength: float | None
+
+
+@dataclass(frozen=True)
+class ShowResult(_TraceHead):
+    """One note, memory or fact as the index holds it (``memvault show``)."""
+
+    FLAT: ClassVar[dict[str, type[_Part]]] = {"turn": TurnRef}
+
+    #: The trace's metadata (a note's front matter and aliases, a fact's extractor ...).
+    metadata: dict[str, Any]
+    #: Why the note's front matter could not be read (None: it could).
+    parse_error: str | None
+    #: Its text (the turn's line for ``path#^t12``).
+    content: str
+    #: How many links, embeds and property links it makes.
+    links: int
+    turn: TurnRef | None = None
+
+
+@dataclass(frozen=True)
+class ReadResult(_TraceHead):
+    """Everything about one note, memory or fact (``read``): its text (or
+    one section, one turn), version, source, links both ways."""
+
+    FLAT: ClassVar[dict[str, type[_Part]]] = {"fact": FactSource, "turn": TurnRef}
+
+    parse_error: str | None
+    #: Its text, or the section under :attr:`heading`, or the turn's line.
+    content: str
+    #: A memory's current version (what ``update --expect-version`` takes).
+    version: int | None = None
+    #: The id of the version a memory replaced (memvault writes it in the note).
+    supersedes: str | None = None
+    #: Where a fact came from (None: not a fact, or no longer anchored).
+    fact: FactSource | None = None
+    #: A note's front matter (None: it has none).
+    properties: dict[str, Any] | None = None
+    #: Why it was forgotten, superseded or merged.
+    reason: str | None = None
+    #: The heading path of the section read (None: the whole text).
+    heading: str | None = None
+    #: Its links, embeds and property links, resolved.
+    links: tuple[dict[str, Any], ...] = ()
+    #: What links to it, with each link's source.
+    backlinks: tuple[dict[str, Any], ...] = ()
+    turn: TurnRef | None = None

@@ -127,7 +127,7 @@ def test_a_forgotten_fact_stays_retired_until_restored(vault: Path) -> None:
     assert run(vault, "rebuild", "--no-embed").exit_code == 0  # a fresh index: still forgotten
     assert live() == []
     with opened(vault) as store:
-        assert store.show(fact["id"])["status"] == "deleted"
+        assert store.show(fact["id"]).status == "deleted"
     assert rows(run(vault, "search", "coffee black", "--what", "facts", "--include-deleted", "--json"))
     r = run(vault, "restore", fact["id"])
     assert r.exit_code == 0, r.output

@@ -75,7 +75,7 @@ def test_restoring_keeps_the_state_it_replaces(vault: Path, tmp_path: Path) -> N
         # The backup predates the update, but the history log in the vault holds it: it comes back.
         assert (later.id, 1) in _versions(store.con)
         # The memory itself is still in the vault, so it is still a memory.
-        assert store.show(later.id)["content"] == "After the backup, changed"
+        assert store.show(later.id).content == "After the backup, changed"
         kept = apsw.Connection(report.kept)
         try:
             assert (later.id, 1) in {(r[0], r[1]) for r in kept.execute("SELECT memory_id, version FROM memory_versions")}

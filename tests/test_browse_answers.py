@@ -39,3 +39,44 @@ def test_a_page_of_list_and_recent(vault: Path) -> None:
 def test_a_listed_trace_leaves_out_only_a_missing_version() -> None:
     item = ListedTrace("n-1", "note", "note", "T", None, None, "active", (), None, None, "c", "u", None, "")
     assert list(item.to_json()) == ITEM_KEYS and item.to_json()["tags"] == []
+
+
+HEAD_KEYS = ["id", "kind", "type", "title", "path", "uri", "status", "tags", "created", "updated", "source",
+             "scope", "strength"]
+PROFILE = "---\nmemory: source\n---\n# Profile\n\n## Habits\n- Drinks coffee black, no sugar\n"
+
+
+def test_show_and_read_of_a_note_a_memory_a_fact_and_a_turn(vault: Path, tmp_path: Path) -> None:
+    write(vault, "Notes/Editors.md", "---\nowner: Jo\n---\n# Editors\n\nSee [[Profile]].\n\n## Setup\nInstall it.\n")
+    write(vault, "Profile.md", PROFILE)
+    transcript = tmp_path / "chat.jsonl"
+    transcript.write_text("".join(json.dumps({"role": r, "name": n, "content": t, "timestamp": "2023-05-08T13:56:00Z"})
+                                  + "\n" for r, n, t in [("user", "Ana", "I ran a race."), ("assistant", "Bo", "Nice.")]))
+    with opened(vault) as store:
+        store.sync()
+        memory = store.add("Ships on Fridays", "semantic")
+        store.update(memory.id, content="Ships on Thursdays")
+        session = store.ingest(str(transcript)).path
+        fact = store.facts("Profile.md")[1][0]["id"]
+        answers = {
+            "note": store.show("Notes/Editors.md"), "section": store.read("Notes/Editors.md", "Setup"),
+            "memory": store.read(memory.id), "fact": store.read(fact), "turn": store.read(f"{session}#^t2"),
+            "shown turn": store.show(f"{session}#^t2"),
+        }
+    for answer in answers.values():
+        assert type(answer).from_json(json.loads(json.dumps(answer.to_json()))) == answer
+    data = {name: a.to_json() for name, a in answers.items()}
+    assert list(data["note"]) == [*HEAD_KEYS, "metadata", "parse_error", "content", "links"]
+    assert data["note"]["links"] == 1 and data["note"]["metadata"]["frontmatter"] == {"owner": "Jo"}
+    assert list(data["section"]) == [*HEAD_KEYS, "parse_error", "content", "properties", "heading", "links",
+                                     "backlinks"]
+    assert data["section"]["content"] == "Install it." and data["section"]["uri"].endswith("%23Setup")
+    assert list(data["memory"]) == [*HEAD_KEYS, "parse_error", "content", "version", "supersedes", "links",
+                                    "backlinks"]
+    assert data["memory"]["version"] == 2 and data["memory"]["supersedes"] == f"{memory.id}.v1"
+    assert list(data["fact"]) == [*HEAD_KEYS, "parse_error", "content", "source_path", "anchor", "heading_path",
+                                  "lines", "source_uri", "links", "backlinks"]
+    assert data["fact"]["source_path"] == "Profile.md" and data["fact"]["uri"].endswith("%23Habits")
+    assert list(data["turn"])[-4:] == ["anchor", "ref", "speaker", "at"] and data["turn"]["speaker"] == "Bo"
+    assert data["turn"]["content"] == "2023-05-08 13:56 Bo: Nice." and data["turn"]["ref"] == f"{session}#^t2"
+    assert list(data["shown turn"]) == [*list(data["note"]), "anchor", "ref", "speaker", "at"]

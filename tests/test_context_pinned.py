@@ -23,7 +23,7 @@ def relevant_ids(root: Path, *flags: str) -> list[str]:
 def pin(root: Path, memory_id: str) -> None:
     store = MemoryStore.open(str(root))
     try:
-        path = root / store.read(memory_id)["path"]
+        path = root / store.read(memory_id).path
     finally:
         store.close()
     text = path.read_text(encoding="utf-8")

@@ -195,7 +195,7 @@ def test_markdown_and_obsidian_folders(vault: Path, tmp_path: Path) -> None:
         b = store.add("Prefers tabs", "preference", tags=["ui"], links=["Editor setup"])
         gone = store.add("Old and forgotten", "semantic")
         store.forget(gone.id)
-        stem_a = Path(store.show(a.id)["path"]).stem
+        stem_a = Path(store.show(a.id).path).stem
         write(vault, "Memory/semantic/links.md", f"---\nid: m-links\n---\nSee [[{stem_a}]] for the tools.\n")
         store.sync()
         store.export(ExportOptions(format="markdown", output=tmp_path / "md"))

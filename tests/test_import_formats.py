@@ -55,7 +55,7 @@ def test_claude_conversations_projects_and_users(vault: Path) -> None:
         second = (vault / "Imports/Claude/memvault design/notes v2.md").read_text("utf-8")
         assert "The deploy token: [redacted]" in second and "ghp_" not in second
         assert not list(vault.rglob("intro.md"))
-        assert store.show("Imports/Claude/memvault design/architecture.md")["kind"] == "note"
+        assert store.show("Imports/Claude/memvault design/architecture.md").kind == "note"
         prompts = [m for m in _memories(vault).values() if m["type"] == "procedural"]
         assert len(prompts) == 1 and prompts[0]["tags"] == ["claude", "project-instructions"]
         again = store.import_("claude", IMPORTS / "claude")
@@ -202,7 +202,7 @@ def test_markdown_notes_are_copied_in_as_memory_notes(vault: Path, tmp_path: Pat
         assert (fm["id"], fm["type"], fm["strength"], fm["mood"]) == ("m-aaaaaaaaaaaa", "semantic", 0.8, "calm")
         assert fm["created"] == "2026-01-01T00:00:00+00:00" and fm["source"] == "manual"
         assert editor.body.endswith("## Related\n- [[Editor setup]]\n")
-        assert store.show("m-aaaaaaaaaaaa")["kind"] == "memory"
+        assert store.show("m-aaaaaaaaaaaa").kind == "memory"
         no_type = (vault / "Memory/semantic/no-type.md").read_text("utf-8")
         assert "Its admin password: [redacted]" in no_type and "Tr0ub4dor" not in no_type
         assert store.import_("markdown", IMPORTS / "markdown").skipped == 3

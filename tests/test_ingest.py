@@ -59,7 +59,7 @@ def test_a_claude_code_session_becomes_one_session_note(vault: Path) -> None:
         assert store.search(SearchQuery(SECRET[:20], mode="keyword")).to_json()["hits"] == []
         # It is an ordinary note that is a memory source, never a memory.
         shown = store.show(report.path)
-        assert shown["kind"] == "note"
+        assert shown.kind == "note"
 
 
 def test_facts_are_the_users_statements_anchored_to_their_turns(vault: Path) -> None:

@@ -83,7 +83,7 @@ def test_a_secret_typed_into_a_memory_note_is_indexed_redacted_and_the_note_left
         path.write_text(path.read_text().replace("CI settings", f"CI settings; backup {OPENAI}"))
         store.sync()
         assert_nowhere_in_the_index(store, GITHUB, OPENAI)
-        assert store.show(memory_id)["content"].count("[redacted]") == 2
+        assert store.show(memory_id).content.count("[redacted]") == 2
 
 
 def test_mcp_remember_stores_a_secret_redacted(vault: Path) -> None:

@@ -27,7 +27,7 @@ def test_a_memory_version_is_computed_in_one_place(tmp_path) -> None:
         assert s.update(m.id, content="Green tea in the morning and at noon").version == 2
         con = s.read_con()
         assert current_version(con, m.id) == 2 == current_versions(con, [m.id, m.id])[m.id]
-        assert [i.version for i in s.list().items if i.id == m.id] == [2] == [s.read(m.id)["version"]]
+        assert [i.version for i in s.list().items if i.id == m.id] == [2] == [s.read(m.id).version]
         assert current_versions(con, ["m-gone"]) == {"m-gone": 1}
 
 

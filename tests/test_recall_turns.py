@@ -127,7 +127,7 @@ def test_reading_path_and_block_id_gives_the_turn(session: Path) -> None:
 
     with opened(session) as store:
         ref = store.search(SearchQuery("charity race", mode="keyword")).to_json()["hits"][0]["ref"]
-        turn = store.read(ref)
+        turn = store.read(ref).to_json()
         assert turn["content"].startswith("2023-05-08 13:59 Melanie: Nice.") and turn["anchor"] == "^t4"
         with pytest.raises(MemvaultError, match="no turn"):
             store.read(ref.replace("^t4", "^t99"))

@@ -130,7 +130,7 @@ def test_a_delivery_between_our_version_line_write_and_its_stat_is_read_again(
     monkeypatch.setattr(identity, "replace_if_unchanged", real)
     device.sync()
     assert indexed_hash(device, made.path) == on_disk(device, made.path)
-    assert "pink" in device.read(made.id)["content"]
+    assert "pink" in device.read(made.id).content
 
 
 def test_the_daemon_picks_up_a_same_size_delivery_with_the_old_mtime(tmp_path: Path) -> None:

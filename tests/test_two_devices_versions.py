@@ -38,7 +38,7 @@ def carry(src: MemoryStore, dst: MemoryStore) -> None:
 
 def view(s: MemoryStore, memory_id: str) -> tuple[int, str, str]:
     item = s.read(memory_id)
-    return item["version"], item["created"], item["content"]
+    return item.version, item.created, item.content
 
 
 @pytest.fixture
@@ -101,13 +101,13 @@ def test_expect_version_read_on_one_device_holds_on_the_other(devices) -> None: 
     a.memories.update(made.id, content="Meets Sam on Wednesdays.")
     carry(a, b)
     b.sync()
-    seen = a.read(made.id)["version"]
-    assert seen == 2 == b.read(made.id)["version"]
+    seen = a.read(made.id).version
+    assert seen == 2 == b.read(made.id).version
     result = b.memories.update(made.id, content="Meets Sam on Thursdays.", expect_version=seen)
     assert result.version == 3
     carry(b, a)
     a.sync()
-    assert a.read(made.id)["version"] == 3
+    assert a.read(made.id).version == 3
     with pytest.raises(VersionConflict):
         a.memories.update(made.id, content="Meets Sam on Fridays.", expect_version=seen)
 
@@ -117,7 +117,7 @@ def test_an_edit_carried_from_the_other_device_moves_the_version_the_guard_check
     made = a.memories.add("Drinks oat milk.", "semantic")
     carry(a, b)
     b.sync()
-    seen = b.read(made.id)["version"]
+    seen = b.read(made.id).version
     note_a = a.root / made.path
     note_a.write_text(note_a.read_text(encoding="utf-8").replace("oat", "soy"), encoding="utf-8")
     a.sync()

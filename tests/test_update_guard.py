@@ -46,14 +46,14 @@ def test_an_update_never_supersedes_an_edit_it_did_not_see(tmp_path_factory, ste
                     imported.append(pending)
                     pending = None
                 try:
-                    store.update(memory.id, content=f"Agent change {n}", expect_version=seen["version"])
+                    store.update(memory.id, content=f"Agent change {n}", expect_version=seen.version)
                 except VersionConflict as exc:
                     assert edited_since_read
-                    assert exc.current["content"] == store.show(memory.id)["content"]
+                    assert exc.current["content"] == store.show(memory.id).content
                     continue
                 assert not edited_since_read
                 # What the update replaced is exactly what the agent had read.
-                assert store.history(memory.id)[1]["content"] == seen["content"]
+                assert store.history(memory.id)[1]["content"] == seen.content
                 seen = store.read(memory.id)
         store.sync()
         imported += [pending] if pending else []

@@ -27,7 +27,7 @@ from typing import Any
 
 import apsw
 
-from memvault.store.browse_answers import ListedTrace, TracePage
+from memvault.store.browse_answers import FactSource, ListedTrace, ReadResult, TracePage
 from memvault.store.db import records as rec
 from memvault.store.db.rows import count, rows
 from memvault.store.retrieval.keyword import TAGGED_SQL, tag_params
@@ -208,40 +208,47 @@ def section_span(content: str, heading: str) -> tuple[int, int, str] | None:
     return None
 
 
-def read_trace(con: apsw.Connection, vault_name: str, t: rec.TraceRow, heading: str | None = None) -> dict[str, Any]:
+def read_trace(con: apsw.Connection, vault_name: str, t: rec.TraceRow, heading: str | None = None) -> ReadResult:
     """Everything about one trace: metadata, content (or one section of a
     note), version (memories), source anchor (facts), links out and in."""
-    from memvault.store.facts.rows import fact_anchor
-    from memvault.store.index.lookup import describe, incoming, outgoing
+    from memvault.store.index.lookup import incoming, outgoing, parse_error
 
-    data = describe(con, t, vault_name)
-    data.pop("links", None)
-    meta = data.pop("metadata") or {}
+    meta = t.metadata or {}
+    uri = obsidian_uri(vault_name, t.path) if t.path else None
+    content, version, supersedes, fact, properties, section = t.content, None, None, None, None, None
     if t.kind == "memory":
         from memvault.store.memories.rows import current_version
 
-        data["version"] = current_version(con, t.id)
-        if meta.get("supersedes"):
-            data["supersedes"] = meta["supersedes"]
+        version = current_version(con, t.id)
+        supersedes = meta.get("supersedes") or None
     elif t.kind == "fact":
-        anchor = fact_anchor(con, t.id)
-        if anchor is not None:
-            data.update(source_path=anchor.path, anchor=anchor.anchor, heading_path=anchor.heading_path,
-                        lines=[anchor.line_start, anchor.line_end], source_uri=anchor.source_uri)
-            if anchor.path:
-                data["uri"] = obsidian_uri(vault_name, anchor.path, anchor.anchor)
+        fact, uri = _fact_source(con, vault_name, t.id, uri)
     elif isinstance(meta.get("frontmatter"), dict) and meta["frontmatter"]:
-        data["properties"] = meta["frontmatter"]
-    if t.reason:
-        data["reason"] = t.reason
+        properties = meta["frontmatter"]
     if heading:
         found = section_span(t.content, heading)
         if found is None:
             raise BrowseError(f"{t.path or t.id} has no heading {heading!r}")
-        start, stop, path = found
-        data.update(content=t.content[start:stop].strip(), heading=path)
+        start, stop, section = found
+        content = t.content[start:stop].strip()
         if t.path:
-            data["uri"] = obsidian_uri(vault_name, t.path, path.split(" > ")[-1])
-    data["links"] = outgoing(con, t.id)
-    data["backlinks"] = incoming(con, t.id)
-    return data
+            uri = obsidian_uri(vault_name, t.path, section.split(" > ")[-1])
+    return ReadResult(
+        id=t.id, kind=t.kind, type=t.type, title=t.title, path=t.path, uri=uri, status=t.status,
+        tags=tuple(t.tags), created=t.created, updated=t.updated, source=t.source, scope=t.scope,
+        strength=t.strength, parse_error=parse_error(con, t.id), content=content, version=version,
+        supersedes=supersedes, fact=fact, properties=properties, reason=t.reason or None, heading=section,
+        links=tuple(outgoing(con, t.id)), backlinks=tuple(incoming(con, t.id)),
+    )
+
+
+def _fact_source(con: apsw.Connection, vault_name: str, fact_id: str, uri: str | None) -> tuple[FactSource | None, str | None]:
+    """Where a fact came from, and its ``obsidian://`` link there (``uri`` when it has no source path)."""
+    from memvault.store.facts.rows import fact_anchor
+
+    anchor = fact_anchor(con, fact_id)
+    if anchor is None:
+        return None, uri
+    source = FactSource(source_path=anchor.path, anchor=anchor.anchor, heading_path=anchor.heading_path,
+                        lines=(anchor.line_start, anchor.line_end), source_uri=anchor.source_uri)
+    return source, obsidian_uri(vault_name, anchor.path, anchor.anchor) if anchor.path else uri

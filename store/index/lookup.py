@@ -5,14 +5,17 @@ from __future__ import annotations
 import json
 import os
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import apsw
 
 from memvault.store.db import records as rec
-from memvault.store.db.rows import count, rows
+from memvault.store.db.rows import count, first, rows
 from memvault.store.facts.rows import fact_stats
 from memvault.vault_io.note import UNDECODABLE
+
+if TYPE_CHECKING:
+    from memvault.store.browse_answers import ShowResult
 
 
 def find_trace(con: apsw.Connection, ref: str) -> rec.TraceRow | None:
@@ -149,19 +152,26 @@ def paths_under(con: apsw.Connection, folder: str) -> set[str]:
     return {r[0] for r in found}
 
 
-def describe(con: apsw.Connection, t: rec.TraceRow, vault_name: str) -> dict[str, Any]:
+def parse_error(con: apsw.Connection, trace_id: str) -> str | None:
+    """Why the front matter of the note of ``trace_id`` could not be read (None: it could, or no note)."""
+    row = first(con, "SELECT parse_error FROM files WHERE trace_id = ?", (trace_id,))
+    error: str | None = row[0] if row else None
+    return error
+
+
+def describe(con: apsw.Connection, t: rec.TraceRow, vault_name: str) -> ShowResult:
     """One trace as ``memvault show`` prints it."""
+    from memvault.store.browse_answers import ShowResult
     from memvault.vault_io.uri import obsidian_uri
 
-    f = con.execute("SELECT parse_error FROM files WHERE trace_id = ?", (t.id,)).fetchone()
-    return {
-        "id": t.id, "kind": t.kind, "type": t.type, "title": t.title, "path": t.path,
-        "uri": obsidian_uri(vault_name, t.path) if t.path else None,
-        "status": t.status, "tags": t.tags, "created": t.created, "updated": t.updated,
-        "source": t.source, "scope": t.scope, "strength": t.strength,
-        "metadata": t.metadata, "parse_error": f[0] if f else None, "content": t.content,
-        "links": len(rec.edges_from(con, t.id)),
-    }
+    return ShowResult(
+        id=t.id, kind=t.kind, type=t.type, title=t.title, path=t.path,
+        uri=obsidian_uri(vault_name, t.path) if t.path else None,
+        status=t.status, tags=tuple(t.tags), created=t.created, updated=t.updated,
+        source=t.source, scope=t.scope, strength=t.strength,
+        metadata=t.metadata, parse_error=parse_error(con, t.id), content=t.content,
+        links=len(rec.edges_from(con, t.id)),
+    )
 
 
 def _edge_dict(con: apsw.Connection, e: rec.EdgeRow, outgoing: bool) -> dict[str, Any]:

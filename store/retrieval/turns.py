@@ -25,13 +25,19 @@ import bisect
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
-from typing import Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import apsw
 
 from memvault.store.retrieval.passages import _STOPWORDS, Passage
 from memvault.store.retrieval.recall import ITEM_MAX_TOKENS, RecallItem
 from memvault.vault_io.errors import MemvaultError
+
+if TYPE_CHECKING:
+    from memvault.store.browse_answers import ReadResult, ShowResult
+
+#: A trace as ``show`` or ``read`` gives it.
+Shown = TypeVar("Shown", "ShowResult", "ReadResult")
 
 #: Characters of a session note read for its turns (about 4,000 turns).
 TURN_SCAN_CHARS = 1 << 20
@@ -146,15 +152,18 @@ def neighbours(turns: Sequence[NoteTurn], i: int) -> list[NoteTurn]:
     return list(turns[max(0, i - 1) : i + 2])
 
 
-def narrow_to_block(data: dict[str, Any], block: str) -> dict[str, Any]:
-    """A read trace (``browse.read_trace``) narrowed to its turn ``^block``:
-    the turn as one plain line, with its ``anchor``, ``ref``, speaker and time.
-    Raises :class:`MemvaultError` when the note has no such turn."""
-    turn = next((t for t in note_turns(data.get("content") or "") if t.anchor == f"^{block}"), None)
+def narrow_to_block(data: Shown, block: str) -> Shown:
+    """A shown or read trace (``lookup.describe``, ``browse.read_trace``)
+    narrowed to its turn ``^block``: the turn as one plain line, with its
+    ``anchor``, ``ref``, speaker and time. Raises :class:`MemvaultError`
+    when the note has no such turn."""
+    from memvault.store.browse_answers import TurnRef
+
+    turn = next((t for t in note_turns(data.content or "") if t.anchor == f"^{block}"), None)
     if turn is None:
-        raise MemvaultError(f"{data.get('path') or data.get('id')} has no turn ^{block}")
-    return {**data, "content": turn_line(turn), "anchor": turn.anchor, "ref": f"{data.get('path')}#{turn.anchor}",
-            "speaker": turn.speaker, "at": turn.at}
+        raise MemvaultError(f"{data.path or data.id} has no turn ^{block}")
+    return replace(data, content=turn_line(turn), turn=TurnRef(
+        anchor=turn.anchor, ref=f"{data.path}#{turn.anchor}", speaker=turn.speaker, at=turn.at))
 
 
 def turn_line(turn: NoteTurn) -> str:
