@@ -103,6 +103,7 @@ def cold_run(vault: Path, home: Path, *, after_connect=None, batch: int | None =
     import memvault.store.db.records as rec
     import memvault.store.index.reconcile as ix
     import memvault.store.memory_store as app
+    import memvault.vault_io.parser as parser_mod  # the indexer imports parse_note from here at each call
 
     orig_connect = ctx_module.connect  # every store connection is opened through the context
     orig_batch = ix.BATCH
@@ -125,7 +126,7 @@ def cold_run(vault: Path, home: Path, *, after_connect=None, batch: int | None =
     if batch:
         ix.BATCH = batch
     if step_timers:
-        timers.wrap(ix, "parse_note")
+        timers.wrap(parser_mod, "parse_note")
         timers.wrap(ix, "note_edges")
         timers.wrap(ix, "note_trace")
         timers.wrap(ix, "scan_vault")
@@ -145,8 +146,8 @@ def cold_run(vault: Path, home: Path, *, after_connect=None, batch: int | None =
             rels = [r for r, st in scan_vault(vault).files.items() if st.is_note]
             with mp.get_context("fork").Pool(parallel_parse) as pool:
                 parsed = dict(pool.imap_unordered(_parse_file, [(str(vault), r) for r in rels], chunksize=64))
-            real_parse = ix.parse_note
-            ix.parse_note = lambda path, data, **k: parsed.pop(path, None) or real_parse(path, data, **k)
+            real_parse = parser_mod.parse_note
+            parser_mod.parse_note = lambda path, data, **k: parsed.pop(path, None) or real_parse(path, data, **k)
         try:
             v = app.MemoryStore.open(str(vault))
             s = v.sync()
@@ -154,7 +155,7 @@ def cold_run(vault: Path, home: Path, *, after_connect=None, batch: int | None =
                 finish(v.con)
         finally:
             if parallel_parse:
-                ix.parse_note = real_parse
+                parser_mod.parse_note = real_parse
         t_sync = time.perf_counter() - t0
         cpu = time.process_time() - c0
         t1 = time.perf_counter()
