@@ -617,7 +617,7 @@ def state_rows(data_dir: Path, sql: str) -> list[tuple]:
 
 def history_of(store: Any, ids: list[str]) -> dict[str, list[tuple]]:
     """``history <id>`` of each memory as (id, content, reason) rows."""
-    return {i: [(v["id"], v["content"], v["reason"]) for v in store.history(i)] for i in ids}
+    return {i: [(v.id, v.content, v.reason) for v in store.history(i)] for i in ids}
 
 
 def lost_tokens(d: Any, expected: set[str], files_of: Any) -> list[str]:

@@ -362,7 +362,7 @@ def _browse_tools(server: MCPServer, backend: Backend) -> None:
     @server.tool(annotations=_READ)
     def history(id: Ref) -> CallToolResult:
         """Every version of a memory (yours and the person's edits in Obsidian) or fact, newest first."""
-        return _ok({"versions": backend.run(lambda s: s.history(id))})
+        return _ok({"versions": [v.to_json() for v in backend.run(lambda s: s.history(id))]})
 
     @server.tool(annotations=_READ)
     def status() -> CallToolResult:

@@ -131,9 +131,9 @@ def history(app: AppContext, ref: str, as_json: bool) -> None:
     """The versions of a memory or fact, newest first."""
     for v in app.store.history(ref):
         if as_json:
-            emit_json(v)
+            emit_json(v.to_json())
             continue
-        why = f" ({v['reason']})" if v["reason"] else ""
-        click.echo(f"{v['id']}  {v['status']}{why}  {v['updated']}")
-        for line in v["content"].splitlines()[:3]:
+        why = f" ({v.reason})" if v.reason else ""
+        click.echo(f"{v.id}  {v.status}{why}  {v.updated}")
+        for line in v.content.splitlines()[:3]:
             click.echo(f"    {line}")

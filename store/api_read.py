@@ -17,7 +17,7 @@ from memvault.vault_io.errors import MemvaultError
 
 if TYPE_CHECKING:
     from memvault.store.answers import RecallBlock, SearchResult, SessionStartText
-    from memvault.store.browse_answers import ReadResult, ShowResult, TracePage
+    from memvault.store.browse_answers import MemoryVersion, ReadResult, ShowResult, TracePage
     from memvault.store.queries import ContextQuery, SearchQuery, SessionStartQuery
 
 
@@ -91,20 +91,18 @@ class ReadAPI(StoreParts):
             data["parse_error_list"] = [{"path": p, "error": e} for p, e in lookup.parse_errors(con)]
         return data
 
-    def history(self, ref: str) -> list[dict[str, Any]]:
+    def history(self, ref: str) -> builtins.list[MemoryVersion]:
         """The versions of a memory or fact, newest first, then the memories
         merged into it (each marked ``merged into``)."""
+        from memvault.store.browse_answers import MemoryVersion
         from memvault.store.consolidation.rows import merged_members
         from memvault.store.db.records import get_trace
 
         self.read_con()  # a vault never indexed: say so, and create nothing (reading never writes)
         traces = self.memories.history(ref)
         traces += [t for m in merged_members(self.con, traces[0].id) if (t := get_trace(self.con, m)) is not None]
-        return [
-            {"id": t.id, "status": t.status, "reason": t.reason, "type": t.type,
-             "updated": t.updated, "content": t.content, "tags": t.tags}
-            for t in traces
-        ]
+        return [MemoryVersion(id=t.id, status=t.status, reason=t.reason, type=t.type, updated=t.updated,
+                              content=t.content, tags=tuple(t.tags)) for t in traces]
 
     def list(
         self, *, what: str = "memories", types: Sequence[str] = (), scopes: Sequence[str] = (),

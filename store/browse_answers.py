@@ -1,6 +1,7 @@
 """The store's browse answers, typed: a page of :class:`ListedTrace` for
 ``list`` and ``recent`` (:class:`TracePage`), one trace as ``show`` gives
-it (:class:`ShowResult`) and as ``read`` does (:class:`ReadResult`).
+it (:class:`ShowResult`) and as ``read`` does (:class:`ReadResult`), and
+the versions of a memory or fact (``history``: :class:`MemoryVersion` each).
 
 Kept apart from :mod:`.answers` (search, context, session start), which a
 ``memvault search`` process imports: these are loaded only by the commands,
@@ -204,3 +205,20 @@ class ReadResult(_TraceHead):
     #: What links to it, with each link's source.
     backlinks: tuple[dict[str, Any], ...] = ()
     turn: TurnRef | None = None
+
+
+@dataclass(frozen=True)
+class MemoryVersion(_Answer):
+    """One version of a memory or fact (``history``): the current one, an
+    older one, or a memory merged into it."""
+
+    #: The memory's id (the current version), ``<id>.v<n>`` (an older one), or a merged memory's id.
+    id: str
+    #: ``active`` (current), ``superseded`` or ``deleted``.
+    status: str
+    #: Why it was replaced, forgotten or merged (``updated``, ``merged into m-...``; None: current).
+    reason: str | None
+    type: str
+    updated: str
+    content: str
+    tags: tuple[str, ...]

@@ -57,7 +57,7 @@ def test_a_backup_restores_versions_forgets_and_recall(vault: Path, tmp_path: Pa
     report = json.loads(r.output)
     assert report["kept"] is None and report["rebuild"]["restored"]["versions"] == 1
     with opened(vault) as store:
-        assert [h["content"] for h in store.history(kept.id)] == ["Prefers light mode", "Prefers dark mode"]
+        assert [h.content for h in store.history(kept.id)] == ["Prefers light mode", "Prefers dark mode"]
         assert store.search(SearchQuery("forget", mode="keyword", include_deleted=True)).to_json()["hits"][0]["status"] == "deleted"
         row = store.con.execute("SELECT retrieval_count FROM state.recall WHERE trace_id = ?", (kept.id,)).fetchone()
         assert row is not None and row[0] >= 1

@@ -10,7 +10,7 @@ from pathlib import Path
 
 from helpers import opened, write
 
-from memvault.store.browse_answers import ListedTrace, TracePage
+from memvault.store.browse_answers import ListedTrace, MemoryVersion, TracePage
 
 ITEM_KEYS = ["id", "kind", "type", "title", "path", "uri", "status", "tags", "scope", "strength", "created",
              "updated", "source", "preview"]
@@ -80,3 +80,17 @@ def test_show_and_read_of_a_note_a_memory_a_fact_and_a_turn(vault: Path, tmp_pat
     assert list(data["turn"])[-4:] == ["anchor", "ref", "speaker", "at"] and data["turn"]["speaker"] == "Bo"
     assert data["turn"]["content"] == "2023-05-08 13:56 Bo: Nice." and data["turn"]["ref"] == f"{session}#^t2"
     assert list(data["shown turn"]) == [*list(data["note"]), "anchor", "ref", "speaker", "at"]
+
+
+def test_history_gives_each_version_then_the_merged(vault: Path) -> None:
+    with opened(vault) as store:
+        kept = store.add("Prefers dark mode", "preference", tags=["ui"])
+        other = store.add("Likes the dark theme in editors", "preference")
+        store.update(kept.id, content="Prefers dark mode everywhere")
+        store.merge([kept.id, other.id])
+        versions = store.history(kept.id)
+    data = [v.to_json() for v in versions]
+    assert all(list(d) == ["id", "status", "reason", "type", "updated", "content", "tags"] for d in data)
+    assert [d["id"] for d in data][-1] == other.id and data[-1]["reason"] == f"merged into {kept.id}"
+    assert data[0]["reason"] is None and data[0]["tags"] == ["ui"]
+    assert [MemoryVersion.from_json(json.loads(json.dumps(d))) for d in data] == versions

@@ -121,7 +121,7 @@ def test_import_of_an_export_into_an_empty_vault_gives_the_same_document(tmp_pat
         assert (again.imported, again.updated, again.errors) == (0, 0, [])
         assert _jsonl_body(_export(store, tmp_path / "3", "jsonl")) == _jsonl_body(first_l)
         light = store.search(SearchQuery("light mode", mode="keyword", what="memories")).to_json()["hits"][0]
-        assert [h["content"] for h in store.history(light["id"])] == ["Prefers light mode", "Prefers dark mode"]
+        assert [h.content for h in store.history(light["id"])] == ["Prefers light mode", "Prefers dark mode"]
 
 
 WORDS = ["alpha", "bravo", "coffee", "delta", "editor", "falcon", "garden", "harbor", "island", "jasmine"]

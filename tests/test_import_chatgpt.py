@@ -129,11 +129,11 @@ def test_importing_again_imports_nothing_and_a_grown_conversation_appends(vault:
         assert "switch to Zed" in text
         hit = store.search(SearchQuery("cite sources", mode="keyword", what="memories")).to_json()["hits"][0]
         history = store.history(hit["id"])
-        assert [h["content"] for h in history] == [
+        assert [h.content for h in history] == [
             "How I want answers (ChatGPT custom instructions): Be concise and cite sources.",
             "How I want answers (ChatGPT custom instructions): Be concise.",
         ]
-        assert history[1]["reason"] == "changed at the source (chatgpt-instructions)"
+        assert history[1].reason == "changed at the source (chatgpt-instructions)"
 
 
 def test_split_files_in_a_zip_with_macos_junk(vault: Path, tmp_path: Path) -> None:

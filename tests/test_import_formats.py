@@ -113,7 +113,7 @@ def test_mem0_results_become_scoped_memories(vault: Path, tmp_path: Path) -> Non
         again = store.import_("mem0", bare)
         assert (again.imported, again.updated, again.skipped) == (0, 1, 2)
         memory_id = get_key(store.con, "mem0", data[0]["id"]).target_id
-        assert [h["content"] for h in store.history(memory_id)] == [
+        assert [h.content for h in store.history(memory_id)] == [
             "Prefers spaces over tabs now", "Prefers tabs over spaces"]
 
 
@@ -213,5 +213,5 @@ def test_markdown_notes_are_copied_in_as_memory_notes(vault: Path, tmp_path: Pat
         write(src, "editor.md", edited)
         again = store.import_("markdown", src)
         assert (again.updated, again.skipped) == (1, 2)
-        assert [h["content"] for h in store.history("m-aaaaaaaaaaaa")][:2] == [
+        assert [h.content for h in store.history("m-aaaaaaaaaaaa")][:2] == [
             "Prefers light mode in every editor.", "Prefers dark mode in every editor."]

@@ -60,7 +60,7 @@ def test_add_and_update_store_redacted_and_say_so(vault: Path) -> None:
     with opened(vault) as store:
         assert_nowhere_in_the_index(store, *SECRETS)
         history = store.history(memory_id)
-        assert all(s not in v["content"] for v in history for s in SECRETS)
+        assert all(s not in v.content for v in history for s in SECRETS)
     assert all(s not in p.read_text() for p in vault.rglob("*.md") for s in SECRETS)
 
 

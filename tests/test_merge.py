@@ -63,8 +63,8 @@ def test_merge_keeps_one_memory_with_everything(three) -> None:
     assert sorted(e.target_id for e in rec.edges_from(v.con, daily.id)) == ["m-a", "m-a"]
     assert {b["source_id"] for b in v.backlinks("m-a")} >= {daily.id}
     history = v.history("m-a")
-    assert history[1]["reason"] == "merged m-b, m-c into m-a"
-    assert [h["id"] for h in history[2:]] == ["m-b", "m-c"]
+    assert history[1].reason == "merged m-b, m-c into m-a"
+    assert [h.id for h in history[2:]] == ["m-b", "m-c"]
     # search no longer offers the merged ones
     assert {h["id"] for h in v.search(SearchQuery("dark", mode="keyword")).to_json()["hits"]} == {"m-a"}
 
@@ -73,9 +73,9 @@ def test_merge_with_content_and_the_links_survive_a_rebuild(three) -> None:
     v = three
     v.merge(["m-c", "m-a"], content="Uses dark mode everywhere")
     assert find_trace(v.con, "m-c").content == "Uses dark mode everywhere"
-    kept = [(h["id"], h["status"], h["reason"]) for h in v.history("m-c")]
+    kept = [(h.id, h.status, h.reason) for h in v.history("m-c")]
     v.rebuild()
-    assert [(h["id"], h["status"], h["reason"]) for h in v.history("m-c")] == kept
+    assert [(h.id, h.status, h.reason) for h in v.history("m-c")] == kept
     daily = find_trace(v.con, "Daily.md")
     assert sorted(e.target_id or "" for e in rec.edges_from(v.con, daily.id)) == ["m-b", "m-c"]
     assert find_trace(v.con, "m-a").metadata["merged_into"] == "m-c"
@@ -92,7 +92,7 @@ def test_restore_of_a_merged_memory_undoes_its_part(three) -> None:
     assert a.tags == ["ui", "prefs"] and a.strength == 0.4
     assert find_trace(v.con, "m-b").status == "active" and find_trace(v.con, "m-c").status == "superseded"
     assert "created: '2026-03-01T00:00:00+00:00'" in (v.root / "Memory/semantic/m-a.md").read_text()
-    assert v.history("m-a")[1]["reason"] == "unmerged m-b"
+    assert v.history("m-a")[1].reason == "unmerged m-b"
     v.restore("m-c")
     a = find_trace(v.con, "m-a")
     assert (a.content, a.tags, a.strength) == ("Prefers dark mode", ["ui"], 0.4)

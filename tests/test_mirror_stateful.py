@@ -304,7 +304,7 @@ class MirrorMachine(RuleBasedStateMachine):
         con = self.vault.con
         live = dict(con.execute("SELECT id, content FROM traces WHERE kind = 'memory' AND status = 'active'"))
         histories = {
-            i: [(v["id"], v["status"], v["reason"], v["content"], v["type"]) for v in self.vault.history(i)]
+            i: [(v.id, v.status, v.reason, v.content, v.type) for v in self.vault.history(i)]
             for i in live
         }
         forgotten = {r[0] for r in con.execute("SELECT id FROM traces WHERE kind = 'memory' AND status = 'deleted'")}

@@ -19,6 +19,7 @@ from pathlib import Path
 import pytest
 from helpers import write
 
+from memvault.store.browse_answers import MemoryVersion
 from memvault.store.memory_store import MemoryStore
 from memvault.store.settings import load_settings
 from memvault.vault_io.frontmatter import file_frontmatter_id
@@ -39,8 +40,8 @@ def live(s: MemoryStore) -> list[tuple]:
                          "ORDER BY id").fetchall()
 
 
-def shown(history: list[dict]) -> list[tuple]:
-    return [(v["id"], v["status"], v["content"], v["updated"]) for v in history]
+def shown(history: list[MemoryVersion]) -> list[tuple]:
+    return [(v.id, v.status, v.content, v.updated) for v in history]
 
 
 def copy_logs(src: Path, dst: Path) -> None:

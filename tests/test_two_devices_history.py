@@ -328,7 +328,7 @@ def test_a_daemon_merges_another_devices_log_when_it_arrives_alone(tmp_path: Pat
         assert len(b.cli.history(memory)) == 1  # no log yet: this device saw no version
         shutil.copytree(a.vault / LOGS, b_root / LOGS)  # the sync tool brings a's log, and nothing else
         assert wait_for(lambda: len(b.cli.history(memory)) == 2, timeout=30), b.cli.history(memory)
-        assert b.cli.history(memory)[1]["reason"] == "level two was full"
+        assert b.cli.history(memory)[1].reason == "level two was full"
     finally:
         b.stop()
 

@@ -111,7 +111,7 @@ class RacingDevices(TwoDevices):
         assert fa == fb, f"the devices disagree on forgotten memories: {set(fa) ^ set(fb)}"
         a, b = self.devices
         for (memory_id,) in index_rows(a, "SELECT id FROM traces WHERE kind = 'memory' AND status = 'active'"):
-            shown = [[(v["id"], v["content"], v["reason"]) for v in d.cli.history(memory_id)] for d in (a, b)]
+            shown = [[(v.id, v.content, v.reason) for v in d.cli.history(memory_id)] for d in (a, b)]
             assert shown[0] == shown[1], f"history of {memory_id} differs: {shown}"
         self.check_lost_data_dir(a, b, fa)
 
@@ -129,9 +129,9 @@ class RacingDevices(TwoDevices):
             assert fresh.con.execute("SELECT memory_id, reason FROM state.forgotten ORDER BY memory_id").fetchall() \
                 == forgotten, "a rebuilt device forgot other memories"
             for (memory_id, *_) in index_rows(a, live):
-                mine = [(v["id"], v["content"], v["reason"]) for v in fresh.history(memory_id)]
+                mine = [(v.id, v.content, v.reason) for v in fresh.history(memory_id)]
                 assert a.cli is not None
-                assert mine == [(v["id"], v["content"], v["reason"]) for v in a.cli.history(memory_id)], memory_id
+                assert mine == [(v.id, v.content, v.reason) for v in a.cli.history(memory_id)], memory_id
         finally:
             fresh.close()
             shutil.rmtree(copy, ignore_errors=True)

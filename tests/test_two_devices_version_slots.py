@@ -90,7 +90,7 @@ def test_a_version_the_logs_move_to_another_memory_moves_in_the_index(tmp_path: 
             {"d": "ffffffffffff", "n": 1, "t": stamp, "tb": "memory_versions", "k": [f"{x}.v1"], "r": moved})])
 
         def shown(memory_id: str) -> list[str]:
-            return [v["id"] for v in device.cli.history(memory_id)]
+            return [v.id for v in device.cli.history(memory_id)]
 
         wait_for(lambda: shown(y) == [y, f"{x}.v1"], timeout=30)
         assert shown(x) == [x]
@@ -99,8 +99,8 @@ def test_a_version_the_logs_move_to_another_memory_moves_in_the_index(tmp_path: 
     fresh = MemoryStore(root, load_settings({"vault": str(root)}), data_dir=tmp_path / "rebuilt")
     try:
         fresh.rebuild(embed=False)
-        assert [v["id"] for v in fresh.history(y)] == [y, f"{x}.v1"]
-        assert [v["id"] for v in fresh.history(x)] == [x]
+        assert [v.id for v in fresh.history(y)] == [y, f"{x}.v1"]
+        assert [v.id for v in fresh.history(x)] == [x]
     finally:
         fresh.close()
 

@@ -207,7 +207,7 @@ def test_typing_into_a_memory_note_while_the_daemon_versions_it(
         if body_of(final) != body_of(last):
             trash = root / ".trash"
             kept = [p.read_text(encoding="utf-8")[-40:] for p in trash.iterdir()] if trash.exists() else []
-            history = [(h["id"], h["content"][-24:]) for h in device.cli.history(made.id)[:4]]
+            history = [(h.id, h.content[-24:]) for h in device.cli.history(made.id)[:4]]
             pytest.fail(f"the last save is lost: the note ends {final[-24:]!r}, the typist's {last[-24:]!r}; "
                         f"trash: {kept}; history: {history}; versions seen: {frontmatter_lines(final)}")
         assert content_of(final) == OPENING + "".join(f" {w}" for w in typist.words)
@@ -225,11 +225,11 @@ def test_typing_into_a_memory_note_while_the_daemon_versions_it(
         # every version in the history is a text the typist saved
         assert device.cli is not None
         history = device.cli.history(made.id)
-        assert history[0]["id"] == made.id and history[0]["content"] == content_of(last)
+        assert history[0].id == made.id and history[0].content == content_of(last)
         # For r+b a read in the middle of a save may find any mix of the old
         # bytes and the new; fs.writeFile's empty moment makes no version.
         if how == "wb":
-            strange = [h["content"] for h in history if h["content"] not in saved]
+            strange = [h.content for h in history if h.content not in saved]
             assert not strange, f"versions no save ever held: {strange[:3]}"
         assert len(history) >= 2, "the daemon made no version while the typist typed"
     finally:
@@ -308,7 +308,7 @@ def test_a_note_read_mid_save_makes_no_version(tmp_path: Path) -> None:
             s.sync_paths([made.path])  # ...read by the daemon's event
             fh.write(text.encode("utf-8"))  # ...and written
         s.sync_paths([made.path])
-        contents = [h["content"] for h in s.history(made.id)]
+        contents = [h.content for h in s.history(made.id)]
         assert contents[0] == content_of(text)
         assert "" not in contents, contents
     finally:

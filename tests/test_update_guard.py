@@ -53,9 +53,9 @@ def test_an_update_never_supersedes_an_edit_it_did_not_see(tmp_path_factory, ste
                     continue
                 assert not edited_since_read
                 # What the update replaced is exactly what the agent had read.
-                assert store.history(memory.id)[1]["content"] == seen.content
+                assert store.history(memory.id)[1].content == seen.content
                 seen = store.read(memory.id)
         store.sync()
         imported += [pending] if pending else []
-        contents = [v["content"] for v in store.history(memory.id)]
+        contents = [v.content for v in store.history(memory.id)]
         assert all(e in contents for e in imported)  # no edit of the person is lost

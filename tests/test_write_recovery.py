@@ -303,10 +303,10 @@ def test_an_update_killed_before_its_outbox_entry_leaves_no_version(
     assert v.con.execute("SELECT count(*) FROM state.memory_versions").fetchone()[0] == 0
     assert mem.current_version(v.con, r.id) == 1
     settled(v)
-    assert [h["content"] for h in v.history(r.id)] == ["Runs on Tuesdays."]
+    assert [h.content for h in v.history(r.id)] == ["Runs on Tuesdays."]
     # and the update done again makes exactly one version
     v.update(r.id, content="Runs on Wednesdays.", expect_version=1)
-    assert [h["content"] for h in v.history(r.id)] == ["Runs on Wednesdays.", "Runs on Tuesdays."]
+    assert [h.content for h in v.history(r.id)] == ["Runs on Wednesdays.", "Runs on Tuesdays."]
 
 
 @pytest.mark.parametrize("command", ["forget", "restore"])
