@@ -343,7 +343,7 @@ def show(app: AppContext, ref: str, heading: str | None, reveal: bool, as_json: 
 @pass_app
 def links(app: AppContext, ref: str, as_json: bool) -> None:
     """Outgoing links, embeds and property links of a note, with resolution status."""
-    for d in redact_tree(app.store.links(_vault_ref(app, ref))):
+    for d in redact_tree([link.to_json() for link in app.store.links(_vault_ref(app, ref))]):
         if as_json:
             emit_json(d)
             continue
@@ -359,7 +359,7 @@ def links(app: AppContext, ref: str, as_json: bool) -> None:
 @pass_app
 def backlinks(app: AppContext, ref: str, as_json: bool) -> None:
     """Notes and traces that link to this one."""
-    for d in redact_tree(app.store.backlinks(_vault_ref(app, ref))):
+    for d in redact_tree([link.to_json() for link in app.store.backlinks(_vault_ref(app, ref))]):
         if as_json:
             emit_json(d)
             continue
@@ -373,7 +373,7 @@ def backlinks(app: AppContext, ref: str, as_json: bool) -> None:
 @pass_app
 def stats(app: AppContext, as_json: bool, list_errors: bool) -> None:
     """Counts: notes, traces, edges, unresolved and ambiguous links, parse errors, index size."""
-    data = app.store.stats(parse_errors=list_errors)
+    data = app.store.stats(parse_errors=list_errors).to_json()
     if as_json:
         emit_json(data)
         return

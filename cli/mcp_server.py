@@ -315,9 +315,9 @@ def _lookup_tools(server: MCPServer, backend: Backend) -> None:
         def run(s: MemoryStore) -> dict[str, Any]:
             data: dict[str, Any] = {}
             if direction in ("out", "both"):
-                data["out"] = s.links(id)
+                data["out"] = [link.to_json() for link in s.links(id)]
             if direction in ("in", "both"):
-                data["in"] = s.backlinks(id)
+                data["in"] = [link.to_json() for link in s.backlinks(id)]
             return data
 
         return _ok(backend.run(run))

@@ -97,7 +97,7 @@ def vault_status(store: "MemoryStore") -> dict[str, Any]:
         "index": None,
     }
     if store.has_index():
-        counts = store.stats()
+        counts = store.stats().to_json()
         counts.pop("vault", None)
         out["index"] = counts
         out["last_sync"] = counts.get("last_sync")

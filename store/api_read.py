@@ -17,7 +17,15 @@ from memvault.vault_io.errors import MemvaultError
 
 if TYPE_CHECKING:
     from memvault.store.answers import RecallBlock, SearchResult, SessionStartText
-    from memvault.store.browse_answers import MemoryVersion, ReadResult, ShowResult, TracePage
+    from memvault.store.browse_answers import (
+        Backlink,
+        IndexStats,
+        Link,
+        MemoryVersion,
+        ReadResult,
+        ShowResult,
+        TracePage,
+    )
     from memvault.store.queries import ContextQuery, SearchQuery, SessionStartQuery
 
 
@@ -64,13 +72,13 @@ class ReadAPI(StoreParts):
             return narrow_to_block(lookup.describe(self.read_con(), self._trace(base), self.name), block)
         return lookup.describe(self.read_con(), self._trace(ref), self.name)
 
-    def links(self, ref: str) -> list[dict[str, Any]]:
+    def links(self, ref: str) -> builtins.list[Link]:
         """Outgoing links, embeds and property links of a trace, resolved."""
         from memvault.store.index import lookup
 
         return lookup.outgoing(self.read_con(), self._trace(ref).id)
 
-    def backlinks(self, ref: str) -> list[dict[str, Any]]:
+    def backlinks(self, ref: str) -> builtins.list[Backlink]:
         """Traces that link to ``ref`` (a trace, or an attachment by path)."""
         from memvault.store.index import lookup
 
@@ -80,16 +88,16 @@ class ReadAPI(StoreParts):
             return lookup.incoming_to_path(con, attachment)
         return lookup.incoming(con, self._trace(ref).id)
 
-    def stats(self, *, parse_errors: bool = False) -> dict[str, Any]:
+    def stats(self, *, parse_errors: bool = False) -> IndexStats:
         """Counts of what the index holds (and every parse error, if asked)."""
+        from dataclasses import replace
+
+        from memvault.store.browse_answers import NoteParseError
         from memvault.store.index import lookup
 
         con = self.read_con()
-        data = lookup.stats(con, self.index_path)
-        data["vault"] = str(self.root)
-        if parse_errors:
-            data["parse_error_list"] = [{"path": p, "error": e} for p, e in lookup.parse_errors(con)]
-        return data
+        errors = tuple(NoteParseError(p, e) for p, e in lookup.parse_errors(con)) if parse_errors else None
+        return replace(lookup.stats(con, self.index_path), vault=str(self.root), parse_error_list=errors)
 
     def history(self, ref: str) -> builtins.list[MemoryVersion]:
         """The versions of a memory or fact, newest first, then the memories

@@ -1,7 +1,9 @@
 """The store's browse answers, typed: a page of :class:`ListedTrace` for
 ``list`` and ``recent`` (:class:`TracePage`), one trace as ``show`` gives
 it (:class:`ShowResult`) and as ``read`` does (:class:`ReadResult`), and
-the versions of a memory or fact (``history``: :class:`MemoryVersion` each).
+the versions of a memory or fact (``history``: :class:`MemoryVersion` each),
+a trace's links both ways (:class:`Link`, :class:`Backlink`) and the
+index's counts (``stats``: :class:`IndexStats`).
 
 Kept apart from :mod:`.answers` (search, context, session start), which a
 ``memvault search`` process imports: these are loaded only by the commands,
@@ -140,6 +142,49 @@ class FactSource(_Part):
 
 
 @dataclass(frozen=True)
+class Link(_Answer):
+    """A link, embed or property link a trace makes, and what it resolves to."""
+
+    #: ``link``, ``embed``, ``property`` (a link in the front matter), ``related`` (a memory's
+    #: link), or ``supersedes`` (a memory's link to the version it replaced).
+    kind: str
+    #: The name as written (``[[Deploy#Setup|the steps]]``: ``Deploy``).
+    target: str
+    #: The heading or ``^block`` after ``#``.
+    anchor: str | None
+    #: The text shown instead of the name.
+    display: str | None
+    #: The front-matter property holding a property link.
+    property: str | None
+    #: The line it is on.
+    line: int | None
+    #: ``resolved``, ``unresolved`` or ``ambiguous`` (two notes have the name).
+    status: str
+    #: The vault path it resolves to (a note or an attachment).
+    target_path: str | None
+    #: The trace it resolves to (None for an attachment).
+    target_id: str | None
+
+
+@dataclass(frozen=True)
+class Backlink(_Answer):
+    """A link to a trace (or an attachment) from another one: its source, then the link."""
+
+    source_id: str
+    source_path: str | None
+    source_title: str | None
+    kind: str
+    target: str
+    anchor: str | None
+    display: str | None
+    property: str | None
+    line: int | None
+    status: str
+    target_path: str | None
+    target_id: str | None
+
+
+@dataclass(frozen=True)
 class _TraceHead(_Flat):
     """What ``show`` and ``read`` both begin with: a trace's index row."""
 
@@ -184,6 +229,7 @@ class ReadResult(_TraceHead):
     one section, one turn), version, source, links both ways."""
 
     FLAT: ClassVar[dict[str, type[_Part]]] = {"fact": FactSource, "turn": TurnRef}
+    NESTED: ClassVar[dict[str, type[_Answer]]] = {"links": Link, "backlinks": Backlink}
 
     parse_error: str | None
     #: Its text, or the section under :attr:`heading`, or the turn's line.
@@ -201,9 +247,9 @@ class ReadResult(_TraceHead):
     #: The heading path of the section read (None: the whole text).
     heading: str | None = None
     #: Its links, embeds and property links, resolved.
-    links: tuple[dict[str, Any], ...] = ()
+    links: tuple[Link, ...] = ()
     #: What links to it, with each link's source.
-    backlinks: tuple[dict[str, Any], ...] = ()
+    backlinks: tuple[Backlink, ...] = ()
     turn: TurnRef | None = None
 
 
@@ -222,3 +268,54 @@ class MemoryVersion(_Answer):
     updated: str
     content: str
     tags: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class NoteParseError(_Answer):
+    """A note indexed with a parse error (``stats --errors``)."""
+
+    path: str
+    error: str
+
+
+@dataclass(frozen=True)
+class IndexStats(_Answer):
+    """Counts of what the index holds (``stats``)."""
+
+    NESTED: ClassVar[dict[str, type[_Answer]]] = {"parse_error_list": NoteParseError}
+
+    notes: int
+    attachments: int
+    traces: int
+    #: Traces of each kind (``fact``, ``memory``, ``note``), by kind's name.
+    traces_by_kind: dict[str, int]
+    edges: int
+    links_unresolved: int
+    links_ambiguous: int
+    #: Distinct tags.
+    tags: int
+    parse_errors: int
+    read_errors: int
+    #: Notes indexed with U+FFFD for bytes that are not UTF-8 (counted in parse errors too).
+    undecodable: int
+    #: Symlinks leading out of the vault that the last scan skipped unread.
+    skipped_outside_vault: int
+    #: Conflicts memvault ever recorded.
+    conflicts: int
+    #: Memory notes not written yet.
+    pending_writes: int
+    #: When the vault was last synced (None: never).
+    last_sync: str | None
+    #: Active facts of memory sources.
+    facts: int
+    facts_superseded: int
+    fact_sources: int
+    #: Secrets redacted out of fact text.
+    secrets_redacted: int
+    #: The index database, and its size with its WAL files (None: not asked).
+    index_path: str | None = None
+    index_bytes: int | None = None
+    #: The vault's folder.
+    vault: str | None = None
+    #: Every note with a parse error (None: not asked).
+    parse_error_list: tuple[NoteParseError, ...] | None = None

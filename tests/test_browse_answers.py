@@ -94,3 +94,35 @@ def test_history_gives_each_version_then_the_merged(vault: Path) -> None:
     assert [d["id"] for d in data][-1] == other.id and data[-1]["reason"] == f"merged into {kept.id}"
     assert data[0]["reason"] is None and data[0]["tags"] == ["ui"]
     assert [MemoryVersion.from_json(json.loads(json.dumps(d))) for d in data] == versions
+
+
+LINK_KEYS = ["kind", "target", "anchor", "display", "property", "line", "status", "target_path", "target_id"]
+
+
+def test_links_both_ways_and_the_stats(vault: Path) -> None:
+    write(vault, "Notes/Editors.md", "# Editors\n\nSee [[Deploy#Setup|the steps]], [[Nowhere]] and ![[diagram.png]].\n")
+    write(vault, "Deploy.md", "---\nup: '[[Editors]]'\n---\n# Deploy\n\n## Setup\nMake it.\n")
+    write(vault, "diagram.png", b"\x89PNG\r\n\x1a\n")
+    write(vault, "Broken.md", "---\ntags: [a\n---\nbroken front matter\n")
+    with opened(vault) as store:
+        store.sync()
+        out = [link.to_json() for link in store.links("Notes/Editors.md")]
+        into = [link.to_json() for link in store.backlinks("Notes/Editors.md")]
+        embedded = store.backlinks("diagram.png")
+        read = store.read("Notes/Editors.md")
+        counts = store.stats(parse_errors=True)
+        plain = store.stats()
+    assert all(list(d) == LINK_KEYS for d in out)
+    assert [(d["target"], d["anchor"], d["display"], d["status"]) for d in out] == [
+        ("Deploy", "Setup", "the steps", "resolved"), ("Nowhere", None, None, "unresolved"),
+        ("diagram.png", None, None, "resolved")]
+    assert [list(d) for d in into] == [["source_id", "source_path", "source_title", *LINK_KEYS]]
+    assert into[0]["source_path"] == "Deploy.md" and into[0]["property"] == "up"
+    assert embedded[0].source_path == "Notes/Editors.md" and embedded[0].target_id is None
+    assert read.to_json()["links"] == out and read.to_json()["backlinks"] == into
+    data = counts.to_json()
+    assert list(data)[-4:] == ["index_path", "index_bytes", "vault", "parse_error_list"] and data["vault"] == str(vault)
+    assert data["parse_error_list"] == [{"path": "Broken.md", "error": data["parse_error_list"][0]["error"]}]
+    assert counts.parse_errors == 1 and counts.links_unresolved == 1 and "parse_error_list" not in plain.to_json()
+    for answer in (counts, plain, read, *embedded):
+        assert type(answer).from_json(json.loads(json.dumps(answer.to_json()))) == answer

@@ -107,7 +107,7 @@ def test_watched_paths_that_lead_outside_are_skipped_with_a_warning(vault: Path,
         stats = store.stats()
     assert paths == {"Inside.md"}
     assert sorted(w.split(":")[0] for w in report.summary.warnings) == ["Folder/Secret.md", "Linked.md"]
-    assert stats["skipped_outside_vault"] == 2
+    assert stats.skipped_outside_vault == 2
 
 
 def test_reads_check_the_file_they_opened(vault: Path, outside: Path) -> None:

@@ -293,7 +293,7 @@ def test_deleting_the_note_retires_its_facts(vault: Path, v: MemoryStore) -> Non
     assert summary.deleted == 1
     retired = facts(v, "About me.md", True)
     assert len(retired) == n and {f["reason"] for f in retired} == {"source note deleted"}
-    assert stats(v.con)["facts"] == 0 and stats(v.con)["facts_superseded"] == n
+    assert stats(v.con).facts == 0 and stats(v.con).facts_superseded == n
 
 
 def test_broken_front_matter_keeps_facts_until_it_parses_again(vault: Path, v: MemoryStore) -> None:
@@ -309,7 +309,7 @@ def test_broken_front_matter_keeps_facts_until_it_parses_again(vault: Path, v: M
 def test_memory_notes_are_never_sources(vault: Path, v: MemoryStore) -> None:
     write(vault, "Memory/semantic/x.md", "---\nmemory: semantic\ntags: [memory/source]\n---\n- A memory note with a list item\n")
     sync(v)
-    assert stats(v.con)["facts"] == 0
+    assert stats(v.con).facts == 0
 
 
 # -- markers ------------------------------------------------------------------------------
@@ -407,9 +407,9 @@ def test_stats_count_facts_sources_and_redacted_secrets(vault: Path, v: MemorySt
     write(vault, "About me.md", ABOUT + "\n- The API token is ghp_abcdefghijklmnopqrstuvwxyz0123456789 for CI\n")
     sync(v)
     s = stats(v.con)
-    assert (s["facts"], s["facts_superseded"], s["fact_sources"], s["secrets_redacted"]) == (8, 0, 1, 1)
+    assert (s.facts, s.facts_superseded, s.fact_sources, s.secrets_redacted) == (8, 0, 1, 1)
     assert "ghp_" not in " ".join(f["text"] for f in facts(v, "About me.md"))
-    assert s["traces_by_kind"]["fact"] == 8
+    assert s.traces_by_kind["fact"] == 8
 
 
 def test_second_run_writes_nothing(vault: Path, v: MemoryStore) -> None:

@@ -142,7 +142,7 @@ def test_mcp_memory_entities_become_linked_memory_notes(vault: Path, tmp_path: P
         memvault = (vault / "Memory/semantic/memvault.md").read_text("utf-8")
         assert "- Has a daemon" in memvault and "- mentions Nobody" in memvault
         assert "- Deploy key is [redacted]" in memvault and report.redacted == 1
-        links = {link["target"]: link["target_path"] for link in store.links("Memory/semantic/Alice.md")}
+        links = {link.target: link.target_path for link in store.links("Memory/semantic/Alice.md")}
         assert links == {"memvault": "Memory/semantic/memvault.md", "C C++ notes": "Memory/semantic/C C++ notes.md"}
         lines = (IMPORTS / "memory.jsonl").read_text("utf-8").splitlines()
         lines.append(json.dumps({"type": "relation", "from": "memvault", "to": "Alice", "relationType": "is maintained by"}))

@@ -61,7 +61,7 @@ def test_merge_keeps_one_memory_with_everything(three) -> None:
     # links to the merged notes point to the survivor in the index
     daily = find_trace(v.con, "Daily.md")
     assert sorted(e.target_id for e in rec.edges_from(v.con, daily.id)) == ["m-a", "m-a"]
-    assert {b["source_id"] for b in v.backlinks("m-a")} >= {daily.id}
+    assert {b.source_id for b in v.backlinks("m-a")} >= {daily.id}
     history = v.history("m-a")
     assert history[1].reason == "merged m-b, m-c into m-a"
     assert [h.id for h in history[2:]] == ["m-b", "m-c"]

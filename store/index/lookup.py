@@ -15,7 +15,7 @@ from memvault.store.facts.rows import fact_stats
 from memvault.vault_io.note import UNDECODABLE
 
 if TYPE_CHECKING:
-    from memvault.store.browse_answers import ShowResult
+    from memvault.store.browse_answers import Backlink, IndexStats, Link, ShowResult
 
 
 def find_trace(con: apsw.Connection, ref: str) -> rec.TraceRow | None:
@@ -51,42 +51,39 @@ def find_attachment(con: apsw.Connection, ref: str) -> str | None:
     return row[0] if row else None
 
 
-def stats(con: apsw.Connection, db_path: Path | None = None) -> dict[str, Any]:
-    """Counts of what the index holds, for ``memvault stats``."""
+def stats(con: apsw.Connection, db_path: Path | None = None) -> IndexStats:
+    """Counts of what the index holds, for ``memvault stats`` (with the
+    index's path and size when given ``db_path``)."""
+    from memvault.store.browse_answers import IndexStats
 
     def one(sql: str) -> int:
         return count(con, sql)
 
-    out: dict[str, Any] = {
-        "notes": one("SELECT count(*) FROM files WHERE kind = 'note'"),
-        "attachments": one("SELECT count(*) FROM files WHERE kind = 'attachment'"),
-        "traces": one("SELECT count(*) FROM traces"),
-        "traces_by_kind": dict(rows(con, "SELECT kind, count(*) FROM traces GROUP BY kind ORDER BY kind")),
-        "edges": one("SELECT count(*) FROM edges"),
-        "links_unresolved": one(
+    facts = fact_stats(con)  # facts from memory sources (see memvault.store.facts.rows)
+    files = (db_path, Path(f"{db_path}-wal"), Path(f"{db_path}-shm")) if db_path is not None else ()
+    return IndexStats(
+        notes=one("SELECT count(*) FROM files WHERE kind = 'note'"),
+        attachments=one("SELECT count(*) FROM files WHERE kind = 'attachment'"),
+        traces=one("SELECT count(*) FROM traces"),
+        traces_by_kind={k: n for k, n in rows(con, "SELECT kind, count(*) FROM traces GROUP BY kind ORDER BY kind")},
+        edges=one("SELECT count(*) FROM edges"),
+        links_unresolved=one(
             f"SELECT count(*) FROM edges WHERE kind IN ({rec.TEXT_KINDS_SQL}) AND target_path IS NULL"
         ),
-        "links_ambiguous": one("SELECT count(*) FROM edges WHERE ambiguous = 1"),
-        "tags": one("SELECT count(DISTINCT tag) FROM trace_tags"),
-        "parse_errors": one("SELECT count(*) FROM files WHERE parse_error IS NOT NULL"),
-        "read_errors": one("SELECT count(*) FROM files WHERE read_error IS NOT NULL"),
-        # Indexed with U+FFFD for bytes that are not UTF-8 (counted in parse errors too).
-        "undecodable": one(f"SELECT count(*) FROM files WHERE parse_error LIKE '{UNDECODABLE}%'"),
-        # Symlinks leading out of the vault that the last scan skipped unread.
-        "skipped_outside_vault": len(outside_paths(con)),
-        "conflicts": one("SELECT count(*) FROM state.conflicts"),
-        "pending_writes": one("SELECT count(*) FROM state.outbox"),
-        "last_sync": rec.get_meta(con, "last_sync"),
-    }
-    # Facts from memory sources: active and superseded, sources, and secrets
-    # redacted out of fact text (see memvault.store.facts.rows).
-    out.update(fact_stats(con))
-    if db_path is not None:
-        out["index_path"] = str(db_path)
-        out["index_bytes"] = sum(
-            os.path.getsize(p) for p in (db_path, Path(f"{db_path}-wal"), Path(f"{db_path}-shm")) if p.exists()
-        )
-    return out
+        links_ambiguous=one("SELECT count(*) FROM edges WHERE ambiguous = 1"),
+        tags=one("SELECT count(DISTINCT tag) FROM trace_tags"),
+        parse_errors=one("SELECT count(*) FROM files WHERE parse_error IS NOT NULL"),
+        read_errors=one("SELECT count(*) FROM files WHERE read_error IS NOT NULL"),
+        undecodable=one(f"SELECT count(*) FROM files WHERE parse_error LIKE '{UNDECODABLE}%'"),
+        skipped_outside_vault=len(outside_paths(con)),
+        conflicts=one("SELECT count(*) FROM state.conflicts"),
+        pending_writes=one("SELECT count(*) FROM state.outbox"),
+        last_sync=rec.get_meta(con, "last_sync"),
+        facts=facts["facts"], facts_superseded=facts["facts_superseded"], fact_sources=facts["fact_sources"],
+        secrets_redacted=facts["secrets_redacted"],
+        index_path=str(db_path) if db_path is not None else None,
+        index_bytes=sum(os.path.getsize(p) for p in files if p.exists()) if db_path is not None else None,
+    )
 
 
 def outside_paths(con: apsw.Connection) -> list[str]:
@@ -174,32 +171,37 @@ def describe(con: apsw.Connection, t: rec.TraceRow, vault_name: str) -> ShowResu
     )
 
 
-def _edge_dict(con: apsw.Connection, e: rec.EdgeRow, outgoing: bool) -> dict[str, Any]:
-    status = "resolved" if e.target_path or e.target_id else "unresolved"
-    if e.ambiguous:
-        status = "ambiguous"
-    out = {"kind": e.kind, "target": e.target_name, "anchor": e.anchor, "display": e.display,
-           "property": e.prop, "line": e.line, "status": status, "target_path": e.target_path,
-           "target_id": e.target_id}
-    if not outgoing:
-        row = con.execute("SELECT path, title FROM traces WHERE id = ?", (e.source_id,)).fetchone()
-        out = {"source_id": e.source_id, "source_path": row[0] if row else None,
-               "source_title": row[1] if row else None, **out}
-    return out
+def _link(e: rec.EdgeRow) -> Link:
+    from memvault.store.browse_answers import Link
+
+    status = "ambiguous" if e.ambiguous else "resolved" if e.target_path or e.target_id else "unresolved"
+    return Link(kind=e.kind, target=e.target_name, anchor=e.anchor, display=e.display, property=e.prop,
+                line=e.line, status=status, target_path=e.target_path, target_id=e.target_id)
 
 
-def outgoing(con: apsw.Connection, trace_id: str) -> list[dict[str, Any]]:
+def _backlink(con: apsw.Connection, e: rec.EdgeRow) -> Backlink:
+    from memvault.store.browse_answers import Backlink
+
+    row = first(con, "SELECT path, title FROM traces WHERE id = ?", (e.source_id,))
+    link = _link(e)
+    return Backlink(source_id=e.source_id, source_path=row[0] if row else None, source_title=row[1] if row else None,
+                    kind=link.kind, target=link.target, anchor=link.anchor, display=link.display,
+                    property=link.property, line=link.line, status=link.status, target_path=link.target_path,
+                    target_id=link.target_id)
+
+
+def outgoing(con: apsw.Connection, trace_id: str) -> list[Link]:
     """The outgoing edges of a trace, in document order, with resolution status."""
-    return [_edge_dict(con, e, True) for e in rec.edges_from(con, trace_id)]
+    return [_link(e) for e in rec.edges_from(con, trace_id)]
 
 
-def incoming(con: apsw.Connection, trace_id: str) -> list[dict[str, Any]]:
+def incoming(con: apsw.Connection, trace_id: str) -> list[Backlink]:
     """The edges that point at a trace, with their sources."""
-    return [_edge_dict(con, e, False) for e in rec.edges_to(con, trace_id)]
+    return [_backlink(con, e) for e in rec.edges_to(con, trace_id)]
 
 
-def incoming_to_path(con: apsw.Connection, path: str) -> list[dict[str, Any]]:
+def incoming_to_path(con: apsw.Connection, path: str) -> list[Backlink]:
     """The edges that point at an attachment (no trace) by its path."""
     from memvault.vault_io.resolve import path_key
 
-    return [_edge_dict(con, e, False) for e in rec.edges_to_path(con, path, path_key(path))]
+    return [_backlink(con, e) for e in rec.edges_to_path(con, path, path_key(path))]
