@@ -104,9 +104,13 @@ class SyncAPI(StoreParts):
     def _flush_history(self, con: apsw.Connection) -> None:
         """Append this device's queued changes to its history log (a command's
         end, a sync's); a vault that refuses keeps them queued, never raises."""
-        from memvault.store.history.replicate import flush_only
+        from memvault.store.history import has_queued
 
         try:
+            if not has_queued(con):
+                return  # most commands change nothing: the replication module stays unloaded
+            from memvault.store.history.replicate import flush_only
+
             flush_only(con, self.history_folder)
         except Exception as exc:  # noqa: BLE001 - a command's end must not fail for its log
             log.warning("the history log was not written (%s); the next sync writes it", exc)

@@ -37,7 +37,7 @@ import apsw
 from memvault.store.db.connection import write_transaction
 from memvault.store.db.rows import first, rows, scalar
 from memvault.store.db.state_schema import HISTORY_TABLES_M006
-from memvault.store.history import logfile
+from memvault.store.history import has_queued, logfile
 from memvault.store.memories.rows import NOTE_DELETED
 
 log = logging.getLogger(__name__)
@@ -334,7 +334,7 @@ def compact(con: apsw.Connection, folder: Path, device: str) -> None:
 def _anything_new(con: apsw.Connection, folder: Path, write: bool) -> bool:
     """Whether a change is queued (and ``write``), or a log file is not as
     it was when last read (a stat each, nothing read)."""
-    if write and scalar(con, "SELECT EXISTS (SELECT 1 FROM state.history_pending)"):
+    if write and has_queued(con):
         return True
     known = {name: (ino, offset) for name, ino, offset in
              con.execute("SELECT name, ino, offset FROM state.history_files")}
@@ -381,7 +381,7 @@ def flush_only(con: apsw.Connection, folder: Path, *, compact_lines: int = COMPA
     """Append this device's queued changes to its log, reading nothing (a
     command's end). A no-op (no transaction) when nothing is queued."""
     done = HistorySync()
-    if scalar(con, "SELECT NOT EXISTS (SELECT 1 FROM state.history_pending)"):
+    if not has_queued(con):
         return done
     with write_transaction(con):
         device = device_id(con)
