@@ -104,13 +104,16 @@ def sync_turns(con: apsw.Connection, note: rec.TraceRow) -> int:
     wanted = {t.id: t for t in turn_rows(note)}
     # Two index lookups (every note is written through here, most with no
     # turns): the turns under its id (a key range of the id index) and any
-    # left under its path by an id it had before.
+    # left under its path by an id it had before. ``+kind`` keeps the kind
+    # out of the index choice: on ``kind = ?`` the planner took the
+    # (kind, status) index and read every turn trace of the vault for each
+    # note, so an import of N conversations grew as N squared.
     cols = "id, content, title, metadata, status, path"
     have = {
         tid: (content, title, metadata, status, path)
         for tid, content, title, metadata, status, path in con.execute(
-            f"SELECT {cols} FROM traces WHERE id >= ? AND id < ? AND kind = ? "
-            f"UNION SELECT {cols} FROM traces WHERE path = ? AND kind = ?",
+            f"SELECT {cols} FROM traces WHERE id >= ? AND id < ? AND +kind = ? "
+            f"UNION SELECT {cols} FROM traces WHERE path = ? AND +kind = ?",
             (f"{note.id}#^t", f"{note.id}#^u", TURN_KIND, note.path, TURN_KIND),
         )
     }
@@ -129,7 +132,8 @@ def sync_turns(con: apsw.Connection, note: rec.TraceRow) -> int:
 
 def drop_turns(con: apsw.Connection, note_id: str) -> None:
     """Remove the turn traces of a note that left the index."""
-    for (tid,) in rows(con, "SELECT id FROM traces WHERE id >= ? AND id < ? AND kind = ?",
+    # ``+kind``: the id range, not every turn trace (see sync_turns).
+    for (tid,) in rows(con, "SELECT id FROM traces WHERE id >= ? AND id < ? AND +kind = ?",
                        (f"{note_id}#^t", f"{note_id}#^u", TURN_KIND)):
         rec.delete_trace(con, tid)
 
