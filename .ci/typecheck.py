@@ -8,7 +8,7 @@ installed (a temporary folder of symlinks) and checks it there. Exit status
 is mypy's; its cache is kept in ``.mypy_cache`` at the repository root.
 
     python .ci/typecheck.py            # what CI runs
-    python .ci/typecheck.py store/queries.py   # only the modules at these paths
+    python .ci/typecheck.py store/queries/  # only the modules at these paths
 """
 
 from __future__ import annotations

@@ -46,7 +46,8 @@ from datetime import datetime, timedelta, timezone
 from pathlib import Path
 from typing import Any
 
-from memvault.store.queries import ContextQuery, SearchQuery
+from memvault.store.queries.recall import ContextQuery
+from memvault.store.queries.search import SearchQuery
 
 BENCH = Path(__file__).resolve().parent
 REPO = BENCH.parent

@@ -35,7 +35,8 @@ import time
 from pathlib import Path
 from typing import Any
 
-from memvault.store.queries import ContextQuery, SearchQuery
+from memvault.store.queries.recall import ContextQuery
+from memvault.store.queries.search import SearchQuery
 
 BENCH = Path(__file__).resolve().parent
 REPO = BENCH.parent
@@ -353,7 +354,7 @@ def process_runs(root: Path, runs: int) -> dict[str, Any]:
     daemon = subprocess.Popen(base + ["daemon"], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
     try:
         deadline = time.monotonic() + 120
-        from memvault.store.queries import SearchQuery
+        from memvault.store.queries.search import SearchQuery
         probe = SearchQuery("warm", limit=1, record=False).to_json()
         while ask(v.data_dir, "search", probe, config=v.settings.values) is None:  # ready and warm
             if daemon.poll() is not None or time.monotonic() > deadline:

@@ -24,7 +24,7 @@ import sys
 import time
 from pathlib import Path
 
-from memvault.store.queries import ContextQuery
+from memvault.store.queries.recall import ContextQuery
 
 BENCH = Path(__file__).resolve().parent
 REPO = BENCH.parent

@@ -39,9 +39,9 @@ from memvault.cli.main import AppContext, cli, emit_json, json_option, pass_app
 from memvault.vault_io.secrets import redact
 
 if TYPE_CHECKING:
-    from memvault.store.answers import RecallBlock
+    from memvault.store.answers.recall import RecallBlock
     from memvault.store.memory_store import MemoryStore
-    from memvault.store.queries import ContextQuery
+    from memvault.store.queries.recall import ContextQuery
 
 #: Seconds a context hook may take with a running daemon (warm answers) and without.
 BUDGET_WARM = 0.3
@@ -148,7 +148,7 @@ def session_start_text(store: "MemoryStore", data: dict[str, Any], budget: int |
     tokens: from the daemon (warm, its tokenizer loaded), else in-process by
     words alone."""
     from memvault.daemon.client import answer
-    from memvault.store.queries import SessionStartQuery
+    from memvault.store.queries.recall import SessionStartQuery
 
     project, _ = project_of(data.get("cwd") or os.getcwd())
     q = SessionStartQuery(project=project, budget=budget)
@@ -160,7 +160,7 @@ def prompt_text(store: "MemoryStore", data: dict[str, Any], budget: int | None, 
     prompt = data.get("prompt")
     if not isinstance(prompt, str) or not prompt.strip():
         return ""
-    from memvault.store.queries import ContextQuery
+    from memvault.store.queries.recall import ContextQuery
 
     return _context(store, ContextQuery(prompt, budget=budget, what=what, identity="relevant")).text
 

@@ -9,8 +9,8 @@ import click
 
 from memvault.cli.main import AppContext, cli, emit_json, json_option, pass_app, progress_bar, stderr_is_tty, warn
 from memvault.daemon.client import answer
-from memvault.store.answers import SearchResult
-from memvault.store.queries import SearchQuery
+from memvault.store.answers.search import SearchResult
+from memvault.store.queries.search import SearchQuery
 from memvault.store.retrieval.when import FORMS, given
 from memvault.vault_io.secrets import redact_tree
 

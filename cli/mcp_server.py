@@ -46,9 +46,10 @@ from mcp.types import CallToolResult, TextContent, ToolAnnotations
 from pydantic import AliasChoices, Field, ValidationError
 
 from memvault.cli.clients.mcp_boot import INSTRUCTIONS, SERVER_NAME, server_version
-from memvault.store.answers import SearchResult
+from memvault.store.answers.search import SearchResult
 from memvault.store.memory_store import MemoryStore
-from memvault.store.queries import ContextQuery, SearchQuery
+from memvault.store.queries.recall import ContextQuery
+from memvault.store.queries.search import SearchQuery
 from memvault.store.retrieval.when import FORMS
 from memvault.vault_io.errors import MemvaultError, cap_echoes, shorten
 from memvault.vault_io.secrets import redact, redact_tree

@@ -54,7 +54,7 @@ def add(app: AppContext, content: str, type_: str, tags: tuple[str, ...], scope:
     not added: the existing one is returned (``duplicate_of``) unless
     --allow-duplicate. Live memories it resembles are listed (``similar_to``)."""
     from memvault.daemon.client import add as add_memory  # the running daemon writes it, else this process
-    from memvault.store.queries import NewMemory
+    from memvault.store.queries.write import NewMemory
 
     result = add_memory(app.store, NewMemory(content, type_, tags=tags, scope=scope, links=links, source=source,
                                              allow_duplicate=allow_duplicate))

@@ -7,8 +7,8 @@ import click
 from memvault.cli.index_cmds import notice, since_until_options, split_scopes
 from memvault.cli.main import AppContext, UsageFailure, cli, emit_json, json_option, pass_app
 from memvault.daemon.client import answer
-from memvault.store.answers import RecallBlock
-from memvault.store.queries import ContextQuery
+from memvault.store.answers.recall import RecallBlock
+from memvault.store.queries.recall import ContextQuery
 from memvault.store.retrieval.when import given
 from memvault.vault_io.secrets import redact_tree
 

@@ -30,9 +30,11 @@ from memvault.vault_io.errors import MemvaultError
 if TYPE_CHECKING:
     import socket
 
-    from memvault.store.answers import WriteResult
+    from memvault.store.answers.write import WriteResult
     from memvault.store.memory_store import MemoryStore
-    from memvault.store.queries import ContextQuery, NewMemory, SearchQuery, SessionStartQuery
+    from memvault.store.queries.recall import ContextQuery, SessionStartQuery
+    from memvault.store.queries.search import SearchQuery
+    from memvault.store.queries.write import NewMemory
 
     Query = SearchQuery | ContextQuery | SessionStartQuery
 
@@ -187,7 +189,7 @@ def add(store: MemoryStore, new: NewMemory) -> WriteResult:
     before writing). When the daemon took it and no readable reply came
     (it stopped, or took longer than :data:`REPLY_TIMEOUT`), the memory may
     be written: an error says so instead of writing it again."""
-    from memvault.store.answers import WriteResult
+    from memvault.store.answers.write import WriteResult
 
     try:
         reply = _exchange(store.data_dir, new.OP, new.to_json(), store.settings.values, CONNECT_TIMEOUT,
@@ -221,13 +223,13 @@ def answer(store: MemoryStore, q: Query, *, local: Callable[[Any], Any] | None =
     (:class:`RemoteError`, with that exit code); an answer this version cannot
     read is answered here instead.
     """
-    from memvault.store.answers import ANSWERS, AnswerError
+    from memvault.store.answers import AnswerError, answer_type
 
     if q.warm_helps:
         found = ask(store.data_dir, q.OP, q.to_json(), config=store.settings.values)
         if found is not None:
             try:
-                return ANSWERS[q.OP].from_json(found)
+                return answer_type(q.OP).from_json(found)
             except AnswerError:
                 pass
     return (local or getattr(store, q.OP))(q)

@@ -43,7 +43,8 @@ from memvault.daemon.client import PROTOCOL, config_fingerprint, read_line, sock
 from memvault.daemon.services import Service
 from memvault.daemon.turn_ingest import STOP_WAIT, TurnIngester
 from memvault.store import location
-from memvault.store.queries import QUERIES, NewMemory, QueryError
+from memvault.store.queries import QueryError, query_type
+from memvault.store.queries.write import NewMemory
 from memvault.vault_io.errors import MemvaultError
 
 if TYPE_CHECKING:
@@ -269,7 +270,7 @@ class QueryServer(Service):
         if req["op"] == "embed":
             return self._embed(req.get("args"))
         try:
-            query = QUERIES[req["op"]].from_json(req.get("args"))
+            query = query_type(req["op"]).from_json(req.get("args"))
         except (QueryError, TypeError) as exc:  # an option this version does not know: answered in-process
             return _internal(f"bad arguments: {exc}")
         with self._answer_lock:

@@ -16,7 +16,8 @@ from memvault.store.api_parts import StoreParts
 from memvault.vault_io.errors import MemvaultError
 
 if TYPE_CHECKING:
-    from memvault.store.answers import RecallBlock, SearchResult, SessionStartText
+    from memvault.store.answers.recall import RecallBlock, SessionStartText
+    from memvault.store.answers.search import SearchResult
     from memvault.store.browse_answers import (
         Backlink,
         IndexStats,
@@ -26,7 +27,8 @@ if TYPE_CHECKING:
         ShowResult,
         TracePage,
     )
-    from memvault.store.queries import ContextQuery, SearchQuery, SessionStartQuery
+    from memvault.store.queries.recall import ContextQuery, SessionStartQuery
+    from memvault.store.queries.search import SearchQuery
 
 
 class ReadAPI(StoreParts):

@@ -16,7 +16,8 @@ from test_daemon_support import running
 from memvault.cli.main import cli
 from memvault.store.flows.backup import BackupError
 from memvault.store.flows.export import ExportOptions
-from memvault.store.queries import ContextQuery, SearchQuery
+from memvault.store.queries.recall import ContextQuery
+from memvault.store.queries.search import SearchQuery
 
 
 @pytest.fixture(autouse=True)

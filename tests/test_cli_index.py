@@ -10,7 +10,7 @@ from click.testing import CliRunner
 from helpers import opened, write
 
 from memvault.cli.main import cli
-from memvault.store.queries import SearchQuery
+from memvault.store.queries.search import SearchQuery
 
 
 @pytest.fixture

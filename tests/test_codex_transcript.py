@@ -9,7 +9,7 @@ from pathlib import Path
 from helpers import FIXTURES, opened
 
 from memvault.store.flows.transcript import read_transcript
-from memvault.store.queries import SearchQuery
+from memvault.store.queries.search import SearchQuery
 from memvault.vault_io.parser import parse_note
 
 ROLLOUT = FIXTURES / "imports" / "codex-rollout.jsonl"

@@ -20,7 +20,7 @@ from hypothesis import strategies as st
 from memvault.cli.main import cli
 from memvault.store.consolidation import rows as clog
 from memvault.store.db.connection import write_transaction
-from memvault.store.queries import ContextQuery
+from memvault.store.queries.recall import ContextQuery
 
 TODAY = date(2026, 11, 1)
 

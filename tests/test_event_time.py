@@ -23,7 +23,7 @@ from memvault.store.index.event_time import (
     parse_stamp,
     session_of,
 )
-from memvault.store.queries import SearchQuery
+from memvault.store.queries.search import SearchQuery
 from memvault.store.retrieval.keyword import keyword_search
 from memvault.store.retrieval.neighbours import turn_neighbours, with_turn_context
 from memvault.store.retrieval.retriever import Retriever

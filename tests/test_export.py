@@ -18,7 +18,8 @@ from memvault.cli.main import cli
 from memvault.store.flows.export import ExportOptions
 from memvault.store.flows.records import KINDS
 from memvault.store.memory_store import MemoryStore
-from memvault.store.queries import ContextQuery, SearchQuery
+from memvault.store.queries.recall import ContextQuery
+from memvault.store.queries.search import SearchQuery
 from memvault.vault_io.parser import parse_note
 
 SOURCE = """---

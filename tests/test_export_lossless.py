@@ -13,7 +13,7 @@ from helpers import opened, write
 
 from memvault.store.flows.export import ExportOptions
 from memvault.store.memory_store import MemoryStore
-from memvault.store.queries import ContextQuery
+from memvault.store.queries.recall import ContextQuery
 
 TODAY = date(2026, 11, 1)
 

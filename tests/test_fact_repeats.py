@@ -12,7 +12,7 @@ import pytest
 from helpers import opened, write
 
 from memvault.store.memory_store import MemoryStore
-from memvault.store.queries import ContextQuery
+from memvault.store.queries.recall import ContextQuery
 
 SOURCE = "---\nmemory: source\n---\n# About me\n" + "- I drink coffee black\n" * 19 + "- i drink coffee  black.\n- I live in Lisbon\n"
 

@@ -13,7 +13,8 @@ from helpers import FIXTURES, opened
 
 from memvault.cli.main import cli
 from memvault.store.flows.importers.stream import ImportFormatError, iter_array
-from memvault.store.queries import ContextQuery, SearchQuery
+from memvault.store.queries.recall import ContextQuery
+from memvault.store.queries.search import SearchQuery
 from memvault.vault_io.parser import parse_note
 from memvault.vault_io.session_note import turn_spans
 

@@ -13,7 +13,7 @@ from helpers import FIXTURES, opened, write
 from memvault.cli.main import cli
 from memvault.store.flows.keys import get_key
 from memvault.store.index.classify import content_key
-from memvault.store.queries import SearchQuery
+from memvault.store.queries.search import SearchQuery
 from memvault.vault_io.parser import parse_note
 
 IMPORTS = FIXTURES / "imports"

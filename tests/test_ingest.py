@@ -14,7 +14,8 @@ from test_llm_extract import FakeLLM, Reply, configure, llm, quick_backoff  # no
 
 from memvault.cli.main import cli
 from memvault.store.flows.keys import get_key
-from memvault.store.queries import ContextQuery, SearchQuery
+from memvault.store.queries.recall import ContextQuery
+from memvault.store.queries.search import SearchQuery
 from memvault.vault_io.parser import parse_note
 from memvault.vault_io.session_note import turn_spans
 

@@ -29,7 +29,8 @@ from memvault.cli.clients.mcp_boot import handshake_versions, initialize_result,
 from memvault.cli.mcp_server import build_server  # noqa: E402
 from memvault.daemon.serve import QueryServer  # noqa: E402
 from memvault.store.memory_store import MemoryStore  # noqa: E402
-from memvault.store.queries import ContextQuery, SearchQuery
+from memvault.store.queries.recall import ContextQuery
+from memvault.store.queries.search import SearchQuery
 
 MEMVAULT = Path(sys.executable).parent / "memvault"
 NOTE = "kepano-obsidian/Notes/Minimal Theme.md"  # an ordinary note a person wrote

@@ -15,7 +15,8 @@ from helpers import opened, write
 from memvault.cli.main import cli
 from memvault.store.embedding import vectors
 from memvault.store.memory_store import MemoryStore
-from memvault.store.queries import ContextQuery, SearchQuery
+from memvault.store.queries.recall import ContextQuery
+from memvault.store.queries.search import SearchQuery
 
 GITHUB = "ghp_" + "Ab3dEf6hIj9kLm2nOp5qRs8tUv1wXy4zAb7d"
 OPENAI = "sk-proj-" + "Q2w3E4r5T6y7U8i9O0p1A2s3D4f5G6h7"

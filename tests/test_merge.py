@@ -15,7 +15,7 @@ from helpers import opened, write
 from memvault.cli.main import cli
 from memvault.store.db import records as rec
 from memvault.store.index.lookup import find_trace
-from memvault.store.queries import SearchQuery
+from memvault.store.queries.search import SearchQuery
 
 
 def _note(root: Path, mid: str, content: str, *, created: str, strength: float, tags: list[str],

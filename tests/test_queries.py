@@ -18,8 +18,12 @@ from hypothesis import strategies as st
 
 from memvault.daemon import client
 from memvault.daemon.serve import QueryServer
-from memvault.store.answers import AnswerError, RecallBlock, RecallLine, SearchHit, SearchResult, SessionStartText
-from memvault.store.queries import QUERIES, ContextQuery, QueryError, SearchQuery, SessionStartQuery
+from memvault.store.answers import AnswerError
+from memvault.store.answers.recall import RecallBlock, RecallLine, SessionStartText
+from memvault.store.answers.search import SearchHit, SearchResult
+from memvault.store.queries import QUERY_OPS, QueryError, query_type
+from memvault.store.queries.recall import ContextQuery, SessionStartQuery
+from memvault.store.queries.search import SearchQuery
 
 words = st.text(st.characters(codec="utf-8", exclude_categories=("Cs",)), max_size=20)
 names = st.lists(st.text("abcdefgh", min_size=1, max_size=6), max_size=3)
@@ -78,9 +82,9 @@ SET = {"mode": "keyword", "limit": 3, "types": ["note"], "tags": ["x"], "path_gl
        "memory_scope": ["user"], "since": "2020-01-01", "until": "2030-01-01", "budget": 300, "identity": "always", "project": "memvault"}
 
 
-@pytest.mark.parametrize("op", sorted(QUERIES))
+@pytest.mark.parametrize("op", QUERY_OPS)
 def test_every_option_of_every_query_reaches_the_daemon(server: QueryServer, op: str) -> None:
-    cls = QUERIES[op]
+    cls = query_type(op)
     required = {"query": "billing", "message": "billing"}
     for f in dataclasses.fields(cls):
         if f.name in required:
@@ -133,3 +137,13 @@ def test_an_answer_of_another_shape_is_refused() -> None:
         SearchResult.from_json({"mode": "keyword", "hits": [], "extra": 1})
     with pytest.raises(AnswerError):
         RecallBlock.from_json({"text": ""})
+
+
+def test_each_query_op_has_its_query_and_answer_type() -> None:
+    """The daemon reads a query by its op and the client its answer: each op names both."""
+    from memvault.store.answers import answer_type
+
+    assert [query_type(op).OP for op in QUERY_OPS] == list(QUERY_OPS)
+    assert [answer_type(op).__name__ for op in QUERY_OPS] == ["SearchResult", "RecallBlock", "SessionStartText"]
+    with pytest.raises(KeyError):
+        query_type("add")  # a write, not a query

@@ -10,7 +10,7 @@ from fixtures.retrieval import support
 from helpers import write
 
 from memvault.store.memory_store import MemoryStore
-from memvault.store.queries import SearchQuery
+from memvault.store.queries.search import SearchQuery
 from memvault.store.retrieval import rank as R
 from memvault.store.retrieval.candidate import Candidate
 from memvault.store.retrieval.retriever import Retriever

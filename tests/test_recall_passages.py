@@ -12,7 +12,8 @@ import pytest
 from helpers import CORPORA, FIXTURES, opened, write
 
 from memvault.store.memory_store import MemoryStore
-from memvault.store.queries import ContextQuery, SearchQuery
+from memvault.store.queries.recall import ContextQuery
+from memvault.store.queries.search import SearchQuery
 
 GUIDE = """# Home server guide
 

@@ -17,7 +17,7 @@ from fixtures.conversations import support
 
 from memvault.store.embedding import vectors as vec
 from memvault.store.memory_store import MemoryStore
-from memvault.store.queries import SearchQuery
+from memvault.store.queries.search import SearchQuery
 from memvault.store.retrieval.retriever import Retriever
 
 DIALOGUE = support.CI_DIALOGUE

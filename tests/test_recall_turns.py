@@ -14,7 +14,7 @@ from helpers import opened
 
 from memvault.cli.main import cli
 from memvault.store.embedding.chunk import chunk_trace
-from memvault.store.queries import SearchQuery
+from memvault.store.queries.search import SearchQuery
 from memvault.store.retrieval.turns import note_turns
 
 TURNS = [

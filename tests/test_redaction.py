@@ -25,7 +25,7 @@ from hypothesis import strategies as st
 
 from memvault.cli.main import cli
 from memvault.store.embedding import vectors
-from memvault.store.queries import SearchQuery
+from memvault.store.queries.search import SearchQuery
 from memvault.vault_io.facts import extract_facts
 from memvault.vault_io.parser import parse_note
 from memvault.vault_io.secrets import REDACTED, looks_secret, redact, redact_tree

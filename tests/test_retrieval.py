@@ -14,7 +14,7 @@ from helpers import write
 
 from memvault.cli.main import cli
 from memvault.store.memory_store import MemoryStore
-from memvault.store.queries import SearchQuery
+from memvault.store.queries.search import SearchQuery
 from memvault.store.retrieval import rank as R
 from memvault.store.retrieval.retriever import Retriever
 

@@ -27,7 +27,8 @@ from hypothesis import strategies as st
 
 from memvault.cli.main import cli
 from memvault.store.memories.guard import MAX_CONTENT_BYTES
-from memvault.store.queries import ContextQuery, SearchQuery
+from memvault.store.queries.recall import ContextQuery
+from memvault.store.queries.search import SearchQuery
 from memvault.store.retrieval.passages import QUOTE_CHARS
 from memvault.store.retrieval.snippet import ELLIPSIS, SCAN_CHARS, SNIPPET_TOKENS, TRIES, query_terms, snippet
 

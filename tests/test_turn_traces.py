@@ -12,7 +12,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from memvault.store.index.turn_traces import TURN_KIND, session_key, turn_trace_id
-from memvault.store.queries import ContextQuery, SearchQuery
+from memvault.store.queries.recall import ContextQuery
+from memvault.store.queries.search import SearchQuery
 from memvault.store.retrieval.turns import note_turns
 
 TURNS = [

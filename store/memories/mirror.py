@@ -60,7 +60,7 @@ from dataclasses import replace
 from pathlib import PurePosixPath
 from typing import TYPE_CHECKING
 
-from memvault.store.answers import WriteResult
+from memvault.store.answers.write import WriteResult
 from memvault.store.db import records as rec
 from memvault.store.db.connection import write_transaction
 from memvault.store.index.classify import memory_key

@@ -16,7 +16,7 @@ from datetime import datetime
 from pathlib import Path, PurePosixPath
 from typing import TYPE_CHECKING
 
-from memvault.store.answers import WriteResult
+from memvault.store.answers.write import WriteResult
 from memvault.store.db import records as rec
 from memvault.store.db.connection import write_transaction
 from memvault.store.memories import rows as mem

@@ -20,16 +20,19 @@ from typing import TYPE_CHECKING, Any
 import apsw
 
 from memvault.store import location
-from memvault.store.answers import RecallBlock, RecallLine, SearchHit, SearchResult, SessionStartText
+from memvault.store.answers.search import SearchHit, SearchResult
 from memvault.store.embedding import vectors as vec
 from memvault.store.embedding.model import ModelUnavailable, load_embedder, resolve_model
-from memvault.store.queries import ContextQuery, SearchQuery, SessionStartQuery
+from memvault.store.queries.search import SearchQuery
 from memvault.store.retrieval.keyword import Filters, Hit, keyword_search
 from memvault.vault_io.uri import obsidian_uri
 
 if TYPE_CHECKING:
+    # Recall's types are imported where it runs: a search process never loads them.
+    from memvault.store.answers.recall import RecallBlock, SessionStartText
     from memvault.store.context import StoreContext
     from memvault.store.embedding.model import Embedder
+    from memvault.store.queries.recall import ContextQuery, SessionStartQuery
     from memvault.store.retrieval.rank import RankParams
     from memvault.store.settings import RecallSettings
 
@@ -332,6 +335,7 @@ class Retriever:
         (None: ``recall.identity``); ``since``/``until`` bound when the
         recalled memories happened.
         """
+        from memvault.store.answers.recall import RecallBlock, RecallLine
         from memvault.store.retrieval.neighbours import with_turn_context
         from memvault.store.retrieval.recall import (
             assemble,

@@ -21,8 +21,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
-from memvault.store.answers import SessionStartText
-from memvault.store.queries import ContextQuery
+from memvault.store.answers.recall import SessionStartText
+from memvault.store.queries.recall import ContextQuery
 from memvault.store.retrieval.recall import ITEM_MAX_TOKENS, RecallItem, block_tokens, fit_line, identity_items
 
 if TYPE_CHECKING:
