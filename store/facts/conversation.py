@@ -30,6 +30,7 @@ import apsw
 
 from memvault.store.facts.llm_extract import SCHEMA_DOC
 from memvault.store.index.classify import memory_key
+from memvault.store.index.event_time import note_event_time
 from memvault.store.memories.memtypes import MEMORY_TYPES
 from memvault.vault_io.facts import (
     EPISODIC,
@@ -356,12 +357,25 @@ def known_elsewhere(con: apsw.Connection, source_id: str, text: str) -> bool:
     ).fetchone() is not None
 
 
+def session_rank(note: ParsedNote, note_id: str) -> tuple[int, str, str, str]:
+    """Where a session note stands when several sessions indexed together
+    state one fact: the one that ranks first holds it (:func:`drop_repeats`,
+    the observer takes them in this order). The earliest to have happened
+    (its event time: ``started``), then the smallest note id, then the path;
+    a session without a time after those with one. All of it is read from
+    the note, so every device picks the same note whatever order it saw
+    the files in."""
+    when = note_event_time(note.frontmatter, note.path)
+    return (0 if when else 1, when or "", note_id, note.path)
+
+
 def drop_repeats(
     con: apsw.Connection, source_id: str, extraction: Extraction, seen: dict[str, str] | None = None
 ) -> Extraction:
     """``extraction`` without the facts that repeat what is already known
     (:func:`known_elsewhere`), nor ones another source of the same batch
-    said first (``seen``: repeat key -> source id, filled in as it goes).
+    said first (``seen``: repeat key -> source id, filled in as it goes;
+    the caller goes through a batch's sessions by :func:`session_rank`).
     The digest fact is about this session alone and always stays."""
     kept = []
     for draft in extraction.facts:

@@ -141,43 +141,60 @@ class FactObserver:
             with write_transaction(self.con):
                 for tid, reason in retire:
                     sf.retire_source(self.con, tid, reason)
-        for i in range(0, len(todo), BATCH):
-            batch = todo[i : i + BATCH]
-            extracted = []
-            remarked = []
-            for note, trace, marks in batch:
+        # Ordinary sources first, all written before any session note is
+        # read, so a fact they state counts as known whichever batch it falls
+        # in; then session notes in the order that decides which one holds a
+        # fact several of them state (the earliest: see session_rank). Never
+        # the order the notes came in, which is the order this device saw them.
+        sessions = [w for w in todo if is_session_note(w[0].frontmatter)]
+        ordinary = [w for w in todo if not is_session_note(w[0].frontmatter)]
+        if sessions:
+            from memvault.store.facts.conversation import session_rank
+
+            sessions.sort(key=lambda w: session_rank(w[0], w[1].id))
+        for group in (ordinary, sessions):
+            for i in range(0, len(group), BATCH):
+                self._apply_batch(group[i : i + BATCH], resolver, warnings)
+        self._reresolve(written, removed, resolver)
+
+    def _apply_batch(
+        self, batch: list[tuple[ParsedNote, rec.TraceRow, SourceMarks]], resolver: FactLinks, warnings: list[str]
+    ) -> None:
+        """Extract and write the facts of one batch of source notes."""
+        extracted = []
+        remarked = []
+        for note, trace, marks in batch:
+            state = sf.get_source(self.con, trace.id)
+            if state and state.hash == note.hash and state.path == note.path:
+                # Already extracted from these bytes (another writer got
+                # here first, or only the config's globs changed): the
+                # facts stand, but how the note is marked may not.
+                if state.marks != " ".join(marks.names):
+                    state.marks = " ".join(marks.names)
+                    remarked.append(state)
+                continue
+            extraction = self._extract(note, trace, state, warnings)
+            if extraction is not None:
+                extracted.append((note, trace, marks, extraction))
+        if remarked:
+            with write_transaction(self.con):
+                for state in remarked:
+                    sf.put_source(self.con, state)
+        if not extracted:
+            return
+        with write_transaction(self.con):
+            for note, trace, marks, extraction in extracted:
                 state = sf.get_source(self.con, trace.id)
                 if state and state.hash == note.hash and state.path == note.path:
-                    # Already extracted from these bytes (another writer got
-                    # here first, or only the config's globs changed): the
-                    # facts stand, but how the note is marked may not.
-                    if state.marks != " ".join(marks.names):
-                        state.marks = " ".join(marks.names)
-                        remarked.append(state)
                     continue
-                extraction = self._extract(note, trace, state, warnings)
-                if extraction is not None:
-                    extracted.append((note, trace, marks, extraction))
-            if remarked:
-                with write_transaction(self.con):
-                    for state in remarked:
-                        sf.put_source(self.con, state)
-            if not extracted:
-                continue
-            with write_transaction(self.con):
-                for note, trace, marks, extraction in extracted:
-                    state = sf.get_source(self.con, trace.id)
-                    if state and state.hash == note.hash and state.path == note.path:
-                        continue
-                    if extraction.extractor in (MOVED, DEFERRED):
-                        if extraction.extractor == MOVED or (state and state.path != note.path):
-                            sf.repath(self.con, trace.id, note.path)
-                            self._repath_sources(note, trace.id, state, marks)
-                        continue
-                    result = sync_source_facts(self.con, note, trace.id, extraction, marks, resolver)
-                    warnings += result.warnings
-                    warnings += [f"{note.path}: {w}" for w in extraction.warnings]
-        self._reresolve(written, removed, resolver)
+                if extraction.extractor in (MOVED, DEFERRED):
+                    if extraction.extractor == MOVED or (state and state.path != note.path):
+                        sf.repath(self.con, trace.id, note.path)
+                        self._repath_sources(note, trace.id, state, marks)
+                    continue
+                result = sync_source_facts(self.con, note, trace.id, extraction, marks, resolver)
+                warnings += result.warnings
+                warnings += [f"{note.path}: {w}" for w in extraction.warnings]
 
     def _extract(
         self, note: ParsedNote, trace: rec.TraceRow, state: sf.SourceState | None, warnings: list[str]
