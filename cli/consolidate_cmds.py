@@ -152,25 +152,25 @@ def conflicts(app: AppContext, show_all: bool, dismiss: int | None, resolve: int
     rows = store.contradictions(None if show_all else "open")
     for c in rows:
         if as_json:
-            emit_json(c)
+            emit_json(c.to_json())
             continue
-        state = "" if c["status"] == "open" else f" ({c['status']})"
-        click.echo(f"{c['id']}. [{c['kind']}]{state} {c['reason']}")
-        click.echo(f"    newer {c['newer']['id']}: {c['newer']['content']}")
-        click.echo(f"    older {c['older']['id']}: {c['older']['content']}")
+        state = "" if c.status == "open" else f" ({c.status})"
+        click.echo(f"{c.id}. [{c.kind}]{state} {c.reason}")
+        click.echo(f"    newer {c.newer.id}: {c.newer.content}")
+        click.echo(f"    older {c.older.id}: {c.older.content}")
     if not rows and not as_json:
         click.echo("No contradictions flagged" + ("" if show_all else " (open)"))
     copies = store.conflicts()
-    for c in copies:
+    for copy in copies:
         if as_json:
-            emit_json({"conflict_copy": c["conflict_note"], "note": c["note"], "memory": c.get("id"),
-                       "kind": c["kind"], "side": c.get("side"), "detail": c["detail"]})
+            emit_json({"conflict_copy": copy.conflict_note, "note": copy.note, "memory": copy.id,
+                       "kind": copy.kind, "side": copy.side, "detail": copy.detail})
             continue
     if copies and not as_json:
         click.echo(f"Conflict copies ({len(copies)}): settle one with "
                    "`memvault conflicts --copy PATH --take note|copy` (the other side is kept as a version)")
-        for c in copies:
-            click.echo(f"  {c['conflict_note']}: {c.get('side') or c['kind']}; beside {c['note']}")
+        for copy in copies:
+            click.echo(f"  {copy.conflict_note}: {copy.side or copy.kind}; beside {copy.note}")
 
 
 def _settle_copy(store: Any, copy_path: str, take: str | None, as_json: bool) -> None:

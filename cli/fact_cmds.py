@@ -73,7 +73,7 @@ def source_remove(app: AppContext, paths: tuple[str, ...], as_json: bool) -> Non
 @pass_app
 def source_list(app: AppContext, as_json: bool) -> None:
     """List the memory sources in the index, how each is marked, and its fact count."""
-    rows = redact_tree(app.store.source_list())  # a note's path may hold a secret
+    rows = redact_tree([s.to_json() for s in app.store.source_list()])  # a note's path may hold a secret
     for row in rows:
         if as_json:
             emit_json(row)

@@ -501,7 +501,7 @@ def _resources(server: MCPServer, backend: Backend) -> None:
             raise ResourceError(str(exc)) from None
         if not items:
             return "No identity memories yet.\n"
-        return "# Identity\n\n" + "".join(f"- {' '.join(i['content'].split())} ({i['id']})\n" for i in items)
+        return "# Identity\n\n" + "".join(f"- {' '.join(i.content.split())} ({i.id})\n" for i in items)
 
     @server.prompt(description="Recall what memvault holds about a topic, to ground the answer in it.")
     def recall(topic: str) -> str:

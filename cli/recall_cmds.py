@@ -89,7 +89,7 @@ def model_pull(app: AppContext, name: str | None) -> None:
 @pass_app
 def model_status(app: AppContext, as_json: bool) -> None:
     """The configured model and how much of the vault has its vectors."""
-    data = app.store.model_status()
+    data = app.store.model_status().to_json()
     if as_json:
         emit_json(data)
         return

@@ -103,7 +103,7 @@ def vault_status(store: "MemoryStore") -> dict[str, Any]:
         out["last_sync"] = counts.get("last_sync")
         # "conflicts" counts the list beside it (open: memvault's whose copy is still in
         # the vault, and sync tools' copies); every one memvault ever recorded is apart.
-        out["conflict_list"] = store.conflicts()
+        out["conflict_list"] = [c.to_json() for c in store.conflicts()]
         out["conflicts"] = len(out["conflict_list"])
         out["conflicts_recorded"] = counts.get("conflicts", 0)
         # One number for open conflicts wherever it is read: the index counts

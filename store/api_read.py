@@ -29,6 +29,7 @@ if TYPE_CHECKING:
     )
     from memvault.store.queries.recall import ContextQuery, SessionStartQuery
     from memvault.store.queries.search import SearchQuery
+    from memvault.store.review_answers import ConflictCopy, Contradiction, IdentityItem, MemorySource, ModelStatus
 
 
 class ReadAPI(StoreParts):
@@ -152,13 +153,14 @@ class ReadAPI(StoreParts):
             return narrow_to_block(browse.read_trace(self.read_con(), self.name, self._trace(base)), block)
         return browse.read_trace(self.read_con(), self.name, self._trace(ref), heading)
 
-    def identity(self, limit: int | None = None) -> builtins.list[dict[str, Any]]:
+    def identity(self, limit: int | None = None) -> builtins.list[IdentityItem]:
         """The active identity memories and identity facts (an "About me"
         source's lines), strongest and newest first."""
         from memvault.store.retrieval.recall import identity_items
+        from memvault.store.review_answers import IdentityItem
 
         items = identity_items(self.read_con(), limit or self.settings.recall.identity_max)
-        return [{"id": i.id, "kind": i.kind, "type": i.type, "path": i.path, "content": i.content} for i in items]
+        return [IdentityItem(id=i.id, kind=i.kind, type=i.type, path=i.path, content=i.content) for i in items]
 
     def _trace(self, ref: str) -> Any:
         from memvault.store.index.lookup import find_trace
@@ -177,26 +179,27 @@ class ReadAPI(StoreParts):
             check_inside(self.root, trace.path, shown=ref)
         return trace
 
-    def model_status(self) -> dict[str, Any]:
+    def model_status(self) -> ModelStatus:
         """The configured embedding model and how much of the vault has its vectors."""
         from memvault.store.embedding import vectors as vec
         from memvault.store.embedding.model import resolve_model
+        from memvault.store.review_answers import ModelCoverage, ModelStatus
 
         spec = resolve_model(self.settings.embedding.model)
-        data: dict[str, Any] = {"model": self.settings.embedding.model, "key": spec.key if spec else None}
-        if spec is not None:
-            con = self.read_con()
-            cache = vec.open_cache(self.data_dir, create=False)
-            try:
-                done, total = vec.coverage(con, cache, spec.key)
-            finally:
-                if cache is not None:
-                    cache.close()
-            data.update(chunks=total, embedded=done, queued=vec.queue_size(con),
-                        unavailable=vec.recorded_unavailable(con, spec.key))
-        return data
+        if spec is None:
+            return ModelStatus(self.settings.embedding.model, None)
+        con = self.read_con()
+        cache = vec.open_cache(self.data_dir, create=False)
+        try:
+            done, total = vec.coverage(con, cache, spec.key)
+        finally:
+            if cache is not None:
+                cache.close()
+        coverage = ModelCoverage(chunks=total, embedded=done, queued=vec.queue_size(con),
+                                 unavailable=vec.recorded_unavailable(con, spec.key))
+        return ModelStatus(self.settings.embedding.model, spec.key, coverage)
 
-    def conflicts(self) -> builtins.list[dict[str, Any]]:
+    def conflicts(self) -> builtins.list[ConflictCopy]:
         """Conflict copies still in the vault, each with whose version it holds
         (``side``): memvault's own (``kind`` "memvault": this device's store
         version, written beside a note a person changed meanwhile; resolved by
@@ -207,31 +210,32 @@ class ReadAPI(StoreParts):
         the tool kept)."""
         from memvault.store.index.lookup import sync_conflicts
         from memvault.store.memories.rows import conflicts
+        from memvault.store.review_answers import CarriedConflict, OwnConflict, SyncCopy
         from memvault.vault_io.sync_conflicts import SyncConflict
 
         con = self.read_con()
         # Without the vault folder nobody can tell which were resolved: list all.
         missing = not self.root.is_dir()
         own = [
-            {"id": c.trace_id, "note": c.path, "conflict_note": c.conflict_path,
-             "detail": c.detail, "when": c.created, "kind": "memvault",
-             "side": "this device's store version"}
+            OwnConflict(id=c.trace_id, note=c.path, conflict_note=c.conflict_path, detail=c.detail, when=c.created,
+                        kind="memvault", side="this device's store version")
             for c in conflicts(con)
             if c.conflict_path is None or missing or (self.root / c.conflict_path).exists()
         ]
-        listed = {c["conflict_note"] for c in own}
         synced = [
-            dict(c, kind="sync", when=None, side=SyncConflict(c["tool"], c["note"], c["device"]).describe(),
-                 detail=f"{c['tool']} kept two versions" + ("" if c["differs"] else " (the same text)"))
+            SyncCopy(id=c["id"], note=c["note"], conflict_note=c["conflict_note"], tool=c["tool"], device=c["device"],
+                     differs=c["differs"], kind="sync", when=None,
+                     side=SyncConflict(c["tool"], c["note"], c["device"]).describe(),
+                     detail=f"{c['tool']} kept two versions" + ("" if c["differs"] else " (the same text)"))
             for c in sync_conflicts(con)
         ]
-        listed |= {c["conflict_note"] for c in synced}
+        listed = {c.conflict_note for c in own} | {c.conflict_note for c in synced}
         # memvault's conflict notes written on another device reach this one
         # through the sync tool; this device's state has no record of them.
         carried = [
-            {"id": memory_id, "note": rec_path, "conflict_note": path, "kind": "memvault", "when": None,
-             "detail": "the store's version, written beside a note edited meanwhile",
-             "side": "a store version written on another device"}
+            CarriedConflict(id=memory_id, note=rec_path, conflict_note=path, kind="memvault", when=None,
+                            detail="the store's version, written beside a note edited meanwhile",
+                            side="a store version written on another device")
             for path, memory_id, rec_path in con.execute(
                 "SELECT f.path, json_extract(t.metadata, '$.frontmatter.conflict_of'), m.path "
                 "FROM files f JOIN traces t ON t.id = f.trace_id "
@@ -240,22 +244,21 @@ class ReadAPI(StoreParts):
                 "AND json_extract(t.metadata, '$.frontmatter.conflict_of') IS NOT NULL ORDER BY f.path")
             if path not in listed
         ]
-        return own + carried + synced
+        return [*own, *carried, *synced]
 
-    def contradictions(self, status: str | None = "open") -> builtins.list[dict[str, Any]]:
+    def contradictions(self, status: str | None = "open") -> builtins.list[Contradiction]:
         """Flagged contradictions (``open`` by default), with both texts."""
         from memvault.store.consolidation.rows import contradictions
         from memvault.store.db.records import get_trace
+        from memvault.store.review_answers import Contradiction, ContradictionSide
 
-        out = []
-        for c in contradictions(self.read_con(), status):
-            newer, older = get_trace(self.con, c.newer_id), get_trace(self.con, c.older_id)
-            out.append({
-                "id": c.id, "kind": c.kind, "status": c.status, "reason": c.reason, "run": c.run_id, "flagged": c.created,
-                "newer": {"id": c.newer_id, "content": newer.content if newer else None, "path": newer.path if newer else None},
-                "older": {"id": c.older_id, "content": older.content if older else None, "path": older.path if older else None},
-            })
-        return out
+        def side(trace_id: str) -> ContradictionSide:
+            t = get_trace(self.con, trace_id)
+            return ContradictionSide(trace_id, t.content if t else None, t.path if t else None)
+
+        return [Contradiction(id=c.id, kind=c.kind, status=c.status, reason=c.reason, run=c.run_id, flagged=c.created,
+                              newer=side(c.newer_id), older=side(c.older_id))
+                for c in contradictions(self.read_con(), status)]
 
     def note_count(self) -> int:
         """How many notes the index holds."""
@@ -276,7 +279,7 @@ class ReadAPI(StoreParts):
 
         return describe_copy(self.ctx, copy_path)
 
-    def source_list(self) -> builtins.list[dict[str, Any]]:
+    def source_list(self) -> builtins.list[MemorySource]:
         """Every memory source, how it is marked, and its fact count."""
         return self.sources.list()
 

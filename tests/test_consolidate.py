@@ -212,7 +212,7 @@ def test_cli_consolidate_dry_run_json_log_and_undo(sample, vault: Path) -> None:
 
 def test_dismissed_contradiction_is_not_flagged_again(sample) -> None:
     sample.consolidate(today=TODAY)
-    number = sample.contradictions()[0]["id"]
+    number = sample.contradictions()[0].id
     sample.set_contradiction(number, "dismissed")
     assert sample.contradictions() == []
     assert sample.con.execute("SELECT count(*) FROM edges WHERE kind = 'contradicts'").fetchone() == (0,)
@@ -225,7 +225,7 @@ def test_context_recalls_the_newer_claim_and_marks_the_older(vault: Path) -> Non
     with opened(vault) as v:
         v.sync()
         v.consolidate(today=TODAY)
-        assert v.contradictions()[0]["newer"]["id"] == "m-porto"
+        assert v.contradictions()[0].newer.id == "m-porto"
         with write_transaction(v.con):  # make the older one rank first: it is marked all the same
             v.con.execute("DELETE FROM traces_fts WHERE rowid = (SELECT rowid FROM traces WHERE id = 'm-porto')")
         block = v.context(ContextQuery("where does she live, Lisbon?", record=False)).to_json()
@@ -349,7 +349,7 @@ def test_daemon_runner_wires_the_schedule(vault: Path, monkeypatch: pytest.Monke
                 wait_for(lambda: other.consolidation_runs(), 30)
                 assert other.consolidation_runs()[0]["trigger"] == "daemon"
             wait_for(lambda: runner.state()["consolidate"]["runs"] >= 1, 30)
-            assert v.contradictions()[0]["newer"]["id"] == "m-b"
+            assert v.contradictions()[0].newer.id == "m-b"
             assert runner.quiet_for() >= 0
         finally:
             runner.stop()

@@ -259,4 +259,4 @@ def test_embeddings_travel_with_the_export(vault: Path, tmp_path: Path, monkeypa
         report = store.embed()
         assert (report.chunked, report.embedded, report.pending) == (1, 0, 0)  # found in the cache: nothing embedded
         status = store.model_status()
-        assert status["embedded"] == status["chunks"] == 1
+        assert status.coverage is not None and status.coverage.embedded == status.coverage.chunks == 1

@@ -105,7 +105,7 @@ def test_export_import_export_is_the_same_and_undo_works_after_the_restore(tmp_p
         # the forgotten fact stays forgotten, the merged-away memory resolves
         assert store.show(fact_id).status != "active"
         assert store.show(merged).id == merged
-        assert store.contradictions() and store.contradictions()[0]["older"]["id"] == "m-cats1"
+        assert store.contradictions() and store.contradictions()[0].older.id == "m-cats1"
         undone = store.undo_consolidation(run_id)
         assert undone.refused == [] and undone.undone
         assert store.show(merged).status == "active"

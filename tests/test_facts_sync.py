@@ -319,7 +319,7 @@ def test_tag_marks_a_source(vault: Path, v: MemoryStore) -> None:
     write(vault, "Road map.md", "#memory/source\n\n- Ship memory sources in February\n")
     sync(v)
     assert [f["text"] for f in facts(v, "Road map.md")] == ["Ship memory sources in February"]
-    assert v.sources.list()[0]["marks"] == ["tag"]
+    assert v.sources.list()[0].marks == ("tag",)
 
 
 def test_config_globs_and_their_changes(vault: Path, memvault_env: Path, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -94,7 +94,7 @@ def live(root: Path) -> dict[str, tuple[Any, ...]]:
 def flagged(root: Path) -> list[tuple[str, str]]:
     """Open contradictions: (newer, older)."""
     with opened(root) as v:
-        return [(c["newer"]["id"], c["older"]["id"]) for c in v.contradictions()]
+        return [(c.newer.id, c.older.id) for c in v.contradictions()]
 
 
 def runs(root: Path) -> list[dict[str, Any]]:

@@ -363,7 +363,7 @@ class MirrorMachine(RuleBasedStateMachine):
             r[0] for r in self.vault.con.execute("SELECT id FROM traces WHERE kind = 'memory' AND status = 'active'")
         }
         holders: dict[str, list[str]] = {}
-        listed = {c["conflict_note"] for c in self.vault.conflicts()}
+        listed = {c.conflict_note for c in self.vault.conflicts()}
         for p in (self.root / "Memory").rglob("*.md") if (self.root / "Memory").exists() else []:
             rel = p.relative_to(self.root).as_posix()
             note = parse_note(rel, p.read_bytes())

@@ -208,7 +208,7 @@ class TwoDevices(RuleBasedStateMachine):
             copies = index_rows(d, "SELECT f.path, t.kind FROM files f JOIN traces t ON t.id = f.trace_id "
                                    "WHERE f.path LIKE '%.sync-conflict-%'")
             assert all(kind == "note" for _, kind in copies), f"a sync conflict copy is a memory: {copies}"
-            listed = {c["conflict_note"] for c in d.cli.conflicts()}
+            listed = {c.conflict_note for c in d.cli.conflicts()}
             assert {p for p, _ in copies} <= listed, "a sync conflict copy is not listed"
             notes = self.memory_notes(d)
             assert set(notes) == set(a), f"live memories and memory notes differ on the {d.name}"

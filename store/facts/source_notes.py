@@ -42,6 +42,7 @@ from memvault.vault_io.sources import (
 if TYPE_CHECKING:
     from memvault.store.api_sync import SyncReport
     from memvault.store.context import StoreContext
+    from memvault.store.review_answers import MemorySource
 
 #: Reconciles these vault paths now, with everything a sync does after it
 #: (the facade's ``sync_paths``).
@@ -224,8 +225,10 @@ class Sources:
             r.facts = self._count(r.path)
         return results, warnings
 
-    def list(self) -> builtins.list[dict[str, Any]]:
+    def list(self) -> builtins.list[MemorySource]:
         """Every memory source in the index, with how it is marked and its fact count."""
+        from memvault.store.review_answers import MemorySource
+
         con = self.ctx.read_con()
         self.refresh_globs()  # a changed `sources` glob, before listing
         counts: dict[str, int] = {source_id: n for source_id, n in rows(
@@ -234,8 +237,8 @@ class Sources:
             "WHERE t.status = 'active' GROUP BY f.source_id",
         )}
         return [
-            {"path": s.path, "id": s.source_id, "marks": s.marks.split(), "facts": counts.get(s.source_id, 0),
-             "redacted": s.redacted, "extractor": s.extractor, "extracted_at": s.extracted_at}
+            MemorySource(path=s.path, id=s.source_id, marks=tuple(s.marks.split()), facts=counts.get(s.source_id, 0),
+                         redacted=s.redacted, extractor=s.extractor, extracted_at=s.extracted_at)
             for s in sf.all_sources(con)
         ]
 
