@@ -153,3 +153,22 @@ def test_which_session_holds_a_repeated_fact_does_not_depend_on_the_hash_seed(tm
     assert outcomes[0] == outcomes[1] == outcomes[2]
     assert [(path, uri.rsplit("#", 1)[1]) for _, path, _, uri, text in outcomes[0] if text == SAID] == [
         (EARLIEST[0], "^t1")]
+
+
+def test_an_earlier_session_indexed_later_takes_the_fact_over(vault: Path) -> None:
+    """Sessions arriving one by one (a device that receives the notes from a
+    sync tool) end where indexing them together ends: on the earliest."""
+    with opened(vault) as store:
+        store.sync()
+        paths = _write_sessions(vault)
+        latest_first = [p for p, _, _ in sorted(SESSIONS, key=lambda s: s[2], reverse=True)]
+        for path in latest_first:
+            store.sync_paths([path])
+            assert [p for _, p in _holders(store)] == [path]
+        retired = store.con.execute(
+            "SELECT path, reason FROM traces WHERE kind = 'fact' AND status = 'superseded' AND content = ?", (SAID,)
+        ).fetchall()
+        assert sorted(retired) == sorted((p, "said in an earlier session") for p in paths if p != EARLIEST[0])
+        write(vault, paths[-1], (vault / paths[-1]).read_text() + "\nedited\n")  # a later session, again
+        store.sync_paths([paths[-1]])
+        assert [p for _, p in _holders(store)] == [EARLIEST[0]]

@@ -224,11 +224,14 @@ def test_a_statement_already_known_is_not_added_twice(vault: Path, tmp_path: Pat
         report = store.ingest(CLAUDE_CODE)
         _, facts, _ = store.facts(report.path)
         assert "I prefer short answers with the fix first." not in {f["text"] for f in facts}
-        # Another session saying what the first one said adds nothing either.
+        # A later session saying what the first one said adds nothing either
+        # (an earlier one would take the fact over: test_fact_repeats).
         other = [json.loads(line) for line in _lines(100)]
         for obj in other:
             if "sessionId" in obj:
                 obj["sessionId"] = "another-session"
+            if "timestamp" in obj:
+                obj["timestamp"] = obj["timestamp"].replace("2026-07-", "2026-08-")
         second = store.ingest(_transcript(tmp_path, [json.dumps(o) + "\n" for o in other]))
         _, facts2, _ = store.facts(second.path)
         assert "The staging database is called db2." not in {f["text"] for f in facts2}

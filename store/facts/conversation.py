@@ -15,19 +15,24 @@ fact anchors to the turn it came from (``^t12``), whichever extractor found
 it (the rules here, or the llm extractor with :data:`CONVERSATION_PROMPT`).
 
 :func:`drop_repeats` is the one place that decides that a new fact of a
-conversation repeats something already known (a live memory, or a live fact
-of another source) and is not added twice; today it compares normalised
-text, and write-time similarity checks can extend it.
+conversation repeats something already known (a live memory, a live fact of
+an ordinary source or of an earlier session) and is not added twice; today it
+compares normalised text, and write-time similarity checks can extend it. Of
+several sessions that state one fact, the earliest (:func:`session_rank`,
+read from the notes) holds it, whatever order they were indexed in: a later
+session's fact is taken over when an earlier one arrives.
 """
 
 from __future__ import annotations
 
+import json
 import re
 import unicodedata
 from dataclasses import replace
 
 import apsw
 
+from memvault.store.db import rows as db
 from memvault.store.facts.llm_extract import SCHEMA_DOC
 from memvault.store.index.classify import memory_key
 from memvault.store.index.event_time import note_event_time
@@ -45,7 +50,7 @@ from memvault.vault_io.facts import (
 from memvault.vault_io.note import ParsedNote
 from memvault.vault_io.secrets import redact
 from memvault.vault_io.segment import collapse, split_sentences
-from memvault.vault_io.session_note import DIGEST_HEADING, TurnSpan, superseded_lines, turn_spans
+from memvault.vault_io.session_note import DIGEST_HEADING, TurnSpan, is_session_note, superseded_lines, turn_spans
 
 #: The extractor name recorded for facts the rules found in a session note.
 EXTRACTOR = "conversation"
@@ -334,14 +339,22 @@ def repeat_key(text: str) -> str:
     return _REPEAT_STRIP_RE.sub("", collapse(unicodedata.normalize("NFC", text)).casefold())
 
 
-def known_elsewhere(con: apsw.Connection, source_id: str, text: str) -> bool:
-    """Whether a live memory, or a live fact of another source than
-    ``source_id``, says ``text`` (case, white space and a trailing period
-    aside). Two indexed lookups: memories by their content key, facts by
-    their normalised text."""
+#: Where a session note stands among the sessions that state one fact (:func:`session_rank`).
+Rank = tuple[int, str, str, str]
+
+
+def known_elsewhere(con: apsw.Connection, source_id: str, text: str, rank: Rank | None = None) -> list[str] | None:
+    """Whether ``text`` (case, white space and a trailing period aside) is
+    known already: said by a live memory, by a live fact of an ordinary
+    source, or by one of a session that ranks before ``rank`` (all other
+    sessions, without a rank). None if so; else the live facts of later
+    sessions that say it, which the session at ``rank`` takes over (so the
+    earliest session holds a fact whichever of them was indexed first).
+    Two indexed lookups: memories by their content key, facts by their
+    normalised text."""
     base = _REPEAT_STRIP_RE.sub("", normalise(text))
     if not base:
-        return False
+        return []
     variants = [base, base + ".", base + "!"]
     memory_keys = [memory_key(t, "user", v) for t in MEMORY_TYPES for v in variants]
     marks = ",".join("?" * len(memory_keys))
@@ -349,18 +362,39 @@ def known_elsewhere(con: apsw.Connection, source_id: str, text: str) -> bool:
         f"SELECT 1 FROM traces WHERE content_key IN ({marks}) AND +kind = 'memory' AND +status = 'active' LIMIT 1",
         memory_keys,
     ).fetchone():
-        return True
-    return con.execute(
-        "SELECT 1 FROM facts f JOIN traces t ON t.id = f.trace_id WHERE f.text_key COLLATE NOCASE IN (?,?,?) "
-        "AND f.source_id != ? AND t.status = 'active' LIMIT 1",
+        return None
+    later: list[str] = []
+    for fact_id, holder in db.rows(
+        con,
+        "SELECT f.trace_id, f.source_id FROM facts f JOIN traces t ON t.id = f.trace_id "
+        "WHERE f.text_key COLLATE NOCASE IN (?,?,?) AND f.source_id != ? AND t.status = 'active'",
         (*variants, source_id),
-    ).fetchone() is not None
+    ):
+        theirs = _source_rank(con, holder) if rank is not None else None
+        if rank is None or theirs is None or theirs < rank:
+            return None
+        later.append(fact_id)
+    return later
 
 
-def session_rank(note: ParsedNote, note_id: str) -> tuple[int, str, str, str]:
-    """Where a session note stands when several sessions indexed together
-    state one fact: the one that ranks first holds it (:func:`drop_repeats`,
-    the observer takes them in this order). The earliest to have happened
+def _source_rank(con: apsw.Connection, source_id: str) -> Rank | None:
+    """:func:`session_rank` of an indexed source note, from what the index
+    read of it; None if it is not a session note."""
+    row = db.first(con, "SELECT metadata, event_time, path FROM traces WHERE id = ?", (source_id,))
+    if row is None:
+        return None
+    meta = json.loads(row[0] or "{}")
+    frontmatter = meta.get("frontmatter") if isinstance(meta, dict) else None
+    if not isinstance(frontmatter, dict) or not is_session_note(frontmatter):
+        return None
+    return (0 if row[1] else 1, row[1] or "", source_id, row[2] or "")
+
+
+def session_rank(note: ParsedNote, note_id: str) -> Rank:
+    """Where a session note stands among the sessions that state one fact:
+    the one that ranks first holds it, whichever was indexed first
+    (:func:`drop_repeats` takes it over from a later one; the observer goes
+    through the sessions of a batch in this order). The earliest to have happened
     (its event time: ``started``), then the smallest note id, then the path;
     a session without a time after those with one. All of it is read from
     the note, so every device picks the same note whatever order it saw
@@ -370,13 +404,17 @@ def session_rank(note: ParsedNote, note_id: str) -> tuple[int, str, str, str]:
 
 
 def drop_repeats(
-    con: apsw.Connection, source_id: str, extraction: Extraction, seen: dict[str, str] | None = None
+    con: apsw.Connection, source_id: str, extraction: Extraction, seen: dict[str, str] | None = None,
+    rank: Rank | None = None, take_over: list[str] | None = None,
 ) -> Extraction:
     """``extraction`` without the facts that repeat what is already known
     (:func:`known_elsewhere`), nor ones another source of the same batch
     said first (``seen``: repeat key -> source id, filled in as it goes;
     the caller goes through a batch's sessions by :func:`session_rank`).
-    The digest fact is about this session alone and always stays."""
+    With this session's ``rank``, the facts of later sessions that say what
+    it keeps are added to ``take_over``: the caller retires them when it
+    writes this session's facts. The digest fact is about this session
+    alone and always stays."""
     kept = []
     for draft in extraction.facts:
         if draft.segment == "digest":
@@ -384,8 +422,13 @@ def drop_repeats(
             continue
         key = repeat_key(draft.text)
         first = seen.setdefault(key, source_id) if seen is not None else source_id
-        if first != source_id or known_elsewhere(con, source_id, draft.text):
+        if first != source_id:
             continue
+        later = known_elsewhere(con, source_id, draft.text, rank)
+        if later is None:
+            continue
+        if take_over is not None:
+            take_over += later
         kept.append(draft)
     extraction.facts = kept
     return extraction

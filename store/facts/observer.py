@@ -65,6 +65,8 @@ BATCH = 200
 
 REASON_DELETED = "source note deleted"
 REASON_UNMARKED = "no longer a memory source"
+#: A session's fact that an earlier session states too: that one holds it.
+REASON_EARLIER = "said in an earlier session"
 GLOBS_META = "fact_source_globs"
 #: Marks an extraction that was skipped because only the note's path changed.
 MOVED = "moved"
@@ -90,8 +92,12 @@ class FactObserver:
         #: there instead of run inline.
         self.defer: Defer | None = None
         #: Repeat keys of conversation facts extracted in the current batch
-        #: (see :func:`~.conversation.drop_repeats`): the first session wins.
+        #: -> the session that keeps the fact (see :func:`~.conversation.drop_repeats`;
+        #: sessions are taken by :func:`~.conversation.session_rank`, so the earliest).
         self.batch_seen: dict[str, str] = {}
+        #: Session note id -> facts of later sessions it takes over (retired
+        #: when its facts are written): the earliest session holds a fact.
+        self.take_over: dict[str, list[str]] = {}
         #: Session note id -> fact ids to keep instead of the repeat rule
         #: (a restore of memvault's own export; see the store's ``fact_keep``).
         self.keep: dict[str, set[str]] = {}
@@ -123,7 +129,7 @@ class FactObserver:
         return warnings
 
     def _apply(self, written: list[tuple[ParsedNote, rec.TraceRow]], removed: list[str], warnings: list[str]) -> None:
-        self.batch_seen = {}
+        self.batch_seen, self.take_over = {}, {}
         resolver = FactLinks(self.con)
         with_facts = sf.source_ids_with_facts(self.con, [t.id for _, t in written])
         todo: list[tuple[ParsedNote, rec.TraceRow, SourceMarks]] = []
@@ -192,6 +198,7 @@ class FactObserver:
                         sf.repath(self.con, trace.id, note.path)
                         self._repath_sources(note, trace.id, state, marks)
                     continue
+                self._retire_taken(self.take_over.pop(trace.id, []))
                 result = sync_source_facts(self.con, note, trace.id, extraction, marks, resolver)
                 warnings += result.warnings
                 warnings += [f"{note.path}: {w}" for w in extraction.warnings]
@@ -206,14 +213,26 @@ class FactObserver:
         extraction = self._extract_note(note, trace, state, warnings)
         if extraction is None or extraction.extractor in (MOVED, DEFERRED) or not is_session_note(note.frontmatter):
             return extraction
-        from memvault.store.facts.conversation import anchor_to_turns, drop_repeats
+        from memvault.store.facts.conversation import anchor_to_turns, drop_repeats, session_rank
 
         if extraction.extractor != "conversation":  # the llm's facts: anchored by line, to their turns here
             extraction = anchor_to_turns(note, extraction)
         if trace.id in self.keep:
             extraction.facts = [d for d in extraction.facts if d.id in self.keep[trace.id]]
             return extraction
-        return drop_repeats(self.con, trace.id, extraction, self.batch_seen)
+        taken: list[str] = []
+        extraction = drop_repeats(self.con, trace.id, extraction, self.batch_seen, session_rank(note, trace.id), taken)
+        if taken:
+            self.take_over[trace.id] = taken
+        return extraction
+
+    def _retire_taken(self, fact_ids: list[str]) -> None:
+        """Retire the facts of later sessions that an earlier one took over
+        (in the transaction that writes the earlier one's facts); one that
+        is no longer live (retired meanwhile) stays as it is."""
+        for fact_id in fact_ids:
+            if db.first(self.con, "SELECT 1 FROM traces WHERE id = ? AND status = ?", (fact_id, sf.ACTIVE)):
+                sf.retire(self.con, fact_id, REASON_EARLIER)
 
     def _extract_note(
         self, note: ParsedNote, trace: rec.TraceRow, state: sf.SourceState | None, warnings: list[str]
@@ -331,7 +350,7 @@ class FactObserver:
         change queued its own job), ``current``, ``gone`` or ``unmarked``.
         Raises :class:`~.llm_extract.LLMCancelled` when the worker stops.
         """
-        self.batch_seen = {}
+        self.batch_seen, self.take_over = {}, {}
         row = self.con.execute(
             "SELECT path, hash FROM files WHERE trace_id = ? AND kind = 'note'", (source_id,)
         ).fetchone()
@@ -358,7 +377,7 @@ class FactObserver:
             log.warning("%s", w)
         if extraction is None:
             return "failed"
-        return _Extracted(note, source_id, marks, extraction)
+        return _Extracted(note, source_id, marks, extraction, self.take_over.pop(source_id, []))
 
     def write_in_background(self, job: "_Extracted") -> str:
         """Write what :meth:`extract_in_background` got, unless the index has
@@ -376,6 +395,7 @@ class FactObserver:
                 sf.repath(self.con, source_id, note.path)
                 self._repath_sources(note, source_id, state, marks)
             else:
+                self._retire_taken(job.taken)
                 result = sync_source_facts(self.con, note, source_id, extraction, marks, FactLinks(self.con))
                 for w in result.warnings:
                     log.warning("%s", w)
@@ -419,3 +439,5 @@ class _Extracted:
     source_id: str
     marks: SourceMarks
     extraction: Extraction
+    #: Facts of later sessions this one takes over (:meth:`FactObserver._retire_taken`).
+    taken: list[str]
