@@ -18,15 +18,10 @@ from memvault.vault_io.errors import MemvaultError
 if TYPE_CHECKING:
     from memvault.store.answers.recall import RecallBlock, SessionStartText
     from memvault.store.answers.search import SearchResult
-    from memvault.store.browse_answers import (
-        Backlink,
-        IndexStats,
-        Link,
-        MemoryVersion,
-        ReadResult,
-        ShowResult,
-        TracePage,
-    )
+    from memvault.store.browse_answers.history import MemoryVersion
+    from memvault.store.browse_answers.listing import TracePage
+    from memvault.store.browse_answers.stats import IndexStats
+    from memvault.store.browse_answers.trace import Backlink, Link, ReadResult, ShowResult
     from memvault.store.queries.recall import ContextQuery, SessionStartQuery
     from memvault.store.queries.search import SearchQuery
     from memvault.store.review_answers import ConflictCopy, Contradiction, IdentityItem, MemorySource, ModelStatus
@@ -95,7 +90,7 @@ class ReadAPI(StoreParts):
         """Counts of what the index holds (and every parse error, if asked)."""
         from dataclasses import replace
 
-        from memvault.store.browse_answers import NoteParseError
+        from memvault.store.browse_answers.stats import NoteParseError
         from memvault.store.index import lookup
 
         con = self.read_con()
@@ -105,7 +100,7 @@ class ReadAPI(StoreParts):
     def history(self, ref: str) -> builtins.list[MemoryVersion]:
         """The versions of a memory or fact, newest first, then the memories
         merged into it (each marked ``merged into``)."""
-        from memvault.store.browse_answers import MemoryVersion
+        from memvault.store.browse_answers.history import MemoryVersion
         from memvault.store.consolidation.rows import merged_members
         from memvault.store.db.records import get_trace
 

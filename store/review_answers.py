@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from typing import Any, ClassVar, TypeVar
 
 from memvault.store.answers import AnswerError, _Answer
-from memvault.store.browse_answers import _Flat, _Part
+from memvault.store.browse_answers.parts import _Flat, _Part
 
 P = TypeVar("P", bound="_WithParts")
 

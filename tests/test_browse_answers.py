@@ -10,7 +10,8 @@ from pathlib import Path
 
 from helpers import opened, write
 
-from memvault.store.browse_answers import ListedTrace, MemoryVersion, TracePage
+from memvault.store.browse_answers.history import MemoryVersion
+from memvault.store.browse_answers.listing import ListedTrace, TracePage
 
 ITEM_KEYS = ["id", "kind", "type", "title", "path", "uri", "status", "tags", "scope", "strength", "created",
              "updated", "source", "preview"]
