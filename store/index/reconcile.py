@@ -249,7 +249,7 @@ class Indexer:
         absent: set[str] = set()
         known: dict[str, rec.FileRow] = {}
         rules = vault_rules(self.root, self.ignore)
-        for path in set(paths):
+        for path in sorted(set(paths)):  # the same order in every process (a set's follows the hash seed)
             row = rec.get_file(self.con, path)
             if row:
                 known[path] = row
