@@ -15,7 +15,7 @@ from memvault.cli.memory_cmds import _check_tags
 from memvault.store.retrieval.when import FORMS
 
 if TYPE_CHECKING:
-    from memvault.store.browse_answers.listing import TracePage
+    from memvault.store.answers.browse.listing import TracePage
 
 
 def _types(types: tuple[str, ...]) -> list[str]:

@@ -16,15 +16,15 @@ from memvault.store.api_parts import StoreParts
 from memvault.vault_io.errors import MemvaultError
 
 if TYPE_CHECKING:
+    from memvault.store.answers.browse.history import MemoryVersion
+    from memvault.store.answers.browse.listing import TracePage
+    from memvault.store.answers.browse.stats import IndexStats
+    from memvault.store.answers.browse.trace import Backlink, Link, ReadResult, ShowResult
     from memvault.store.answers.recall import RecallBlock, SessionStartText
+    from memvault.store.answers.review import ConflictCopy, Contradiction, IdentityItem, MemorySource, ModelStatus
     from memvault.store.answers.search import SearchResult
-    from memvault.store.browse_answers.history import MemoryVersion
-    from memvault.store.browse_answers.listing import TracePage
-    from memvault.store.browse_answers.stats import IndexStats
-    from memvault.store.browse_answers.trace import Backlink, Link, ReadResult, ShowResult
     from memvault.store.queries.recall import ContextQuery, SessionStartQuery
     from memvault.store.queries.search import SearchQuery
-    from memvault.store.review_answers import ConflictCopy, Contradiction, IdentityItem, MemorySource, ModelStatus
 
 
 class ReadAPI(StoreParts):
@@ -90,7 +90,7 @@ class ReadAPI(StoreParts):
         """Counts of what the index holds (and every parse error, if asked)."""
         from dataclasses import replace
 
-        from memvault.store.browse_answers.stats import NoteParseError
+        from memvault.store.answers.browse.stats import NoteParseError
         from memvault.store.index import lookup
 
         con = self.read_con()
@@ -100,7 +100,7 @@ class ReadAPI(StoreParts):
     def history(self, ref: str) -> builtins.list[MemoryVersion]:
         """The versions of a memory or fact, newest first, then the memories
         merged into it (each marked ``merged into``)."""
-        from memvault.store.browse_answers.history import MemoryVersion
+        from memvault.store.answers.browse.history import MemoryVersion
         from memvault.store.consolidation.rows import merged_members
         from memvault.store.db.records import get_trace
 
@@ -151,8 +151,8 @@ class ReadAPI(StoreParts):
     def identity(self, limit: int | None = None) -> builtins.list[IdentityItem]:
         """The active identity memories and identity facts (an "About me"
         source's lines), strongest and newest first."""
+        from memvault.store.answers.review import IdentityItem
         from memvault.store.retrieval.recall import identity_items
-        from memvault.store.review_answers import IdentityItem
 
         items = identity_items(self.read_con(), limit or self.settings.recall.identity_max)
         return [IdentityItem(id=i.id, kind=i.kind, type=i.type, path=i.path, content=i.content) for i in items]
@@ -176,9 +176,9 @@ class ReadAPI(StoreParts):
 
     def model_status(self) -> ModelStatus:
         """The configured embedding model and how much of the vault has its vectors."""
+        from memvault.store.answers.review import ModelCoverage, ModelStatus
         from memvault.store.embedding import vectors as vec
         from memvault.store.embedding.model import resolve_model
-        from memvault.store.review_answers import ModelCoverage, ModelStatus
 
         spec = resolve_model(self.settings.embedding.model)
         if spec is None:
@@ -203,9 +203,9 @@ class ReadAPI(StoreParts):
         "store version written on another device"), and sync tools' copies
         (``kind`` "sync": the other device's version; the note keeps the one
         the tool kept)."""
+        from memvault.store.answers.review import CarriedConflict, OwnConflict, SyncCopy
         from memvault.store.index.lookup import sync_conflicts
         from memvault.store.memories.rows import conflicts
-        from memvault.store.review_answers import CarriedConflict, OwnConflict, SyncCopy
         from memvault.vault_io.sync_conflicts import SyncConflict
 
         con = self.read_con()
@@ -243,9 +243,9 @@ class ReadAPI(StoreParts):
 
     def contradictions(self, status: str | None = "open") -> builtins.list[Contradiction]:
         """Flagged contradictions (``open`` by default), with both texts."""
+        from memvault.store.answers.review import Contradiction, ContradictionSide
         from memvault.store.consolidation.rows import contradictions
         from memvault.store.db.records import get_trace
-        from memvault.store.review_answers import Contradiction, ContradictionSide
 
         def side(trace_id: str) -> ContradictionSide:
             t = get_trace(self.con, trace_id)

@@ -1,4 +1,4 @@
-"""The browse answers (:mod:`memvault.store.browse_answers`): the JSON each
+"""The browse answers (:mod:`memvault.store.answers.browse`): the JSON each
 gives is the JSON ``--json`` and the MCP tools have always printed (keys,
 their order, which are null and which left out), and it reads back as the
 same answer."""
@@ -10,8 +10,8 @@ from pathlib import Path
 
 from helpers import opened, write
 
-from memvault.store.browse_answers.history import MemoryVersion
-from memvault.store.browse_answers.listing import ListedTrace, TracePage
+from memvault.store.answers.browse.history import MemoryVersion
+from memvault.store.answers.browse.listing import ListedTrace, TracePage
 
 ITEM_KEYS = ["id", "kind", "type", "title", "path", "uri", "status", "tags", "scope", "strength", "created",
              "updated", "source", "preview"]

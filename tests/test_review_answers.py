@@ -1,4 +1,4 @@
-"""The review answers (:mod:`memvault.store.review_answers`): conflict
+"""The review answers (:mod:`memvault.store.answers.review`): conflict
 copies, contradictions, identity, memory sources and the model's state
 give the JSON ``--json``, ``status`` and the MCP tools have always printed
 (keys, their order, nulls), and read back as the same answers."""
@@ -12,14 +12,14 @@ from typing import Any
 from helpers import opened, write
 from test_consolidate import TODAY, recalled, sample_vault
 
-from memvault.store.db.connection import write_transaction
-from memvault.store.review_answers import (
+from memvault.store.answers.review import (
     CarriedConflict,
     Contradiction,
     ModelStatus,
     OwnConflict,
     SyncCopy,
 )
+from memvault.store.db.connection import write_transaction
 
 
 def round_trip(answer: Any) -> None:

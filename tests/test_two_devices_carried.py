@@ -19,7 +19,7 @@ from pathlib import Path
 import pytest
 from helpers import write
 
-from memvault.store.browse_answers.history import MemoryVersion
+from memvault.store.answers.browse.history import MemoryVersion
 from memvault.store.memory_store import MemoryStore
 from memvault.store.settings import load_settings
 from memvault.vault_io.frontmatter import file_frontmatter_id

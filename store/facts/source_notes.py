@@ -40,9 +40,9 @@ from memvault.vault_io.sources import (
 )
 
 if TYPE_CHECKING:
+    from memvault.store.answers.review import MemorySource
     from memvault.store.api_sync import SyncReport
     from memvault.store.context import StoreContext
-    from memvault.store.review_answers import MemorySource
 
 #: Reconciles these vault paths now, with everything a sync does after it
 #: (the facade's ``sync_paths``).
@@ -227,7 +227,7 @@ class Sources:
 
     def list(self) -> builtins.list[MemorySource]:
         """Every memory source in the index, with how it is marked and its fact count."""
-        from memvault.store.review_answers import MemorySource
+        from memvault.store.answers.review import MemorySource
 
         con = self.ctx.read_con()
         self.refresh_globs()  # a changed `sources` glob, before listing

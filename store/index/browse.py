@@ -27,7 +27,7 @@ from typing import TYPE_CHECKING, Any
 
 import apsw
 
-from memvault.store.browse_answers.listing import ListedTrace, TracePage
+from memvault.store.answers.browse.listing import ListedTrace, TracePage
 from memvault.store.db import records as rec
 from memvault.store.db.rows import count, rows
 from memvault.store.retrieval.keyword import TAGGED_SQL, tag_params
@@ -35,7 +35,7 @@ from memvault.vault_io.errors import UsageError
 from memvault.vault_io.uri import obsidian_uri
 
 if TYPE_CHECKING:
-    from memvault.store.browse_answers.trace import FactSource, ReadResult
+    from memvault.store.answers.browse.trace import FactSource, ReadResult
 
 #: Trace kinds of each ``what`` choice for listing (facts only when asked:
 #: one source note holds hundreds).
@@ -214,7 +214,7 @@ def section_span(content: str, heading: str) -> tuple[int, int, str] | None:
 def read_trace(con: apsw.Connection, vault_name: str, t: rec.TraceRow, heading: str | None = None) -> ReadResult:
     """Everything about one trace: metadata, content (or one section of a
     note), version (memories), source anchor (facts), links out and in."""
-    from memvault.store.browse_answers.trace import ReadResult
+    from memvault.store.answers.browse.trace import ReadResult
     from memvault.store.index.lookup import incoming, outgoing, parse_error
 
     meta = t.metadata or {}
@@ -248,7 +248,7 @@ def read_trace(con: apsw.Connection, vault_name: str, t: rec.TraceRow, heading: 
 
 def _fact_source(con: apsw.Connection, vault_name: str, fact_id: str, uri: str | None) -> tuple[FactSource | None, str | None]:
     """Where a fact came from, and its ``obsidian://`` link there (``uri`` when it has no source path)."""
-    from memvault.store.browse_answers.trace import FactSource
+    from memvault.store.answers.browse.trace import FactSource
     from memvault.store.facts.rows import fact_anchor
 
     anchor = fact_anchor(con, fact_id)

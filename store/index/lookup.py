@@ -15,8 +15,8 @@ from memvault.store.facts.rows import fact_stats
 from memvault.vault_io.note import UNDECODABLE
 
 if TYPE_CHECKING:
-    from memvault.store.browse_answers.stats import IndexStats
-    from memvault.store.browse_answers.trace import Backlink, Link, ShowResult
+    from memvault.store.answers.browse.stats import IndexStats
+    from memvault.store.answers.browse.trace import Backlink, Link, ShowResult
 
 
 def find_trace(con: apsw.Connection, ref: str) -> rec.TraceRow | None:
@@ -55,7 +55,7 @@ def find_attachment(con: apsw.Connection, ref: str) -> str | None:
 def stats(con: apsw.Connection, db_path: Path | None = None) -> IndexStats:
     """Counts of what the index holds, for ``memvault stats`` (with the
     index's path and size when given ``db_path``)."""
-    from memvault.store.browse_answers.stats import IndexStats
+    from memvault.store.answers.browse.stats import IndexStats
 
     def one(sql: str) -> int:
         return count(con, sql)
@@ -159,7 +159,7 @@ def parse_error(con: apsw.Connection, trace_id: str) -> str | None:
 
 def describe(con: apsw.Connection, t: rec.TraceRow, vault_name: str) -> ShowResult:
     """One trace as ``memvault show`` prints it."""
-    from memvault.store.browse_answers.trace import ShowResult
+    from memvault.store.answers.browse.trace import ShowResult
     from memvault.vault_io.uri import obsidian_uri
 
     return ShowResult(
@@ -173,7 +173,7 @@ def describe(con: apsw.Connection, t: rec.TraceRow, vault_name: str) -> ShowResu
 
 
 def _link(e: rec.EdgeRow) -> Link:
-    from memvault.store.browse_answers.trace import Link
+    from memvault.store.answers.browse.trace import Link
 
     status = "ambiguous" if e.ambiguous else "resolved" if e.target_path or e.target_id else "unresolved"
     return Link(kind=e.kind, target=e.target_name, anchor=e.anchor, display=e.display, property=e.prop,
@@ -181,7 +181,7 @@ def _link(e: rec.EdgeRow) -> Link:
 
 
 def _backlink(con: apsw.Connection, e: rec.EdgeRow) -> Backlink:
-    from memvault.store.browse_answers.trace import Backlink
+    from memvault.store.answers.browse.trace import Backlink
 
     row = first(con, "SELECT path, title FROM traces WHERE id = ?", (e.source_id,))
     link = _link(e)

@@ -26,7 +26,7 @@ from memvault.store.queries.recall import ContextQuery
 from memvault.store.retrieval.recall import ITEM_MAX_TOKENS, RecallItem, block_tokens, fit_line, identity_items
 
 if TYPE_CHECKING:
-    from memvault.store.browse_answers.listing import ListedTrace
+    from memvault.store.answers.browse.listing import ListedTrace
     from memvault.store.retrieval.retriever import Retriever
 
 #: How far back "changed lately" looks, and how many items it and a project's list show.

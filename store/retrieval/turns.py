@@ -34,7 +34,7 @@ from memvault.store.retrieval.recall import ITEM_MAX_TOKENS, RecallItem
 from memvault.vault_io.errors import MemvaultError
 
 if TYPE_CHECKING:
-    from memvault.store.browse_answers.trace import ReadResult, ShowResult
+    from memvault.store.answers.browse.trace import ReadResult, ShowResult
 
 #: A trace as ``show`` or ``read`` gives it.
 Shown = TypeVar("Shown", "ShowResult", "ReadResult")
@@ -157,7 +157,7 @@ def narrow_to_block(data: Shown, block: str) -> Shown:
     narrowed to its turn ``^block``: the turn as one plain line, with its
     ``anchor``, ``ref``, speaker and time. Raises :class:`MemvaultError`
     when the note has no such turn."""
-    from memvault.store.browse_answers.trace import TurnRef
+    from memvault.store.answers.browse.trace import TurnRef
 
     turn = next((t for t in note_turns(data.content or "") if t.anchor == f"^{block}"), None)
     if turn is None:

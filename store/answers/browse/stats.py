@@ -1,4 +1,4 @@
-"""``stats``: counts of what the index holds (see :mod:`memvault.store.browse_answers`)."""
+"""``stats``: counts of what the index holds (see :mod:`memvault.store.answers.browse`)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""``list`` and ``recent``: a page of traces (see :mod:`memvault.store.browse_answers`)."""
+"""``list`` and ``recent``: a page of traces (see :mod:`memvault.store.answers.browse`)."""
 
 from __future__ import annotations
 

@@ -4,8 +4,8 @@ contradictions (:class:`Contradiction`), who the person is
 (:class:`IdentityItem`), the memory sources (:class:`MemorySource`) and
 the embedding model's state (:class:`ModelStatus`).
 
-Apart from :mod:`.answers` (a ``memvault search`` process imports it) and
-:mod:`.browse_answers`, as those are. Each answer's :meth:`to_json` gives
+A module of its own, as :mod:`.browse` and the search answers are (a
+process loads only what it asks). Each answer's :meth:`to_json` gives
 the JSON the CLI's ``--json``, ``status`` and the MCP tools print, key for
 key, and :meth:`from_json` reads it back.
 """
@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from typing import Any, ClassVar, TypeVar
 
 from memvault.store.answers import AnswerError, _Answer
-from memvault.store.browse_answers.parts import _Flat, _Part
+from memvault.store.answers.browse.parts import _Flat, _Part
 
 P = TypeVar("P", bound="_WithParts")
 

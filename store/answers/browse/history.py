@@ -1,4 +1,4 @@
-"""``history``: the versions of a memory or fact (see :mod:`memvault.store.browse_answers`)."""
+"""``history``: the versions of a memory or fact (see :mod:`memvault.store.answers.browse`)."""
 
 from __future__ import annotations
 

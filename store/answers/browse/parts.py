@@ -1,5 +1,5 @@
 """Parts of an answer whose keys stand in the answer's own JSON, where the
-part's field stands (see :mod:`memvault.store.browse_answers`)."""
+part's field stands (see :mod:`memvault.store.answers.browse`)."""
 
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
 """One trace as ``show`` and ``read`` give it, and its links both ways
-(see :mod:`memvault.store.browse_answers`)."""
+(see :mod:`memvault.store.answers.browse`)."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from typing import Any, ClassVar
 
 from memvault.store.answers import _Answer
-from memvault.store.browse_answers.parts import _Flat, _Part
+from memvault.store.answers.browse.parts import _Flat, _Part
 
 
 @dataclass(frozen=True)
