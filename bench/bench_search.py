@@ -275,17 +275,33 @@ def _hyperfine(cmds: dict[str, list[str]], runs: int, work: Path, env: dict[str,
 
 
 def _subprocess_times(cmds: dict[str, list[str]], runs: int, work: Path, env: dict[str, str]) -> dict[str, Any]:
-    res = {}
-    for name, cmd in cmds.items():
+    """Wall and CPU (the child's user + system) time of each command.
+
+    The runs are interleaved (one of each command per round), so a burst of
+    load from elsewhere on the machine falls on every command alike rather
+    than on whichever ran then; CPU time moves less with load than wall.
+    """
+    import resource
+
+    def once(cmd: list[str]) -> tuple[float, float]:
+        before = resource.getrusage(resource.RUSAGE_CHILDREN)
+        t0 = time.perf_counter()
+        subprocess.run(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env)
+        wall = time.perf_counter() - t0
+        after = resource.getrusage(resource.RUSAGE_CHILDREN)
+        return wall, (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+
+    for cmd in cmds.values():
         for _ in range(3):
-            subprocess.run(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env)
-        ts = []
-        for _ in range(runs):
-            t0 = time.perf_counter()
-            subprocess.run(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env)
-            ts.append(time.perf_counter() - t0)
-        res[name] = C.summarize(ts)
-    return res
+            once(cmd)
+    walls: dict[str, list[float]] = {name: [] for name in cmds}
+    cpus: dict[str, list[float]] = {name: [] for name in cmds}
+    for _ in range(runs):
+        for name, cmd in cmds.items():
+            wall, cpu = once(cmd)
+            walls[name].append(wall)
+            cpus[name].append(cpu)
+    return {name: C.summarize(walls[name]) | {"cpu": C.summarize(cpus[name])} for name in cmds}
 
 
 def processes(vault: Path, query: str, common_word: str, runs: int, work: Path) -> dict[str, Any]:
@@ -464,9 +480,14 @@ def main(argv: list[str] | None = None) -> int:
     print("\nslowest queries (median of rounds):")
     for s_ in ip["slowest"][:8]:
         print(f"  {s_['median_ms']:7.2f} ms  [{s_['category']}] {s_['query']}  ({s_['hits']} hits)")
-    print(f"\nprocesses ({pr['tool']}, {pr['runs']} runs, 3 warm-ups; bytecode {pr['bytecode']}):")
-    print(C.table([[k, f"{r['median'] * 1000:.1f} ms", f"{r['p95'] * 1000:.1f} ms", f"{r['min'] * 1000:.1f} ms"]
-                   for k, r in pr["results"].items()], ["command", "median", "p95", "min"]))
+    print(f"\nprocesses ({pr['tool']}, {pr['runs']} runs interleaved, 3 warm-ups; bytecode {pr['bytecode']}):")
+
+    def cpu(r: dict[str, Any]) -> str:
+        c = r.get("cpu")  # hyperfine's figures have none
+        return f"{c['median'] * 1000:.1f} / {c['p95'] * 1000:.1f} ms" if c else "-"
+
+    print(C.table([[k, f"{r['median'] * 1000:.1f} ms", f"{r['p95'] * 1000:.1f} ms", f"{r['min'] * 1000:.1f} ms", cpu(r)]
+                   for k, r in pr["results"].items()], ["command", "median", "p95", "min", "CPU median / p95"]))
     print(f"\n`python -X importtime` of `memvault search`: {it['modules_imported']} modules, "
           f"{it['total_self_ms']:.0f} ms of import time (of which the editable-install finder, which a regular "
           f"install does not load: {it['editable_finder_ms']:.0f} ms); top-level imports by cumulative time:")
