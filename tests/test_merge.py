@@ -151,3 +151,46 @@ def test_doctor_finds_a_merge_in_order(three, vault: Path) -> None:
     three.close()
     out = CliRunner().invoke(cli, ["--vault", str(vault), "doctor", "--json"])
     assert out.exit_code == 0 and json.loads(out.output)["healthy"] is True, out.output
+
+
+def _standing(v, memory_id: str) -> tuple[str, str | None]:
+    t = find_trace(v.con, memory_id)
+    return t.status, t.metadata.get("merged_into")
+
+
+def test_a_merged_memory_stays_merged_through_every_rebuild(vault: Path) -> None:
+    """The steps of test_mirror_stateful's machine: add two memories, merge
+    them, drop the index, then the whole data dir. The merged one is neither
+    live nor forgotten but superseded by its survivor, before and after each
+    rebuild (the merge is in the history log in the vault); only with the
+    logs gone too does the vault alone give its note in .trash/ back as a
+    forgotten memory."""
+    import shutil
+
+    with opened(vault) as v:
+        v.sync()
+        a = v.memories.add("Remember the blue door always.", "fact").id
+        b = v.memories.add("Remember the red gate always.", "event").id
+        out = v.merge([a, b])
+        assert (out.survivor, out.merged) == (a, [b])
+        v.sync()
+        merged = ("superseded", a)
+        assert _standing(v, b) == merged and _standing(v, a) == ("active", None)
+        assert [p.parent.name for p in vault.rglob("*.md") if b[2:10] in p.name] == [".trash"]
+        history = [(h.id, h.status, h.reason, h.content) for h in v.history(a)]
+
+        v.rebuild()
+        assert _standing(v, b) == merged and _standing(v, a) == ("active", None)
+        assert [(h.id, h.status, h.reason, h.content) for h in v.history(a)] == history
+
+        v.close()
+        shutil.rmtree(v.data_dir)
+        v.rebuild()
+        assert _standing(v, b) == merged and _standing(v, a) == ("active", None)
+        assert [(h.id, h.status, h.reason, h.content) for h in v.history(a)] == history
+
+        v.close()
+        shutil.rmtree(v.data_dir)
+        shutil.rmtree(vault / "Memory" / ".memvault")  # a sync tool that skips dot-folders
+        v.rebuild()
+        assert _standing(v, b)[0] == "deleted" and _standing(v, a) == ("active", None)

@@ -20,10 +20,11 @@ the note after the store committed its change and before the writer checks
 the note and replaces it, which is the race the check exists for.
 
 Two steps throw state away: dropping the derived index and rebuilding it
-(live memories, their histories, vault edits included, and the forgotten set
-must come back unchanged from the durable state), and dropping the whole data
-dir and rebuilding from the vault alone (every memory the vault holds, live
-notes and ``.trash/``, must come back with the same id).
+(live memories, their histories, vault edits included, the forgotten set and
+the merged memories must come back unchanged from the durable state), and
+dropping the whole data dir and rebuilding from the vault and its history logs
+(every memory the vault holds, live notes and ``.trash/``, must come back with
+the same id, and live, forgotten or merged into the same survivor as before).
 """
 
 from __future__ import annotations
@@ -63,6 +64,14 @@ def snapshot(root: Path) -> dict[str, tuple[bytes, int]]:
         p.relative_to(root).as_posix(): (p.read_bytes(), p.stat().st_mtime_ns)
         for p in root.rglob("*.md")
     }
+
+
+def standing(live: dict[str, str], forgotten: set[str], merged: dict[str, str]) -> dict[str, str]:
+    """Each memory's standing in the index: "live", "forgotten" or "merged into <id>"."""
+    out = {i: "forgotten" for i in forgotten}
+    out.update({i: f"merged into {s}" for i, s in merged.items()})
+    out.update({i: "live" for i in live})
+    return out
 
 
 def without_counter(files: dict[str, tuple[bytes, int]]) -> dict[str, bytes]:
@@ -299,8 +308,9 @@ class MirrorMachine(RuleBasedStateMachine):
 
     # -- throwing state away -------------------------------------------------------------
 
-    def remembered(self) -> tuple[dict[str, str], dict[str, list[tuple]], set[str]]:
-        """Live memories (id -> content), their histories, and the forgotten ids."""
+    def remembered(self) -> tuple[dict[str, str], dict[str, list[tuple]], set[str], dict[str, str]]:
+        """Live memories (id -> content), their histories, the forgotten ids,
+        and the merged ones (id -> the memory it was merged into)."""
         con = self.vault.con
         live = dict(con.execute("SELECT id, content FROM traces WHERE kind = 'memory' AND status = 'active'"))
         histories = {
@@ -308,7 +318,12 @@ class MirrorMachine(RuleBasedStateMachine):
             for i in live
         }
         forgotten = {r[0] for r in con.execute("SELECT id FROM traces WHERE kind = 'memory' AND status = 'deleted'")}
-        return live, histories, forgotten
+        # A merged memory is neither live nor forgotten: it is superseded by
+        # its survivor (docs/consolidation.md, Merge), its note in .trash/.
+        merged = dict(con.execute(
+            "SELECT id, json_extract(metadata, '$.merged_into') FROM traces WHERE kind = 'memory' "
+            "AND status = 'superseded' AND json_valid(metadata) AND json_extract(metadata, '$.merged_into') IS NOT NULL"))
+        return live, histories, forgotten, merged
 
     @rule()
     def drop_the_index_and_rebuild(self) -> None:
@@ -323,12 +338,18 @@ class MirrorMachine(RuleBasedStateMachine):
     def drop_everything_and_rebuild_from_the_vault(self) -> None:
         self.vault.sync()
         held = self.memory_notes()
+        live, _, forgotten, merged = self.remembered()
+        before = standing(live, forgotten, merged)
         self.vault.close()
         shutil.rmtree(self.vault.data_dir)
         self.vault.rebuild()
-        live, _, forgotten = self.remembered()
+        live, _, forgotten, merged = self.remembered()
         assert live == {i: c for i, (where, c) in held.items() if where == "live"}
-        assert {i for i, (where, _) in held.items() if where == "trash"} <= forgotten | set(live)
+        assert {i for i, (where, _) in held.items() if where == "trash"} <= forgotten | set(live) | set(merged)
+        # The history logs are in the vault: every memory it holds stands as
+        # it did (live, forgotten, or merged into the same survivor).
+        after = standing(live, forgotten, merged)
+        assert {i: after.get(i) for i in held} == {i: before.get(i) for i in held}
         # Versions were only memvault's: what survives is what the vault holds.
         self.written &= self.tokens_held()
 
