@@ -92,14 +92,16 @@ def source_list(app: AppContext, as_json: bool) -> None:
 @pass_app
 def facts(app: AppContext, path: str, include_all: bool, as_json: bool) -> None:
     """List the facts extracted from the source note PATH: id, type, anchor, lines."""
-    rel, found, indexed = app.store.facts(path, include_all)
-    if not found:
-        if not indexed:
+    answer = app.store.facts(path, include_all)
+    rel = answer.path
+    if not answer.facts:
+        if not answer.indexed:
             raise click.ClickException(f"{rel} is not in the index: run `memvault sync` first")
         if not as_json:
             click.echo(f"{rel} has no facts (mark it with `memvault source add {rel}`)", err=True)
         return
-    for f in redact_tree(found):  # facts are redacted; their source's path may not be
+    # facts are redacted; their source's path may not be (redact_tree reads JSON)
+    for f in redact_tree([fact.to_json() for fact in answer.facts]):
         if as_json:
             emit_json(f)
             continue

@@ -16,6 +16,7 @@ from memvault.store.api_parts import StoreParts
 from memvault.vault_io.errors import MemvaultError
 
 if TYPE_CHECKING:
+    from memvault.store.answers.browse.facts import SourceFacts
     from memvault.store.answers.browse.history import MemoryVersion
     from memvault.store.answers.browse.listing import TracePage
     from memvault.store.answers.browse.stats import IndexStats
@@ -278,6 +279,6 @@ class ReadAPI(StoreParts):
         """Every memory source, how it is marked, and its fact count."""
         return self.sources.list()
 
-    def facts(self, path: str, include_superseded: bool = False) -> tuple[str, builtins.list[dict[str, Any]], bool]:
-        """The facts of one source note: (vault path, facts, whether the note is indexed)."""
+    def facts(self, path: str, include_superseded: bool = False) -> SourceFacts:
+        """The facts of one source note, with its vault path and whether the note is indexed."""
         return self.sources.facts(path, include_superseded)

@@ -111,9 +111,9 @@ def test_a_forgotten_fact_stays_retired_until_restored(vault: Path) -> None:
     about = write(vault, "Profile.md", ABOUT)
     with opened(vault) as store:
         store.sync()
-        fact = next(f for f in store.facts("Profile.md")[1] if "coffee" in f["text"])
+        fact = next(f for f in store.facts("Profile.md").facts if "coffee" in f.text)
     before = about.read_bytes()
-    r = run(vault, "forget", fact["id"], "--reason", "I quit coffee")
+    r = run(vault, "forget", fact.id, "--reason", "I quit coffee")
     assert r.exit_code == 0, r.output
     assert about.read_bytes() == before  # the source note is not touched
 
@@ -127,16 +127,16 @@ def test_a_forgotten_fact_stays_retired_until_restored(vault: Path) -> None:
     assert run(vault, "rebuild", "--no-embed").exit_code == 0  # a fresh index: still forgotten
     assert live() == []
     with opened(vault) as store:
-        assert store.show(fact["id"]).status == "deleted"
+        assert store.show(fact.id).status == "deleted"
     assert rows(run(vault, "search", "coffee black", "--what", "facts", "--include-deleted", "--json"))
-    r = run(vault, "restore", fact["id"])
+    r = run(vault, "restore", fact.id)
     assert r.exit_code == 0, r.output
-    assert live() == [fact["id"]]
+    assert live() == [fact.id]
     # Forgotten, then gone from the note: restoring leaves it history, and says so.
-    assert run(vault, "forget", fact["id"]).exit_code == 0
+    assert run(vault, "forget", fact.id).exit_code == 0
     about.write_text(ABOUT.replace("- Drinks coffee black, no sugar\n", ""))
     assert run(vault, "sync", "--no-embed").exit_code == 0
-    r = run(vault, "restore", fact["id"])
+    r = run(vault, "restore", fact.id)
     assert r.exit_code == 0 and "no longer says this" in r.stderr
     assert live() == []
 

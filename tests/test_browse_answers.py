@@ -58,7 +58,7 @@ def test_show_and_read_of_a_note_a_memory_a_fact_and_a_turn(vault: Path, tmp_pat
         memory = store.add("Ships on Fridays", "semantic")
         store.update(memory.id, content="Ships on Thursdays")
         session = store.ingest(str(transcript)).path
-        fact = store.facts("Profile.md")[1][0]["id"]
+        fact = store.facts("Profile.md").facts[0].id
         answers = {
             "note": store.show("Notes/Editors.md"), "section": store.read("Notes/Editors.md", "Setup"),
             "memory": store.read(memory.id), "fact": store.read(fact), "turn": store.read(f"{session}#^t2"),

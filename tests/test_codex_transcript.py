@@ -40,8 +40,8 @@ def test_ingest_writes_a_codex_session_note_and_its_facts(vault: Path) -> None:
         assert (note.frontmatter["client"], note.frontmatter["session_id"]) == (
             "codex", "0198a1b2-c3d4-7e5f-8a9b-0c1d2e3f4a5b")
         assert note.frontmatter["turns"] == 6
-        _, facts, _ = store.facts(report.path)
-        said = {f["text"] for f in facts}
+        facts = store.facts(report.path).facts
+        said = {f.text for f in facts}
         assert "I prefer fixes without new dependencies." in said
         assert any("tide-2" in s for s in said)
         hit = store.search(SearchQuery("staging worker host", mode="keyword", what="all")).to_json()["hits"][0]

@@ -63,8 +63,8 @@ def _every_kind_of_state(root: Path) -> tuple[str, str, str]:
         gone = store.add("An idea to forget", "semantic")
         store.forget(gone.id, reason="obsolete")
         store.add("Is called Jo by friends", "identity")
-        fact = next(f for f in store.facts("About me.md")[1] if "coffee" in f["text"])
-        store.forget(fact["id"], reason="wrong")
+        fact = next(f for f in store.facts("About me.md").facts if "coffee" in f.text)
+        store.forget(fact.id, reason="wrong")
         store.context(ContextQuery("cats and dark mode")).to_json()  # recall statistics
         run = store.consolidate(today=TODAY)
         kinds = {a["kind"] for a in run.actions}
@@ -77,7 +77,7 @@ def _every_kind_of_state(root: Path) -> tuple[str, str, str]:
         store.memories.before_write = None
         result = store.update(pref.id, content="Prefers coffee in the afternoon", reason="changed")
         assert result.action in ("conflict", "updated")
-        return run.run_id, merged, fact["id"]
+        return run.run_id, merged, fact.id
 
 
 def _export(store: MemoryStore, out: Path) -> dict:

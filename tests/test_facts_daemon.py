@@ -18,6 +18,7 @@ from helpers import opened, wait_for, write
 from test_daemon_support import running
 from test_llm_extract import GOOD, NOTE, FakeLLM, Reply, configure, llm, quick_backoff  # noqa: F401
 
+from memvault.store.answers.browse.facts import SourceFact
 from memvault.store.facts import rows as sf
 from memvault.store.memory_store import MemoryStore
 from memvault.store.retrieval.keyword import Filters, keyword_search
@@ -34,9 +35,9 @@ def searchable(root: Path, word: str, kinds: tuple[str, ...] = ("note",)) -> boo
         return bool(keyword_search(v.con, word, filters=Filters(kinds=kinds)))
 
 
-def fact_rows(root: Path, path: str = "About me.md") -> list[dict]:
+def fact_rows(root: Path, path: str = "About me.md") -> list[SourceFact]:
     with opened(root) as v:
-        return v.sources.facts(path)[1] if v.has_index() else []
+        return list(v.sources.facts(path).facts) if v.has_index() else []
 
 
 def source_state(root: Path) -> list[tuple[str, str | None]]:
@@ -53,7 +54,7 @@ def test_a_slow_model_does_not_hold_up_other_notes(vault: Path, llm: FakeLLM, me
         # Ready without waiting for the model; the new source has the default
         # extractor's facts meanwhile, searchable at once.
         wait_for(lambda: llm.requests, timeout=5)
-        assert "Prefers dark mode in every editor" in {f["text"] for f in fact_rows(vault)}
+        assert "Prefers dark mode in every editor" in {f.text for f in fact_rows(vault)}
         assert [e for e, _ in source_state(vault)] == ["default"]
         start = time.monotonic()
         write(vault, "Plain.md", "A plain note about zebrafinch migration.\n")
@@ -64,8 +65,8 @@ def test_a_slow_model_does_not_hold_up_other_notes(vault: Path, llm: FakeLLM, me
         gate.set()
         wait_for(lambda: [e for e, _ in source_state(vault)] == ["llm"], timeout=5)
         rows = fact_rows(vault)
-        assert {r["segment"] for r in rows} == {"llm"}
-        assert "The person prefers dark mode in every editor." in {r["text"] for r in rows}
+        assert {r.segment for r in rows} == {"llm"}
+        assert "The person prefers dark mode in every editor." in {r.text for r in rows}
         # the worker counts the job after its transaction commits: wait for the count too
         wait_for(lambda: runner.state()["llm_facts"].get("written") == 1, timeout=5)
 
@@ -88,20 +89,20 @@ def test_an_edit_keeps_the_facts_until_the_model_answers_and_stale_answers_are_d
     with running(vault) as (runner, _):
         first.set()
         wait_for(lambda: [e for e, _ in source_state(vault)] == ["llm"], timeout=5)
-        before = {r["id"] for r in fact_rows(vault)}
+        before = {r.id for r in fact_rows(vault)}
         # An edit: the llm facts stay as they are while the model thinks.
         # Saved whole (write and rename): a daemon on a loaded machine must not
         # catch a half-written file and ask about it as a version of its own.
         save(p, NOTE + "- Writes in plain text\n")
         wait_for(lambda: len(llm.requests) == 2, timeout=5)
-        assert {r["id"] for r in fact_rows(vault)} == before
+        assert {r.id for r in fact_rows(vault)} == before
         # A second edit while that call is pending: its answer is stale.
         save(p, NOTE + "- Writes everything in plain text files\n")
         wait_for(lambda: searchable(vault, "files"), timeout=5)
         second.set()
         wait_for(lambda: len(llm.requests) == 3, timeout=5)
         third.set()
-        wait_for(lambda: {r["text"] for r in fact_rows(vault)} == {OTHER["facts"][0]["text"]}, timeout=5)
+        wait_for(lambda: {r.text for r in fact_rows(vault)} == {OTHER["facts"][0]["text"]}, timeout=5)
         wait_for(lambda: runner.background.llm_worker is not None and runner.background.llm_worker.idle.is_set(), timeout=5)
         # At least the one answer for the replaced version was dropped; a
         # loaded machine may drop one more (a job that found the file already

@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 from helpers import opened, wait_for, write
 
+from memvault.store.answers.browse.facts import SourceFact
 from memvault.store.db import records as rec
 from memvault.store.db.connection import write_transaction
 from memvault.store.facts import rows as sf
@@ -47,12 +48,12 @@ def sync(v: MemoryStore):
     return v.sync()
 
 
-def facts(v: MemoryStore, path: str, include_all: bool = False) -> list[dict]:
-    return v.sources.facts(path, include_all)[1]
+def facts(v: MemoryStore, path: str, include_all: bool = False) -> list[SourceFact]:
+    return list(v.sources.facts(path, include_all).facts)
 
 
 def ids_by_text(v: MemoryStore, path: str) -> dict[str, str]:
-    return {f["text"]: f["id"] for f in facts(v, path)}
+    return {f.text: f.id for f in facts(v, path)}
 
 
 def fact_search(v: MemoryStore, query: str, statuses=("active",)) -> list[rec.TraceRow]:
@@ -69,24 +70,24 @@ def test_marked_note_gives_searchable_facts_with_anchors(vault: Path, v: MemoryS
     summary = sync(v)
     assert summary.warnings == []
     got = facts(v, "About me.md")
-    assert [f["text"] for f in got] == [
+    assert [f.text for f in got] == [
         "Prefers dark mode in every editor", "Drinks coffee black, no sugar",
         "Reads on an e-ink tablet in the evening", "I work as a software engineer in Lisbon.",
         "I mostly write Python and SQL.", "Use SQLite with FTS5 for the index", "Keep the index outside the vault folder",
     ]
     assert facts(v, "Plain.md") == []
     dark = got[0]
-    assert dark["type"] == "identity" and dark["heading_path"] == "About me > Preferences"
-    assert dark["source_uri"] == "vault://About%20me.md#Preferences" and dark["lines"] == [7, 7]
+    assert dark.type == "identity" and dark.heading_path == "About me > Preferences"
+    assert dark.source_uri == "vault://About%20me.md#Preferences" and dark.lines == (7, 7)
     # Searching a heading word finds the facts under it (the title carries the heading path).
     found = fact_search(v, "preferences")
     assert "Prefers dark mode in every editor" in [t.content for t in found]
     # ... and the hit's snippet shows the fact, not the heading it matched.
     snippets = [h.snippet.replace("**", "") for h in keyword_search(v.con, "preferences", filters=Filters(kinds=("fact",)))]
     assert "Prefers dark mode in every editor" in snippets
-    t = rec.get_trace(v.con, dark["id"])
+    t = rec.get_trace(v.con, dark.id)
     assert (t.kind, t.type, t.path, t.title) == ("fact", "identity", "About me.md", "About me > Preferences")
-    edges = rec.edges_from(v.con, dark["id"])
+    edges = rec.edges_from(v.con, dark.id)
     note_id = v.con.execute("SELECT trace_id FROM files WHERE path = 'About me.md'").fetchone()[0]
     assert [(e.kind, e.target_id, e.target_path) for e in edges] == [("derived_from", note_id, "About me.md")]
 
@@ -130,8 +131,8 @@ def test_property_facts_point_at_their_key_lines_and_the_source_is_read_once(
     # The indexer reads the note; the facts observer takes the front-matter
     # key lines from the parsed note instead of reading it again.
     assert reads.count("Me.md") == 1
-    lines = {f["text"]: f["lines"] for f in facts(v, "Me.md")}
-    assert lines == {"Birthday: 1990-04-02": [3, 3], "Home: Lisbon": [5, 5], "Prefers tea over coffee": [7, 7]}
+    lines = {f.text: f.lines for f in facts(v, "Me.md")}
+    assert lines == {"Birthday: 1990-04-02": (3, 3), "Home: Lisbon": (5, 5), "Prefers tea over coffee": (7, 7)}
 
 
 # -- edit sequences ------------------------------------------------------------------
@@ -154,7 +155,7 @@ def test_insert_a_line_at_the_top_keeps_every_id_and_retrieval_stats(vault: Path
     t = rec.get_trace(v.con, dark)
     assert (t.retrieval_count, t.last_access, t.strength, t.created) == (7, "2026-01-01T00:00:00+00:00", 0.9, "2020-01-01T00:00:00+00:00")
     assert sf.fact_anchor(v.con, dark).line_start == 8  # moved down one line
-    assert not any(f["status"] != "active" for f in facts(v, "About me.md", True))
+    assert not any(f.status != "active" for f in facts(v, "About me.md", True))
 
 
 def test_reordering_list_items_keeps_ids(vault: Path, v: MemoryStore) -> None:
@@ -167,7 +168,7 @@ def test_reordering_list_items_keeps_ids(vault: Path, v: MemoryStore) -> None:
     ), "utf-8")
     sync(v)
     assert ids_by_text(v, "About me.md") == before
-    assert [f["text"] for f in facts(v, "About me.md")][:2] == ["Drinks coffee black, no sugar", "Prefers dark mode in every editor"]
+    assert [f.text for f in facts(v, "About me.md")][:2] == ["Drinks coffee black, no sugar", "Prefers dark mode in every editor"]
 
 
 def test_editing_one_sentence_makes_a_new_version_with_history(vault: Path, v: MemoryStore) -> None:
@@ -262,7 +263,7 @@ def test_gaining_a_front_matter_id_renames_facts_keeping_their_stats(vault: Path
     after = ids_by_text(v, "About me.md")
     assert set(after) == set(before) and not set(after.values()) & set(before.values())
     assert rec.get_trace(v.con, after["Prefers dark mode in every editor"]).retrieval_count == 3
-    assert all(f["status"] == "active" for f in facts(v, "About me.md", True))
+    assert all(f.status == "active" for f in facts(v, "About me.md", True))
     assert [s.source_id for s in sf.all_sources(v.con)] == ["me"]
 
 
@@ -277,7 +278,7 @@ def test_unmarking_retires_and_remarking_restores_the_same_facts(vault: Path, v:
     sync(v)
     assert facts(v, "About me.md") == []
     retired = facts(v, "About me.md", True)
-    assert {(f["status"], f["reason"]) for f in retired} == {("superseded", "no longer a memory source")}
+    assert {(f.status, f.reason) for f in retired} == {("superseded", "no longer a memory source")}
     assert not fact_search(v, "coffee") and sf.all_sources(v.con) == []
     p.write_text(ABOUT, "utf-8")
     sync(v)
@@ -292,7 +293,7 @@ def test_deleting_the_note_retires_its_facts(vault: Path, v: MemoryStore) -> Non
     summary = sync(v)
     assert summary.deleted == 1
     retired = facts(v, "About me.md", True)
-    assert len(retired) == n and {f["reason"] for f in retired} == {"source note deleted"}
+    assert len(retired) == n and {f.reason for f in retired} == {"source note deleted"}
     assert stats(v.con).facts == 0 and stats(v.con).facts_superseded == n
 
 
@@ -318,7 +319,7 @@ def test_memory_notes_are_never_sources(vault: Path, v: MemoryStore) -> None:
 def test_tag_marks_a_source(vault: Path, v: MemoryStore) -> None:
     write(vault, "Road map.md", "#memory/source\n\n- Ship memory sources in February\n")
     sync(v)
-    assert [f["text"] for f in facts(v, "Road map.md")] == ["Ship memory sources in February"]
+    assert [f.text for f in facts(v, "Road map.md")] == ["Ship memory sources in February"]
     assert v.sources.list()[0].marks == ("tag",)
 
 
@@ -328,14 +329,14 @@ def test_config_globs_and_their_changes(vault: Path, memvault_env: Path, monkeyp
     (memvault_env / "config.toml").write_text('sources = ["Projects/**"]\n', "utf-8")
     with opened(vault) as v1:
         sync(v1)
-        assert [f["text"] for f in facts(v1, "Projects/Alpha.md")] == ["Alpha ships in the spring"]
+        assert [f.text for f in facts(v1, "Projects/Alpha.md")] == ["Alpha ships in the spring"]
         assert facts(v1, "Other/Beta.md") == []
     # A new glob: the next sync extracts Beta and retires Alpha without any note changing.
     (memvault_env / "config.toml").write_text('sources = ["Other/*.md"]\n', "utf-8")
     with opened(vault) as v2:
         v2.refresh_source_globs()
         assert facts(v2, "Projects/Alpha.md") == []
-        assert [f["text"] for f in facts(v2, "Other/Beta.md")] == ["Beta ships in the autumn"]
+        assert [f.text for f in facts(v2, "Other/Beta.md")] == ["Beta ships in the autumn"]
         assert sync(v2).warnings == []
     monkeypatch.setenv("MEMVAULT_SOURCES", "**")
     with opened(vault) as v3:
@@ -383,7 +384,7 @@ def test_ids_are_stable_across_a_full_rebuild(vault: Path, v: MemoryStore, memva
 def test_fact_links_resolve_and_follow_their_targets(vault: Path, v: MemoryStore) -> None:
     write(vault, "Hub.md", "#memory/source\n\n- Alice leads the [[Later note]] project now\n")
     sync(v)
-    fid = facts(v, "Hub.md")[0]["id"]
+    fid = facts(v, "Hub.md")[0].id
 
     def link() -> rec.EdgeRow:
         return [e for e in rec.edges_from(v.con, fid) if e.kind == "link"][0]
@@ -408,7 +409,7 @@ def test_stats_count_facts_sources_and_redacted_secrets(vault: Path, v: MemorySt
     sync(v)
     s = stats(v.con)
     assert (s.facts, s.facts_superseded, s.fact_sources, s.secrets_redacted) == (8, 0, 1, 1)
-    assert "ghp_" not in " ".join(f["text"] for f in facts(v, "About me.md"))
+    assert "ghp_" not in " ".join(f.text for f in facts(v, "About me.md"))
     assert s.traces_by_kind["fact"] == 8
 
 
@@ -435,7 +436,7 @@ def test_daemon_updates_facts_on_save(vault: Path) -> None:
     with running(vault):
         def current() -> set[str]:
             with opened(vault) as v:
-                return {f["text"] for f in facts(v, "About me.md")} if v.has_index() else set()
+                return {f.text for f in facts(v, "About me.md")} if v.has_index() else set()
 
         wait_for(lambda: "Drinks coffee black, no sugar" in current())
         p.write_text(ABOUT.replace("no sugar", "two sugars"), "utf-8")
@@ -512,11 +513,11 @@ def test_every_fact_carries_the_notes_front_matter_and_inline_tags(vault: Path, 
           "- Ship memory sources in February #release\n- Write the documentation for users\n\n"
           "Some closing words about #Team/Core here.\n")
     sync(v)
-    got = {f["text"]: f["tags"] for f in facts(v, "Road map.md")}
+    got = {f.text: f.tags for f in facts(v, "Road map.md")}
     assert got == {
-        "Ship memory sources in February #release": ["work", "planning", "release", "Team/Core"],
-        "Write the documentation for users": ["work", "planning", "release", "Team/Core"],
-        "Some closing words about #Team/Core here.": ["work", "planning", "release", "Team/Core"],
+        "Ship memory sources in February #release": ("work", "planning", "release", "Team/Core"),
+        "Write the documentation for users": ("work", "planning", "release", "Team/Core"),
+        "Some closing words about #Team/Core here.": ("work", "planning", "release", "Team/Core"),
     }
     # The tags filter of search finds every fact of the note by an inline tag.
     hits = keyword_search(v.con, "documentation", filters=Filters(kinds=("fact",), tags=("team",)))

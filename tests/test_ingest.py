@@ -66,18 +66,18 @@ def test_a_claude_code_session_becomes_one_session_note(vault: Path) -> None:
 def test_facts_are_the_users_statements_anchored_to_their_turns(vault: Path) -> None:
     with opened(vault) as store:
         report = store.ingest(CLAUDE_CODE)
-        _, facts, _ = store.facts(report.path)
-        by_text = {f["text"]: f for f in facts}
+        facts = store.facts(report.path).facts
+        by_text = {f.text: f for f in facts}
         assert set(by_text) == {
             "On 2026-07-06 in claude-code, the user began with: why does the daemon crash on startup?",
             "I prefer short answers with the fix first.",
             "The staging database is called db2.",
         }
-        assert by_text["I prefer short answers with the fix first."]["anchor"] == "^t1"
-        assert by_text["The staging database is called db2."]["anchor"] == "^t5"
-        assert by_text["The staging database is called db2."]["source_uri"].endswith("#^t5")
-        assert by_text["On 2026-07-06 in claude-code, the user began with: why does the daemon crash on startup?"][
-            "type"] == "episodic"
+        assert by_text["I prefer short answers with the fix first."].anchor == "^t1"
+        assert by_text["The staging database is called db2."].anchor == "^t5"
+        assert by_text["The staging database is called db2."].source_uri.endswith("#^t5")
+        assert by_text["On 2026-07-06 in claude-code, the user began with: why does the daemon crash on startup?"
+                       ].type == "episodic"
         assert report.facts == 3
 
 
@@ -112,7 +112,7 @@ def test_a_grown_session_appends_only_its_new_turns(vault: Path, tmp_path: Path)
         first = store.ingest(transcript)
         assert (first.action, first.plan.new_turns) == ("imported", 3)
         old = (vault / first.path).read_text("utf-8")
-        _, old_facts, _ = store.facts(first.path)
+        old_facts = store.facts(first.path).facts
         transcript.write_text("".join(_lines(100)), "utf-8")
         grown = store.ingest(transcript)
         assert (grown.action, grown.path, grown.plan.new_turns) == ("updated", first.path, 2)
@@ -122,8 +122,8 @@ def test_a_grown_session_appends_only_its_new_turns(vault: Path, tmp_path: Path)
         assert new[new.index("## Transcript"):].startswith(old_turns)
         assert new.count("^t") == 5 and "turns: 5" in new
         # Facts of the earlier turns keep their ids.
-        _, facts, _ = store.facts(grown.path)
-        assert {f["id"] for f in old_facts} <= {f["id"] for f in facts}
+        facts = store.facts(grown.path).facts
+        assert {f.id for f in old_facts} <= {f.id for f in facts}
         assert len(list((vault / "Memory/episodic/sessions").iterdir())) == 1
 
 
@@ -190,8 +190,8 @@ def test_generic_jsonl_from_a_stream(vault: Path) -> None:
         assert "client: my-agent" in text and "session_id: chat-42" in text
         assert "You are helpful" not in text and "hunter2" not in text
         assert "- tool call: search `logrotate`" in text and "search: logrotate(8) manual (2 lines)" in text
-        _, facts, _ = store.facts(report.path)
-        types = {f["text"]: f["type"] for f in facts}
+        facts = store.facts(report.path).facts
+        types = {f.text: f.type for f in facts}
         assert types["I'm going to set it up tomorrow."] == "prospective"
         # The same stream without a session id is the same session (its first turn names it).
         unnamed = store.ingest(io.BytesIO(data))
@@ -222,8 +222,8 @@ def test_a_statement_already_known_is_not_added_twice(vault: Path, tmp_path: Pat
     with opened(vault) as store:
         store.add("I prefer short answers with the fix first", "semantic")
         report = store.ingest(CLAUDE_CODE)
-        _, facts, _ = store.facts(report.path)
-        assert "I prefer short answers with the fix first." not in {f["text"] for f in facts}
+        facts = store.facts(report.path).facts
+        assert "I prefer short answers with the fix first." not in {f.text for f in facts}
         # A later session saying what the first one said adds nothing either
         # (an earlier one would take the fact over: test_fact_repeats).
         other = [json.loads(line) for line in _lines(100)]
@@ -233,8 +233,8 @@ def test_a_statement_already_known_is_not_added_twice(vault: Path, tmp_path: Pat
             if "timestamp" in obj:
                 obj["timestamp"] = obj["timestamp"].replace("2026-07-", "2026-08-")
         second = store.ingest(_transcript(tmp_path, [json.dumps(o) + "\n" for o in other]))
-        _, facts2, _ = store.facts(second.path)
-        assert "The staging database is called db2." not in {f["text"] for f in facts2}
+        facts2 = store.facts(second.path).facts
+        assert "The staging database is called db2." not in {f.text for f in facts2}
         assert sum(1 for h in store.search(SearchQuery("staging database db2", mode="keyword", what="facts")).to_json()["hits"]) == 1
 
 
@@ -246,12 +246,12 @@ def test_the_llm_extractor_reads_a_session_in_one_call(vault: Path, llm: FakeLLM
     ]}))
     with opened(vault) as store:
         report = store.ingest(CLAUDE_CODE)
-        _, facts, _ = store.facts(report.path)
+        facts = store.facts(report.path).facts
     assert len(llm.requests) == 1
     sent = llm.requests[0]["json"]["messages"]
     assert "conversation between a person" in sent[0]["content"]
     assert SECRET not in sent[1]["content"] and "apsw.ThreadingViolation" not in sent[1]["content"]
-    anchors = {f["text"]: f["anchor"] for f in facts}
+    anchors = {f.text: f.anchor for f in facts}
     assert anchors == {"The user's staging database is db2.": "^t5", "The user prefers short answers.": "^t1"}
 
 

@@ -217,20 +217,20 @@ def test_sync_uses_the_llm_and_stores_its_facts(vault: Path, llm: FakeLLM, memva
     try:
         summary = v.sync()
         assert summary.warnings == []
-        rows = v.sources.facts("About me.md")[1]
-        assert [(r["type"], r["segment"], r["heading_path"]) for r in rows] == [
+        rows = v.sources.facts("About me.md").facts
+        assert [(r.type, r.segment, r.heading_path) for r in rows] == [
             ("semantic", "llm", "About me > Preferences"), ("identity", "llm", "About me > Preferences"),
             ("prospective", "llm", "About me > Plans"),
         ]
-        assert "topic/dark-mode" in rows[0]["tags"]
+        assert "topic/dark-mode" in rows[0].tags
         assert [s.extractor for s in sf.all_sources(v.con)] == ["llm"]
         assert llm.requests[0]["headers"]["Authorization"] == "Bearer secret-key-1"
         # A rename with the same bytes does not ask the model again.
         (vault / "About me.md").rename(vault / "Me.md")
         v.sync()
         assert len(llm.requests) == 1
-        assert [r["id"] for r in v.sources.facts("Me.md")[1]] == [r["id"] for r in rows]
-        assert sf.fact_anchor(v.con, rows[0]["id"]).source_uri == "vault://Me.md#Preferences"
+        assert [r.id for r in v.sources.facts("Me.md").facts] == [r.id for r in rows]
+        assert sf.fact_anchor(v.con, rows[0].id).source_uri == "vault://Me.md#Preferences"
     finally:
         v.close()
 
@@ -255,7 +255,7 @@ def test_failures_fall_back_to_the_default_extractor_with_a_warning(
         assert len(summary.warnings) == 1
         assert summary.warnings[0].startswith("About me.md: llm extractor failed (")
         assert summary.warnings[0].endswith("used the default extractor")
-        texts = [r["text"] for r in v.sources.facts("About me.md")[1]]
+        texts = [r.text for r in v.sources.facts("About me.md").facts]
         assert "Prefers dark mode in every editor" in texts  # the default extractor's facts
         assert [s.extractor for s in sf.all_sources(v.con)] == ["default"]
     finally:
@@ -272,7 +272,7 @@ def test_connection_refused_during_sync_falls_back(vault: Path, memvault_env: Pa
     try:
         summary = v.sync()
         assert "cannot reach" in summary.warnings[0]
-        assert len(v.sources.facts("About me.md")[1]) == 4
+        assert len(v.sources.facts("About me.md").facts) == 4
     finally:
         v.close()
 

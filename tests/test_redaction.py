@@ -314,8 +314,8 @@ def test_the_index_holds_no_credential(secret_vault: Path) -> None:
         texts += [t for _, t in vectors.chunk_texts(con, [r[0] for r in con.execute("SELECT id FROM chunks")]).values()]
         assert texts and any("rel/2026" in t for t in texts)  # the rest of the note is there
         assert_no_secret("index", "\n".join(texts))
-        facts = [f for f in store.facts("Home admin.md")[1]]
-        assert any("backup job runs" in f["text"] for f in facts)
+        facts = [f for f in store.facts("Home admin.md").facts]
+        assert any("backup job runs" in f.text for f in facts)
     assert {p: p.read_bytes() for p in secret_vault.rglob("*.md")} == typed  # never rewritten
 
 
@@ -421,8 +421,8 @@ def test_a_remember_that_beside_a_password_in_a_conversation_is_kept(vault: Path
     assert SUDO not in notes[0].read_text()  # redacted before it was written
     with opened(vault) as store:
         store.sync()
-        facts = store.facts(notes[0].relative_to(vault).as_posix())[1]
-    assert any("NAS backs up at 2am" in f["text"] for f in facts), facts
+        facts = store.facts(notes[0].relative_to(vault).as_posix()).facts
+    assert any("NAS backs up at 2am" in f.text for f in facts), facts
 
 
 def test_an_index_from_before_reads_its_notes_again_redacted(vault: Path) -> None:

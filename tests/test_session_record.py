@@ -54,8 +54,8 @@ def _live(text: str) -> list[tuple[int, str, str]]:
 
 
 def _turn_facts(store: MemoryStore, path: str) -> set[str]:
-    _, facts, _ = store.facts(path)
-    return {f["text"] for f in facts if str(f["anchor"]).startswith("^t")}
+    facts = store.facts(path).facts
+    return {f.text for f in facts if str(f.anchor).startswith("^t")}
 
 
 # -- item 5: a changed conversation never deletes anything ------------------------------------

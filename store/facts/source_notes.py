@@ -40,6 +40,7 @@ from memvault.vault_io.sources import (
 )
 
 if TYPE_CHECKING:
+    from memvault.store.answers.browse.facts import SourceFacts
     from memvault.store.answers.review import MemorySource
     from memvault.store.api_sync import SyncReport
     from memvault.store.context import StoreContext
@@ -242,8 +243,10 @@ class Sources:
             for s in sf.all_sources(con)
         ]
 
-    def facts(self, arg: str, include_superseded: bool = False) -> tuple[str, builtins.list[dict[str, Any]], bool]:
-        """The facts of one source note: (path, facts as dicts, is it indexed)."""
+    def facts(self, arg: str, include_superseded: bool = False) -> SourceFacts:
+        """The facts of one source note, with its vault path and whether it is indexed."""
+        from memvault.store.answers.browse.facts import SourceFact, SourceFacts
+
         con = self.ctx.read_con()
         rel = vault_relative(self.root, arg, must_exist=False)
         ids: builtins.list[str] = []
@@ -255,17 +258,18 @@ class Sources:
             "SELECT DISTINCT f.source_id FROM facts f JOIN traces t ON t.id = f.trace_id WHERE t.path = ?", (rel,)
         )]
         found = sf.facts_of(con, list(dict.fromkeys(ids)), None if include_superseded else [sf.ACTIVE])
-        out = []
-        for t, m in found:
-            links = [e.target_name for e in rec.edges_from(con, t.id) if e.kind == sf.LINK]
-            out.append({
-                "id": t.id, "type": t.type, "status": t.status, "reason": t.reason, "text": t.content,
-                "heading_path": m.heading_path, "block_id": m.block_id, "anchor": m.anchor,
-                "lines": [m.line_start, m.line_end], "source_uri": m.source_uri, "segment": m.segment,
-                "context": m.context or None, "due": m.due, "tags": t.tags, "links": links,
-                "created": t.created, "updated": t.updated,
-            })
-        return rel, out, bool(row)
+        out = [
+            SourceFact(
+                id=t.id, type=t.type, status=t.status, reason=t.reason, text=t.content,
+                heading_path=m.heading_path, block_id=m.block_id, anchor=m.anchor,
+                lines=(m.line_start, m.line_end), source_uri=m.source_uri, segment=m.segment,
+                context=m.context or None, due=m.due, tags=tuple(t.tags),
+                links=tuple(e.target_name for e in rec.edges_from(con, t.id) if e.kind == sf.LINK),
+                created=t.created, updated=t.updated,
+            )
+            for t, m in found
+        ]
+        return SourceFacts(rel, tuple(out), bool(row))
 
 
 def _marks_after(before: SourceMarks, frontmatter: bool) -> list[str]:

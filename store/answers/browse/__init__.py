@@ -4,8 +4,9 @@
 gives it, :class:`~.trace.ShowResult`, and as ``read`` does,
 :class:`~.trace.ReadResult`, with its :class:`~.trace.Link` and
 :class:`~.trace.Backlink` s, which ``links`` and ``backlinks`` give too),
-:mod:`.history` (:class:`~.history.MemoryVersion`) and :mod:`.stats`
-(:class:`~.stats.IndexStats`).
+:mod:`.history` (:class:`~.history.MemoryVersion`), :mod:`.stats`
+(:class:`~.stats.IndexStats`) and :mod:`.facts` (the facts of one source
+note, :class:`~.facts.SourceFacts` of :class:`~.facts.SourceFact`).
 
 Apart from :mod:`memvault.store.answers` (search, recall), and a module per
 kind, because a process loads only what it asks: each frozen dataclass
