@@ -127,3 +127,23 @@ def test_links_both_ways_and_the_stats(vault: Path) -> None:
     assert counts.parse_errors == 1 and counts.links_unresolved == 1 and "parse_error_list" not in plain.to_json()
     for answer in (counts, plain, read, *embedded):
         assert type(answer).from_json(json.loads(json.dumps(answer.to_json()))) == answer
+
+
+FACT_KEYS = ["id", "type", "status", "reason", "text", "heading_path", "block_id", "anchor", "lines", "source_uri",
+             "segment", "context", "due", "tags", "links", "created", "updated"]
+
+
+def test_the_facts_of_a_source_note(vault: Path) -> None:
+    write(vault, "Profile.md", "---\nmemory: source\n---\n# Profile\n\n- Lives in [[Lisbon]] ^home\n"
+                               "- [ ] Renew the passport 📅 2026-12-01\n")
+    with opened(vault) as store:
+        store.sync()
+        answer = store.facts("Profile.md")
+        unindexed = store.facts("Nowhere.md")
+    assert (answer.path, answer.indexed, unindexed.indexed, unindexed.facts) == ("Profile.md", True, False, ())
+    home, task = (f.to_json() for f in answer.facts)
+    assert list(home) == FACT_KEYS and list(task) == FACT_KEYS  # every key, null when empty
+    assert (home["anchor"], home["lines"], home["links"], home["due"]) == ("^home", [6, 6], ["Lisbon"], None)
+    assert (task["segment"], task["due"], task["context"]) == ("task", "2026-12-01", None)
+    for one in (answer, unindexed, *answer.facts):
+        assert type(one).from_json(json.loads(json.dumps(one.to_json()))) == one
