@@ -3,11 +3,14 @@
 from __future__ import annotations
 
 from datetime import date
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 
 from memvault.cli.main import AppContext, cli, emit_json, json_option, pass_app, warn
+
+if TYPE_CHECKING:
+    from memvault.store.memory_store import MemoryStore
 
 _VERBS = {
     "decay": "decay", "archive": "archive", "merge": "merge", "promote": "promote",
@@ -173,29 +176,29 @@ def conflicts(app: AppContext, show_all: bool, dismiss: int | None, resolve: int
             click.echo(f"  {copy.conflict_note}: {copy.side or copy.kind}; beside {copy.note}")
 
 
-def _settle_copy(store: Any, copy_path: str, take: str | None, as_json: bool) -> None:
+def _settle_copy(store: MemoryStore, copy_path: str, take: str | None, as_json: bool) -> None:
     """Show a conflict copy's two sides, or take one (--take)."""
     if take is None:
         info = store.conflict_copy(copy_path)
         if as_json:
-            emit_json(info)
+            emit_json(info.to_json())
             return
-        what = f"memory {info['memory']}" if info["memory"] else "an ordinary note"
-        click.echo(f"{info['copy']}: a conflict copy of {info['note'] or '(a note no longer there)'} ({what})")
-        click.echo(f"  note ({info['note_side']}): {info['note_content']}")
-        click.echo(f"  copy ({info['copy_side']}): {info['copy_content']}")
-        click.echo(f"Take a side: memvault conflicts --copy '{info['copy']}' --take note   (or --take copy); "
+        what = f"memory {info.memory}" if info.memory else "an ordinary note"
+        click.echo(f"{info.copy}: a conflict copy of {info.note or '(a note no longer there)'} ({what})")
+        click.echo(f"  note ({info.note_side}): {info.note_content}")
+        click.echo(f"  copy ({info.copy_side}): {info.copy_content}")
+        click.echo(f"Take a side: memvault conflicts --copy '{info.copy}' --take note   (or --take copy); "
                    "the other is kept as an earlier version")
         return
     done = store.settle_conflict_copy(copy_path, take)
     if as_json:
-        emit_json(done)
+        emit_json(done.to_json())
         return
     kept = "the copy's text" if take == "copy" else "the note's text"
-    click.echo(f"Took {kept} for {done['note']}; the copy went to {done['copy_trashed']}")
-    if done.get("kept_as"):
-        click.echo(f"  the copy's text is kept as version {done['kept_as']} (`memvault history {done['memory']}`)")
-    elif done["memory"] and take == "copy":
-        click.echo(f"  the note's text is kept as an earlier version (`memvault history {done['memory']}`)")
-    if done.get("note_trashed"):
-        click.echo(f"  the note's own file went to {done['note_trashed']}")
+    click.echo(f"Took {kept} for {done.note}; the copy went to {done.copy_trashed}")
+    if done.kept_as:
+        click.echo(f"  the copy's text is kept as version {done.kept_as} (`memvault history {done.memory}`)")
+    elif done.memory and take == "copy":
+        click.echo(f"  the note's text is kept as an earlier version (`memvault history {done.memory}`)")
+    if done.note_trashed:
+        click.echo(f"  the note's own file went to {done.note_trashed}")

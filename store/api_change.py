@@ -21,6 +21,7 @@ from memvault.vault_io.errors import MemvaultError
 if TYPE_CHECKING:
     import apsw
 
+    from memvault.store.answers.review import SettledCopy
     from memvault.store.consolidation.merge import MergeOutcome
     from memvault.store.consolidation.run import RunReport
     from memvault.store.consolidation.undo import UndoReport
@@ -275,7 +276,7 @@ class ChangeAPI(StoreParts):
 
         return remove_views(self.root, self.settings.memory_folder)
 
-    def settle_conflict_copy(self, copy_path: str, take: str) -> dict[str, Any]:
+    def settle_conflict_copy(self, copy_path: str, take: str) -> SettledCopy:
         """Take one side of a conflict copy (``take``: "note" or "copy") and
         keep the other (see :mod:`.memories.copies`); what was done."""
         from memvault.store.memories.copies import settle_copy

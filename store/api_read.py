@@ -22,7 +22,14 @@ if TYPE_CHECKING:
     from memvault.store.answers.browse.stats import IndexStats
     from memvault.store.answers.browse.trace import Backlink, Link, ReadResult, ShowResult
     from memvault.store.answers.recall import RecallBlock, SessionStartText
-    from memvault.store.answers.review import ConflictCopy, Contradiction, IdentityItem, MemorySource, ModelStatus
+    from memvault.store.answers.review import (
+        ConflictCopy,
+        Contradiction,
+        CopySides,
+        IdentityItem,
+        MemorySource,
+        ModelStatus,
+    )
     from memvault.store.answers.search import SearchResult
     from memvault.store.queries.recall import ContextQuery, SessionStartQuery
     from memvault.store.queries.search import SearchQuery
@@ -268,7 +275,7 @@ class ReadAPI(StoreParts):
 
         return lookup.paths_under(self.con, folder)
 
-    def conflict_copy(self, copy_path: str) -> dict[str, Any]:
+    def conflict_copy(self, copy_path: str) -> CopySides:
         """What a conflict copy is: its note, its memory (if any), whose
         version each side holds, and both texts (see :mod:`.memories.copies`)."""
         from memvault.store.memories.copies import describe_copy

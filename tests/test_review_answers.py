@@ -15,8 +15,10 @@ from test_consolidate import TODAY, recalled, sample_vault
 from memvault.store.answers.review import (
     CarriedConflict,
     Contradiction,
+    CopySides,
     ModelStatus,
     OwnConflict,
+    SettledCopy,
     SyncCopy,
 )
 from memvault.store.db.connection import write_transaction
@@ -75,4 +77,34 @@ def test_contradictions_identity_sources_and_the_model(vault: Path) -> None:
     assert model.to_json()["unavailable"] is None
     assert ModelStatus("none", None).to_json() == {"model": "none", "key": None}
     for answer in (flagged, source, model, ModelStatus("none", None), *identity):
+        round_trip(answer)
+
+
+SIDES_KEYS = ["copy", "note", "memory", "copy_side", "note_side", "copy_content", "note_content"]
+LAPTOP = ".sync-conflict-20261123-142501-LAPTOP1.md"
+
+
+def test_a_conflict_copy_side_by_side_and_settled(vault: Path) -> None:
+    write(vault, "Deploy.md", "Ship with make.\n")
+    write(vault, f"Deploy{LAPTOP}", "Ship with make ship.\n")
+    with opened(vault) as store:
+        made = store.add("Ships on Fridays", "semantic")
+        assert made.path is not None
+        note = vault / made.path
+        copy = note.with_name(note.stem + LAPTOP)
+        copy.write_text(note.read_text("utf-8").replace("Ships on Fridays", "Ships on Thursdays"), "utf-8")
+        store.sync()
+        sides = store.conflict_copy(f"Deploy{LAPTOP}")
+        plain = store.settle_conflict_copy(f"Deploy{LAPTOP}", "copy")
+        memory = store.settle_conflict_copy(copy.relative_to(vault).as_posix(), "note")
+    assert isinstance(sides, CopySides) and list(sides.to_json()) == SIDES_KEYS
+    assert (sides.note, sides.memory, sides.note_content, sides.copy_content) == (
+        "Deploy.md", None, "Ship with make.", "Ship with make ship.")
+    assert isinstance(plain, SettledCopy) and plain.kept_as is None
+    assert list(plain.to_json()) == [*SIDES_KEYS, "took", "version", "note_trashed", "copy_trashed"]
+    assert (plain.took, plain.note_trashed, plain.copy_trashed) == ("copy", ".trash/Deploy.md", f".trash/Deploy{LAPTOP}")
+    # the note taken, the copy's text is kept as an earlier version: kept_as, before copy_trashed
+    assert list(memory.to_json()) == [*SIDES_KEYS, "took", "version", "note_trashed", "kept_as", "copy_trashed"]
+    assert (memory.memory, memory.kept_as, memory.version) == (made.id, f"{made.id}.v1", None)
+    for answer in (sides, plain, memory):
         round_trip(answer)

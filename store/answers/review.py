@@ -1,5 +1,6 @@
 """The store's review answers, typed: what a person checks now and then
-rather than browses: conflict copies (:data:`ConflictCopy`), flagged
+rather than browses: conflict copies (:data:`ConflictCopy`; one of them
+side by side, :class:`CopySides`, and settled, :class:`SettledCopy`), flagged
 contradictions (:class:`Contradiction`), who the person is
 (:class:`IdentityItem`), the memory sources (:class:`MemorySource`) and
 the embedding model's state (:class:`ModelStatus`).
@@ -13,7 +14,7 @@ key, and :meth:`from_json` reads it back.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, ClassVar, TypeVar
 
 from memvault.store.answers import AnswerError, _Answer
@@ -116,6 +117,47 @@ class SyncCopy(_Answer):
 
 #: One conflict copy, as ``conflicts`` lists it.
 ConflictCopy = OwnConflict | CarriedConflict | SyncCopy
+
+
+@dataclass(frozen=True)
+class CopySides(_Answer):
+    """A conflict copy beside the note it is a copy of (``conflicts --copy
+    PATH``): whose version each side holds and both texts."""
+
+    #: The conflict copy's vault path.
+    copy: str
+    #: The note it is a copy of (None: memvault's own copy of a memory whose note is gone).
+    note: str | None
+    #: The active memory the note holds (None: an ordinary note).
+    memory: str | None
+    #: Whose version the copy holds (``Syncthing's copy of device LAPTOP1's version`` ...).
+    copy_side: str
+    #: Whose version the note holds.
+    note_side: str
+    copy_content: str
+    #: The note's text (None: the note is not there).
+    note_content: str | None
+
+
+@dataclass(frozen=True)
+class SettledCopy(CopySides):
+    """A conflict copy settled (``conflicts --copy PATH --take note|copy``):
+    its two sides as they were, the side taken, and where the other went.
+    The keys in the order ``--json`` has always printed them."""
+
+    #: ``note`` or ``copy``.
+    took: str
+    #: The memory's version after taking the copy (None: nothing was updated).
+    version: int | None
+    #: Where an ordinary note's own file went when the copy was taken (None: not moved).
+    note_trashed: str | None
+    #: The earlier version of the memory that keeps the copy's text when the
+    #: note was taken (left out of JSON when none was written: the texts did
+    #: not differ, or no memory). Keyword-only: a field with a default must
+    #: stand here, before ``copy_trashed``, for the JSON's order.
+    kept_as: str | None = field(default=None, kw_only=True)
+    #: Where the copy file went (in ``.trash/``).
+    copy_trashed: str
 
 
 # -- contradictions, identity, sources, the model ---------------------------------------

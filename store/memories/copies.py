@@ -21,8 +21,9 @@ from __future__ import annotations
 
 from dataclasses import replace
 from pathlib import Path, PurePosixPath
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
+from memvault.store.answers.review import CopySides, SettledCopy
 from memvault.store.db import records as rec
 from memvault.store.db.connection import write_transaction
 from memvault.store.db.rows import first
@@ -41,7 +42,7 @@ if TYPE_CHECKING:
 SIDES = ("note", "copy")
 
 
-def describe_copy(ctx: StoreContext, copy_path: str) -> dict[str, Any]:
+def describe_copy(ctx: StoreContext, copy_path: str) -> CopySides:
     """What a conflict copy is: the note it belongs to, the memory (if any),
     whose version each side holds, and both texts."""
     root, con = ctx.root, ctx.con
@@ -68,17 +69,16 @@ def describe_copy(ctx: StoreContext, copy_path: str) -> dict[str, Any]:
     if trace is not None and (trace.kind != "memory" or trace.status != "active"):
         trace = None
     held = parse_note(note, (root / note).read_bytes()) if note and (root / note).is_file() else None
-    return {
-        "copy": rel, "note": note, "memory": trace.id if trace else None,
-        "copy_side": copy_side, "note_side": note_side,
-        "copy_content": read_memory(copy.frontmatter, copy.body).content,
-        "note_content": read_memory(held.frontmatter, held.body).content if held is not None else None,
-    }
+    return CopySides(
+        copy=rel, note=note, memory=trace.id if trace else None, copy_side=copy_side, note_side=note_side,
+        copy_content=read_memory(copy.frontmatter, copy.body).content,
+        note_content=read_memory(held.frontmatter, held.body).content if held is not None else None,
+    )
 
 
 def settle_copy(
     ctx: StoreContext, memories: Memories, reconciler: Indexer, copy_path: str, take: str
-) -> dict[str, Any]:
+) -> SettledCopy:
     """Take one side of a conflict copy (``take``: "note" or "copy"), keep
     the other as an earlier version (a memory, through ``memories``) or in
     ``.trash/`` (an ordinary note), move the copy to ``.trash/`` and have
@@ -86,17 +86,19 @@ def settle_copy(
     if take not in SIDES:
         raise MemoryOpError(f"--take must be one of {', '.join(SIDES)}")
     info = describe_copy(ctx, copy_path)
-    root, con, rel, note = ctx.root, ctx.con, info["copy"], info["note"]
+    root, con, rel, note = ctx.root, ctx.con, info.copy, info.note
     copy = parse_note(rel, (root / rel).read_bytes())
     doc = read_memory(copy.frontmatter, copy.body)
-    out: dict[str, Any] = {**info, "took": take, "version": None, "note_trashed": None}
-    if info["memory"] is not None:
-        memory_id = info["memory"]
+    version: int | None = None
+    kept_as: str | None = None
+    note_trashed: str | None = None
+    if info.memory is not None:
+        memory_id = info.memory
         if take == "copy":
             result = memories.update(
                 memory_id, content=doc.content, tags=doc.tags,
-                reason=f"took {info['copy_side']} ({rel}); this was {info['note_side']}")
-            out["version"] = result.version
+                reason=f"took {info.copy_side} ({rel}); this was {info.note_side}")
+            version = result.version
         else:
             trace = rec.get_trace(con, memory_id)
             assert trace is not None
@@ -105,25 +107,28 @@ def settle_copy(
                 other = replace(trace, content=doc.content, tags=doc.tags,
                                 metadata=dict(trace.metadata, fm_tags=doc.tags))
                 with write_transaction(con):
-                    snap = mem.stage_version(con, other, f"not taken: {info['copy_side']} ({rel})")
+                    snap = mem.stage_version(con, other, f"not taken: {info.copy_side} ({rel})")
                 with write_transaction(con):
                     mem.put_version(con, snap)
-                out["kept_as"] = snap.id
+                kept_as = snap.id
     elif take == "copy":
         data = (root / rel).read_bytes()
         if note and (root / note).is_file():
             trashed = free_path(root / TRASH / PurePosixPath(note).name)
             atomic_move(root / note, trashed)
-            out["note_trashed"] = trashed.relative_to(root).as_posix()
+            note_trashed = trashed.relative_to(root).as_posix()
         if note:
             atomic_write(root / note, data)
     trash = free_path(root / TRASH / PurePosixPath(rel).name)
     atomic_move(root / rel, trash)
-    out["copy_trashed"] = trash.relative_to(root).as_posix()
     with write_transaction(con):
         con.execute("DELETE FROM state.conflicts WHERE conflict_path = ?", (rel,))
     reconciler.sync_paths([p for p in (rel, note) if p])
-    return out
+    return SettledCopy(
+        copy=rel, note=note, memory=info.memory, copy_side=info.copy_side, note_side=info.note_side,
+        copy_content=info.copy_content, note_content=info.note_content, took=take, version=version,
+        note_trashed=note_trashed, kept_as=kept_as, copy_trashed=trash.relative_to(root).as_posix(),
+    )
 
 
 def _relative(root: Path, path: str) -> str:
