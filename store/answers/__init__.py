@@ -4,9 +4,9 @@
 of :class:`~.recall.RecallLine`, :class:`~.recall.SessionStartText`) and
 :mod:`.write` (:class:`~.write.WriteResult`); the counterparts of
 :mod:`memvault.store.queries`; and the answers of the store's other reads:
-:mod:`.browse` (list, recent, show, read, history, links, stats: a module per
-kind) and :mod:`.review` (conflicts, contradictions, identity, sources, the
-model).
+:mod:`.browse` (list, recent, show, read, history, links, stats, facts: a
+module per kind) and :mod:`.review` (conflicts and one conflict copy,
+contradictions, identity, sources, the model).
 
 The retriever builds them; the daemon's socket, the CLI's ``--json``, the
 MCP server and the hooks all read and write them through one
