@@ -2,8 +2,9 @@
 
 ``daemon/`` hosts services the store builds (the embedding loop, the warm
 retriever, the llm jobs, the consolidation runs) and calls the store's API
-(``MemoryStore``, ``queries``, ``serving``, ``settings``, ``location``,
-``hosted``: the top-level modules of ``store/``). An import of a store
+(``MemoryStore``, ``serving``, ``settings``, ``location``, ``hosted``: the
+top-level modules of ``store/``; and the typed questions and answers,
+``queries`` and ``answers``, packages of a module per kind). An import of a store
 sub-package (``memvault.store.embedding.vectors``, say) is engine logic in
 the daemon, or a daemon that reaches past the API: this test fails on one,
 wherever it is written (module level, inside a function, under
@@ -24,8 +25,17 @@ DAEMON = REPO / "daemon"
 EXCEPTIONS: dict[tuple[str, str], str] = {}
 
 
+#: Packages of ``store/`` that are the API's own vocabulary, not engine rooms:
+#: the typed questions and answers (packages only so that a process loads
+#: the kinds it asks, not every dataclass).
+API_PACKAGES = ("queries", "answers")
+
+
 def _is_public_store_module(name: str) -> bool:
-    """Whether ``name`` is a top-level module of ``store/`` (a file, not a sub-package)."""
+    """Whether ``name`` is a top-level module of ``store/`` (a file, not a
+    sub-package) or a module of the typed questions and answers."""
+    if name.split(".")[0] in API_PACKAGES:
+        return True
     return "." not in name and (STORE / f"{name}.py").is_file() and not (STORE / name).is_dir()
 
 
