@@ -119,8 +119,9 @@ def test_links_both_ways_and_the_stats(vault: Path) -> None:
         ("diagram.png", None, None, "resolved")]
     assert [list(d) for d in into] == [["source_id", "source_path", "source_title", *LINK_KEYS]]
     assert into[0]["source_path"] == "Deploy.md" and into[0]["property"] == "up"
-    assert embedded[0].source_path == "Notes/Editors.md" and embedded[0].target_id is None
+    assert embedded[0].source_path == "Notes/Editors.md" and embedded[0].link.target_id is None
     assert read.to_json()["links"] == out and read.to_json()["backlinks"] == into
+    assert [type(b).from_json(b.to_json()) for b in embedded] == embedded  # the link part is read back
     data = counts.to_json()
     assert list(data)[-4:] == ["index_path", "index_bytes", "vault", "parse_error_list"] and data["vault"] == str(vault)
     assert data["parse_error_list"] == [{"path": "Broken.md", "error": data["parse_error_list"][0]["error"]}]

@@ -184,11 +184,8 @@ def _backlink(con: apsw.Connection, e: rec.EdgeRow) -> Backlink:
     from memvault.store.answers.browse.trace import Backlink
 
     row = first(con, "SELECT path, title FROM traces WHERE id = ?", (e.source_id,))
-    link = _link(e)
     return Backlink(source_id=e.source_id, source_path=row[0] if row else None, source_title=row[1] if row else None,
-                    kind=link.kind, target=link.target, anchor=link.anchor, display=link.display,
-                    property=link.property, line=link.line, status=link.status, target_path=link.target_path,
-                    target_id=link.target_id)
+                    link=_link(e))
 
 
 def outgoing(con: apsw.Connection, trace_id: str) -> list[Link]:

@@ -44,8 +44,11 @@ class FactSource(_Part):
 
 
 @dataclass(frozen=True)
-class Link(_Answer):
-    """A link, embed or property link a trace makes, and what it resolves to."""
+class Link(_Part):
+    """A link, embed or property link a trace makes, and what it resolves to
+    (in a :class:`Backlink`, a part whose keys follow the source's)."""
+
+    KEY: ClassVar[str] = "kind"
 
     #: ``link``, ``embed``, ``property`` (a link in the front matter), ``related`` (a memory's
     #: link), or ``supersedes`` (a memory's link to the version it replaced).
@@ -69,21 +72,17 @@ class Link(_Answer):
 
 
 @dataclass(frozen=True)
-class Backlink(_Answer):
-    """A link to a trace (or an attachment) from another one: its source, then the link."""
+class Backlink(_Flat):
+    """A link to a trace (or an attachment) from another one: its source,
+    then the link's own keys (JSON is flat, as ``backlinks`` always printed)."""
+
+    FLAT: ClassVar[dict[str, type[_Part]]] = {"link": Link}
 
     source_id: str
     source_path: str | None
     source_title: str | None
-    kind: str
-    target: str
-    anchor: str | None
-    display: str | None
-    property: str | None
-    line: int | None
-    status: str
-    target_path: str | None
-    target_id: str | None
+    #: The link as its source makes it.
+    link: Link
 
 
 @dataclass(frozen=True)
