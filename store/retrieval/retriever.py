@@ -207,7 +207,8 @@ class Retriever:
         keeps only memories of those scopes (notes and facts have none and
         pass); ``since``/``until`` bound when the hits happened
         (:func:`~.when.time_bounds`). Each hit carries the plain text of its
-        matching passage (``passage``) beside the highlighted snippet.
+        matching passage (``passage``) beside the highlighted snippet,
+        unless ``q.passages`` is False (a reader of snippets only).
         """
         query, limit, explain = q.query, q.limit, q.explain
         statuses = ("active",) + (("deleted",) if q.include_deleted else ()) + (
