@@ -9,20 +9,28 @@ from memvault.store.answers import _Answer
 
 
 @dataclass(frozen=True)
-class ListedTrace(_Answer):
-    """One note, memory or fact in a listing: what it is and a preview of its text."""
+class _TraceKey(_Answer):
+    """What every answer about one trace begins with (a listing's item,
+    ``show``, ``read``): what it is and where."""
 
     id: str
-    #: ``memory``, ``note`` or ``fact``.
+    #: ``note``, ``memory`` or ``fact``.
     kind: str
     type: str
     title: str
     path: str | None
-    #: An ``obsidian://`` link to the note (None: no path).
+    #: An ``obsidian://`` link to the note (None: no path; ``show`` and
+    #: ``read`` link a fact's place in its source, a read section's heading).
     uri: str | None
-    #: ``active``, or ``deleted`` (forgotten) and ``superseded``.
+    #: ``active``, ``deleted`` (forgotten) or ``superseded``.
     status: str
     tags: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class ListedTrace(_TraceKey):
+    """One note, memory or fact in a listing: what it is and a preview of its text."""
+
     #: A memory's scope (``user`` or a project).
     scope: str | None
     strength: float | None

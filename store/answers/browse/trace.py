@@ -7,6 +7,7 @@ from dataclasses import dataclass
 from typing import Any, ClassVar
 
 from memvault.store.answers import _Answer
+from memvault.store.answers.browse.listing import _TraceKey
 from memvault.store.answers.browse.parts import _Flat, _Part
 
 
@@ -86,20 +87,9 @@ class Backlink(_Flat):
 
 
 @dataclass(frozen=True)
-class _TraceHead(_Flat):
+class _TraceHead(_TraceKey, _Flat):
     """What ``show`` and ``read`` both begin with: a trace's index row."""
 
-    id: str
-    #: ``note``, ``memory`` or ``fact``.
-    kind: str
-    type: str
-    title: str
-    path: str | None
-    #: An ``obsidian://`` link to the note (at a fact's place in its source, a read section's heading).
-    uri: str | None
-    #: ``active``, ``deleted`` (forgotten) or ``superseded``.
-    status: str
-    tags: tuple[str, ...]
     created: str
     updated: str
     source: str | None
