@@ -387,7 +387,12 @@ def _source_rank(con: apsw.Connection, source_id: str) -> Rank | None:
     frontmatter = meta.get("frontmatter") if isinstance(meta, dict) else None
     if not isinstance(frontmatter, dict) or not is_session_note(frontmatter):
         return None
-    return (0 if row[1] else 1, row[1] or "", source_id, row[2] or "")
+    return _rank(row[1], source_id, row[2] or "")
+
+
+def _rank(when: str | None, note_id: str, path: str) -> Rank:
+    """The order of :func:`session_rank`: a time first (earliest first), then id, then path."""
+    return (0 if when else 1, when or "", note_id, path)
 
 
 def session_rank(note: ParsedNote, note_id: str) -> Rank:
@@ -399,8 +404,7 @@ def session_rank(note: ParsedNote, note_id: str) -> Rank:
     a session without a time after those with one. All of it is read from
     the note, so every device picks the same note whatever order it saw
     the files in."""
-    when = note_event_time(note.frontmatter, note.path)
-    return (0 if when else 1, when or "", note_id, note.path)
+    return _rank(note_event_time(note.frontmatter, note.path), note_id, note.path)
 
 
 def drop_repeats(
