@@ -33,6 +33,7 @@ def mcp(ctx: click.Context, app: AppContext, listen: str | None, read_only: bool
 
     setup_logging("mcp")  # stderr, warnings and up: stdout carries the protocol alone
     store = app.store  # checks the vault now: a bad path is one line, before any protocol
+    store.read_only = read_only  # never writes the vault: no sync on open, no history log on close
     import importlib.util
 
     if importlib.util.find_spec("mcp") is None:

@@ -117,6 +117,10 @@ class MemoryStore(SyncAPI, ReadAPI, ChangeAPI):
         #: Index a never-synced vault on the first connection (see ``con``). The
         #: daemon turns it off: it syncs at start itself, after wiring its workers.
         self.index_on_open = True
+        #: A store that never writes the vault (``memvault mcp --read-only``):
+        #: opening it indexes nothing, closing it appends no history log.
+        #: What it reads is the index as the last sync left it.
+        self.read_only = False
         #: This store is the running daemon's own (which holds the daemon lock,
         #: so the refusals of :mod:`.serving` do not apply to it).
         self.is_daemon = False
@@ -182,7 +186,7 @@ class MemoryStore(SyncAPI, ReadAPI, ChangeAPI):
         is built first: a partial index is never served as the whole. Notes
         an import wrote and was killed before indexing are indexed first too."""
         con = self.connect()
-        if self.index_on_open and not self._syncing and self.root.is_dir():
+        if self.index_on_open and not self.read_only and not self._syncing and self.root.is_dir():
             self.__dict__["con"] = con  # what follows uses it
             self._complete_index(con)
         return con
@@ -223,7 +227,8 @@ class MemoryStore(SyncAPI, ReadAPI, ChangeAPI):
             self.__dict__.pop(name, None)
         con = self.__dict__.pop("con", None)
         if con is not None:
-            self._flush_history(con)
+            if not self.read_only:
+                self._flush_history(con)
             _quietly(con.close, lambda: con.close(force=True))
 
     def for_thread(self) -> "MemoryStore":

@@ -91,12 +91,25 @@ def check_read_only_session(out: dict[str, Any], errlog: Path) -> None:
     assert "Traceback" not in errlog.read_text()
 
 
+def vault_files(root: Path) -> dict[str, tuple[bytes, int]]:
+    """Every file and folder of the vault: its bytes (empty for a folder) and mtime."""
+    return {p.relative_to(root).as_posix(): (p.read_bytes() if p.is_file() else b"", p.stat().st_mtime_ns)
+            for p in sorted(root.rglob("*"))}
+
+
 def test_a_read_only_session_writes_no_recall_statistics_and_refuses_writes_saying_so(
     agent_vault: Path, tmp_path: Path
 ) -> None:
-    before = durable_state(agent_vault)
+    # The vault changed since its last sync, as a catch-up sync would write
+    # into: a memory note without an id line, a new note, an edited one.
+    (agent_vault / "Memory" / "semantic" / "Kayaks.md").write_text("Prefers kayaking in the fjords.\n")
+    (agent_vault / "Fresh note.md").write_text("# Fresh\n\nThe quokka pond ships billing.\n")
+    edited = next(p for p in sorted((agent_vault / "Memory" / "semantic").glob("*.md")) if p.name != "Kayaks.md")
+    edited.write_text(edited.read_text() + "\nOne more line.\n")
+    before, files = durable_state(agent_vault), vault_files(agent_vault)
     out = run_session(agent_vault, tmp_path / "err", every_read, "--read-only")
     assert durable_state(agent_vault) == before
+    assert vault_files(agent_vault) == files  # not a byte, not an mtime: no id line, no history log
     check_read_only_session(out, tmp_path / "err")
 
 
@@ -135,3 +148,4 @@ def test_a_symlink_out_of_the_vault_is_not_read_searched_or_recalled(agent_vault
     assert "zanzibar" not in context.content[0].text
     assert read.is_error and "Secret.md: leads outside the vault" in read.content[0].text
     assert read_folder.is_error and "leads outside the vault" in read_folder.content[0].text
+

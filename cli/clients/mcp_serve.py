@@ -93,27 +93,19 @@ def catch_up(store: "MemoryStore", *, read_only: bool = False) -> None:
     session starts from the vault as it is. A vault never indexed is left
     to `memvault sync` (that can take minutes); a failure is logged.
 
-    A ``read_only`` server syncs only when the vault did change: over an
-    index that is current it writes nothing at all, not even the time of
-    the last sync."""
+    A ``read_only`` server never syncs: a sync writes the vault (a new
+    note's id line, the device's history log), and a read-only server writes
+    nothing there. It answers from the index as the last sync (the daemon's,
+    or `memvault sync`) left it."""
     from memvault.daemon.client import socket_path
     from memvault.vault_io.errors import MemvaultError
 
-    if not store.has_index() or socket_path(store.data_dir).exists():
+    if read_only or not store.has_index() or socket_path(store.data_dir).exists():
         return
     try:
-        if read_only and not _vault_changed(store):
-            return
         store.sync()
     except MemvaultError as exc:
         logging.getLogger("memvault.mcp").warning("could not sync the vault at start: %s", exc)
-
-
-def _vault_changed(store: "MemoryStore") -> bool:
-    """Whether a sync would change the index (doctor's look at the vault)."""
-    from memvault.store.index.doctor import check_vault
-
-    return any(f.repair == "sync" for f in check_vault(store.ctx))
 
 
 def serve_http(store: "MemoryStore", host: str, port: int, read_only: bool) -> None:
