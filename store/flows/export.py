@@ -36,6 +36,7 @@ from typing import IO, Any
 from memvault.store.context import StoreContext
 from memvault.store.db import records as rec
 from memvault.store.flows import records as rx
+from memvault.store.flows.csv_cells import guard
 from memvault.vault_io.atomic import free_path
 from memvault.vault_io.errors import MemvaultError, UsageError
 from memvault.vault_io.memory_note import MemoryDoc, memory_filename, render_memory
@@ -235,17 +236,20 @@ def _memories(ctx: StoreContext, options: ExportOptions) -> Iterator[dict[str, A
 
 
 def write_csv(out: IO[str], memories: Iterator[dict[str, Any]]) -> int:
-    """One row per memory; tags space separated; returns the row count."""
-    writer = csv.writer(out)
+    """One row per memory; tags space separated; returns the row count.
+    Every text cell is guarded against spreadsheet formulas
+    (:mod:`.csv_cells`), and every cell is quoted (OWASP's advice both)."""
+    writer = csv.writer(out, quoting=csv.QUOTE_ALL)
     writer.writerow(CSV_COLUMNS)
     n = 0
     for m in memories:
         recall = m["recall"] or {}
-        writer.writerow([
+        row = [
             m["id"], m["type"], m["status"], m["content"], m["scope"], " ".join(m["tags"]), m["strength"],
             m["created"], m["updated"], m["source"], m["path"], recall.get("retrieval_count", 0),
             recall.get("last_access"), len(m["versions"]),
-        ])
+        ]
+        writer.writerow([guard(cell) if isinstance(cell, str) else cell for cell in row])
         n += 1
     return n
 

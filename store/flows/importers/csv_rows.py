@@ -1,6 +1,10 @@
 """A CSV of memories: a ``content`` column (required), optional ``type``,
 ``tags`` (comma, semicolon or space separated), ``scope``, ``created`` and ``id``.
 
+A cell starting with ``'`` before ``= + - @`` (a tab, a carriage return)
+has that ``'`` taken off: it kept a spreadsheet from running the cell as a
+formula (:mod:`memvault.store.flows.csv_cells`), as memvault's own csv export does.
+
 Keyed by ``id`` when the file has one, else by a hash of content, type and
 scope. The header is read case-insensitively; a file without a ``content``
 column is refused with its header named.
@@ -15,6 +19,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 from memvault.store.flows.conversation import iso_time
+from memvault.store.flows.csv_cells import unguard
 from memvault.store.flows.importers import Entry, Item, MemoryItem, Progress, short
 from memvault.store.flows.importers.stream import ImportFormatError, members
 from memvault.store.index.classify import content_key
@@ -47,6 +52,9 @@ def read(path: Path, progress: Progress | None = None) -> Iterator[Entry]:
 
 
 def _convert(row: dict[str, str | None]) -> list[Item]:
+    # A cell memvault's csv export (or another tool, as OWASP advises) kept
+    # from being run as a formula has a leading ' to take off (:mod:`..csv_cells`).
+    row = {k: unguard(v) if isinstance(v, str) else v for k, v in row.items()}
     content = (row.get("content") or "").strip()
     if not content:
         raise ImportFormatError("the content is empty")
