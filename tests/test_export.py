@@ -268,6 +268,14 @@ def test_csv_cells_cannot_start_a_spreadsheet_formula(vault: Path, tmp_path: Pat
     assert sorted(m["content"] for m in back) == sorted(FORMULAS)
 
 
+@given(st.text(alphabet=st.sampled_from("'=+-@\t\r a"), max_size=6) | st.text(max_size=8))
+def test_a_guarded_cell_never_starts_a_formula_and_comes_back_as_it_was(text: str) -> None:
+    from memvault.store.flows.csv_cells import guard, unguard
+
+    assert guard(text)[:1] not in ("=", "+", "-", "@", "\t", "\r")
+    assert unguard(guard(text)) == text
+
+
 def test_a_foreign_json_is_refused_clearly(vault: Path, tmp_path: Path) -> None:
     (tmp_path / "x.json").write_text('{"hello": 1}')
     r = CliRunner().invoke(cli, ["--vault", str(vault), "import", "json", str(tmp_path / "x.json")])
