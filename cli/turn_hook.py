@@ -54,17 +54,23 @@ def log_line(message: str, event: str = EVENT) -> None:
     """One line in ``hooks.log`` in memvault's data dir, for this hook or
     (``event``) any other: the one writer of that log, here because this
     module stays light (never raises: logging must not break a hook either)."""
-    from memvault.store.location import data_home
+    from memvault.store.location import ensure_data_home
 
     try:
-        home = data_home()
-        home.mkdir(parents=True, exist_ok=True)
-        path = home / LOG_NAME
+        path = ensure_data_home() / LOG_NAME
         if path.exists() and path.stat().st_size > LOG_MAX_BYTES:
             path.replace(path.with_name(LOG_NAME + ".1"))
         stamp = time.strftime("%Y-%m-%dT%H:%M:%S+00:00", time.gmtime())  # as isoformat() writes UTC
-        with open(path, "a", encoding="utf-8") as f:
-            f.write(f"{stamp} {event} pid {os.getpid()}: {' '.join(message.split())}\n")
+        line = f"{stamp} {event} pid {os.getpid()}: {' '.join(message.split())}\n"
+        # Owner-only: the log names projects and session titles. One an older
+        # memvault made readable to all is memvault's own file to tighten.
+        fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC, 0o600)
+        try:
+            if os.fstat(fd).st_mode & 0o077:
+                os.fchmod(fd, 0o600)
+            os.write(fd, line.encode("utf-8", "replace"))  # one write: two processes' lines do not mix
+        finally:
+            os.close(fd)
     except OSError:
         pass
 

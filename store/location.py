@@ -62,20 +62,35 @@ def vault_data_dir(vault_root: Path) -> Path:
     return data_home() / "vaults" / f"{name}-{digest}"
 
 
-def ensure_private_dir(path: Path) -> Path:
-    """Create ``path`` owner-only (0700), and every folder memvault has to
-    create on the way to it too; folders that already exist above it are
-    left as they are (``~/.local/share`` is not memvault's to change)."""
+def make_private_dirs(path: Path) -> Path:
+    """Create ``path`` and every missing folder above it owner-only (0700).
+    Folders that exist are left as they are: ``~/.local/share``, or a
+    ``MEMVAULT_HOME`` the person made, is not memvault's to change."""
     missing = []
-    parent = path.parent
-    while not parent.exists() and parent != parent.parent:
-        missing.append(parent)
-        parent = parent.parent
+    folder = path
+    while not folder.exists() and folder != folder.parent:
+        missing.append(folder)
+        folder = folder.parent
     for folder in reversed(missing):
         folder.mkdir(mode=0o700, exist_ok=True)
-    path.mkdir(exist_ok=True, mode=0o700)
+    return path
+
+
+def ensure_private_dir(path: Path) -> Path:
+    """A vault's data dir (or another folder of memvault's own), owner-only
+    (0700) even when it exists; every folder memvault has to create on the
+    way to it is made 0700 too (:func:`make_private_dirs`)."""
+    make_private_dirs(path)
     os.chmod(path, 0o700)
     return path
+
+
+def ensure_data_home() -> Path:
+    """memvault's data home, created owner-only (0700) with every missing
+    folder above it when it is not there yet (whichever process runs first:
+    a hook, the CLI, the MCP server, the daemon); one that exists is left as
+    it is."""
+    return make_private_dirs(data_home())
 
 
 def inside(path: Path, folder: Path) -> bool:

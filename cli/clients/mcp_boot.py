@@ -157,9 +157,11 @@ class ToolsCache:
         data = {k: v for k, v in self._all().items() if k != self.key}
         data = dict(list(data.items())[-(self.KEEP - 1):]) if self.KEEP > 1 else {}
         data[self.key] = result
+        from memvault.store.location import make_private_dirs
+
         tmp = self.path.with_name(f".{self.path.name}.{os.getpid()}.tmp")
         try:
-            self.path.parent.mkdir(parents=True, exist_ok=True)
+            make_private_dirs(self.path.parent)  # the data home, when the server is the first to run
             tmp.write_text(json.dumps(data, ensure_ascii=False), encoding="utf-8")
             os.replace(tmp, self.path)
         except OSError:

