@@ -96,16 +96,29 @@ def catch_up(store: "MemoryStore", *, read_only: bool = False) -> None:
     A ``read_only`` server never syncs: a sync writes the vault (a new
     note's id line, the device's history log), and a read-only server writes
     nothing there. It answers from the index as the last sync (the daemon's,
-    or `memvault sync`) left it."""
+    or `memvault sync`) left it, and says so on stderr when the vault changed since."""
     from memvault.daemon.client import socket_path
     from memvault.vault_io.errors import MemvaultError
 
-    if read_only or not store.has_index() or socket_path(store.data_dir).exists():
+    if not store.has_index() or socket_path(store.data_dir).exists():
         return
     try:
+        if read_only:
+            if _vault_changed(store):
+                logging.getLogger("memvault.mcp").warning(
+                    "the vault changed since the last sync, and a read-only server does not sync: it answers "
+                    "from the index as it is (run `memvault sync`, or the daemon, to bring it up to date)")
+            return
         store.sync()
     except MemvaultError as exc:
         logging.getLogger("memvault.mcp").warning("could not sync the vault at start: %s", exc)
+
+
+def _vault_changed(store: "MemoryStore") -> bool:
+    """Whether a sync would change the index (doctor's look at the vault: it reads only)."""
+    from memvault.store.index.doctor import check_vault
+
+    return any(f.repair == "sync" for f in check_vault(store.ctx))
 
 
 def serve_http(store: "MemoryStore", host: str, port: int, read_only: bool) -> None:
