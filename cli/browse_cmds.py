@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING
 
 import click
 
-from memvault.cli.main import AppContext, cli, emit_json, json_option, pass_app
+from memvault.cli.main import AppContext, bold, cli, dim, echo, emit_json, json_option, pass_app
 from memvault.cli.memory_cmds import _check_tags
 from memvault.store.retrieval.when import FORMS
 
@@ -35,11 +35,10 @@ def _print_items(page: TracePage, as_json: bool) -> None:
         status = f" ({item['status']})" if item["status"] != "active" else ""
         tags = f"  #{' #'.join(item['tags'])}" if item["tags"] else ""
         scope = f" {item['scope']}" if item["kind"] == "memory" and item["scope"] not in (None, "user") else ""
-        click.echo(f"{item['id']}  [{item['type']}{scope}]{status}  {(item['updated'] or '')[:16]}  "
-                   f"{click.style(item['title'] or '', bold=True)}{tags}")
+        echo(f"{item['id']}  [{item['type']}{scope}]{status}  {(item['updated'] or '')[:16]}  ",
+             bold(item["title"] or ""), tags)
     if not as_json and page.next_cursor:
-        click.echo(click.style(f"... {page.total - len(page.items)} more: --cursor {page.next_cursor}",
-                               dim=True), err=True)
+        echo(dim(f"... {page.total - len(page.items)} more: --cursor {page.next_cursor}"), err=True)
 
 
 @cli.command("list")
@@ -65,7 +64,7 @@ def list_cmd(app: AppContext, what: str, types: tuple[str, ...], scopes: tuple[s
                           since=since, until=until, include_deleted=include_deleted, limit=limit, cursor=cursor)
     _print_items(page, as_json)
     if not page.items and not as_json:
-        click.echo("Nothing to list.", err=True)
+        echo("Nothing to list.", err=True)
 
 
 @cli.command()

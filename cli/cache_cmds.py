@@ -6,7 +6,7 @@ from pathlib import Path
 
 import click
 
-from memvault.cli.main import AppContext, cli, emit_json, json_option, pass_app
+from memvault.cli.main import AppContext, cli, echo, emit_json, json_option, pass_app
 
 
 @cli.group()
@@ -28,7 +28,7 @@ def cache_export(app: AppContext, target: Path, as_json: bool) -> None:
     if as_json:
         emit_json({"file": str(target), "vectors": n})
     else:
-        click.echo(f"Exported {n} vectors to {target}")
+        echo(f"Exported {n} vectors to {target}")
 
 
 @cache.command("import")
@@ -41,7 +41,7 @@ def cache_import(app: AppContext, source: Path, as_json: bool) -> None:
     if as_json:
         emit_json({"file": str(source), "added": n})
     else:
-        click.echo(f"Added {n} vectors from {source}; `memvault sync` embeds only what neither had")
+        echo(f"Added {n} vectors from {source}; `memvault sync` embeds only what neither had")
 
 
 @cache.command("prune")
@@ -53,7 +53,7 @@ def cache_prune(app: AppContext, as_json: bool) -> None:
     if as_json:
         emit_json(report.as_dict())
         return
-    click.echo(
+    echo(
         f"Kept {report.kept} vectors in use; dropped {report.dropped_unused} unused and "
         f"{report.dropped_for_size} for size; {report.bytes_before / 2**20:.1f} -> {report.bytes_after / 2**20:.1f} MB"
     )

@@ -2,9 +2,7 @@
 
 from __future__ import annotations
 
-import click
-
-from memvault.cli.main import AppContext, cli, emit_json, json_option, pass_app
+from memvault.cli.main import AppContext, cli, dim, echo, emit_json, json_option, pass_app
 
 
 @cli.command("config")
@@ -21,12 +19,12 @@ def config_cmd(app: AppContext, as_json: bool) -> None:
     config = load_settings({"vault": app.vault_arg})
     if not as_json:
         exists = "" if config.file.exists() else " (does not exist; defaults apply)"
-        click.echo(f"config file: {config.file}{exists}\n")
+        echo(f"config file: {config.file}{exists}\n")
     for key in KEYS:
         value, origin = config.values[key.name], config.origins[key.name]
         if as_json:
             emit_json({"key": key.name, "value": value, "default": key.default, "origin": origin,
                        "env": key.env, "doc": key.doc})
             continue
-        click.echo(f"{key.name} = {value!r}" + ("" if origin == "default" else f"   [{origin}]"))
-        click.echo(click.style(f"    {key.doc} Default {key.default!r}; env {key.env}.", dim=True))
+        echo(f"{key.name} = {value!r}" + ("" if origin == "default" else f"   [{origin}]"))
+        echo(dim(f"    {key.doc} Default {key.default!r}; env {key.env}."))

@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
-from memvault.cli.main import AppContext, cli, emit_json, json_option, pass_app, warn
+from memvault.cli.main import AppContext, cli, echo, emit_json, json_option, pass_app, warn
 
 if TYPE_CHECKING:
     from memvault.store.memory_store import MemoryStore
@@ -46,8 +46,8 @@ def merge(app: AppContext, refs: tuple[str, ...], content: str | None, as_json: 
     if as_json:
         emit_json({**outcome.as_dict(), "run": outcome.undo.get("run")})
     else:
-        click.echo(f"Merged {', '.join(outcome.merged) or 'nothing'} into {outcome.survivor} -> {outcome.path}")
-        click.echo(f"Undo with: memvault consolidate --undo {outcome.undo.get('run')}")
+        echo(f"Merged {', '.join(outcome.merged) or 'nothing'} into {outcome.survivor} -> {outcome.path}")
+        echo(f"Undo with: memvault consolidate --undo {outcome.undo.get('run')}")
     for w in outcome.warnings:
         warn(w)
 
@@ -75,14 +75,14 @@ def consolidate(app: AppContext, dry_run: bool, undo_run: str | None, show_log: 
                 emit_json(run)
             else:
                 done = ", ".join(f"{n} {k}" for k, n in sorted(run["counts"].items()) if n) or "nothing"
-                click.echo(f"{run['run']}  {run['started']}  {run['trigger']:<6} {run['status']:<7} {done}")
+                echo(f"{run['run']}  {run['started']}  {run['trigger']:<6} {run['status']:<7} {done}")
         return
     if undo_run:
         undone = store.undo_consolidation(undo_run)
         if as_json:
             emit_json(undone.as_dict())
         else:
-            click.echo(f"Undid {len(undone.undone)} actions of {undone.run_id}")
+            echo(f"Undid {len(undone.undone)} actions of {undone.run_id}")
         for r in undone.refused:
             warn(f"not undone: {r['kind']} {', '.join(r['ids'])}: {r['why']}")
         if undone.refused:
@@ -98,9 +98,9 @@ def consolidate(app: AppContext, dry_run: bool, undo_run: str | None, show_log: 
         return
     counts = report.counts()
     summary = ", ".join(f"{n} {_VERBS[k]}" for k, n in counts.items() if n) or "nothing to do"
-    click.echo(f"{'Plan' if dry_run else 'Consolidated'} for {report.day}: {summary}")
+    echo(f"{'Plan' if dry_run else 'Consolidated'} for {report.day}: {summary}")
     for action in report.actions:
-        click.echo("  " + describe(action))
+        echo("  " + describe(action))
     for action in report.deferred:
         warn(f"deferred (a note is being edited): {describe(action)}")
     for action in report.failed:
@@ -108,7 +108,7 @@ def consolidate(app: AppContext, dry_run: bool, undo_run: str | None, show_log: 
     llm = report.stats.get("llm")
     if llm:
         for r in llm["rejected"]:
-            click.echo(f"  not flagged, {llm['model']} sees no contradiction: {', '.join(r['ids'])}"
+            echo(f"  not flagged, {llm['model']} sees no contradiction: {', '.join(r['ids'])}"
                        + (f" ({r['why']})" if r["why"] else ""))
         if llm.get("error"):
             warn(llm["error"])
@@ -116,9 +116,9 @@ def consolidate(app: AppContext, dry_run: bool, undo_run: str | None, show_log: 
             warn(f"{llm['unconfirmed']} contradictions flagged by the rule alone ({llm['model']} is asked about "
                  "the first 50 of a run)")
     if dry_run:  # what an agent applies through MCP (`consolidate` with apply=<plan id>)
-        click.echo(f"Plan id {report.plan}")
+        echo(f"Plan id {report.plan}")
     if report.run_id:
-        click.echo(f"Run {report.run_id}. Undo with: memvault consolidate --undo {report.run_id}")
+        echo(f"Run {report.run_id}. Undo with: memvault consolidate --undo {report.run_id}")
 
 
 @cli.command()
@@ -148,7 +148,7 @@ def conflicts(app: AppContext, show_all: bool, dismiss: int | None, resolve: int
         number, status = (dismiss, "dismissed") if dismiss is not None else (resolve, "resolved")
         store.set_contradiction(int(number), status)  # type: ignore[arg-type]
         if not as_json:
-            click.echo(f"Contradiction {number} {status}")
+            echo(f"Contradiction {number} {status}")
         else:
             emit_json({"id": number, "status": status})
         return
@@ -158,11 +158,11 @@ def conflicts(app: AppContext, show_all: bool, dismiss: int | None, resolve: int
             emit_json(c.to_json())
             continue
         state = "" if c.status == "open" else f" ({c.status})"
-        click.echo(f"{c.id}. [{c.kind}]{state} {c.reason}")
-        click.echo(f"    newer {c.newer.id}: {c.newer.content}")
-        click.echo(f"    older {c.older.id}: {c.older.content}")
+        echo(f"{c.id}. [{c.kind}]{state} {c.reason}")
+        echo(f"    newer {c.newer.id}: {c.newer.content}")
+        echo(f"    older {c.older.id}: {c.older.content}")
     if not rows and not as_json:
-        click.echo("No contradictions flagged" + ("" if show_all else " (open)"))
+        echo("No contradictions flagged" + ("" if show_all else " (open)"))
     copies = store.conflicts()
     for copy in copies:
         if as_json:
@@ -170,10 +170,10 @@ def conflicts(app: AppContext, show_all: bool, dismiss: int | None, resolve: int
                        "kind": copy.kind, "side": copy.side, "detail": copy.detail})
             continue
     if copies and not as_json:
-        click.echo(f"Conflict copies ({len(copies)}): settle one with "
+        echo(f"Conflict copies ({len(copies)}): settle one with "
                    "`memvault conflicts --copy PATH --take note|copy` (the other side is kept as a version)")
         for copy in copies:
-            click.echo(f"  {copy.conflict_note}: {copy.side or copy.kind}; beside {copy.note}")
+            echo(f"  {copy.conflict_note}: {copy.side or copy.kind}; beside {copy.note}")
 
 
 def _settle_copy(store: MemoryStore, copy_path: str, take: str | None, as_json: bool) -> None:
@@ -184,10 +184,10 @@ def _settle_copy(store: MemoryStore, copy_path: str, take: str | None, as_json: 
             emit_json(info.to_json())
             return
         what = f"memory {info.memory}" if info.memory else "an ordinary note"
-        click.echo(f"{info.copy}: a conflict copy of {info.note or '(a note no longer there)'} ({what})")
-        click.echo(f"  note ({info.note_side}): {info.note_content}")
-        click.echo(f"  copy ({info.copy_side}): {info.copy_content}")
-        click.echo(f"Take a side: memvault conflicts --copy '{info.copy}' --take note   (or --take copy); "
+        echo(f"{info.copy}: a conflict copy of {info.note or '(a note no longer there)'} ({what})")
+        echo(f"  note ({info.note_side}): {info.note_content}")
+        echo(f"  copy ({info.copy_side}): {info.copy_content}")
+        echo(f"Take a side: memvault conflicts --copy '{info.copy}' --take note   (or --take copy); "
                    "the other is kept as an earlier version")
         return
     done = store.settle_conflict_copy(copy_path, take)
@@ -195,10 +195,10 @@ def _settle_copy(store: MemoryStore, copy_path: str, take: str | None, as_json: 
         emit_json(done.to_json())
         return
     kept = "the copy's text" if take == "copy" else "the note's text"
-    click.echo(f"Took {kept} for {done.note}; the copy went to {done.copy_trashed}")
+    echo(f"Took {kept} for {done.note}; the copy went to {done.copy_trashed}")
     if done.kept_as:
-        click.echo(f"  the copy's text is kept as version {done.kept_as} (`memvault history {done.memory}`)")
+        echo(f"  the copy's text is kept as version {done.kept_as} (`memvault history {done.memory}`)")
     elif done.memory and take == "copy":
-        click.echo(f"  the note's text is kept as an earlier version (`memvault history {done.memory}`)")
+        echo(f"  the note's text is kept as an earlier version (`memvault history {done.memory}`)")
     if done.note_trashed:
-        click.echo(f"  the note's own file went to {done.note_trashed}")
+        echo(f"  the note's own file went to {done.note_trashed}")

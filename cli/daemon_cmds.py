@@ -9,7 +9,7 @@ from typing import Any
 
 import click
 
-from memvault.cli.main import AppContext, cli, emit_json, json_option, pass_app, warn
+from memvault.cli.main import AppContext, cli, echo, emit_json, json_option, pass_app, warn
 
 
 @cli.command()
@@ -75,52 +75,52 @@ def status(app: AppContext, as_json: bool) -> None:
         emit_json(data)
         return
     missing = " (missing: the folder does not exist)" if data["vault_missing"] else ""
-    click.echo(f"{'vault:':12} {data['vault']}{missing}")
+    echo(f"{'vault:':12} {data['vault']}{missing}")
     if data["running"] and data["mode"] == "waiting":
-        click.echo(f"{'daemon:':12} running (pid {data['pid']}, since {data['since']}), "
+        echo(f"{'daemon:':12} running (pid {data['pid']}, since {data['since']}), "
                    "waiting for the vault folder to come back")
     elif data["running"]:
         mode = data["mode"] or "starting"
         queue = data["queue"] if data["queue"] is not None else "?"
-        click.echo(f"{'daemon:':12} running (pid {data['pid']}, since {data['since']}, {mode} mode, queue {queue})")
+        echo(f"{'daemon:':12} running (pid {data['pid']}, since {data['since']}, {mode} mode, queue {queue})")
     else:
-        click.echo(f"{'daemon:':12} not running")
-    click.echo(f"{'last sync:':12} {data['last_sync'] or 'never'}")
+        echo(f"{'daemon:':12} not running")
+    echo(f"{'last sync:':12} {data['last_sync'] or 'never'}")
     if data["last_batch"]:
-        click.echo(f"{'last batch:':12} {data['last_batch']}")
+        echo(f"{'last batch:':12} {data['last_batch']}")
     if data["failures"]:
-        click.echo(f"{'failures:':12} {data['failures']} batches or rescans failed (see the daemon's log)")
+        echo(f"{'failures:':12} {data['failures']} batches or rescans failed (see the daemon's log)")
     index = data["index"]
     if index is None:
-        click.echo(f"{'index:':12} none yet (run `memvault sync` or start the daemon)")
+        echo(f"{'index:':12} none yet (run `memvault sync` or start the daemon)")
         return
     open_list = data.get("conflict_list") or []
     synced = sum(1 for c in open_list if c.get("kind") == "sync")
     detail = [f"{synced} from file sync"] if synced else []
     detail.append(f"{data['conflicts_recorded']} recorded by memvault in all")
-    click.echo(f"{'conflicts:':12} {data['conflicts']} open ({'; '.join(detail)})")
+    echo(f"{'conflicts:':12} {data['conflicts']} open ({'; '.join(detail)})")
     for item in open_list:
         # Whose version the copy holds: the other device's (a sync tool's copy,
         # named by device when the copy's name says), this device's store
         # version, or one another device's memvault wrote.
         if item.get("kind") == "sync":
             who = f"device {item['device']}'s" if item.get("device") else "the other device's"
-            click.echo(f"  {item['note']}: {item['detail']}; the other version in {item['conflict_note']} "
+            echo(f"  {item['note']}: {item['detail']}; the other version in {item['conflict_note']} "
                        f"({who}; the note holds the one {item.get('tool') or 'the sync tool'} kept)")
         else:
             side = item.get("side") or "this device's store version"
-            click.echo(f"  {item['note']}: {item['detail']}; {side} in {item['conflict_note']}")
+            echo(f"  {item['note']}: {item['detail']}; {side} in {item['conflict_note']}")
     if data.get("contradictions"):
-        click.echo(f"{'contradicts:':12} {data['contradictions']} open contradictions (see `memvault conflicts`)")
+        echo(f"{'contradicts:':12} {data['contradictions']} open contradictions (see `memvault conflicts`)")
     pending = data.get("pending_writes") or []
     if pending:
         failed = sum(1 for p in pending if p["failed"])
-        click.echo(f"{'pending:':12} {len(pending)} memory note writes"
+        echo(f"{'pending:':12} {len(pending)} memory note writes"
                    + (f", {failed} failed (retried by the next sync; see `memvault doctor`)" if failed else ""))
         for p in pending:
-            click.echo(f"  {p['id']}: {p['action']} {p['path'] or '(a new note)'}" + (" (failed)" if p["failed"] else ""))
+            echo(f"  {p['id']}: {p['action']} {p['path'] or '(a new note)'}" + (" (failed)" if p["failed"] else ""))
     _print_services(data.get("services") or {})
-    click.echo(
+    echo(
         f"{'index:':12} {index['notes']} notes, {index['attachments']} attachments, {index['traces']} traces, "
         f"{index['edges']} edges, {index['parse_errors']} parse errors"
     )
@@ -138,7 +138,7 @@ def _print_services(services: dict[str, Any]) -> None:
                 state = "idle" if s.get("idle") else f"embedding ({last.get('pending', '?')} pending)"
         elif name == "llm_facts" and state == "running":
             state = f"running, {s.get('queued', 0)} queued"
-        click.echo(f"{name + ':':12} {state}")
+        echo(f"{name + ':':12} {state}")
 
 
 @cli.group()
@@ -148,13 +148,13 @@ def service() -> None:
 
 def _print_outcome(outcome: Any) -> None:
     for line in outcome.done:
-        click.echo(line)
+        echo(line)
     for line in outcome.warnings:
         warn(line)
     if outcome.todo:
-        click.echo("Then run:" if not outcome.warnings else "To finish, run:")
+        echo("Then run:" if not outcome.warnings else "To finish, run:")
         for command in outcome.todo:
-            click.echo(f"  {command}")
+            echo(f"  {command}")
 
 
 @service.command("install")

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import click
 
-from memvault.cli.main import AppContext, cli, emit_json, json_option, pass_app, warn
+from memvault.cli.main import AppContext, cli, echo, emit_json, json_option, pass_app, warn
 from memvault.vault_io.secrets import redact_tree
 
 
@@ -30,9 +30,9 @@ def source_add(app: AppContext, paths: tuple[str, ...], as_json: bool) -> None:
         if as_json:
             emit_json(r.as_dict())
         elif r.action == "marked":
-            click.echo(f"Marked {r.path} as a memory source: {r.facts} facts")
+            echo(f"Marked {r.path} as a memory source: {r.facts} facts")
         else:
-            click.echo(f"{r.path} is already marked as a memory source: {r.facts} facts")
+            echo(f"{r.path} is already marked as a memory source: {r.facts} facts")
     for w in warnings:
         warn(w)
 
@@ -54,11 +54,11 @@ def source_remove(app: AppContext, paths: tuple[str, ...], as_json: bool) -> Non
         if as_json:
             emit_json(r.as_dict())
         elif r.action == "unmarked":
-            click.echo(f"Unmarked {r.path}: its facts are retired")
+            echo(f"Unmarked {r.path}: its facts are retired")
         elif r.action == "not-a-source":
-            click.echo(f"{r.path} is not a memory source; nothing to do")
+            echo(f"{r.path} is not a memory source; nothing to do")
         elif r.action == "still-marked":
-            click.echo(f"Removed the front-matter marker of {r.path}")
+            echo(f"Removed the front-matter marker of {r.path}")
         if r.action in ("refused", "still-marked"):
             warn(r.message)
         refused = refused or r.action == "refused"
@@ -80,9 +80,9 @@ def source_list(app: AppContext, as_json: bool) -> None:
             continue
         marks = ", ".join(row["marks"]) or "-"
         secrets = f", {row['redacted']} secrets redacted" if row["redacted"] else ""
-        click.echo(f"{row['path']}  ({marks}; {row['facts']} facts{secrets})")
+        echo(f"{row['path']}  ({marks}; {row['facts']} facts{secrets})")
     if not rows and not as_json:
-        click.echo("No memory sources yet: mark a note with `memvault source add PATH`.", err=True)
+        echo("No memory sources yet: mark a note with `memvault source add PATH`.", err=True)
 
 
 @cli.command()
@@ -98,7 +98,7 @@ def facts(app: AppContext, path: str, include_all: bool, as_json: bool) -> None:
         if not answer.indexed:
             raise click.ClickException(f"{rel} is not in the index: run `memvault sync` first")
         if not as_json:
-            click.echo(f"{rel} has no facts (mark it with `memvault source add {rel}`)", err=True)
+            echo(f"{rel} has no facts (mark it with `memvault source add {rel}`)", err=True)
         return
     # facts are redacted; their source's path may not be (redact_tree reads JSON)
     for f in redact_tree([fact.to_json() for fact in answer.facts]):
@@ -112,5 +112,5 @@ def facts(app: AppContext, path: str, include_all: bool, as_json: bool) -> None:
             where = f"{where} ^{f['block_id']}".strip()
         status = "" if f["status"] == "active" else f"  ({f['status']}: {f['reason']})"
         due = f"  due {f['due']}" if f["due"] else ""
-        click.echo(f"{f['id']}  {f['type']:11} {lines:9} {where}{status}{due}")
-        click.echo(f"    {f['text']}")
+        echo(f"{f['id']}  {f['type']:11} {lines:9} {where}{status}{due}")
+        echo(f"    {f['text']}")

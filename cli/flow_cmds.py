@@ -7,7 +7,7 @@ from pathlib import Path
 
 import click
 
-from memvault.cli.main import AppContext, cli, emit_json, json_option, pass_app, progress_bar, stderr_is_tty, warn
+from memvault.cli.main import AppContext, cli, echo, emit_json, json_option, pass_app, progress_bar, stderr_is_tty, warn
 
 
 @cli.command()
@@ -40,7 +40,7 @@ def ingest(app: AppContext, transcript: str, session: str | None, title: str | N
         detail = (f"appended {plan.new_turns} turn{'' if plan.new_turns == 1 else 's'}, {plan.superseded} superseded"
                   if plan.action == "updated"
                   else f"{len(plan.conv.turns)} turns" if plan.action == "imported" else plan.why)
-        click.echo(f"{what} {plan.path or plan.note_id} ({detail}; {report.facts} facts)")
+        echo(f"{what} {plan.path or plan.note_id} ({detail}; {report.facts} facts)")
     for line in capped(report.warnings, "warnings"):
         warn(line)
 
@@ -93,12 +93,12 @@ def import_(app: AppContext, fmt: str, path: Path, dry_run: bool, folder: str, a
         emit_json(report.as_dict())
     else:
         would = "would be " if dry_run else ""
-        click.echo(f"{report.imported} {would}imported, {report.updated} {would}updated, {report.skipped} skipped, "
+        echo(f"{report.imported} {would}imported, {report.updated} {would}updated, {report.skipped} skipped, "
                    f"{len(report.errors)} errors" + (f"; {report.redacted} secrets redacted" if report.redacted else ""))
         for line in capped(report.warnings, "warnings"):
             warn(line)
         for line in capped([f"{ref}: {why}" for ref, why in report.errors], "errors"):
-            click.echo(f"error: {line}", err=True)
+            echo(f"error: {line}", err=True)
     if report.errors:
         raise click.exceptions.Exit(1)
 
@@ -134,7 +134,7 @@ def export(app: AppContext, fmt: str, output: Path | None, types: str | None, sc
     elif report.output != "-":
         counts = ", ".join(f"{n} {kind}" for kind, n in report.counts.items() if n)
         what = "Backup written to" if fmt == "sqlite" else "Exported to"
-        click.echo(f"{what} {report.output}" + (f" ({counts})" if counts and fmt != "sqlite" else ""))
+        echo(f"{what} {report.output}" + (f" ({counts})" if counts and fmt != "sqlite" else ""))
 
 
 @cli.command("restore-backup")
@@ -156,4 +156,4 @@ def restore_backup(app: AppContext, file: Path, as_json: bool) -> None:
     r = report.sync.restored if report.sync is not None else None
     back = (f": {r.versions} versions, {r.forgotten} forgotten memories, {r.facts} old facts, "
             f"{r.recall} recall records") if r else ""
-    click.echo(f"Restored {file.name} (made {report.manifest.get('created')}){back}{kept}.")
+    echo(f"Restored {file.name} (made {report.manifest.get('created')}){back}{kept}.")

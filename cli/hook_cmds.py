@@ -35,7 +35,7 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
-from memvault.cli.main import AppContext, cli, emit_json, json_option, pass_app
+from memvault.cli.main import AppContext, cli, echo, emit_json, json_option, pass_app
 from memvault.vault_io.secrets import redact
 
 if TYPE_CHECKING:
@@ -117,7 +117,7 @@ def run_hook(app: AppContext, event: str, work: Callable[["MemoryStore", dict[st
     # even one in a path or a link's name (the index's text is redacted already).
     text = redact((result.get("text") or "").strip())[0]
     if text:
-        click.echo(text[:MAX_CHARS])
+        echo(text[:MAX_CHARS])
 
 
 def _context(store: "MemoryStore", q: "ContextQuery") -> "RecallBlock":
@@ -264,7 +264,7 @@ def hook_install(app: AppContext, client: str, scope: str, as_json: bool) -> Non
     from memvault.cli.clients.client_config import install_hooks
 
     change = install_hooks(client, scope, app.store.root)
-    emit_json(change.as_dict()) if as_json else click.echo(change.describe("memvault hooks"))
+    emit_json(change.as_dict()) if as_json else echo(change.describe("memvault hooks"))
 
 
 @hook.command("uninstall")
@@ -276,4 +276,4 @@ def hook_uninstall(client: str, scope: str, as_json: bool) -> None:
     from memvault.cli.clients.client_config import uninstall_hooks
 
     change = uninstall_hooks(client, scope)
-    emit_json(change.as_dict()) if as_json else click.echo(change.describe("memvault hooks"))
+    emit_json(change.as_dict()) if as_json else echo(change.describe("memvault hooks"))

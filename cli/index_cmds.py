@@ -7,7 +7,19 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
-from memvault.cli.main import AppContext, cli, emit_json, json_option, pass_app, progress_bar, stderr_is_tty, warn
+from memvault.cli.main import (
+    AppContext,
+    bold,
+    cli,
+    dim,
+    echo,
+    emit_json,
+    json_option,
+    pass_app,
+    progress_bar,
+    stderr_is_tty,
+    warn,
+)
 from memvault.daemon.client import answer
 from memvault.store.answers.search import SearchResult
 from memvault.store.queries.search import SearchQuery
@@ -63,9 +75,9 @@ def sync(app: AppContext, as_json: bool, no_embed: bool) -> None:
     )
     if not summary.changed:
         extra = f", {summary.skipped} skipped" if summary.skipped else ""
-        click.echo(f"Index is up to date: nothing changed{extra} ({summary.seconds:.2f}s){embedded}.")
+        echo(f"Index is up to date: nothing changed{extra} ({summary.seconds:.2f}s){embedded}.")
     else:
-        click.echo(
+        echo(
             f"added {summary.added}, updated {summary.updated}, moved {summary.moved}, "
             f"deleted {summary.deleted}, skipped {summary.skipped}, errors {summary.errors} "
             f"in {summary.seconds:.2f}s{embedded}"
@@ -95,7 +107,7 @@ def _fail_if_unwritten(errors: list[str]) -> None:
     if not errors:
         return
     for line in errors:
-        click.echo(f"error: {line}", err=True)
+        echo(f"error: {line}", err=True)
     raise click.ClickException(f"{len(errors)} memory note(s) could not be written; they stay pending")
 
 
@@ -106,7 +118,7 @@ def _embed_notice(report: Any) -> None:
 
 def notice(message: str) -> None:
     """One informational line on stderr (a degraded mode, not an error)."""
-    click.echo(f"notice: {message}", err=True)
+    echo(f"notice: {message}", err=True)
 
 
 def _check_tags(ctx: click.Context, param: click.Parameter, value: tuple[str, ...]) -> tuple[str, ...]:
@@ -212,15 +224,15 @@ def search(
             emit_json(hit)
             continue
         status = f" ({hit['status']})" if hit.get("status") else ""
-        click.echo(f"{i}. {click.style(hit['title'], bold=True)}  [{hit['type']}]{status}  {hit['path'] or ''}")
+        echo(f"{i}. ", bold(hit["title"]), f"  [{hit['type']}]{status}  {hit['path'] or ''}")
         snippet = " ".join((hit["snippet"] or "").split())
         if snippet:
-            click.echo(f"   {snippet}")
-        click.echo(click.style(f"   {hit['id']}  score {hit['score']:.4g}  {hit['uri'] or ''}", dim=True))
+            echo(f"   {snippet}")
+        echo(dim(f"   {hit['id']}  score {hit['score']:.4g}  {hit['uri'] or ''}"))
         if explain:
-            click.echo(click.style(f"   {_explain_line(hit.get('explain') or {})}", dim=True))
+            echo(dim(f"   {_explain_line(hit.get('explain') or {})}"))
     if not hits and not as_json:
-        click.echo("No matches.", err=True)
+        echo("No matches.", err=True)
 
 
 def _explain_line(e: dict[str, Any]) -> str:
@@ -328,13 +340,13 @@ def show(app: AppContext, ref: str, heading: str | None, reveal: bool, as_json: 
     if as_json:
         emit_json(data)
         return
-    click.echo(click.style(data["title"], bold=True))
+    echo(bold(data["title"]))
     for key in ("id", "type", "path", "status", "tags", "created", "updated", "source", "parse_error"):
         value = data[key]
         if value:
-            click.echo(f"{key + ':':12} {', '.join(value) if isinstance(value, list) else value}")
-    click.echo("")
-    click.echo(data["content"])
+            echo(f"{key + ':':12} {', '.join(value) if isinstance(value, list) else value}")
+    echo("")
+    echo(data["content"])
 
 
 @cli.command()
@@ -350,7 +362,7 @@ def links(app: AppContext, ref: str, as_json: bool) -> None:
         anchor = f"#{d['anchor']}" if d["anchor"] else ""
         where = d["target_path"] or "—"
         prop = f" ({d['property']})" if d["property"] else ""
-        click.echo(f"{d['kind']:8} {d['status']:10} {d['target']}{anchor}{prop} -> {where}")
+        echo(f"{d['kind']:8} {d['status']:10} {d['target']}{anchor}{prop} -> {where}")
 
 
 @cli.command()
@@ -364,7 +376,7 @@ def backlinks(app: AppContext, ref: str, as_json: bool) -> None:
             emit_json(d)
             continue
         line = f":{d['line']}" if d["line"] else ""
-        click.echo(f"{d['kind']:8} {d['source_path'] or d['source_id']}{line}")
+        echo(f"{d['kind']:8} {d['source_path'] or d['source_id']}{line}")
 
 
 @cli.command()
@@ -382,6 +394,6 @@ def stats(app: AppContext, as_json: bool, list_errors: bool) -> None:
             continue
         if isinstance(value, dict):
             value = ", ".join(f"{k} {v}" for k, v in value.items()) or "none"
-        click.echo(f"{key.replace('_', ' ') + ':':20} {value}")
+        echo(f"{key.replace('_', ' ') + ':':20} {value}")
     for item in data.get("parse_error_list", []):
-        click.echo(f"  {item['path']}: {item['error']}")
+        echo(f"  {item['path']}: {item['error']}")

@@ -3,7 +3,8 @@
 Roles (one per kind of process; a later call replaces an earlier one's set-up):
 
 - ``cli``: memvault's warnings and errors on stderr, the message alone
-  (as Python prints them with no set-up), for ``memvault`` commands;
+  (as Python prints them with no set-up), control characters escaped, for
+  ``memvault`` commands;
 - ``daemon``: memvault's messages on stderr, INFO (DEBUG with ``-v``):
   with journald's priority prefix under systemd (it stamps the time),
   timestamped otherwise; watchdog's per-event debug output kept quiet;
@@ -71,6 +72,17 @@ class _Stderr(logging.StreamHandler):
         pass
 
 
+class _Printable(logging.Formatter):
+    """The message alone, its control characters escaped (a warning may name
+    a note, and a note's name may hold an escape sequence):
+    :func:`memvault.cli.main.printable`, the CLI's one helper."""
+
+    def format(self, record: logging.LogRecord) -> str:
+        from memvault.cli.main import printable
+
+        return printable(super().format(record))
+
+
 class _HookLine(logging.Handler):
     """A record as one line of ``hooks.log``, by its one writer (module docstring)."""
 
@@ -95,7 +107,7 @@ def setup_logging(role: str, *, verbose: bool = False) -> None:
     memvault = logging.getLogger("memvault")
     if role == "cli":
         handler: logging.Handler = _Stderr()
-        handler.setFormatter(logging.Formatter("%(message)s"))
+        handler.setFormatter(_Printable("%(message)s"))
         handler.setLevel(logging.WARNING)
         _replace_handlers(memvault, [handler])
         memvault.setLevel(logging.NOTSET)

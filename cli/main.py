@@ -12,8 +12,10 @@ from __future__ import annotations
 import contextlib
 import importlib
 import json
+import re
 import sys
 from collections.abc import Callable, Iterator
+from dataclasses import dataclass
 from typing import Any
 
 import click
@@ -30,7 +32,7 @@ class UsageFailure(click.ClickException):
 
 def as_click_error(exc: MemvaultError) -> click.ClickException:
     """One line on stderr and the error's own exit code (1 runtime, 2 usage)."""
-    message = cap_echoes(str(exc))  # a huge argument is not echoed back whole
+    message = printable(cap_echoes(str(exc)))  # a huge argument is not echoed back whole, a control not raw
     # Click sets the exit code per exception class; a library error's is 1 or 2.
     return UsageFailure(message) if exc.exit_code == UsageFailure.exit_code else click.ClickException(message)
 
@@ -73,12 +75,15 @@ class MemvaultGroup(click.Group):
             return super().invoke(ctx)
         except MemvaultError as exc:
             raise as_click_error(exc) from None
+        except click.ClickException as exc:  # a message may name a file or echo an argument
+            exc.message = printable(exc.message)
+            raise
         except Exception as exc:
             if type(exc).__module__ != "apsw":
                 raise  # a bug: the traceback says where
             # SQLite failed outside a write transaction (a read, a checkpoint):
             # one line, like every other runtime failure.
-            raise click.ClickException(f"database error: {exc}") from None
+            raise click.ClickException(printable(f"database error: {exc}")) from None
 
 
 class AppContext:
@@ -135,9 +140,56 @@ def cli(ctx: click.Context, vault: str | None) -> None:
     ctx.call_on_close(app.close)
 
 
+#: Every control character but tab and newline: C0, DEL and C1 (``\x9b`` is CSI on many terminals).
+_CONTROLS = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f]")
+#: The controls JSON leaves raw with ``ensure_ascii=False`` (it escapes C0 itself).
+_JSON_RAW = {c: f"\\u{c:04x}" for c in range(0x7F, 0xA0)}
+
+
+def printable(text: str) -> str:
+    """``text`` with every control character but tab and newline shown as an
+    escape (``\\x1b``), so what a note holds cannot drive the terminal: no
+    OSC 8 hidden link, OSC 0 title, OSC 52 clipboard write, CSI cursor move
+    or clear, C1 control, BEL, nor a carriage return that overwrites a line.
+    A reader still sees what is there."""
+    return _CONTROLS.sub(lambda m: f"\\x{ord(m.group()):02x}", text)
+
+
+@dataclass(frozen=True)
+class Styled:
+    """A part of a line printed in a style of memvault's own (its text escaped first)."""
+
+    text: str
+    bold: bool = False
+    dim: bool = False
+
+
+def bold(text: str) -> Styled:
+    """``text`` printed bold (a title)."""
+    return Styled(text, bold=True)
+
+
+def dim(text: str) -> Styled:
+    """``text`` printed dim (ids, scores, hints)."""
+    return Styled(text, dim=True)
+
+
+def echo(*parts: "str | Styled", err: bool = False) -> None:
+    """Print one line for people: the one printer of every command (a test
+    keeps it so). Each part's control characters are escaped
+    (:func:`printable`); a :class:`Styled` part then gets its style."""
+    line = "".join(
+        click.style(printable(p.text), bold=p.bold or None, dim=p.dim or None) if isinstance(p, Styled)
+        else printable(p) for p in parts
+    )
+    click.echo(line, err=err)
+
+
 def emit_json(obj: Any) -> None:
-    """Print one JSON object on its own line."""
-    click.echo(json.dumps(obj, ensure_ascii=False, default=str))
+    """Print one JSON object on its own line. JSON escapes C0 controls; DEL
+    and C1 (which ``ensure_ascii=False`` leaves raw) are escaped too, so a
+    terminal shown the line runs none of them; a parser reads the same text."""
+    click.echo(json.dumps(obj, ensure_ascii=False, default=str).translate(_JSON_RAW))
 
 
 def stderr_is_tty() -> bool:
@@ -171,7 +223,7 @@ def progress_bar(label: str, show: bool, *, minimum: int = 0) -> Iterator[Callab
 
 def warn(message: str) -> None:
     """Print a warning line on stderr."""
-    click.echo(f"warning: {message}", err=True)
+    echo(f"warning: {message}", err=True)
 
 
 def main() -> None:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import click
 
-from memvault.cli.main import AppContext, cli, emit_json, json_option, pass_app, progress_bar, stderr_is_tty, warn
+from memvault.cli.main import AppContext, cli, echo, emit_json, json_option, pass_app, progress_bar, stderr_is_tty, warn
 
 
 @cli.command()
@@ -32,7 +32,7 @@ def rebuild(app: AppContext, no_embed: bool, as_json: bool) -> None:
     r = report.restored
     back = (f"; from the durable state: {r.versions} versions, {r.forgotten} forgotten memories, "
             f"{r.facts} old facts, {r.recall} recall records; {r.from_trash} memories from .trash") if r else ""
-    click.echo(f"Rebuilt the index: {report.summary.added} notes in {report.summary.seconds:.2f}s{back}.")
+    echo(f"Rebuilt the index: {report.summary.added} notes in {report.summary.seconds:.2f}s{back}.")
 
 
 @cli.command()
@@ -52,15 +52,15 @@ def doctor(app: AppContext, repair: bool, as_json: bool) -> None:
                    "findings": [f.as_dict() for f in report.findings]})
     else:
         for name in report.repaired:
-            click.echo(f"repaired: {name}")
+            echo(f"repaired: {name}")
         for line in report.unrepaired:  # a repair ran, and this is still wrong
-            click.echo(f"not repaired: {line}")
+            echo(f"not repaired: {line}")
         for f in report.findings:
             fix = f"  -> would repair with: {f.repair}" if f.repair and not repair else ""
-            click.echo(f"{'warning: ' if f.warning else ''}{f.check}: {f.detail}{fix}")
+            echo(f"{'warning: ' if f.warning else ''}{f.check}: {f.detail}{fix}")
         if report.healthy:
             # Warnings are the person's to fix; the index and the state are sound.
             what = "Everything else" if report.findings else "Everything"
-            click.echo(f"{what} is in order: index, durable state and vault agree.")
+            echo(f"{what} is in order: index, durable state and vault agree.")
     if not report.healthy:
         raise click.exceptions.Exit(1)

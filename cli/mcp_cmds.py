@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import click
 
-from memvault.cli.main import AppContext, cli, emit_json, json_option, pass_app
+from memvault.cli.main import AppContext, cli, echo, emit_json, json_option, pass_app
 
 
 @cli.group(invoke_without_command=True)
@@ -54,7 +54,7 @@ def mcp_token(app: AppContext, rotate: bool) -> None:
     """Print the bearer token HTTP clients must send (generated on first use, kept 0600)."""
     from memvault.cli.clients.mcp_serve import ensure_token
 
-    click.echo(ensure_token(app.store, rotate=rotate))
+    echo(ensure_token(app.store, rotate=rotate))
 
 
 _client = click.option("--client", type=click.Choice(["claude-code", "claude-desktop", "cursor", "vscode", "codex"]),
@@ -95,4 +95,4 @@ def _report(change: object, what: str, as_json: bool) -> None:
     if as_json:
         emit_json(change.as_dict())  # type: ignore[attr-defined]
     else:
-        click.echo(change.describe(what))  # type: ignore[attr-defined]
+        echo(change.describe(what))  # type: ignore[attr-defined]

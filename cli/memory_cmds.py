@@ -6,7 +6,7 @@ from typing import Any
 
 import click
 
-from memvault.cli.main import AppContext, cli, emit_json, json_option, pass_app, warn
+from memvault.cli.main import AppContext, cli, echo, emit_json, json_option, pass_app, warn
 
 
 def _check_tags(ctx: click.Context, param: click.Parameter, value: tuple[str, ...]) -> tuple[str, ...]:
@@ -26,9 +26,9 @@ def _report(result: Any, as_json: bool, verb: str) -> None:
     if as_json:
         emit_json(result.as_dict())
     elif result.conflict:
-        click.echo(f"{result.id}: {result.path}")
+        echo(f"{result.id}: {result.path}")
     else:
-        click.echo(f"{verb} {result.id}" + (f" -> {result.path}" if result.path else ""))
+        echo(f"{verb} {result.id}" + (f" -> {result.path}" if result.path else ""))
     for w in result.warnings:
         warn(w)
     if result.conflict:
@@ -59,12 +59,12 @@ def add(app: AppContext, content: str, type_: str, tags: tuple[str, ...], scope:
     result = add_memory(app.store, NewMemory(content, type_, tags=tags, scope=scope, links=links, source=source,
                                              allow_duplicate=allow_duplicate))
     if result.action == "duplicate_of" and not as_json:
-        click.echo(f"Already remembered as {result.id} -> {result.path} ({result.reason})")
+        echo(f"Already remembered as {result.id} -> {result.path} ({result.reason})")
         return
     _report(result, as_json, "Added")
     if not as_json:
         for s in result.similar_to or []:
-            click.echo(f"  similar to {s['id']} ({s['measure']} {s['similarity']}): {s['text']}")
+            echo(f"  similar to {s['id']} ({s['measure']} {s['similarity']}): {s['text']}")
 
 
 @cli.command()
@@ -94,10 +94,10 @@ def update(app: AppContext, ref: str, content: str | None, tags: tuple[str, ...]
         if as_json:
             emit_json({"error": str(exc), "current": exc.current})
         else:
-            click.echo(exc.current["content"])
+            echo(exc.current["content"])
         raise
     if result.action == "unchanged" and not as_json:
-        click.echo(f"{result.id} already says that; nothing changed")
+        echo(f"{result.id} already says that; nothing changed")
         return
     _report(result, as_json, "Updated")
 
@@ -134,6 +134,6 @@ def history(app: AppContext, ref: str, as_json: bool) -> None:
             emit_json(v.to_json())
             continue
         why = f" ({v.reason})" if v.reason else ""
-        click.echo(f"{v.id}  {v.status}{why}  {v.updated}")
+        echo(f"{v.id}  {v.status}{why}  {v.updated}")
         for line in v.content.splitlines()[:3]:
-            click.echo(f"    {line}")
+            echo(f"    {line}")

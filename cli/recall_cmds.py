@@ -5,7 +5,7 @@ from __future__ import annotations
 import click
 
 from memvault.cli.index_cmds import notice, since_until_options, split_scopes
-from memvault.cli.main import AppContext, UsageFailure, cli, emit_json, json_option, pass_app
+from memvault.cli.main import AppContext, UsageFailure, cli, echo, emit_json, json_option, pass_app
 from memvault.daemon.client import answer
 from memvault.store.answers.recall import RecallBlock
 from memvault.store.queries.recall import ContextQuery
@@ -52,7 +52,7 @@ def context(app: AppContext, message: str, budget: int | None, what: str | None,
     if as_json:
         emit_json(data)
     elif data["text"]:
-        click.echo(data["text"])
+        echo(data["text"])
 
 
 @cli.group()
@@ -79,9 +79,9 @@ def model_pull(app: AppContext, name: str | None) -> None:
         raise click.ClickException("embedding.model is none: vectors are turned off, nothing to pull")
     where = pull_model(spec, location.data_home())
     if spec.bundled:
-        click.echo(f"The default model is bundled and verified: {where}")
+        echo(f"The default model is bundled and verified: {where}")
     else:
-        click.echo(f"Downloaded {spec.name} to {where}; run `memvault sync` to embed the vault with it.")
+        echo(f"Downloaded {spec.name} to {where}; run `memvault sync` to embed the vault with it.")
 
 
 @model.command("status")
@@ -94,4 +94,4 @@ def model_status(app: AppContext, as_json: bool) -> None:
         emit_json(data)
         return
     for key, value in data.items():
-        click.echo(f"{key + ':':12} {value}")
+        echo(f"{key + ':':12} {value}")

@@ -50,6 +50,10 @@ MAX_REPLY = 64 * 1024
 _MAX_SUN_PATH = 100
 
 
+#: Control characters as a log line shows them (``\x1b``): a session title may hold an escape sequence.
+_ESCAPED = {c: f"\\x{c:02x}" for c in (*range(0x20), *range(0x7F, 0xA0))}
+
+
 def log_line(message: str, event: str = EVENT) -> None:
     """One line in ``hooks.log`` in memvault's data dir, for this hook or
     (``event``) any other: the one writer of that log, here because this
@@ -61,7 +65,7 @@ def log_line(message: str, event: str = EVENT) -> None:
         if path.exists() and path.stat().st_size > LOG_MAX_BYTES:
             path.replace(path.with_name(LOG_NAME + ".1"))
         stamp = time.strftime("%Y-%m-%dT%H:%M:%S+00:00", time.gmtime())  # as isoformat() writes UTC
-        line = f"{stamp} {event} pid {os.getpid()}: {' '.join(message.split())}\n"
+        line = f"{stamp} {event} pid {os.getpid()}: {' '.join(message.split()).translate(_ESCAPED)}\n"
         # Owner-only: the log names projects and session titles. One an older
         # memvault made readable to all is memvault's own file to tighten.
         fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC, 0o600)

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import click
 
-from memvault.cli.main import AppContext, cli, emit_json, json_option, pass_app
+from memvault.cli.main import AppContext, cli, echo, emit_json, json_option, pass_app
 
 
 @cli.group()
@@ -26,7 +26,7 @@ def _report(results: list, as_json: bool) -> None:
         if as_json:
             emit_json(r.as_dict())
         else:
-            click.echo(f"{r.action:<12} {r.path}" + (f": {r.note}" if r.note else ""))
+            echo(f"{r.action:<12} {r.path}" + (f": {r.note}" if r.note else ""))
 
 
 @views.command("install")
@@ -69,8 +69,8 @@ def views_check(app: AppContext, files: tuple[Path, ...], as_json: bool) -> None
         if as_json:
             emit_json({"file": str(path), "ok": not problems, "problems": problems})
         elif problems:
-            click.echo(f"{path}: " + "; ".join(problems))
+            echo(f"{path}: " + "; ".join(problems))
         else:
-            click.echo(f"{path}: ok")
+            echo(f"{path}: ok")
     if bad:
         raise click.exceptions.Exit(1)

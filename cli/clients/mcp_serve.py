@@ -15,9 +15,7 @@ import threading
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-import click
-
-from memvault.cli.main import UsageFailure
+from memvault.cli.main import UsageFailure, echo
 
 if TYPE_CHECKING:
     from memvault.store.memory_store import MemoryStore
@@ -146,9 +144,9 @@ def serve_http(store: "MemoryStore", host: str, port: int, read_only: bool) -> N
                           auth=AuthSettings(issuer_url=AnyHttpUrl(f"http://{shown}:{port}"), resource_server_url=None))
     app = server.streamable_http_app(host=host)
     if host not in LOOPBACK:
-        click.echo(f"warning: serving {store.root} beyond this machine on {host}:{port}; anyone with the token "
+        echo(f"warning: serving {store.root} beyond this machine on {host}:{port}; anyone with the token "
                    "can read (and, without --read-only, change) its memory; put TLS in front of it", err=True)
-    click.echo(f"memvault MCP for {store.root} on http://{shown}:{port}/mcp"
+    echo(f"memvault MCP for {store.root} on http://{shown}:{port}/mcp"
                f"{' (read-only)' if read_only else ''}; token: `memvault mcp token`", err=True)
     config = uvicorn.Config(app, host=host, port=port, log_level="warning", timeout_graceful_shutdown=SHUTDOWN_GRACE)
 
