@@ -76,7 +76,7 @@ class MemvaultGroup(click.Group):
         except MemvaultError as exc:
             raise as_click_error(exc) from None
         except click.ClickException as exc:  # a message may name a file or echo an argument
-            exc.message = printable(exc.message)
+            exc.message = printable(exc.message)  # type: ignore[misc]  # Final for typing; set as __init__ does
             raise
         except Exception as exc:
             if type(exc).__module__ != "apsw":

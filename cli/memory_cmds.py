@@ -94,7 +94,7 @@ def update(app: AppContext, ref: str, content: str | None, tags: tuple[str, ...]
         if as_json:
             emit_json({"error": str(exc), "current": exc.current})
         else:
-            echo(exc.current["content"])
+            echo(str(exc.current["content"]))
         raise
     if result.action == "unchanged" and not as_json:
         echo(f"{result.id} already says that; nothing changed")
