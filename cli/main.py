@@ -103,6 +103,8 @@ class AppContext:
             self._store = MemoryStore.open(self.vault_arg)
             # A write that needs vectors asks the running daemon's loaded model first.
             self._store.vectors_elsewhere = daemon_embedder(self._store)
+            # What a command writes is searchable by meaning when it answers (embedded here or by the daemon).
+            self._store.embed_writes = True
         return self._store
 
     def close(self) -> None:

@@ -32,7 +32,6 @@ no other command pays for it.
 from __future__ import annotations
 
 import dataclasses
-import json
 import logging
 import re
 import threading
@@ -46,7 +45,7 @@ from mcp.types import CallToolResult, TextContent, ToolAnnotations
 from pydantic import AliasChoices, Field, ValidationError
 
 from memvault.cli.clients.mcp_boot import INSTRUCTIONS, SERVER_NAME, server_version
-from memvault.store.answers.search import SearchResult
+from memvault.cli.clients.mcp_reads import as_list, context_data, memory_types, payload, search_data
 from memvault.store.memory_store import MemoryStore
 from memvault.store.queries.recall import ContextQuery
 from memvault.store.queries.search import SearchQuery
@@ -96,23 +95,15 @@ HappenedUntil = Annotated[str | None, _field("Only what happened before the end 
 
 
 
-def _as_list(value: str | list[str] | None) -> list[str]:
-    if value is None:
-        return []
-    if isinstance(value, str):
-        return [v.strip() for v in value.split(",") if v.strip()]
-    return [v.strip() for v in value if v and v.strip()]
+_as_list = as_list
+_types = memory_types
 
 
 def _ok(data: dict[str, Any], text: str | None = None) -> CallToolResult:
-    """A result with structured content and its text (the JSON unless ``text``).
-
-    Every string in it is redacted on its way out (a credential in a note's
-    path or a link's name is not in the index's redacted text)."""
-    data = redact_tree(data)
-    text = json.dumps(data, ensure_ascii=False, indent=1, default=str) if text is None else redact(text)[0]
-    return CallToolResult(content=[TextContent(type="text", text=text)],
-                          structured_content=json.loads(json.dumps(data, default=str)))
+    """A result with structured content and its text (the JSON unless ``text``),
+    redacted (:func:`.clients.mcp_reads.payload`)."""
+    shown, structured = payload(data, text)
+    return CallToolResult(content=[TextContent(type="text", text=shown)], structured_content=structured)
 
 
 def client_source(ctx: Context | None) -> str:
@@ -140,6 +131,7 @@ class Backend:
         self.store = store
         if store.vectors_elsewhere is None:  # `remember` asks the running daemon's loaded model first
             store.vectors_elsewhere = daemon_embedder(store)
+        store.embed_writes = True  # `remember` and `update` answer searchable by meaning
         self.lock = threading.Lock()
         self.read_only = read_only
 
@@ -259,13 +251,7 @@ def _recall_tools(server: MCPServer, backend: Backend) -> None:
         """Search the vault's notes, memories and facts by words and meaning. Each hit has its id,
         title, type, vault path, obsidian:// uri, a highlighted snippet and the plain text of the
         matching passage; memory hits carry the version an `update` needs."""
-        q = SearchQuery(query, mode=mode, limit=limit, types=tuple(_types(types)), tags=tuple(_as_list(tags)),
-                        path_glob=path, what=what, memory_scope=tuple(_as_list(scope)),
-                        since=since or None, until=until or None)
-        result: SearchResult = backend.answer(q)
-        versions = backend.versions([h.id for h in result.hits if h.id.startswith("m-") and "." not in h.id])
-        hits = [dataclasses.replace(h, version=versions[h.id]) if h.id in versions else h for h in result.hits]
-        return _ok(dataclasses.replace(result, hits=tuple(hits)).to_json())
+        return _ok(*search_data(backend, query, what, scope, types, tags, path, mode, limit, since, until))
 
     @server.tool(annotations=_READ)
     def context(
@@ -281,10 +267,7 @@ def _recall_tools(server: MCPServer, backend: Backend) -> None:
     ) -> CallToolResult:
         """The memories, facts (and with what=all, note passages) that matter for a message, as a
         compact `## Recalled Memory` block within a token budget. Empty when nothing is relevant."""
-        result = backend.answer(ContextQuery(message, budget=budget, what=what, memory_scope=tuple(_as_list(scope)),
-                                             since=since or None, until=until or None))
-        data = {k: v for k, v in result.to_json().items() if k != "notices"}
-        return _ok(data, result.text or "(nothing relevant in memory)")
+        return _ok(*context_data(backend, message, budget, what, scope, since, until))
 
 
 def _lookup_tools(server: MCPServer, backend: Backend) -> None:
@@ -371,12 +354,6 @@ def _browse_tools(server: MCPServer, backend: Backend) -> None:
         from memvault.daemon.status import vault_status
 
         return _ok(backend.run(vault_status))
-
-
-def _types(value: str | list[str] | None) -> list[str]:
-    from memvault.store.memories.memtypes import NOTE_TYPE, canonical_type
-
-    return [NOTE_TYPE if t.lower() == NOTE_TYPE else canonical_type(t) for t in _as_list(value)]
 
 
 # -- write tools ---------------------------------------------------------------------

@@ -95,3 +95,8 @@ def model_status(app: AppContext, as_json: bool) -> None:
         return
     for key, value in data.items():
         echo(f"{key + ':':12} {value}")
+    left = [f"{n} {what}" for n, what in ((data.get("unembedded", 0), "texts without a vector"),
+                                          (data.get("queued", 0), "notes or memories not yet cut into texts")) if n]
+    if left:
+        echo(f"{'to finish:':12} {' and '.join(left)}: `memvault sync` embeds them "
+             "(a running daemon does it by itself)")

@@ -114,8 +114,11 @@ class ChangeAPI(StoreParts):
     ) -> "WriteResult":
         """Remember ``content`` as a memory of ``type_`` (:meth:`.memories.mirror.Memories.add`
         says what each option does); a duplicate of a live memory returns that one."""
-        return self.memories.add(content, type_, tags=tuple(tags), scope=scope, links=tuple(links), source=source,
-                                 allow_duplicate=allow_duplicate, extra=extra)
+        result = self.memories.add(content, type_, tags=tuple(tags), scope=scope, links=tuple(links), source=source,
+                                   allow_duplicate=allow_duplicate, extra=extra)
+        if result.action == "added":
+            result.warnings += self.embed_written([result.id])
+        return result
 
     @logged
     def update(
@@ -125,8 +128,11 @@ class ChangeAPI(StoreParts):
         """Change a memory (its content, tags or type); the old version is kept.
         ``expect_version`` refuses a change based on a version that is no
         longer current (:class:`~.memories.guard.VersionConflict`)."""
-        return self.memories.update(ref, content=content, tags=None if tags is None else list(tags), type_=type_,
-                                    reason=reason, expect_version=expect_version)
+        result = self.memories.update(ref, content=content, tags=None if tags is None else list(tags), type_=type_,
+                                      reason=reason, expect_version=expect_version)
+        if result.action == "updated":
+            result.warnings += self.embed_written([result.id])
+        return result
 
     @logged
     def forget(self, ref: str, reason: str | None = None) -> "WriteResult":
@@ -155,8 +161,11 @@ class ChangeAPI(StoreParts):
         if found is not None and found.status == "superseded" and merged_into(self.con, found.id):
             from memvault.store.consolidation.merge import unmerge
 
-            return unmerge(self.ctx, self.memories, found.id)
-        return self.memories.restore(ref)
+            result = unmerge(self.ctx, self.memories, found.id)
+        else:
+            result = self.memories.restore(ref)
+        result.warnings += self.embed_written([result.id])
+        return result
 
     def _fact(self, ref: str) -> Any:
         """The fact ``ref`` names, if it names one."""
@@ -230,8 +239,11 @@ class ChangeAPI(StoreParts):
         from memvault.store.flows.ingest import ingest
 
         path_or_stream = Path(source) if isinstance(source, os.PathLike) else source
-        return ingest(self.ctx, path_or_stream, sync=self.sync, sync_paths=self.sync_paths, session=session,
-                      title=title, client=client)
+        report = ingest(self.ctx, path_or_stream, sync=self.sync, sync_paths=self.sync_paths, session=session,
+                        title=title, client=client)
+        if report.action != "skipped" and report.path:
+            report.warnings += self.embed_written(paths=[report.path])
+        return report
 
     @logged
     def import_(
@@ -285,7 +297,9 @@ class ChangeAPI(StoreParts):
 
     def source_add(self, paths: Sequence[str]) -> tuple[list[Any], list[str]]:
         """Mark notes as memory sources and extract their facts: (results, warnings)."""
-        return self.sources.add(list(paths))
+        results, warnings = self.sources.add(list(paths))
+        warnings += self.embed_written(paths=[r.path for r in results if r.facts])
+        return results, warnings
 
     def source_remove(self, paths: Sequence[str]) -> tuple[list[Any], list[str]]:
         """Unmark notes; their facts are retired: (results, warnings)."""

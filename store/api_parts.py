@@ -7,7 +7,7 @@ one of them at run time.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -67,3 +67,4 @@ class StoreParts:
         def refresh_source_globs(self) -> None: ...
         def embed(self, progress: Callable[[int, int], None] | None = None) -> EmbedReport: ...
         def indexed_paths_under(self, folder: str) -> set[str]: ...
+        def embed_written(self, ids: Sequence[str] = (), paths: Sequence[str] = ()) -> list[str]: ...

@@ -198,7 +198,7 @@ class ReadAPI(StoreParts):
         finally:
             if cache is not None:
                 cache.close()
-        coverage = ModelCoverage(chunks=total, embedded=done, queued=vec.queue_size(con),
+        coverage = ModelCoverage(chunks=total, embedded=done, unembedded=total - done, queued=vec.queue_size(con),
                                  unavailable=vec.recorded_unavailable(con, spec.key))
         return ModelStatus(self.settings.embedding.model, spec.key, coverage)
 

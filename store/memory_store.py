@@ -35,7 +35,7 @@ from __future__ import annotations
 
 import logging
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from functools import cached_property
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -129,6 +129,12 @@ class MemoryStore(SyncAPI, ReadAPI, ChangeAPI):
         #: front end sets it (``daemon.client.daemon_embedder``); None: a write
         #: that needs a vector (``add``'s neighbours) loads the model here.
         self.vectors_elsewhere: Callable[[list[str]], bool] | None = None
+        #: Embed what a change on request wrote before it answers (``add``,
+        #: ``update``, ``restore``, ``source add``, ``ingest``: see
+        #: :meth:`embed_written`), so it is searchable by meaning at once. The
+        #: front ends (CLI, MCP) turn it on; the daemon's own store leaves it
+        #: off (its embedding service follows every write within a second).
+        self.embed_writes = False
 
     @classmethod
     def open(cls, vault: str | None = None, overrides: dict[str, Any] | None = None) -> "MemoryStore":
@@ -383,7 +389,7 @@ class MemoryStore(SyncAPI, ReadAPI, ChangeAPI):
             refuse_while_served(self.data_dir, "repairing its index")
         report = doctor.DoctorReport(doctor.diagnose(self.ctx))
         if repair and report.findings:
-            doctor.repair_report(self.ctx, report, progress, rebuild=self.rebuild, sync=self.sync)
+            doctor.repair_report(self.ctx, report, progress, rebuild=self.rebuild, sync=self.sync, embed=self.embed)
         return report
 
     def embed(self, progress: Progress | None = None, should_stop: Callable[[], bool] = lambda: False) -> "EmbedReport":
@@ -396,6 +402,33 @@ class MemoryStore(SyncAPI, ReadAPI, ChangeAPI):
             return pipeline.run(progress, should_stop)
         finally:
             pipeline.close()
+
+    def embed_written(self, ids: Sequence[str] = (), paths: Sequence[str] = ()) -> list[str]:
+        """Embed the texts of what a change just wrote, the traces ``ids``
+        and those of the notes ``paths`` (their turns and facts too), unless
+        :attr:`embed_writes` is off; what to tell the person about texts left
+        without a vector (none: all are searchable by meaning now).
+
+        The running daemon's model embeds them when one answers
+        (:attr:`vectors_elsewhere`), else the model is loaded here. A write
+        that made more than :data:`~.embedding.pipeline.EMBED_NOW_LIMIT`
+        texts leaves them to ``sync`` or the daemon, and says so."""
+        if not self.embed_writes or (not ids and not paths):
+            return []
+        from memvault.store.embedding import vectors as vec
+        from memvault.store.embedding.pipeline import EmbeddingPipeline
+
+        pipeline = EmbeddingPipeline.for_ctx(self.ctx, self.con)
+        try:
+            report = pipeline.embed_traces(vec.written_traces(self.con, ids, paths), elsewhere=self._vectors_elsewhere)
+        finally:
+            pipeline.close()
+        if not report.pending:
+            return []
+        if report.unavailable:
+            return [f"not yet searchable by meaning (keyword search finds it): {report.unavailable}"]
+        return [f"{report.pending} texts are not yet searchable by meaning (more than a change embeds at once); "
+                "`memvault sync` embeds them, and a running daemon does by itself"]
 
     def embedding_loop(self) -> "EmbeddingPipeline":
         """The embedding pipeline a background embedder (the daemon's

@@ -63,6 +63,10 @@ def run_session(root: Path, errlog: Path, body: Callable[[ClientSession], Awaita
     return asyncio.run(main())
 
 
+def mid_of(out: dict[str, Any]) -> str:
+    return out["remember"].structured_content["id"]
+
+
 def text(result: Any) -> str:
     return result.content[0].text
 
@@ -82,6 +86,9 @@ def test_listings_tools_and_a_write_then_read(agent_vault: Path, tmp_path: Path)
                                                   "scope": "travel"})
         mid = out["remember"].structured_content["id"]
         out["again"] = await call("remember", {"text": "Prefers kayaking trips in the fjords", "scope": "travel"})
+        # Searchable by meaning at once, no daemon running (issue 35).
+        out["meaning"] = await call("search", {"q": "paddling between steep Norwegian cliffs", "mode": "semantic",
+                                               "what": "memories", "k": 3})
         out["read"] = await call("read", {"id": mid})
         out["list"] = await call("list", {"scope": "travel"})
         out["recent"] = await call("recent", {"since": "1 day", "what": "memories"})
@@ -117,7 +124,8 @@ def test_listings_tools_and_a_write_then_read(agent_vault: Path, tmp_path: Path)
     hits = out["search"].structured_content["hits"]
     assert hits and all("passage" in h for h in hits) and len(hits) <= 3
     assert "## Recalled Memory" in text(out["context"])
-    assert out["again"].structured_content["action"] == "duplicate_of"  # consolidation: a duplicate returns the live one
+    assert out["again"].structured_content["action"] == "duplicate_of"
+    assert mid_of(out) in [h["id"] for h in out["meaning"].structured_content["hits"]]  # consolidation: a duplicate returns the live one
     read = out["read"].structured_content
     assert read["content"] == "Prefers kayaking trips in the fjords" and read["version"] == 1
     assert read["source"] == "mcp:pytest-agent" and read["scope"] == "travel" and read["uri"].startswith("obsidian://")
@@ -221,6 +229,12 @@ def test_search_and_context_go_to_a_running_daemon(agent_vault: Path, tmp_path: 
             return [await s.call_tool("search", {"query": query, "limit": 5}),
                     await s.call_tool("context", {"message": message})]
 
+        async def listing(s: ClientSession) -> None:
+            await s.list_tools()
+            await s.send_ping()  # the SDK's tool list is kept: the next start answers before the SDK loads
+
+        run_session(agent_vault, tmp_path / "err0", listing)
+        # Answered before the SDK has loaded (mcp_reads.early_call), read by the SDK's client as its own.
         search, context = run_session(agent_vault, tmp_path / "err", body)
         assert srv.requests >= 2  # answered warm by the daemon
     finally:
@@ -229,6 +243,45 @@ def test_search_and_context_go_to_a_running_daemon(agent_vault: Path, tmp_path: 
     warm = search.structured_content["hits"]
     assert [h["id"] for h in warm] == [h["id"] for h in cold_hits]
     assert text(context) == cold_block
+
+
+def test_the_first_calls_answered_before_the_sdk_loads_are_the_sdks(agent_vault: Path) -> None:
+    """A tools/call that comes while the SDK loads is answered by mcp_reads when
+    the daemon answers it: the same result the SDK's server gives, or None
+    (left to the SDK) for anything the tool's schema does not plainly allow."""
+    from memvault.cli.clients.mcp_reads import early_call
+
+    calls = [("search", {"query": "components inside a hard disk", "limit": 3}),
+             ("search", {"query": "billing", "what": "notes", "types": ["note"], "mode": "semantic"}),
+             ("search", {"query": "editor theme", "scope": None, "tags": "ui,editor"}),
+             ("context", {"message": "how do I ship the billing service", "budget": 300}),
+             ("context", {"message": "zzzz qqqq"})]
+    refused = [("search", {"q": "an alias"}), ("search", {"query": "x", "limit": "5"}),
+               ("search", {"query": "x", "limit": 0}), ("search", {"query": "x", "what": "bogus"}),
+               ("search", {}), ("context", {"message": "x", "budget": True}), ("read", {"id": "m-1"}),
+               ("search", {"query": "billing", "mode": "keyword"})]  # no model needed: not the daemon's to answer
+    srv = QueryServer(MemoryStore.open(str(agent_vault)))
+    with opened(agent_vault) as store:
+        early = early_call(store, read_only=True)  # read-only: context records nothing, both answers alike
+        async def sdk() -> tuple[dict[str, Any], list[dict[str, Any]]]:
+            async with Client(build_server(store, read_only=True), mode="legacy") as c:
+                listed = (await c.list_tools()).model_dump(by_alias=True, exclude_none=True, mode="json")
+                return listed, [(await c.call_tool(name, args)).model_dump(by_alias=True, exclude_none=True,
+                                                                           mode="json") for name, args in calls]
+
+        listed, _ = asyncio.run(sdk())
+        assert early(listed, {"name": "search", "arguments": {"query": "x"}}) is None  # no daemon: the SDK's call
+        srv.start()
+        try:
+            _, theirs = asyncio.run(sdk())
+            ours = [early(listed, {"name": name, "arguments": args}) for name, args in calls]
+            assert all(early(listed, {"name": name, "arguments": args}) is None for name, args in refused)
+        finally:
+            srv.stop()
+            srv.store.close()
+    for (name, args), mine, sdks in zip(calls, ours, theirs):
+        sdks.pop("resultType", None)  # the client model's own field (not on the wire in the legacy protocol)
+        assert mine == sdks, (name, args)
 
 
 def test_the_fast_initialize_answer_is_the_sdks(agent_vault: Path) -> None:

@@ -73,7 +73,8 @@ def test_contradictions_identity_sources_and_the_model(vault: Path) -> None:
     assert sorted(i.kind for i in identity) == ["fact", "memory"]
     assert list(source.to_json()) == ["path", "id", "marks", "facts", "redacted", "extractor", "extracted_at"]
     assert source.to_json()["marks"] == ["frontmatter"] and source.facts == 1
-    assert list(model.to_json()) == ["model", "key", "chunks", "embedded", "queued", "unavailable"]
+    assert list(model.to_json()) == ["model", "key", "chunks", "embedded", "unembedded", "queued",
+                                     "unavailable"]
     assert model.to_json()["unavailable"] is None
     assert ModelStatus("none", None).to_json() == {"model": "none", "key": None}
     for answer in (flagged, source, model, ModelStatus("none", None), *identity):

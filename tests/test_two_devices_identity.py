@@ -150,7 +150,7 @@ def test_a_phantom_memory_is_retired_by_sync_and_found_by_doctor(tmp_path: Path)
                           "?, 'vault', 'active', '', '')", (added.path,))
         found = [f for f in diagnose(s.ctx) if f.check == "memories"]
         assert found and added.id in found[0].detail and found[0].repair == "phantoms"
-        assert repair(s.ctx, found, rebuild=s.rebuild, sync=s.sync) == ["phantoms"]
+        assert repair(s.ctx, found, rebuild=s.rebuild, sync=s.sync, embed=s.embed) == ["phantoms"]
         status = s.con.execute("SELECT status FROM traces WHERE id = ?", (added.id,)).fetchone()[0]
         assert status == "deleted"
         assert not [f for f in diagnose(s.ctx) if f.check == "memories"]

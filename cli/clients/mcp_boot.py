@@ -23,6 +23,11 @@ is replayed to the SDK too, its answer dropped and compared: a different
 one replaces the cache and is logged. Without a cached list for the key
 (the first start after an upgrade), the SDK answers it as before.
 
+The first tool calls come before the SDK has loaded too (an agent asks
+``search`` or ``context`` right after the handshake): when a running daemon
+answers them, they are answered here (:mod:`.mcp_reads`) and never reach
+the SDK; any other call, or one the daemon does not answer, waits for it.
+
 A first message that is not an ``initialize`` request (a client of the
 stateless 2026 protocol era) is simply handed to the SDK once it is ready.
 While serving, fd 0 reads the null device and fd 1 writes to stderr, so
@@ -265,10 +270,18 @@ def _write_line(writer: io.BufferedWriter, msg: dict[str, Any]) -> None:
     writer.flush()
 
 
-def serve_stdio(build: Callable[[], Any], tools: ToolsCache | None = None) -> None:
+#: What answers a ``tools/call`` before the SDK has loaded: (the tool list, the
+#: call's params) -> the result, or None to leave the call to the SDK.
+EarlyCall = Callable[[dict[str, Any], Any], "dict[str, Any] | None"]
+
+
+def serve_stdio(build: Callable[[], Any], tools: ToolsCache | None = None, calls: EarlyCall | None = None) -> None:
     """Serve the MCP server ``build()`` returns on this process's stdin and
     stdout, answering ``initialize`` while ``build`` runs (module docstring),
-    and ``tools/list`` too when ``tools`` holds the list for this server."""
+    and ``tools/list`` too when ``tools`` holds the list for this server;
+    ``calls`` may answer the tool calls that come meanwhile (the read tools
+    a running daemon answers, :func:`.mcp_reads.early_call`): one answered
+    there is not replayed to the SDK."""
     reader = os.fdopen(os.dup(0), "rb")
     writer = os.fdopen(os.dup(1), "wb")
     devnull = os.open(os.devnull, os.O_RDONLY)
@@ -314,6 +327,12 @@ def serve_stdio(build: Callable[[], Any], tools: ToolsCache | None = None) -> No
             if msg.get("method") == "tools/list" and "id" in msg and not (isinstance(asked, dict) and asked.get("cursor")):
                 answered[_id_key(msg["id"])] = ("tools/list", listed)
                 _write_line(writer, {"jsonrpc": "2.0", "id": msg["id"], "result": listed})
+                continue
+            early = calls(listed, asked) if calls is not None and msg.get("method") == "tools/call" \
+                and "id" in msg else None
+            if early is not None:
+                lines.pop()  # answered: the SDK never sees it
+                _write_line(writer, {"jsonrpc": "2.0", "id": msg["id"], "result": early})
                 continue
             break
     thread.join()

@@ -70,6 +70,7 @@ def parse_listen(value: str) -> tuple[str, int]:
 def serve_stdio_server(store: "MemoryStore", *, read_only: bool = False) -> None:
     """Serve ``store`` on this process's stdin and stdout until the client closes stdin."""
     from memvault.cli.clients.mcp_boot import ToolsCache, serve_stdio, tools_key
+    from memvault.cli.clients.mcp_reads import early_call
     from memvault.store.location import data_home
 
     def build() -> object:
@@ -80,7 +81,7 @@ def serve_stdio_server(store: "MemoryStore", *, read_only: bool = False) -> None
         return server
 
     try:
-        serve_stdio(build, ToolsCache(data_home() / TOOLS_CACHE, tools_key(read_only)))
+        serve_stdio(build, ToolsCache(data_home() / TOOLS_CACHE, tools_key(read_only)), early_call(store, read_only))
     except KeyboardInterrupt:
         pass
 

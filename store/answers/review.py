@@ -234,7 +234,10 @@ class ModelCoverage(_Part):
     chunks: int
     #: Chunks with this model's vectors.
     embedded: int
-    #: Chunks waiting for the embedder.
+    #: Chunks without one: semantic search does not see them yet.
+    unembedded: int
+    #: Traces whose text changed and waits to be cut into chunks (their
+    #: texts are not counted above until it is).
     queued: int
     #: Why the model could not be loaded last time (None: it could, or was not tried).
     unavailable: str | None

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -49,6 +49,11 @@ MAX_BATCH_TEXTS = 256
 #: Readers are told about new vectors at most this often while a long
 #: embedding run goes on (each notice makes them reload the matrix).
 GENERATION_INTERVAL = 2.0
+#: Most texts a write embeds before it answers (``add``, ``source add``,
+#: ``ingest`` with no daemon to do it): one model batch, about 3 s of a
+#: busy 2-core CPU. A write that made more leaves them to ``sync`` (or the
+#: daemon) and says so.
+EMBED_NOW_LIMIT = MAX_BATCH_TEXTS
 
 Progress = Callable[[int, int], None]
 
@@ -206,6 +211,54 @@ class EmbeddingPipeline:
             vec.bump_generation(self.con)
         report.pending = total - done
         return report
+
+    def embed_traces(
+        self, rowids: Sequence[int], *, limit: int | None = None,
+        elsewhere: Callable[[list[str]], bool] | None = None,
+    ) -> EmbedReport:
+        """Chunk and embed the texts of the traces ``rowids`` alone (what a
+        write just made), so they are searchable by meaning when the write
+        answers; the rest of the queue is left for :meth:`run`.
+
+        More than ``limit`` (default :data:`EMBED_NOW_LIMIT`) texts without a vector are not embedded (the
+        report's ``pending`` says how many). ``elsewhere(texts)``: a process
+        whose model is loaded (the running daemon) puts their vectors into
+        the cache; else the model is loaded here. A model that cannot be
+        loaded is reported (``unavailable``), not raised."""
+        start = time.perf_counter()
+        report = EmbedReport(model=self.spec.key if self.spec else None)
+        if self.spec is None or not rowids:
+            return report
+        queued = vec.queued_of(self.con, rowids)
+        if queued:
+            report.chunked = vec.rechunk(self.con, queued)
+        chunks = vec.trace_chunks(self.con, rowids)
+        missing = self._without_vectors(chunks)
+        if len(missing) > (EMBED_NOW_LIMIT if limit is None else limit):
+            report.pending = len(missing)
+        elif missing:
+            texts = {h: t for h, t in vec.chunk_texts(self.con, list(missing.values())).values() if text_hash(t) == h}
+            try:
+                if not (elsewhere is not None and elsewhere(list(texts.values()))):
+                    matrix = self.embedder().embed(list(texts.values()))
+                    vec.put_vectors(self.cache, self.spec.key, list(zip(texts, vec.encode_vectors(matrix))))
+                report.embedded = len(texts)
+            except ModelUnavailable as exc:
+                report.unavailable = str(exc)
+                vec.note_unavailable(self.con, self.spec.key, str(exc))
+            report.pending = len(self._without_vectors(chunks))
+        done = {h for _, h in chunks} - set(self._without_vectors(chunks))
+        if done:
+            vec.done_embedding(self.con, list(done))  # off the pending list; readers see them at once
+            vec.bump_generation(self.con)
+        report.seconds = time.perf_counter() - start
+        return report
+
+    def _without_vectors(self, chunks: list[tuple[int, bytes]]) -> dict[bytes, int]:
+        """Of ``chunks`` (id, hash), the texts the cache has no vector of: hash -> a chunk holding it."""
+        assert self.spec is not None
+        have = vec.hashes_with_vectors(self.cache, self.spec.key, [h for _, h in chunks])
+        return {h: cid for cid, h in chunks if h not in have}
 
     def run(
         self,

@@ -180,6 +180,44 @@ def queued(con: apsw.Connection, limit: int) -> list[int]:
     return [r[0] for r in con.execute("SELECT trace_rowid FROM embed_queue LIMIT ?", (limit,))]
 
 
+def queued_of(con: apsw.Connection, rowids: Sequence[int]) -> list[int]:
+    """Which of the traces ``rowids`` wait to be (re)chunked."""
+    out: list[int] = []
+    for i in range(0, len(rowids), 500):
+        part = list(rowids[i : i + 500])
+        marks = ",".join("?" * len(part))
+        out += [r[0] for r in con.execute(f"SELECT trace_rowid FROM embed_queue WHERE trace_rowid IN ({marks})", part)]
+    return sorted(out)
+
+
+def trace_chunks(con: apsw.Connection, rowids: Sequence[int]) -> list[tuple[int, bytes]]:
+    """(id, hash) of the chunks of the traces ``rowids``."""
+    out: list[tuple[int, bytes]] = []
+    for i in range(0, len(rowids), 500):
+        part = list(rowids[i : i + 500])
+        marks = ",".join("?" * len(part))
+        out += [(r[0], r[1]) for r in con.execute(f"SELECT id, hash FROM chunks WHERE trace_rowid IN ({marks})", part)]
+    return out
+
+
+def written_traces(con: apsw.Connection, ids: Sequence[str], paths: Sequence[str]) -> list[int]:
+    """The rowids of the traces ``ids`` and of every trace of the notes
+    ``paths``: the note's, its turns' (which share its path) and its facts'."""
+    found: set[int] = set()
+    for i in range(0, len(ids), 500):
+        part = list(ids[i : i + 500])
+        marks = ",".join("?" * len(part))
+        found.update(r[0] for r in con.execute(f"SELECT rowid FROM traces WHERE id IN ({marks})", part))
+    for i in range(0, len(paths), 500):
+        part = list(paths[i : i + 500])
+        marks = ",".join("?" * len(part))
+        found.update(r[0] for r in con.execute(
+            f"SELECT rowid FROM traces WHERE path IN ({marks}) UNION SELECT t.rowid FROM traces t JOIN facts f "
+            f"ON f.trace_id = t.id WHERE f.source_id IN (SELECT id FROM traces WHERE path IN ({marks}))",
+            part + part))
+    return sorted(found)
+
+
 def queue_size(con: apsw.Connection) -> int:
     """How many traces wait to be (re)chunked."""
     return count(con, "SELECT count(*) FROM embed_queue")
@@ -250,7 +288,7 @@ class PendingChunk:
 PENDING_MODEL_KEY = "pending_model"
 
 
-def _hashes_with_vectors(cache: apsw.Connection, model: str, hashes: Sequence[bytes]) -> set[bytes]:
+def hashes_with_vectors(cache: apsw.Connection, model: str, hashes: Sequence[bytes]) -> set[bytes]:
     """Which of ``hashes`` have a vector of ``model`` (looked up, not listed)."""
     found: set[bytes] = set()
     for i in range(0, len(hashes), 500):
@@ -286,7 +324,7 @@ def pending_chunks(con: apsw.Connection, cache: apsw.Connection, model: str) -> 
     found = rows(con, "SELECT c.id, c.hash, c.tokens FROM embed_pending p JOIN chunks c ON c.id = p.chunk_id")
     if not found:
         return []
-    have = _hashes_with_vectors(cache, model, list({h for _, h, _ in found}))
+    have = hashes_with_vectors(cache, model, list({h for _, h, _ in found}))
     if have:
         done_embedding(con, list(have))
     seen: set[bytes] = set()

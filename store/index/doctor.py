@@ -14,6 +14,11 @@ point at nothing), so a repair is never more dangerous than using memvault:
   (the state is applied again) or that the state lacks (copied into it).
 - **vault vs index**: notes changed, added or gone since the last sync (a
   sync), and store-side writes still pending (a sync finishes them).
+- **embedding**: texts without a vector of the configured model (an
+  interrupted first sync, ``sync --no-embed`` with no daemon running):
+  semantic search does not see them until they are embedded (the repair;
+  ``sync`` does too). A warning: keyword search finds them meanwhile, and
+  the index is sound. While a daemon serves the vault it embeds them itself.
 - **history**: changes not yet appended to this device's history log in
   the vault (a sync appends them).
 - **memories**: a live memory no note holds (its note is gone, or the file it
@@ -25,6 +30,8 @@ Some findings are warnings: the vault holds something memvault works around
 but cannot fix (notes with bytes that are not UTF-8, indexed with
 replacement characters; symlinks leading out of the vault, never read). A
 person must; they do not make the vault unhealthy, and no repair claims them.
+Texts not yet embedded are a warning too (nothing is wrong, search is only
+less than it will be), which the ``embed`` repair finishes.
 """
 
 from __future__ import annotations
@@ -44,7 +51,7 @@ from memvault.store.db.rows import count
 Progress = Callable[[int, int], None]
 
 #: Repairs in the order they must run (a rebuild first makes the others moot).
-REPAIRS = ("rebuild", "fts", "state", "backfill", "prune", "sync", "phantoms")
+REPAIRS = ("rebuild", "fts", "state", "backfill", "prune", "sync", "phantoms", "embed")
 
 
 @dataclass
@@ -91,6 +98,14 @@ class Sync(Protocol):
 
     def __call__(self, progress: Progress | None = None, *, stale_after: float = ...) -> Synced:
         """Bring the index in line with the vault; pending writes older than ``stale_after`` s are finished."""
+        ...
+
+
+class Embed(Protocol):
+    """The store's embedding of what has no vector yet (the facade's ``embed``)."""
+
+    def __call__(self, progress: Progress | None = None) -> object:
+        """Chunk and embed every text still without a vector."""
         ...
 
 
@@ -273,7 +288,38 @@ def diagnose(ctx: StoreContext) -> list[Finding]:
     if any(f.repair == "rebuild" for f in findings):
         return findings
     return (findings + check_state(con) + check_orphans(con) + check_memories(con) + check_vault(ctx)
-            + check_history(ctx))
+            + check_history(ctx) + check_embedding(ctx))
+
+
+def check_embedding(ctx: StoreContext) -> list[Finding]:
+    """Texts semantic search cannot see yet: chunks without a vector of the
+    configured model, and traces not yet cut into chunks."""
+    from memvault.store.embedding import vectors as vec
+    from memvault.store.embedding.model import resolve_model
+    from memvault.store.serving import is_locked
+
+    spec = resolve_model(ctx.settings.embedding.model)
+    if spec is None:
+        return []  # vectors are turned off: nothing is missing
+    con = ctx.con
+    cache = vec.open_cache(ctx.data_dir, create=False)
+    try:
+        done, total = vec.coverage(con, cache, spec.key)
+    finally:
+        if cache is not None:
+            cache.close()
+    queued = vec.queue_size(con)
+    if total == done and not queued:
+        return []
+    parts = [f"{total - done} texts have no vector of the model"] if total > done else []
+    parts += [f"{queued} notes or memories are not yet cut into texts"] if queued else []
+    detail = " and ".join(parts) + " (semantic search does not see them yet)"
+    why = vec.recorded_unavailable(con, spec.key)
+    if why:
+        detail += f"; the model could not be loaded last time: {why}"
+    if is_locked(ctx.data_dir):
+        return [Finding("embedding", detail + "; the running daemon embeds them", None, warning=True)]
+    return [Finding("embedding", detail + "; `memvault sync` embeds them", "embed", warning=True)]
 
 
 def check_history(ctx: StoreContext) -> list[Finding]:
@@ -287,12 +333,12 @@ def check_history(ctx: StoreContext) -> list[Finding]:
 
 
 def repair_report(ctx: StoreContext, report: DoctorReport, progress: Progress | None = None, *,
-                  rebuild: Rebuild, sync: Sync) -> None:
+                  rebuild: Rebuild, sync: Sync, embed: Embed) -> None:
     """Repair what ``report`` found, check again, and say truthfully what was
     repaired: a repair whose finding is still there is not (``unrepaired``
     names it, with why when the repair said)."""
     errors: list[str] = []
-    ran = repair(ctx, report.findings, progress, errors, rebuild=rebuild, sync=sync)
+    ran = repair(ctx, report.findings, progress, errors, rebuild=rebuild, sync=sync, embed=embed)
     report.findings = diagnose(ctx)
     left = {f.repair for f in report.findings if f.repair}
     report.repaired = [r for r in ran if r not in left]
@@ -300,7 +346,7 @@ def repair_report(ctx: StoreContext, report: DoctorReport, progress: Progress | 
 
 
 def repair(ctx: StoreContext, findings: list[Finding], progress: Progress | None = None,
-           errors: list[str] | None = None, *, rebuild: Rebuild, sync: Sync) -> list[str]:
+           errors: list[str] | None = None, *, rebuild: Rebuild, sync: Sync, embed: Embed) -> list[str]:
     """Run each repair the findings ask for, once, in :data:`REPAIRS` order;
     ``errors`` gets a line for each note write a sync could not finish.
 
@@ -345,6 +391,9 @@ def repair(ctx: StoreContext, findings: list[Finding], progress: Progress | None
         with write_transaction(con):
             retire_phantoms(con)
         done.append("phantoms")
+    if "embed" in wanted:
+        embed()  # a model that cannot be loaded is recorded: the check then says why
+        done.append("embed")
     return done
 
 
