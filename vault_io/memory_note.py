@@ -47,6 +47,7 @@ from typing import Any
 
 from memvault.vault_io.atomic import truncate_utf8
 from memvault.vault_io.blocks import HEADING, scan_blocks
+from memvault.vault_io.errors import UsageError
 from memvault.vault_io.fm_edit import dump_key, edit_frontmatter
 from memvault.vault_io.frontmatter import FrontmatterError, load_frontmatter, split_frontmatter
 from memvault.vault_io.syntax import LIST_ITEM_RE, WIKILINK, WIKILINK_RE
@@ -156,6 +157,33 @@ def split_related(body: str) -> tuple[str, list[str]]:
         return body.strip("\n"), []
     start, related = found
     return body[:start].strip("\n"), related
+
+
+#: What a link of a Related item cannot hold: brackets end or nest the ``[[ ]]``,
+#: a line break (or any control character) ends the item and starts lines of its own.
+_NOT_IN_LINK_RE = re.compile(r"[\[\]\x00-\x1f\x7f-\x9f]")
+
+
+def check_related(links: "list[str] | tuple[str, ...]") -> list[str]:
+    """The links a person or agent gave for a new memory (``links``: a
+    title or path, perhaps with ``#heading`` or ``|shown as``; blanks at
+    the ends, and one ``[[ ]]`` around it, are taken off; a blank one is
+    nothing), each checked to read back from the note's Related section as
+    exactly itself; one that would not is a :class:`UsageError` naming
+    ``links``, before anything is written."""
+    out: list[str] = []
+    for raw in links:
+        link = raw.strip()
+        if link.startswith("[[") and link.endswith("]]"):
+            link = link[2:-2].strip()
+        if not link:
+            continue
+        if _NOT_IN_LINK_RE.search(link) or split_related(render_body("x", [link]))[1] != [link]:
+            shown = raw if len(raw) <= 60 else raw[:57] + "..."
+            raise UsageError(f"links: {shown!r} cannot be written as a link: give a note's title or path "
+                             "(no '[', ']', tab or line break)")
+        out.append(link)
+    return out
 
 
 def render_body(content: str, related: list[str], newline: str = "\n") -> str:

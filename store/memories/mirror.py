@@ -79,7 +79,7 @@ from memvault.store.memories.writer import (
 )
 from memvault.vault_io.atomic import free_path, fsync_dir
 from memvault.vault_io.markdown import check_tag
-from memvault.vault_io.memory_note import memory_filename, render_memory
+from memvault.vault_io.memory_note import check_related, memory_filename, render_memory
 from memvault.vault_io.note import content_hash
 from memvault.vault_io.secrets import redact
 
@@ -161,6 +161,7 @@ class Memories(NoteWriter):
         type_ = canonical_type(type_)
         check_size(content)
         clean_tags = _clean_tags(tags)  # a bad tag is refused before anything, a duplicate's bump too
+        links = check_related(links)  # so is a link the note could not hold as itself
         content, secrets_found = redact(content.strip())
         if not content:
             raise MemoryOpError("a memory needs some content")
