@@ -36,6 +36,7 @@ from typing import TYPE_CHECKING, Any
 import click
 
 from memvault.cli.main import AppContext, cli, echo, emit_json, json_option, pass_app
+from memvault.vault_io import json_input
 from memvault.vault_io.secrets import redact
 
 if TYPE_CHECKING:
@@ -64,7 +65,7 @@ def read_input() -> dict[str, Any]:
     if sys.stdin is None or sys.stdin.isatty():
         return {}
     try:
-        data = json.loads(sys.stdin.read() or "{}")
+        data = json_input.loads(sys.stdin.read() or "{}")
     except (ValueError, OSError, UnicodeDecodeError):
         return {}
     return data if isinstance(data, dict) else {}

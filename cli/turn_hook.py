@@ -86,7 +86,7 @@ def read_stdin() -> dict[str, object]:
         return {}
     try:
         data = json.loads(stdin.read() or "{}")
-    except (ValueError, OSError, UnicodeDecodeError):
+    except (ValueError, OSError, UnicodeDecodeError, RecursionError):  # RecursionError: nested too deeply
         return {}
     return data if isinstance(data, dict) else {}
 

@@ -25,6 +25,7 @@ from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from memvault.vault_io import json_input
 from memvault.vault_io.errors import MemvaultError
 
 if TYPE_CHECKING:
@@ -163,7 +164,7 @@ def _exchange(data_dir: Path, op: str, args: Mapping[str, Any], config: Mapping[
         line = read_line(sock, MAX_REPLY)
     if not line:
         raise ValueError("no reply")
-    return json.loads(line)
+    return json_input.loads(line)
 
 
 def _result(reply: object) -> dict[str, Any] | None:

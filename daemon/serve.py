@@ -45,6 +45,7 @@ from memvault.daemon.turn_ingest import STOP_WAIT, TurnIngester
 from memvault.store import location
 from memvault.store.queries import QueryError, query_type
 from memvault.store.queries.write import NewMemory
+from memvault.vault_io import json_input
 from memvault.vault_io.errors import MemvaultError
 
 if TYPE_CHECKING:
@@ -247,8 +248,8 @@ class QueryServer(Service):
     def answer(self, line: bytes) -> dict[str, Any]:
         """The reply to one request line (also the unit tests' entry point)."""
         try:
-            req = json.loads(line)
-        except ValueError:
+            req = json_input.loads(line)
+        except ValueError:  # json_input.TooDeep too
             return _internal("request is not JSON")
         if not isinstance(req, dict) or req.get("v") != PROTOCOL or req.get("op") not in OPS:
             return _internal("unknown request")

@@ -313,6 +313,8 @@ def load_settings(overrides: dict[str, Any] | None = None) -> Settings:
             raise ConfigError(f"cannot read config file {path}: {exc}") from None
         except tomllib.TOMLDecodeError as exc:
             raise ConfigError(f"config file {path} is not valid TOML: {exc}") from None
+        except RecursionError:  # tomllib reads nested arrays and tables recursively
+            raise ConfigError(f"config file {path} is not valid TOML: it nests too deeply to read") from None
         for name, value in _flatten(data).items():
             key = _BY_NAME.get(name)
             if key is None:

@@ -162,10 +162,16 @@ def dump_base(data: Mapping[str, Any]) -> str:
     return "\n".join(_lines(data, 0)) + "\n"
 
 
+#: What a base nested deeper than the YAML parser (or :func:`check_base`) recurses is told.
+NESTED_TOO_DEEPLY = "it nests too deeply to read"
+
+
 def load_base(text: str) -> Any:
     """The YAML of a base, parsed; :class:`ValueError` (one line) if it is not YAML."""
     try:
         return yaml.safe_load(text)
+    except RecursionError:  # PyYAML composes a node per nesting level, recursively
+        raise ValueError(NESTED_TOO_DEEPLY) from None
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         where = f" (line {mark.line + 1})" if mark is not None else ""
@@ -177,6 +183,13 @@ def check_base(data: Any, *, strict: bool = True) -> list[str]:
     """What in parsed base ``data`` does not follow the Bases syntax, one
     line each (empty: valid). ``strict=False`` also accepts the keys early
     Bases versions wrote (top-level ``display``, ``column`` in a sort)."""
+    try:
+        return _check_base(data, strict)
+    except RecursionError:  # filters nest (and/or/not): checked level by level, recursively
+        return [NESTED_TOO_DEEPLY]
+
+
+def _check_base(data: Any, strict: bool) -> list[str]:
     if not isinstance(data, Mapping):
         return ["a base is a mapping of filters, formulas, properties, summaries and views"]
     problems: list[str] = []

@@ -46,6 +46,7 @@ from pathlib import Path
 from typing import Any
 
 from memvault.cli.clients import jsonc, toml_edit
+from memvault.vault_io import json_input
 from memvault.vault_io.atomic import atomic_write
 from memvault.vault_io.errors import MemvaultError, UsageError
 
@@ -201,7 +202,7 @@ def _read(path: Path) -> tuple[str, dict[str, Any]] | None:
     if not text.strip():
         return None
     try:
-        data = json.loads(text)
+        data = json_input.loads(text)
     except ValueError as exc:
         try:
             data = jsonc.loads(text)

@@ -17,6 +17,8 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
+from memvault.vault_io import json_input
+
 _DECODER = json.JSONDecoder()
 _WS = " \t\r\n"
 
@@ -71,7 +73,7 @@ def _blank(text: str) -> tuple[str, list[int]]:
 def loads(text: str) -> Any:
     """The value a JSONC text holds."""
     try:
-        return json.loads(blank(text))
+        return json_input.loads(blank(text))
     except ValueError as exc:
         raise JsoncError(str(exc)) from None
 

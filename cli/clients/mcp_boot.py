@@ -45,6 +45,8 @@ from collections.abc import AsyncIterator, Callable
 from pathlib import Path
 from typing import Any
 
+from memvault.vault_io import json_input
+
 INSTRUCTIONS = """\
 memvault is the long-term memory of this person and the agents working with them: an Obsidian \
 vault of notes, memories (Memory/<type>/ notes) and facts extracted from notes they marked.
@@ -107,8 +109,8 @@ def initialize_result(params: dict[str, Any], versions: tuple[str, ...], version
 def as_initialize(line: bytes) -> tuple[Any, dict[str, Any]] | None:
     """(request id, params) when ``line`` is a well-formed ``initialize`` request."""
     try:
-        msg = json.loads(line)
-    except ValueError:
+        msg = json_input.loads(line)
+    except ValueError:  # json_input.TooDeep too: a frame nested too deeply is no message
         return None
     if not isinstance(msg, dict) or msg.get("method") != "initialize" or msg.get("jsonrpc") != "2.0":
         return None
@@ -121,8 +123,8 @@ def as_initialize(line: bytes) -> tuple[Any, dict[str, Any]] | None:
 
 def _message(line: bytes | str) -> dict[str, Any] | None:
     try:
-        msg = json.loads(line)
-    except ValueError:
+        msg = json_input.loads(line)
+    except ValueError:  # json_input.TooDeep too: a frame nested too deeply is no message
         return None
     return msg if isinstance(msg, dict) else None
 

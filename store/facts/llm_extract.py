@@ -45,6 +45,7 @@ from typing import Any, TypeVar
 from memvault.store.facts.http_deadline import CancelledIO, Deadline, deadline_opener
 from memvault.store.memories.memtypes import MEMORY_TYPES, maybe_type
 from memvault.store.settings import Settings
+from memvault.vault_io import json_input
 from memvault.vault_io.errors import MemvaultError
 from memvault.vault_io.facts import (
     PROSPECTIVE,
@@ -180,7 +181,7 @@ def answer_json(body: bytes) -> Any:
     """The JSON the model answered with, from a chat-completions response body
     (a code fence around it is fine); :class:`LLMError` if there is none."""
     try:
-        envelope = json.loads(body)
+        envelope = json_input.loads(body)
         content = envelope["choices"][0]["message"]["content"]
     except (ValueError, KeyError, IndexError, TypeError) as exc:
         raise LLMError(f"not a chat completion response ({type(exc).__name__})") from None
@@ -190,7 +191,7 @@ def answer_json(body: bytes) -> Any:
     if fenced:
         content = fenced.group(1)  # local models like to wrap JSON in a code fence
     try:
-        data = json.loads(content)
+        data = json_input.loads(content)
     except json.JSONDecodeError as exc:  # what json.loads raises for a str
         raise SchemaError(f"the model's answer is not valid JSON ({exc.msg} at char {exc.pos})") from None
     return data

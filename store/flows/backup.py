@@ -45,6 +45,7 @@ from memvault.store.db import state_schema
 from memvault.store.db.connection import user_version
 from memvault.store.embedding.cache import export_cache, import_cache
 from memvault.store.embedding.vectors import CACHE_FILE
+from memvault.vault_io import json_input
 from memvault.vault_io.atomic import fsync_dir
 from memvault.vault_io.errors import MemvaultError, UsageError
 
@@ -131,7 +132,7 @@ def backup(ctx: StoreContext, output: Path | None = None) -> Path:
 def read_manifest(archive: zipfile.ZipFile, name: str) -> dict[str, Any]:
     """The manifest of a backup archive, checked."""
     try:
-        manifest = json.loads(archive.read(MANIFEST))
+        manifest = json_input.loads(archive.read(MANIFEST))
     except KeyError:
         raise BackupError(f"{name} is not a memvault backup (no {MANIFEST})") from None
     except ValueError as exc:

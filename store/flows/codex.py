@@ -21,12 +21,12 @@ line is skipped (:func:`~memvault.store.flows.transcript.read_lines`).
 
 from __future__ import annotations
 
-import json
 import re
 from collections.abc import Iterable
 from typing import Any
 
 from memvault.store.flows.conversation import Conversation, ConversationBuilder, strip_injected, text_of
+from memvault.vault_io import json_input
 
 CODEX = "codex"
 #: Context Codex wraps in tags inside a "user" message (not what a person typed).
@@ -94,7 +94,7 @@ def _arguments(value: Any) -> Any:
     """A call's arguments (or a shell's output): Codex gives them as a JSON string."""
     if isinstance(value, str):
         try:
-            return json.loads(value)
+            return json_input.loads(value)
         except ValueError:
             return value
     return value

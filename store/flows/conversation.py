@@ -9,13 +9,13 @@ digest reports. :func:`digest_lines` writes the digest of a session note.
 
 from __future__ import annotations
 
-import json
 import re
 from collections import Counter
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from typing import Any
 
+from memvault.vault_io import json_input
 from memvault.vault_io.atomic import truncate_utf8
 from memvault.vault_io.secrets import redact
 from memvault.vault_io.session_note import Turn, when
@@ -72,7 +72,7 @@ def tool_argument(arguments: Any) -> str:
     """The one argument that says most about a tool call, as short text."""
     if isinstance(arguments, str):
         try:
-            arguments = json.loads(arguments)
+            arguments = json_input.loads(arguments)
         except ValueError:
             return one_line(arguments)
     if isinstance(arguments, dict):

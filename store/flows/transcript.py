@@ -30,7 +30,6 @@ begins the same way gets its own; from a stream, the first turn alone.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterable
 from pathlib import Path
 from typing import IO, Any
@@ -44,6 +43,7 @@ from memvault.store.flows.conversation import (
     text_of,
 )
 from memvault.store.index.classify import content_key
+from memvault.vault_io import json_input
 from memvault.vault_io.errors import MemvaultError, UsageError
 
 CLAUDE_CODE = "claude-code"
@@ -83,7 +83,7 @@ def _parse(stream: IO[Any], ref: str) -> tuple[list[dict[str, Any]], str, list[s
         if not line.strip():
             continue
         try:
-            obj = json.loads(line)
+            obj = json_input.loads(line)
         except ValueError:
             if n < len(lines) - 1 or text.endswith("\n"):
                 warnings.append(f"{ref}: line {n} is not JSON; skipped")

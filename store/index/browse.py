@@ -31,6 +31,7 @@ from memvault.store.answers.browse.listing import ListedTrace, TracePage
 from memvault.store.db import records as rec
 from memvault.store.db.rows import count, rows
 from memvault.store.retrieval.keyword import TAGGED_SQL, tag_params
+from memvault.vault_io import json_input
 from memvault.vault_io.errors import UsageError
 from memvault.vault_io.uri import obsidian_uri
 
@@ -63,7 +64,7 @@ def _cursor_offset(cursor: str | None) -> int:
     if not cursor:
         return 0
     try:
-        data = json.loads(base64.urlsafe_b64decode(cursor.encode() + b"=" * (-len(cursor) % 4)))
+        data = json_input.loads(base64.urlsafe_b64decode(cursor.encode() + b"=" * (-len(cursor) % 4)))
         return max(0, int(data["o"]))
     except (ValueError, KeyError, TypeError):
         raise BrowseError(f"cursor {cursor!r} is not one this list handed out") from None

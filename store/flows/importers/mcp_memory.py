@@ -21,6 +21,7 @@ from typing import Any
 
 from memvault.store.flows.importers import Entry, Item, MemoryItem, Progress
 from memvault.store.flows.importers.stream import ImportFormatError, members
+from memvault.vault_io import json_input
 from memvault.vault_io.session_note import readable_stem
 
 
@@ -39,7 +40,7 @@ def read(path: Path, progress: Progress | None = None) -> Iterator[Entry]:
                 continue
             ref = f"{member.name} line {n}"
             try:
-                obj = json.loads(line)
+                obj = json_input.loads(line)
             except json.JSONDecodeError as exc:
                 yield Entry.of(ref, _fail, f"not JSON ({exc.msg})")
                 continue

@@ -35,6 +35,7 @@ from memvault.store.flows.importers import Entry, MemoryItem, Progress
 from memvault.store.flows.importers.stream import ImportFormatError, members, sniff
 from memvault.store.flows.memories import import_memory
 from memvault.store.index.classify import memory_key
+from memvault.vault_io import json_input
 from memvault.vault_io.atomic import atomic_write
 
 if TYPE_CHECKING:
@@ -67,7 +68,7 @@ def read(path: Path, progress: Progress | None = None) -> Iterator[Entry]:
 def _is_jsonl(text: str) -> bool:
     first = text.lstrip().split("\n", 1)[0]
     try:
-        return bool(json.loads(first).get("record") == "header")
+        return bool(json_input.loads(first).get("record") == "header")
     except (ValueError, AttributeError):
         return False
 
@@ -82,7 +83,7 @@ def _check(head: Any, name: str) -> dict[str, Any]:
 
 def _document(text: str, name: str) -> Iterator[Any]:
     try:
-        doc = json.loads(text)
+        doc = json_input.loads(text)
     except ValueError as exc:
         raise ImportFormatError(f"{name} is not valid JSON ({exc})") from None
     yield _check(doc, name)
@@ -94,14 +95,17 @@ def _document(text: str, name: str) -> Iterator[Any]:
 def _jsonl(text: str, name: str) -> Iterator[Any]:
     lines = iter(enumerate(text.splitlines(), 1))
     _, first = next(lines)
-    head = json.loads(first)
+    try:
+        head = json_input.loads(first)
+    except ValueError as exc:
+        raise ImportFormatError(f"{name} line 1 is not JSON ({exc})") from None
     head.pop("record", None)
     yield _check(head, name)
     for n, line in lines:
         if not line.strip():
             continue
         try:
-            record = json.loads(line)
+            record = json_input.loads(line)
         except json.JSONDecodeError as exc:
             raise ImportFormatError(f"{name} line {n} is not JSON ({exc.msg})") from None
         yield record.pop("record", None), record

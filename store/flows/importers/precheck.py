@@ -16,7 +16,6 @@ The files checked are those the importer reads (the same selection as its
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -24,6 +23,7 @@ from typing import Any
 from memvault.store.flows.importers import short
 from memvault.store.flows.importers.stream import ImportFormatError, Member, iter_array, members, read_json
 from memvault.store.flows.text_check import check_opener
+from memvault.vault_io import json_input
 
 #: What each format expects, as said when a file is refused.
 EXPECTED = {
@@ -128,7 +128,7 @@ def _mcp_memory(member: Member, path: Path) -> bool:
             if not line:
                 continue
             try:
-                obj = json.loads(line)
+                obj = json_input.loads(line)
             except ValueError:
                 return False
             if not isinstance(obj, dict):

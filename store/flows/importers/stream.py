@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 from typing import IO, Any
 
+from memvault.vault_io import json_input
 from memvault.vault_io.confine import is_inside
 from memvault.vault_io.errors import MemvaultError, UsageError
 
@@ -108,10 +109,12 @@ def iter_array(
         size = chunk
         while True:
             try:
-                value, end = _DECODER.raw_decode(buf, pos)
+                value, end = json_input.raw_decode(_DECODER, buf, pos)
                 if end < len(buf) or eof or isinstance(value, (dict, list, str)) or not more(size):
                     break  # a bare number at the end of what is read may go on: read on
                 continue
+            except json_input.TooDeep as exc:  # reading more would not help
+                raise ImportFormatError(f"{name}: item {index} is not valid JSON ({exc.msg})") from None
             except json.JSONDecodeError as exc:
                 # Most likely the element runs past what is read so far: read
                 # more (twice as much each time, so a huge element costs a few
@@ -192,6 +195,6 @@ def read_json(member: Member) -> Any:
         data = fh.read()
     sniff(data[:64], member.name)
     try:
-        return json.loads(data.decode("utf-8-sig", "replace"))
+        return json_input.loads(data.decode("utf-8-sig", "replace"))
     except ValueError as exc:
         raise ImportFormatError(f"{member.name} is not valid JSON ({exc})") from None
