@@ -14,13 +14,14 @@ from __future__ import annotations
 
 import asyncio
 import json
+import re
 from pathlib import Path
 from typing import Any
 
 import pytest
 from click.testing import CliRunner
 from helpers import opened, write
-from hypothesis import given
+from hypothesis import assume, given
 from hypothesis import strategies as st
 
 from memvault.cli.main import cli
@@ -75,11 +76,15 @@ def test_a_private_key_block_keeps_the_lines_around_it_and_its_line_count() -> N
     assert n == 1 and out.split("\n") == ["Deploy key below.", REDACTED, "", "", "", "Rotate it yearly."]
 
 
-def test_a_key_that_ends_a_line_never_takes_the_next_lines_word() -> None:
+def test_a_label_takes_one_value_on_the_next_line_never_a_sentence() -> None:
+    """A label ending its line ("Password:", "api_key =") takes a value standing
+    alone on the next line (issue 32: values on the next line leaked); a
+    sentence there is prose and stays. (This test pinned the second case as
+    left alone before the redactor read next lines.)"""
     text = "The deploy token:\nSecondline words stay here"
     assert redact(text) == (text, 0)
-    text = "api_key =\n9d8c7b6a5f4e3d2c1b0a9f8e7d6c5b4a"
-    assert redact(text) == (text, 0)
+    assert redact("api_key =\n9d8c7b6a5f4e3d2c1b0a9f8e7d6c5b4a") == ("api_key =\n[redacted]", 1)
+    assert redact("Password:\n  - hunter2\nnext line") == ("Password:\n  - [redacted]\nnext line", 1)
 
 
 # -- the same shapes in other words ------------------------------------------------------
@@ -223,8 +228,17 @@ def _prose(draw: st.DrawFn, min_size: int = 1) -> str:
     return out
 
 
+# "my password is sunshine" is a password said in prose (a plain word ending
+# its clause after "password is"), and "the passphrase is purple monkey" a
+# passphrase of content words (issue 32): generated prose may say either by chance.
+_SAID_PASSWORD = re.compile(
+    r"(?i)pass(?:word|phrase)(?: |, )(?:is|was)(?: |, )\w+(?:$|[.?;\n]|, )|passphrase(?: |, )(?:is|was|-)(?: |, )\S+ \S+"
+)
+
+
 @given(_prose())
 def test_text_without_a_secret_shape_is_never_changed(text: str) -> None:
+    assume(not _SAID_PASSWORD.search(text))
     assert redact(text) == (text, 0)
 
 
@@ -242,6 +256,7 @@ _VALUE = st.text(alphabet="abcdefghkmnpqrstuvwxyzABCDEFGHJKLMNPQRSTUVWXYZ2345678
                               lambda p: ("secret", p[0].replace("\n", " "), p[1], p[2], p[3].replace("\n", " ")))),
                 min_size=1, max_size=6))
 def test_a_secret_never_costs_text_on_another_line_or_around_it(lines: list[tuple[str, ...]]) -> None:
+    assume(not any(_SAID_PASSWORD.search(" . ".join(line[1:])) for line in lines))
     texts, values = [], []
     for line in lines:
         if line[0] == "plain":

@@ -1,381 +1,176 @@
-"""Finding credentials in text, so they are never indexed, embedded or handed to an agent.
+"""Finding credentials in text, so they are never stored, indexed, embedded, printed or handed to an agent.
 
-:func:`redact` replaces every credential-looking value in a piece of text
-with ``[redacted]`` and says how many it replaced. It errs on the side of
-hiding: a false positive costs one word of a fact, a false negative leaks a
-key into the index (and, with the llm extractor, to a model endpoint).
+:func:`redact` replaces every credential in a piece of text with
+``[redacted]`` and says how many it replaced. It errs on the side of hiding:
+a false positive costs one word, a false negative leaks a key into the
+index, the vault's history logs, a file name or a model endpoint.
 
-What counts as a credential:
+**The principle.** A credential is found in one of two ways.
 
-- token formats with a recognisable shape: AWS access key ids (``AKIA...``),
-  GitHub tokens (``ghp_``, ``gho_``, ``ghs_``, ``ghu_``, ``ghr_``,
-  ``github_pat_``), GitLab tokens (``glpat-``, ``gldt-``...), Hugging Face
-  (``hf_``), npm (``npm_``) and PyPI (``pypi-``) tokens, OpenAI-style keys
-  (``sk-...``, ``sk-proj-...``), Slack tokens (``xox?-``, ``xapp-``) and
-  webhooks, Google API keys (``AIza...``) and OAuth tokens (``ya29.``),
-  Stripe keys (``sk_live_``, ``rk_live_``, ``whsec_``...), SendGrid keys,
-  JWTs (``eyJ....eyJ....sig``), ``Bearer`` tokens and the value of an
-  ``Authorization:`` header (its scheme kept);
-- PEM private key blocks (``-----BEGIN ... PRIVATE KEY-----`` to ``END``);
-- the password in a URL (``postgres://user:pass@host`` keeps the user and
-  host: ``postgres://user:[redacted]@host``; also ``redis://:pass@host``);
-- an AWS secret access key (40 characters of base64) after "aws" or
-  "secret" on its line;
-- the value of a secret's key, in an assignment (``password: v``,
-  ``api_key = v``, ``**Token**:: v``, the key possibly in Markdown emphasis
-  or code; an environment variable's ``DB_PASS``) or in prose ("my sudo
-  password is v", "the PIN for the safe was v", "the API key is: v", "the
-  password was changed to v", "I set the wifi password to v"; "Password
-  for the wifi: v" counts as assigned). The value is one token (white space ends it; a
-  quoted value goes whole); punctuation closing it ("v." at a sentence's
-  end) is kept, and so is the rest of the sentence and of the line: a
-  value never runs across a line break. An assigned ``password``,
-  ``passphrase``, ``passcode`` or ``secret`` is always cut; any other value
-  only when it looks like a secret (:func:`looks_secret`: not a plain word,
-  so "the password policy is strict" and "token: see the wiki" stay), and
-  the value of a bare ``key`` only when it looks generated
-  (:func:`looks_random`: "the key is to stay calm" stays). A code that
-  opens something (alarm, door, gate, access, recovery... code) is a key
-  of its own; "error code" and "zip code" are not.
+1. *By its shape alone*: token formats with a recognisable prefix (GitHub,
+   GitLab, Slack, Stripe, OpenAI, Anthropic, Google, AWS key ids and the
+   40-character secret beside one, JWTs, npm, PyPI, Hugging Face and more:
+   :data:`~memvault.vault_io.secrets_rules.TOKEN_PATTERNS`), PEM private key
+   blocks, the password of a URL (``scheme://user:pass@host``), an
+   ``Authorization`` header's or a ``Bearer`` token's value.
+2. *By a word that names it, followed by its value*. The word is the last
+   word of a key (``password``, ``passwd``, ``pwd``, ``passphrase``,
+   ``passcode``, ``secret``, ``token``, ``api key``, ``key``, ``PIN``, a code
+   that opens something: door, alarm, safe, recovery...; ``credentials``),
+   also inside an identifier (``db_password``, ``DBPASSWORD``,
+   ``githubToken``, ``MYSQL_PWD``). Its value follows within the sentence:
+   after a sign (``:``, ``=``, ``::``, ``:=``, ``=>``, ``->``, a table's
+   ``|``; the key possibly quoted or in Markdown: JSON, YAML, TOML, INI,
+   .env), after a verb ("is", "was", "set to", "changed to"), possibly past
+   a qualifier ("the password *for the NAS* is ..."), or right after the
+   word ("wifi password hunter2"); or alone on the next line after a label
+   ("Password:" then the value). The same reading covers command lines: an
+   option that names a credential takes its value (``--password=x``,
+   ``-storepass x``), a short option by the tool's own meaning (``-pX`` for
+   mysql, ``-p X`` for sshpass and ``docker login``, ``-u user:pass`` for
+   curl, ``-U user%pass`` for smbclient: :data:`~memvault.vault_io.secrets_rules.SHORT_FLAGS`), ``pass:X``,
+   and a value piped into a command that reads a password (``echo x |
+   sudo -S``); and user/password pairs ("user admin pass s3cret", "login
+   bob / hunter2", "creds: alice:Tr0ub4dor").
 
-:func:`redact_tree` redacts every string of an answer (search hits, a read
-note, its properties, paths and links) on its way out to an agent.
+**Whether a value is a secret depends on what the word names**, not on a
+list of sentences. A *password* is chosen by a person: any value assigned
+to it goes, and in prose any value that is not a plain word, or a plain
+word that ends its clause ("my password is sunshine"); a plain word that
+goes on as a sentence ("the password is required for login") stays. A
+*passphrase* is several words: it runs to its clause's end when those are
+content words ("purple monkey dishwasher seven"), not a sentence with
+function words ("the passphrase is long and hard to remember"). A *PIN* or
+a *code* holds digits ("PIN 4821", "the safe combination is 12-34-56"),
+never a version's dots; "pin 13" is too short. A *token*, *API key* or
+*secret* is generated: assigned or said, it is not a plain word (it has a
+digit, a symbol or mixed case: :func:`looks_secret`); right after the word
+with nothing between, it must look generated (:func:`looks_random` or long
+and mixed) so "token budget 800" stays. A bare *key* is an idea as often as
+a credential: only a generated-looking value goes ("key insight" stays).
+Placeholders (``****``, ``<your key>``, ``{{token}}``, ``$DB_PASSWORD``,
+``CLIENT_SECRET``) and already redacted values are never counted. Only the
+value goes: the key, the punctuation closing the value, the rest of the
+sentence and every other line stay.
 
-Placeholders (``****``, ``<your key>``, ``{{token}}``, ``xxx``, ``...``) and a
-value that is itself an already redacted token are not counted; a value that
-only *contains* a redacted token beside other text is a secret of its own
-(``password: hunter2 ghp_...`` is two).
+**Linear time.** A prefilter (one pattern of every rule's cue, on the
+lower-cased text) finds the few lines that hold a cue; every other line is
+never read again. On a cue line each rule is one scan of patterns that start
+at a literal cue and cannot backtrack over more than a constant number of
+characters (:mod:`~memvault.vault_io.secrets_rules` says how), and a key's
+value is read at most 256 characters past its cue before the code judges
+it. So a 64 KiB line of nothing but cue words costs milliseconds.
+
+:func:`redact_tree` redacts every string of an answer on its way out.
 """
 
 from __future__ import annotations
 
-import math
 import re
-from collections import Counter
 from typing import Any
 from urllib.parse import unquote
 
-from memvault.vault_io.lazy_pattern import LazyPattern
+from memvault.vault_io import secrets_rules as R
+from memvault.vault_io.secrets_judge import REDACTED, Span, looks_random, looks_secret
+from memvault.vault_io.secrets_scan import Line, label_kind, label_value
 
-REDACTED = "[redacted]"
+__all__ = ["REDACTED", "always_value_spans", "find_secrets", "looks_random", "looks_secret", "private_key_lines",
+           "redact", "redact_tree"]
 
-# Shaped tokens: each is matched as a whole word and replaced whole. The
-# tails use "(?![A-Za-z0-9_-])" rather than "\b" where a token may end in
-# "-" or "_" (Google keys do), so the last characters are not left behind.
-_TOKEN_PATTERNS: tuple[str, ...] = (
-    r"\b(?:AKIA|ASIA|AGPA|AIDA|AROA|ANPA|ANVA|AIPA)[0-9A-Z]{16}\b",
-    r"\bgh[pousr]_[A-Za-z0-9]{30,}\b",
-    r"\bgithub_pat_[A-Za-z0-9_]{22,}\b",
-    r"\bgl(?:pat|dt|rt|ptt|ft|cbt|imt|oas|soat|agent)-[A-Za-z0-9_-]{20,}",  # GitLab
-    r"\bhf_[A-Za-z0-9]{30,}\b",  # Hugging Face
-    r"\bnpm_[A-Za-z0-9]{30,}\b",
-    r"\bpypi-[A-Za-z0-9_-]{50,}",
-    r"\bsk-(?:proj-|svcacct-|admin-|ant-(?:api\d\d-)?)?[A-Za-z0-9_-]{20,}",
-    r"\bxox[a-z]-[A-Za-z0-9-]{10,}",  # Slack bot, user, app... tokens
-    r"\bxapp-\d-[A-Za-z0-9-]{10,}",
-    r"https://hooks\.slack\.com/services/[A-Za-z0-9/_-]+",
-    r"\bAIza[0-9A-Za-z_-]{35}(?![0-9A-Za-z_-])",
-    r"\bya29\.[0-9A-Za-z_-]{20,}",  # Google OAuth access tokens
-    r"\b(?:sk|rk|pk)_(?:live|test)_[0-9A-Za-z]{16,}\b",  # Stripe
-    r"\bwhsec_[0-9A-Za-z]{24,}\b",
-    r"\bSG\.[A-Za-z0-9_-]{16,}\.[A-Za-z0-9_-]{16,}",  # SendGrid
-    r"\beyJ[A-Za-z0-9_-]{8,}\.eyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}",  # JWT
-)
-_TOKEN_RE = LazyPattern("|".join(f"(?:{p})" for p in _TOKEN_PATTERNS))
-
-# An HTTP Authorization header keeps its scheme: "Authorization: Bearer [redacted]".
-# With a scheme any token-like value goes; without one only a random-looking value.
-_AUTH_RE = LazyPattern(
-    r"(?i)(\bauthorization['\"]?[ \t]*(?:::|:|=)[ \t]*['\"]?)(?:(bearer|basic|token|digest|apikey)[ \t]+)?([A-Za-z0-9._~+/=-]+)"
-)
-_BEARER_RE = LazyPattern(r"(?i)(\bbearer[ \t]+)([A-Za-z0-9._~+/-]{16,}=*)")
-
-_PEM_RE = LazyPattern(
-    r"-----BEGIN (?:[A-Z0-9]+ )*PRIVATE KEY(?: BLOCK)?-----.*?(?:-----END (?:[A-Z0-9]+ )*PRIVATE KEY(?: BLOCK)?-----|\Z)",
-    re.S,
-)
-_PEM_BEGIN_RE = LazyPattern(r"-----BEGIN (?:[A-Z0-9]+ )*PRIVATE KEY(?: BLOCK)?-----")
-_PEM_END_RE = LazyPattern(r"-----END (?:[A-Z0-9]+ )*PRIVATE KEY(?: BLOCK)?-----")
-
-# scheme://user:password@host: the password is everything between the first
-# ":" after the (possibly empty: "redis://:pw@host") user and the last "@"
-# before the host, so a password holding "@" goes whole.
-_URL_PASSWORD_RE = LazyPattern(r"\b([a-zA-Z][a-zA-Z0-9+.-]*://[^\s:/@]*:)([^\s/]+)(@)")
-
-# Markdown around a key: "**password**:", "**password:**", "`secret` =", "_pwd_:".
-_MARKUP = r"[*_`'\"]{0,2}"
-# Emphasis before a value ("password: **hunter2**"); a quote there starts a quoted value.
-_EMPHASIS = r"[*_`]{0,2}"
-# A key may carry a prefix ("db_password", "MY_SECRET", "sudo-password").
-_PREFIX = r"(?:[A-Za-z0-9]+[_-])*"
-# Keys whose assigned value is always a secret: "password: value" (also
-# "=" and Dataview's "::").
-_ALWAYS_KEY = rf"{_PREFIX}(?:password|passwd|pwd|passphrase|passcode|secret)"
-# Keys whose value is a secret when it looks like one (:func:`looks_secret`;
-# a bare "key" only when it looks generated, :func:`looks_random`).
-_TOKEN_KEY = (
-    rf"{_PREFIX}(?:api[_ -]?key|apikey|(?:secret[_ -]?)?access[_ -]?key|secret[_ -]?key"
-    r"|account[_-]?key|access[_ -]?token|auth[_ -]?token|refresh[_ -]?token|token|client[_ -]?secret"
-    r"|private[_ -]?key|credentials?|pin|key"
-    # A code that opens something: "the alarm code is X", "door code: X", "recovery codes: X".
-    r"|(?:alarm|door|gate|access|security|entry|lock|safe|garage|unlock|verification|backup|recovery|pin|wifi"
-    r"|2fa|mfa|otp|one[_ -]time)[_ -]?codes?)"
-)
-# The value of a key: a quoted string whole, else one token (it stops at
-# white space, so the rest of the sentence and of the line stays).
-_VALUE = (
-    r"""(?:(?P<q>['"])(?P<quoted>[^'"\n]*)(?P=q)"""
-    # A placeholder in brackets ("<your key>", "{{token}}", "[see below]") is
-    # never a secret, spaces and all.
-    r"|(?P<held><[^>\n]*>|\{\{[^}\n]*\}\}|\$\{[^}\n]*\}|\[\[?[^\]\n]*\]\]?)(?=[\s.,;:!?)]|$)"
-    r"|(?P<value>\S+))"
-)
-# "password: value", "api_key = value", "**Token**:: value". Only spaces and
-# tabs around the sign: a key that ends a line never takes the next line's word.
-# An environment variable's "pass" ("DB_PASS=...", "smtp_pass: ..."): only
-# with a prefix joined by "_", so a boarding pass stays a pass.
-_ENV_PASS_KEY = r"(?:[A-Za-z0-9]+_)+pass"
-_ASSIGN_RE = LazyPattern(
-    rf"(?i)(?<![A-Za-z0-9])(?P<head>{_MARKUP}(?P<key>{_ALWAYS_KEY}|{_ENV_PASS_KEY}|{_TOKEN_KEY}){_MARKUP}[ \t]*(?:::|:|=)"
-    rf"{_EMPHASIS}[ \t]*){_VALUE}"
-)
-# A passphrase is several words by nature: an assigned one runs to the end
-# of its sentence (or line), not to the first space.
-_PASSPHRASE_RE = LazyPattern(
-    rf"(?im)(?<![A-Za-z0-9])(?P<head>{_MARKUP}{_PREFIX}passphrase{_MARKUP}[ \t]*(?:::|:|=){_EMPHASIS}[ \t]*)"
-    r"(?P<value>[^\s'\"\[<{][^\n;]*?)(?=[.!?]?[ \t]*$|[.!?;][ \t])"
-)
-# A change of a secret: "the password was changed to X", "the PIN is set to X".
-_CHANGE_VERB = r"set|change[ds]?|reset|update[ds]?"
-_CHANGED_TO = rf"(?:(?:is|was|has[ \t]+been|had[ \t]+been|got)[ \t]+)?(?:{_CHANGE_VERB})[ \t]+to"
-# Prose: "my sudo password is X", "the PIN for the safe was X", "the API key
-# is: X", "Password for the wifi: X" (read as assigned). What lies between
-# the key and "is" is a "for/to/of/on/at ..." phrase inside one sentence.
-_PROSE_RE = LazyPattern(
-    rf"(?i)(?<![A-Za-z0-9])(?P<head>(?P<key>{_ALWAYS_KEY}|{_TOKEN_KEY})"
-    r"(?:[ \t]+(?:for|to|of|on|at)[ \t]+[^\n.!?;:=]{1,60}?)?"
-    rf"(?:[ \t]+(?:{_CHANGED_TO}|is|was|are|were|=)(?:[ \t]*:)?|(?P<colon>:))[ \t]+"
-    rf"{_EMPHASIS}){_VALUE}"
-)
-# "I set the router password to X", "changed my PIN to X".
-_SET_RE = LazyPattern(
-    rf"(?i)(?<![A-Za-z0-9])(?P<head>(?:{_CHANGE_VERB})[ \t]+(?:[^\s.!?;:=]+[ \t]+){{0,3}}?"
-    rf"(?P<key>{_ALWAYS_KEY}|{_TOKEN_KEY})[ \t]+to[ \t]+{_EMPHASIS}){_VALUE}"
-)
-# An AWS secret access key (40 characters of base64) after "aws" or
-# "secret" on its line: it has no prefix of its own.
-_AWS_SECRET_RE = LazyPattern(
-    r"(?i:\b(?:aws|secret))[^\n]{0,200}?(?<![A-Za-z0-9/+=])(?P<value>[A-Za-z0-9/+]{40})(?![A-Za-z0-9/+=])"
-)
-# Characters that may close a value's token without being part of it: a
-# sentence's end, a closing bracket or quote, Markdown emphasis.
-_TRAILING = ".,;:!?)]}>\"'*_`"
-# After a value: more words on its line (the value began a sentence).
-_PROSE_GOES_ON_RE = LazyPattern(r"[ \t]+[A-Za-z]")
-# A value that says where something is: a URL (its password, if any, is
-# the URL pattern's) or a relative or home path.
-_LOCATION_RE = LazyPattern(r"(?:[A-Za-z][A-Za-z0-9+.-]*://|~/|\.\.?/)")
-# A file name's extension, at the end of a path.
-_EXTENSION_RE = LazyPattern(r"\.[a-z]{1,8}$")
-# What joins the parts of one word: "well-known", "don't".
-_WORD_JOINS_RE = LazyPattern(r"['’-]")
-
-_PLACEHOLDER_RE = LazyPattern(
-    r"^(?:[*xX.•_-]{3,}|<[^>]*>|\{\{[^}]*\}\}|\$\{[^}]*\}|\[[^\]]*\]|(?i:none|null|empty|n/?a|tbd|todo|changeme"
-    r"|example|redacted|your[-_ ]\w+.*)"
-    # A constant's name standing in for the value: CLIENT_SECRET, API_TOKEN.
-    r"|[A-Z]+(?:_[A-Z]+)+)$"
-)
+def _pem_spans(text: str) -> list[Span]:
+    spans: list[Span] = []
+    pos = 0
+    while True:
+        b = R.PEM_BEGIN_RE.search(text, pos)
+        if b is None:
+            return spans
+        e = R.PEM_END_RE.search(text, b.end())
+        end = e.end() if e else len(text)
+        spans.append((b.start(), end))
+        pos = end
 
 
-# Every pattern above needs one of these (lower-cased); substring tests on a
-# lower-cased copy skip most text far faster than a case-insensitive regex.
-_HINTS = (
-    "akia", "asia", "agpa", "aida", "aroa", "anpa", "anva", "aipa", "ghp_", "gho_", "ghu_", "ghs_", "ghr_",
-    "github_pat", "glpat-", "gldt-", "glrt-", "glptt-", "glft-", "glcbt-", "glimt-", "gloas-", "glsoat-",
-    "glagent-", "hf_", "npm_", "pypi-", "sk-", "xox", "xapp-", "aiza", "ya29.", "_live_", "_test_",
-    "whsec_", "sg.", "eyj", "bearer", "authorization", "private key", "://", "pass", "pwd", "secret", "token",
-    "key", "credential", "pin", "aws", "code",
-)
+def find_secrets(text: str, *, prefilter: bool = True) -> list[Span]:
+    """The spans of ``text`` that hold a credential, sorted and merged.
 
-
-# The hints each costly pattern needs, so a text holding only "key" (common
-# in technical prose) is not scanned for every token shape as well.
-_TOKEN_HINTS = tuple(h for h in _HINTS if h not in (
-    "bearer", "authorization", "private key", "://", "pass", "pwd", "secret", "token", "key", "credential",
-    "pin", "aws", "code",
-)) + ("hooks.slack",)
-# What the keyed patterns need before they are tried: one of their key words.
-_KEY_HINTS = ("pass", "pwd", "secret", "key", "token", "credential", "pin", "code")
-# One scan of the text for all hints at once beats a substring test per hint.
-_HINT_RE = re.compile("|".join(re.escape(h) for h in _HINTS))
-
-
-def _may_hold_secret(text: str) -> bool:
-    return _HINT_RE.search(text.lower()) is not None
-
-
-def _entropy(value: str) -> float:
-    """Shannon entropy in bits per character."""
-    counts = Counter(value)
-    n = len(value)
-    return -sum(c / n * math.log2(c / n) for c in counts.values())
-
-
-def looks_random(value: str) -> bool:
-    """Whether ``value`` looks like a generated key rather than a word.
-
-    Long (16+), and either mixes letters with digits or has high entropy.
+    ``prefilter=False`` reads every line with every rule (tests check both agree).
     """
-    if len(value) < 16:
-        return False
-    has_digit = any(ch.isdigit() for ch in value)
-    has_alpha = any(ch.isalpha() for ch in value)
-    return (has_digit and has_alpha) or _entropy(value) >= 3.5
+    if not text:
+        return []
+    low = text.lower()
+    lines = _cue_lines(text, low, prefilter)
+    if not lines:
+        return []  # the common case: nothing that could start a credential
+    spans: list[Span] = []
+    if "-----begin" in low:
+        spans += _pem_spans(text)
+    if ("akia" in low or "asia" in low) and R.AWS_ID_RE.search(text) is not None:
+        # An AWS key id: a 40-character secret anywhere in the text is its secret key.
+        found = Line(text)
+        found._aws_secrets(anywhere=True)
+        spans += found.spans
+    for start, end in lines:
+        line = text[start:end]
+        found = Line(line, low[start:end] if len(low) == len(text) else None)
+        found.scan()
+        spans += [(start + s, start + e) for s, e in found.spans]
+        if not found.spans or found.spans[-1][1] < len(line.rstrip()):
+            label = label_kind(line)
+            if label is not None:
+                spans += _label_value_after(text, end, label)
+    return _merge(spans)
 
 
-def looks_secret(value: str) -> bool:
-    """Whether ``value``, said to be a password, token or PIN, looks like one.
-
-    A secret is not a plain word: it has a digit or a symbol, or mixes case
-    inside a word ("Tr0ub4dor&3", "4821", "hunter2", "pAssw0rd"), or looks
-    generated (:func:`looks_random`). So "the password is strict" and "the
-    token is valid" are prose; very short values (under 4 characters: "3",
-    "a") are too. Placeholders (``****``, ``<your key>``) are not secrets.
-    """
-    if len(value) < 4 or _is_placeholder(value):
-        return False
-    if looks_random(value):
-        return True
-    return not _is_plain_word(value)
-
-
-def _is_plain_word(value: str) -> bool:
-    """A word of prose in any script ("strict", "Calm", "well-known", "don't",
-    "NASA", "café"): letters only, each part lower case, upper case or
-    capitalised. A digit, a symbol or a capital inside a word ("pAssw0rd")
-    makes it something else."""
-    parts = _WORD_JOINS_RE.split(value)
-    return all(p.isalpha() and (p.islower() or p.isupper() or p.istitle()) for p in parts)
-
-
-def _is_placeholder(value: str) -> bool:
-    """An empty value, a placeholder (``****``, ``<your key>``), or one that
-    *is* an already redacted secret. A value that merely contains
-    ``[redacted]`` beside other text is not: that other text is the secret."""
-    value = value.strip().strip("*_`")
-    return not value or bool(_PLACEHOLDER_RE.match(value))
+def _cue_lines(text: str, low: str, prefilter: bool) -> list[Span]:
+    """(start, end) of every line of ``text`` that holds a cue (every line without the prefilter)."""
+    if not prefilter or len(low) != len(text):
+        # (A lower-cased text of another length, rare: offsets differ; read line by line.)
+        out, start = [], 0
+        for line in text.split("\n"):
+            end = start + len(line)
+            if not prefilter or R.find_cue(line.lower()) >= 0:
+                out.append((start, end))
+            start = end + 1
+        return out
+    out = []
+    pos = 0
+    while True:
+        at = R.find_cue(low, pos)
+        if at < 0:
+            return out
+        start = low.rfind("\n", 0, at) + 1
+        end = low.find("\n", at)
+        end = len(low) if end < 0 else end
+        out.append((start, end))
+        pos = end + 1
 
 
-def _strong(key: str) -> bool:
-    """Whether a key names a secret outright (password, token, PIN, API key...)
-    rather than being a bare ``key``, which in prose is as often an idea."""
-    words = re.split(r"[\s_-]+", key.lower())
-    return words[-1] != "key" or any(w in ("api", "apikey", "secret", "access", "private", "account") for w in words)
+def _label_value_after(text: str, end: int, label: tuple[str, str]) -> list[Span]:
+    """The value of a label ending at ``end`` on the next line (past one blank or fence line)."""
+    pos = end + 1
+    for _ in range(2):
+        if pos > len(text):
+            return []
+        nxt = text.find("\n", pos)
+        nxt = len(text) if nxt < 0 else nxt
+        line = text[pos:nxt]
+        stripped = line.strip()
+        if stripped and not stripped.startswith(("```", "~~~")):
+            found = Line(line)
+            label_value(found, label)
+            return [(pos + s, pos + e) for s, e in found.spans]
+        pos = nxt + 1
+    return []
 
 
-def _always(key: str) -> bool:
-    """Whether an assigned value of ``key`` is a secret whatever it looks like."""
-    last = re.split(r"[\s_-]+", key.lower())[-1]
-    return last.startswith("pass") or last in ("pwd", "secret")
-
-
-def _password_word(key: str, value: str) -> bool:
-    """Whether a plain word said to be a password in prose ("my password is
-    sunshine") is read as one: the key is a password (not a "secret", which in
-    prose is as often a knack: "the secret of good coffee is patience") and
-    the value is one word of four letters or more ("up-to-date" is prose)."""
-    last = re.split(r"[\s_-]+", key.lower())[-1]
-    return (last.startswith("pass") or last == "pwd") and len(value) >= 4 and not _WORD_JOINS_RE.search(value)
-
-
-def _token_end(value: str) -> int:
-    """Where the secret in one token ends: before trailing punctuation that
-    closes a sentence, a bracket or emphasis ("Pa55w0rd-xyz." keeps its period)."""
-    end = len(value)
-    while end > 0 and value[end - 1] in _TRAILING:
-        end -= 1
-    return end
-
-
-class _Redactor:
-    """One redaction of one text: the passes in order, and the count."""
-
-    def __init__(self) -> None:
-        self.count = 0
-
-    def whole(self, m: re.Match[str]) -> str:
-        """The match replaced whole (a private key block keeps its line count)."""
-        self.count += 1
-        return REDACTED + "\n" * m.group(0).count("\n")
-
-    def auth(self, m: re.Match[str]) -> str:
-        """An Authorization header's value, its scheme kept."""
-        scheme, value = m.group(2), m.group(3)
-        if _is_placeholder(value) or not (looks_random(value) or (scheme and len(value) >= 8)):
-            return m.group(0)
-        self.count += 1
-        return m.group(1) + (scheme + " " if scheme else "") + REDACTED
-
-    def bearer(self, m: re.Match[str]) -> str:
-        """A Bearer token."""
-        if _is_placeholder(m.group(2)):
-            return m.group(0)
-        self.count += 1
-        return m.group(1) + REDACTED
-
-    def url_password(self, m: re.Match[str]) -> str:
-        """The password of ``scheme://user:password@host``."""
-        if _is_placeholder(m.group(2)):
-            return m.group(0)
-        self.count += 1
-        return m.group(1) + REDACTED + m.group(3)
-
-    def aws_secret(self, m: re.Match[str]) -> str:
-        """A 40-character AWS secret access key after "aws" or "secret"."""
-        value = m.group("value")
-        if not looks_random(value) or value.isalpha() or value.isdigit():
-            return m.group(0)
-        self.count += 1
-        return m.group(0)[: m.start("value") - m.start()] + REDACTED
-
-    def passphrase(self, m: re.Match[str]) -> str:
-        """An assigned passphrase, to the end of its sentence."""
-        value = m.group("value")
-        if _is_placeholder(value) or REDACTED in value:
-            return m.group(0)
-        self.count += 1
-        return m.group("head") + REDACTED + value[_token_end(value):]
-
-    def keyed(self, m: re.Match[str], *, assigned: bool) -> str:
-        """The value of ``key: value`` (``assigned``) or ``key is value``,
-        cut when it is a secret: only the value, its closing punctuation kept."""
-        key, quote = m.group("key"), m.group("q")
-        if m.group("held"):
-            return m.group(0)
-        raw = m.group("quoted") if quote else m.group("value")
-        value = raw if quote else raw[: _token_end(raw)]
-        if _is_placeholder(value) or REDACTED in raw:
-            return m.group(0)  # nothing, a placeholder, or a shaped token replaced above
-        if _LOCATION_RE.match(value) and not (assigned and _always(key)):
-            return m.group(0)  # "the key is ~/.ssh/id_ed25519": where a key is, not the key
-        if _always(key) and (assigned or _password_word(key, value)):
-            # Always a secret, unless it is a plain word that goes on as a
-            # sentence ("`passwd`: Stores user ids" describes the file; "the
-            # password is required for login"). "My password is sunshine"
-            # ends there: the word is the password (a rare "the password is
-            # strong." loses one word of prose, never a secret).
-            secret = not _is_plain_word(value) or not _PROSE_GOES_ON_RE.match(m.string, m.end())
+def _merge(spans: list[Span]) -> list[Span]:
+    merged: list[Span] = []
+    for s, e in sorted(spans):
+        if merged and s < merged[-1][1]:
+            merged[-1] = (merged[-1][0], max(merged[-1][1], e))
         else:
-            secret = looks_secret(value) if _strong(key) else looks_random(value)
-        if not secret and _always(key) and len(_WORD_JOINS_RE.split(value)) >= 4:
-            secret = True  # words joined into one: "correct-horse-battery-staple"
-        if not secret:
-            return m.group(0)
-        self.count += 1
-        if quote:
-            return m.group("head") + quote + REDACTED + quote
-        return m.group("head") + REDACTED + raw[len(value):]
+            merged.append((s, e))
+    return merged
 
 
 def redact(text: str) -> tuple[str, int]:
@@ -383,46 +178,20 @@ def redact(text: str) -> tuple[str, int]:
 
     Only the secret goes: the rest of the sentence and every other line stay
     (a private key block becomes ``[redacted]`` and as many line breaks as
-    it had). Each credential counts once, also when one value holds another
-    already replaced. Idempotent: redacting the output again finds nothing more.
+    it had). Each credential counts once, also when two rules find it.
+    Idempotent: redacting the output again finds nothing more.
     """
-    if not text or not _may_hold_secret(text):
-        return text, 0  # the common case: nothing that could start a credential
-    r = _Redactor()
-    out = _PEM_RE.sub(r.whole, text) if "private key" in text.lower() else text
-    # Every other pattern lies within one line: only the lines holding a
-    # hint are read (a whole note's text seldom has more than a few).
-    lines = out.split("\n")
-    for i, line in enumerate(lines):
-        low = line.lower()
-        if _HINT_RE.search(low):
-            lines[i] = _redact_line(line, low, r)
-    return "\n".join(lines), r.count
-
-
-def _redact_line(line: str, low: str, r: _Redactor) -> str:
-    """One line through every pass but the private key block's."""
-    out = line
-    if any(hint in low for hint in _TOKEN_HINTS):
-        out = _TOKEN_RE.sub(r.whole, out)
-        low = out.lower()
-    if "authorization" in low:
-        out = _AUTH_RE.sub(r.auth, out)
-    if "bearer" in low:
-        out = _BEARER_RE.sub(r.bearer, out)
-    if "://" in out:
-        out = _URL_PASSWORD_RE.sub(r.url_password, out)
-    if "aws" in low or "secret" in low:
-        out = _AWS_SECRET_RE.sub(r.aws_secret, out)
-    if any(hint in low for hint in _KEY_HINTS):
-        if ":" in out or "=" in out:
-            if "passphrase" in low:
-                out = _PASSPHRASE_RE.sub(r.passphrase, out)
-            out = _ASSIGN_RE.sub(lambda m: r.keyed(m, assigned=True), out)
-        out = _PROSE_RE.sub(lambda m: r.keyed(m, assigned=m.group("colon") is not None), out)
-        if " to" in low:
-            out = _SET_RE.sub(lambda m: r.keyed(m, assigned=False), out)
-    return out
+    spans = find_secrets(text)
+    if not spans:
+        return text, 0
+    out: list[str] = []
+    last = 0
+    for s, e in spans:
+        out.append(text[last:s])
+        out.append(REDACTED + "\n" * text.count("\n", s, e))
+        last = e
+    out.append(text[last:])
+    return "".join(out), len(spans)
 
 
 def redact_tree(data: Any, key: str | None = None) -> Any:
@@ -442,6 +211,9 @@ def redact_tree(data: Any, key: str | None = None) -> Any:
     return data
 
 
+_EXTENSION_RE = re.compile(r"\.[a-z]{1,8}$")
+
+
 def _redact_value(value: str, key: str | None) -> str:
     if "%" in value:
         decoded = unquote(value)
@@ -459,26 +231,12 @@ def _redact_value(value: str, key: str | None) -> str:
     return redact(value)[0]
 
 
-def always_value_spans(text: str) -> list[tuple[int, int]]:
-    """(start, end) of every keyed value in ``text`` (``password: value``,
-    ``api key is value``), so the sentence splitter does not cut one: a
-    quoted ``password: "Abc1! Def2"`` split after ``!`` would leave ``Def2``
-    outside the value that :func:`redact` replaces.
+def always_value_spans(text: str) -> list[Span]:
+    """(start, end) of every credential in ``text``, so the sentence splitter
+    does not cut one: a quoted ``password: "Abc1! Def2"`` split after ``!``
+    would leave ``Def2`` outside the value that :func:`redact` replaces.
     """
-    low = text.lower()
-    if not any(hint in low for hint in _KEY_HINTS):
-        return []
-    spans = [m.span("value") for m in _PASSPHRASE_RE.finditer(text)] if "passphrase" in low else []
-    for regex in (_ASSIGN_RE, _PROSE_RE, _SET_RE):
-        for m in regex.finditer(text):
-            if m.group("held"):
-                continue
-            if m.group("q"):
-                spans.append(m.span("quoted"))
-            else:
-                start = m.start("value")
-                spans.append((start, start + _token_end(m.group("value"))))
-    return sorted(spans)
+    return find_secrets(text)
 
 
 def private_key_lines(lines: list[str]) -> set[int]:
@@ -490,10 +248,11 @@ def private_key_lines(lines: list[str]) -> set[int]:
     found: set[int] = set()
     start: int | None = None
     for i, line in enumerate(lines):
-        if start is None and _PEM_BEGIN_RE.search(line):
+        if start is None and R.PEM_BEGIN_RE.search(line):
             start = i
         if start is not None:
             found.add(i)
-            if _PEM_END_RE.search(line):
+            if R.PEM_END_RE.search(line):
                 start = None
     return found
+
