@@ -18,6 +18,22 @@ _VERBS = {
 }
 
 
+_NOUNS = {
+    "decay": ("memory decayed", "memories decayed"), "archive": ("archive", "archives"), "merge": ("merge", "merges"),
+    "promote": ("promotion", "promotions"), "contradiction": ("contradiction flagged", "contradictions flagged"),
+    "task_done": ("task closed", "tasks closed"),
+}
+_PROPOSED_NOUNS = {"decay": ("memory to decay", "memories to decay"),
+                   "contradiction": ("contradiction", "contradictions"),
+                   "task_done": ("done task to close", "done tasks to close")}
+
+
+def count_words(counts: dict[str, int], *, proposed: bool = False) -> str:
+    """Counts per kind for a person: "2 merges, 1 contradiction flagged" (``proposed``: "2 merges, 1 contradiction")."""
+    nouns = {**_NOUNS, **_PROPOSED_NOUNS} if proposed else _NOUNS
+    return ", ".join(f"{n} {nouns.get(k, (k, k))[n != 1]}" for k, n in counts.items() if n)
+
+
 def describe(action: dict[str, Any]) -> str:
     """One line for a person: what, which memories, why."""
     kind, ids, d = action["kind"], action["ids"], action["detail"]
@@ -75,7 +91,8 @@ def consolidate(app: AppContext, dry_run: bool, undo_run: str | None, show_log: 
                 emit_json(run)
             else:
                 done = ", ".join(f"{n} {k}" for k, n in sorted(run["counts"].items()) if n) or "nothing"
-                echo(f"{run['run']}  {run['started']}  {run['trigger']:<6} {run['status']:<7} {done}")
+                proposed = f"; proposed: {count_words(run['proposed'], proposed=True)}" if run.get("proposed") else ""
+                echo(f"{run['run']}  {run['started']}  {run['trigger']:<6} {run['status']:<7} {done}{proposed}")
         return
     if undo_run:
         undone = store.undo_consolidation(undo_run)

@@ -110,6 +110,7 @@ def status(app: AppContext, as_json: bool) -> None:
         else:
             side = item.get("side") or "this device's store version"
             echo(f"  {item['note']}: {item['detail']}; {side} in {item['conflict_note']}")
+    _print_consolidation(data.get("consolidation"))
     if data.get("contradictions"):
         echo(f"{'contradicts:':12} {data['contradictions']} open contradictions (see `memvault conflicts`)")
     pending = data.get("pending_writes") or []
@@ -124,6 +125,20 @@ def status(app: AppContext, as_json: bool) -> None:
         f"{'index:':12} {index['notes']} notes, {index['attachments']} attachments, {index['traces']} traces, "
         f"{index['edges']} edges, {index['parse_errors']} parse errors"
     )
+
+
+def _print_consolidation(run: dict[str, Any] | None) -> None:
+    """The latest consolidation run: who ran it, what it did, what it proposes."""
+    if not run:
+        return
+    from memvault.cli.consolidate_cmds import count_words
+
+    by = {"daemon": "by the daemon", "cli": "from the command line", "merge": "a merge", "mcp": "by an agent"}
+    echo(f"{'last run:':12} consolidation {run['run']} {by.get(run['trigger'], run['trigger'])} at "
+         f"{run['started']} ({run['status']}): {count_words(run['counts']) or 'nothing done'}")
+    if run.get("proposed"):
+        echo(f"{'proposed:':12} {count_words(run['proposed'], proposed=True)}, not done: "
+             "`memvault consolidate --dry-run` shows them, `memvault consolidate` applies them")
 
 
 def _print_services(services: dict[str, Any]) -> None:

@@ -12,7 +12,10 @@ waits until the vault has been quiet for ``consolidate.quiet`` seconds (no
 events, nothing queued: ``quiet_for()``), then runs consolidation through
 the runner the store builds (:meth:`MemoryStore.consolidation_runner`, on a
 connection of its own, like a CLI command beside the daemon; see
-:mod:`memvault.store.consolidation.scheduled`). Every note it writes goes
+:mod:`memvault.store.consolidation.scheduled`). A run carries out only the
+kinds of action ``consolidate.auto`` names (by default decay and flagging
+contradictions, which write no note) and proposes the rest: ``status``
+shows them, ``memvault consolidate`` applies them. Every note it writes goes
 through the memory mirror's atomic, conflict-checked writer, and an action
 that would write a note a person is editing (``editing(path)``: queued by the
 watcher, or saved within the quiet period) is deferred to the next run. A run
@@ -117,6 +120,9 @@ class ConsolidateService(Service):
         self.runs += 1
         log.info("consolidation %s: %s in %.2fs", report.run_id, report.counts() or "nothing to do",
                  time.monotonic() - started)
+        if report.proposed:
+            log.info("proposed, not done (consolidate.auto leaves them to you): %s; `memvault consolidate "
+                     "--dry-run` shows them, `memvault consolidate` applies them", report.proposed_counts())
         for action in report.deferred:
             log.info("deferred while a note is edited: %s %s", action["kind"], ", ".join(action["ids"]))
         for action in report.failed:

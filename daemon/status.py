@@ -112,6 +112,10 @@ def vault_status(store: "MemoryStore") -> dict[str, Any]:
         counts["conflicts_recorded"] = out["conflicts_recorded"]
         counts["conflicts_from_sync"] = sum(1 for c in out["conflict_list"] if c.get("kind") == "sync")
         out["contradictions"] = len(store.contradictions())
+        # The latest consolidation run (the daemon's first one included): what
+        # it did, and what it proposes (a later run of any kind supersedes it).
+        latest = store.consolidation_runs(limit=1)
+        out["consolidation"] = latest[0] if latest else None
         out["pending_writes"] = store.pending_writes()  # memory notes not written yet
     return out
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import functools
 import os
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Collection, Sequence
 from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any, Concatenate, ParamSpec, TypeVar
 
@@ -177,17 +177,19 @@ class ChangeAPI(StoreParts):
     @logged
     def consolidate(self, *, dry_run: bool = False, today: Any = None, trigger: str = "cli",
                     avoid: Callable[[str], bool] | None = None, cancel: Any = None,
-                    expect_plan: str | None = None) -> "RunReport":
+                    expect_plan: str | None = None, kinds: Collection[str] | None = None) -> "RunReport":
         """Plan and (unless ``dry_run``) carry out a consolidation run (see
         :mod:`memvault.store.consolidation.run`); ``avoid(path)``: a note a
         person is editing, whose actions wait for a later run; ``cancel``: a
         ``threading.Event`` that abandons the llm's confirmation (and the run);
         ``expect_plan``: carry the plan out only if its id is this one (else
-        :class:`~memvault.store.consolidation.run.PlanChanged`, nothing done)."""
+        :class:`~memvault.store.consolidation.run.PlanChanged`, nothing done);
+        ``kinds``: carry out only actions of these kinds, proposing the rest
+        (the daemon's runs: ``consolidate.auto``)."""
         from memvault.store.consolidation.run import consolidate
 
         return consolidate(self.ctx, self.memories, dry_run=dry_run, today=today, trigger=trigger, avoid=avoid,
-                           cancel=cancel, expect_plan=expect_plan)
+                           cancel=cancel, expect_plan=expect_plan, kinds=kinds)
 
     @logged
     def undo_consolidation(self, run: str) -> "UndoReport":

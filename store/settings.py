@@ -74,6 +74,7 @@ KEYS: tuple[Key, ...] = (
     Key("recall.evergreen_tags", ["evergreen"], "Memories with any of these tags never decay."),
     Key("consolidate.interval", 86400, "Seconds between the daemon's consolidation runs (default daily); 0 turns them off."),
     Key("consolidate.quiet", 60, "The daemon consolidates only after this many seconds without a vault event."),
+    Key("consolidate.auto", ["decay", "contradiction"], "What the daemon's runs carry out on their own (decay, archive, merge, promote, contradiction, task_done); the rest they propose for `memvault consolidate`. The default writes no note."),
     Key("consolidate.duplicate_similarity", 0.7, "`add` names live memories from this similarity minus 0.20 up in `similar_to` (it refuses only the same text)."),
     Key("consolidate.merge_similarity", 0.75, "`consolidate` merges memories at least this similar to each other."),
     Key("consolidate.archive_strength", 0.2, "`consolidate` archives memories whose strength fell to this or below..."),
@@ -82,6 +83,9 @@ KEYS: tuple[Key, ...] = (
 )
 
 _BY_NAME = {k.name: k for k in KEYS}
+#: The actions of a consolidation run, in the order a run carries them out
+#: (:mod:`memvault.store.consolidation.run`): what ``consolidate.auto`` may name.
+CONSOLIDATION_KINDS = ("decay", "archive", "merge", "promote", "contradiction", "task_done")
 _KIND_NAMES = {bool: "true or false", int: "an integer", float: "a number", list: "a list of strings", str: "a string"}
 
 
@@ -218,6 +222,8 @@ class ConsolidateSettings:
 
     interval: int
     quiet: int
+    #: The action kinds the daemon's scheduled runs carry out; the rest are proposed.
+    auto: frozenset[str]
     duplicate_similarity: float
     merge_similarity: float
     archive_strength: float
@@ -291,6 +297,7 @@ class Settings:
             ),
             consolidate=ConsolidateSettings(
                 interval=max(0, int(v["consolidate.interval"])), quiet=max(0, int(v["consolidate.quiet"])),
+                auto=frozenset(v["consolidate.auto"]),
                 duplicate_similarity=float(v["consolidate.duplicate_similarity"]),
                 merge_similarity=float(v["consolidate.merge_similarity"]),
                 archive_strength=float(v["consolidate.archive_strength"]),
@@ -337,6 +344,10 @@ def load_settings(overrides: dict[str, Any] | None = None) -> Settings:
     }.get(origins["memory_folder"], "default")
     values["memory_folder"] = check_memory_folder(values["memory_folder"], origin)
     values["history_folder"] = check_history_folder(values["history_folder"], origins["history_folder"])
+    unknown = [kind for kind in values["consolidate.auto"] if kind not in CONSOLIDATION_KINDS]
+    if unknown:
+        raise ConfigError(f"consolidate.auto names {unknown[0]!r}, not an action of consolidation "
+                          f"({', '.join(CONSOLIDATION_KINDS)})")
     if values["recall.identity"] not in ("always", "relevant"):
         raise ConfigError(f"recall.identity must be always or relevant, not {values['recall.identity']!r}")
     return Settings.from_values(values, path, origins)

@@ -334,12 +334,18 @@ def test_daemon_service_runs_when_quiet_and_defers_edited_notes(vault: Path) -> 
 
 
 def test_daemon_runner_wires_the_schedule(vault: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The daemon's first run flags the contradiction (consolidate.auto's
+    default) and proposes the merge without doing it: both notes stay, and
+    `status` says what the run did and what it proposes (issue 35)."""
     from memvault.daemon.runner import DaemonRunner
 
     monkeypatch.setenv("MEMVAULT_CONSOLIDATE_QUIET", "0")
     recent = datetime.now(timezone.utc).date()
     note(vault, "m-a", "Has 2 cats", created=(recent - timedelta(days=20)).isoformat())
     note(vault, "m-b", "Has 3 cats", created=(recent - timedelta(days=10)).isoformat())
+    note(vault, "m-dup1", "Prefers dark mode in every editor", created=(recent - timedelta(days=30)).isoformat())
+    note(vault, "m-dup2", "prefers dark mode in every editor!", created=(recent - timedelta(days=29)).isoformat())
+    before = files(vault)
     with opened(vault) as v:
         runner = DaemonRunner(v, debounce_ms=50, rescan_interval=0)
         runner.start()
@@ -351,8 +357,49 @@ def test_daemon_runner_wires_the_schedule(vault: Path, monkeypatch: pytest.Monke
             wait_for(lambda: runner.state()["consolidate"]["runs"] >= 1, 30)
             assert v.contradictions()[0].newer.id == "m-b"
             assert runner.quiet_for() >= 0
+            run = v.consolidation_runs()[0]
+            assert run["proposed"] == {"merge": 1} and "merge" not in run["counts"]
+            out = CliRunner().invoke(cli, ["--vault", str(vault), "status"]).output
+            assert files(vault) == before  # nothing written: the merge waits for a person
+            assert f"consolidation {run['run']} by the daemon" in out and "1 contradiction flagged" in out, out
+            assert "proposed:    1 merge, not done: `memvault consolidate --dry-run` shows them" in out
+            log = CliRunner().invoke(cli, ["--vault", str(vault), "consolidate", "--log"]).output
+            assert "proposed: 1 merge" in log
         finally:
             runner.stop()
+    r = CliRunner().invoke(cli, ["--vault", str(vault), "consolidate"])
+    assert r.exit_code == 0 and "1 merge" in r.output, r.output  # a person applies it
+    out = CliRunner().invoke(cli, ["--vault", str(vault), "status", "--json"]).output
+    assert json.loads(out)["consolidation"]["proposed"] == {}  # the later run supersedes the proposal
+
+
+def test_consolidate_auto_opts_the_daemon_into_more(vault: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from memvault.daemon.consolidate_service import ConsolidateService
+
+    monkeypatch.setenv("MEMVAULT_CONSOLIDATE_AUTO", "decay, merge")
+    recent = datetime.now(timezone.utc).date()
+    note(vault, "m-a", "Has 2 cats", created=(recent - timedelta(days=20)).isoformat())
+    note(vault, "m-b", "Has 3 cats", created=(recent - timedelta(days=10)).isoformat())
+    note(vault, "m-dup1", "Prefers dark mode in every editor", created=(recent - timedelta(days=30)).isoformat())
+    note(vault, "m-dup2", "prefers dark mode in every editor!", created=(recent - timedelta(days=29)).isoformat())
+    with opened(vault) as v:
+        v.sync()
+        runner = v.consolidation_runner()
+        try:
+            ConsolidateService(v, quiet_for=lambda: 1e9, interval=3600, quiet=0)._run_once(runner)
+        finally:
+            runner.close()
+        run = v.consolidation_runs()[0]
+        assert run["counts"].get("merge") == 1 and run["proposed"] == {"contradiction": 1}, run
+        assert not v.contradictions()  # not opted into: proposed
+    assert sum(1 for p in (vault / "Memory" / "semantic").glob("m-dup*.md")) == 1
+
+
+def test_consolidate_auto_names_only_actions(vault: Path, memvault_env: Path) -> None:
+    (memvault_env / "config.toml").write_text('[consolidate]\nauto = ["decay", "merges"]\n')
+    r = CliRunner().invoke(cli, ["--vault", str(vault), "status"])
+    assert r.exit_code == 2 and r.output.count("\n") == 1 and "Traceback" not in r.output
+    assert "consolidate.auto names 'merges', not an action of consolidation" in r.output
 
 
 def test_runner_says_a_just_saved_or_queued_note_is_being_edited(vault: Path) -> None:

@@ -466,7 +466,9 @@ def test_sigkill_of_the_daemon_in_a_batch_and_a_consolidation(tmp_path: Path, qu
     rng = random.Random("daemon")
     # Consolidation as soon as the vault was quiet for a second after the burst
     # (once: the next is due in an hour), on the real clock's day.
-    env = {**quiet_env, "MEMVAULT_CONSOLIDATE_INTERVAL": "3600", "MEMVAULT_CONSOLIDATE_QUIET": "1"}
+    # Every kind of action opted into (consolidate.auto): the run writes notes, so a kill can cut one short.
+    env = {**quiet_env, "MEMVAULT_CONSOLIDATE_INTERVAL": "3600", "MEMVAULT_CONSOLIDATE_QUIET": "1",
+           "MEMVAULT_CONSOLIDATE_AUTO": "decay,archive,merge,promote,contradiction,task_done"}
     env = {k: v for k, v in env.items() if k not in ("NOTIFY_SOCKET", "WATCHDOG_USEC", "WATCHDOG_PID")}
     today = datetime.now(timezone.utc).date()
     span = 0.0

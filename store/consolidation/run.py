@@ -15,7 +15,7 @@ the settling of what a dead run left (pending actions, a run still marked
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass, field
 from datetime import date, datetime, timezone
 from typing import TYPE_CHECKING, Any
@@ -71,15 +71,22 @@ class RunReport:
     failed: list[dict[str, Any]] = field(default_factory=list)
     stats: dict[str, Any] = field(default_factory=dict)
     plan: str | None = None  # the id of the plan shown or carried out (:func:`.plan.plan_id`)
+    #: Planned actions of kinds the run was not to carry out (the daemon's
+    #: runs do only ``consolidate.auto``): left for a person to review.
+    proposed: list[dict[str, Any]] = field(default_factory=list)
 
     def counts(self) -> dict[str, int]:
         """Done (or planned) actions per kind; decay counts memories."""
         return count_actions((a["kind"], a["detail"]) for a in self.actions)
 
+    def proposed_counts(self) -> dict[str, int]:
+        """Proposed actions per kind (see :attr:`proposed`)."""
+        return count_actions((a["kind"], a["detail"]) for a in self.proposed)
+
     def as_dict(self) -> dict[str, Any]:
         """JSON-ready summary (without the actions, printed one per line)."""
         return {"run": self.run_id, "plan": self.plan, "day": self.day, "dry_run": self.dry_run,
-                "counts": self.counts(),
+                "counts": self.counts(), "proposed": self.proposed_counts(),
                 "deferred": len(self.deferred), "failed": len(self.failed), "stats": self.stats}
 
 
@@ -144,7 +151,7 @@ def touched_paths(con: "apsw.Connection", action: Action) -> list[str]:
 
 def consolidate(ctx: "StoreContext", memories: "Memories", *, dry_run: bool = False, today: date | None = None,
                 trigger: str = "cli", avoid: Callable[[str], bool] | None = None, cancel: "threading.Event | None" = None,
-                expect_plan: str | None = None) -> RunReport:
+                expect_plan: str | None = None, kinds: Collection[str] | None = None) -> RunReport:
     """Plan and (unless ``dry_run``) carry out one consolidation run, its
     notes written through ``memories`` (the memory mirror).
 
@@ -160,6 +167,10 @@ def consolidate(ctx: "StoreContext", memories: "Memories", *, dry_run: bool = Fa
     ``plan``). The plan made under the lock is carried out only when its id
     is that one; otherwise :class:`PlanChanged` and nothing is done (an agent
     applies only what it was shown).
+
+    ``kinds``: carry out only actions of these kinds (the daemon's runs:
+    ``consolidate.auto``); the rest of the plan is reported and logged as
+    proposed (:attr:`RunReport.proposed`), for ``memvault consolidate``.
     """
     if dry_run:
         plan = plan_for(ctx, today, cancel)
@@ -176,11 +187,11 @@ def consolidate(ctx: "StoreContext", memories: "Memories", *, dry_run: bool = Fa
         plan = plan_for(ctx, today, cancel)
         if expect_plan is not None and plan.id != expect_plan.strip():
             raise PlanChanged(expect_plan.strip(), plan.id)
-        return _carry_out(ctx, memories, plan, trigger, avoid)
+        return _carry_out(ctx, memories, plan, trigger, avoid, kinds)
 
 
 def _carry_out(ctx: "StoreContext", memories: "Memories", plan: Plan, trigger: str,
-               avoid: Callable[[str], bool] | None) -> RunReport:
+               avoid: Callable[[str], bool] | None, kinds: Collection[str] | None = None) -> RunReport:
     report = RunReport(None, plan.day, False, stats=dict(plan.stats), plan=plan.id)
     con = ctx.con
     run_id = log.new_run_id(plan.day)
@@ -189,6 +200,9 @@ def _carry_out(ctx: "StoreContext", memories: "Memories", plan: Plan, trigger: s
     report.run_id = run_id
     try:
         for action in plan.actions:
+            if kinds is not None and action.kind not in kinds:
+                report.proposed.append(action.as_dict())
+                continue
             # Asked right before each action: a person may start editing mid-run.
             if avoid is not None and any(avoid(p) for p in touched_paths(con, action)):
                 report.deferred.append(action.as_dict())
@@ -219,8 +233,11 @@ def _carry_out(ctx: "StoreContext", memories: "Memories", plan: Plan, trigger: s
         except MemvaultError:
             pass  # the database fails too: the next run marks this one (recover)
         raise
+    summary: dict[str, Any] = report.counts()
+    if report.proposed:  # what a person is to review: `status` and `consolidate --log` say it
+        summary["proposed"] = report.proposed_counts()
     with write_transaction(con):
-        log.finish_run(con, run_id, "done", report.counts())
+        log.finish_run(con, run_id, "done", summary)
     return report
 
 
@@ -322,7 +339,8 @@ def _decay(con: "apsw.Connection", action: Action, run_id: str) -> None:
 def runs(con: "apsw.Connection", limit: int = 20) -> list[dict[str, Any]]:
     """The latest runs, newest first, as dicts."""
     return [{"run": r.id, "started": r.started, "finished": r.finished, "day": r.day, "trigger": r.trigger,
-             "status": r.status, "counts": r.summary} for r in log.runs(con, limit)]
+             "status": r.status, "counts": {k: v for k, v in r.summary.items() if k != "proposed"},
+             "proposed": dict(r.summary.get("proposed") or {})} for r in log.runs(con, limit)]
 
 
 def merge_now(ctx: "StoreContext", memories: "Memories", ids: Sequence[str], content: str | None,

@@ -52,10 +52,14 @@ class ConsolidationRunner:
     def run(self, *, avoid: Callable[[str], bool] | None = None,
             cancel: threading.Event | None = None) -> "RunReport | None":
         """One run (trigger ``daemon``): ``avoid(path)``, a note a person is
-        editing, whose actions wait for a later run. None, with nothing done,
-        when ``cancel`` was set while the llm confirmed contradictions."""
+        editing, whose actions wait for a later run. Only the kinds of
+        action ``consolidate.auto`` names are carried out; the rest are
+        proposed (logged with the run, shown by ``status``) for a person to
+        apply with ``memvault consolidate``. None, with nothing done, when
+        ``cancel`` was set while the llm confirmed contradictions."""
         try:
-            return self.store.consolidate(trigger="daemon", avoid=avoid, cancel=cancel)
+            return self.store.consolidate(trigger="daemon", avoid=avoid, cancel=cancel,
+                                          kinds=self.store.settings.consolidate.auto)
         except LLMCancelled:
             return None
 
