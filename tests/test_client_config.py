@@ -270,6 +270,42 @@ def test_hook_install_merges_into_claude_code_settings(home: Path, vault: Path) 
     assert json.loads(path.read_text()) == sample
 
 
+@pytest.mark.parametrize("client,rel", [("cursor", ".cursor/mcp.json"), ("codex", ".codex/config.toml")])
+def test_a_symlinked_config_is_written_through_and_stays_a_link(
+    client: str, rel: str, home: Path, vault: Path, tmp_path: Path
+) -> None:
+    """A config kept in a dotfiles repo and linked into place: the change goes
+    to the file the link leads to (atomically, there); the link stays."""
+    dotfiles = tmp_path / "dotfiles"
+    dotfiles.mkdir()
+    real = dotfiles / Path(rel).name
+    real.write_text('{"mcpServers": {"memory": {"command": "npx"}}}\n' if rel.endswith(".json")
+                    else '[mcp_servers.memory]\ncommand = "npx"\n')
+    real.chmod(0o600)
+    link = home / rel
+    link.parent.mkdir(parents=True)
+    link.symlink_to(real)
+    r = invoke(vault, "mcp", "install", "--client", client)
+    assert r.exit_code == 0, r.output
+    assert link.is_symlink() and link.resolve() == real and (real.stat().st_mode & 0o777) == 0o600
+    text = real.read_text()
+    assert "memvault" in text and "memory" in text
+    assert not [p for p in link.parent.iterdir() if p.name.endswith("memvault-tmp")]
+    r = invoke(vault, "mcp", "uninstall", "--client", client)
+    assert r.exit_code == 0, r.output
+    assert link.is_symlink() and "memvault" not in real.read_text().replace("memvault-backup", "")
+
+
+def test_a_symlinked_config_that_leads_nowhere_is_refused_untouched(home: Path, vault: Path) -> None:
+    link = home / ".cursor" / "mcp.json"
+    link.parent.mkdir(parents=True)
+    link.symlink_to(home / "gone" / "mcp.json")
+    r = invoke(vault, "mcp", "install", "--client", "cursor")
+    assert r.exit_code == 1 and r.output.count("\n") == 1 and "Traceback" not in r.output, r.output
+    assert "mcp.json" in r.output and "symlink" in r.output and "nothing was written" in r.output
+    assert link.is_symlink() and not (home / "gone").exists()
+
+
 @pytest.mark.parametrize("args", [["--help"], ["mcp", "--help"], ["hook", "--help"]])
 def test_the_cli_never_imports_the_mcp_sdk_outside_the_server(args: list[str]) -> None:
     import subprocess

@@ -13,6 +13,8 @@ hooks into its settings. Both follow the same rules:
   so the comments stay; were that to fail, the file is written as plain JSON
   and the change says so (the original is in the backup);
 - a copy of the file is written first, beside it (``<name>.memvault-backup``);
+- a file that is a symlink (a dotfiles repo) is written through, atomically
+  at the file it leads to, and stays a link; one that leads nowhere is refused;
 - a file that does not parse is refused (:class:`ClientConfigError`, exit 1)
   and nothing is written;
 - uninstall removes only memvault's own entry.
@@ -240,12 +242,31 @@ def _backup(path: Path) -> Path | None:
 
 
 def _write(path: Path, text: str) -> Path | None:
-    """Back the file up, then replace it atomically (keeping its mode)."""
+    """Back the file up, then replace it atomically (keeping its mode). A
+    config that is a symlink (kept in a dotfiles repo) is written through:
+    the file it leads to is replaced, atomically there, and the link stays."""
+    target = _link_target(path)
     backup = _backup(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    mode = path.stat().st_mode & 0o777 if path.exists() else None
-    atomic_write(path, text.encode("utf-8"), mode=mode)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    mode = target.stat().st_mode & 0o777 if target.exists() else None
+    atomic_write(target, text.encode("utf-8"), mode=mode)
     return backup
+
+
+def _link_target(path: Path) -> Path:
+    """``path``, or the file it leads to when it is a symlink; a link that
+    leads nowhere (or to no file) is refused: replacing it with a file of
+    our own would cut the person's link."""
+    if not path.is_symlink():
+        return path
+    try:
+        target = Path(os.path.realpath(path, strict=True))
+    except OSError:
+        raise ClientConfigError(f"{path} is a symlink to {os.readlink(path)}, which does not exist; "
+                                "nothing was written") from None
+    if not target.is_file():
+        raise ClientConfigError(f"{path} is a symlink to {target}, which is not a file; nothing was written")
+    return target
 
 
 def _dump(data: dict[str, Any]) -> str:
