@@ -19,6 +19,7 @@ import time
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from memvault.vault_io.confine import is_inside, outside_target, real_root
 from memvault.vault_io.globs import vault_globs
@@ -87,6 +88,10 @@ class ScanResult:
         return not any(d == "" or path.startswith(d + "/") for d in self.unlisted)
 
 
+#: Where Obsidian keeps its excluded-files filters (``userIgnoreFilters``).
+APP_JSON = ".obsidian/app.json"
+
+
 class IgnoreRules:
     """Obsidian's excluded-files filters plus memvault's own ignore globs.
 
@@ -95,19 +100,29 @@ class IgnoreRules:
     prefix (``Templates/`` excludes that folder, ``Daily`` also ``Daily
     notes/``). memvault's own ``ignore`` patterns are gitignore-style
     (:mod:`.globs`); a pattern that matches a folder excludes everything under it.
+
+    A regex filter runs on RE2, in time linear in the path whatever the
+    pattern: on Python's backtracking engine one catastrophic filter
+    (``/^(a+)+$/``) took time exponential in a path's length and hung the
+    scan. One RE2 cannot run (a backreference, a lookaround) or that is no
+    regex at all is not applied, and :attr:`problems` says so (a full scan
+    reports it once, naming app.json).
     """
 
     def __init__(self, obsidian_filters: Iterable[str] = (), globs: Iterable[str] = ()) -> None:
         self.prefixes: list[str] = []
-        self.regexes: list[re.Pattern[str]] = []
+        self.regexes: list[Any] = []  # RE2 patterns: .search(text) as re's
+        #: Filters not applied, and why (one line each, for the scan's warnings).
+        self.problems: list[str] = []
         for f in obsidian_filters:
             if not isinstance(f, str) or not f:
                 continue
             if len(f) > 2 and f.startswith("/") and f.endswith("/"):
-                try:
-                    self.regexes.append(re.compile(f[1:-1]))
-                except re.error:
-                    continue  # Obsidian ignores a broken filter too
+                regex, problem = linear_regex(f[1:-1])
+                if regex is not None:
+                    self.regexes.append(regex)
+                else:
+                    self.problems.append(f"the excluded-files filter {f!r} {problem}; it is not applied")
             else:
                 self.prefixes.append(f.lstrip("/"))
         self.globs = vault_globs(tuple(globs))
@@ -123,6 +138,24 @@ class IgnoreRules:
         if any(r.search(probe) for r in self.regexes):
             return True
         return self.globs.matches(rel, is_dir=is_dir)
+
+
+def linear_regex(pattern: str) -> tuple[Any, str]:
+    """``pattern`` compiled for RE2 (linear-time matching), or (None, why not)."""
+    import re2  # only for a vault with regex filters
+
+    options = re2.Options()
+    options.log_errors = False  # RE2 would print its own report on stderr
+    try:
+        return re2.compile(pattern, options), ""
+    except re2.error:
+        pass
+    try:
+        re.compile(pattern)
+    except re.error:
+        return None, "is not a valid regex"
+    return None, ("needs a backtracking regex engine (a backreference or a lookaround), which can take "
+                  "forever on a path; memvault matches filters in linear time")
 
 
 def excluded(rules: IgnoreRules, rel: str, is_dir: bool = False) -> bool:
@@ -169,7 +202,10 @@ def scan_vault(
     over ``max_file_size``, names that are not valid UTF-8 and symlinks that
     lead outside the vault are skipped with a warning naming them.
     """
-    return _VaultWalk(root, vault_rules(root, ignore), max_file_size).run()
+    rules = vault_rules(root, ignore)
+    result = _VaultWalk(root, rules, max_file_size).run()
+    result.warnings[:0] = [ScanWarning(APP_JSON, problem) for problem in rules.problems]
+    return result
 
 
 class _VaultWalk:
