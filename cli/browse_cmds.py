@@ -35,6 +35,7 @@ def _print_items(page: TracePage, as_json: bool) -> None:
         status = f" ({item['status']})" if item["status"] != "active" else ""
         tags = f"  #{' #'.join(item['tags'])}" if item["tags"] else ""
         scope = f" {item['scope']}" if item["kind"] == "memory" and item["scope"] not in (None, "user") else ""
+        scope += f" key {item['key']}" if item.get("key") else ""
         echo(f"{item['id']}  [{item['type']}{scope}]{status}  {(item['updated'] or '')[:16]}  ",
              bold(item["title"] or ""), tags)
     if not as_json and page.next_cursor:
@@ -52,16 +53,18 @@ def _print_items(page: TracePage, as_json: bool) -> None:
 @click.option("--since", metavar="WHEN", help=f"Only what happened since WHEN (event time, else creation): {FORMS}.")
 @click.option("--until", metavar="WHEN", help="Only what happened before the end of WHEN (same forms as --since).")
 @click.option("--include-deleted", is_flag=True, help="Also list forgotten memories.")
+@click.option("--key", metavar="KEY", help="Only memories holding this key (deploy.* : every key it begins).")
 @click.option("-n", "--limit", default=50, show_default=True, type=click.IntRange(1, 500), help="Most items per page.")
 @click.option("--cursor", metavar="C", help="Where a previous page ended (printed after it).")
 @json_option
 @pass_app
 def list_cmd(app: AppContext, what: str, types: tuple[str, ...], scopes: tuple[str, ...], tags: tuple[str, ...],
-             sort: str, since: str | None, until: str | None, include_deleted: bool, limit: int,
+             sort: str, since: str | None, until: str | None, include_deleted: bool, key: str | None, limit: int,
              cursor: str | None, as_json: bool) -> None:
     """List memories (or notes, facts) without a query."""
     page = app.store.list(what=what, types=_types(types), scopes=list(scopes), tags=list(tags), sort=sort,
-                          since=since, until=until, include_deleted=include_deleted, limit=limit, cursor=cursor)
+                          since=since, until=until, include_deleted=include_deleted, limit=limit, cursor=cursor,
+                          key=key)
     _print_items(page, as_json)
     if not page.items and not as_json:
         echo("Nothing to list.", err=True)

@@ -191,6 +191,14 @@ def conflicts(app: AppContext, show_all: bool, dismiss: int | None, resolve: int
                    "`memvault conflicts --copy PATH --take note|copy` (the other side is kept as a version)")
         for copy in copies:
             echo(f"  {copy.conflict_note}: {copy.side or copy.kind}; beside {copy.note}")
+    clashes = store.key_clashes()
+    for clash in clashes:
+        if as_json:
+            emit_json({**clash.to_json(), "detail": clash.detail})
+    if clashes and not as_json:
+        echo(f"Keys held by more than one memory ({len(clashes)}): keyed reads and writes use the holder")
+        for clash in clashes:
+            echo(f"  {clash.key} ({clash.scope}): {clash.holder}; also {', '.join(clash.others)}")
 
 
 def _settle_copy(store: MemoryStore, copy_path: str, take: str | None, as_json: bool) -> None:

@@ -113,6 +113,8 @@ def status(app: AppContext, as_json: bool) -> None:
     _print_consolidation(data.get("consolidation"))
     if data.get("contradictions"):
         echo(f"{'contradicts:':12} {data['contradictions']} open contradictions (see `memvault conflicts`)")
+    for clash in data.get("key_clashes") or []:
+        echo(f"{'key clash:':12} {clash['detail']}")
     pending = data.get("pending_writes") or []
     if pending:
         failed = sum(1 for p in pending if p["failed"])

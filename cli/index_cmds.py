@@ -323,14 +323,27 @@ def _revealed(app: AppContext, data: Shown, heading: str | None) -> Shown:
 
 
 @cli.command()
-@click.argument("ref", metavar="ID|PATH")
+@click.argument("ref", metavar="ID|PATH", required=False)
 @click.option("--heading", metavar="HEADING", help="Show only this section of a note (its heading's text).")
 @click.option("--reveal", is_flag=True,
               help="Show credentials as the note has them (read from the file); without it they are [redacted].")
+@click.option("--key", metavar="KEY", help="Show the memory holding this key (instead of ID|PATH).")
+@click.option("--scope", default="user", show_default=True, help="With --key: the scope whose key it is.")
 @json_option
 @pass_app
-def show(app: AppContext, ref: str, heading: str | None, reveal: bool, as_json: bool) -> None:
+def show(app: AppContext, ref: str | None, heading: str | None, reveal: bool, key: str | None, scope: str,
+         as_json: bool) -> None:
     """Show one note or trace: metadata, tags and content (credentials [redacted] unless --reveal)."""
+    if (ref is None) == (key is None):
+        raise click.UsageError("give an ID|PATH or --key KEY")
+    if key is not None:
+        found = app.store.key_holder(key, scope)
+        if found.holder is None:
+            raise click.ClickException(f"no live memory holds key {found.key} (scope {found.scope})")
+        if found.others:
+            warn(f"key {found.key} is also held by {', '.join(found.others)}: a clash (see `memvault conflicts`)")
+        ref = found.holder
+    assert ref is not None
     if heading:
         read = app.store.read(_vault_ref(app, ref), heading)
         data = _revealed(app, read, heading).to_json() if reveal else redact_tree(read.to_json())
@@ -341,10 +354,13 @@ def show(app: AppContext, ref: str, heading: str | None, reveal: bool, as_json: 
         emit_json(data)
         return
     echo(bold(data["title"]))
-    for key in ("id", "type", "path", "status", "tags", "created", "updated", "source", "parse_error"):
-        value = data[key]
+    held = (data.get("key") or (data.get("metadata") or {}).get("key")) if data.get("kind") == "memory" else None
+    for name in ("id", "type", "path", "status", "tags", "created", "updated", "source", "parse_error"):
+        value = data[name]
         if value:
-            echo(f"{key + ':':12} {', '.join(value) if isinstance(value, list) else value}")
+            echo(f"{name + ':':12} {', '.join(value) if isinstance(value, list) else value}")
+        if name == "type" and held:
+            echo(f"{'key:':12} {held}")
     echo("")
     echo(data["content"])
 

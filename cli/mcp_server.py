@@ -137,6 +137,7 @@ class Backend:
 
     def run(self, fn: Callable[[MemoryStore], T]) -> T:
         """``fn(store)`` under the lock; memvault's errors become one-sentence tool errors."""
+        from memvault.store.answers.keys import KeyHeld
         from memvault.store.memories.guard import VersionConflict
 
         with self.lock:
@@ -146,6 +147,10 @@ class Backend:
                 current = exc.current
                 raise ToolError(f"{cap_echoes(str(exc))}. Current text (version {current['version']}, "
                                 f"tags {current['tags']}):\n{current['content']}") from None
+            except KeyHeld as exc:  # a refusal that says exactly what holds the key
+                current = exc.current
+                raise ToolError(f"{cap_echoes(str(exc))}. Current text of {current['id']} (version "
+                                f"{current['version']}):\n{current['content']}") from None
             except MemvaultError as exc:
                 raise ToolError(cap_echoes(str(exc))) from None  # a huge id is not echoed back whole
             except (ToolError, ValidationError):
@@ -280,12 +285,24 @@ def _lookup_tools(server: MCPServer, backend: Backend) -> None:
         title: Annotated[str | None, _field("A note title.", "title", "name")] = None,
         heading: Annotated[str | None, _field("Only this section of a note (its heading's text).",
                                               "heading", "section")] = None,
+        key: Annotated[str | None, _field("The memory holding this key (editor.theme).", "key", "slot")] = None,
+        scope: Annotated[str, _field("With key: the scope whose key it is (default user).",
+                                     "scope", "memory_scope", "namespace")] = "user",
     ) -> CallToolResult:
         """Read one note, memory or fact in full: content (or one section), metadata, its version
-        (memories), its source (facts), links out and in, and an obsidian:// link for the person."""
+        (memories), its source (facts), links out and in, and an obsidian:// link for the person.
+        With key: the memory holding that key (and any other memory holding it too, a clash)."""
+        if key:
+            found = backend.run(lambda s: s.key_holder(key, scope))
+            if found.holder is None:
+                raise ToolError(f"no live memory holds key {found.key} (scope {found.scope})")
+            data = backend.run(lambda s: s.read(str(found.holder), heading)).to_json()
+            if found.others:
+                data["also_held_by"] = list(found.others)
+            return _ok(data)
         ref = id or path or title
         if not ref:
-            raise ToolError("give an id, a path or a title")
+            raise ToolError("give an id, a path, a title or a key")
         return _ok(backend.run(lambda s: s.read(ref, heading)).to_json())
 
     @server.tool(annotations=_READ)
@@ -336,12 +353,14 @@ def _browse_tools(server: MCPServer, backend: Backend) -> None:
         until: HappenedUntil = None,
         limit: Annotated[int, _field("Most items per page.", "limit", "k", "n", "page_size", ge=1, le=200)] = 50,
         cursor: Annotated[str | None, _field("next_cursor of the previous page.", "cursor", "page", "next")] = None,
+        key: Annotated[str | None, _field("Only memories holding this key (deploy.* : every key it begins).",
+                                          "key", "slot")] = None,
     ) -> CallToolResult:
-        """List memories (or notes, facts) without a query, filtered by type, scope, tag and time,
+        """List memories (or notes, facts) without a query, filtered by type, scope, tag, key and time,
         in pages: pass next_cursor back as cursor for the next page."""
         return _ok(backend.run(lambda s: s.list(
             what=what, types=_types(types), scopes=_as_list(scope), tags=_as_list(tags), sort=sort, since=since,
-            until=until, limit=limit, cursor=cursor)).to_json())
+            until=until, limit=limit, cursor=cursor, key=key)).to_json())
 
     @server.tool(annotations=_READ)
     def history(id: Ref) -> CallToolResult:
@@ -365,22 +384,29 @@ def _write_tools(server: MCPServer, backend: Backend) -> None:
     def remember(
         content: Annotated[str, _field("The memory, one self-contained statement (it is written as a note).",
                                        "content", "text", "memory", "fact", "statement")],
-        type: Annotated[str, _field(
-            "identity (who the person is), semantic (facts, preferences), episodic (what happened), "
-            "procedural (how to), prospective (to do).", "type", "memory_type", "kind", "category")] = "semantic",
+        type: Annotated[str | None, _field(
+            "identity (who the person is), semantic (facts, preferences; the default), episodic (what happened), "
+            "procedural (how to), prospective (to do).", "type", "memory_type", "kind", "category")] = None,
         tags: Tags = None,
         links: Annotated[str | list[str] | None, _field("Notes this memory relates to (titles or paths).",
                                                         "links", "link", "related")] = None,
         scope: Annotated[str, _field("Whose memory: user (default), or a project name.",
                                      "scope", "memory_scope", "namespace")] = "user",
+        key: Annotated[str | None, _field(
+            "The slot this fact fills, e.g. editor.theme or deploy.staging.host: a new value supersedes the "
+            "memory holding the key (give a reason), its old text kept in history.", "key", "slot")] = None,
+        reason: Annotated[str | None, _field("With key: why the current value is replaced.", "reason", "why")] = None,
         ctx: Context = None,  # type: ignore[assignment]
     ) -> CallToolResult:
         """Remember something durable: stored and written as a note under Memory/<type>/.
         The same content, type and scope again returns the existing memory (idempotent).
-        Credentials in the content are stored as [redacted]."""
+        With a key, the memory holding it is superseded when a reason is given, else the call is
+        refused with its current text and version. Credentials in the content are stored as [redacted]."""
         source = client_source(ctx)
-        result = backend.run(lambda s: s.add(content, type, tags=_as_list(tags), scope=scope,
-                                             links=_as_list(links), source=source))
+        why = _by(reason, "superseded", ctx) if reason else None
+        result = backend.run(lambda s: s.add(content, type if key else type or "semantic", tags=_as_list(tags),
+                                             scope=scope, links=_as_list(links), source=source, key=key,
+                                             reason=why))
         return _write_result(backend, result)
 
     @server.tool(annotations=ToolAnnotations(read_only_hint=False, destructive_hint=False, idempotent_hint=False,

@@ -35,33 +35,66 @@ def _report(result: Any, as_json: bool, verb: str) -> None:
         warn(f"conflict: {result.conflict}; the store's version was written to {result.conflict_path}")
 
 
+def _check_key(ctx: click.Context, param: click.Parameter, value: str | None) -> str | None:
+    """``--key`` as a key (``editor.theme``); anything else is one usage line (exit 2)."""
+    if value is None:
+        return None
+    from memvault.cli.main import UsageFailure
+    from memvault.vault_io.errors import UsageError
+    from memvault.vault_io.fact_keys import check_key
+
+    try:
+        return check_key(value)
+    except UsageError as exc:
+        raise UsageFailure(f"--key: {exc}") from None
+
+
 @cli.command()
 @click.argument("content")
-@click.option("--type", "type_", default="semantic", show_default=True,
-              help="identity, semantic, episodic, procedural or prospective (aliases like fact, todo, lesson work).")
+@click.option("--type", "type_", default=None,
+              help="identity, semantic, episodic, procedural or prospective (aliases like fact, todo, lesson work); "
+                   "default semantic (with --key: the type of the memory holding the key).")
 @click.option("--tag", "tags", multiple=True, metavar="X", callback=_check_tags, help="A tag (repeatable).")
 @click.option("--scope", default="user", show_default=True, help="Whose memory this is (user, a project, an agent...).")
 @click.option("--link", "links", multiple=True, metavar="NOTE", help="A note this memory relates to (repeatable).")
 @click.option("--source", default="manual", show_default=True, help="Where the memory came from (manual, agent, import...).")
 @click.option("--allow-duplicate", is_flag=True,
               help="Add it even when a live memory of the same type and scope has the same text.")
+@click.option("--key", callback=_check_key, metavar="KEY",
+              help="The slot this fact fills (editor.theme): a live memory of the scope holding it is "
+                   "superseded as a new version, given --reason; without one the write is refused.")
+@click.option("--reason", help="With --key: why the memory holding the key is superseded (kept in its history).")
 @json_option
 @pass_app
-def add(app: AppContext, content: str, type_: str, tags: tuple[str, ...], scope: str,
-        links: tuple[str, ...], source: str, allow_duplicate: bool, as_json: bool) -> None:
+def add(app: AppContext, content: str, type_: str | None, tags: tuple[str, ...], scope: str,
+        links: tuple[str, ...], source: str, allow_duplicate: bool, key: str | None, reason: str | None,
+        as_json: bool) -> None:
     """Remember CONTENT: store it and write it as a note under Memory/<type>/.
     The same text as a live memory (up to case, punctuation and inflection) is
     not added: the existing one is returned (``duplicate_of``) unless
-    --allow-duplicate. Live memories it resembles are listed (``similar_to``)."""
+    --allow-duplicate. Live memories it resembles are listed (``similar_to``).
+    With --key, a new value supersedes the memory holding the key (--reason
+    says why; without it: exit 1 and the current text on stdout)."""
     from memvault.daemon.client import add as add_memory  # the running daemon writes it, else this process
     from memvault.store.queries.write import NewMemory
 
-    result = add_memory(app.store, NewMemory(content, type_, tags=tags, scope=scope, links=links, source=source,
-                                             allow_duplicate=allow_duplicate))
+    if reason is not None and key is None:
+        raise click.UsageError("--reason goes with --key (`update --reason` for other changes)")
+    new = NewMemory(content, type_ if key else type_ or "semantic", tags=tags, scope=scope, links=links,
+                    source=source, allow_duplicate=allow_duplicate, key=key, reason=reason)
+    from memvault.vault_io.errors import MemvaultError
+
+    try:
+        result = add_memory(app.store, new)
+    except MemvaultError as exc:
+        current = getattr(exc, "current", None)
+        if isinstance(current, dict):  # the key is held: what holds it goes to stdout, the refusal to stderr
+            emit_json({"error": str(exc), "current": current}) if as_json else echo(current["content"])
+        raise
     if result.action == "duplicate_of" and not as_json:
         echo(f"Already remembered as {result.id} -> {result.path} ({result.reason})")
         return
-    _report(result, as_json, "Added")
+    _report(result, as_json, "Superseded key " + key + " of" if key and result.action == "updated" else "Added")
     if not as_json:
         for s in result.similar_to or []:
             echo(f"  similar to {s['id']} ({s['measure']} {s['similarity']}): {s['text']}")

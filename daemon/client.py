@@ -176,6 +176,10 @@ def _result(reply: object) -> dict[str, Any] | None:
         return reply["result"]
     error = reply.get("error")
     if isinstance(error, dict) and error.get("code") in (1, 2):
+        if isinstance(error.get("current"), dict):  # a keyed write refused: the memory holding the key
+            from memvault.store.answers.keys import KeyHeld
+
+            raise KeyHeld(str(error.get("message", "")), error["current"])
         raise RemoteError(str(error.get("message", "")), int(error["code"]))
     return None
 
@@ -203,7 +207,7 @@ def add(store: MemoryStore, new: NewMemory) -> WriteResult:
     result = _result(reply)
     if result is None:
         return store.add(new.content, new.type, tags=new.tags, scope=new.scope, links=new.links,
-                         source=new.source, allow_duplicate=new.allow_duplicate)
+                         source=new.source, allow_duplicate=new.allow_duplicate, key=new.key, reason=new.reason)
     try:
         return WriteResult.from_dict(result)
     except ValueError:

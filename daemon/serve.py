@@ -316,9 +316,11 @@ class QueryServer(Service):
             try:
                 result = self._write_store().add(
                     new.content, new.type, tags=new.tags, scope=new.scope, links=new.links, source=new.source,
-                    allow_duplicate=new.allow_duplicate)
+                    allow_duplicate=new.allow_duplicate, key=new.key, reason=new.reason)
             except MemvaultError as exc:
-                return _failed(exc.exit_code, str(exc))
+                # A refusal that carries the memory as it is now (a key held) hands it back too.
+                current = getattr(exc, "current", None)
+                return _failed(exc.exit_code, str(exc), current if isinstance(current, dict) else None)
             except Exception as exc:  # perhaps half done: never answered as "write it yourself"
                 log.exception("add failed")
                 return _failed(1, f"memvault's daemon failed to add it: {exc}")
@@ -363,10 +365,14 @@ def _internal(message: str) -> dict[str, Any]:
     return {"ok": False, "internal": True, "message": message}
 
 
-def _failed(code: int, message: str) -> dict[str, Any]:
+def _failed(code: int, message: str, current: dict[str, Any] | None = None) -> dict[str, Any]:
     """A reply for a request that failed the way it would in the client's
-    process: the client raises it with this exit code (1 or 2)."""
-    return {"ok": False, "error": {"code": code, "message": message}}
+    process: the client raises it with this exit code (1 or 2); ``current``:
+    what a refusal carries (the memory that holds a key)."""
+    error: dict[str, Any] = {"code": code, "message": message}
+    if current is not None:
+        error["current"] = current
+    return {"ok": False, "error": error}
 
 
 def _same_user(conn: socket.socket) -> bool:

@@ -116,6 +116,8 @@ def vault_status(store: "MemoryStore") -> dict[str, Any]:
         # it did, and what it proposes (a later run of any kind supersedes it).
         latest = store.consolidation_runs(limit=1)
         out["consolidation"] = latest[0] if latest else None
+        # Keys two live memories hold (a keyed fact added on two devices, a copied note).
+        out["key_clashes"] = [{**c.to_json(), "detail": c.detail} for c in store.key_clashes()]
         out["pending_writes"] = store.pending_writes()  # memory notes not written yet
     return out
 

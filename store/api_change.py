@@ -108,15 +108,24 @@ class ChangeAPI(StoreParts):
 
     @logged
     def add(
-        self, content: str, type_: str = "semantic", *, tags: Sequence[str] = (), scope: str = "user",
+        self, content: str, type_: str | None = "semantic", *, tags: Sequence[str] = (), scope: str = "user",
         links: Sequence[str] = (), source: str = "manual", allow_duplicate: bool = False,
-        extra: dict[str, object] | None = None,
+        extra: dict[str, object] | None = None, key: str | None = None, reason: str | None = None,
     ) -> "WriteResult":
         """Remember ``content`` as a memory of ``type_`` (:meth:`.memories.mirror.Memories.add`
-        says what each option does); a duplicate of a live memory returns that one."""
-        result = self.memories.add(content, type_, tags=tuple(tags), scope=scope, links=tuple(links), source=source,
-                                   allow_duplicate=allow_duplicate, extra=extra)
-        if result.action == "added":
+        says what each option does; None: semantic); a duplicate of a live memory returns that one.
+        ``key``: the slot it fills; a live memory holding it is superseded when
+        ``reason`` says why, else the write is refused (:mod:`.memories.keys`;
+        there None for ``type_`` keeps the holder's type)."""
+        if key is not None:
+            from memvault.store.memories.keys import keyed_add
+
+            result = keyed_add(self.memories, content, type_, key=key, reason=reason, tags=tags, scope=scope,
+                               links=links, source=source, allow_duplicate=allow_duplicate, extra=extra)
+        else:
+            result = self.memories.add(content, type_ or "semantic", tags=tuple(tags), scope=scope,
+                                       links=tuple(links), source=source, allow_duplicate=allow_duplicate, extra=extra)
+        if result.action in ("added", "updated"):
             result.warnings += self.embed_written([result.id])
         return result
 

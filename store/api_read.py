@@ -21,6 +21,7 @@ if TYPE_CHECKING:
     from memvault.store.answers.browse.listing import TracePage
     from memvault.store.answers.browse.stats import IndexStats
     from memvault.store.answers.browse.trace import Backlink, Link, ReadResult, ShowResult
+    from memvault.store.answers.keys import KeyClash, KeyLookup
     from memvault.store.answers.recall import RecallBlock, SessionStartText
     from memvault.store.answers.review import (
         ConflictCopy,
@@ -121,15 +122,32 @@ class ReadAPI(StoreParts):
     def list(
         self, *, what: str = "memories", types: Sequence[str] = (), scopes: Sequence[str] = (),
         tags: Sequence[str] = (), sort: str = "updated", since: str | None = None, until: str | None = None,
-        include_deleted: bool = False, limit: int = 50, cursor: str | None = None,
+        include_deleted: bool = False, limit: int = 50, cursor: str | None = None, key: str | None = None,
     ) -> TracePage:
         """A page of memories (or notes, facts), ``cursor`` where the last
-        one ended (see :func:`~memvault.store.index.browse.list_traces`)."""
+        one ended (see :func:`~memvault.store.index.browse.list_traces`);
+        ``key``: memories holding that key (``deploy.*``: every key it begins)."""
         from memvault.store.index import browse
 
         return browse.list_traces(self.read_con(), self.name, what=what, types=types, scopes=scopes, tags=tags,
                                   sort=sort, since=since, until=until, include_deleted=include_deleted,
-                                  limit=limit, cursor=cursor)
+                                  limit=limit, cursor=cursor, key=key)
+
+    def key_holder(self, key: str, scope: str = "user") -> KeyLookup:
+        """Who holds ``key`` in ``scope``: the holder's id (None: nobody) and
+        the other live memories that hold it too (a clash, see :mod:`.memories.keys`)."""
+        from memvault.store.answers.keys import KeyLookup
+        from memvault.store.memories.keys import check_key, holders
+
+        key, scope = check_key(key), scope.strip() or "user"
+        found = holders(self.read_con(), key, scope)
+        return KeyLookup(key, scope, found[0].id if found else None, tuple(h.id for h in found[1:]))
+
+    def key_clashes(self) -> builtins.list[KeyClash]:
+        """Every key of a scope that two or more live memories hold (see :mod:`.memories.keys`)."""
+        from memvault.store.memories.keys import clashes
+
+        return clashes(self.read_con())
 
     def recent(
         self, *, since: str | None = "7 days", until: str | None = None, what: str = "all",

@@ -54,7 +54,7 @@ from memvault.vault_io.syntax import LIST_ITEM_RE, WIKILINK, WIKILINK_RE
 
 #: Front-matter keys memvault owns on a memory note, in the order it writes them.
 MANAGED_KEYS: tuple[str, ...] = (
-    "id", "type", "scope", "tags", "strength", "created", "updated", "source", "supersedes",
+    "id", "type", "scope", "key", "tags", "strength", "created", "updated", "source", "supersedes",
     "version", "version_hash",
 )
 RELATED_HEADING = "## Related"
@@ -97,6 +97,9 @@ class MemoryDoc:
     version: int | None = None
     #: :func:`text_fingerprint` of the text, type and tags that version had.
     version_hash: str | None = None
+    #: The slot a keyed fact fills (``editor.theme``), as written; None: not keyed
+    #: (see :mod:`memvault.store.memories.keys`).
+    key: str | None = None
 
     def managed_values(self) -> dict[str, Any]:
         """The front-matter values memvault writes (None = key absent)."""
@@ -104,6 +107,7 @@ class MemoryDoc:
             "id": self.id,
             "type": self.type,
             "scope": self.scope,
+            "key": self.key or None,
             "tags": list(self.tags),
             "strength": None if self.strength is None else round(self.strength, STRENGTH_DECIMALS),
             "created": self.created or None,
@@ -343,6 +347,7 @@ def read_memory(frontmatter: dict[str, Any], body: str) -> MemoryDoc:
     return MemoryDoc(
         version=version,
         version_hash=version_hash,
+        key=text("key") or None,
         id=text("id"),
         type=text("type"),
         content=content,

@@ -25,6 +25,8 @@ class WriteResult:
     reason: str | None = None
     #: For ``added``: live memories the new one resembles (``Similar.as_dict`` each), closest first.
     similar_to: list[dict[str, object]] | None = None
+    #: The key the memory holds, for a keyed write (:mod:`~memvault.store.memories.keys`).
+    key: str | None = None
 
     def as_dict(self) -> dict[str, object]:
         """JSON-ready form for ``--json`` output."""
@@ -40,6 +42,8 @@ class WriteResult:
             data.update(duplicate_of=self.id, reason=self.reason)
         if self.similar_to is not None:
             data["similar_to"] = self.similar_to
+        if self.key is not None:
+            data["key"] = self.key
         return data
 
     @classmethod
@@ -51,7 +55,7 @@ class WriteResult:
         kinds: dict[str, tuple[type, ...]] = {
             "path": (str, type(None)), "conflict": (str, type(None)), "conflict_path": (str, type(None)),
             "warnings": (list,), "version": (int, type(None)), "redacted": (int,), "reason": (str, type(None)),
-            "similar_to": (list, type(None)),
+            "similar_to": (list, type(None)), "key": (str, type(None)),
         }
         fields = {k: data[k] for k in kinds if k in data}
         if any(not isinstance(v, kinds[k]) for k, v in fields.items()):

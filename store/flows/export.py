@@ -285,7 +285,7 @@ def write_notes(folder: Path, memories: Iterator[dict[str, Any]], *, obsidian: b
             extra["forgotten"] = (m["forgotten"] or {}).get("reason") or "forgotten"
         doc = MemoryDoc(id=m["id"], type=m["type"], content=content, scope=m["scope"], tags=m["tags"],
                         strength=m["strength"], created=m["created"], updated=m["updated"], source=m["source"] or "",
-                        supersedes=m["supersedes"], related=related, extra=extra)
+                        supersedes=m["supersedes"], related=related, extra=extra, key=m.get("key"))
         sub = folder / ("forgotten" if m["status"] != "active" else "") / m["type"]
         target = free_path(sub / f"{stems[m['id']]}.md")
         target.parent.mkdir(parents=True, exist_ok=True)

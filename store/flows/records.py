@@ -12,7 +12,7 @@ was first indexed, the order of rows) is not part of it.
 Records are plain JSON-ready dicts, yielded in a stable order (by id) so two
 exports of the same knowledge are byte for byte the same:
 
-- ``memory``: id, type, status (active | deleted), content, scope, tags,
+- ``memory``: id, type, status (active | deleted), content, scope, key (a keyed fact's), tags,
   strength, created, updated, source, path, related, supersedes, extra
   (front-matter keys a person added), forgotten {reason, at}, recall
   {retrieval_count, last_access, strength}, versions [{version, id, reason,
@@ -104,6 +104,7 @@ def memory_record(con: apsw.Connection, t: rec.TraceRow, root: Path | None = Non
     extra = meta.get("frontmatter")
     return {
         "id": t.id, "type": t.type, "status": t.status, "content": t.content, "scope": t.scope or "user",
+        "key": meta.get("key") if isinstance(meta.get("key"), str) else None,
         "tags": list(fm_tags if isinstance(fm_tags, list) else t.tags), "strength": t.strength,
         "created": str(meta.get("fm_created") or t.created), "updated": t.updated, "source": t.source,
         "path": t.path if t.status == "active" else None, "related": list(meta.get("related") or []),

@@ -33,6 +33,7 @@ from memvault.store.db.rows import count, rows
 from memvault.store.retrieval.keyword import TAGGED_SQL, tag_params
 from memvault.vault_io import json_input
 from memvault.vault_io.errors import UsageError
+from memvault.vault_io.fact_keys import check_key, read_key
 from memvault.vault_io.uri import obsidian_uri
 
 if TYPE_CHECKING:
@@ -60,6 +61,16 @@ class BrowseError(UsageError):
     """A bad argument to list/recent/read (a time, a cursor, a sort)."""
 
 
+def _key_pattern(given: str) -> str:
+    """A key to list by, checked: exact, or ``deploy.*`` (every key ``deploy.`` begins)."""
+    text = given.strip()
+    if not text.endswith("*"):
+        return check_key(text)
+    stem = text[:-1]
+    dot = stem.endswith(".")
+    return check_key(stem[:-1] if dot else stem) + ("." if dot else "") + "*"
+
+
 def _cursor_offset(cursor: str | None) -> int:
     if not cursor:
         return 0
@@ -75,7 +86,7 @@ def _cursor(offset: int) -> str:
 
 
 def _item(vault_name: str, r: Sequence[Any], versions: dict[str, int]) -> ListedTrace:
-    (trace_id, kind, type_, title, path, status, tags, scope, strength, created, updated, source, content) = r
+    (trace_id, kind, type_, title, path, status, tags, scope, strength, created, updated, source, content, key) = r
     preview = " ".join((content or "").split())
     return ListedTrace(
         id=trace_id, kind=kind, type=type_, title=title, path=path,
@@ -84,11 +95,14 @@ def _item(vault_name: str, r: Sequence[Any], versions: dict[str, int]) -> Listed
         created=created, updated=updated, source=source,
         preview=preview[:PREVIEW_CHARS] + ("…" if len(preview) > PREVIEW_CHARS else ""),
         version=versions[trace_id] if kind == "memory" else None,
+        key=read_key(key) if kind == "memory" else None,
     )
 
 
+#: A memory's key as its note writes it (:mod:`memvault.store.memories.keys`).
+_KEY_SQL = "CASE WHEN t.kind = 'memory' AND json_valid(t.metadata) THEN json_extract(t.metadata, '$.key') END"
 _ITEM_COLS = ("t.id, t.kind, t.type, t.title, t.path, t.status, t.tags, t.scope, t.strength, t.created, "
-              "coalesce(nullif(t.updated, ''), t.created), t.source, t.content")
+              f"coalesce(nullif(t.updated, ''), t.created), t.source, t.content, {_KEY_SQL}")
 
 
 def _query(
@@ -102,6 +116,7 @@ def _query(
     since: str | None,
     until: str | None,
     stamp: str = "coalesce(nullif(t.updated, ''), t.created)",
+    key: str | None = None,
 ) -> tuple[str, list[Any]]:
     clauses = [f"t.kind IN ({','.join('?' * len(kinds))})", f"t.status IN ({','.join('?' * len(statuses))})"]
     params: list[Any] = [*kinds, *statuses]
@@ -114,6 +129,11 @@ def _query(
     for tag in tags:
         clauses.append(f"t.rowid IN ({TAGGED_SQL})")
         params += tag_params(tag)
+    if key:
+        # A key, or with a trailing ``*`` every key it begins (``deploy.*``).
+        exact = not key.endswith("*")
+        clauses.append(f"lower(trim({_KEY_SQL})) {'=' if exact else 'GLOB'} ?")
+        params.append(key)
     if since:
         clauses.append(f"{stamp} >= ?")
         params.append(since)
@@ -138,6 +158,7 @@ def list_traces(
     limit: int = 50,
     cursor: str | None = None,
     by_change: bool = False,
+    key: str | None = None,
 ) -> TracePage:
     """A page of traces (its ``next_cursor`` is None on the last page; pass
     it back as ``cursor`` for the next).
@@ -147,6 +168,8 @@ def list_traces(
         raise BrowseError(f"what to list must be one of {', '.join(LIST_KINDS)}, not {what!r}")
     if sort not in SORTS:
         raise BrowseError(f"sort must be one of {', '.join(SORTS)}, not {sort!r}")
+    if key:
+        key = _key_pattern(key)
     limit = max(1, min(MAX_LIMIT, int(limit)))
     offset = _cursor_offset(cursor)
     from memvault.store.retrieval.when import time_bounds
@@ -155,7 +178,7 @@ def list_traces(
     stamp = "coalesce(nullif(t.updated, ''), t.created)" if by_change else "t.happened"
     where, params = _query(
         con, kinds=LIST_KINDS[what], types=types, scopes=scopes, tags=tags,
-        statuses=("active", "deleted") if include_deleted else ("active",), stamp=stamp, **bounds,
+        statuses=("active", "deleted") if include_deleted else ("active",), stamp=stamp, key=key, **bounds,
     )
     total = count(con, f"SELECT count(*) FROM traces t WHERE {where}", params)
     page = rows(
@@ -221,11 +244,13 @@ def read_trace(con: apsw.Connection, vault_name: str, t: rec.TraceRow, heading: 
     meta = t.metadata or {}
     uri = obsidian_uri(vault_name, t.path) if t.path else None
     content, version, supersedes, fact, properties, section = t.content, None, None, None, None, None
+    key = None
     if t.kind == "memory":
         from memvault.store.memories.rows import current_version
 
         version = current_version(con, t.id)
         supersedes = meta.get("supersedes") or None
+        key = read_key(meta.get("key"))
     elif t.kind == "fact":
         fact, uri = _fact_source(con, vault_name, t.id, uri)
     elif isinstance(meta.get("frontmatter"), dict) and meta["frontmatter"]:
@@ -243,7 +268,7 @@ def read_trace(con: apsw.Connection, vault_name: str, t: rec.TraceRow, heading: 
         tags=tuple(t.tags), created=t.created, updated=t.updated, source=t.source, scope=t.scope,
         strength=t.strength, parse_error=parse_error(con, t.id), content=content, version=version,
         supersedes=supersedes, fact=fact, properties=properties, reason=t.reason or None, heading=section,
-        links=tuple(outgoing(con, t.id)), backlinks=tuple(incoming(con, t.id)),
+        links=tuple(outgoing(con, t.id)), backlinks=tuple(incoming(con, t.id)), key=key,
     )
 
 

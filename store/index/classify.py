@@ -172,6 +172,10 @@ def note_trace(note: ParsedNote, trace_id: str, st: FileStat, memory_folder: str
             "version": note_version(doc.version, doc.version_hash, text_fingerprint(doc.content, type_, doc.tags)),
             # When it happened and the conversation it is part of (event_time.py).
             **time_metadata(note.frontmatter, note.path),
+            # A keyed fact's key as written, and the note's own `updated`
+            # (else `created`): which of two notes holding one key is its
+            # holder is decided from the vault alone (memories/keys.py).
+            **({"key": doc.key, "fm_updated": doc.updated or doc.created} if doc.key else {}),
         },
         path=note.path,
         source=doc.source or "vault",

@@ -149,6 +149,7 @@ class Memories(NoteWriter):
         source: str = "manual",
         allow_duplicate: bool = False,
         extra: dict[str, object] | None = None,
+        key: str | None = None,
     ) -> WriteResult:
         """Create a memory and its note. A memory that is certainly the same claim
         as a live one of the same type and scope (the same text up to case,
@@ -157,7 +158,9 @@ class Memories(NoteWriter):
         strength and last-seen time bumped, unless ``allow_duplicate``. A new
         memory that merely resembles live ones is added, and they are listed
         in ``similar_to``.
-        ``extra``: front-matter keys of the new note besides memvault's own."""
+        ``extra``: front-matter keys of the new note besides memvault's own;
+        ``key``: the slot it fills (checked by the caller: :mod:`.keys`)."""
+        slot = key  # (``key`` names the dedup key below)
         type_ = canonical_type(type_)
         check_size(content)
         clean_tags = _clean_tags(tags)  # a bad tag is refused before anything, a duplicate's bump too
@@ -189,6 +192,8 @@ class Memories(NoteWriter):
             metadata={"frontmatter": dict(extra or {}), "aliases": [], "related": list(links), "fm_tags": clean_tags},
             source=source, scope=scope, strength=DEFAULT_STRENGTH, created=now, updated=now, content_key=key,
         )
+        if slot is not None:
+            trace.metadata.update(key=slot, fm_updated=now)
         mem.stamp_version(trace, 1)  # the note carries its version: the same on every device
         target = self._new_note_path(type_, memory_filename(content, trace_id[2:10]))
         data = render_memory(doc_from_trace(trace)).encode("utf-8")
@@ -226,18 +231,19 @@ class Memories(NoteWriter):
         related: list[str] | None = None,
         created: str | None = None,
         strength: float | None = None,
+        key: str | None = None,
     ) -> WriteResult:
         """Change a memory, keeping the previous version as superseded; a type
         change moves its note to the new type's folder. With
         ``expect_version``, refuse (:class:`.guard.VersionConflict`) unless the
         memory is still at that version once pending vault edits are in.
         ``related`` (its links), ``created`` and ``strength`` are what a merge
-        gives the memory it keeps."""
+        gives the memory it keeps; ``key`` the slot it fills (:mod:`.keys`)."""
         trace = self._live_memory(ref)
         trace, deleted_at = self._import_pending(trace)
         version = check_version(self.con, trace, expect_version)
         changed, secrets_found = _changed(trace, content=content, tags=tags, type_=type_, related=related,
-                                          created=created, strength=strength)
+                                          created=created, strength=strength, key=key)
         if _note_form(trace) == _note_form(changed):
             if deleted_at is not None:  # no edit to win over the deletion
                 raise MemoryOpError(
@@ -460,7 +466,7 @@ def no_match(ref: str, what: str = "memory") -> MemoryOpError:
 
 def _changed(
     trace: rec.TraceRow, *, content: str | None, tags: list[str] | None, type_: str | None,
-    related: list[str] | None, created: str | None, strength: float | None,
+    related: list[str] | None, created: str | None, strength: float | None, key: str | None = None,
 ) -> tuple[rec.TraceRow, int]:
     """A copy of ``trace`` with the given changes (content redacted), and
     how many secrets the redaction replaced."""
@@ -484,10 +490,12 @@ def _changed(
         changed.metadata = dict(changed.metadata, fm_created=created)
     if strength is not None:
         changed.strength = strength
+    if key is not None:
+        changed.metadata = dict(changed.metadata, key=key)
     return changed, secrets_found
 
 
 def _note_form(trace: rec.TraceRow) -> tuple[object, ...]:
     """What of a memory its note shows: an update that leaves it equal changes nothing."""
     doc = doc_from_trace(trace)
-    return (doc.content, doc.tags, doc.type, doc.related, doc.created, doc.strength)
+    return (doc.content, doc.tags, doc.type, doc.related, doc.created, doc.strength, doc.key)

@@ -91,6 +91,7 @@ def doc_from_trace(t: rec.TraceRow) -> MemoryDoc:
         related=list(t.metadata.get("related") or []),
         version=fm_version if isinstance(fm_version := t.metadata.get("fm_version"), int) else None,
         version_hash=str(t.metadata["fm_version_hash"]) if t.metadata.get("fm_version_hash") else None,
+        key=key if isinstance(key := t.metadata.get("key"), str) and key else None,
         # Keys a person added, for a note written from scratch (it was
         # deleted): an existing note keeps its own lines instead.
         extra=dict(extra) if isinstance(extra := t.metadata.get("frontmatter"), dict) else {},

@@ -17,14 +17,19 @@ class NewMemory(_Query):
     OP: ClassVar[str] = "add"
 
     content: str
-    #: A memory type or an alias of one (``fact``, ``todo``...).
-    type: str = "semantic"
+    #: A memory type or an alias of one (``fact``, ``todo``...); None: semantic
+    #: (for a keyed write: the type of the memory holding the key).
+    type: str | None = "semantic"
     tags: tuple[str, ...] = ()
     scope: str = "user"
     #: Notes the memory relates to.
     links: tuple[str, ...] = ()
     source: str = "manual"
     allow_duplicate: bool = False
+    #: The slot the memory fills (``editor.theme``): see :mod:`memvault.store.memories.keys`.
+    key: str | None = None
+    #: Why a keyed write supersedes the memory holding its key.
+    reason: str | None = None
 
     def __post_init__(self) -> None:
         # Kept as given (the store checks and cleans them): only made tuples.

@@ -43,6 +43,8 @@ class ListedTrace(_TraceKey):
     preview: str
     #: A memory's current version (what ``update --expect-version`` takes); only memories have one.
     version: int | None = None
+    #: The key a keyed memory holds (``editor.theme``).
+    key: str | None = None
 
 
 @dataclass(frozen=True)

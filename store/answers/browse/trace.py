@@ -142,3 +142,5 @@ class ReadResult(_TraceHead):
     #: What links to it, with each link's source.
     backlinks: tuple[Backlink, ...] = ()
     turn: TurnRef | None = None
+    #: The key a keyed memory holds (``editor.theme``).
+    key: str | None = None

@@ -148,7 +148,8 @@ class _Record:
             id=m["id"], kind="memory", type=m["type"], title=m["content"].splitlines()[0][:80] if m["content"] else "",
             content=m["content"], tags=list(m["tags"]),
             metadata={"frontmatter": dict(m.get("extra") or {}), "aliases": [], "related": list(m.get("related") or []),
-                      "fm_tags": list(m["tags"]), "supersedes": m.get("supersedes")},
+                      "fm_tags": list(m["tags"]), "supersedes": m.get("supersedes"),
+                      **({"key": m["key"]} if isinstance(m.get("key"), str) and m["key"] else {})},
             source=m.get("source"), scope=m["scope"], strength=m.get("strength"), created=m["created"],
             updated=m["updated"], content_key=memory_key(m["type"], m["scope"], m["content"]),
         )
