@@ -48,7 +48,17 @@ HOOK_LOGGER = "memvault.hooks"
 _JOURNAL_PRIORITY = {logging.DEBUG: 7, logging.INFO: 6, logging.WARNING: 4, logging.ERROR: 3, logging.CRITICAL: 2}
 
 
-class _JournalFormatter(logging.Formatter):
+class _Redacted(logging.Formatter):
+    """A record with its credentials redacted: a message may quote a note's
+    name, a title or an argument, and a log (the journal, hooks.log) is kept."""
+
+    def format(self, record: logging.LogRecord) -> str:
+        from memvault.vault_io.secrets import redact
+
+        return redact(super().format(record))[0]
+
+
+class _JournalFormatter(_Redacted):
     """``<N>message``: journald stores the level, and adds its own timestamp."""
 
     def format(self, record: logging.LogRecord) -> str:
@@ -72,7 +82,7 @@ class _Stderr(logging.StreamHandler):
         pass
 
 
-class _Printable(logging.Formatter):
+class _Printable(_Redacted):
     """The message alone, its control characters escaped (a warning may name
     a note, and a note's name may hold an escape sequence):
     :func:`memvault.cli.main.printable`, the CLI's one helper."""
@@ -88,9 +98,10 @@ class _HookLine(logging.Handler):
 
     def emit(self, record: logging.LogRecord) -> None:
         from memvault.cli.turn_hook import log_line
+        from memvault.vault_io.secrets import redact
 
         try:
-            log_line(record.getMessage(), getattr(record, "event", "hook"))
+            log_line(redact(record.getMessage())[0], getattr(record, "event", "hook"))
         except Exception:  # noqa: BLE001 - logging must not break a hook
             pass
 
@@ -117,7 +128,7 @@ def setup_logging(role: str, *, verbose: bool = False) -> None:
         if os.environ.get("JOURNAL_STREAM"):
             handler.setFormatter(_JournalFormatter("%(message)s"))
         else:
-            handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(message)s", "%Y-%m-%d %H:%M:%S"))
+            handler.setFormatter(_Redacted("%(asctime)s %(levelname)s %(message)s", "%Y-%m-%d %H:%M:%S"))
         _replace_handlers(memvault, [handler])
         memvault.setLevel(logging.DEBUG if verbose else logging.INFO)
         memvault.propagate = False
@@ -132,7 +143,7 @@ def setup_logging(role: str, *, verbose: bool = False) -> None:
         root = logging.getLogger()
         if not root.handlers:  # as logging.basicConfig: a set-up already there (a test's) stays
             handler = logging.StreamHandler(sys.stderr)
-            handler.setFormatter(logging.Formatter("memvault mcp: %(levelname)s %(name)s: %(message)s"))
+            handler.setFormatter(_Redacted("memvault mcp: %(levelname)s %(name)s: %(message)s"))
             root.addHandler(handler)
             root.setLevel(logging.WARNING)
     elif role == "hook":

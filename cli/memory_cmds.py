@@ -162,11 +162,14 @@ def restore(app: AppContext, ref: str, as_json: bool) -> None:
 @pass_app
 def history(app: AppContext, ref: str, as_json: bool) -> None:
     """The versions of a memory or fact, newest first."""
+    from memvault.vault_io.secrets import redact, redact_tree
+
     for v in app.store.history(ref):
         if as_json:
-            emit_json(v.to_json())
+            # a reason or text written before redaction reached them (or typed into a log) is redacted here
+            emit_json(redact_tree(v.to_json()))
             continue
-        why = f" ({v.reason})" if v.reason else ""
+        why = f" ({redact(v.reason)[0]})" if v.reason else ""
         echo(f"{v.id}  {v.status}{why}  {v.updated}")
-        for line in v.content.splitlines()[:3]:
+        for line in redact(v.content)[0].splitlines()[:3]:
             echo(f"    {line}")

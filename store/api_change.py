@@ -56,6 +56,16 @@ def logged(method: Callable[Concatenate[S, P], R]) -> Callable[Concatenate[S, P]
     return change
 
 
+def _redacted(text: str | None) -> str | None:
+    """``text`` (a reason, a merge's text) with its credentials redacted: it is
+    kept in the history log in the vault and printed by ``history``."""
+    if not text:
+        return text
+    from memvault.vault_io.secrets import redact
+
+    return redact(text)[0]
+
+
 class ChangeAPI(StoreParts):
     """Every change a :class:`MemoryStore` makes on request (a mixin)."""
 
@@ -138,7 +148,7 @@ class ChangeAPI(StoreParts):
         ``expect_version`` refuses a change based on a version that is no
         longer current (:class:`~.memories.guard.VersionConflict`)."""
         result = self.memories.update(ref, content=content, tags=None if tags is None else list(tags), type_=type_,
-                                      reason=reason, expect_version=expect_version)
+                                      reason=_redacted(reason), expect_version=expect_version)
         if result.action == "updated":
             result.warnings += self.embed_written([result.id])
         return result
@@ -147,6 +157,7 @@ class ChangeAPI(StoreParts):
     def forget(self, ref: str, reason: str | None = None) -> "WriteResult":
         """Soft-delete a memory (its note moves to ``.trash/``), or retire one
         fact (its source note untouched; it stays retired until restored)."""
+        reason = _redacted(reason)  # kept in the history log the vault syncs, and printed by `history`
         fact = self._fact(ref)
         if fact is not None:
             from memvault.store.facts.forgets import forget_fact
@@ -219,7 +230,8 @@ class ChangeAPI(StoreParts):
         ``why`` (who merged, and why) is kept in the log and the survivor's history."""
         from memvault.store.consolidation.run import merge_now
 
-        return merge_now(self.ctx, self.memories, ids, content, why)
+        # The merge's text and why go into the consolidation log and the history log as given.
+        return merge_now(self.ctx, self.memories, ids, _redacted(content), _redacted(why))
 
     @logged
     def set_contradiction(self, number: int, status: str) -> None:

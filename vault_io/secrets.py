@@ -66,16 +66,29 @@ it. So a 64 KiB line of nothing but cue words costs milliseconds.
 
 from __future__ import annotations
 
-import re
 from typing import Any
 from urllib.parse import unquote
 
 from memvault.vault_io import secrets_rules as R
-from memvault.vault_io.secrets_judge import REDACTED, Span, looks_random, looks_secret
-from memvault.vault_io.secrets_scan import Line, label_kind, label_value
+from memvault.vault_io.lazy_pattern import LazyPattern
+from memvault.vault_io.secrets_rules import REDACTED, Span
 
 __all__ = ["REDACTED", "always_value_spans", "find_secrets", "looks_random", "looks_secret", "private_key_lines",
            "redact", "redact_tree"]
+
+def looks_random(value: str) -> bool:
+    """Whether ``value`` looks like a generated key (:func:`.secrets_judge.looks_random`)."""
+    from memvault.vault_io.secrets_judge import looks_random as judge
+
+    return judge(value)
+
+
+def looks_secret(value: str) -> bool:
+    """Whether ``value``, said to be a password, token or PIN, looks like one (:func:`.secrets_judge.looks_secret`)."""
+    from memvault.vault_io.secrets_judge import looks_secret as judge
+
+    return judge(value)
+
 
 def _pem_spans(text: str) -> list[Span]:
     spans: list[Span] = []
@@ -101,6 +114,10 @@ def find_secrets(text: str, *, prefilter: bool = True) -> list[Span]:
     lines = _cue_lines(text, low, prefilter)
     if not lines:
         return []  # the common case: nothing that could start a credential
+    # The rules are imported on the first text with a cue: a process that
+    # redacts only plain text (most searches) never loads them.
+    from memvault.vault_io.secrets_scan import Line, label_kind
+
     spans: list[Span] = []
     if "-----begin" in low:
         spans += _pem_spans(text)
@@ -147,6 +164,8 @@ def _cue_lines(text: str, low: str, prefilter: bool) -> list[Span]:
 
 def _label_value_after(text: str, end: int, label: tuple[str, str]) -> list[Span]:
     """The value of a label ending at ``end`` on the next line (past one blank or fence line)."""
+    from memvault.vault_io.secrets_scan import Line, label_value
+
     pos = end + 1
     for _ in range(2):
         if pos > len(text):
@@ -211,7 +230,7 @@ def redact_tree(data: Any, key: str | None = None) -> Any:
     return data
 
 
-_EXTENSION_RE = re.compile(r"\.[a-z]{1,8}$")
+_EXTENSION_RE = LazyPattern(r"\.[a-z]{1,8}$")
 
 
 def _redact_value(value: str, key: str | None) -> str:

@@ -13,14 +13,11 @@ of at most 256), so they add constant work per key word.
 from __future__ import annotations
 
 import math
-import re
 from collections import Counter
 
 from memvault.vault_io import secrets_rules as R
-
-REDACTED = "[redacted]"
-
-Span = tuple[int, int]
+from memvault.vault_io.lazy_pattern import LazyPattern
+from memvault.vault_io.secrets_rules import REDACTED
 
 # What a key's last word names.
 PASSWORD, PASSPHRASE, PIN, SECRET, TOKEN, KEY = "password", "passphrase", "pin", "secret", "token", "key"
@@ -40,16 +37,16 @@ _KEY_STRONG = frozenset(
 )
 _KEY_PASSWORD = frozenset("wifi wi-fi wpa wpa2 wlan network".split())
 _PHRASE_OPENERS = frozenset("seed recovery secret backup wallet pass mnemonic".split())
-_WORD_RE = re.compile(r"[a-z0-9][a-z0-9-]*")
-SET_VERBS_RE = re.compile(r"(?i)\b(?:set|setting|changed?|changing|reset|update[ds]?|updating)\b")
-_PREV_WORD_RE = re.compile(r"([A-Za-z0-9][A-Za-z0-9-]*)[ \t_.-]*$")
-_PROSE_GOES_ON_RE = re.compile(r"(?:[ \t]+[-–—])?[ \t]+[A-Za-z]")
-_DOTTED_NUMBER_RE = re.compile(r"^v?\d+(?:\.\d+)+$")
+_WORD_RE = LazyPattern(r"[a-z0-9][a-z0-9-]*")
+SET_VERBS_RE = LazyPattern(r"(?i)\b(?:set|setting|changed?|changing|reset|update[ds]?|updating)\b")
+_PREV_WORD_RE = LazyPattern(r"([A-Za-z0-9][A-Za-z0-9-]*)[ \t_.-]*$")
+_PROSE_GOES_ON_RE = LazyPattern(r"(?:[ \t]+[-–—])?[ \t]+[A-Za-z]")
+_DOTTED_NUMBER_RE = LazyPattern(r"^v?\d+(?:\.\d+)+$")
 _TRAILING = ".,;:!?)]}>\"'*_`"
 _CLOSERS = {")": "(", "]": "[", "}": "{", ">": "<"}
-_NEXT_FIELD_RE = re.compile(r";|[&,](?=[A-Za-z0-9_.-]{1,40}=)")
-_DIGIT_RE = re.compile(r"\d")
-_LETTER_RE = re.compile(r"[^\W\d_]")
+_NEXT_FIELD_RE = LazyPattern(r";|[&,](?=[A-Za-z0-9_.-]{1,40}=)")
+_DIGIT_RE = LazyPattern(r"\d")
+_LETTER_RE = LazyPattern(r"[^\W\d_]")
 
 
 # -- judging values --------------------------------------------------------------------

@@ -20,6 +20,9 @@ from typing import Any
 
 from memvault.vault_io.lazy_pattern import LazyPattern
 
+REDACTED = "[redacted]"
+Span = tuple[int, int]
+
 
 class CasePattern:
     """A pattern read on the lower-cased text (no case folding at each
@@ -98,11 +101,9 @@ CUES = WORD_CUES + TOKEN_CUES
 # The literals in one pattern (a scan of the text at C speed); each hit's
 # condition is then checked where it stands (a hit whose condition fails is
 # no cue: "keyboard", "spinning").
-CUE_LITERAL_RE = re.compile(_trie([literal for literal, _ in CUES]))
-CUE_TAILS: dict[str, re.Pattern[str] | None] = {
-    literal: re.compile(tail) if tail else None for literal, tail in CUES
-}
-TOKEN_CUE_RE = re.compile(_trie([literal for literal, _ in TOKEN_CUES]))
+CUE_LITERAL_RE = LazyPattern(_trie([literal for literal, _ in CUES]))
+CUE_TAILS: dict[str, LazyPattern | None] = {literal: LazyPattern(tail) if tail else None for literal, tail in CUES}
+TOKEN_CUE_RE = LazyPattern(_trie([literal for literal, _ in TOKEN_CUES]))
 
 
 def find_cue(low: str, pos: int = 0) -> int:

@@ -25,11 +25,9 @@ from memvault.vault_io.secrets_judge import (
     PASSWORD,
     PIN,
     PROSE,
-    REDACTED,
     SET_VERBS_RE,
     TABLE,
     TOKEN,
-    Span,
     goes_on,
     is_placeholder,
     judge,
@@ -40,7 +38,7 @@ from memvault.vault_io.secrets_judge import (
     token_end,
     value_end,
 )
-from memvault.vault_io.secrets_rules import SHORT_FLAGS
+from memvault.vault_io.secrets_rules import REDACTED, SHORT_FLAGS, Span
 
 # -- one line --------------------------------------------------------------------------
 

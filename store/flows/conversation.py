@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import re
 from collections import Counter
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from typing import Any
@@ -68,23 +69,25 @@ def one_line(text: str, limit: int = TOOL_LINE_CHARS) -> str:
     return flat if len(flat) <= limit else flat[: limit - 1].rstrip() + "…"
 
 
-def tool_argument(arguments: Any) -> str:
-    """The one argument that says most about a tool call, as short text."""
+def tool_argument(arguments: Any, clean: Callable[[str], str] = str) -> str:
+    """The one argument that says most about a tool call, as short text,
+    passed through ``clean`` (the redactor) whole before it is cut: a cut
+    through a token would leave a prefix no pattern recognises."""
     if isinstance(arguments, str):
         try:
             arguments = json_input.loads(arguments)
         except ValueError:
-            return one_line(arguments)
+            return one_line(clean(arguments))
     if isinstance(arguments, dict):
         for name in _TELLING_ARGS:
             value = arguments.get(name)
             if isinstance(value, str) and value.strip():
-                return one_line(value)
+                return one_line(clean(value))
         for value in arguments.values():
             if isinstance(value, str) and value.strip():
-                return one_line(value)
+                return one_line(clean(value))
         return ""
-    return one_line(str(arguments)) if arguments not in (None, "", [], {}) else ""
+    return one_line(clean(str(arguments))) if arguments not in (None, "", [], {}) else ""
 
 
 def text_of(content: Any) -> str:
@@ -185,7 +188,7 @@ class ConversationBuilder:
         redacted; None when there is none."""
         if not isinstance(name, str) or not name.strip():
             return None
-        return self._clean(one_line(name, SPEAKER_CHARS)) or None
+        return one_line(self._clean(name), SPEAKER_CHARS) or None
 
     def extend(self, text: str) -> None:
         """Append ``text`` as another paragraph of the last turn."""
@@ -198,14 +201,14 @@ class ConversationBuilder:
         """The one line that stands for a tool call (counted for the digest)."""
         name = one_line(str(name or "tool"), 60)
         self.tools[name] += 1
-        arg = tool_argument(arguments)
+        arg = tool_argument(arguments, self._clean)
         return f"- tool call: {name}" + (f" `{arg.replace('`', chr(39))}`" if arg else "")
 
     def tool_result(self, name: str | None, output: Any, *, error: bool = False) -> str:
         """The one line that stands for a tool's output."""
         text = text_of(output) if not isinstance(output, str) else output
         lines = [line for line in text.splitlines() if line.strip()]
-        head = one_line(lines[0]) if lines else "(no output)"
+        head = one_line(self._clean(lines[0])) if lines else "(no output)"
         more = f" ({len(lines)} lines)" if len(lines) > 1 else ""
         label = f"{name}: " if name else ""
         return f"{label}{'error: ' if error else ''}{head}{more}"
@@ -226,7 +229,7 @@ class ConversationBuilder:
         if times:
             self.started = min([*times, *([self.started] if self.started else [])])
             self.ended = max([*times, *([self.ended] if self.ended else [])])
-        title = self._clean(one_line(self.title, 120)) if self.title and self.title.strip() else title_from(self.turns)
+        title = one_line(self._clean(self.title), 120) if self.title and self.title.strip() else title_from(self.turns)
         return Conversation(
             session_id=self.session_id, client=self.client, title=title, turns=list(self.turns),
             started=self.started, ended=self.ended, tools=self.tools, redacted=self.redacted, ref=self.ref,

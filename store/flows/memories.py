@@ -17,8 +17,10 @@ Secrets in the text are redacted before anything is written.
 
 from __future__ import annotations
 
+import dataclasses
 import re
 from dataclasses import dataclass
+from typing import Any
 
 import apsw
 
@@ -33,7 +35,7 @@ from memvault.store.memories.guard import check_size
 from memvault.store.memories.memtypes import canonical_type
 from memvault.store.memories.mirror import DEFAULT_STRENGTH, Memories, memory_id_for
 from memvault.vault_io.markdown import normalise_tag
-from memvault.vault_io.secrets import redact
+from memvault.vault_io.secrets import redact, redact_tree
 from memvault.vault_io.syntax import TAG_BODY
 
 
@@ -66,6 +68,29 @@ def _clean_tags(tags: list[str]) -> list[str]:
     return out
 
 
+def _redacted_tree(data: dict[str, Any]) -> tuple[dict[str, Any], int]:
+    """``data`` (an item's front-matter) with every credential redacted (a
+    key names its value: ``api_key: x``), and how many values changed."""
+    out = redact_tree(data)
+    changed = sum(1 for a, b in zip(_leaves(data), _leaves(out)) if a != b)
+    return out, changed
+
+
+def _leaves(data: Any) -> list[Any]:
+    if isinstance(data, dict):
+        return [x for v in data.values() for x in _leaves(v)]
+    if isinstance(data, (list, tuple)):
+        return [x for v in data for x in _leaves(v)]
+    return [data]
+
+
+def _redacted_tags(tags: list[str]) -> tuple[list[str], int]:
+    """Tags without a credential: a tag holding one is left out (a tag is a
+    name, not text to keep), and how many were."""
+    kept = [t for t in tags if not redact(t)[1]]
+    return kept, len(tags) - len(kept)
+
+
 def _same(trace: rec.TraceRow, content: str, type_: str, tags: list[str]) -> bool:
     fm_tags = trace.metadata.get("fm_tags")
     have = [t.casefold() for t in (fm_tags if isinstance(fm_tags, list) else trace.tags)]
@@ -91,8 +116,16 @@ def import_memory(ctx: StoreContext, memories: Memories, item: MemoryItem, *, dr
     type_ = canonical_type(item.type)
     check_size(item.content)  # one item's error line; the others are imported
     content, redacted = redact(item.content.strip())
-    tags = _clean_tags(item.tags)
-    scope = item.scope.strip() or "user"
+    # What else of the item reaches the note (its front-matter, tags, scope, file name) is redacted too.
+    extra, n = _redacted_tree(dict(item.extra))
+    tags, m = _redacted_tags(item.tags)
+    scope, k = redact(item.scope.strip() or "user")
+    redacted += n + m + k
+    item = dataclasses.replace(
+        item, extra=extra, path=item.path if item.path and not redact(item.path)[1] else None,
+        related=[r for r in item.related if not redact(r)[1]],  # a link to a note named with a secret is left out
+    )
+    tags = _clean_tags(tags)
     digest = ik.item_hash([content, type_, tags, scope])
     con = ctx.con
     row = ik.get_key(con, item.source, item.key) if keyed else None

@@ -128,7 +128,7 @@ def note_trace(note: ParsedNote, trace_id: str, st: FileStat, memory_folder: str
             type=NOTE_TYPE,
             title=redact(note.title)[0],
             content=redact(note.body)[0],
-            tags=list(note.tags),
+            tags=[t for t in note.tags if not redact(t)[1]],  # a tag holding a credential is not indexed
             metadata=metadata,
             path=note.path,
             source="vault",
@@ -232,8 +232,10 @@ def note_edges(
                 target_key=key,
                 target_path=hit.path,
                 target_id=all_files.get(hit.path) if hit.path else None,
-                anchor=link.subpath,
-                display=link.display,
+                # A link's text and heading are text a person typed (the target is
+                # the note's name: an identifier, like its path, redacted in answers).
+                anchor=redact(link.subpath)[0] if link.subpath else link.subpath,
+                display=redact(link.display)[0] if link.display else link.display,
                 prop=link.prop,
                 line=link.line,
                 ambiguous=hit.ambiguous,
