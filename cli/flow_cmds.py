@@ -61,23 +61,41 @@ IMPORT_FORMATS = ("chatgpt", "claude", "mem0", "mcp-memory", "csv", "json", "jso
 EXPORT_FORMATS = ("json", "jsonl", "markdown", "obsidian", "csv", "sqlite")
 
 
+def _format_and_path(ctx: click.Context, param: click.Parameter, value: tuple[str, ...]) -> tuple[str | None, Path]:
+    """``[FORMAT] PATH``: the format (None: detect it) and the path, checked (a usage line, exit 2)."""
+    from memvault.cli.main import UsageFailure
+
+    if len(value) not in (1, 2):
+        raise UsageFailure("give [FORMAT] PATH: one file or folder to import, the format first when you name it")
+    fmt, path = (None, value[0]) if len(value) == 1 else value
+    if fmt is not None and fmt not in IMPORT_FORMATS:
+        raise UsageFailure(f"unknown import format {fmt!r}: use one of {', '.join(IMPORT_FORMATS)} "
+                           "(or leave it out: memvault import PATH)")
+    if not Path(path).exists():
+        raise UsageFailure(f"{path} does not exist")
+    return fmt, Path(path)
+
+
 @cli.command("import")
-@click.argument("fmt", metavar="FORMAT", type=click.Choice(IMPORT_FORMATS))
-@click.argument("path", type=click.Path(exists=True, path_type=Path))
+@click.argument("args", metavar="[FORMAT] PATH", nargs=-1, required=True, callback=_format_and_path)
 @click.option("--dry-run", is_flag=True, help="Say what would be imported; write nothing.")
 @click.option("--folder", default="Imports", show_default=True,
               help="Vault folder for imported ordinary notes (Claude project documents).")
 @json_option
 @pass_app
-def import_(app: AppContext, fmt: str, path: Path, dry_run: bool, folder: str, as_json: bool) -> None:
+def import_(app: AppContext, args: tuple[str | None, Path], dry_run: bool, folder: str, as_json: bool) -> None:
     """Import memories and conversations from another tool.
+
+    FORMAT may be left out: the one format that takes PATH is used, and a
+    file none or several take is refused in one line (name the format).
 
     \b
     chatgpt     ChatGPT export: the zip, its folder, conversations.json or conversations-NNN.json
     claude      Claude.ai export: the zip, its folder, conversations.json, projects.json
     mem0        the JSON of mem0's get_all()
     mcp-memory  the MCP memory server's memory.jsonl
-    csv         a `content` column; optional type, tags, scope, created, id
+    csv         a `content` column; optional type, tags, scope, created, updated,
+                strength, id; other columns become note properties
     json/jsonl  memvault's own export
     markdown    a folder of notes with front-matter (id, type, scope, tags, strength)
 
@@ -86,6 +104,7 @@ def import_(app: AppContext, fmt: str, path: Path, dry_run: bool, folder: str, a
     at its source updates its memory as a new version. One bad item is one
     error line and never stops the rest.
     """
+    fmt, path = args
     show = stderr_is_tty() and not as_json
     with progress_bar("Importing", show) as progress:
         report = app.store.import_(fmt, path, dry_run=dry_run, folder=folder, progress=progress)
@@ -94,7 +113,8 @@ def import_(app: AppContext, fmt: str, path: Path, dry_run: bool, folder: str, a
     else:
         would = "would be " if dry_run else ""
         echo(f"{report.imported} {would}imported, {report.updated} {would}updated, {report.skipped} skipped, "
-                   f"{len(report.errors)} errors" + (f"; {report.redacted} secrets redacted" if report.redacted else ""))
+             f"{len(report.errors)} errors" + (f"; {report.redacted} secrets redacted" if report.redacted else "")
+             + ("" if fmt else f" (read as {report.format})"))
         for line in capped(report.warnings, "warnings"):
             warn(line)
         for line in capped([f"{ref}: {why}" for ref, why in report.errors], "errors"):

@@ -252,11 +252,14 @@ def _recall_tools(server: MCPServer, backend: Backend) -> None:
         limit: Limit = 10,
         since: HappenedSince = None,
         until: HappenedUntil = None,
+        raw: Annotated[bool, _field("The query is SQLite FTS5 syntax, as written (\"exact phrase\", prefix*, "
+                                    "AND/OR/NOT, NEAR(a b, 5)); keyword search.", "raw", "fts")] = False,
     ) -> CallToolResult:
         """Search the vault's notes, memories and facts by words and meaning. Each hit has its id,
         title, type, vault path, obsidian:// uri, a highlighted snippet and the plain text of the
-        matching passage; memory hits carry the version an `update` needs."""
-        return _ok(*search_data(backend, query, what, scope, types, tags, path, mode, limit, since, until))
+        matching passage; memory hits carry the version an `update` needs. With raw, the query is
+        FTS5 syntax (one FTS5 cannot read is a tool error saying why)."""
+        return _ok(*search_data(backend, query, what, scope, types, tags, path, mode, limit, since, until, raw))
 
     @server.tool(annotations=_READ)
     def context(

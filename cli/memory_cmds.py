@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 import click
@@ -136,15 +137,58 @@ def update(app: AppContext, ref: str, content: str | None, tags: tuple[str, ...]
 
 
 @cli.command()
-@click.argument("ref", metavar="ID")
+@click.argument("ref", metavar="ID", required=False)
 @click.option("--reason", help="Why it is forgotten.")
+@click.option("--all", "every", is_flag=True, help="Every live memory of --scope (a backup is written first).")
+@click.option("--scope", metavar="S", help="With --all: the scope whose memories are forgotten.")
+@click.option("--yes", is_flag=True, help="With --all: do not ask to type the scope (for scripts).")
+@click.option("--backup", type=click.Path(path_type=Path), metavar="PATH",
+              help="With --all: where the backup goes (a file or folder; default: backups/ in memvault's data dir).")
 @json_option
 @pass_app
-def forget(app: AppContext, ref: str, reason: str | None, as_json: bool) -> None:
+def forget(app: AppContext, ref: str | None, reason: str | None, every: bool, scope: str | None, yes: bool,
+           backup: Path | None, as_json: bool) -> None:
     """Soft-delete a memory (its note moves to .trash/) or retire one fact (its
     note is not touched; it stays retired when the note is re-read).
-    `restore` brings either back."""
+    `restore` brings either back. `forget --all --scope S` forgets every live
+    memory of a scope: it asks you to type the scope (or --yes), writes a
+    backup of memvault's state first, then moves each note to .trash/."""
+    if every:
+        if ref is not None or not scope or not scope.strip():
+            raise click.UsageError("--all takes --scope S and no ID")
+        _forget_scope(app, scope.strip(), reason, yes, backup, as_json)
+        return
+    if ref is None or scope is not None or yes or backup is not None:
+        raise click.UsageError("give the ID to forget (--scope, --yes and --backup go with --all)")
     _report(app.store.forget(ref, reason), as_json, "Forgot")
+
+
+def _forget_scope(app: AppContext, scope: str, reason: str | None, yes: bool, backup: Path | None,
+                  as_json: bool) -> None:
+    """``forget --all --scope S``: count, confirm by typing the scope, back up, forget."""
+    count = len(app.store.live_in_scope(scope))
+    if count == 0:
+        emit_json({"scope": scope, "forgotten": 0}) if as_json else echo(f"No live memory has scope {scope}.")
+        return
+    if not yes:
+        try:
+            typed = click.prompt(f"Forget all {count} live memories of scope {scope!r} (their notes go to .trash/, "
+                                 "a backup is written first)? Type the scope to confirm", default="",
+                                 show_default=False, err=True)
+        except click.Abort:  # no input (end of file, Ctrl-C)
+            raise click.ClickException("not confirmed: nothing was forgotten (give --yes in a script)") from None
+        if typed.strip() != scope:
+            raise click.ClickException(f"you typed {typed.strip()!r}, not {scope!r}: nothing was forgotten")
+    done = app.store.forget_scope(scope, reason=reason, backup=backup)
+    if as_json:
+        emit_json(done.as_dict())
+    else:
+        echo(f"Forgot {len(done.forgotten)} memories of scope {scope} (backup: {done.backup}; "
+             "`memvault restore ID` brings one back)")
+    for memory_id, why in done.failed:
+        warn(f"{memory_id}: {why}")
+    if done.failed:
+        raise click.exceptions.Exit(1)
 
 
 @cli.command()

@@ -47,6 +47,8 @@ def context(app: AppContext, message: str, budget: int | None, what: str | None,
     block: RecallBlock = answer(store, q)
     for line in block.notices:
         notice(line)
+    if block.full and not as_json:
+        notice(block.full)
     # Text from the index is redacted already; a path or a link's name is not.
     data = redact_tree({k: v for k, v in block.to_json().items() if k != "notices"})
     if as_json:

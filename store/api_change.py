@@ -22,6 +22,7 @@ if TYPE_CHECKING:
     import apsw
 
     from memvault.store.answers.review import SettledCopy
+    from memvault.store.answers.write import ScopeForgotten
     from memvault.store.consolidation.merge import MergeOutcome
     from memvault.store.consolidation.run import RunReport
     from memvault.store.consolidation.undo import UndoReport
@@ -165,6 +166,37 @@ class ChangeAPI(StoreParts):
             return forget_fact(self.con, fact, reason)
         return self.memories.forget(ref, reason)
 
+    def live_in_scope(self, scope: str) -> list[str]:
+        """Ids of the live memories of ``scope``, oldest first."""
+        return [r[0] for r in self.read_con().execute(
+            "SELECT id FROM traces WHERE kind = 'memory' AND status = 'active' AND coalesce(scope, 'user') = ? "
+            "ORDER BY created, id", (scope,))]
+
+    @logged
+    def forget_scope(self, scope: str, *, reason: str | None = None, backup: Path | None = None) -> "ScopeForgotten":
+        """Forget every live memory of ``scope`` (each note to ``.trash/``,
+        each restorable), after writing a backup of the durable state to
+        ``backup`` (a file or folder; default: ``backups/`` in memvault's data
+        dir): ``memvault forget --all --scope S``."""
+        from memvault.store.answers.write import ScopeForgotten
+        from memvault.store.flows.backup import backup as write_backup
+        from memvault.store.memories.mirror import MemoryOpError
+
+        scope = scope.strip()
+        if not scope:
+            raise MemvaultError("give the scope whose memories to forget")
+        ids = self.live_in_scope(scope)
+        done = ScopeForgotten(scope, str(write_backup(self.ctx, backup or self.data_dir / "backups")))
+        why = reason or f"forgot all of scope {scope}"
+        for memory_id in ids:
+            try:
+                self.memories.forget(memory_id, why)
+            except MemoryOpError as exc:  # changed meanwhile, a note that cannot move: the rest go on
+                done.failed.append((memory_id, str(exc)))
+            else:
+                done.forgotten.append(memory_id)
+        return done
+
     @logged
     def restore(self, ref: str) -> "WriteResult":
         """Bring back a forgotten memory and its note, or a forgotten fact; a
@@ -270,14 +302,20 @@ class ChangeAPI(StoreParts):
 
     @logged
     def import_(
-        self, fmt: str, path: "str | os.PathLike[str]", *, dry_run: bool = False, folder: str = "Imports",
+        self, fmt: str | None, path: "str | os.PathLike[str]", *, dry_run: bool = False, folder: str = "Imports",
         progress: Progress | None = None,
     ) -> "ImportReport":
         """Import a file of another tool (``chatgpt``, ``claude``, ``mem0``,
         ``mcp-memory``, ``csv``, ``markdown``) or memvault's own export
-        (``json``/``jsonl``); see :mod:`.flows.sink`. ``progress(done, total)``."""
+        (``json``/``jsonl``); see :mod:`.flows.sink`. ``progress(done, total)``.
+        ``fmt`` None: the one format that takes the file (:mod:`.flows.importers.detect`;
+        refused in one line when none or several do)."""
         from memvault.store.flows.sink import run_import
 
+        if fmt is None:
+            from memvault.store.flows.importers.detect import detect
+
+            fmt = detect(Path(path).expanduser())
         return run_import(self.ctx, fmt, Path(path).expanduser(), memories=lambda: self.memories, sync=self.sync,
                           sync_paths=self.sync_paths, fact_keep=self.fact_keep, dry_run=dry_run, folder=folder,
                           progress=progress)

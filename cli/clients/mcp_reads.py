@@ -60,12 +60,13 @@ def memory_types(value: str | list[str] | None) -> list[str]:
 def search_data(reads: Reads, query: str, what: str = "all", scope: str | None = None,
                 types: str | list[str] | None = None, tags: str | list[str] | None = None, path: str | None = None,
                 mode: str | None = None, limit: int = 10, since: str | None = None,
-                until: str | None = None) -> tuple[dict[str, Any], str | None]:
+                until: str | None = None, raw: bool = False) -> tuple[dict[str, Any], str | None]:
     """The ``search`` tool's answer: the hits (memory hits with the version an
-    ``update`` needs), and no text of its own (the JSON is the text)."""
+    ``update`` needs), and no text of its own (the JSON is the text).
+    ``raw``: the query is FTS5 syntax (one FTS5 cannot read is a usage error)."""
     q = SearchQuery(query, mode=mode, limit=limit, types=tuple(memory_types(types)), tags=tuple(as_list(tags)),
                     path_glob=path, what=what, memory_scope=tuple(as_list(scope)),
-                    since=since or None, until=until or None)
+                    since=since or None, until=until or None, raw=raw)
     result = reads.answer(q)
     versions = reads.versions([h.id for h in result.hits if h.id.startswith("m-") and "." not in h.id])
     hits = [dataclasses.replace(h, version=versions[h.id]) if h.id in versions else h for h in result.hits]

@@ -47,6 +47,24 @@ class RecallBlock(_Answer):
     budget: int
     items: tuple[RecallLine, ...] = ()
     notices: tuple[str, ...] = ()
+    #: Relevant memories, facts or passages ranked for the message that did not fit (None: none).
+    left_out: int | None = None
+    #: Said when the block uses over :data:`FULL_SHARE` of its budget and
+    #: items were left out: a larger budget would recall them (None: not so).
+    full: str | None = None
+
+
+#: Share of the budget past which a block with items left out says so (``full``).
+FULL_SHARE = 0.8
+
+
+def full_note(tokens: int, budget: int, left_out: int) -> str | None:
+    """What :attr:`RecallBlock.full` says for a block of ``tokens`` of ``budget`` with ``left_out`` items out."""
+    if not left_out or budget <= 0 or tokens <= FULL_SHARE * budget:
+        return None
+    return (f"the block uses {round(100 * tokens / budget)} % of its {budget}-token budget and {left_out} relevant "
+            f"item{'s' if left_out != 1 else ''} did not fit: a larger budget recalls "
+            f"{'them' if left_out != 1 else 'it'}")
 
 
 @dataclass(frozen=True)

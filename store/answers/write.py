@@ -61,3 +61,22 @@ class WriteResult:
         if any(not isinstance(v, kinds[k]) for k, v in fields.items()):
             raise ValueError("not a write result")
         return cls(data["id"], data["action"], **fields)
+
+
+@dataclass
+class ScopeForgotten:
+    """What ``forget --all --scope S`` did: the backup written first, the
+    memories forgotten (each restorable), and any that could not be."""
+
+    scope: str
+    #: The backup of the durable state written before anything was forgotten
+    #: (``memvault restore-backup`` takes it).
+    backup: str
+    forgotten: list[str] = field(default_factory=list)
+    #: (memory id, why) of those left as they were.
+    failed: list[tuple[str, str]] = field(default_factory=list)
+
+    def as_dict(self) -> dict[str, object]:
+        """JSON-ready form for ``--json``."""
+        return {"scope": self.scope, "backup": self.backup, "forgotten": len(self.forgotten),
+                "ids": list(self.forgotten), "failed": [{"id": i, "error": why} for i, why in self.failed]}

@@ -336,7 +336,7 @@ class Retriever:
         (None: ``recall.identity``); ``since``/``until`` bound when the
         recalled memories happened.
         """
-        from memvault.store.answers.recall import RecallBlock, RecallLine
+        from memvault.store.answers.recall import RecallBlock, RecallLine, full_note
         from memvault.store.retrieval.neighbours import with_turn_context
         from memvault.store.retrieval.recall import (
             assemble,
@@ -379,8 +379,11 @@ class Retriever:
         text, items = assemble(ids, relevant, budget, always_identity=identity == "always")
         if q.record and items:
             record_recall(self.con, list(dict.fromkeys(i.id for i in items)))
-        return RecallBlock(text, block_tokens(text), budget, tuple(RecallLine.from_json(i.as_dict()) for i in items),
-                           tuple(notices))
+        # What was ranked relevant and did not fit: an agent can ask with a larger budget.
+        left_out = len({i.id for i in relevant} - {i.id for i in items}) if text else 0
+        tokens = block_tokens(text)
+        return RecallBlock(text, tokens, budget, tuple(RecallLine.from_json(i.as_dict()) for i in items),
+                           tuple(notices), left_out or None, full_note(tokens, budget, left_out))
 
     def session_start(self, q: SessionStartQuery) -> SessionStartText:
         """What a session starts with (:func:`~.session_start.session_start`)."""

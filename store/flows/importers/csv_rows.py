@@ -1,5 +1,10 @@
 """A CSV of memories: a ``content`` column (required), optional ``type``,
-``tags`` (comma, semicolon or space separated), ``scope``, ``created`` and ``id``.
+``tags`` (comma, semicolon or space separated), ``scope``, ``created``,
+``updated``, ``strength`` (0 to 1) and ``id``. Every other column is kept as a
+front-matter property of the memory's note (its header, lower case, as the
+name; an empty cell adds nothing), redacted like the content; a column named
+like a key memvault writes itself (``key``, ``source``, ``version``...) is
+kept as ``csv_<name>``.
 
 A cell starting with ``'`` before ``= + - @`` (a tab, a carriage return)
 has that ``'`` taken off: it kept a spreadsheet from running the cell as a
@@ -51,6 +56,25 @@ def read(path: Path, progress: Progress | None = None) -> Iterator[Entry]:
             progress(1, 1)
 
 
+#: Columns the importer reads itself.
+KNOWN = frozenset({"content", "type", "tags", "scope", "created", "updated", "strength", "id"})
+
+
+def _extra(row: dict[str, str | None]) -> dict[str, object]:
+    """The row's other columns as front-matter properties (module docstring)."""
+    from memvault.vault_io.memory_note import MANAGED_KEYS
+    from memvault.vault_io.secrets import redact
+
+    out: dict[str, object] = {}
+    for n, (name, value) in enumerate(row.items(), 1):
+        if name in KNOWN or not isinstance(value, str) or not value.strip():
+            continue  # (DictReader's None key: cells past the header, kept as a list, go too)
+        prop = redact(" ".join(name.split()))[0] if isinstance(name, str) and name.strip() else f"column_{n}"
+        prop = f"csv_{prop}" if prop in MANAGED_KEYS else prop
+        out[prop] = redact(value.strip())[0]
+    return out
+
+
 def _convert(row: dict[str, str | None]) -> list[Item]:
     # A cell memvault's csv export (or another tool, as OWASP advises) kept
     # from being run as a formula has a leading ' to take off (:mod:`..csv_cells`).
@@ -65,6 +89,24 @@ def _convert(row: dict[str, str | None]) -> list[Item]:
     when = iso_time(created) if created and created.strip() else None
     if created and created.strip() and when is None:
         raise ImportFormatError(f"created {created!r} is not a date or time")
+    updated = (row.get("updated") or "").strip()
+    changed = iso_time(updated) if updated else None
+    if updated and changed is None:
+        raise ImportFormatError(f"updated {updated!r} is not a date or time")
+    strength = _strength(row.get("strength"))
     key = (row.get("id") or "").strip() or content_key(content, type_, scope)
     return [MemoryItem(source="csv", key=key, content=content, type=type_, tags=tags, scope=scope, created=when,
-                       origin="import:csv")]
+                       updated=changed, strength=strength, origin="import:csv", extra=_extra(row))]
+
+
+def _strength(cell: str | None) -> float | None:
+    """A ``strength`` cell: a number from 0 to 1 (empty: none)."""
+    if cell is None or not cell.strip():
+        return None
+    try:
+        value = float(cell)
+    except ValueError:
+        value = -1.0
+    if not 0.0 <= value <= 1.0:
+        raise ImportFormatError(f"strength {cell!r} is not a number from 0 to 1")
+    return value
