@@ -10,7 +10,9 @@ assistant's answers, tool output, questions. Its extractor keeps
   (semantic), what they plan (prospective), and anything they asked to be
   remembered ("remember that ...", "note that ...", "keep in mind ...").
 
-Questions, requests to the assistant and conditionals are left out. Every
+Questions and requests to the assistant are left out by their mood
+(:mod:`.mood`: "Write a short summary of what we decided." asks, it does
+not decide), and so are conditionals. Every
 fact anchors to the turn it came from (``^t12``), whichever extractor found
 it (the rules here, or the llm extractor with :data:`CONVERSATION_PROMPT`).
 
@@ -34,6 +36,7 @@ import apsw
 
 from memvault.store.db import rows as db
 from memvault.store.facts.llm_extract import SCHEMA_DOC
+from memvault.store.facts.mood import DECLARATIVE, HORTATIVE, IMPERATIVE, WH_WORDS, mood
 from memvault.store.index.classify import memory_key
 from memvault.store.index.event_time import note_event_time
 from memvault.store.memories.memtypes import MEMORY_TYPES
@@ -128,13 +131,17 @@ _PLAN_RES = (
         re.I,
     ),
 )
-# Openings that make a first-person sentence a request, a report of the task
-# at hand or a hypothesis rather than a statement about the person.
-_NOT_A_STATEMENT_RE = re.compile(
-    r"^(?:if|when|whether|can|could|would|should|will|do|does|did|is|are|why|how|what|where|which|who|"
-    r"please|help|thanks|thank you|ok|okay|hmm|so|but)\b",
-    re.I,
-)
+# Openings that make a first-person sentence a hypothesis or a reply about the
+# task at hand rather than a statement about the person (conditional and
+# temporal clauses, thanks and acknowledgements). Questions and requests are
+# told apart by their mood (:mod:`.mood`), not by their first word.
+_NOT_A_STATEMENT_RE = re.compile(r"^(?:if|when|whether|thanks|thank you|ok|okay|hmm|so|but)\b", re.I)
+#: A standing rule given as an imperative ("always use tabs", "never push on Fridays"): how the person wants
+#: things done, kept, where any other request to the assistant is not a statement.
+_STANDING_RULE_RE = re.compile(r"^(?:always|never)\b", re.I)
+#: Words that make the clause after them an embedded question ("what we decided", "whether we agreed"):
+#: a decision reported, not stated.
+_EMBEDDING = WH_WORDS | {"whether", "if"}
 _REPEAT_STRIP_RE = re.compile(r"[\s.!;:,]+$")
 # How a statement the rules keep begins (lower case), or a word a decision holds.
 _OPENINGS = ("i ", "i'", "im ", "my ", "we ", "we'", "let", "always ", "never ", "remember", "note", "keep in mind",
@@ -164,17 +171,34 @@ def classify(text: str) -> tuple[str, str] | None:
             return PROSPECTIVE, "remembered"  # "remember to renew the certificate"
         found = classify(rest)
         return (found[0] if found else SEMANTIC), "remembered"
-    if _NOT_A_STATEMENT_RE.match(text):
+    if not _states(text) or _NOT_A_STATEMENT_RE.match(text):
         return None
     if any(r.search(text) for r in _IDENTITY_RES) or _says_a_kind_of_person(text):
         return IDENTITY, "identity"
-    if _DECISION_RE.search(text):
+    if _states_a_decision(text):
         return SEMANTIC, "decision"
     if any(r.search(text) for r in _PLAN_RES):
         return PROSPECTIVE, "plan"
     if any(r.search(text) for r in _PREFERENCE_RES):
         return SEMANTIC, "preference"
     return None
+
+
+def _states(text: str) -> bool:
+    """Whether a sentence states something: not a question, and not a request
+    to the assistant unless it is a standing rule (:mod:`.mood`)."""
+    found = mood(text)
+    return found in (DECLARATIVE, HORTATIVE) or (found == IMPERATIVE and bool(_STANDING_RULE_RE.match(text)))
+
+
+def _states_a_decision(text: str) -> bool:
+    """Whether a decision's words in ``text`` state one, not report one in an
+    embedded question ("I forgot what we decided")."""
+    for m in _DECISION_RE.finditer(text):
+        before = re.findall(r"[a-z']+", text[: m.start()].lower())
+        if not before or before[-1] not in _EMBEDDING:
+            return True
+    return False
 
 
 def remembered_text(text: str) -> str:
