@@ -20,15 +20,20 @@ import re
 from dataclasses import dataclass
 from pathlib import PurePosixPath
 
-_PATTERNS: tuple[tuple[str, re.Pattern[str]], ...] = (
-    ("Syncthing", re.compile(r"^(?P<stem>.+)\.sync-conflict-\d{8}-\d{6}-(?P<device>[A-Z0-9]{7})$")),
-    ("ownCloud", re.compile(r"^(?P<stem>.+)_conflict-\d{8}-\d{6}$")),
-    ("Dropbox", re.compile(
-        r"^(?P<stem>.+) \((?P<device>[^()]*)'s conflicted copy \d{4}-\d{2}-\d{2}(?: \(\d+\))?\)$")),
-    ("Nextcloud or Obsidian Sync", re.compile(
-        r"^(?P<stem>.+) \(conflicted copy (?:(?P<device>[^()\d][^()]*?) )?\d[\d -]*\)$", re.IGNORECASE)),
-    ("Nextcloud or Obsidian Sync", re.compile(r"^(?P<stem>.+) \(conflicted copy [^()]*\)$", re.IGNORECASE)),
+#: Each tool's name shape, tried in this order (the first that matches wins).
+#: A name shape's groups are ``<tag>`` (the note's stem) and ``<tag>_device``.
+_SHAPES: tuple[tuple[str, str, str], ...] = (
+    ("st", "Syncthing", r"(?P<st>.+)\.sync-conflict-\d{8}-\d{6}-(?P<st_device>[A-Z0-9]{7})"),
+    ("oc", "ownCloud", r"(?P<oc>.+)_conflict-\d{8}-\d{6}"),
+    ("db", "Dropbox", r"(?P<db>.+) \((?P<db_device>[^()]*)'s conflicted copy \d{4}-\d{2}-\d{2}(?: \(\d+\))?\)"),
+    ("nc", "Nextcloud or Obsidian Sync",
+     r"(?i:(?P<nc>.+) \(conflicted copy (?:(?P<nc_device>[^()\d][^()]*?) )?\d[\d -]*\))"),
+    ("nx", "Nextcloud or Obsidian Sync", r"(?i:(?P<nx>.+) \(conflicted copy [^()]*\))"),
 )
+#: All the shapes as one pattern on a note's stem: the regex engine tries the
+#: alternatives in order, as a loop over the shapes would, in one call.
+_NAME = re.compile("^(?:" + "|".join(shape for _, _, shape in _SHAPES) + ")$")
+_TOOL = {tag: tool for tag, tool, _ in _SHAPES}
 
 
 @dataclass(frozen=True)
@@ -55,10 +60,32 @@ class SyncConflict:
 
 def sync_conflict(path: str) -> SyncConflict | None:
     """The sync tool's conflict copy that ``path`` is, if its name says so."""
-    p = PurePosixPath(path)
-    for tool, pattern in _PATTERNS:
-        m = pattern.match(p.stem)
-        if m:
-            device = (m.groupdict().get("device") or "").strip() or None
-            return SyncConflict(tool, str(p.with_name(m.group("stem") + p.suffix)), device)
-    return None
+    # Every shape needs a ")" or "conflict-" in the name: most paths are
+    # settled by two substring tests (this runs several times per note).
+    if ")" not in path and "conflict-" not in path:
+        return None
+    folder, stem, suffix = _split(path)
+    m = _NAME.match(stem)
+    if m is None:
+        return None
+    tag = next(tag for tag in _TOOL if m.group(tag) is not None)
+    device = (m.groupdict().get(f"{tag}_device") or "").strip() or None
+    return SyncConflict(_TOOL[tag], folder + m.group(tag) + suffix, device)
+
+
+def _split(path: str) -> tuple[str, str, str]:
+    """A vault path's folder (with its closing "/", or ""), its name's stem
+    and suffix, as ``PurePosixPath(path)`` reads them. Vault paths are plain
+    (no ``//``, no ``.`` parts, no leading or trailing slash); any other
+    string goes through pathlib."""
+    if "//" in path or path.startswith(("/", "./")) or path.endswith(("/", "/.")) or path in ("", ".") \
+            or "/./" in path:
+        p = PurePosixPath(path)
+        parent = str(p.parent)
+        folder = "" if parent == "." else parent.removesuffix("/") + "/"
+        return folder, p.stem, p.suffix
+    parent, slash, name = path.rpartition("/")
+    i = name.rfind(".")
+    if 0 < i < len(name) - 1:
+        return parent + slash, name[:i], name[i:]
+    return parent + slash, name, ""
