@@ -3,7 +3,9 @@
 Parsing is most of the CPU time of a first index, and notes parse
 independently, so a large reconcile hands them to a pool of worker
 processes (one per core). Each worker also resolves the note's links, which
-only needs the set of vault paths, given to it once at start. Small
+only needs the set of vault paths, given to it once at start, and makes
+whatever else the caller derives from a note's text alone (``derive``: the
+index's trace row, redacted), so that too runs on every core. Small
 reconciles (the daemon's usual batch of a few files) run the same function
 in-process: starting workers would cost more than it saves.
 """
@@ -13,7 +15,7 @@ from __future__ import annotations
 import os
 import select
 import threading
-from collections.abc import Generator, Iterable
+from collections.abc import Callable, Generator, Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -27,6 +29,11 @@ POOL_MIN = 400
 #: Notes per task sent to a worker: amortises the round trip, keeps results flowing.
 CHUNK = 64
 
+#: What a caller makes of a parsed note besides resolving its links (see the
+#: module docstring); a module-level function or a partial of one, so that a
+#: forkserver's workers can be handed it.
+Derive = Callable[[ParsedNote], object]
+
 
 @dataclass(frozen=True)
 class ReadResult:
@@ -38,13 +45,15 @@ class ReadResult:
     resolutions: tuple[Resolution, ...] = ()  # for note.links + note.embeds, in order
     keys: tuple[str, ...] = ()  # their link_key()s, in the same order
     error: str | None = None  # why it could not be read
+    derived: object = None  # what ``derive`` made of the note, when given one
 
 
 def read_note_file(
-    root: Path, path: str, known_hash: str | None, resolver: LinkResolver, *, keep_blocks: bool = True
+    root: Path, path: str, known_hash: str | None, resolver: LinkResolver, *, keep_blocks: bool = True,
+    derive: Derive | None = None,
 ) -> ReadResult:
     """Read ``path``; parse and resolve it unless its hash equals ``known_hash``
-    (``keep_blocks``: see :func:`~.parser.parse_note`)."""
+    (``keep_blocks``: see :func:`~.parser.parse_note`), and ``derive`` from it."""
     try:
         data = read_inside(root, path)  # never a file a symlink swapped in from outside the vault
     except OutsideVaultError as exc:
@@ -61,18 +70,20 @@ def read_note_file(
     links = (*note.links, *note.embeds)
     resolutions = tuple(resolver.resolve(link.target, path) for link in links)
     keys = tuple(link_key(link.target) if link.target else "" for link in links)
-    return ReadResult(path, digest, note, resolutions, keys)
+    return ReadResult(path, digest, note, resolutions, keys, derived=derive(note) if derive is not None else None)
 
 
 # Worker-process state, set once by the pool initializer.
 _ROOT: Path | None = None
 _RESOLVER: LinkResolver | None = None
+_DERIVE: Derive | None = None
 
 
-def _init_worker(root: str, paths: list[str], parent: int) -> None:
-    global _ROOT, _RESOLVER
+def _init_worker(root: str, paths: list[str], parent: int, derive: Derive | None = None) -> None:
+    global _ROOT, _RESOLVER, _DERIVE
     _ROOT = Path(root)
     _RESOLVER = LinkResolver(paths)
+    _DERIVE = derive
     threading.Thread(target=_exit_with, args=(parent,), name="memvault-parent-watch", daemon=True).start()
 
 
@@ -106,22 +117,24 @@ def _alive(pid: int) -> bool:
 def _read_chunk(items: list[tuple[str, str | None]]) -> list[ReadResult]:
     assert _ROOT is not None and _RESOLVER is not None
     # Sent to the parent: without the blocks, which would cost more to ship than to scan again.
-    return [read_note_file(_ROOT, path, known, _RESOLVER, keep_blocks=False) for path, known in items]
+    return [read_note_file(_ROOT, path, known, _RESOLVER, keep_blocks=False, derive=_DERIVE) for path, known in items]
 
 
 def read_notes(
-    root: Path, items: list[tuple[str, str | None]], paths: Iterable[str], resolver: LinkResolver | None = None
+    root: Path, items: list[tuple[str, str | None]], paths: Iterable[str], resolver: LinkResolver | None = None,
+    derive: Derive | None = None,
 ) -> Generator[ReadResult, None, None]:
     """Read ``items`` ((path, known hash) pairs) in order, in parallel when many.
 
     ``paths`` is every path links may resolve to; ``resolver`` may be given
-    already built from them for the in-process case.
+    already built from them for the in-process case; ``derive`` is run on
+    each parsed note where it was parsed (:attr:`ReadResult.derived`).
     """
     workers = min(os.cpu_count() or 1, 4)
     if len(items) < POOL_MIN or workers < 2:
         resolver = resolver or LinkResolver(paths)
         for path, known in items:
-            yield read_note_file(root, path, known, resolver)
+            yield read_note_file(root, path, known, resolver, derive=derive)
         return
     # Imported here: a single write (``memvault add``) reads a note or two
     # in-process, and the pool's modules cost it some 10 ms to load.
@@ -134,7 +147,7 @@ def read_notes(
     ctx = multiprocessing.get_context("fork" if threading.active_count() == 1 else "forkserver")
     chunks = [items[i : i + CHUNK] for i in range(0, len(items), CHUNK)]
     pool = ProcessPoolExecutor(
-        workers, mp_context=ctx, initializer=_init_worker, initargs=(str(root), list(paths), os.getpid())
+        workers, mp_context=ctx, initializer=_init_worker, initargs=(str(root), list(paths), os.getpid(), derive)
     )
     try:
         for results in pool.map(_read_chunk, chunks):

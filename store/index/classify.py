@@ -23,6 +23,7 @@ from __future__ import annotations
 import hashlib
 import re
 from collections.abc import Sequence
+from dataclasses import dataclass, replace
 from datetime import datetime, timezone
 
 from memvault.store.db import records as rec
@@ -105,8 +106,37 @@ def _first_line(text: str, limit: int = 80) -> str:
     return line if len(line) <= limit else line[: limit - 1].rstrip() + "…"
 
 
+@dataclass(frozen=True)
+class TraceDraft:
+    """A note's trace row before its id and its file's time are known: all
+    that comes from the note's text alone, so a worker process that parsed
+    the note can make it (:func:`draft_trace`; the redaction is most of it),
+    and the reconcile finishes it (:func:`finish_trace`)."""
+
+    trace: rec.TraceRow  # id "", updated "" where the file's mtime gives it
+    warning: str | None  # to record with the note (an unusable memory type)
+
+
 def note_trace(note: ParsedNote, trace_id: str, st: FileStat, memory_folder: str) -> tuple[rec.TraceRow, str | None]:
     """The trace row for a note, and a warning to record with it (or None)."""
+    draft = draft_trace(note, memory_folder)
+    return finish_trace(draft, trace_id, st), draft.warning
+
+
+def finish_trace(draft: TraceDraft, trace_id: str, st: FileStat) -> rec.TraceRow:
+    """The trace row of a :class:`TraceDraft` under ``trace_id``, for the file as ``st`` saw it."""
+    return replace(draft.trace, id=trace_id, updated=draft.trace.updated or iso_from_ns(st.mtime_ns))
+
+
+def _kept(redacted: str, text: str) -> str:
+    # The very same string where redaction found nothing: a draft sent from a
+    # worker process then carries the note's text once, not twice.
+    return text if redacted == text else redacted
+
+
+def draft_trace(note: ParsedNote, memory_folder: str) -> TraceDraft:
+    """What :func:`note_trace` makes of ``note`` that needs neither its trace
+    id nor its file's stat."""
     aliases = list(note.aliases)
     if not is_memory_note(note, memory_folder):
         created = note.frontmatter.get("created") or note.frontmatter.get("date")
@@ -122,29 +152,29 @@ def note_trace(note: ParsedNote, trace_id: str, st: FileStat, memory_folder: str
         if copy is not None:
             # A sync tool's conflict copy: listed with the note it sits beside.
             metadata["sync_conflict"] = {"tool": copy.tool, "original": copy.original, "device": copy.device}
-        return rec.TraceRow(
-            id=trace_id,
+        return TraceDraft(rec.TraceRow(
+            id="",
             kind="note",
             type=NOTE_TYPE,
-            title=redact(note.title)[0],
-            content=redact(note.body)[0],
+            title=_kept(redact(note.title)[0], note.title),
+            content=_kept(redact(note.body)[0], note.body),
             tags=[t for t in note.tags if not redact(t)[1]],  # a tag holding a credential is not indexed
             metadata=metadata,
             path=note.path,
             source="vault",
             created=str(created) if isinstance(created, str) and created else "",
-            updated=iso_from_ns(st.mtime_ns),
-        ), None
+            updated="",
+        ), None)
     doc = read_memory(note.frontmatter, note.body)
     type_, warning = memory_type(note, memory_folder)
     extra = doc.extra
     title = note.frontmatter.get("title")
     # A credential typed into a memory note is never indexed, embedded,
     # shown in a snippet or recalled; the note itself is left as typed.
-    doc.content, _ = redact(doc.content)
+    doc.content = _kept(redact(doc.content)[0], doc.content)
     title = redact(title)[0] if isinstance(title, str) and title.strip() else None
-    return rec.TraceRow(
-        id=trace_id,
+    return TraceDraft(rec.TraceRow(
+        id="",
         kind="memory",
         type=type_,
         title=title or _first_line(doc.content) or redact(note.title)[0],
@@ -182,9 +212,9 @@ def note_trace(note: ParsedNote, trace_id: str, st: FileStat, memory_folder: str
         scope=doc.scope,
         strength=doc.strength,
         created=doc.created,
-        updated=doc.updated or iso_from_ns(st.mtime_ns),
+        updated=doc.updated or "",
         content_key=memory_key(type_, doc.scope, doc.content),
-    ), warning
+    ), warning)
 
 
 def _usable_id(value: object) -> str | None:

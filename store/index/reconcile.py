@@ -26,7 +26,7 @@ import apsw
 from memvault.store.db import records as rec
 from memvault.store.db.connection import write_transaction
 from memvault.store.db.rows import rows, scalar
-from memvault.store.index.classify import note_edges, note_trace
+from memvault.store.index.classify import TraceDraft, finish_trace, note_edges, note_trace
 from memvault.store.index.identity import NoteIdentity, frontmatter_id, is_copy, with_error
 from memvault.store.index.moves import pair_edited_moves
 from memvault.store.index.turn_traces import drop_turns, sync_turns
@@ -154,6 +154,9 @@ class NoteChange:
     takeover: bool = False
     #: The path whose index row held the id before (its note is gone from disk).
     displaces: str | None = None
+    #: The trace row drafted from a note where it was read (a worker process),
+    #: with that note: used while ``note`` is still that note.
+    draft: tuple[ParsedNote, TraceDraft] | None = None
 
 
 class Indexer:
@@ -426,7 +429,10 @@ class Indexer:
                 rec.delete_file(self.con, c.displaces)
             all_files.pop(c.displaces, None)
             resolver.remove(c.displaces)
-        trace, warning = note_trace(note, c.trace_id, st, self.memory_folder)
+        if c.draft is not None and c.draft[0] is note:
+            trace, warning = finish_trace(c.draft[1], c.trace_id, st), c.draft[1].warning
+        else:  # no draft, or the note changed since (an id line rewritten)
+            trace, warning = note_trace(note, c.trace_id, st, self.memory_folder)
         if warning:
             c.note = note = with_error(note, warning)
         if trace.kind == "memory" and not fresh:

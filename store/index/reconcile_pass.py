@@ -22,6 +22,7 @@ stat); both hand the scan to a :class:`ReconcilePass`, which
 
 from __future__ import annotations
 
+from functools import partial
 from typing import TYPE_CHECKING
 
 import apsw
@@ -29,7 +30,7 @@ import apsw
 from memvault.store.db import records as rec
 from memvault.store.db.connection import write_transaction
 from memvault.store.db.rows import count, rows, scalar
-from memvault.store.index.classify import is_memory_note
+from memvault.store.index.classify import TraceDraft, draft_trace
 from memvault.store.index.reconcile import (
     BATCH,
     BULK_MIN,
@@ -146,7 +147,9 @@ class ReconcilePass:
             (st.path, row.hash if (row := known.get(st.path)) is not None and row.kind == "note" else None)
             for st in notes
         ]
-        results = read_notes(self.ix.root, items, self.all_files, self.resolver)
+        # Each note's trace row is drafted where it is parsed (in the workers, for many).
+        results = read_notes(self.ix.root, items, self.all_files, self.resolver,
+                             derive=partial(draft_trace, memory_folder=self.ix.memory_folder))
         try:
             for n, (st, res) in enumerate(zip(notes, results), 1):
                 if progress:
@@ -167,10 +170,11 @@ class ReconcilePass:
                 else:
                     note = res.note
                     old = st.path if st.path in known else None
-                    memory = is_memory_note(note, self.ix.memory_folder)
-                    self.changes.append(
-                        NoteChange(st, note, old, memory=memory, resolutions=res.resolutions, keys=res.keys)
-                    )
+                    draft = res.derived
+                    if not isinstance(draft, TraceDraft):
+                        draft = draft_trace(note, self.ix.memory_folder)
+                    self.changes.append(NoteChange(st, note, old, memory=draft.trace.kind == "memory",
+                                                   resolutions=res.resolutions, keys=res.keys, draft=(note, draft)))
                     if self.stream and len(self.changes) == BATCH:
                         self._write(self.changes)
                         self._let_go()
