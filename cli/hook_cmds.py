@@ -25,7 +25,6 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
 import sys
 import threading
 import time
@@ -128,18 +127,15 @@ def _context(store: "MemoryStore", q: "ContextQuery") -> "RecallBlock":
     return answer(store, q, local=store.answer_by_words)
 
 
-def project_of(cwd: str | None) -> tuple[str | None, Path | None]:
-    """(project name, its folder) of a working directory: its git root's name, else the folder's."""
-    if not cwd:
-        return None, None
-    folder = Path(cwd)
-    try:
-        top = subprocess.run(["git", "-C", str(folder), "rev-parse", "--show-toplevel"], capture_output=True,
-                             text=True, timeout=0.2, check=False).stdout.strip()
-    except (OSError, subprocess.SubprocessError):
-        top = ""
-    root = Path(top) if top else folder
-    return (root.name or None), root
+def session_scope(store: "MemoryStore", data: dict[str, Any]) -> str | None:
+    """The scope of the session's project (:func:`memvault.store.project.project_at`
+    of the hook's ``cwd``), or None when ``agents.project_scope`` is off."""
+    if not store.settings.agents.project_scope:
+        return None
+    from memvault.store.project import project_at
+
+    found = project_at(data.get("cwd") or os.getcwd())
+    return found.scope if found is not None else None
 
 
 def session_start_text(store: "MemoryStore", data: dict[str, Any], budget: int | None) -> str:
@@ -151,19 +147,20 @@ def session_start_text(store: "MemoryStore", data: dict[str, Any], budget: int |
     from memvault.daemon.client import answer
     from memvault.store.queries.recall import SessionStartQuery
 
-    project, _ = project_of(data.get("cwd") or os.getcwd())
-    q = SessionStartQuery(project=project, budget=budget)
+    q = SessionStartQuery(project=session_scope(store, data), budget=budget)
     return str(answer(store, q, local=store.answer_by_words).text)
 
 
 def prompt_text(store: "MemoryStore", data: dict[str, Any], budget: int | None, what: str) -> str:
-    """The ``context`` block for the user's prompt ("" when nothing is relevant)."""
+    """The ``context`` block for the user's prompt ("" when nothing is relevant):
+    the session's project's memories first, then the person's own (``user``)."""
     prompt = data.get("prompt")
     if not isinstance(prompt, str) or not prompt.strip():
         return ""
     from memvault.store.queries.recall import ContextQuery
 
-    return _context(store, ContextQuery(prompt, budget=budget, what=what, identity="relevant")).text
+    q = ContextQuery(prompt, budget=budget, what=what, identity="relevant", prefer_scope=session_scope(store, data))
+    return _context(store, q).text
 
 
 def ingest_transcript(store: "MemoryStore", data: dict[str, Any], event: str, client: str) -> str:

@@ -224,7 +224,8 @@ def search(
             emit_json(hit)
             continue
         status = f" ({hit['status']})" if hit.get("status") else ""
-        echo(f"{i}. ", bold(hit["title"]), f"  [{hit['type']}]{status}  {hit['path'] or ''}")
+        scope = f" {hit['scope']}" if hit.get("scope") not in (None, "user") else ""
+        echo(f"{i}. ", bold(hit["title"]), f"  [{hit['type']}{scope}]{status}  {hit['path'] or ''}")
         snippet = " ".join((hit["snippet"] or "").split())
         if snippet:
             echo(f"   {snippet}")

@@ -18,9 +18,12 @@ from memvault.cli.main import AppContext, cli, echo, emit_json, json_option, pas
               help="Serve over Streamable HTTP on this address (loopback unless HOST says otherwise) "
                    "instead of stdio; every request needs the bearer token (`memvault mcp token`).")
 @click.option("--read-only", is_flag=True, help="Offer only the read tools (search, context, read, ...).")
+@click.option("--project", type=click.Path(exists=True, file_okay=False), metavar="PATH",
+              help="The project the agent works in (its git root's name is the scope `remember` writes and "
+                   "`context` prefers); default: the working folder's, for stdio (agents.project_scope).")
 @pass_app
 @click.pass_context
-def mcp(ctx: click.Context, app: AppContext, listen: str | None, read_only: bool) -> None:
+def mcp(ctx: click.Context, app: AppContext, listen: str | None, read_only: bool, project: str | None) -> None:
     """Serve this vault's memory to agents over MCP (stdio by default).
 
     Agent clients start `memvault mcp` themselves: `memvault mcp install
@@ -41,10 +44,10 @@ def mcp(ctx: click.Context, app: AppContext, listen: str | None, read_only: bool
     from memvault.cli.clients import mcp_serve
 
     if listen is None:
-        mcp_serve.serve_stdio_server(store, read_only=read_only)  # until the client closes stdin
+        mcp_serve.serve_stdio_server(store, read_only=read_only, project=project)  # until the client closes stdin
         return
     host, port = mcp_serve.parse_listen(listen)
-    mcp_serve.serve_http(store, host, port, read_only)
+    mcp_serve.serve_http(store, host, port, read_only, project)
 
 
 @mcp.command("token")

@@ -47,6 +47,7 @@ from pydantic import AliasChoices, Field, ValidationError
 from memvault.cli.clients.mcp_boot import INSTRUCTIONS, SERVER_NAME, server_version
 from memvault.cli.clients.mcp_reads import as_list, context_data, memory_types, payload, search_data
 from memvault.store.memory_store import MemoryStore
+from memvault.store.project import Project
 from memvault.store.queries.recall import ContextQuery
 from memvault.store.queries.search import SearchQuery
 from memvault.store.retrieval.when import FORMS
@@ -125,15 +126,27 @@ class Backend:
     that ``context`` keeps (see :meth:`recall_args`).
     """
 
-    def __init__(self, store: MemoryStore, *, read_only: bool = False) -> None:
+    def __init__(self, store: MemoryStore, *, read_only: bool = False, project: Project | None = None) -> None:
         from memvault.daemon.client import daemon_embedder
 
         self.store = store
+        #: The project the sessions work in (None: none): ``remember`` writes its scope, ``context`` prefers it.
+        self.project = project
+        self.project_scope = project.scope if project is not None else None
         if store.vectors_elsewhere is None:  # `remember` asks the running daemon's loaded model first
             store.vectors_elsewhere = daemon_embedder(store)
         store.embed_writes = True  # `remember` and `update` answer searchable by meaning
         self.lock = threading.Lock()
         self.read_only = read_only
+
+    def default_scope(self, type_: str | None) -> str:
+        """Where a memory goes when the agent names no scope: the session's
+        project, but ``user`` for who the person is (identity) or without a project."""
+        from memvault.store.memories.memtypes import maybe_type
+
+        if self.project_scope is None or maybe_type(type_ or "semantic") == "identity":
+            return "user"
+        return self.project_scope
 
     def run(self, fn: Callable[[MemoryStore], T]) -> T:
         """``fn(store)`` under the lock; memvault's errors become one-sentence tool errors."""
@@ -175,13 +188,15 @@ class Backend:
             return self.store.current_versions(ids)
 
 
-def build_server(store: MemoryStore, *, read_only: bool = False, **server_options: Any) -> MCPServer:
+def build_server(store: MemoryStore, *, read_only: bool = False, project: Project | None = None,
+                 **server_options: Any) -> MCPServer:
     """The MCP server over ``store`` (read tools only with ``read_only``);
+    ``project``: the sessions' project (see :func:`.clients.mcp_reads.session_project`);
     ``server_options`` go to :class:`MCPServer` (the HTTP auth settings)."""
     server = MemvaultMCP(SERVER_NAME, version=server_version(), instructions=INSTRUCTIONS, log_level="WARNING",
                          **server_options)
     server.read_only = read_only
-    backend = Backend(store, read_only=read_only)
+    backend = Backend(store, read_only=read_only, project=project)
     _recall_tools(server, backend)
     _lookup_tools(server, backend)
     _browse_tools(server, backend)
@@ -372,10 +387,15 @@ def _browse_tools(server: MCPServer, backend: Backend) -> None:
 
     @server.tool(annotations=_READ)
     def status() -> CallToolResult:
-        """The vault, whether a daemon keeps it current, the last sync, counts, open conflicts."""
+        """The vault, whether a daemon keeps it current, the last sync, counts, open conflicts, and
+        the project this session works in (its scope)."""
         from memvault.daemon.status import vault_status
 
-        return _ok(backend.run(vault_status))
+        data = backend.run(vault_status)
+        p = backend.project
+        data["session_project"] = None if p is None else {"scope": p.scope, "root": str(p.root),
+                                                          "memory_off": p.memory_off}
+        return _ok(data)
 
 
 # -- write tools ---------------------------------------------------------------------
@@ -393,8 +413,10 @@ def _write_tools(server: MCPServer, backend: Backend) -> None:
         tags: Tags = None,
         links: Annotated[str | list[str] | None, _field("Notes this memory relates to (titles or paths).",
                                                         "links", "link", "related")] = None,
-        scope: Annotated[str, _field("Whose memory: user (default), or a project name.",
-                                     "scope", "memory_scope", "namespace")] = "user",
+        scope: Annotated[str | None, _field(
+            "Whose memory: default this session's project (its git root's name; identity memories: user), "
+            "else user; give user for what holds for the person everywhere (preferences).",
+            "scope", "memory_scope", "namespace")] = None,
         key: Annotated[str | None, _field(
             "The slot this fact fills, e.g. editor.theme or deploy.staging.host: a new value supersedes the "
             "memory holding the key (give a reason), its old text kept in history.", "key", "slot")] = None,
@@ -407,8 +429,9 @@ def _write_tools(server: MCPServer, backend: Backend) -> None:
         refused with its current text and version. Credentials in the content are stored as [redacted]."""
         source = client_source(ctx)
         why = _by(reason, "superseded", ctx) if reason else None
+        where = scope.strip() if scope and scope.strip() else backend.default_scope(type)
         result = backend.run(lambda s: s.add(content, type if key else type or "semantic", tags=_as_list(tags),
-                                             scope=scope, links=_as_list(links), source=source, key=key,
+                                             scope=where, links=_as_list(links), source=source, key=key,
                                              reason=why))
         return _write_result(backend, result)
 

@@ -56,7 +56,9 @@ def _check_key(ctx: click.Context, param: click.Parameter, value: str | None) ->
               help="identity, semantic, episodic, procedural or prospective (aliases like fact, todo, lesson work); "
                    "default semantic (with --key: the type of the memory holding the key).")
 @click.option("--tag", "tags", multiple=True, metavar="X", callback=_check_tags, help="A tag (repeatable).")
-@click.option("--scope", default="user", show_default=True, help="Whose memory this is (user, a project, an agent...).")
+@click.option("--scope", default=None, help="Whose memory this is (user, a project, an agent...); default user.")
+@click.option("--project", type=click.Path(exists=True, file_okay=False), metavar="PATH",
+              help="Scope it to this folder's project (its git root's name, or its .memvault scope).")
 @click.option("--link", "links", multiple=True, metavar="NOTE", help="A note this memory relates to (repeatable).")
 @click.option("--source", default="manual", show_default=True, help="Where the memory came from (manual, agent, import...).")
 @click.option("--allow-duplicate", is_flag=True,
@@ -67,9 +69,9 @@ def _check_key(ctx: click.Context, param: click.Parameter, value: str | None) ->
 @click.option("--reason", help="With --key: why the memory holding the key is superseded (kept in its history).")
 @json_option
 @pass_app
-def add(app: AppContext, content: str, type_: str | None, tags: tuple[str, ...], scope: str,
-        links: tuple[str, ...], source: str, allow_duplicate: bool, key: str | None, reason: str | None,
-        as_json: bool) -> None:
+def add(app: AppContext, content: str, type_: str | None, tags: tuple[str, ...], scope: str | None,
+        project: str | None, links: tuple[str, ...], source: str, allow_duplicate: bool, key: str | None,
+        reason: str | None, as_json: bool) -> None:
     """Remember CONTENT: store it and write it as a note under Memory/<type>/.
     The same text as a live memory (up to case, punctuation and inflection) is
     not added: the existing one is returned (``duplicate_of``) unless
@@ -81,6 +83,14 @@ def add(app: AppContext, content: str, type_: str | None, tags: tuple[str, ...],
 
     if reason is not None and key is None:
         raise click.UsageError("--reason goes with --key (`update --reason` for other changes)")
+    if project is not None:
+        if scope is not None:
+            raise click.UsageError("give --scope or --project, not both")
+        from memvault.store.project import project_at
+
+        found = project_at(project)
+        scope = found.scope if found is not None else None
+    scope = scope or "user"
     new = NewMemory(content, type_ if key else type_ or "semantic", tags=tags, scope=scope, links=links,
                     source=source, allow_duplicate=allow_duplicate, key=key, reason=reason)
     from memvault.vault_io.errors import MemvaultError

@@ -25,12 +25,15 @@ from memvault.vault_io.secrets import redact_tree
               help="Identity memories only beside something relevant, or always (default: recall.identity).")
 @click.option("--no-record", is_flag=True, help="Do not count this recall (strength, last access).")
 @click.option("--pinned", is_flag=True, help="Relevant memories marked `pinned: true` first.")
+@click.option("--project", type=click.Path(exists=True, file_okay=False), metavar="PATH",
+              help="Prefer the memories of this folder's project (its git root's name, or its .memvault scope), "
+                   "then the person's own (user), as the hooks and MCP do for an agent's session.")
 @since_until_options
 @json_option
 @pass_app
 def context(app: AppContext, message: str, budget: int | None, what: str | None,
             scopes: tuple[tuple[str, ...], str | None], identity: str | None, no_record: bool, pinned: bool,
-            since: str | None, until: str | None, as_json: bool) -> None:
+            project: str | None, since: str | None, until: str | None, as_json: bool) -> None:
     """The memories that matter for MESSAGE, as a `## Recalled Memory` block for a prompt.
 
     Identity memories first, then the most relevant memories and facts until
@@ -42,8 +45,14 @@ def context(app: AppContext, message: str, budget: int | None, what: str | None,
     what = what or old_what or "memories"
     if what not in ("memories", "all"):
         raise UsageFailure(f"context recalls memories or all, not {what}")
+    prefer = None
+    if project is not None:
+        from memvault.store.project import project_at
+
+        found = project_at(project)
+        prefer = found.scope if found is not None else None
     q = ContextQuery(message, budget=budget, what=what, memory_scope=memory_scope, identity=identity,
-                     record=not no_record, pinned=pinned, **given(since, until))
+                     record=not no_record, pinned=pinned, prefer_scope=prefer, **given(since, until))
     block: RecallBlock = answer(store, q)
     for line in block.notices:
         notice(line)

@@ -74,6 +74,7 @@ KEYS: tuple[Key, ...] = (
     Key("recall.evergreen_tags", ["evergreen"], "Memories with any of these tags never decay."),
     Key("consolidate.interval", 86400, "Seconds between the daemon's consolidation runs (default daily); 0 turns them off."),
     Key("consolidate.quiet", 60, "The daemon consolidates only after this many seconds without a vault event."),
+    Key("agents.project_scope", True, "Hooks and MCP calls take the scope of the session's project (its git root's name, or a `.memvault` file's `scope`): `remember` writes there, `context` and session start prefer it, then `user`."),
     Key("consolidate.auto", ["decay", "contradiction"], "What the daemon's runs carry out on their own (decay, archive, merge, promote, contradiction, task_done); the rest they propose for `memvault consolidate`. The default writes no note."),
     Key("consolidate.duplicate_similarity", 0.7, "`add` names live memories from this similarity minus 0.20 up in `similar_to` (it refuses only the same text)."),
     Key("consolidate.merge_similarity", 0.75, "`consolidate` merges memories at least this similar to each other."),
@@ -232,6 +233,14 @@ class ConsolidateSettings:
 
 
 @dataclass(frozen=True)
+class AgentSettings:
+    """``[agents]``: what hooks and the MCP server do for an agent's session."""
+
+    #: Take the scope of the session's project (see :mod:`memvault.store.project`).
+    project_scope: bool
+
+
+@dataclass(frozen=True)
 class Settings:
     """The effective settings after file, environment and flags: a typed,
     read-only view (``settings.recall.budget``), plus every raw value and
@@ -256,6 +265,7 @@ class Settings:
     embedding: EmbeddingSettings
     recall: RecallSettings
     consolidate: ConsolidateSettings
+    agents: AgentSettings
 
     @classmethod
     def from_values(cls, values: dict[str, Any], file: Path, origins: dict[str, str]) -> "Settings":
@@ -303,6 +313,7 @@ class Settings:
                 archive_strength=float(v["consolidate.archive_strength"]),
                 archive_days=int(v["consolidate.archive_days"]), protect_days=int(v["consolidate.protect_days"]),
             ),
+            agents=AgentSettings(project_scope=bool(v["agents.project_scope"])),
         )
 
 

@@ -46,7 +46,13 @@ def hooked(vault: Path, tmp_path: Path) -> Path:
         store.add("Works as a backend engineer in Lisbon", "identity")
         store.add("Deploys of the billing service need a second reviewer", "procedural", scope="billing")
         store.add("Prefers tea over coffee in the afternoon", "preference")
+    (vault.parent / "billing").mkdir(exist_ok=True)  # the project a session works in (its scope: billing)
     return vault
+
+
+def in_billing(vault: Path, shape: dict[str, Any], **values: Any) -> dict[str, Any]:
+    """Hook input of a session working in the billing project (recall prefers its scope, then user)."""
+    return dict(shape, cwd=str(vault.parent / "billing"), **values)
 
 
 def hook(vault: Path, sub: str, data: dict[str, Any] | str, *args: str) -> Any:
@@ -62,8 +68,7 @@ def log_text(home: Path) -> str:
 
 
 def test_session_start_prints_identity_recent_and_project_memories(hooked: Path, tmp_path: Path) -> None:
-    project = tmp_path / "billing"
-    project.mkdir()
+    project = tmp_path / "billing"  # (the fixture made it)
     r = hook(hooked, "session-start", dict(CC_START, cwd=str(project)))
     assert r.exit_code == 0, r.output
     assert "## Who the person is" in r.output and "backend engineer in Lisbon" in r.output  # identity, always
@@ -72,9 +77,9 @@ def test_session_start_prints_identity_recent_and_project_memories(hooked: Path,
 
 
 def test_prompt_prints_the_block_when_relevant_and_nothing_otherwise(hooked: Path) -> None:
-    r = hook(hooked, "prompt", dict(CC_PROMPT, prompt="who reviews deploys of the billing service?"))
+    r = hook(hooked, "prompt", in_billing(hooked, CC_PROMPT, prompt="who reviews deploys of the billing service?"))
     assert r.exit_code == 0 and "second reviewer" in r.output
-    r = hook(hooked, "prompt", dict(CODEX_PROMPT, prompt="who reviews deploys of the billing service?"),
+    r = hook(hooked, "prompt", in_billing(hooked, CODEX_PROMPT, prompt="who reviews deploys of the billing service?"),
              "--client", "codex")
     assert r.exit_code == 0 and "second reviewer" in r.output
     for irrelevant in ("what is the capital of Peru", "", "   "):
@@ -103,7 +108,7 @@ def test_session_end_hands_the_transcript_to_ingest(hooked: Path, tmp_path: Path
 
 
 def test_failures_print_nothing_and_exit_0(hooked: Path, tmp_path: Path, memvault_env: Path) -> None:
-    prompt = dict(CC_PROMPT, prompt="who reviews deploys of the billing service?")
+    prompt = in_billing(hooked, CC_PROMPT, prompt="who reviews deploys of the billing service?")
     r = CliRunner().invoke(cli, ["--vault", str(tmp_path / "missing"), "hook", "prompt", "--timeout", "120"],
                            input=json.dumps(prompt))
     assert r.exit_code == 0 and r.output == ""
@@ -156,7 +161,7 @@ def wedged_daemon(store: MemoryStore) -> Iterator[None]:
 
 
 def test_past_its_budget_a_hook_prints_nothing_and_exits_0(hooked: Path, memvault_env: Path) -> None:
-    prompt = dict(CC_PROMPT, prompt="who reviews deploys of the billing service?")
+    prompt = in_billing(hooked, CC_PROMPT, prompt="who reviews deploys of the billing service?")
     env = dict(os.environ)
     with opened(hooked) as store, wedged_daemon(store):
         start = time.monotonic()
@@ -190,7 +195,7 @@ def test_without_a_daemon_a_hook_answers_by_words_from_its_one_store(
 
     monkeypatch.setattr(model, "load_embedder", no_model)
     monkeypatch.setattr(MemoryStore, "open", classmethod(counting_open))
-    r = hook(hooked, "prompt", dict(CC_PROMPT, prompt="who reviews deploys of the billing service?"))
+    r = hook(hooked, "prompt", in_billing(hooked, CC_PROMPT, prompt="who reviews deploys of the billing service?"))
     assert r.exit_code == 0 and "second reviewer" in r.output
     r = hook(hooked, "session-start", CC_START)
     assert r.exit_code == 0 and "backend engineer in Lisbon" in r.output

@@ -79,7 +79,8 @@ def server(tmp_path: Path, memvault_env: Path) -> Iterator[QueryServer]:
 
 #: A value other than the default for each option (what the server must accept).
 SET = {"mode": "keyword", "limit": 3, "types": ["note"], "tags": ["x"], "path_glob": "*", "raw": True, "what": "notes",
-       "memory_scope": ["user"], "since": "2020-01-01", "until": "2030-01-01", "budget": 300, "identity": "always", "project": "memvault"}
+       "memory_scope": ["user"], "since": "2020-01-01", "until": "2030-01-01", "budget": 300, "identity": "always", "project": "memvault",
+       "prefer_scope": "memvault"}
 
 
 @pytest.mark.parametrize("op", QUERY_OPS)

@@ -27,10 +27,14 @@ from memvault.vault_io.secrets import redact, redact_tree
 
 if TYPE_CHECKING:
     from memvault.store.memory_store import MemoryStore
+    from memvault.store.project import Project
 
 
 class Reads(Protocol):
     """What the read tools ask of the server's backend."""
+
+    #: The scope of the session's project (:func:`session_project`): ``context`` prefers it.
+    project_scope: str | None
 
     def answer(self, q: SearchQuery | ContextQuery) -> Any:
         """``q``'s answer (the daemon's when one runs)."""
@@ -77,9 +81,11 @@ def search_data(reads: Reads, query: str, what: str = "all", scope: str | None =
 def context_data(reads: Reads, message: str, budget: int | None = None, what: str = "memories",
                  scope: str | None = None, since: str | None = None,
                  until: str | None = None) -> tuple[dict[str, Any], str | None]:
-    """The ``context`` tool's answer: the recall block's parts, and the block as its text."""
+    """The ``context`` tool's answer: the recall block's parts, and the block as its text.
+    Without ``scope``: the session's project's memories first, then the person's own (``user``)."""
     result = reads.answer(ContextQuery(message, budget=budget, what=what, memory_scope=tuple(as_list(scope)),
-                                       since=since or None, until=until or None))
+                                       since=since or None, until=until or None,
+                                       prefer_scope=None if scope else reads.project_scope))
     data = {k: v for k, v in result.to_json().items() if k != "notices"}
     return data, result.text or "(nothing relevant in memory)"
 
@@ -147,12 +153,29 @@ class NotWarm(Exception):
     """No daemon answered: the SDK's server answers it, once it has loaded."""
 
 
+def session_project(store: MemoryStore, given: str | None = None, *, here: bool = True) -> Project | None:
+    """The project the server's sessions work in: ``given`` (``memvault mcp
+    --project PATH``), else, when ``here`` (a stdio server, which the agent's
+    client starts in its working folder) and ``agents.project_scope`` is on,
+    the working folder's (:func:`memvault.store.project.project_at`)."""
+    import os
+
+    from memvault.store.project import project_at
+
+    if given:
+        return project_at(given)
+    if not here or not store.settings.agents.project_scope:
+        return None
+    return project_at(os.getcwd())
+
+
 class DaemonReads:
     """:class:`Reads` answered by the running daemon alone (:func:`early_call`)."""
 
-    def __init__(self, store: MemoryStore, read_only: bool) -> None:
+    def __init__(self, store: MemoryStore, read_only: bool, project: Project | None = None) -> None:
         self.store = store
         self.read_only = read_only
+        self.project_scope = project.scope if project is not None else None
 
     def answer(self, q: SearchQuery | ContextQuery) -> Any:
         """The daemon's answer to ``q``; :class:`NotWarm` when none comes."""
@@ -171,11 +194,12 @@ class DaemonReads:
         return self.store.current_versions(ids)
 
 
-def early_call(store: MemoryStore, read_only: bool) -> Callable[[dict[str, Any], Any], dict[str, Any] | None]:
+def early_call(store: MemoryStore, read_only: bool,
+               project: Project | None = None) -> Callable[[dict[str, Any], Any], dict[str, Any] | None]:
     """What :func:`.mcp_boot.serve_stdio` calls for a ``tools/call`` that comes
     before the SDK has loaded: ``(tool list, params)`` to the result the SDK
     would send, or None to leave the call to the SDK (module docstring)."""
-    reads = DaemonReads(store, read_only)
+    reads = DaemonReads(store, read_only, project)
 
     def call(listed: dict[str, Any], params: Any) -> dict[str, Any] | None:
         if not isinstance(params, dict) or params.get("name") not in EARLY_TOOLS:

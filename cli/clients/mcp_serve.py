@@ -67,21 +67,26 @@ def parse_listen(value: str) -> tuple[str, int]:
 
 
 
-def serve_stdio_server(store: "MemoryStore", *, read_only: bool = False) -> None:
-    """Serve ``store`` on this process's stdin and stdout until the client closes stdin."""
+def serve_stdio_server(store: "MemoryStore", *, read_only: bool = False, project: str | None = None) -> None:
+    """Serve ``store`` on this process's stdin and stdout until the client
+    closes stdin; the sessions' project is ``project`` (a folder), else the
+    working folder's (:func:`.mcp_reads.session_project`)."""
     from memvault.cli.clients.mcp_boot import ToolsCache, serve_stdio, tools_key
-    from memvault.cli.clients.mcp_reads import early_call
+    from memvault.cli.clients.mcp_reads import early_call, session_project
     from memvault.store.location import data_home
+
+    found = session_project(store, project)
 
     def build() -> object:
         from memvault.cli.mcp_server import build_server
 
-        server = build_server(store, read_only=read_only)
+        server = build_server(store, read_only=read_only, project=found)
         catch_up(store, read_only=read_only)
         return server
 
     try:
-        serve_stdio(build, ToolsCache(data_home() / TOOLS_CACHE, tools_key(read_only)), early_call(store, read_only))
+        serve_stdio(build, ToolsCache(data_home() / TOOLS_CACHE, tools_key(read_only)),
+                    early_call(store, read_only, found))
     except KeyboardInterrupt:
         pass
 
@@ -120,8 +125,9 @@ def _vault_changed(store: "MemoryStore") -> bool:
     return any(f.repair == "sync" for f in check_vault(store.ctx))
 
 
-def serve_http(store: "MemoryStore", host: str, port: int, read_only: bool) -> None:
-    """Streamable HTTP with a static bearer token (see docs/agents.md)."""
+def serve_http(store: "MemoryStore", host: str, port: int, read_only: bool, project: str | None = None) -> None:
+    """Streamable HTTP with a static bearer token (see docs/agents.md). Its
+    clients work anywhere: a project scope only when ``project`` names one."""
     import hmac
 
     import uvicorn
@@ -141,7 +147,10 @@ def serve_http(store: "MemoryStore", host: str, port: int, read_only: bool) -> N
             return None
 
     shown = f"[{host}]" if ":" in host else host
-    server = build_server(store, read_only=read_only, token_verifier=VaultToken(),
+    from memvault.cli.clients.mcp_reads import session_project
+
+    server = build_server(store, read_only=read_only, project=session_project(store, project, here=False),
+                          token_verifier=VaultToken(),
                           auth=AuthSettings(issuer_url=AnyHttpUrl(f"http://{shown}:{port}"), resource_server_url=None))
     app = server.streamable_http_app(host=host)
     if host not in LOOPBACK:

@@ -45,6 +45,8 @@ class SearchHit(_Answer):
     version: int | None = None
     #: The signals that ranked the hit (``--explain``).
     explain: dict[str, Any] | None = None
+    #: A memory's scope (``user``, a project's name).
+    scope: str | None = None
 
 
 @dataclass(frozen=True)

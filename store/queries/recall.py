@@ -29,6 +29,9 @@ class ContextQuery(_Query):
     until: str | None = None
     #: Relevant memories marked ``pinned: true`` come first in the block.
     pinned: bool = False
+    #: The session's project scope: with no ``memory_scope``, memories of
+    #: this scope and of ``user`` are recalled, this scope's first.
+    prefer_scope: str | None = None
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "memory_scope", _strings(self.memory_scope))

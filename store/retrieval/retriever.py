@@ -234,9 +234,20 @@ class Retriever:
             from memvault.store.retrieval.recall import record_recall
 
             record_recall(self.con, [h.id for h in hits if h.kind in ("memory", "fact")])
+        scopes = self._memory_scopes([h.id for h in hits if h.kind == "memory"])
         return SearchResult(
-            chosen, tuple(SearchHit.from_json(self._hit_dict(h, explain, query, qvec, q.passages)) for h in hits),
+            chosen, tuple(SearchHit.from_json({**self._hit_dict(h, explain, query, qvec, q.passages),
+                                                **({"scope": scopes[h.id]} if h.id in scopes else {})})
+                          for h in hits),
             tuple(notices))
+
+    def _memory_scopes(self, ids: list[str]) -> dict[str, str]:
+        """The scope of each memory of ``ids`` (``user`` when it has none)."""
+        if not ids:
+            return {}
+        marks = ",".join("?" * len(ids))
+        return {r[0]: r[1] or "user" for r in self.con.execute(
+            f"SELECT id, scope FROM traces WHERE id IN ({marks})", ids)}
 
     def time_bounds(self, since: str | None, until: str | None) -> dict[str, str | None]:
         """``since``/``until`` as written by a person, as :class:`Filters` bounds (now: :attr:`clock`)."""
@@ -354,6 +365,8 @@ class Retriever:
 
             raise UsageError(f"identity must be always or relevant, not {identity!r}")
         scopes = q.memory_scope
+        if not scopes and q.prefer_scope:  # the session's project, then the person's own
+            scopes = tuple(dict.fromkeys([q.prefer_scope, "user"]))
         bounds = self.time_bounds(q.since, q.until)
         filters = Filters(kinds=WHAT_KINDS[what_of(q.what)], scopes=scopes, since=bounds["since"], until=bounds["until"])
         notices: list[str] = []
@@ -374,6 +387,8 @@ class Retriever:
         ids = identity_items(self.con, self.settings.recall.identity_max, scopes)
         relevant = self._recall_items(with_turn_context(self.con, cands, _NeighbourTurn.beside), message, qvec)
         relevant = mark_outdated(self.con, relevant, ids)
+        if q.prefer_scope and not q.memory_scope:
+            relevant = self._scope_first(relevant, q.prefer_scope)
         if q.pinned:
             relevant = self._pinned_first(relevant)
         text, items = assemble(ids, relevant, budget, always_identity=identity == "always")
@@ -390,6 +405,14 @@ class Retriever:
         from memvault.store.retrieval.session_start import session_start
 
         return session_start(self, q.project, q.budget)
+
+    def _scope_first(self, items: list[Any], scope: str) -> list[Any]:
+        """``items`` with the memories of ``scope`` first, each group in its order."""
+        marks = ",".join("?" * len(items))
+        ours = {r[0] for r in self.con.execute(
+            f"SELECT id FROM traces WHERE id IN ({marks}) AND kind = 'memory' AND scope = ?",
+            [*(i.id for i in items), scope])} if items else set()
+        return sorted(items, key=lambda i: i.id not in ours)
 
     def _pinned_first(self, items: list[Any]) -> list[Any]:
         """``items`` with the memories marked ``pinned: true`` first, each group in its order."""

@@ -88,12 +88,15 @@ def session_start(retriever: "Retriever", project: str | None = None, budget: in
     out.add(f"## Lessons and decisions{f' for project {project}' if project else ''} (newest first)",
             _listed(lessons.items))
     recalled = retriever.context(ContextQuery(f"project {project}" if project else "current work", budget=budget,
-                                              what="memories", identity="relevant", record=False))
+                                              what="memories", identity="relevant", record=False,
+                                              prefer_scope=project))
     out.add("## Recalled Memory", [(i.id, i.text) for i in recalled.items])
     if project:
         scoped = browse.list_traces(con, name, what="memories", scopes=[project], sort="strength", limit=RECENT_ITEMS)
         out.add(f"## Memories of project {project}", _listed(scoped.items))
-    recent = [i for i in browse.recent(con, name, since=RECENT_SINCE, what="memories", limit=RECENT_ITEMS * 2).items
+    # A project's session hears of its own memories and the person's, not other projects'.
+    recent = [i for i in browse.recent(con, name, since=RECENT_SINCE, what="memories", limit=RECENT_ITEMS * 2,
+                                       scopes=[project, "user"] if project else []).items
               if i.status == "active"]
     out.add(f"## Changed in memory lately (since {RECENT_SINCE} ago)", _listed(recent)[:RECENT_ITEMS])
     text = out.text
