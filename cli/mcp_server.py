@@ -46,6 +46,7 @@ from pydantic import AliasChoices, Field, ValidationError
 
 from memvault.cli.clients.mcp_boot import INSTRUCTIONS, SERVER_NAME, server_version
 from memvault.cli.clients.mcp_reads import as_list, context_data, memory_types, payload, search_data
+from memvault.cli.clients.mcp_remote import PathHider, for_store
 from memvault.store.memory_store import MemoryStore
 from memvault.store.project import Project
 from memvault.store.queries.recall import ContextQuery
@@ -189,13 +190,16 @@ class Backend:
 
 
 def build_server(store: MemoryStore, *, read_only: bool = False, project: Project | None = None,
-                 **server_options: Any) -> MCPServer:
+                 remote: bool = False, **server_options: Any) -> MCPServer:
     """The MCP server over ``store`` (read tools only with ``read_only``);
     ``project``: the sessions' project (see :func:`.clients.mcp_reads.session_project`);
-    ``server_options`` go to :class:`MCPServer` (the HTTP auth settings)."""
+    ``remote``, an HTTP server's: no absolute path of this machine in any
+    answer; ``server_options`` go to :class:`MCPServer` (the HTTP auth settings)."""
     server = MemvaultMCP(SERVER_NAME, version=server_version(), instructions=INSTRUCTIONS, log_level="WARNING",
                          **server_options)
     server.read_only = read_only
+    if remote:
+        server.hide = for_store(store)
     backend = Backend(store, read_only=read_only, project=project)
     _recall_tools(server, backend)
     _lookup_tools(server, backend)
@@ -214,11 +218,38 @@ WRITE_TOOLS = ("remember", "update", "forget", "restore", "merge", "consolidate"
 
 
 class MemvaultMCP(MCPServer):
-    """The SDK's server, with argument errors said in one sentence."""
+    """The SDK's server, with argument errors said in one sentence; over HTTP
+    every answer and error says vault-relative paths (:mod:`.clients.mcp_remote`)."""
 
     read_only = False
+    #: Set on an HTTP server: what a remote client is told of this machine's paths.
+    hide: PathHider | None = None
 
     async def call_tool(self, name: str, arguments: dict[str, Any], context: Any = None) -> Any:
+        """:meth:`_call_tool`, its answer and its error as a remote client is told them."""
+        if self.hide is None:
+            return await self._call_tool(name, arguments, context)
+        try:
+            return self.hide.result(await self._call_tool(name, arguments, context))
+        except ToolError as exc:
+            raise ToolError(self.hide.error(str(exc))) from None
+
+    async def read_resource(self, uri: Any, context: Any = None) -> Any:
+        """The SDK's, as a remote client is told it (its text, its error)."""
+        if self.hide is None:
+            return await super().read_resource(uri, context)
+        try:
+            found = await super().read_resource(uri, context)
+        except ResourceError as exc:
+            raise type(exc)(self.hide.error(str(exc))) from None
+        return self.hide.texts(found) if isinstance(found, list) else found
+
+    async def get_prompt(self, name: str, arguments: dict[str, Any] | None = None, context: Any = None) -> Any:
+        """The SDK's, as a remote client is told it."""
+        result = await super().get_prompt(name, arguments, context)
+        return result if self.hide is None else self.hide.prompt(result)
+
+    async def _call_tool(self, name: str, arguments: dict[str, Any], context: Any = None) -> Any:
         """Call a tool; a schema violation reads "argument 'limit': ..." instead of pydantic's report,
         and a write tool on a read-only server says so instead of "Unknown tool"."""
         if self.read_only and name in WRITE_TOOLS:

@@ -382,14 +382,21 @@ def test_http_transport_needs_the_bearer_token(agent_vault: Path, tmp_path: Path
                 assert server.poll() is None and time.monotonic() < deadline, (tmp_path / "http.err").read_text()
                 time.sleep(0.2)
 
-        async def main() -> tuple[set[str], Any]:
+        async def main() -> tuple[set[str], Any, list[Any]]:
             async with httpx2.AsyncClient(headers={"Authorization": f"Bearer {token}"}) as http:
                 async with Client(streamable_http_client(url, http_client=http), mode="legacy") as c:
                     names = {t.name for t in (await c.list_tools()).tools}
-                    return names, await c.call_tool("search", {"query": "Dolby Atmos", "mode": "keyword"})
+                    told = [await c.call_tool("status", {}), await c.call_tool("read", {"path": "../../x.md"})]
+                    return names, await c.call_tool("search", {"query": "Dolby Atmos", "mode": "keyword"}), told
 
-        names, hits = asyncio.run(main())
+        names, hits, told = asyncio.run(main())
         assert names == READS and not hits.is_error and hits.structured_content["hits"]
+        # A remote client is told no path of the server (test_mcp_remote_paths has the rest).
+        status, error = told
+        assert status.structured_content["vault"] == agent_vault.name and error.is_error
+        for answer in (status, error, hits):
+            shown = text(answer) + json.dumps(answer.structured_content)
+            assert str(tmp_path) not in shown and env["MEMVAULT_HOME"] not in shown, shown
     finally:
         server.terminate()
         server.wait(30)

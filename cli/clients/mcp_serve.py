@@ -150,7 +150,7 @@ def serve_http(store: "MemoryStore", host: str, port: int, read_only: bool, proj
     from memvault.cli.clients.mcp_reads import session_project
 
     server = build_server(store, read_only=read_only, project=session_project(store, project, here=False),
-                          token_verifier=VaultToken(),
+                          remote=True, token_verifier=VaultToken(),
                           auth=AuthSettings(issuer_url=AnyHttpUrl(f"http://{shown}:{port}"), resource_server_url=None))
     app = server.streamable_http_app(host=host)
     if host not in LOOPBACK:
