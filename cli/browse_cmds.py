@@ -38,7 +38,10 @@ def _print_items(page: TracePage, as_json: bool) -> None:
         scope += f" key {item['key']}" if item.get("key") else ""
         echo(f"{item['id']}  [{item['type']}{scope}]{status}  {(item['updated'] or '')[:16]}  ",
              bold(item["title"] or ""), tags)
-    if not as_json and page.next_cursor:
+    if page.next_cursor and as_json:
+        # The page's own line, last, only when more follow (as MCP's answer has it): give it back as --cursor.
+        emit_json({"next_cursor": page.next_cursor, "total": page.total})
+    elif page.next_cursor:
         echo(dim(f"... {page.total - len(page.items)} more: --cursor {page.next_cursor}"), err=True)
 
 
@@ -61,7 +64,8 @@ def _print_items(page: TracePage, as_json: bool) -> None:
 def list_cmd(app: AppContext, what: str, types: tuple[str, ...], scopes: tuple[str, ...], tags: tuple[str, ...],
              sort: str, since: str | None, until: str | None, include_deleted: bool, key: str | None, limit: int,
              cursor: str | None, as_json: bool) -> None:
-    """List memories (or notes, facts) without a query."""
+    """List memories (or notes, facts) without a query. With --json, a last
+    line {"next_cursor", "total"} when more follow: give it back as --cursor."""
     page = app.store.list(what=what, types=_types(types), scopes=list(scopes), tags=list(tags), sort=sort,
                           since=since, until=until, include_deleted=include_deleted, limit=limit, cursor=cursor,
                           key=key)
@@ -76,9 +80,12 @@ def list_cmd(app: AppContext, what: str, types: tuple[str, ...], scopes: tuple[s
 @click.option("--until", metavar="WHEN", help="Only what changed before the end of WHEN (same forms as --since).")
 @click.option("--what", type=click.Choice(["memories", "notes", "facts", "all"]), default="all", show_default=True,
               help="Memories, notes, facts, or memories and notes.")
-@click.option("-n", "--limit", default=20, show_default=True, type=click.IntRange(1, 500), help="Most items.")
+@click.option("-n", "--limit", default=20, show_default=True, type=click.IntRange(1, 500), help="Most items per page.")
+@click.option("--cursor", metavar="C", help="Where a previous page ended (printed after it).")
 @json_option
 @pass_app
-def recent(app: AppContext, since: str, until: str | None, what: str, limit: int, as_json: bool) -> None:
-    """What changed lately, newest first (forgotten memories too)."""
-    _print_items(app.store.recent(since=since, until=until, what=what, limit=limit), as_json)
+def recent(app: AppContext, since: str, until: str | None, what: str, limit: int, cursor: str | None,
+           as_json: bool) -> None:
+    """What changed lately, newest first (forgotten memories too). With
+    --json, a last line {"next_cursor", "total"} when more follow."""
+    _print_items(app.store.recent(since=since, until=until, what=what, limit=limit, cursor=cursor), as_json)

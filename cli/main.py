@@ -68,7 +68,10 @@ class MemvaultGroup(click.Group):
         module = COMMAND_MODULES.get(cmd_name)
         if module is not None and cmd_name not in self.commands:
             importlib.import_module(f"{__package__}.{module}")  # its commands attach to `cli`
-        return super().get_command(ctx, cmd_name)
+        command = super().get_command(ctx, cmd_name)
+        if command is not None:
+            with_vault_option(command)
+        return command
 
     def invoke(self, ctx: click.Context) -> Any:
         try:
@@ -115,6 +118,31 @@ class AppContext:
 
 pass_app = click.make_pass_decorator(AppContext)
 
+_VAULT_HELP = "The Obsidian vault folder (default: $MEMVAULT_VAULT, then `vault` in config.toml)."
+
+
+def _vault_after(ctx: click.Context, param: click.Parameter, value: str | None) -> None:
+    """``--vault`` given after the command (``memvault search X --vault V``):
+    the same as before it; the two given differently is a usage error."""
+    app = ctx.find_object(AppContext)
+    if value is None or app is None:
+        return
+    if app.vault_arg is not None and app.vault_arg != value:
+        raise click.UsageError(f"--vault is given twice ({app.vault_arg!r} and {value!r}); give it once")
+    app.vault_arg = value
+
+
+def with_vault_option(command: click.Command) -> None:
+    """Let ``command`` (and every command of a group, at any depth) take
+    ``--vault`` after its name too, as the tour says: on every command."""
+    if not any(p.name == "vault" for p in command.params):
+        command.params.append(click.Option(
+            ["--vault", "vault"], metavar="PATH", type=click.Path(file_okay=False, path_type=str),
+            expose_value=False, callback=_vault_after, is_eager=True, show_default=False, help=_VAULT_HELP))
+    if isinstance(command, click.Group):
+        for sub in command.commands.values():
+            with_vault_option(sub)
+
 #: The one ``--json`` option every command shares: one JSON object per line.
 json_option = click.option(
     "--json", "as_json", is_flag=True, help="Print one JSON object per line instead of text for people."
@@ -127,7 +155,7 @@ json_option = click.option(
     "vault",
     metavar="PATH",
     type=click.Path(file_okay=False, path_type=str),
-    help="The Obsidian vault folder (default: $MEMVAULT_VAULT, then `vault` in config.toml).",
+    help=_VAULT_HELP + " Also after the command.",
 )
 @click.version_option(package_name="memvault")
 @click.pass_context

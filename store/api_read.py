@@ -151,13 +151,14 @@ class ReadAPI(StoreParts):
 
     def recent(
         self, *, since: str | None = "7 days", until: str | None = None, what: str = "all",
-        types: Sequence[str] = (), scopes: Sequence[str] = (), limit: int = 20,
+        types: Sequence[str] = (), scopes: Sequence[str] = (), limit: int = 20, cursor: str | None = None,
     ) -> TracePage:
-        """What changed lately, newest first (see :func:`~memvault.store.index.browse.recent`)."""
+        """What changed lately, newest first, ``cursor`` where the last page
+        ended (see :func:`~memvault.store.index.browse.recent`)."""
         from memvault.store.index import browse
 
         return browse.recent(self.read_con(), self.name, since=since, until=until, what=what, types=types,
-                             scopes=scopes, limit=limit)
+                             scopes=scopes, limit=limit, cursor=cursor)
 
     def read(self, ref: str, heading: str | None = None) -> ReadResult:
         """One note, memory or fact with its metadata, version, links both

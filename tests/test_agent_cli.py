@@ -64,6 +64,11 @@ def test_list_filters_sorts_and_pages(memories: Path) -> None:
     assert len(rows(run(memories, "list", "--what", "all", "--json"))) == 6
     assert run(memories, "list", "--since", "someday").exit_code == 2
     assert run(memories, "list", "--cursor", "nonsense").exit_code == 2
+    # --json pages too: a last line with the cursor when more follow (issue 35), none on the last page.
+    page = rows(run(memories, "list", "-n", "2", "--sort", "title", "--json"))
+    assert len(page) == 3 and set(page[-1]) == {"next_cursor", "total"} and page[-1]["total"] == 5
+    more = rows(run(memories, "list", "--sort", "title", "--cursor", page[-1]["next_cursor"], "--json"))
+    assert [r["id"] for r in more] == [r["id"] for r in rest] and all("id" in r for r in more)
 
 
 def test_recent_shows_changes_and_forgets(memories: Path) -> None:
@@ -72,6 +77,10 @@ def test_recent_shows_changes_and_forgets(memories: Path) -> None:
         store.forget(gone, "wrong city")
     recent = rows(run(memories, "recent", "--since", "1 hour", "--json"))
     assert any(r["id"] == gone and r["status"] == "deleted" for r in recent)
+    first = rows(run(memories, "recent", "--since", "1 hour", "-n", "2", "--json"))
+    assert len(first) == 3 and first[-1]["total"] == len(recent)
+    rest = rows(run(memories, "recent", "--since", "1 hour", "--cursor", first[-1]["next_cursor"], "--json"))
+    assert [r["id"] for r in first[:2] + rest] == [r["id"] for r in recent]
     assert any(r["kind"] == "note" for r in recent)
     assert rows(run(memories, "recent", "--since", "2999-01-01", "--json")) == []
 

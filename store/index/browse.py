@@ -204,14 +204,15 @@ def recent(
     types: Sequence[str] = (),
     scopes: Sequence[str] = (),
     limit: int = 20,
+    cursor: str | None = None,
 ) -> TracePage:
     """What changed lately, newest first: notes and memories (facts with
     ``what="facts"``) changed since ``since``, forgotten memories included
-    (their ``status`` says so)."""
+    (their ``status`` says so); ``cursor``: where the last page ended."""
     if what not in LIST_KINDS:
         raise BrowseError(f"what must be one of {', '.join(LIST_KINDS)}, not {what!r}")
     return list_traces(con, vault_name, what=what, types=types, scopes=scopes, since=since or "7 days", until=until,
-                       include_deleted=True, limit=limit, by_change=True)
+                       include_deleted=True, limit=limit, by_change=True, cursor=cursor)
 
 
 def section_span(content: str, heading: str) -> tuple[int, int, str] | None:
