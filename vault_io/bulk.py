@@ -32,7 +32,8 @@ CHUNK = 64
 #: What a caller makes of a parsed note besides resolving its links (see the
 #: module docstring); a module-level function or a partial of one, so that a
 #: forkserver's workers can be handed it.
-Derive = Callable[[ParsedNote], object]
+#: It is given the note, its links' resolutions and their keys.
+Derive = Callable[[ParsedNote, tuple[Resolution, ...], tuple[str, ...]], object]
 
 
 @dataclass(frozen=True)
@@ -70,7 +71,7 @@ def read_note_file(
     links = (*note.links, *note.embeds)
     resolutions = tuple(resolver.resolve(link.target, path) for link in links)
     keys = tuple(link_key(link.target) if link.target else "" for link in links)
-    return ReadResult(path, digest, note, resolutions, keys, derived=derive(note) if derive is not None else None)
+    return ReadResult(path, digest, note, resolutions, keys, derived=derive(note, resolutions, keys) if derive is not None else None)
 
 
 # Worker-process state, set once by the pool initializer.

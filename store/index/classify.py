@@ -115,6 +115,17 @@ class TraceDraft:
 
     trace: rec.TraceRow  # id "", updated "" where the file's mtime gives it
     warning: str | None  # to record with the note (an unusable memory type)
+    edges: tuple[EdgeDraft, ...] | None = None  # its links (:func:`draft_note`)
+
+
+def draft_note(
+    note: ParsedNote, resolutions: Sequence[Resolution], keys: Sequence[str], memory_folder: str
+) -> TraceDraft:
+    """The :class:`TraceDraft` of ``note`` with its edges (a worker's
+    ``derive``, :mod:`memvault.vault_io.bulk`: ``resolutions`` and ``keys``
+    are its links')."""
+    draft = draft_trace(note, memory_folder)
+    return replace(draft, edges=draft_edges(note, draft.trace.kind, resolutions, keys))
 
 
 def note_trace(note: ParsedNote, trace_id: str, st: FileStat, memory_folder: str) -> tuple[rec.TraceRow, str | None]:
@@ -233,6 +244,12 @@ def related_start_line(note: ParsedNote) -> int | None:
     return note.body_line + note.body.count("\n", 0, found[0])
 
 
+#: An edge of a note before the trace id of its target is known: kind,
+#: target name, target key, target path, anchor, display, property, line,
+#: ambiguous. A plain tuple: a worker process sends tens of thousands.
+EdgeDraft = tuple[str, str, str, str | None, str | None, str | None, str | None, int | None, bool]
+
+
 def note_edges(
     note: ParsedNote,
     resolver: LinkResolver,
@@ -244,31 +261,36 @@ def note_edges(
     """The link, embed, property (and, for memories, related) edges of a note,
     resolved (``resolutions`` and ``keys``, when given, were computed with
     the note in a worker process)."""
-    related_from = related_start_line(note) if kind == "memory" else None
     links = (*note.links, *note.embeds)
     if resolutions is None:
         resolutions = [resolver.resolve(link.target, note.path) for link in links]
     if keys is None:
         keys = [link_key(link.target) if link.target else "" for link in links]
+    return finish_edges(draft_edges(note, kind, resolutions, keys), all_files)
+
+
+def draft_edges(
+    note: ParsedNote, kind: str, resolutions: Sequence[Resolution], keys: Sequence[str]
+) -> tuple[EdgeDraft, ...]:
+    """What :func:`note_edges` makes of a note's links (``resolutions`` and
+    ``keys`` in their order) that needs no trace ids."""
+    related_from = related_start_line(note) if kind == "memory" else None
     out = []
-    for link, hit, key in zip(links, resolutions, keys):
+    for link, hit, key in zip((*note.links, *note.embeds), resolutions, keys):
         edge_kind = link.kind
         if related_from is not None and link.kind == "link" and link.line >= related_from:
             edge_kind = "related"
-        out.append(
-            rec.EdgeRow(
-                kind=edge_kind,
-                target_name=link.target,
-                target_key=key,
-                target_path=hit.path,
-                target_id=all_files.get(hit.path) if hit.path else None,
-                # A link's text and heading are text a person typed (the target is
-                # the note's name: an identifier, like its path, redacted in answers).
-                anchor=redact(link.subpath)[0] if link.subpath else link.subpath,
-                display=redact(link.display)[0] if link.display else link.display,
-                prop=link.prop,
-                line=link.line,
-                ambiguous=hit.ambiguous,
-            )
-        )
-    return out
+        # A link's text and heading are text a person typed (the target is
+        # the note's name: an identifier, like its path, redacted in answers).
+        anchor = redact(link.subpath)[0] if link.subpath else link.subpath
+        display = redact(link.display)[0] if link.display else link.display
+        out.append((edge_kind, link.target, key, hit.path, anchor, display, link.prop, link.line, hit.ambiguous))
+    return tuple(out)
+
+
+def finish_edges(drafts: Sequence[EdgeDraft], all_files: dict[str, str | None]) -> list[rec.EdgeRow]:
+    """The edge rows of :func:`draft_edges`, each to the trace ``all_files`` gives its target path."""
+    return [
+        rec.EdgeRow(kind, name, key, path, all_files.get(path) if path else None, anchor, display, prop, line, ambiguous)
+        for kind, name, key, path, anchor, display, prop, line, ambiguous in drafts
+    ]

@@ -26,7 +26,7 @@ import apsw
 from memvault.store.db import records as rec
 from memvault.store.db.connection import write_transaction
 from memvault.store.db.rows import rows, scalar
-from memvault.store.index.classify import TraceDraft, finish_trace, note_edges, note_trace
+from memvault.store.index.classify import TraceDraft, finish_edges, finish_trace, note_edges, note_trace
 from memvault.store.index.identity import NoteIdentity, frontmatter_id, is_copy, with_error
 from memvault.store.index.moves import pair_edited_moves
 from memvault.store.index.turn_traces import drop_turns, sync_turns
@@ -429,8 +429,9 @@ class Indexer:
                 rec.delete_file(self.con, c.displaces)
             all_files.pop(c.displaces, None)
             resolver.remove(c.displaces)
-        if c.draft is not None and c.draft[0] is note:
-            trace, warning = finish_trace(c.draft[1], c.trace_id, st), c.draft[1].warning
+        draft = c.draft[1] if c.draft is not None and c.draft[0] is note else None
+        if draft is not None:
+            trace, warning = finish_trace(draft, c.trace_id, st), draft.warning
         else:  # no draft, or the note changed since (an id line rewritten)
             trace, warning = note_trace(note, c.trace_id, st, self.memory_folder)
         if warning:
@@ -445,7 +446,7 @@ class Indexer:
                         ctime_ns=trusted_ctime(st), inode=st.inode),
         )
         rec.put_trace(self.con, trace, new=fresh)
-        sync_turns(self.con, trace)
+        sync_turns(self.con, trace, new=fresh)
         if trace.kind == "memory" and trace.created and not fresh:
             # The note's `created` is the memory's creation time on every
             # device (put_trace keeps the index's own otherwise).
@@ -453,7 +454,10 @@ class Indexer:
                              (trace.created, trace.id, trace.created))
         if left is not None and left != c.trace_id:
             self._released.add(left)
-        edges = note_edges(note, resolver, all_files, trace.kind, c.resolutions, c.keys)
+        if draft is not None and draft.edges is not None:
+            edges = finish_edges(draft.edges, all_files)
+        else:
+            edges = note_edges(note, resolver, all_files, trace.kind, c.resolutions, c.keys)
         if fresh:
             rec.add_edges(self.con, c.trace_id, edges)
         else:

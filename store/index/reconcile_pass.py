@@ -30,7 +30,7 @@ import apsw
 from memvault.store.db import records as rec
 from memvault.store.db.connection import write_transaction
 from memvault.store.db.rows import count, rows, scalar
-from memvault.store.index.classify import TraceDraft, draft_trace
+from memvault.store.index.classify import TraceDraft, draft_note, draft_trace
 from memvault.store.index.reconcile import (
     BATCH,
     BULK_MIN,
@@ -147,9 +147,9 @@ class ReconcilePass:
             (st.path, row.hash if (row := known.get(st.path)) is not None and row.kind == "note" else None)
             for st in notes
         ]
-        # Each note's trace row is drafted where it is parsed (in the workers, for many).
+        # Each note's trace row and edges are drafted where it is parsed (in the workers, for many).
         results = read_notes(self.ix.root, items, self.all_files, self.resolver,
-                             derive=partial(draft_trace, memory_folder=self.ix.memory_folder))
+                             derive=partial(draft_note, memory_folder=self.ix.memory_folder))
         try:
             for n, (st, res) in enumerate(zip(notes, results), 1):
                 if progress:

@@ -96,12 +96,16 @@ def turn_rows(note: rec.TraceRow) -> list[rec.TraceRow]:
     return out
 
 
-def sync_turns(con: apsw.Connection, note: rec.TraceRow) -> int:
+def sync_turns(con: apsw.Connection, note: rec.TraceRow, *, new: bool = False) -> int:
     """Make the index's turn traces of ``note`` match its content: new and
     changed turns written, gone ones (and any left under the note's path by
     an earlier id) removed; a turn that did not change is not touched.
-    Returns how many traces were written or removed."""
+    ``new``: the caller knows the index held no trace before this one was
+    written (a first index), so there is nothing to remove. Returns how many
+    traces were written or removed."""
     wanted = {t.id: t for t in turn_rows(note)}
+    if new and not wanted:
+        return 0  # most notes of a first index: no lookup at all
     # Two index lookups (every note is written through here, most with no
     # turns): the turns under its id (a key range of the id index) and any
     # left under its path by an id it had before. ``+kind`` keeps the kind
