@@ -51,7 +51,6 @@ from memvault.store.memory_store import MemoryStore
 from memvault.store.project import Project
 from memvault.store.queries.recall import ContextQuery
 from memvault.store.queries.search import SearchQuery
-from memvault.store.retrieval.when import FORMS
 from memvault.vault_io.errors import MemvaultError, cap_echoes, shorten
 from memvault.vault_io.secrets import redact, redact_tree
 
@@ -63,37 +62,29 @@ _READ = ToolAnnotations(read_only_hint=True, destructive_hint=False, idempotent_
 # -- argument types (with the names models tend to guess as aliases) --------------
 
 
-def _field(description: str, *names: str, **limits: Any) -> Any:
+def _field(description: str | None, *names: str, **limits: Any) -> Any:
+    """An argument's schema: a few words where its name and type do not say enough (None: they do),
+    and the aliases models tend to guess."""
     return Field(description=description, validation_alias=AliasChoices(*names), **limits)
 
 
-Query = Annotated[str, _field("What to look for, in plain words.", "query", "q", "text", "search", "keywords")]
-Message = Annotated[str, _field("The user's message or task to recall memories for.",
-                                "message", "query", "q", "prompt", "text", "topic")]
-Ref = Annotated[str, _field("A memory id (m-...), fact id (f-...), vault path or note title.",
-                            "id", "ref", "memory_id", "fact_id", "note", "path")]
-Limit = Annotated[int, _field("Most results to return.", "limit", "k", "top_k", "n", "max_results", "count",
-                              ge=1, le=100)]
+# The tool list sits in an agent's context for the whole session (issue 35: under 6,000 characters), so a
+# tool's docstring, its description there, is one short sentence, an argument says a few words only where
+# its name and type do not say enough, and what every tool shares (ids, memory types, WHEN) is said once,
+# in the server's instructions (clients.mcp_boot.INSTRUCTIONS). docs/agents.md has the detail.
+Query = Annotated[str, _field(None, "query", "q", "text", "search", "keywords")]
+Message = Annotated[str, _field(None, "message", "query", "q", "prompt", "text", "topic")]
+Ref = Annotated[str, _field(None, "id", "ref", "memory_id", "fact_id", "note", "path")]
+Limit = Annotated[int, _field(None, "limit", "k", "top_k", "n", "max_results", "count", ge=1, le=100)]
 What = Annotated[Literal["all", "notes", "memories", "facts"],
-                 _field("What to search: ordinary notes, memories (memory notes and facts), facts only, or all.",
-                        "what", "kind", "kinds", "search_in", "collection")]
-MemoryScope = Annotated[str | None, _field("Only memories of this scope (user, a project name...); "
-                                           "notes and facts have none and are not filtered.",
-                                           "scope", "memory_scope", "namespace")]
-Types = Annotated[str | list[str] | None, _field("Memory types to keep: identity, semantic, episodic, procedural, "
-                                                 "prospective (or note for ordinary notes).",
-                                                 "types", "type", "memory_type", "memory_types")]
-Tags = Annotated[str | list[str] | None, _field("Tags to keep (a nested tag counts: project finds project/x).",
-                                                "tags", "tag")]
-Since = Annotated[str | None, _field(f"Only what changed since this: {FORMS}.", "since", "after", "from", "start")]
-Until = Annotated[str | None, _field("Only what changed before the end of this (same forms as since).",
-                                     "until", "before", "to", "end")]
-Reason = Annotated[str | None, _field("Why, in a few words (kept with the history).", "reason", "why")]
-Happened = f"When it happened (a memory's session_date, date, occurred..., else when it was created): {FORMS}."
-HappenedSince = Annotated[str | None, _field("Only what happened since this. " + Happened,
-                                             "since", "after", "from", "start")]
-HappenedUntil = Annotated[str | None, _field("Only what happened before the end of this. " + Happened,
-                                             "until", "before", "to", "end")]
+                 _field(None, "what", "kind", "kinds", "search_in", "collection")]
+MemoryScope = Annotated[str | None, _field(None, "scope", "memory_scope", "namespace")]
+Types = Annotated[str | list[str] | None, _field(None, "types", "type", "memory_type", "memory_types")]
+Tags = Annotated[str | list[str] | None, _field(None, "tags", "tag")]
+# WHEN: changed (recent) or happened (search, context, list); the forms are in the instructions.
+Since = Annotated[str | None, _field(None, "since", "after", "from", "start")]
+Until = Annotated[str | None, _field(None, "until", "before", "to", "end")]
+Reason = Annotated[str | None, _field(None, "reason", "why")]
 
 
 
@@ -218,12 +209,18 @@ WRITE_TOOLS = ("remember", "update", "forget", "restore", "merge", "consolidate"
 
 
 class MemvaultMCP(MCPServer):
-    """The SDK's server, with argument errors said in one sentence; over HTTP
-    every answer and error says vault-relative paths (:mod:`.clients.mcp_remote`)."""
+    """The SDK's server, with argument errors said in one sentence and a compact tool list; over
+    HTTP every answer and error says vault-relative paths (:mod:`.clients.mcp_remote`)."""
 
     read_only = False
     #: Set on an HTTP server: what a remote client is told of this machine's paths.
     hide: PathHider | None = None
+
+    async def list_tools(self) -> list[Any]:
+        """The SDK's tool list, each tool said once and plainly (:mod:`.clients.mcp_schema`)."""
+        from memvault.cli.clients.mcp_schema import compact_tool
+
+        return [compact_tool(tool) for tool in await super().list_tools()]
 
     async def call_tool(self, name: str, arguments: dict[str, Any], context: Any = None) -> Any:
         """:meth:`_call_tool`, its answer and its error as a remote client is told them."""
@@ -291,56 +288,41 @@ def _recall_tools(server: MCPServer, backend: Backend) -> None:
         scope: MemoryScope = None,
         types: Types = None,
         tags: Tags = None,
-        path: Annotated[str | None, _field("Only notes whose vault path matches this glob (Projects/*).",
-                                           "path", "path_glob", "folder", "glob")] = None,
-        mode: Annotated[Literal["hybrid", "keyword", "semantic"] | None,
-                        _field("Words, meaning, or both (default: hybrid when vectors exist).", "mode")] = None,
+        path: Annotated[str | None, _field("glob", "path", "path_glob", "folder", "glob")] = None,
+        mode: Annotated[Literal["hybrid", "keyword", "semantic"] | None, _field(None, "mode")] = None,
         limit: Limit = 10,
-        since: HappenedSince = None,
-        until: HappenedUntil = None,
-        raw: Annotated[bool, _field("The query is SQLite FTS5 syntax, as written (\"exact phrase\", prefix*, "
-                                    "AND/OR/NOT, NEAR(a b, 5)); keyword search.", "raw", "fts")] = False,
+        since: Since = None,
+        until: Until = None,
+        raw: Annotated[bool, _field("query in FTS5 syntax", "raw", "fts")] = False,
     ) -> CallToolResult:
-        """Search the vault's notes, memories and facts by words and meaning. Each hit has its id,
-        title, type, vault path, obsidian:// uri, a highlighted snippet and the plain text of the
-        matching passage; memory hits carry the version an `update` needs. With raw, the query is
-        FTS5 syntax (one FTS5 cannot read is a tool error saying why)."""
+        """Notes, memories and facts by words and meaning."""
         return _ok(*search_data(backend, query, what, scope, types, tags, path, mode, limit, since, until, raw))
 
     @server.tool(annotations=_READ)
     def context(
         message: Message,
-        budget: Annotated[int | None, _field("Most tokens the block may use (default 800).",
-                                             "budget", "max_tokens", "tokens", ge=50, le=20000)] = None,
-        what: Annotated[Literal["memories", "all"], _field(
-            "Memories and facts only, or ordinary notes too (quoted by their matching passage).",
-            "what", "kind", "search_in")] = "memories",
+        budget: Annotated[int | None, _field("tokens", "budget", "max_tokens", "tokens",
+                                             ge=50, le=20000)] = None,
+        what: Annotated[Literal["memories", "all"], _field("all: notes too", "what", "kind", "search_in")] = "memories",
         scope: MemoryScope = None,
-        since: HappenedSince = None,
-        until: HappenedUntil = None,
+        since: Since = None,
+        until: Until = None,
     ) -> CallToolResult:
-        """The memories, facts (and with what=all, note passages) that matter for a message, as a
-        compact `## Recalled Memory` block within a token budget. Empty when nothing is relevant."""
+        """The memories that matter for a message, as one block (empty if none)."""
         return _ok(*context_data(backend, message, budget, what, scope, since, until))
 
 
 def _lookup_tools(server: MCPServer, backend: Backend) -> None:
     @server.tool(annotations=_READ)
     def read(
-        id: Annotated[str | None, _field("A memory id (m-...) or fact id (f-...).",
-                                         "id", "ref", "memory_id", "fact_id")] = None,
-        path: Annotated[str | None, _field("A vault path (Projects/Alpha.md; .md may be left out).",
-                                           "path", "file", "note")] = None,
-        title: Annotated[str | None, _field("A note title.", "title", "name")] = None,
-        heading: Annotated[str | None, _field("Only this section of a note (its heading's text).",
-                                              "heading", "section")] = None,
-        key: Annotated[str | None, _field("The memory holding this key (editor.theme).", "key", "slot")] = None,
-        scope: Annotated[str, _field("With key: the scope whose key it is (default user).",
-                                     "scope", "memory_scope", "namespace")] = "user",
+        id: Annotated[str | None, _field(None, "id", "ref", "memory_id", "fact_id")] = None,
+        path: Annotated[str | None, _field(None, "path", "file", "note")] = None,
+        title: Annotated[str | None, _field(None, "title", "name")] = None,
+        heading: Annotated[str | None, _field("one section", "heading", "section")] = None,
+        key: Annotated[str | None, _field(None, "key", "slot")] = None,
+        scope: Annotated[str, _field(None, "scope", "memory_scope", "namespace")] = "user",
     ) -> CallToolResult:
-        """Read one note, memory or fact in full: content (or one section), metadata, its version
-        (memories), its source (facts), links out and in, and an obsidian:// link for the person.
-        With key: the memory holding that key (and any other memory holding it too, a clash)."""
+        """One note, memory or fact in full, with its version and links."""
         if key:
             found = backend.run(lambda s: s.key_holder(key, scope))
             if found.holder is None:
@@ -357,11 +339,9 @@ def _lookup_tools(server: MCPServer, backend: Backend) -> None:
     @server.tool(annotations=_READ)
     def links(
         id: Ref,
-        direction: Annotated[Literal["out", "in", "both"], _field(
-            "Links this one makes (out), links to it (in), or both.", "direction", "dir")] = "both",
+        direction: Annotated[Literal["out", "in", "both"], _field(None, "direction", "dir")] = "both",
     ) -> CallToolResult:
-        """The links of a note or memory: wikilinks, embeds and property links it makes (out) and
-        the notes, memories and facts that link to it (in), resolved to vault paths and ids."""
+        """Links out of and into a note or memory."""
         def run(s: MemoryStore) -> dict[str, Any]:
             data: dict[str, Any] = {}
             if direction in ("out", "both"):
@@ -378,48 +358,41 @@ def _browse_tools(server: MCPServer, backend: Backend) -> None:
     def recent(
         since: Since = "7 days",
         until: Until = None,
-        what: Annotated[Literal["all", "notes", "memories", "facts"], _field(
-            "Notes and memories (all), one of them, or facts.", "what", "kind")] = "all",
+        what: Annotated[Literal["all", "notes", "memories", "facts"], _field(None, "what", "kind")] = "all",
         types: Types = None,
         limit: Limit = 20,
     ) -> CallToolResult:
-        """What changed lately in the vault, newest first: notes and memories changed since a time
-        (forgotten memories too, marked)."""
+        """What changed lately, newest first."""
         return _ok(backend.run(lambda s: s.recent(since=since, until=until, what=what, types=_types(types),
                                                   limit=limit)).to_json())
 
     @server.tool(name="list", annotations=_READ)
     def list_(
-        what: Annotated[Literal["memories", "notes", "facts", "all"], _field(
-            "Memories (default), ordinary notes, facts, or memories and notes.", "what", "kind")] = "memories",
+        what: Annotated[Literal["memories", "notes", "facts", "all"], _field(None, "what", "kind")] = "memories",
         types: Types = None,
         scope: MemoryScope = None,
         tags: Tags = None,
-        sort: Annotated[Literal["updated", "happened", "strength", "created", "title"], _field(
-            "Order: latest change, latest to happen, strongest, newest, or title.", "sort", "order", "order_by")
-        ] = "updated",
-        since: HappenedSince = None,
-        until: HappenedUntil = None,
-        limit: Annotated[int, _field("Most items per page.", "limit", "k", "n", "page_size", ge=1, le=200)] = 50,
-        cursor: Annotated[str | None, _field("next_cursor of the previous page.", "cursor", "page", "next")] = None,
-        key: Annotated[str | None, _field("Only memories holding this key (deploy.* : every key it begins).",
-                                          "key", "slot")] = None,
+        sort: Annotated[Literal["updated", "happened", "strength", "created", "title"],
+                        _field(None, "sort", "order", "order_by")] = "updated",
+        since: Since = None,
+        until: Until = None,
+        limit: Annotated[int, _field(None, "limit", "k", "n", "page_size", ge=1, le=200)] = 50,
+        cursor: Annotated[str | None, _field("next_cursor", "cursor", "page", "next")] = None,
+        key: Annotated[str | None, _field("deploy.*: every key it begins", "key", "slot")] = None,
     ) -> CallToolResult:
-        """List memories (or notes, facts) without a query, filtered by type, scope, tag, key and time,
-        in pages: pass next_cursor back as cursor for the next page."""
+        """Memories (or notes, facts) without a query, a page at a time."""
         return _ok(backend.run(lambda s: s.list(
             what=what, types=_types(types), scopes=_as_list(scope), tags=_as_list(tags), sort=sort, since=since,
             until=until, limit=limit, cursor=cursor, key=key)).to_json())
 
     @server.tool(annotations=_READ)
     def history(id: Ref) -> CallToolResult:
-        """Every version of a memory (yours and the person's edits in Obsidian) or fact, newest first."""
+        """Every version of a memory or fact, newest first."""
         return _ok({"versions": [v.to_json() for v in backend.run(lambda s: s.history(id))]})
 
     @server.tool(annotations=_READ)
     def status() -> CallToolResult:
-        """The vault, whether a daemon keeps it current, the last sync, counts, open conflicts, and
-        the project this session works in (its scope)."""
+        """The vault, its daemon, counts, open conflicts, this session's project scope."""
         from memvault.daemon.status import vault_status
 
         data = backend.run(vault_status)
@@ -436,28 +409,19 @@ def _write_tools(server: MCPServer, backend: Backend) -> None:
     @server.tool(annotations=ToolAnnotations(read_only_hint=False, destructive_hint=False, idempotent_hint=True,
                                              open_world_hint=False))
     def remember(
-        content: Annotated[str, _field("The memory, one self-contained statement (it is written as a note).",
-                                       "content", "text", "memory", "fact", "statement")],
-        type: Annotated[str | None, _field(
-            "identity (who the person is), semantic (facts, preferences; the default), episodic (what happened), "
-            "procedural (how to), prospective (to do).", "type", "memory_type", "kind", "category")] = None,
+        content: Annotated[str, _field(None, "content", "text", "memory", "fact", "statement")],
+        type: Annotated[str | None, _field("default semantic", "type", "memory_type", "kind", "category")] = None,
         tags: Tags = None,
-        links: Annotated[str | list[str] | None, _field("Notes this memory relates to (titles or paths).",
-                                                        "links", "link", "related")] = None,
+        links: Annotated[str | list[str] | None, _field("related notes", "links", "link", "related")] = None,
         scope: Annotated[str | None, _field(
-            "Whose memory: default this session's project (its git root's name; identity memories: user), "
-            "else user; give user for what holds for the person everywhere (preferences).",
+            "default: this session's project; user for what holds everywhere",
             "scope", "memory_scope", "namespace")] = None,
-        key: Annotated[str | None, _field(
-            "The slot this fact fills, e.g. editor.theme or deploy.staging.host: a new value supersedes the "
-            "memory holding the key (give a reason), its old text kept in history.", "key", "slot")] = None,
-        reason: Annotated[str | None, _field("With key: why the current value is replaced.", "reason", "why")] = None,
+        key: Annotated[str | None, _field("a slot, e.g. editor.theme",
+                                          "key", "slot")] = None,
+        reason: Annotated[str | None, _field(None, "reason", "why")] = None,
         ctx: Context = None,  # type: ignore[assignment]
     ) -> CallToolResult:
-        """Remember something durable: stored and written as a note under Memory/<type>/.
-        The same content, type and scope again returns the existing memory (idempotent).
-        With a key, the memory holding it is superseded when a reason is given, else the call is
-        refused with its current text and version. Credentials in the content are stored as [redacted]."""
+        """Store a durable memory as a note (idempotent)."""
         source = client_source(ctx)
         why = _by(reason, "superseded", ctx) if reason else None
         where = scope.strip() if scope and scope.strip() else backend.default_scope(type)
@@ -469,19 +433,16 @@ def _write_tools(server: MCPServer, backend: Backend) -> None:
     @server.tool(annotations=ToolAnnotations(read_only_hint=False, destructive_hint=False, idempotent_hint=False,
                                              open_world_hint=False))
     def update(
-        id: Annotated[str, _field("The memory's id (m-...).", "id", "ref", "memory_id")],
-        version: Annotated[int, _field("The version you read (from read, search or list). The update is "
-                                       "refused if the memory changed since.", "version", "expected_version",
-                                       "expect_version", "base_version", ge=1)],
-        content: Annotated[str | None, _field("The new content (whole).", "content", "text", "memory")] = None,
+        id: Annotated[str, _field(None, "id", "ref", "memory_id")],
+        version: Annotated[int, _field("the version you read", "version", "expected_version", "expect_version",
+                                       "base_version", ge=1)],
+        content: Annotated[str | None, _field("the whole new text", "content", "text", "memory")] = None,
         tags: Tags = None,
-        type: Annotated[str | None, _field("A new memory type (moves the note).", "type", "memory_type")] = None,
+        type: Annotated[str | None, _field(None, "type", "memory_type")] = None,
         reason: Reason = None,
         ctx: Context = None,  # type: ignore[assignment]
     ) -> CallToolResult:
-        """Change a memory: its content, tags or type. The previous version is kept (history).
-        Refused with the current text when the memory changed since `version` (the person may have
-        edited it in Obsidian): redo the change on top of that text. Ordinary notes cannot be changed."""
+        """Change a memory; refused if it changed since that version."""
         if content is None and tags is None and type is None:
             raise ToolError("nothing to update: give content, tags or type")
         result = backend.run(lambda s: s.update(
@@ -492,14 +453,13 @@ def _write_tools(server: MCPServer, backend: Backend) -> None:
     @server.tool(annotations=ToolAnnotations(read_only_hint=False, destructive_hint=True, idempotent_hint=True,
                                              open_world_hint=False))
     def forget(id: Ref, reason: Reason = None, ctx: Context = None) -> CallToolResult:  # type: ignore[assignment]
-        """Forget a memory (its note moves to the vault's .trash/) or retire a single wrong fact (its
-        source note is not touched and the fact stays retired). Reversible with `restore`."""
+        """Forget a memory or retire a fact (restore undoes it)."""
         return _write_result(backend, backend.run(lambda s: s.forget(id, _by(reason, "forgotten", ctx))))
 
     @server.tool(annotations=ToolAnnotations(read_only_hint=False, destructive_hint=False, idempotent_hint=True,
                                              open_world_hint=False))
     def restore(id: Ref) -> CallToolResult:
-        """Bring back a forgotten memory (and its note) or a forgotten fact."""
+        """Bring back a forgotten memory or fact."""
         return _write_result(backend, backend.run(lambda s: s.restore(id)))
 
 

@@ -109,12 +109,29 @@ def test_listings_tools_and_a_write_then_read(agent_vault: Path, tmp_path: Path)
     out = run_session(agent_vault, errlog, body)
     tools = out["tools"]
     assert set(tools) == READS | WRITES
+    # Hints the protocol assumes are left out (mcp_schema): read-only false, destructive true.
     for name in READS:
         assert tools[name].annotations.read_only_hint is True, name
     for name in WRITES:
-        assert tools[name].annotations.read_only_hint is False, name
-    assert tools["forget"].annotations.destructive_hint is True
+        assert not tools[name].annotations.read_only_hint, name
+    assert tools["forget"].annotations.destructive_hint in (True, None)
+    assert tools["remember"].annotations.destructive_hint is False
+    assert all(t.annotations.open_world_hint is False for t in tools.values())  # a memory's world is closed
     assert "query" in tools["search"].input_schema["properties"] and tools["search"].description
+    # The list an agent keeps in context (issue 35): under 6,000 characters as the wire carries it, every
+    # tool and every argument the server takes still listed.
+    listed = {"tools": [t.model_dump(by_alias=True, exclude_none=True, mode="json") for t in tools.values()]}
+    assert len(json.dumps(listed, separators=(",", ":"))) < 6000
+    with opened(agent_vault) as store:  # the SDK's own list, as it checks arguments against it
+        from mcp.server import MCPServer
+
+        taken = {t.name: t.input_schema for t in asyncio.run(MCPServer.list_tools(build_server(store)))}
+    assert set(taken) == set(tools)
+    for name, schema in taken.items():
+        assert set(tools[name].input_schema["properties"]) == set(schema["properties"]), name
+        assert tools[name].input_schema.get("required", []) == schema.get("required", []), name
+        assert "\n" not in (tools[name].description or "")
+        assert not any("title" in p for p in tools[name].input_schema["properties"].values()), name
     assert "memvault://identity" in out["resources"]
     assert {"memvault://memory/{id}", "memvault://note/{+path}"} <= set(out["templates"])
     assert out["prompts"] == ["recall"]
@@ -253,13 +270,14 @@ def test_the_first_calls_answered_before_the_sdk_loads_are_the_sdks(agent_vault:
 
     calls = [("search", {"query": "components inside a hard disk", "limit": 3}),
              ("search", {"query": "billing", "what": "notes", "types": ["note"], "mode": "semantic"}),
-             ("search", {"query": "editor theme", "scope": None, "tags": "ui,editor"}),
+             ("search", {"query": "editor theme", "scope": "user", "tags": ["ui", "editor"]}),
              ("context", {"message": "how do I ship the billing service", "budget": 300}),
              ("context", {"message": "zzzz qqqq"})]
     refused = [("search", {"q": "an alias"}), ("search", {"query": "x", "limit": "5"}),
                ("search", {"query": "x", "limit": 0}), ("search", {"query": "x", "what": "bogus"}),
                ("search", {}), ("context", {"message": "x", "budget": True}), ("read", {"id": "m-1"}),
-               ("search", {"query": "billing", "mode": "keyword"})]  # no model needed: not the daemon's to answer
+               ("search", {"query": "billing", "mode": "keyword"}),  # no model needed: not the daemon's to answer
+               ("search", {"query": "x", "scope": None})]  # a null the listed schema leaves out: the SDK takes it
     srv = QueryServer(MemoryStore.open(str(agent_vault)))
     with opened(agent_vault) as store:
         early = early_call(store, read_only=True)  # read-only: context records nothing, both answers alike

@@ -55,10 +55,17 @@ and note passages that matter, within a token budget (empty when nothing is rele
 - `search` finds notes, memories or facts by words and meaning; `read` shows one in full (with its \
 version, links and an obsidian:// link for the person); `list` and `recent` browse without a query.
 - `remember` durable things the person tells you (preferences, decisions, facts about them or the \
-project); it is idempotent. `update` needs the `version` you read: if the person edited the memory \
-since, it is refused with the current text, so redo your change on top of theirs.
+project), one self-contained statement each; it is idempotent. With a `key` (a slot such as \
+editor.theme) a new value replaces the memory holding it only when you give a `reason`. `update` \
+needs the `version` you read: if the person edited the memory since, it is refused with the current \
+text, so redo your change on top of theirs.
 - `forget` is reversible (`restore`). Ordinary notes are the person's: no tool edits them.
-Ids: m-... memories, f-... facts; notes by vault path or title."""
+- `consolidate` without arguments shows a plan (changing nothing); `apply` with its id carries it out, \
+`undo` with a run id reverses one.
+Ids: m-... memories, f-... facts; notes by vault path or title (an `id` argument takes any of them). \
+Memory types: identity, semantic, episodic, procedural, prospective (`note`: ordinary notes). \
+`since`/`until`: an ISO date or date-time (2023-05-01, 2023-05) or a span back from now (7d, 12h, \
+2 weeks, last week, yesterday); when a thing happened, for `recent` when it changed."""
 
 SERVER_NAME = "memvault"
 #: What the server offers (no list-changed or subscription notifications).
@@ -188,7 +195,7 @@ def tools_key(read_only: bool) -> str:
     except PackageNotFoundError:
         sdk = "?"
     parts = [server_version(), sdk, "read-only" if read_only else "full"]
-    for module in ("memvault.cli.mcp_server", "memvault.cli.clients.mcp_tidy"):
+    for module in ("memvault.cli.mcp_server", "memvault.cli.clients.mcp_tidy", "memvault.cli.clients.mcp_schema"):
         spec = importlib.util.find_spec(module)
         try:
             st = os.stat(spec.origin) if spec is not None and spec.origin else None

@@ -132,20 +132,23 @@ def _fits(schema: Any, value: Any) -> bool:
 
 
 def checked_arguments(schema: Any, args: Any) -> dict[str, Any] | None:
-    """``args`` with the defaults the schema gives the rest, when every one
-    is a property of the schema that plainly allows its value and nothing
-    required is missing; else None (the SDK is to judge them)."""
+    """``args`` with the defaults the schema gives the rest (None for an
+    optional one listed without a default, as :mod:`.mcp_schema` lists them),
+    when every one is a property of the schema that plainly allows its value
+    and nothing required is missing; else None (the SDK is to judge them)."""
     if not isinstance(schema, dict) or not isinstance(args, dict) or schema.get("type") != "object":
         return None
     props = schema.get("properties")
     if not isinstance(props, dict) or any(name not in props or not _fits(props[name], v) for name, v in args.items()):
         return None
     out = dict(args)
+    required = schema.get("required") or []
     for name, prop in props.items():
         if name not in out:
-            if not isinstance(prop, dict) or "default" not in prop:
-                return None  # required, or no default to take
-            out[name] = prop["default"]
+            if name in required or not isinstance(prop, dict):
+                return None
+            # An optional argument listed without a default is one whose default is None (mcp_schema).
+            out[name] = prop.get("default")
     return out
 
 

@@ -34,15 +34,10 @@ from memvault.store.memory_store import MemoryStore
 # Both change memories (a merge and an archive move notes to .trash/), reversibly.
 _TIDY = ToolAnnotations(read_only_hint=False, destructive_hint=True, idempotent_hint=False, open_world_hint=False)
 
-Ids = Annotated[str | list[str], _field("Two or more memory ids (m-...); the first keeps the merged memory.",
-                                        "ids", "id", "memory_ids", "memories", "refs")]
-MergedText = Annotated[str | None, _field("The merged memory's whole text (default: the longest of them).",
-                                          "content", "text", "merged_content", "merged_text")]
-Apply = Annotated[str | None, _field("A plan id (p-...) from a dry run of this tool: carry out that plan, "
-                                     "only if the store still gives the same plan.",
-                                     "apply", "plan", "plan_id", "apply_plan")]
-Undo = Annotated[str | None, _field("A run id (c-..., or a unique prefix) to reverse as a whole.",
-                                    "undo", "run", "run_id", "undo_run")]
+Ids = Annotated[str | list[str], _field("the first keeps the merge", "ids", "id", "memory_ids", "memories", "refs")]
+MergedText = Annotated[str | None, _field(None, "content", "text", "merged_content", "merged_text")]
+Apply = Annotated[str | None, _field("a plan id to carry out", "apply", "plan", "plan_id", "apply_plan")]
+Undo = Annotated[str | None, _field("a run id to reverse", "undo", "run", "run_id", "undo_run")]
 
 
 def tidy_tools(server: MCPServer, backend: Backend) -> None:
@@ -51,10 +46,7 @@ def tidy_tools(server: MCPServer, backend: Backend) -> None:
     @server.tool(annotations=_TIDY)
     def merge(ids: Ids, content: MergedText = None, reason: Reason = None,
               ctx: Context = None) -> CallToolResult:  # type: ignore[assignment]
-        """Merge memories that say the same thing into the first id: it gets the merged text (given,
-        or the longest), the union of tags and links, the highest strength and the earliest creation;
-        its history says "merged ... into ...". The others' notes go to the vault's .trash/; `restore`
-        of one takes it back out, and `consolidate` with undo=<run> reverses the whole merge."""
+        """Merge memories into the first id (undoable)."""
         refs = _as_list(ids)
         if len(refs) < 2:
             raise ToolError("give two or more memory ids to merge")
@@ -65,11 +57,7 @@ def tidy_tools(server: MCPServer, backend: Backend) -> None:
 
     @server.tool(annotations=_TIDY)
     def consolidate(apply: Apply = None, undo: Undo = None) -> CallToolResult:
-        """Tidy memory as `memvault consolidate` does: decay, archive faded memories, merge duplicates,
-        promote recurring episodes, flag contradictions, close done tasks, each action with its reason.
-        Without arguments: a dry run that changes nothing and returns the plan and its id (p-...).
-        apply=<plan id>: carry out that plan (refused, nothing done, when the store changed and the plan
-        with it: look at the new plan first); the result names the run. undo=<run id>: reverse a run."""
+        """Tidy memory: alone, the plan; apply carries it out."""
         if apply and undo:
             raise ToolError("give apply or undo, not both")
         if undo:
