@@ -341,13 +341,13 @@ class ChangeAPI(StoreParts):
         first). Files only: works without an index (see :mod:`memvault.vault_io.memory_views`)."""
         from memvault.vault_io.memory_views import install_views
 
-        return install_views(self.root, self.settings.memory_folder, force=force)
+        return install_views(self.ctx.gate, self.settings.memory_folder, force=force)
 
     def views_remove(self) -> "list[ViewFile]":
         """Delete the views memvault wrote and nobody changed since."""
         from memvault.vault_io.memory_views import remove_views
 
-        return remove_views(self.root, self.settings.memory_folder)
+        return remove_views(self.ctx.gate, self.settings.memory_folder)
 
     def settle_conflict_copy(self, copy_path: str, take: str) -> SettledCopy:
         """Take one side of a conflict copy (``take``: "note" or "copy") and

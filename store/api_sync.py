@@ -86,7 +86,7 @@ class SyncAPI(StoreParts):
             if applied:
                 follow_history(con, changes)
 
-        done = sync_history(con, self.history_folder, on_change=follow)
+        done = sync_history(con, self.history_folder, on_change=follow, gate=self.ctx.gate)
         if applied:
             from memvault.store.facts.forgets import extract_again
 
@@ -111,7 +111,7 @@ class SyncAPI(StoreParts):
                 return  # most commands change nothing: the replication module stays unloaded
             from memvault.store.history.replicate import flush_only
 
-            flush_only(con, self.history_folder)
+            flush_only(con, self.history_folder, gate=self.ctx.gate)
         except Exception as exc:  # noqa: BLE001 - a command's end must not fail for its log
             log.warning("the history log was not written (%s); the next sync writes it", exc)
 

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from functools import cached_property
 from pathlib import Path
 
 import apsw
@@ -27,6 +28,7 @@ from memvault.store import location
 from memvault.store.db.connection import IndexDatabaseError, connect
 from memvault.store.settings import Settings
 from memvault.vault_io.errors import MemvaultError
+from memvault.vault_io.gate import Gate
 
 
 class NoIndexError(MemvaultError):
@@ -68,6 +70,11 @@ class StoreContext:
         """The vault folder of every device's history log (:mod:`.history`)."""
         return self.root / self.settings.history_folder
 
+    @cached_property
+    def gate(self) -> Gate:
+        """The one gate of every write into this vault (:mod:`memvault.vault_io.gate`)."""
+        return vault_gate(self.root, self.settings)
+
     def has_index(self) -> bool:
         """Whether this vault has been indexed before."""
         return self.index_path.exists()
@@ -87,3 +94,10 @@ class StoreContext:
             return self.con
         except IndexDatabaseError as exc:
             raise NoIndexError(str(exc)) from exc
+
+
+def vault_gate(root: Path, settings: Settings) -> Gate:
+    """The write gate of the vault at ``root`` with ``settings``' folders."""
+    from memvault.store.memories.memtypes import MEMORY_TYPES
+
+    return Gate(root, settings.memory_folder, settings.history_folder, MEMORY_TYPES)

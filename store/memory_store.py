@@ -265,7 +265,7 @@ class MemoryStore(SyncAPI, ReadAPI, ChangeAPI):
 
         return Indexer(
             self.root, self.con, ignore=self.settings.ignore, max_file_size=self.settings.max_file_size,
-            memory_folder=self.settings.memory_folder, observers=[self.fact_observer()],
+            memory_folder=self.settings.memory_folder, observers=[self.fact_observer()], gate=self.ctx.gate,
         )
 
     def _llm_fact_observer(self) -> "FactObserver | None":

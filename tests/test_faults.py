@@ -45,7 +45,8 @@ from helpers import opened, wait_for, write
 
 from memvault.cli.main import cli
 from memvault.store.location import vault_data_dir
-from memvault.vault_io import atomic
+from memvault.vault_io import atomic, replace
+from memvault.vault_io.gate import Gate
 
 ROUNDS = int(os.environ.get("MEMVAULT_FAULT_ROUNDS", "60" if os.environ.get("HYPOTHESIS_PROFILE") == "dev" else "12"))
 MEMVAULT = [sys.executable, "-c", "from memvault.cli.main import main; main()"]
@@ -177,8 +178,10 @@ def test_vault_write_faults_at_random_points(vault: Path, monkeypatch: pytest.Mo
         word = f"tok{i}x"
         faulty = FaultyOS(nth, code)
         monkeypatch.setattr(atomic, "os", faulty)
+        monkeypatch.setattr(replace, "os", faulty)  # a note rewritten in place: exchange-and-check
         r = operate(vault, op, rng, ids, word)
         monkeypatch.setattr(atomic, "os", os)
+        monkeypatch.setattr(replace, "os", os)
         if r.exit_code == 0:
             if op == "add":
                 ids.append(json.loads(r.stdout)["id"])
@@ -577,41 +580,38 @@ class Killed(BaseException):
 
 
 def test_a_move_killed_halfway_leaves_one_note(vault: Path, monkeypatch: pytest.MonkeyPatch, quiet_env) -> None:  # type: ignore[no-untyped-def]
-    from memvault.store.memories import writer
-
     busy_store(vault)
     with opened(vault) as v:
         run_id = v.consolidate(today=TODAY).run_id  # m-task0 is done: its note moves to Memory/episodic/
-    real = writer.atomic_write
+    real = Gate.write
 
-    def dies_after_writing(path: Path, data: bytes, **kwargs: Any) -> None:
-        real(path, data, **kwargs)
-        if path.as_posix().endswith("prospective/m-task0.md"):
+    def dies_after_writing(gate: Gate, rel: str, data: bytes, *args: Any, **kwargs: Any) -> bool:
+        done = real(gate, rel, data, *args, **kwargs)
+        if rel.endswith("prospective/m-task0.md"):
             raise Killed  # the note is back in its folder, the run's copy not yet removed
+        return done
 
-    monkeypatch.setattr(writer, "atomic_write", dies_after_writing)
+    monkeypatch.setattr(Gate, "write", dies_after_writing)
     with pytest.raises(Killed), opened(vault) as v:
         v.undo_consolidation(run_id)
-    monkeypatch.setattr(writer, "atomic_write", real)
+    monkeypatch.setattr(Gate, "write", real)
     complete_pending(vault)
     assert len(note_paths(vault)["m-task0"]) == 1
 
 
 def test_a_restore_killed_halfway_leaves_one_note(vault: Path, monkeypatch: pytest.MonkeyPatch, quiet_env) -> None:  # type: ignore[no-untyped-def]
-    from memvault.store.memories import writer
-
     busy_store(vault)
     with opened(vault) as v:
         v.forget("m-fade0")
-    real = writer.atomic_write
+    real = Gate.write
 
-    def dies_after_writing(path: Path, data: bytes, **kwargs: Any) -> None:
-        real(path, data, **kwargs)
+    def dies_after_writing(gate: Gate, rel: str, data: bytes, *args: Any, **kwargs: Any) -> bool:
+        real(gate, rel, data, *args, **kwargs)
         raise Killed
 
-    monkeypatch.setattr(writer, "atomic_write", dies_after_writing)
+    monkeypatch.setattr(Gate, "write", dies_after_writing)
     with pytest.raises(Killed), opened(vault) as v:
         v.restore("m-fade0")
-    monkeypatch.setattr(writer, "atomic_write", real)
+    monkeypatch.setattr(Gate, "write", real)
     complete_pending(vault)
     assert len(note_paths(vault)["m-fade0"]) == 1

@@ -406,12 +406,16 @@ def test_a_failing_write_is_one_line_and_retried(vault: Path, monkeypatch: pytes
     assert run(vault, "sync").exit_code == 0
     mid = json.loads(run(vault, "add", "Backups run on Sunday.", "--json").output)["id"]
     path = vault / find_path(vault, mid)
-    real_write = memories_mod.atomic_write
+    from memvault.vault_io.gate import Gate
 
-    def full_disk(target: Path, data: bytes, **kw: object) -> bool:
+    real_write, real_replace = Gate.write, Gate.replace
+
+    def full_disk(gate: Gate, rel: str, *args: object, **kw: object) -> bool:
+        target = gate.root / rel
         raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC), str(target.parent / f".{target.name}.0000.memvault-tmp"))
 
-    monkeypatch.setattr(memories_mod, "atomic_write", full_disk)
+    monkeypatch.setattr(Gate, "write", full_disk)
+    monkeypatch.setattr(Gate, "replace", full_disk)
     r = run(vault, "update", mid, "--content", "Backups run on Saturday.")
     assert r.exit_code == 1, r.output
     assert "Traceback" not in r.output and isinstance(r.exception, SystemExit)
@@ -441,7 +445,8 @@ def test_a_failing_write_is_one_line_and_retried(vault: Path, monkeypatch: pytes
     assert r.exit_code == 1 and "No space left on device" in r.stderr and "1 memory note(s) could not be written" in r.stderr
     assert "Traceback" not in r.output and query_outbox(vault)
     # the disk has room again: the next command finishes the write, then applies its own
-    monkeypatch.setattr(memories_mod, "atomic_write", real_write)
+    monkeypatch.setattr(Gate, "write", real_write)
+    monkeypatch.setattr(Gate, "replace", real_replace)
     r = run(vault, "update", mid, "--tag", "ops")
     assert r.exit_code == 0, r.output
     text = path.read_text(encoding="utf-8")
@@ -461,10 +466,13 @@ def test_daemon_style_flush_logs_a_failing_write_once(vault: Path, monkeypatch: 
         r = m.add("Logs rotate weekly.", "fact")
         _stage_store_change(m, r.id, "Logs rotate daily.")
 
-        def read_only(target: Path, data: bytes, **kw: object) -> bool:
-            raise OSError(errno.EROFS, os.strerror(errno.EROFS), str(target))
+        from memvault.vault_io.gate import Gate
 
-        monkeypatch.setattr(memories_mod, "atomic_write", read_only)
+        def read_only(gate: Gate, rel: str, *args: object, **kw: object) -> bool:
+            raise OSError(errno.EROFS, os.strerror(errno.EROFS), str(gate.root / rel))
+
+        monkeypatch.setattr(Gate, "write", read_only)
+        monkeypatch.setattr(Gate, "replace", read_only)
         caplog.set_level(logging.WARNING, logger="memvault")
         for _ in range(3):  # three daemon batches
             assert memories_mod.flush_outbox(v.memories, older_than=0) == []

@@ -11,6 +11,7 @@ import os
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 from click.testing import CliRunner, Result
@@ -33,17 +34,23 @@ class DiskFull:
     """The memory writer's note writes fail (ENOSPC) while ``on``."""
 
     def __init__(self, monkeypatch: pytest.MonkeyPatch) -> None:
-        from memvault.store.memories import writer
+        from memvault.vault_io.gate import Gate
 
         self.on = True
-        real = writer.atomic_write
+        real_write, real_replace = Gate.write, Gate.replace
 
-        def atomic_write(path: Path, data: bytes, **kw: object) -> None:
+        def write(gate: Gate, rel: str, *args: Any, **kw: Any) -> bool:
             if self.on:
-                raise OSError(errno.ENOSPC, "No space left on device", str(path))
-            real(path, data, **kw)
+                raise OSError(errno.ENOSPC, "No space left on device", str(gate.root / rel))
+            return real_write(gate, rel, *args, **kw)
 
-        monkeypatch.setattr(writer, "atomic_write", atomic_write)
+        def replace(gate: Gate, rel: str, *args: Any, **kw: Any) -> bool:
+            if self.on:
+                raise OSError(errno.ENOSPC, "No space left on device", str(gate.root / rel))
+            return real_replace(gate, rel, *args, **kw)
+
+        monkeypatch.setattr(Gate, "write", write)
+        monkeypatch.setattr(Gate, "replace", replace)
 
 
 def test_a_failed_note_write_is_shown_retried_and_not_claimed_repaired(vault: Path,

@@ -109,25 +109,25 @@ def test_a_delivery_between_our_version_line_write_and_its_stat_is_read_again(
     then stats the note; the sync tool delivered the other device's edit of
     the same size in between. That stat describes the delivered bytes, not
     the ones written: it must not make the next sync skip the note."""
-    from memvault.store.index import identity
+    from memvault.vault_io import replace
 
     made = device.memories.add("Keeps the keys in the blue bowl.", "semantic")
     note = device.root / made.path
     note.write_text(note.read_text(encoding="utf-8").replace("blue", "gray"), encoding="utf-8")
-    real = identity.replace_if_unchanged
+    real = replace.replace_if_unchanged
     delivered: list[bytes] = []
 
-    def then_the_sync_tool_delivers(path: Path, expected: str, new: bytes, trash: Path) -> bool:
-        done = real(path, expected, new, trash)
+    def then_the_sync_tool_delivers(path: Path, expected: str, new: bytes, trash: Path, **kw: object) -> bool:
+        done = real(path, expected, new, trash, **kw)  # type: ignore[arg-type]
         if done and not delivered:
             delivered.append(new.replace(b"gray", b"pink"))
             deliver_same_stat(path, delivered[0])
         return done
 
-    monkeypatch.setattr(identity, "replace_if_unchanged", then_the_sync_tool_delivers)
+    monkeypatch.setattr(replace, "replace_if_unchanged", then_the_sync_tool_delivers)
     device.sync()
     assert delivered, "the reconcile wrote no version line"
-    monkeypatch.setattr(identity, "replace_if_unchanged", real)
+    monkeypatch.setattr(replace, "replace_if_unchanged", real)
     device.sync()
     assert indexed_hash(device, made.path) == on_disk(device, made.path)
     assert "pink" in device.read(made.id).content

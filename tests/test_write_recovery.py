@@ -85,7 +85,7 @@ def dies_after(patch: pytest.MonkeyPatch, target: Any, name: str, when: Callable
 def kill_a_move_halfway(v: MemoryStore, patch: pytest.MonkeyPatch, memory_id: str) -> None:
     """Change a memory's type and die after its new note is written, before
     the old one is removed (the patches undone, as a new process would be)."""
-    dies_after(patch, writer, "atomic_write", lambda path, *_: "/procedural/" in path.as_posix())
+    dies_after(patch, atomic, "atomic_write", lambda path, *_: "/procedural/" in path.as_posix())
     with pytest.raises(Killed):
         v.update(memory_id, type_="procedural")
     patch.undo()
@@ -209,7 +209,7 @@ def test_a_restore_killed_halfway_ends_with_one_note(store: MemoryStore, patch: 
     trash = rec.get_trace(v.con, r.id).metadata["trash_path"]  # type: ignore[union-attr]
     assert (v.root / trash).is_file()
     # Killed after the note is back: before the trash copy is removed, or after.
-    dies_after(patch, writer if step == "atomic_write" else mem, step)
+    dies_after(patch, atomic if step == "atomic_write" else mem, step)
     with pytest.raises(Killed):
         v.restore(r.id)
     patch.undo()
@@ -241,7 +241,7 @@ def test_a_forget_killed_after_the_move_keeps_its_reason_and_trash_path(
     # Killed right after the move, or once the index saw the note vanish
     # (as "deleted in the vault") but before the forget was recorded.
     if step == "atomic_move":
-        dies_after(patch, writer, step)
+        dies_after(patch, atomic, step)
     else:
         dies_after(patch, v.memories.indexer, step, lambda paths, *_: not (v.root / list(paths)[0]).exists())
     with pytest.raises(Killed):

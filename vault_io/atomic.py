@@ -5,15 +5,22 @@ file in the same folder (so the rename cannot cross file systems), are
 fsynced, and replace the note with :func:`os.replace`; then the folder is
 fsynced so the rename itself survives a power cut. A reader (Obsidian, the
 daemon) sees either the old file or the new one, never half of either.
+
+These are the write gate's tools (:mod:`.gate`): a vault file is written
+only through the gate, which checks its place and passes the real path its
+folder must have (``confine``, checked again on the temporary file).
 """
 
 from __future__ import annotations
 
+import contextlib
 import ctypes
+import errno
 import os
 import secrets
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from pathlib import Path
+from typing import BinaryIO
 
 #: Longest file name (in bytes) the usual Linux file systems accept (ext4,
 #: btrfs, xfs, tmpfs: NAME_MAX). Names are cut by bytes, not characters: 80
@@ -58,44 +65,139 @@ def fsync_dir(folder: Path) -> None:
         os.close(fd)
 
 
-def atomic_write(path: Path, data: bytes, *, mode: int | None = None) -> bool:
+class Folder:
+    """The folder a write happens in. With ``confine`` (the real path the
+    write gate, :mod:`.gate`, checked it has) it is opened once and checked
+    by what was opened, and every step of the write (the temp file, the
+    rename, the flush) is made relative to that open folder: a folder
+    swapped for a symlink after the gate's look is refused
+    (:class:`~.confine.OutsideVaultError`) before anything is made, and
+    cannot redirect a step. Without ``confine``: plain paths, folders made
+    as needed (a file outside any vault)."""
+
+    def __init__(self, path: Path, confine: str | None) -> None:
+        self.path = path
+        self.fd: int | None = None
+        if confine is None:
+            path.mkdir(parents=True, exist_ok=True)
+            return
+        fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+        try:
+            real = os.readlink(f"/proc/self/fd/{fd}")
+        except OSError:  # no /proc: the path's real path, a moment later
+            real = os.path.realpath(path)
+        if real != confine:
+            os.close(fd)
+            from memvault.vault_io.confine import OutsideVaultError
+
+            raise OutsideVaultError(str(path), real)
+        self.fd = fd
+
+    def __enter__(self) -> Folder:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        if self.fd is not None:
+            os.close(self.fd)
+            self.fd = None
+
+    def at(self, name: str) -> str | Path:
+        """How a step names file ``name`` of the folder (with ``dir_fd=self.fd``)."""
+        return name if self.fd is not None else self.path / name
+
+    def read(self, name: str) -> bytes | None:
+        """The bytes of file ``name`` (never through a symlink), None if there is none."""
+        try:
+            fd = os.open(self.at(name), os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC, dir_fd=self.fd)
+        except (FileNotFoundError, NotADirectoryError):
+            return None
+        except OSError as exc:
+            if exc.errno != errno.ELOOP:
+                raise
+            # A symlink in a note's place (inside the vault: the gate checked
+            # where it leads): replaced by the write, as before.
+            return None
+        with os.fdopen(fd, "rb") as fh:
+            return fh.read()
+
+    def mode(self, name: str) -> int | None:
+        """The permission bits of file ``name``, None if there is none."""
+        try:
+            return os.stat(self.at(name), dir_fd=self.fd).st_mode & 0o7777
+        except FileNotFoundError:
+            return None
+
+    def create(self, name: str, mode: int) -> tuple[str, int]:
+        """A new temporary file beside ``name``: (its name, an open descriptor).
+        A dot-name keeps it out of Obsidian's and our own scans; it is cut by
+        bytes so that a note whose own name is near the 255-byte limit (a
+        long CJK title) still gets a legal temp name."""
+        tmp = f".{truncate_utf8(name, _TMP_NAME_BYTES)}.{secrets.token_hex(4)}.memvault-tmp"
+        return tmp, os.open(self.at(tmp), os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC,
+                            mode, dir_fd=self.fd)
+
+    def replace(self, tmp: str, name: str) -> None:
+        os.replace(self.at(tmp), self.at(name), src_dir_fd=self.fd, dst_dir_fd=self.fd)
+
+    def discard(self, tmp: str) -> None:
+        try:
+            os.unlink(self.at(tmp), dir_fd=self.fd)
+        except FileNotFoundError:
+            pass
+
+    def sync(self) -> None:
+        """Flush the folder's entries (renames, creations) to disk."""
+        if self.fd is None:
+            fsync_dir(self.path)
+        else:
+            os.fsync(self.fd)
+
+
+def atomic_write(path: Path, data: bytes, *, mode: int | None = None, confine: str | None = None) -> bool:
     """Write ``data`` to ``path`` atomically; return False if it already held it.
 
     Identical bytes are never rewritten (no mtime churn, no sync loops). An
     existing file keeps its permission bits; a new one gets ``mode`` or
-    0o644 filtered by the umask, like any editor would create.
+    0o644 filtered by the umask, like any editor would create. ``confine``:
+    the real path the file's folder must have (:class:`Folder`).
     """
-    try:
-        if path.read_bytes() == data:
+    with Folder(path.parent, confine) as folder:
+        if folder.read(path.name) == data:
             return False
-    except FileNotFoundError:
-        pass
-    try:
-        keep_mode = os.stat(path).st_mode & 0o7777
-    except FileNotFoundError:
-        keep_mode = None
-    path.parent.mkdir(parents=True, exist_ok=True)
-    # A dot-name keeps the temp file out of Obsidian's and our own scans; the
-    # name is cut by bytes so that a note whose own name is near the 255-byte
-    # limit (a long CJK title) still gets a legal temp name.
-    tmp = path.parent / f".{truncate_utf8(path.name, _TMP_NAME_BYTES)}.{secrets.token_hex(4)}.memvault-tmp"
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644 if mode is None else mode)
-    try:
-        with os.fdopen(fd, "wb") as fh:
-            fh.write(data)
-            fh.flush()
-            os.fsync(fh.fileno())
-        if keep_mode is not None:
-            os.chmod(tmp, keep_mode)
-        os.replace(tmp, path)
-    except BaseException:
+        keep_mode = folder.mode(path.name)
+        tmp, fd = folder.create(path.name, 0o644 if mode is None else mode)
         try:
-            os.unlink(tmp)
-        except FileNotFoundError:
-            pass
-        raise
-    fsync_dir(path.parent)
+            with os.fdopen(fd, "wb") as fh:
+                fh.write(data)
+                fh.flush()
+                if keep_mode is not None:
+                    os.fchmod(fh.fileno(), keep_mode)
+                os.fsync(fh.fileno())
+            folder.replace(tmp, path.name)
+        except BaseException:
+            folder.discard(tmp)
+            raise
+        folder.sync()
     return True
+
+
+@contextlib.contextmanager
+def atomic_stream(path: Path, *, confine: str | None = None) -> Iterator[BinaryIO]:
+    """A file to write ``path`` with, whole or not at all: the bytes go to a
+    temporary file beside it that replaces it (fsynced) only when the block
+    ends without an error. ``confine``: see :class:`Folder`."""
+    with Folder(path.parent, confine) as folder:
+        tmp, fd = folder.create(path.name, 0o644)
+        try:
+            with os.fdopen(fd, "wb") as fh:
+                yield fh
+                fh.flush()
+                os.fsync(fh.fileno())
+            folder.replace(tmp, path.name)
+        except BaseException:
+            folder.discard(tmp)
+            raise
+        folder.sync()
 
 
 def _syncfs(fd: int) -> bool:
@@ -108,7 +210,7 @@ def _syncfs(fd: int) -> bool:
         return False
 
 
-def atomic_write_many(items: Sequence[tuple[Path, bytes]]) -> list[bool]:
+def atomic_write_many(items: Sequence[tuple[Path, bytes]], confine: Sequence[str] | None = None) -> list[bool]:
     """:func:`atomic_write` for many files, with one flush for all of them.
 
     Each file is still replaced atomically (temp file, rename), and nothing
@@ -116,27 +218,25 @@ def atomic_write_many(items: Sequence[tuple[Path, bytes]]) -> list[bool]:
     flushed by one ``syncfs`` of the file system rather than an ``fsync``
     each, and each folder is flushed once: writing a few thousand notes (an
     import) costs a few flushes instead of thousands. Identical bytes are
-    not rewritten; returns, per item, whether it was written.
+    not rewritten; returns, per item, whether it was written. ``confine``:
+    per item, the real path its folder must have (:class:`Folder`).
     """
-    pending: list[tuple[Path, Path, int | None]] = []
+    pending: list[tuple[Folder, str, str]] = []
     written = [False] * len(items)
     fds: list[int] = []
+    folders: dict[tuple[Path, str | None], Folder] = {}
     try:
         for i, (path, data) in enumerate(items):
-            try:
-                if path.read_bytes() == data:
-                    continue
-            except FileNotFoundError:
-                pass
-            try:
-                keep_mode: int | None = os.stat(path).st_mode & 0o7777
-            except FileNotFoundError:
-                keep_mode = None
-            path.parent.mkdir(parents=True, exist_ok=True)
-            tmp = path.parent / f".{truncate_utf8(path.name, _TMP_NAME_BYTES)}.{secrets.token_hex(4)}.memvault-tmp"
-            fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
+            where = (path.parent, confine[i] if confine is not None else None)
+            folder = folders.get(where) or folders.setdefault(where, Folder(*where))
+            if folder.read(path.name) == data:
+                continue
+            keep_mode = folder.mode(path.name)
+            tmp, fd = folder.create(path.name, 0o644)
             fds.append(fd)
-            pending.append((tmp, path, keep_mode))
+            pending.append((folder, tmp, path.name))
+            if keep_mode is not None:
+                os.fchmod(fd, keep_mode)
             view = memoryview(data)
             while view:
                 view = view[os.write(fd, view):]
@@ -144,35 +244,55 @@ def atomic_write_many(items: Sequence[tuple[Path, bytes]]) -> list[bool]:
         if pending and not _syncfs(fds[0]):
             for fd in fds:
                 os.fsync(fd)
-        for tmp, path, keep_mode in pending:
-            if keep_mode is not None:
-                os.chmod(tmp, keep_mode)
-            os.replace(tmp, path)
+        for folder, tmp, name in pending:
+            folder.replace(tmp, name)
+        for folder in {id(f): f for f, _, _ in pending}.values():
+            folder.sync()
     except BaseException:
-        for tmp, _, _ in pending:
-            try:
-                os.unlink(tmp)
-            except FileNotFoundError:
-                pass
+        for folder, tmp, _ in pending:
+            folder.discard(tmp)
         raise
     finally:
         for fd in fds:
             os.close(fd)
-    for folder in {path.parent for _, path, _ in pending}:
-        fsync_dir(folder)
+        for folder in folders.values():
+            folder.__exit__()
     return written
 
 
-def atomic_move(src: Path, dest: Path) -> None:
-    """Rename ``src`` to ``dest`` (creating folders) and make it durable.
+def append_lines(path: Path, lines: Sequence[bytes], *, confine: str | None = None) -> int:
+    """Append whole ``lines`` to ``path`` (created if needed, never through a
+    symlink) and fsync; the bytes written. A torn last line already there (a
+    crash mid-append) is closed off first. ``confine``: see :class:`Folder`."""
+    with Folder(path.parent, confine) as folder:
+        created = folder.mode(path.name) is None
+        fd = os.open(folder.at(path.name), os.O_RDWR | os.O_APPEND | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC,
+                     0o644, dir_fd=folder.fd)
+        try:
+            size = os.fstat(fd).st_size
+            data = b"".join(lines)
+            if size and os.pread(fd, 1, size - 1) != b"\n":
+                data = b"\n" + data
+            view = memoryview(data)
+            while view:
+                view = view[os.write(fd, view):]
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+        if created:
+            folder.sync()
+    return len(data)
 
-    Refuses to overwrite an existing ``dest``: callers pick a free name.
-    """
-    dest.parent.mkdir(parents=True, exist_ok=True)
-    if dest.exists():
-        raise FileExistsError(f"{dest} already exists")
-    os.rename(src, dest)
-    fsync_dir(dest.parent)
+
+def atomic_move(src: Path, dest: Path, *, confine: str | None = None) -> None:
+    """Rename ``src`` to ``dest`` and make it durable. Refuses to overwrite
+    an existing ``dest``: callers pick a free name. ``confine``: the real
+    path ``dest``'s folder must have (:class:`Folder`)."""
+    with Folder(dest.parent, confine) as folder:
+        if folder.mode(dest.name) is not None:
+            raise FileExistsError(f"{dest} already exists")
+        os.rename(src, folder.at(dest.name), dst_dir_fd=folder.fd)
+        folder.sync()
     if src.parent != dest.parent:
         fsync_dir(src.parent)
 

@@ -23,17 +23,18 @@ it. Removing deletes only files that still carry an unbroken stamp.
 
 from __future__ import annotations
 
-import os
 from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from memvault.vault_io.atomic import NAME_MAX, atomic_write, fit_name, free_path, fsync_dir
+from memvault.vault_io.atomic import NAME_MAX, fit_name, free_path
 from memvault.vault_io.bases import dump_base, ownership, stamp
 from memvault.vault_io.confine import check_inside, read_inside
 from memvault.vault_io.errors import MemvaultError
+from memvault.vault_io.gate import Gate, Kind
+from memvault.vault_io.note import content_hash
 
 HEADER = (
     "# Written by `memvault views install` (see memvault's docs/memories.md, \"Views in Obsidian\").\n"
@@ -189,21 +190,28 @@ def _read(root: Path, rel: str) -> bytes | None:
         raise MemvaultError(f"{rel}: cannot be read ({exc.strerror or exc})") from None
 
 
-def _write(root: Path, rel: str, data: bytes) -> None:
+def _write(gate: Gate, rel: str, data: bytes, current: bytes | None) -> bool:
+    """Write a view file: a new one atomically, an existing one (as read:
+    ``current``) by exchange-and-check, so a change a person saved since it
+    was read is never lost (False then: nothing written)."""
     try:
-        atomic_write(root / rel, data)
+        if current is None:
+            gate.write(rel, data, Kind.VIEW)
+            return True
+        return gate.replace(rel, content_hash(current), data, Kind.VIEW)
     except OSError as exc:
         raise MemvaultError(f"{rel}: cannot be written ({exc.strerror or exc})") from None
 
 
-def install_views(root: Path, folder: str, *, force: bool = False) -> list[ViewFile]:
-    """Write memvault's bases into ``folder`` of the vault at ``root``.
+def install_views(gate: Gate, folder: str, *, force: bool = False) -> list[ViewFile]:
+    """Write memvault's bases into ``folder`` of the vault ``gate`` writes.
 
     A file already as memvault would write it is not touched; one memvault
     wrote earlier and nobody changed is brought up to date; one that was
     changed is kept (``kept-edited``) or, with ``force``, copied to a backup
     beside it and replaced (``replaced``).
     """
+    root = gate.root
     results = []
     for name in VIEWS:
         rel = f"{folder}/{name}"
@@ -212,32 +220,36 @@ def install_views(root: Path, folder: str, *, force: bool = False) -> list[ViewF
         if current == want:
             results.append(ViewFile(rel, "unchanged"))
         elif current is None or ownership(current) == "memvault":
-            _write(root, rel, want)  # new, or memvault's older version nobody changed
-            results.append(ViewFile(rel, "written"))
+            # new, or memvault's older version nobody changed
+            if _write(gate, rel, want, current):
+                results.append(ViewFile(rel, "written"))
+            else:
+                results.append(ViewFile(rel, "kept-edited", "changed while being written; left as it is"))
         elif not force:
             results.append(ViewFile(rel, "kept-edited", "changed since memvault wrote it (or never memvault's); "
                                     "left as it is (--force replaces it, keeping a backup)"))
         else:
-            results.append(_replace(root, rel, current, want))
+            results.append(_replace(gate, rel, current, want))
     return results
 
 
-def _replace(root: Path, rel: str, current: bytes, want: bytes) -> ViewFile:
+def _replace(gate: Gate, rel: str, current: bytes, want: bytes) -> ViewFile:
     """Copy a changed file to a backup beside it, then write memvault's."""
-    target = root / rel
+    target = gate.root / rel
     stamp_text = datetime.now().strftime("%Y-%m-%d %H%M%S")
     backup = free_path(target.with_name(fit_name(target.stem, f" (backup {stamp_text}).base", NAME_MAX - 8)))
-    backup_rel = backup.relative_to(root).as_posix()
-    _write(root, backup_rel, current)
-    if _read(root, rel) != current:  # changed again while we copied it: theirs wins
+    backup_rel = backup.relative_to(gate.root).as_posix()
+    _write(gate, backup_rel, current, None)
+    if not _write(gate, rel, want, current):  # changed again while we copied it: theirs wins
         return ViewFile(rel, "kept-edited", "changed while being replaced; left as it is", backup_rel)
-    _write(root, rel, want)
     return ViewFile(rel, "replaced", f"the changed file is kept as {backup_rel}", backup_rel)
 
 
-def remove_views(root: Path, folder: str) -> list[ViewFile]:
+def remove_views(gate: Gate, folder: str) -> list[ViewFile]:
     """Delete the bases memvault wrote into ``folder`` and nobody changed
-    since; a changed one is kept (``kept-edited``), a missing one ``absent``."""
+    since (a change saved while it is deleted keeps it); a changed one is
+    kept (``kept-edited``), a missing one ``absent``."""
+    root = gate.root
     results = []
     for name in VIEWS:
         rel = f"{folder}/{name}"
@@ -249,9 +261,9 @@ def remove_views(root: Path, folder: str) -> list[ViewFile]:
                                     "left in place"))
         else:
             try:
-                os.unlink(root / rel)
-                fsync_dir((root / rel).parent)
+                removed = gate.remove_if_unchanged(rel, content_hash(current))
             except OSError as exc:
                 raise MemvaultError(f"{rel}: cannot be removed ({exc.strerror or exc})") from None
-            results.append(ViewFile(rel, "removed"))
+            results.append(ViewFile(rel, "removed") if removed else
+                           ViewFile(rel, "kept-edited", "changed while being removed; left in place"))
     return results

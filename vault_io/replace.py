@@ -58,7 +58,7 @@ TRASH_FOLDER = ".trash"
 HELD_WAIT = 0.5
 
 
-def replace_if_unchanged(path: Path, expected: str, data: bytes, trash: Path) -> bool:
+def replace_if_unchanged(path: Path, expected: str, data: bytes, trash: Path, *, confine: str | None = None) -> bool:
     """Put ``data`` at ``path`` only if the file there still has hash
     ``expected``, never overwriting unseen a write by someone else (a person
     saving, a sync tool delivering the other device's version), and never
@@ -72,27 +72,32 @@ def replace_if_unchanged(path: Path, expected: str, data: bytes, trash: Path) ->
     (then that save stays and the other goes to the trash); a write that
     landed in ours after that is kept in the trash, never dropped. Returns whether ``data`` was
     written. Where the kernel cannot exchange, the file is set aside and
-    checked instead (:func:`_replace_by_aside`).
+    checked instead (:func:`_replace_by_aside`). ``confine``: the real path
+    the note's folder must have (:class:`.atomic.Folder`: the write gate's).
     """
-    import secrets
-
-    from memvault.vault_io.atomic import fsync_dir, truncate_utf8
+    from memvault.vault_io.atomic import Folder, fsync_dir
     from memvault.vault_io.note import content_hash
 
-    folder = path.parent
-    tmp = folder / f".{truncate_utf8(path.name, 200)}.{secrets.token_hex(4)}.memvault-tmp"
+    with Folder(path.parent, confine) as pinned:
+        mode = pinned.mode(path.name)
+        if mode is None:
+            return False
+        name, fd = pinned.create(path.name, mode)
+        try:
+            with os.fdopen(fd, "wb") as fh:
+                fh.write(data)
+                fh.flush()
+                os.fchmod(fh.fileno(), mode)
+                os.fsync(fh.fileno())
+            # The first swap in the folder the gate checked (a folder swapped
+            # for a symlink since cannot redirect it); the steps after it are by path.
+            swapped = _exchange(name, path.name, pinned.fd) if pinned.fd is not None else _exchange(
+                path.parent / name, path)
+        except BaseException:
+            pinned.discard(name)
+            raise
+    folder, tmp = path.parent, path.parent / name
     try:
-        mode = path.stat().st_mode & 0o7777
-    except FileNotFoundError:
-        return False
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, mode)
-    with os.fdopen(fd, "wb") as fh:
-        fh.write(data)
-        fh.flush()
-        os.fsync(fh.fileno())
-    os.chmod(tmp, mode)
-    try:
-        swapped = _exchange(tmp, path)
         if swapped is None:
             return _replace_by_aside(path, tmp, expected, trash)
         if not swapped:
@@ -123,6 +128,30 @@ def replace_if_unchanged(path: Path, expected: str, data: bytes, trash: Path) ->
             os.unlink(tmp)
         except FileNotFoundError:
             pass
+
+
+def remove_if_unchanged(path: Path, expected: str, trash: Path) -> bool:
+    """Delete the file at ``path`` only if it still has hash ``expected`` and
+    no one else has it open (a save under way), never losing an edit saved
+    meanwhile: the file is first renamed aside (atomic), checked there
+    (:func:`_let_go`) and unlinked, or put back (a file saved at the path
+    meanwhile wins; the one set aside then goes to the trash). Returns
+    whether it was deleted; a file already gone is not."""
+    import secrets
+
+    from memvault.vault_io.atomic import fsync_dir, truncate_utf8
+    from memvault.vault_io.note import content_hash
+
+    aside = path.with_name(f".{truncate_utf8(path.name, 200)}.{secrets.token_hex(4)}.memvault-swap")
+    try:
+        os.rename(path, aside)
+    except FileNotFoundError:
+        return False
+    if _let_go(aside, lambda b: content_hash(b) == expected, path.name, trash):
+        fsync_dir(path.parent)
+        return True
+    _put_back(aside, path, trash)
+    return False
 
 
 def _let_go(file: Path, same: Callable[[bytes], bool], name: str, trash: Path) -> bool:
@@ -261,10 +290,11 @@ def _to_trash(file: Path, name: str, trash: Path) -> None:
 _RENAME_EXCHANGE = 2
 
 
-def _exchange(a: Path, b: Path) -> bool | None:
-    """Swap two paths atomically: True when done, False when one is missing,
-    None when this system cannot (no ``renameat2``, or a file system without
-    the exchange)."""
+def _exchange(a: Path | str, b: Path | str, folder: int = -100) -> bool | None:
+    """Swap two paths (relative to the open ``folder``, else to the working
+    folder) atomically: True when done, False when one is missing, None when
+    this system cannot (no ``renameat2``, or a file system without the
+    exchange)."""
     import ctypes
     import errno
 
@@ -272,8 +302,7 @@ def _exchange(a: Path, b: Path) -> bool | None:
         fn = ctypes.CDLL(None, use_errno=True).renameat2
     except (AttributeError, OSError):
         return None
-    at_fdcwd = -100
-    if fn(at_fdcwd, os.fsencode(a), at_fdcwd, os.fsencode(b), _RENAME_EXCHANGE) == 0:
+    if fn(folder, os.fsencode(a), folder, os.fsencode(b), _RENAME_EXCHANGE) == 0:
         return True
     err = ctypes.get_errno()
     if err == errno.ENOENT:

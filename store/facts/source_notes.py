@@ -25,10 +25,9 @@ from typing import TYPE_CHECKING, Any
 from memvault.store.db import records as rec
 from memvault.store.db.rows import count, first, rows
 from memvault.store.facts import rows as sf
-from memvault.vault_io.atomic import atomic_write
 from memvault.vault_io.confine import OutsideVaultError, check_inside, read_inside
 from memvault.vault_io.errors import MemvaultError, UsageError
-from memvault.vault_io.note import NoteReadError, ParsedNote
+from memvault.vault_io.note import NoteReadError, ParsedNote, content_hash
 from memvault.vault_io.parser import parse_note
 from memvault.vault_io.scan import is_hidden
 from memvault.vault_io.sources import (
@@ -44,6 +43,9 @@ if TYPE_CHECKING:
     from memvault.store.answers.review import MemorySource
     from memvault.store.api_sync import SyncReport
     from memvault.store.context import StoreContext
+
+#: How often a note that changed while being marked is read and marked again.
+REWRITE_TRIES = 3
 
 #: Reconciles these vault paths now, with everything a sync does after it
 #: (the facade's ``sync_paths``).
@@ -147,14 +149,25 @@ class Sources:
                               "fix the bytes in an editor before marking or unmarking it")
         return data, note
 
-    def _write(self, rel: str, data: bytes, text: str) -> bool:
-        new = text.encode("utf-8")
-        if new == data:
-            return False
-        try:
-            return atomic_write(self.root / rel, new)
-        except OSError as exc:
-            raise SourceError(f"{rel}: cannot write: {exc.strerror}") from None
+    def _write(self, rel: str, data: bytes, note: ParsedNote, edit: Callable[[str, ParsedNote], str]) -> bool:
+        """Write ``edit`` of the note (read as ``data``) back by
+        exchange-and-check (:meth:`~memvault.vault_io.gate.Gate.replace`): an
+        edit a person saved meanwhile is never lost; the note is read and
+        edited again instead (a few times). Whether it was written."""
+        for _ in range(REWRITE_TRIES):
+            try:
+                new = edit(data.decode("utf-8"), note).encode("utf-8")
+            except MarkError as exc:
+                raise SourceError(str(exc)) from None
+            if new == data:
+                return False
+            try:
+                if self.ctx.gate.replace(rel, content_hash(data), new):
+                    return True
+            except OSError as exc:
+                raise SourceError(f"{rel}: cannot write: {exc.strerror}") from None
+            data, note = self._read(rel)  # changed since it was read: edit what is there now
+        raise SourceError(f"{rel}: changed each time it was about to be written; nothing written, try again")
 
     def _index(self, paths: list[str]) -> list[str]:
         report = self.sync_paths(paths)
@@ -176,10 +189,7 @@ class Sources:
         for rel in dict.fromkeys(rels):
             data, note = self._read(rel)
             before = source_marks(note, self.globs)
-            try:
-                changed = self._write(rel, data, mark_text(data.decode("utf-8"), note))
-            except MarkError as exc:
-                raise SourceError(str(exc)) from None
+            changed = self._write(rel, data, note, mark_text)
             results.append(SourceResult(rel, "marked" if changed else "already", _marks_after(before, True)))
         warnings = self._index([r.path for r in results])
         for r in results:
@@ -208,10 +218,7 @@ class Sources:
                     + _how_to_unmark(marks),
                 ))
                 continue
-            try:
-                self._write(rel, data, unmark_text(data.decode("utf-8"), note))
-            except MarkError as exc:
-                raise SourceError(str(exc)) from None
+            self._write(rel, data, note, unmark_text)
             after = SourceMarks(False, marks.tag, marks.glob)
             if after:
                 results.append(SourceResult(

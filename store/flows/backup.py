@@ -48,6 +48,7 @@ from memvault.store.embedding.vectors import CACHE_FILE
 from memvault.vault_io import json_input
 from memvault.vault_io.atomic import fsync_dir
 from memvault.vault_io.errors import MemvaultError, UsageError
+from memvault.vault_io.gate import data_file
 
 if TYPE_CHECKING:
     from memvault.store.api_sync import SyncReport
@@ -188,10 +189,11 @@ def restore(ctx: StoreContext, file: Path, *, close: Callable[[], None],
                 raise BackupError(f"{file} was made by a newer memvault (state schema {user_version(state)})")
         finally:
             state.close()
+        target = data_file(data_dir, location.STATE_FILE)  # the data dir's own file, not a symlink elsewhere
         close()
-        kept = _set_aside(data_dir / location.STATE_FILE)
-        os.replace(work / location.STATE_FILE, data_dir / location.STATE_FILE)
-        os.chmod(data_dir / location.STATE_FILE, 0o600)
+        kept = _set_aside(target)
+        os.replace(work / location.STATE_FILE, target)
+        os.chmod(target, 0o600)
         fsync_dir(data_dir)
         report = RestoreReport(str(file), str(kept) if kept else None, manifest=manifest)
         if CACHE_FILE in manifest["files"] and (work / CACHE_FILE).exists():

@@ -23,11 +23,10 @@ from __future__ import annotations
 
 import contextlib
 import csv
+import io
 import itertools
 import json
-import os
 import sys
-import tempfile
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -37,8 +36,9 @@ from memvault.store.context import StoreContext
 from memvault.store.db import records as rec
 from memvault.store.flows import records as rx
 from memvault.store.flows.csv_cells import guard
-from memvault.vault_io.atomic import free_path
+from memvault.vault_io.atomic import atomic_stream, free_path
 from memvault.vault_io.errors import MemvaultError, UsageError
+from memvault.vault_io.gate import Gate, Kind, export_target
 from memvault.vault_io.memory_note import MemoryDoc, memory_filename, render_memory
 from memvault.vault_io.secrets import redact_tree
 
@@ -153,32 +153,26 @@ def write_jsonl(out: IO[str], head: dict[str, Any], records: Iterator[tuple[str,
 
 
 @contextlib.contextmanager
-def _output_file(output: Path | None) -> Iterator[IO[str]]:
+def _output_file(ctx: StoreContext, output: Path | None) -> Iterator[IO[str]]:
     """stdout, or a file written whole or not at all: the export goes to a
     temporary file beside ``output`` that replaces it only once complete, so
-    a failure (a full disk, a bad record) never leaves half an export."""
+    a failure (a full disk, a bad record) never leaves half an export. A
+    file inside the vault is written through its write gate."""
     if output is None or str(output) == "-":
         yield sys.stdout
         sys.stdout.flush()
         return
     if output.is_dir():
         raise UsageError(f"--output {output} is a folder: this format writes one file, give its name")
+    rel = ctx.gate.vault_rel(output)
     try:
-        output.parent.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(dir=output.parent, prefix=".memvault-export-", suffix=".tmp")
+        with ctx.gate.stream(rel, Kind.EXPORT) if rel is not None else atomic_stream(output) as raw:
+            text = io.TextIOWrapper(raw, encoding="utf-8", newline="")
+            yield text
+            text.flush()
+            text.detach()
     except OSError as exc:
         raise cannot_write(output, exc) from None
-    done = False
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8", newline="") as fh:
-            yield fh
-        os.replace(tmp, output)
-        done = True
-    except OSError as exc:
-        raise cannot_write(output, exc) from None
-    finally:
-        if not done:
-            Path(tmp).unlink(missing_ok=True)
 
 
 def cannot_write(path: Path, exc: OSError) -> MemvaultError:
@@ -196,6 +190,8 @@ def export(ctx: StoreContext, options: ExportOptions) -> ExportReport:
         raise UsageError(f"unknown export format {fmt!r}: use one of {', '.join(FORMATS)}")
     report = ExportReport(fmt, str(options.output) if options.output else "-")
     ctx.read_con()  # no index yet: one line before anything (a header on stdout) is written
+    if options.output is not None and str(options.output) != "-":
+        export_target(ctx.root, options.output)  # into the vault: never a hidden part of it
     if fmt == "sqlite":
         from memvault.store.flows.backup import backup
 
@@ -205,11 +201,11 @@ def export(ctx: StoreContext, options: ExportOptions) -> ExportReport:
             raise cannot_write(options.output or Path.cwd(), exc) from None
         report.output, report.counts = str(path), {"files": 1}
     elif fmt in ("json", "jsonl"):
-        with _output_file(options.output) as out:
+        with _output_file(ctx, options.output) as out:
             writer = write_json if fmt == "json" else write_jsonl
             writer(out, header(ctx), document_records(ctx, options), report.counts)
     elif fmt == "csv":
-        with _output_file(options.output) as out:
+        with _output_file(ctx, options.output) as out:
             report.counts["memory"] = write_csv(out, _memories(ctx, options))
     else:
         if options.output is None:
@@ -218,7 +214,7 @@ def export(ctx: StoreContext, options: ExportOptions) -> ExportReport:
             raise UsageError(f"--output {options.output} is a file: the {fmt} format writes a folder of notes")
         try:
             report.counts["memory"] = write_notes(options.output, _memories(ctx, options),
-                                                  obsidian=fmt == "obsidian", links=memory_links(ctx))
+                                                  obsidian=fmt == "obsidian", links=memory_links(ctx), gate=ctx.gate)
         except OSError as exc:  # name the note that failed, not only the folder
             raise cannot_write(Path(exc.filename) if isinstance(exc.filename, str) else options.output, exc) from None
     report.seconds = time.monotonic() - started
@@ -264,17 +260,19 @@ def memory_links(ctx: StoreContext) -> dict[str, list[str]]:
 
 
 def write_notes(folder: Path, memories: Iterator[dict[str, Any]], *, obsidian: bool,
-                links: dict[str, list[str]] | None = None) -> int:
+                links: dict[str, list[str]] | None = None, gate: Gate | None = None) -> int:
     """One note per memory under ``folder/<type>/`` (forgotten ones under
     ``folder/forgotten/<type>/``), each with a Related section of
-    ``[[wikilinks]]`` to the memories it links to or names as related."""
+    ``[[wikilinks]]`` to the memories it links to or names as related; a
+    note inside the vault is written through its write ``gate``."""
     records = list(memories)
     stems: dict[str, str] = {}
     for m in records:
         name = Path(m["path"]).name if m["path"] else memory_filename(m["content"], m["id"][2:10])
         stems[m["id"]] = name[:-3]
     links = links or {}
-    folder.mkdir(parents=True, exist_ok=True)
+    if gate is None or gate.vault_rel(folder / "x") is None:
+        folder.mkdir(parents=True, exist_ok=True)
     for m in records:
         related = list(dict.fromkeys([*m["related"], *(stems[i] for i in links.get(m["id"], []) if i in stems)]))
         content = m["content"]
@@ -288,6 +286,10 @@ def write_notes(folder: Path, memories: Iterator[dict[str, Any]], *, obsidian: b
                         supersedes=m["supersedes"], related=related, extra=extra, key=m.get("key"))
         sub = folder / ("forgotten" if m["status"] != "active" else "") / m["type"]
         target = free_path(sub / f"{stems[m['id']]}.md")
-        target.parent.mkdir(parents=True, exist_ok=True)
-        target.write_text(render_memory(doc), "utf-8")
+        rel = gate.vault_rel(target) if gate is not None else None
+        if gate is not None and rel is not None:
+            gate.write(rel, render_memory(doc).encode("utf-8"), Kind.EXPORT)
+        else:
+            target.parent.mkdir(parents=True, exist_ok=True)
+            target.write_text(render_memory(doc), "utf-8")
     return len(records)

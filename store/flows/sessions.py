@@ -23,7 +23,9 @@ of its block id ``^tN``), so
 When the durable state is lost but the note is found, the turns already in
 it are recognised by their exact Markdown.
 
-A batch of notes is written with one flush (:func:`atomic_write_many`),
+A batch of new notes is written with one flush (:meth:`~memvault.vault_io.gate.Gate.write_many`),
+a grown one by exchange-and-check (an edit a person saved meanwhile is
+never lost: the note is revised again with it),
 indexed at once (keyword search and facts work when the call returns), and
 only then are the import keys recorded: a writer that dies in between finds
 its notes again by id next time, instead of writing them twice.
@@ -42,9 +44,12 @@ from memvault.store.db.connection import write_transaction
 from memvault.store.flows import keys as ik
 from memvault.store.flows import unindexed
 from memvault.store.flows.conversation import Conversation, digest_lines
-from memvault.vault_io.atomic import atomic_write_many, fit_name, free_path
+from memvault.vault_io.atomic import fit_name, free_path
 from memvault.vault_io.confine import outside_target
+from memvault.vault_io.errors import MemvaultError
 from memvault.vault_io.frontmatter import file_frontmatter_id
+from memvault.vault_io.gate import SESSIONS, Kind
+from memvault.vault_io.note import content_hash
 from memvault.vault_io.secrets import REDACTED
 from memvault.vault_io.session_note import (
     SessionHead,
@@ -68,7 +73,9 @@ SyncPaths = Callable[[Iterable[str]], "SyncReport"]
 
 #: The import-key source of session notes.
 SESSION_SOURCE = "session"
-SESSIONS_FOLDER = "episodic/sessions"
+SESSIONS_FOLDER = SESSIONS
+#: How often a grown conversation's note, changed while being revised, is read and revised again.
+REVISE_TRIES = 3
 
 
 @dataclass
@@ -84,6 +91,7 @@ class SessionPlan:
     why: str = ""
     new_turns: int = 0  # turns written (appended)
     superseded: int = 0  # turns written before that changed at the source (kept, marked superseded)
+    expected: str | None = None  # the hash of the note revised ("updated"): replaced only while it still has it
 
     def as_dict(self) -> dict[str, object]:
         """JSON-ready form (``ingest --json``)."""
@@ -212,7 +220,8 @@ class SessionWriter:
             if data == existing.encode("utf-8", "surrogateescape"):
                 return SessionPlan(conv, note_id, "skipped", path, key=key, why="unchanged")
             return SessionPlan(conv, note_id, "updated", path, data, key, new_turns=len(new),
-                               superseded=len(old_ids) - keep)
+                               superseded=len(old_ids) - keep,
+                               expected=content_hash(existing.encode("utf-8", "surrogateescape")))
         if row is not None and row.hash == khash:
             return SessionPlan(conv, note_id, "skipped", why="its note was deleted in the vault; unchanged at the source")
         target = self._new_path(conv)
@@ -222,12 +231,17 @@ class SessionWriter:
         return SessionPlan(conv, note_id, "imported", target, data, key, new_turns=len(conv.turns))
 
     def write(self, plans: Sequence[SessionPlan]) -> "SyncReport | None":
-        """Write the planned notes (one flush), index them, record their keys."""
+        """Write the planned notes (the new ones with one flush; a grown one
+        by exchange-and-check, :meth:`_revise`), index them, record their keys."""
         todo = [p for p in plans if p.data is not None and p.path is not None]
         paths = [p.path for p in todo if p.path]
         if todo:
             unindexed.will_write(self.ctx.con, paths)  # a writer killed before the sync: the next command indexes them
-            atomic_write_many([(self.ctx.root / p.path, p.data) for p in todo if p.path and p.data is not None])
+            self.ctx.gate.write_many([(p.path, p.data) for p in todo if p.path and p.data is not None
+                                      and p.expected is None], Kind.SESSION)
+            for p in todo:
+                if p.expected is not None:
+                    self._revise(p)
         report = self.sync_paths(paths) if todo else None
         unindexed.indexed(self.ctx.con, paths)
         keyed = [p.key for p in plans if p.key is not None]
@@ -237,6 +251,28 @@ class SessionWriter:
                     ik.put_key(self.ctx.con, k)
         self.claimed.clear()
         return report
+
+    def _revise(self, plan: SessionPlan) -> None:
+        """Replace a grown conversation's note only while it is as planned
+        (exchange-and-check, :meth:`~memvault.vault_io.gate.Gate.replace`): a
+        person's edit saved since it was read is never lost; the note is
+        read and revised again (a few times) with it. ``plan`` ends as what
+        was written."""
+        for _ in range(REVISE_TRIES):
+            assert plan.path is not None and plan.data is not None and plan.expected is not None
+            if self.ctx.gate.replace(plan.path, plan.expected, plan.data):
+                return
+            again = self.plan(plan.conv)
+            if again.data is None or again.path is None:
+                plan.action, plan.data = again.action, None
+                return
+            if again.expected is None:  # gone meanwhile: written as a new note (the path was claimed)
+                self.ctx.gate.write(again.path, again.data, Kind.SESSION)
+                plan.path, plan.key = again.path, again.key
+                return
+            plan.path, plan.data, plan.expected, plan.key = again.path, again.data, again.expected, again.key
+        raise MemvaultError(f"{plan.path}: changed each time it was about to be written; "
+                            "not written (the next ingest tries again)")
 
     # -- finding the note ----------------------------------------------------
 

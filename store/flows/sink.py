@@ -28,8 +28,9 @@ from memvault.store.flows.importers.precheck import check
 from memvault.store.flows.importers.stream import outside
 from memvault.store.flows.memories import import_memory
 from memvault.store.flows.sessions import SessionPlan, SessionWriter, Sync, SyncPaths
-from memvault.vault_io.atomic import atomic_write, free_path
 from memvault.vault_io.errors import MemvaultError
+from memvault.vault_io.gate import Kind
+from memvault.vault_io.note import content_hash
 from memvault.vault_io.secrets import redact
 
 if TYPE_CHECKING:
@@ -155,20 +156,30 @@ class ImportSink:
         if row is not None and row.hash == digest and row.path and (root / row.path).exists():
             self.report.count("skipped")
             return
+        gate = self.ctx.gate
+        expected: str | None = None
         if row is not None and row.path and (root / row.path).exists():
             target, action = row.path, "updated"
-            current = (root / target).read_text("utf-8", "replace")
-            if ik.item_hash(current) != row.hash:
+            data = (root / target).read_bytes()
+            if ik.item_hash(data.decode("utf-8", "replace")) != row.hash:
                 self.report.warnings.append(f"{target} was edited in the vault; the changed document was not written over it")
                 self.report.count("skipped")
                 return
+            expected = content_hash(data)
+            gate.check(target, Kind.NOTE)
         else:
-            target = free_path(root / self.folder / item.path).relative_to(root).as_posix()
+            target = gate.free(f"{self.folder}/{item.path}")
+            gate.check(target, Kind.IMPORTED, folder=self.folder)
             action = "imported"
         self.report.redacted += n
         if not self.report.dry_run:
             self.will_write(target)
-            atomic_write(root / target, text.encode("utf-8"))
+            if expected is None:
+                gate.write(target, text.encode("utf-8"), Kind.IMPORTED, folder=self.folder)
+            elif not gate.replace(target, expected, text.encode("utf-8")):
+                self.report.warnings.append(f"{target} was edited in the vault; the changed document was not written over it")
+                self.report.count("skipped")
+                return
             with write_transaction(self.ctx.con):
                 ik.put_key(self.ctx.con, ik.ImportKey(item.source, item.key, target, digest, target))
         self.report.count(action)

@@ -12,9 +12,10 @@ append closes such a line off first so that it stays one bad line, skipped.
 from __future__ import annotations
 
 import json
-import os
 from pathlib import Path
 from typing import Any
+
+from memvault.vault_io.gate import Gate
 
 TAIL_SUFFIX = ".jsonl"
 SNAPSHOT_SUFFIX = ".snapshot.jsonl"
@@ -46,47 +47,26 @@ def encode(record: dict[str, Any]) -> bytes:
     return json.dumps(record, ensure_ascii=False, sort_keys=True, separators=(",", ":")).encode("utf-8") + b"\n"
 
 
-def _fsync_dir(folder: Path) -> None:
-    """Make a new or renamed entry of ``folder`` durable."""
-    fd = os.open(folder, os.O_RDONLY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
+def append(path: Path, lines: list[bytes], gate: Gate | None = None) -> int:
+    """Append whole ``lines`` to the log file ``path`` through the vault's
+    write ``gate`` (by default one for the log's folder alone; created if
+    needed, never through a symlink) and fsync; the bytes written. A torn
+    last line already there is closed off first."""
+    gate = gate or folder_gate(path.parent)
+    return gate.append_log(path.relative_to(gate.root).as_posix(), lines)
 
 
-def append(path: Path, lines: list[bytes]) -> int:
-    """Append whole ``lines`` to ``path`` (created if needed) and fsync;
-    the bytes written. A torn last line already there is closed off first."""
-    created = not path.exists()
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd = os.open(path, os.O_RDWR | os.O_APPEND | os.O_CREAT, 0o644)
-    try:
-        size = os.fstat(fd).st_size
-        data = b"".join(lines)
-        if size and os.pread(fd, 1, size - 1) != b"\n":
-            data = b"\n" + data
-        view = memoryview(data)
-        while view:
-            view = view[os.write(fd, view):]
-        os.fsync(fd)
-    finally:
-        os.close(fd)
-    if created:
-        _fsync_dir(path.parent)
-    return len(data)
+def replace(path: Path, lines: list[bytes], gate: Gate | None = None) -> None:
+    """Write the log file ``path`` whole, atomically, through the vault's
+    write ``gate`` (by default one for the log's folder alone)."""
+    gate = gate or folder_gate(path.parent)
+    gate.rewrite_log(path.relative_to(gate.root).as_posix(), lines)
 
 
-def replace(path: Path, lines: list[bytes]) -> None:
-    """Write ``path`` whole, atomically (a temp file, fsync, rename)."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.tmp")
-    with open(tmp, "wb") as f:
-        f.write(b"".join(lines))
-        f.flush()
-        os.fsync(f.fileno())
-    os.replace(tmp, path)
-    _fsync_dir(path.parent)
+def folder_gate(folder: Path) -> Gate:
+    """A write gate for a history folder on its own (a tool's or a test's,
+    outside any store): the folder's parent stands for the vault."""
+    return Gate(folder.parent, "-", folder.name, ())
 
 
 def head(path: Path) -> str:

@@ -39,6 +39,7 @@ from memvault.store.db.rows import first, rows, scalar
 from memvault.store.db.state_schema import HISTORY_TABLES_M006
 from memvault.store.history import has_queued, logfile
 from memvault.store.memories.rows import NOTE_DELETED
+from memvault.vault_io.gate import Gate, WriteRefused
 
 log = logging.getLogger(__name__)
 
@@ -219,7 +220,7 @@ def _ingest(con: apsw.Connection, folder: Path, done: HistorySync, paths: list[P
     return touched
 
 
-def _flush(con: apsw.Connection, folder: Path, device: str, done: HistorySync, compact_lines: int) -> None:
+def _flush(con: apsw.Connection, gate: Gate, folder: Path, device: str, done: HistorySync, compact_lines: int) -> None:
     """Append one record per queued row to this device's log (the whole
     queue, or nothing: the caller's transaction rolls back on a failure);
     compact the log once its tail passes ``compact_lines``."""
@@ -242,13 +243,13 @@ def _flush(con: apsw.Connection, folder: Path, device: str, done: HistorySync, c
             (device, seq, stamp, table, key_text(values),
              None if row is None else json.dumps(row, ensure_ascii=False, sort_keys=True)))
     tail = logfile.tail_path(folder, device)
-    done.appended_bytes += logfile.append(tail, lines)
+    done.appended_bytes += logfile.append(tail, lines, gate)
     done.appended += len(lines)
     _remember_file(con, tail, tail.stat().st_size)
     con.execute("DELETE FROM state.history_pending WHERE n <= ?", (max(q[2] for q in queued),))
     _set_meta(con, "history_tail_lines", _meta_int(con, "history_tail_lines") + len(lines))
     if _meta_int(con, "history_tail_lines") > compact_lines:
-        compact(con, folder, device)
+        compact(con, folder, device, gate)
         done.compacted = True
 
 
@@ -309,9 +310,11 @@ def _apply(con: apsw.Connection, touched: set[Key], done: HistorySync) -> None:
         done.changed.append((table, values, row))
 
 
-def compact(con: apsw.Connection, folder: Path, device: str) -> None:
+def compact(con: apsw.Connection, folder: Path, device: str, gate: Gate | None = None) -> None:
     """Move this device's records into its snapshot (its latest record per
-    row) and start an empty tail. Call inside a write transaction."""
+    row) and start an empty tail, through the vault's write ``gate`` (by
+    default one for ``folder`` alone). Call inside a write transaction."""
+    gate = gate or logfile.folder_gate(folder)
     # ``+s.device``: each record's newer ones are looked up by (tbl, key);
     # on ``s.device = ...`` the planner took the primary key and read all of
     # the device's records for each record (every row a device ever changed
@@ -325,8 +328,8 @@ def compact(con: apsw.Connection, folder: Path, device: str) -> None:
     lines += [logfile.encode({"d": device, "n": seq, "t": stamp, "tb": tbl, "k": json.loads(key),
                               "r": None if row is None else json.loads(row)}) for seq, stamp, tbl, key, row in latest]
     snapshot, tail = logfile.snapshot_path(folder, device), logfile.tail_path(folder, device)
-    logfile.replace(snapshot, lines)
-    logfile.replace(tail, [])
+    logfile.replace(snapshot, lines, gate)
+    logfile.replace(tail, [], gate)
     _remember_file(con, snapshot, snapshot.stat().st_size)
     _remember_file(con, tail, 0)
     con.execute(
@@ -355,13 +358,16 @@ def _anything_new(con: apsw.Connection, folder: Path, write: bool) -> bool:
 
 def sync_history(
     con: apsw.Connection, folder: Path, *, write: bool = True, compact_lines: int = COMPACT_LINES,
-    on_change: Callable[[list[Change]], None] | None = None,
+    on_change: Callable[[list[Change]], None] | None = None, gate: Gate | None = None,
 ) -> HistorySync:
     """Read every device's log, append this device's queued changes to its
     own (unless ``write`` is off, or the vault refuses: they stay queued) and
     merge (module docstring). ``on_change`` runs in the same transaction
-    with the rows that took another device's record (the index follows them)."""
+    with the rows that took another device's record (the index follows them).
+    This device's log is written through the vault's write ``gate`` (by
+    default one for ``folder`` alone)."""
     done = HistorySync()
+    gate = gate or logfile.folder_gate(folder)
     if not _anything_new(con, folder, write):
         return done  # the daemon's every batch asks: no write lock for nothing
     with write_transaction(con):
@@ -370,8 +376,8 @@ def sync_history(
         if write:
             try:
                 with con:  # a savepoint; an unwritable vault: the queue stays, the merge goes on
-                    _flush(con, folder, device, done, compact_lines)
-            except OSError as exc:
+                    _flush(con, gate, folder, device, done, compact_lines)
+            except (OSError, WriteRefused) as exc:
                 log.warning("cannot write the history log in %s: %s", folder, exc)
         mark = int(scalar(con, "SELECT coalesce(max(n), 0) FROM state.history_pending"))
         _apply(con, touched, done)
@@ -382,15 +388,18 @@ def sync_history(
     return done
 
 
-def flush_only(con: apsw.Connection, folder: Path, *, compact_lines: int = COMPACT_LINES) -> HistorySync:
+def flush_only(con: apsw.Connection, folder: Path, *, compact_lines: int = COMPACT_LINES,
+               gate: Gate | None = None) -> HistorySync:
     """Append this device's queued changes to its log, reading nothing (a
-    command's end). A no-op (no transaction) when nothing is queued."""
+    command's end), through the vault's write ``gate`` (by default one for
+    ``folder`` alone). A no-op (no transaction) when nothing is queued."""
     done = HistorySync()
+    gate = gate or logfile.folder_gate(folder)
     if not has_queued(con):
         return done
     with write_transaction(con):
         device = device_id(con)
         # Lines a killed flush appended and never recorded: read first, so no seq is used twice.
         _ingest(con, folder, done, [logfile.tail_path(folder, device)])
-        _flush(con, folder, device, done, compact_lines)
+        _flush(con, gate, folder, device, done, compact_lines)
     return done

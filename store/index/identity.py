@@ -22,8 +22,8 @@ import apsw
 from memvault.store.db import records as rec
 from memvault.store.index.classify import is_memory_note
 from memvault.vault_io.errors import MemvaultError
+from memvault.vault_io.gate import Gate
 from memvault.vault_io.note import ParsedNote
-from memvault.vault_io.replace import TRASH_FOLDER, replace_if_unchanged
 from memvault.vault_io.scan import FileStat, stat_file
 
 if TYPE_CHECKING:
@@ -102,8 +102,9 @@ class NoteIdentity:
     """Settles the trace ids of a reconcile's changed notes, and writes the
     identity lines memvault manages into memory notes."""
 
-    def __init__(self, root: Path, con: apsw.Connection, memory_folder: str) -> None:
+    def __init__(self, root: Path, con: apsw.Connection, memory_folder: str, gate: Gate) -> None:
         self.root = root
+        self.gate = gate
         self.con = con
         self.memory_folder = memory_folder
 
@@ -306,7 +307,6 @@ class NoteIdentity:
         from memvault.vault_io.note import content_hash
         from memvault.vault_io.parser import parse_note
 
-        path = self.root / note.path
         try:
             data = read_inside(self.root, note.path)
             if content_hash(data) != note.hash:
@@ -317,7 +317,7 @@ class NoteIdentity:
             new = edit_frontmatter(text, values).encode("utf-8")
             if new == data:
                 return note, st
-            if not replace_if_unchanged(path, note.hash, new, self.root / TRASH_FOLDER):
+            if not self.gate.replace(note.path, note.hash, new):
                 return note, st
         except (OSError, UnicodeDecodeError, MemvaultError) as exc:
             log.warning("%s: could not write %s into its front-matter: %s", note.path, ", ".join(values), exc)

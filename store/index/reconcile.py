@@ -33,6 +33,7 @@ from memvault.store.index.turn_traces import drop_turns, sync_turns
 from memvault.store.memories import rows as mem
 from memvault.vault_io.confine import outside_target
 from memvault.vault_io.errors import MemvaultError
+from memvault.vault_io.gate import Gate
 from memvault.vault_io.note import ParsedNote
 from memvault.vault_io.resolve import LinkResolver, Resolution
 from memvault.vault_io.scan import (
@@ -171,14 +172,19 @@ class Indexer:
         max_file_size: int = 5 * 1024 * 1024,
         memory_folder: str = "Memory",
         observers: Sequence[NoteObserver] = (),
+        gate: Gate | None = None,
     ) -> None:
+        """``gate``: the vault's write gate (the id, created and version lines
+        a note gets, temp files removed); by default one for ``memory_folder``
+        and its default history folder."""
         self.root = root
         self.con = con
         self.ignore = list(ignore)
         self.max_file_size = max_file_size
         self.memory_folder = memory_folder
         self.observers = list(observers)
-        self.identity = NoteIdentity(root, con, memory_folder)
+        self.gate = gate or default_gate(root, memory_folder)
+        self.identity = NoteIdentity(root, con, memory_folder, self.gate)
         self._paths: tuple[dict[str, str | None], LinkResolver] | None = None
         self._released: set[str] = set()  # trace ids notes let go of, this batch
         self._paths_gen: str | None = None
@@ -233,7 +239,7 @@ class Indexer:
             try:
                 if now - path.stat().st_mtime < STALE_TEMP_S:
                     continue
-                path.unlink()
+                self.gate.remove(rel)
             except OSError:
                 continue
             out.append(f"{rel}: removed a temporary file left by an interrupted write")
@@ -557,3 +563,11 @@ def needs_look(st: FileStat, row: rec.FileRow | None) -> bool:
         or row.inode != st.inode
         or row.read_error is not None
     )
+
+
+def default_gate(root: Path, memory_folder: str) -> Gate:
+    """The write gate of an indexer given no other: ``memory_folder``, its
+    default history folder, the memory types."""
+    from memvault.store.memories.memtypes import MEMORY_TYPES
+
+    return Gate(root, memory_folder, f"{memory_folder.strip('/')}/.memvault/history", MEMORY_TYPES)

@@ -28,8 +28,8 @@ from memvault.store.db import records as rec
 from memvault.store.db.connection import write_transaction
 from memvault.store.db.rows import first
 from memvault.store.memories import rows as mem
-from memvault.store.memories.writer import TRASH, MemoryOpError
-from memvault.vault_io.atomic import atomic_move, atomic_write, free_path
+from memvault.store.memories.writer import MemoryOpError
+from memvault.vault_io.gate import Kind
 from memvault.vault_io.memory_note import read_memory
 from memvault.vault_io.parser import parse_note
 from memvault.vault_io.sync_conflicts import sync_conflict
@@ -113,21 +113,20 @@ def settle_copy(
                 kept_as = snap.id
     elif take == "copy":
         data = (root / rel).read_bytes()
-        if note and (root / note).is_file():
-            trashed = free_path(root / TRASH / PurePosixPath(note).name)
-            atomic_move(root / note, trashed)
-            note_trashed = trashed.relative_to(root).as_posix()
         if note:
-            atomic_write(root / note, data)
-    trash = free_path(root / TRASH / PurePosixPath(rel).name)
-    atomic_move(root / rel, trash)
+            ctx.gate.check(note, Kind.NOTE)  # before anything moves
+        if note and (root / note).is_file():
+            note_trashed = ctx.gate.to_trash(note)
+        if note:
+            ctx.gate.write(note, data, Kind.NOTE)
+    trash = ctx.gate.to_trash(rel)
     with write_transaction(con):
         con.execute("DELETE FROM state.conflicts WHERE conflict_path = ?", (rel,))
     reconciler.sync_paths([p for p in (rel, note) if p])
     return SettledCopy(
         copy=rel, note=note, memory=info.memory, copy_side=info.copy_side, note_side=info.note_side,
         copy_content=info.copy_content, note_content=info.note_content, took=take, version=version,
-        note_trashed=note_trashed, kept_as=kept_as, copy_trashed=trash.relative_to(root).as_posix(),
+        note_trashed=note_trashed, kept_as=kept_as, copy_trashed=trash,
     )
 
 

@@ -69,6 +69,7 @@ from memvault.store.memories import rows as mem
 from memvault.store.memories.guard import check_size, check_version, redaction_warnings
 from memvault.store.memories.memtypes import canonical_type
 from memvault.store.memories.writer import (
+    EDITED,
     TRASH,
     MemoryOpError,
     MemoryWriteError,
@@ -77,7 +78,8 @@ from memvault.store.memories.writer import (
     flush_outbox,
     render_note,
 )
-from memvault.vault_io.atomic import free_path, fsync_dir
+from memvault.vault_io.atomic import free_path
+from memvault.vault_io.gate import Kind
 from memvault.vault_io.markdown import check_tag
 from memvault.vault_io.memory_note import check_related, memory_filename, render_memory
 from memvault.vault_io.note import content_hash
@@ -126,6 +128,7 @@ class Memories(NoteWriter):
         process whose model is loaded (None: the model is loaded here)."""
         self.ctx = ctx
         self.root = ctx.root
+        self.gate = ctx.gate
         self.con = ctx.con
         self.indexer = reconciler
         self.vectors_elsewhere = vectors_elsewhere
@@ -196,6 +199,7 @@ class Memories(NoteWriter):
             trace.metadata.update(key=slot, fm_updated=now)
         mem.stamp_version(trace, 1)  # the note carries its version: the same on every device
         target = self._new_note_path(type_, memory_filename(content, trace_id[2:10]))
+        self.gate.check(target, Kind.MEMORY)  # a memory folder that leads elsewhere: refused before anything
         data = render_memory(doc_from_trace(trace)).encode("utf-8")
         self._commit(trace, "write", target, content_hash(data), lambda: rec.put_trace(self.con, trace))
         result = self.flush(trace_id) or WriteResult(trace_id, "added", target)
@@ -209,14 +213,21 @@ class Memories(NoteWriter):
         """Write a memory made elsewhere (an import: its id, times, strength and
         front-matter kept) as a new note, by the same protocol as :meth:`add`
         (outbox, atomic write, conflict check). ``path`` (vault-relative) is
-        used when no file is there yet, else a fresh name in the type's folder."""
+        used when no file is there yet and it is a memory note's place
+        (``<memory folder>/<type>/NAME.md``), else a fresh name in the type's
+        folder (with a warning when ``path`` was no such place)."""
+        warnings = []
+        if path is not None and not self.gate.allows(path, Kind.MEMORY):
+            warnings.append(f"{path} is not a memory note's place ({self.folder}/<type>/NAME.md); written elsewhere")
+            path = None
         if path is None or (self.root / path).exists():
             path = self._new_note_path(trace.type, memory_filename(trace.content, trace.id[2:10]))
+        self.gate.check(path, Kind.MEMORY)
         data = render_memory(doc_from_trace(trace)).encode("utf-8")
         self._commit(trace, "write", path, content_hash(data), lambda: rec.put_trace(self.con, trace))
         result = self.flush(trace.id) or WriteResult(trace.id, "added", path)
         result.action = "added" if result.conflict is None else result.action
-        result.warnings += self._unresolved_links(trace.id)
+        result.warnings += warnings + self._unresolved_links(trace.id)
         return result
 
     def update(
@@ -259,6 +270,8 @@ class Memories(NoteWriter):
         mem.stamp_version(changed, version + 1)
         current = mem.trace_path(self.con, trace.id)
         target, warnings = self._update_target(trace, changed, current, deleted_at)
+        if target is not None and target != current:
+            self.gate.check(target, Kind.NOTE)  # its new folder leads elsewhere: refused before anything
         existing = self._read_text(current) if current else None
 
         def index() -> None:
@@ -382,15 +395,19 @@ class Memories(NoteWriter):
             rec.put_trace(self.con, back)
             self.con.execute("UPDATE traces SET created = ? WHERE id = ?", (snapshot.created, trace.id))
 
+        self.gate.check(path, Kind.NOTE)  # where the undo puts it: a visible note, refused before anything
         self._commit(back, "write", path, content_hash(data), index)
         if self.before_write is not None and current:
             self.before_write(current)
+        expected = None
         if current and (self.root / current).exists():
-            if content_hash((self.root / current).read_bytes()) != mem.synced_hash(self.con, current):
-                return self._conflict(rec.get_trace(self.con, trace.id) or trace, current,
-                                      "the note was edited in the vault meanwhile")
+            expected = content_hash((self.root / current).read_bytes())
+            if expected != mem.synced_hash(self.con, current):
+                return self._conflict(rec.get_trace(self.con, trace.id) or trace, current, EDITED)
         mode = (self.root / current).stat().st_mode & 0o7777 if current and (self.root / current).exists() else None
-        self._place(trace.id, current, path, data, mode)
+        if not self._place(trace.id, current, path, data, mode, expected):
+            assert current is not None  # only a note that was there can have changed
+            return self._conflict(rec.get_trace(self.con, trace.id) or trace, current, EDITED)
         return WriteResult(trace.id, "reverted", path)
 
     def discard(self, ref: str) -> WriteResult:
@@ -403,10 +420,10 @@ class Memories(NoteWriter):
         if path and (self.root / path).exists():
             if self.before_write is not None:
                 self.before_write(path)
-            if content_hash((self.root / path).read_bytes()) != mem.synced_hash(self.con, path):
+            synced = mem.synced_hash(self.con, path)
+            if content_hash((self.root / path).read_bytes()) != synced \
+                    or not self.gate.remove_if_unchanged(path, synced or ""):
                 raise MemoryOpError(f"memory {trace.id}: its note {path} was edited in the vault; forget it instead")
-            (self.root / path).unlink()
-            fsync_dir((self.root / path).parent)
             self.indexer.sync_paths([path])
         with write_transaction(self.con):
             mem.drop_memory(self.con, trace.id)

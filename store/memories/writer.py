@@ -11,6 +11,7 @@ or, when a person changed the note meanwhile, a conflict copy beside it.
 from __future__ import annotations
 
 import logging
+import posixpath
 from collections.abc import Callable
 from datetime import datetime
 from pathlib import Path, PurePosixPath
@@ -21,15 +22,18 @@ from memvault.store.db import records as rec
 from memvault.store.db.connection import write_transaction
 from memvault.store.memories import rows as mem
 from memvault.store.memories.memtypes import maybe_type
-from memvault.vault_io.atomic import NAME_MAX, atomic_move, atomic_write, fit_name, free_path, fsync_dir
+from memvault.vault_io.atomic import NAME_MAX, fit_name, free_path
 from memvault.vault_io.errors import MemvaultError
 from memvault.vault_io.fm_edit import edit_frontmatter
 from memvault.vault_io.frontmatter import file_frontmatter_id
+from memvault.vault_io.gate import TRASH_FOLDER, Gate, Kind, WriteRefused
 from memvault.vault_io.memory_note import MemoryDoc, memory_filename, render_memory, split_related
 from memvault.vault_io.note import content_hash
 from memvault.vault_io.secrets import redact
 
-TRASH = ".trash"
+TRASH = TRASH_FOLDER
+#: Why a store change went beside its note instead of into it.
+EDITED = "the note was edited in the vault meanwhile"
 #: Bytes kept free in a conflict copy's name for free_path's " 2" counter.
 _COUNTER_ROOM = 8
 
@@ -105,6 +109,7 @@ class NoteWriter:
 
     if TYPE_CHECKING:  # set by Memories.__init__
         root: Path
+        gate: Gate
         con: apsw.Connection
         indexer: Indexer
         folder: str
@@ -154,7 +159,7 @@ class NoteWriter:
             if entry.action == "restore":
                 return self._restore(trace, current)
             return self._finish_own_write(trace, current, entry) or self._write(trace, current, entry)
-        except OSError as exc:
+        except (OSError, WriteRefused) as exc:
             # The change is committed and its outbox entry kept: the write is
             # retried later, and the person gets one line, not a traceback.
             # A failed write has no live writer left, so it is due at once
@@ -169,7 +174,9 @@ class NoteWriter:
         except Exception:  # the database failing too (a full disk): the entry just ages
             log.debug("could not mark the failed write of %s", trace_id, exc_info=True)
 
-    def _write_failure(self, trace_id: str, entry: mem.OutboxEntry, exc: OSError) -> str:
+    def _write_failure(self, trace_id: str, entry: mem.OutboxEntry, exc: OSError | WriteRefused) -> str:
+        if isinstance(exc, WriteRefused):
+            return f"memory {trace_id} is saved in the index, but its note was refused: {exc}"
         where = exc.filename or entry.expected_path or ""
         try:
             where = Path(where).relative_to(self.root).as_posix() if Path(where).is_absolute() else str(where)
@@ -207,13 +214,9 @@ class NoteWriter:
         old = current if current and current != target and (self.root / current).exists() else None
         # A sync that ran in between may have indexed our note as a memory of its own.
         self._drop_own_copy(trace.id, target)
-        if old is not None and content_hash((self.root / old).read_bytes()) != mem.synced_hash(self.con, old):
-            (self.root / target).unlink()
-            fsync_dir((self.root / target).parent)
+        if old is not None and not self.gate.remove_if_unchanged(old, mem.synced_hash(self.con, old) or ""):
+            self.gate.remove(target)
             return None
-        if old is not None:
-            (self.root / old).unlink()
-            fsync_dir((self.root / old).parent)
         with write_transaction(self.con):
             mem.clear_outbox(self.con, trace.id)
         self.indexer.sync_paths([target] + ([old] if old else []))
@@ -244,13 +247,15 @@ class NoteWriter:
         if target is None:
             target = self._new_note_path(trace.type, memory_filename(trace.content, trace.id[2:10]))
         existing: str | None = None
+        expected: str | None = None
         mode = None
         if self.before_write is not None and current:
             self.before_write(current)
         if current and (self.root / current).exists():
             data = (self.root / current).read_bytes()
-            if content_hash(data) != mem.synced_hash(self.con, current):
-                return self._conflict(trace, current, "the note was edited in the vault meanwhile")
+            expected = content_hash(data)
+            if expected != mem.synced_hash(self.con, current):
+                return self._conflict(trace, current, EDITED)
             existing = data.decode("utf-8", "replace")
             mode = (self.root / current).stat().st_mode & 0o7777
         new = render_note(trace, existing).encode("utf-8")
@@ -265,19 +270,34 @@ class NoteWriter:
                 mem.retarget_outbox(self.con, trace.id, target, content_hash(new))
         # An edit always beats a deletion: a note the person deleted while
         # the store changed it is written again.
-        self._place(trace.id, current, target, new, mode)
+        if not self._place(trace.id, current, target, new, mode, expected):
+            return self._conflict(trace, current or target, EDITED)
         return WriteResult(trace.id, "written", target)
 
-    def _place(self, trace_id: str, current: str | None, target: str, data: bytes, mode: int | None) -> None:
-        """Write a note's new bytes at ``target`` atomically, remove it from
-        ``current`` when it moved, confirm the outbox entry and index both."""
-        atomic_write(self.root / target, data, mode=mode)
-        if current and current != target and (self.root / current).exists():
-            (self.root / current).unlink()
-            fsync_dir((self.root / current).parent)
+    def _place(self, trace_id: str, current: str | None, target: str, data: bytes, mode: int | None,
+               expected: str | None) -> bool:
+        """Write a note's new bytes at ``target``, remove it from ``current``
+        when it moved, confirm the outbox entry and index both. ``expected``:
+        the hash ``current`` had when it was checked (None: no note there).
+        A person's note is replaced only by exchange-and-check, and a moved
+        one removed only while unchanged, so an edit saved since that check
+        is never lost: False then, nothing of ours stays in the vault, and
+        the caller writes the store's version beside the note."""
+        if expected is not None and target == current:
+            if not self.gate.replace(target, expected, data):
+                if (self.root / target).exists():
+                    return False
+                self.gate.write(target, data, Kind.NOTE, mode=mode)  # deleted meanwhile: an edit beats it
+        else:
+            self.gate.write(target, data, Kind.NOTE, mode=mode)
+            if current and current != target and expected is not None and (self.root / current).exists() \
+                    and not self.gate.remove_if_unchanged(current, expected):
+                self.gate.remove(target)
+                return False
         with write_transaction(self.con):
             mem.clear_outbox(self.con, trace_id)
         self.indexer.sync_paths([target] + ([current] if current and current != target else []))
+        return True
 
     def _trash(self, trace: rec.TraceRow, current: str | None, entry: mem.OutboxEntry) -> WriteResult:
         # The outbox entry is the record of intent: its trace carries the
@@ -291,17 +311,16 @@ class NoteWriter:
             return self._trash_finished(trace, current, entry.expected_path or current, reason)
         if content_hash((self.root / current).read_bytes()) != mem.synced_hash(self.con, current):
             return self._conflict(trace, current, "forget cancelled: the note was edited in the vault meanwhile")
-        trash = free_path(self.root / TRASH / PurePosixPath(current).name)
+        trash_rel = self.gate.free(f"{TRASH}/{PurePosixPath(current).name}")
         try:
-            atomic_move(self.root / current, trash)
+            self.gate.move(current, trash_rel, Kind.TRASH)
         except OSError as exc:
-            if (self.root / current).exists() or not trash.exists():
+            if (self.root / current).exists() or not (self.root / trash_rel).exists():
                 raise
             # Renamed; only flushing a folder failed. The move is done (the
             # note is in the trash for every reader), so it is not reported
             # as failed: that would leave a forget half recorded.
             log.warning("%s moved to %s, but its folder could not be flushed: %s", current, TRASH, exc)
-        trash_rel = trash.relative_to(self.root).as_posix()
         self.indexer.sync_paths([current])
         self._set_deleted(trace, current, trash_rel, reason)
         return WriteResult(trace.id, "forgotten", trash_rel)
@@ -357,28 +376,31 @@ class NoteWriter:
         # The trace as the restore recorded it: a sync in between may have
         # indexed the restored note, and with it lost where it came from.
         intended = mem.outbox_trace(self.con, trace.id) or trace
-        origin = intended.metadata.get("trashed_from") or (
-            f"{self.folder}/{trace.type}/{memory_filename(trace.content, trace.id[2:10])}"
-        )
+        # Where the note was and where its copy went come from the durable
+        # state, which another device's history log may have set: a place
+        # that is no note's (a hidden file, the history folder) is not used.
+        default = f"{self.folder}/{trace.type}/{memory_filename(trace.content, trace.id[2:10])}"
+        origin = intended.metadata.get("trashed_from")
+        origin = origin if isinstance(origin, str) and self.gate.allows(origin, Kind.NOTE) else default
         trash = intended.metadata.get("trash_path")
+        trash = trash if isinstance(trash, str) and self.gate.allows(trash, Kind.TRASH) else None
         restored = self._restored_note(trace.id, current, origin)
         if restored is not None:
             # Back already. A trash copy still there is this restore's
             # leftover (the writer died before removing it), unless it is
             # another memory's note by now.
             if trash and (self.root / trash).is_file() and file_frontmatter_id(self.root / trash) in (None, trace.id):
-                (self.root / trash).unlink()
+                self.gate.remove(trash)
         else:
-            target = free_path(self.root / origin)
+            restored = self.gate.free(origin)
             if trash and (self.root / trash).is_file():
                 text = (self.root / trash).read_bytes().decode("utf-8", "replace")
                 # The trash copy may predate the note's id; give it the id so the
                 # restored note is recognised as this memory.
-                atomic_write(target, edit_frontmatter(text, {"id": trace.id}).encode("utf-8"))
-                (self.root / trash).unlink()
+                self.gate.write(restored, edit_frontmatter(text, {"id": trace.id}).encode("utf-8"), Kind.NOTE)
+                self.gate.remove(trash)
             else:
-                atomic_write(target, render_memory(doc_from_trace(trace)).encode("utf-8"))
-            restored = target.relative_to(self.root).as_posix()
+                self.gate.write(restored, render_memory(doc_from_trace(trace)).encode("utf-8"), Kind.NOTE)
         with write_transaction(self.con):
             mem.clear_outbox(self.con, trace.id)
         self.indexer.sync_paths([restored])
@@ -405,9 +427,8 @@ class NoteWriter:
         # A note whose name is already near the 255-byte limit: shorten the
         # stem (by bytes), never the conflict mark, and leave room for a counter.
         name = fit_name(stem, f" (conflict {stamp}).md", NAME_MAX - _COUNTER_ROOM)
-        beside = free_path((self.root / current).with_name(name))
-        atomic_write(beside, store_text.encode("utf-8"))
-        rel = beside.relative_to(self.root).as_posix()
+        rel = self.gate.free(posixpath.join(posixpath.dirname(current), name))
+        self.gate.write(rel, store_text.encode("utf-8"), Kind.CONFLICT, near=current)
         with write_transaction(self.con):
             mem.clear_outbox(self.con, trace.id)
             mem.add_conflict(self.con, trace.id, current, rel, "edit", detail)

@@ -36,7 +36,7 @@ from memvault.store.flows.importers.stream import ImportFormatError, members, sn
 from memvault.store.flows.memories import import_memory
 from memvault.store.index.classify import memory_key
 from memvault.vault_io import json_input
-from memvault.vault_io.atomic import atomic_write
+from memvault.vault_io.gate import Kind
 
 if TYPE_CHECKING:
     from memvault.store.flows.sink import ImportSink
@@ -157,11 +157,15 @@ class _Record:
             self._durable_rows(con, m, trace, ctx.settings.memory_folder)
         if m["status"] == "active":
             path = self._path(m.get("path"), ctx.settings.memory_folder)
+            if path and not ctx.gate.allows(path, Kind.MEMORY):
+                sink.report.warnings.append(f"memory {m['id']}: {path} is not a memory note's place "
+                                            f"({ctx.settings.memory_folder}/<type>/NAME.md); written under a new name")
+                path = None
             if isinstance(m.get("note"), str) and path and not (ctx.root / path).exists():
                 # The note's own bytes: what a consolidation run logged of
                 # them (for its undo) still matches after the restore.
                 sink.will_write(path)
-                atomic_write(ctx.root / path, m["note"].encode("utf-8", "surrogateescape"))
+                ctx.gate.write(path, m["note"].encode("utf-8", "surrogateescape"), Kind.MEMORY)
             else:
                 sink.memories.create(trace, path)
         return "imported"
@@ -178,9 +182,9 @@ class _Record:
             forgotten = m.get("forgotten") or {}
             snapshot = rec.TraceRow(**{**trace.__dict__, "status": "deleted", "reason": forgotten.get("reason")})
             snapshot.content_key = None
-            if forgotten.get("from"):  # where `restore` puts its note back
-                snapshot.metadata = {**snapshot.metadata, "trashed_from": self._path(forgotten["from"], folder)
-                                                                       or forgotten["from"]}
+            back = self._path(forgotten.get("from"), folder)
+            if back:  # where `restore` puts its note back (a place of this vault's memory folder only)
+                snapshot.metadata = {**snapshot.metadata, "trashed_from": back}
             con.execute(
                 "INSERT OR IGNORE INTO state.forgotten (memory_id, reason, at, trace) VALUES (?,?,?,?)",
                 (m["id"], forgotten.get("reason"), forgotten.get("at") or rec.now_iso(), rec.trace_json(snapshot)),
@@ -190,7 +194,7 @@ class _Record:
     def _path(self, path: str | None, folder: str) -> str | None:
         """The note's path in this vault (its memory folder may be named otherwise)."""
         src = str(self.head.get("memory_folder") or "Memory").strip("/")
-        if not path or not path.startswith(src + "/") or ".." in path.split("/"):
+        if not isinstance(path, str) or not path.startswith(src + "/") or ".." in path.split("/"):
             return None
         return f"{folder}/{path[len(src) + 1:]}"
 
@@ -199,8 +203,7 @@ class _Record:
     def _source(self, sink: "ImportSink") -> str | None:
         s = self.data
         rel = str(s["path"])
-        if rel.startswith(("/", "../")) or "/../" in rel or not rel.endswith(".md"):
-            raise ImportFormatError(f"a source path outside the vault: {rel!r}")
+        sink.ctx.gate.check(rel, Kind.NOTE)  # a memory source or session note is a visible note
         target = sink.ctx.root / rel
         if s.get("kind") == "session":
             sink.fact_keep.setdefault(str(s["id"]), set())
@@ -211,7 +214,7 @@ class _Record:
             return "skipped"
         if not sink.report.dry_run:
             sink.will_write(rel)
-            atomic_write(target, s["text"].encode("utf-8"))
+            sink.ctx.gate.write(rel, s["text"].encode("utf-8"), Kind.NOTE)
         return "imported"
 
     def _fact(self, sink: "ImportSink") -> str | None:
@@ -291,10 +294,13 @@ class _Record:
             return None
         con, root = sink.ctx.con, sink.ctx.root
         rel = c.get("conflict_path")
-        if rel and isinstance(c.get("text"), str) and ".." not in rel.split("/") and not rel.startswith("/") \
-                and not (root / rel).exists():
+        if rel is not None:
+            # A conflict copy goes beside its note, and its note is a visible note.
+            sink.ctx.gate.check(str(c["path"]), Kind.NOTE)
+            sink.ctx.gate.check(str(rel), Kind.CONFLICT, near=str(c["path"]))
+        if rel and isinstance(c.get("text"), str) and not (root / rel).exists():
             sink.will_write(rel)
-            atomic_write(root / rel, c["text"].encode("utf-8", "surrogateescape"))
+            sink.ctx.gate.write(rel, c["text"].encode("utf-8", "surrogateescape"), Kind.CONFLICT, near=str(c["path"]))
         with write_transaction(con):
             if con.execute("SELECT 1 FROM state.conflicts WHERE trace_id = ? AND conflict_path IS ? AND created = ?",
                            (c["trace_id"], rel, c["created"])).fetchone() is None:
