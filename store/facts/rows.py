@@ -201,6 +201,12 @@ def forget(con: apsw.Connection, trace_id: str, source_id: str, reason: str) -> 
         "INSERT OR REPLACE INTO state.fact_forgets (fact_id, source_id, reason, at) VALUES (?,?,?,?)",
         (trace_id, source_id, reason, rec.now_iso()),
     )
+    retire_forgotten(con, trace_id, reason)
+
+
+def retire_forgotten(con: apsw.Connection, trace_id: str, reason: str) -> None:
+    """Retire a live fact as forgotten (its forget record already in the
+    durable state: made here, or brought by an import)."""
     retire(con, trace_id, reason)
     rec.set_status(con, trace_id, FORGOTTEN, reason)
     trace = rec.get_trace(con, trace_id)

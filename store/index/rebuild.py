@@ -9,6 +9,7 @@ into an index built from scratch (``memvault rebuild``, a deleted
 - forgotten memories, as deleted traces (a note live in the vault wins);
 - earlier versions of memories, with their ``supersedes`` edges;
 - the history of facts (changed, removed, retired), with ``updates`` edges;
+- forgotten facts the index has live (an import's forgets of a note already indexed);
 - recall statistics and strength;
 - store-side writes still pending in the outbox, as the traces to write;
 - conflict copies in the vault the state has no record of, as open conflicts.
@@ -53,6 +54,7 @@ class Restored:
     forgotten: int = 0
     versions: int = 0
     facts: int = 0
+    facts_forgotten: int = 0
     recall: int = 0
     pending: int = 0
     from_trash: int = 0
@@ -70,6 +72,7 @@ def apply_state(con: apsw.Connection, done: Restored | None = None) -> Restored:
         _forgotten(con, done)
         _versions(con, done)
         _fact_history(con, done)
+        _fact_forgets(con, done)
         _pending_writes(con, done)
         _conflict_copies(con, done)
         done.recall = _recall(con)
@@ -114,6 +117,17 @@ def _fact_history(con: apsw.Connection, done: Restored) -> None:
     for fact_id, replaced_by in added:
         if replaced_by and rec.get_trace(con, replaced_by) is not None:
             rec.add_edges(con, replaced_by, [rec.EdgeRow(kind=sf.UPDATES, target_id=fact_id, target_name=fact_id)])
+
+
+def _fact_forgets(con: apsw.Connection, done: Restored) -> None:
+    """A fact the durable state says was forgotten but the index has live
+    (its source note was indexed before the forget came: an import into a
+    vault that already had the note) is retired, as re-extracting it would."""
+    live = rows(con, "SELECT f.fact_id, f.reason FROM state.fact_forgets f JOIN traces t ON t.id = f.fact_id "
+                     "WHERE t.kind = 'fact' AND t.status = ?", (sf.ACTIVE,))
+    for fact_id, reason in live:
+        sf.retire_forgotten(con, fact_id, reason or "forgotten")
+        done.facts_forgotten += 1
 
 
 def _pending_writes(con: apsw.Connection, done: Restored) -> None:

@@ -11,10 +11,13 @@ forgotten facts (retired before their sources are extracted), write
 conflicts (with their conflict copies) and the llm's verdicts. Exporting
 again gives the same records.
 
-Into a vault that has some of it: a memory whose id exists is updated as a
-new version when the export says something else (reason "changed at the
-source (memvault)"), else skipped; a note already at a source's path is left
-as it is; durable rows already present are kept.
+Into a vault that has some of it (a new device whose sync tool brought the
+notes first): a memory whose id exists is updated as a new version when the
+export says something else (reason "changed at the source (memvault)"),
+else skipped, and its earlier versions come in either way; a note already
+at a source's path is left as it is, and the facts it gives still take the
+export's forgets (a fact forgotten there is forgotten here) and history;
+durable rows already present are kept.
 """
 
 from __future__ import annotations
@@ -138,6 +141,13 @@ class _Record:
     def _memory(self, sink: "ImportSink") -> str | None:
         m = self.data
         ctx, con = sink.ctx, sink.ctx.con
+        if rec.get_trace(con, m["id"]) is not None and not sink.report.dry_run:
+            # Known here already (its note came first, by the sync tool): its
+            # earlier versions and recall statistics still come in, beside
+            # what this vault has; the note decides whether it is live.
+            with write_transaction(con):
+                self._versions(con, m)
+                _put_recall(con, m["id"], m.get("recall"), replace=False)
         if rec.get_trace(con, m["id"]) is not None or sink.report.dry_run:
             item = MemoryItem(source="memvault", key=m["id"], content=m["content"], type=m["type"], tags=m["tags"],
                               scope=m["scope"], id=m["id"])
@@ -170,7 +180,10 @@ class _Record:
                 sink.memories.create(trace, path)
         return "imported"
 
-    def _durable_rows(self, con: Any, m: dict[str, Any], trace: rec.TraceRow, folder: str) -> None:
+    @staticmethod
+    def _versions(con: Any, m: dict[str, Any]) -> None:
+        """The memory's earlier versions into the durable state (a version
+        already there, or a number this vault gave another version, is kept)."""
         for v in m.get("versions") or []:
             con.execute(
                 "INSERT OR IGNORE INTO state.memory_versions (id, memory_id, version, trace, reason, superseded_at) "
@@ -178,6 +191,9 @@ class _Record:
                 (v["id"], m["id"], v["version"], json.dumps(v["trace"], ensure_ascii=False, sort_keys=True),
                  v.get("reason"), v["superseded_at"]),
             )
+
+    def _durable_rows(self, con: Any, m: dict[str, Any], trace: rec.TraceRow, folder: str) -> None:
+        self._versions(con, m)
         if m["status"] != "active":  # forgotten, or merged away (its merge record follows)
             forgotten = m.get("forgotten") or {}
             snapshot = rec.TraceRow(**{**trace.__dict__, "status": "deleted", "reason": forgotten.get("reason")})
