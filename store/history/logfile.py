@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 from memvault.vault_io.gate import Gate
 
@@ -83,26 +83,35 @@ def head(path: Path) -> str:
     return "" if end < 0 else hashlib.sha1(first[:end]).hexdigest()
 
 
-def read_from(path: Path, offset: int) -> tuple[list[dict[str, Any]], int, int]:
-    """The complete lines of ``path`` from byte ``offset``: (records, the
-    offset after the last complete line, lines that were not a record)."""
+#: What a line that is not JSON decodes to.
+NOT_JSON = object()
+
+
+class Line(NamedTuple):
+    """One complete line of a log: what it decodes to (:data:`NOT_JSON` when
+    nothing), the byte offset it starts at, its number from where reading began."""
+
+    value: Any
+    start: int
+    number: int
+
+
+def read_from(path: Path, offset: int) -> tuple[list[Line], int]:
+    """The complete lines of ``path`` from byte ``offset`` (blank ones left
+    out), and the offset after the last complete line."""
     with open(path, "rb") as f:
         f.seek(offset)
         data = f.read()
     end = data.rfind(b"\n")
     if end < 0:
-        return [], offset, 0
-    records, bad = [], 0
-    for line in data[:end].split(b"\n"):
-        if not line.strip():
-            continue
-        try:
-            value = json.loads(line)
-        except ValueError:
-            bad += 1
-            continue
-        if isinstance(value, dict):
-            records.append(value)
-        else:
-            bad += 1
-    return records, offset + end + 1, bad
+        return [], offset
+    lines, start = [], 0
+    for number, line in enumerate(data[:end].split(b"\n"), 1):
+        if line.strip():
+            try:
+                value = json.loads(line)
+            except ValueError:
+                value = NOT_JSON
+            lines.append(Line(value, offset + start, number))
+        start += len(line) + 1
+    return lines, offset + end + 1

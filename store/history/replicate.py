@@ -37,7 +37,7 @@ import apsw
 from memvault.store.db.connection import write_transaction
 from memvault.store.db.rows import first, rows, scalar
 from memvault.store.db.state_schema import HISTORY_TABLES_M006
-from memvault.store.history import has_queued, logfile
+from memvault.store.history import has_queued, lines, logfile
 from memvault.store.memories.rows import NOTE_DELETED
 from memvault.vault_io.gate import Gate, WriteRefused
 
@@ -61,7 +61,8 @@ class HistorySync:
     appended: int = 0  # records this device appended to its log
     appended_bytes: int = 0
     read: int = 0  # new records read from the logs
-    bad_lines: int = 0  # complete lines that were not a record (skipped)
+    bad_lines: int = 0  # complete lines that were not a record of their file's device (skipped)
+    waiting: int = 0  # files read up to a record stamped ahead of this device's clock
     changed: list[Change] = field(default_factory=list)  # rows set to another device's record
     compacted: bool = False
 
@@ -170,23 +171,13 @@ def _remember_file(con: apsw.Connection, path: Path, offset: int, seen: tuple[in
                 (path.name, ino, offset, head))
 
 
-_SCALARS = (str, int, float, type(None))
-
-
-def _valid(record: dict[str, Any]) -> bool:
-    """Whether a decoded line is a record this version can use (a damaged
-    or foreign line is skipped, never a reason for a sync to fail)."""
-    row = record.get("r")
-    return (isinstance(record.get("d"), str) and isinstance(record.get("n"), int)
-            and isinstance(record.get("t"), int) and record.get("tb") in TABLES
-            and isinstance(record.get("k"), list) and len(record["k"]) == len(TABLES[record["tb"]])
-            and all(isinstance(v, _SCALARS) for v in record["k"])
-            and (row is None or (isinstance(row, dict) and all(isinstance(v, _SCALARS) for v in row.values()))))
-
-
 def _ingest(con: apsw.Connection, folder: Path, done: HistorySync, paths: list[Path] | None = None) -> set[Key]:
-    """Read what is new in every log file (or in ``paths``); the rows its records touch."""
+    """Read what is new in every log file (or in ``paths``); the rows its
+    records touch. A line that is not a record of its file's device is
+    skipped; a file is read up to a record stamped ahead of this device's
+    clock, and on from there at a later sync (:mod:`.lines`)."""
     touched: set[Key] = set()
+    now = lines.now_ms()
     for path in logfile.log_files(folder) if paths is None else [p for p in paths if p.exists()]:
         try:
             st = path.stat()
@@ -197,17 +188,21 @@ def _ingest(con: apsw.Connection, folder: Path, done: HistorySync, paths: list[P
             # The same first line is the same log grown (a sync tool delivers a
             # new inode each time); a compacted or replaced file starts otherwise.
             grown = known is not None and known[1] <= st.st_size and known[2] == head
-            records, end, bad = logfile.read_from(path, int(known[1]) if known is not None and grown else 0)
+            found, end = logfile.read_from(path, int(known[1]) if known is not None and grown else 0)
         except OSError as exc:  # a file the sync tool is replacing this moment: the next sync reads it
             log.warning("cannot read history log %s: %s", path, exc)
             continue
-        done.bad_lines += bad
-        for r in records:
-            if "snapshot" in r:
+        device = lines.file_device(path)
+        for r, start, _ in found:
+            if isinstance(r, dict) and "snapshot" in r:
                 continue  # a snapshot's header (it makes each snapshot's first line its own)
-            if not _valid(r):
+            if lines.refused(r, device, TABLES) is not None:
                 done.bad_lines += 1
                 continue
+            if lines.waits(r, now):
+                done.waiting += 1
+                end = start  # read on from this record once the clock has reached it
+                break
             key = key_text(r["k"])
             con.execute(
                 "INSERT OR IGNORE INTO state.history_records (device, seq, stamp, tbl, key, row) VALUES (?,?,?,?,?,?)",

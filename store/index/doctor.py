@@ -20,7 +20,9 @@ point at nothing), so a repair is never more dangerous than using memvault:
   ``sync`` does too). A warning: keyword search finds them meanwhile, and
   the index is sound. While a daemon serves the vault it embeds them itself.
 - **history**: changes not yet appended to this device's history log in
-  the vault (a sync appends them).
+  the vault (a sync appends them); as warnings, lines of the logs that are
+  not a record of their file's device (planted or damaged: never read) or
+  stamped ahead of this device's clock (not read until then).
 - **memories**: a live memory no note holds (its note is gone, or the file it
   claims belongs to another memory: two memories claiming one file). After
   a sync has had its chance to find the note, each is retired as a note
@@ -325,11 +327,19 @@ def check_embedding(ctx: StoreContext) -> list[Finding]:
 def check_history(ctx: StoreContext) -> list[Finding]:
     """Changes this device has not yet appended to its history log in the
     vault (the vault refused the write): other devices do not have them."""
+    from memvault.store.history import lines, logfile
+    from memvault.store.history.replicate import TABLES
+
+    out = []
     queued = count(ctx.con, "SELECT count(DISTINCT tbl || key) FROM state.history_pending")
-    if not queued:
-        return []
-    return [Finding("history", f"{queued} changes are not yet in this device's history log in "
-                               f"{ctx.settings.history_folder}/ (other devices lack them)", "sync")]
+    if queued:
+        out.append(Finding("history", f"{queued} changes are not yet in this device's history log in "
+                                      f"{ctx.settings.history_folder}/ (other devices lack them)", "sync"))
+    # Lines no device wrote as they are (planted, damaged) or stamped ahead of
+    # this device's clock: never read (or not yet); a person must look.
+    for line in lines.audit(logfile.log_files(ctx.history_folder), TABLES):
+        out.append(Finding("history", f"{ctx.settings.history_folder}/{line}", None, warning=True))
+    return out
 
 
 def repair_report(ctx: StoreContext, report: DoctorReport, progress: Progress | None = None, *,
