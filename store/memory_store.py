@@ -389,8 +389,16 @@ class MemoryStore(SyncAPI, ReadAPI, ChangeAPI):
             refuse_while_served(self.data_dir, "repairing its index")
         report = doctor.DoctorReport(doctor.diagnose(self.ctx))
         if repair and report.findings:
-            doctor.repair_report(self.ctx, report, progress, rebuild=self.rebuild, sync=self.sync, embed=self.embed)
+            doctor.repair_report(self.ctx, report, progress, rebuild=self.rebuild, sync=self.sync, embed=self.embed,
+                                 recover=self._recover_runs)
         return report
+
+    def _recover_runs(self) -> None:
+        """Settle what a consolidation run, merge or undo that died left (doctor's repair)."""
+        from memvault.store.consolidation.journal import exclusive, recover
+
+        with exclusive(self.ctx):
+            recover(self.ctx, self.memories)
 
     def embed(self, progress: Progress | None = None, should_stop: Callable[[], bool] = lambda: False) -> "EmbedReport":
         """Chunk and embed whatever has no vector yet (a missing model is

@@ -114,6 +114,63 @@ def recover(ctx: "StoreContext", memories: "Memories") -> None:
     for run_id in log.runs_with_pending(con):  # runs that failed halfway through an action
         settle_run(ctx, memories, run_id)
 
+def _finish_members(ctx: "StoreContext", memories: "Memories", run: log.Run, survivor: str, reason: str,
+                    others: dict[str, Any], members: dict[str, Any]) -> dict[str, Any]:
+    """Forget and mark merged each member of a killed merge still live and
+    as the merge found it (one a person changed since stays live, as a merge
+    leaves a member edited meanwhile); the members merged now."""
+    con = ctx.con
+    merged: dict[str, Any] = {}
+    for memory_id, info in others.items():
+        t = rec.get_trace(con, memory_id)
+        if memory_id in members or t is None or t.status != "active":
+            continue
+        if t.content != rec.trace_from_json(info["trace"]).content:
+            continue
+        try:
+            done = memories.forget(memory_id, reason)
+        except MemvaultError:
+            continue  # its note cannot be moved now: it stays live, the merge ends without it
+        if done.action != "forgotten":
+            continue
+        with write_transaction(con):
+            mark_member(con, memory_id, survivor, run.id, info["path"])
+        merged[memory_id] = info
+    return merged
+
+
+def left_unfinished(ctx: "StoreContext") -> list[log.Run]:
+    """Runs (and merges, and undos) a writer that died left unfinished: still
+    marked running, or with an action pending, while no run holds the lock
+    (one that does is alive). Reads only."""
+    con = ctx.con
+    found = {r.id: r for r in log.unfinished_runs(con)}
+    for run_id in log.runs_with_pending(con):
+        if run_id not in found and (run := log.get_run(con, run_id)) is not None:
+            found[run_id] = run
+    if not found or _lock_held(ctx):
+        return []
+    return list(found.values())
+
+
+def _lock_held(ctx: "StoreContext") -> bool:
+    """Whether a run, merge or undo holds the vault's consolidation lock now."""
+    import fcntl
+
+    path = ctx.data_dir / "consolidate.lock"
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
+    except FileNotFoundError:
+        return False
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        return True
+    finally:
+        os.close(fd)  # releases it
+    return False
+
+
 def action_counts(actions: Sequence[log.LoggedAction]) -> dict[str, int]:
     """A run's summary from its log (decay counts memories)."""
     return count_actions((a.kind, a.detail) for a in actions)
@@ -192,7 +249,9 @@ def _settle_merge(ctx: "StoreContext", memories: "Memories", run: log.Run,
                   u: dict[str, Any]) -> dict[str, Any] | None:
     """How far a killed merge got (see :func:`.merge.merge`): the survivor's
     update and each member forgotten for it; the members forgotten but not yet
-    marked merged are merged now, as the merge would have done next."""
+    marked merged are merged now, and, once the survivor holds their text,
+    so are the members not yet forgotten: the merge ends whole, as it would
+    have (or, killed before the survivor changed, as if never begun)."""
     if "survivor" not in u:
         return None  # killed before its first change
     con = ctx.con
@@ -212,6 +271,8 @@ def _settle_merge(ctx: "StoreContext", memories: "Memories", run: log.Run,
         with write_transaction(con):
             mark_member(con, memory_id, survivor, run.id, info["path"])
         members[memory_id] = info
+    if version is not None:
+        members.update(_finish_members(ctx, memories, run, survivor, reason, others, members))
     if version is None and not members:
         return None
     if "path_after" not in u:

@@ -23,6 +23,8 @@ point at nothing), so a repair is never more dangerous than using memvault:
   the vault (a sync appends them); as warnings, lines of the logs that are
   not a record of their file's device (planted or damaged: never read) or
   stamped ahead of this device's clock (not read until then).
+- **consolidation**: a run, merge or undo whose process died halfway (the
+  next one finishes it; so does the repair, a merge whole).
 - **memories**: a live memory no note holds (its note is gone, or the file it
   claims belongs to another memory: two memories claiming one file). After
   a sync has had its chance to find the note, each is retired as a note
@@ -53,7 +55,7 @@ from memvault.store.db.rows import count
 Progress = Callable[[int, int], None]
 
 #: Repairs in the order they must run (a rebuild first makes the others moot).
-REPAIRS = ("rebuild", "fts", "state", "backfill", "prune", "sync", "phantoms", "embed")
+REPAIRS = ("rebuild", "fts", "state", "backfill", "prune", "recover", "sync", "phantoms", "embed")
 
 
 @dataclass
@@ -290,7 +292,7 @@ def diagnose(ctx: StoreContext) -> list[Finding]:
     if any(f.repair == "rebuild" for f in findings):
         return findings
     return (findings + check_state(con) + check_orphans(con) + check_memories(con) + check_vault(ctx)
-            + check_history(ctx) + check_embedding(ctx))
+            + check_history(ctx) + check_runs(ctx) + check_embedding(ctx))
 
 
 def check_embedding(ctx: StoreContext) -> list[Finding]:
@@ -324,6 +326,24 @@ def check_embedding(ctx: StoreContext) -> list[Finding]:
     return [Finding("embedding", detail + "; `memvault sync` embeds them", "embed", warning=True)]
 
 
+def check_runs(ctx: StoreContext) -> list[Finding]:
+    """A consolidation run, merge or undo whose process died halfway (a
+    merge whose survivor holds its members' text while some are still
+    live): the next run, merge or undo finishes it; so does ``--repair``."""
+    from memvault.store.consolidation import rows as log
+    from memvault.store.consolidation.journal import left_unfinished
+
+    out = []
+    for run in left_unfinished(ctx):
+        what = "merge" if run.trigger == "merge" else f"consolidation run ({run.trigger})"
+        at = [f"{a.kind} {' '.join(a.ids)}" for a in log.actions(ctx.con, run.id) if a.pending]
+        out.append(Finding("consolidation", f"{what} {run.id} was cut short (its process died)"
+                           + (f" while doing: {'; '.join(at)}" if at else "")
+                           + f"; repairing finishes it, then `memvault consolidate --undo {run.id}` reverses it whole",
+                           "recover"))
+    return out
+
+
 def check_history(ctx: StoreContext) -> list[Finding]:
     """Changes this device has not yet appended to its history log in the
     vault (the vault refused the write): other devices do not have them."""
@@ -343,12 +363,12 @@ def check_history(ctx: StoreContext) -> list[Finding]:
 
 
 def repair_report(ctx: StoreContext, report: DoctorReport, progress: Progress | None = None, *,
-                  rebuild: Rebuild, sync: Sync, embed: Embed) -> None:
+                  rebuild: Rebuild, sync: Sync, embed: Embed, recover: Callable[[], None] | None = None) -> None:
     """Repair what ``report`` found, check again, and say truthfully what was
     repaired: a repair whose finding is still there is not (``unrepaired``
     names it, with why when the repair said)."""
     errors: list[str] = []
-    ran = repair(ctx, report.findings, progress, errors, rebuild=rebuild, sync=sync, embed=embed)
+    ran = repair(ctx, report.findings, progress, errors, rebuild=rebuild, sync=sync, embed=embed, recover=recover)
     report.findings = diagnose(ctx)
     left = {f.repair for f in report.findings if f.repair}
     report.repaired = [r for r in ran if r not in left]
@@ -356,9 +376,11 @@ def repair_report(ctx: StoreContext, report: DoctorReport, progress: Progress | 
 
 
 def repair(ctx: StoreContext, findings: list[Finding], progress: Progress | None = None,
-           errors: list[str] | None = None, *, rebuild: Rebuild, sync: Sync, embed: Embed) -> list[str]:
+           errors: list[str] | None = None, *, rebuild: Rebuild, sync: Sync, embed: Embed,
+           recover: Callable[[], None] | None = None) -> list[str]:
     """Run each repair the findings ask for, once, in :data:`REPAIRS` order;
-    ``errors`` gets a line for each note write a sync could not finish.
+    ``errors`` gets a line for each note write a sync could not finish;
+    ``recover`` settles what dead consolidation runs left (the store's).
 
     A rebuild and a sync are the whole store's (they close and reopen its
     connection, write notes, tell listeners), so they come as the store's own
@@ -387,6 +409,10 @@ def repair(ctx: StoreContext, findings: list[Finding], progress: Progress | None
             con.execute(_LOST_NOTES)
             con.execute(_LOST_TURNS)
         done.append("prune")
+    if "recover" in wanted and recover is not None:
+        recover()
+        done.append("recover")
+        wanted.add("sync")  # what it changed goes into the history log, as any change
     if "sync" in wanted:
         # Every pending write now, however young: a repair is asked for
         # (and refused while a daemon runs), so no writer is at them.
