@@ -220,9 +220,18 @@ class Gate:
         checked inside the vault before anything is made in it)."""
         self.check(rel, kind, near=near, folder=folder)
         parts = rel.split("/")
+        path = self.root.joinpath(*parts)
+        if not path.parent.is_dir():
+            self._make_folders(rel, parts)
+            # A folder swapped for a symlink while they were made: checked again as a whole.
+            self._real(rel, parts, kind)
+        return Place(rel, kind, path, os.path.realpath(path.parent))
+
+    def _make_folders(self, rel: str, parts: list[str]) -> None:
+        """Make the missing folders of ``rel`` one at a time, each checked
+        inside the vault before the next is made in it."""
         self.root.mkdir(parents=True, exist_ok=True)  # the vault's own folder, wherever the person put it
         top = real_root(os.fspath(self.root))
-        path = self.root.joinpath(*parts)
         current = os.fspath(self.root)
         for part in parts[:-1]:
             current = os.path.join(current, part)
@@ -233,10 +242,6 @@ class Gate:
             real = os.path.realpath(current)
             if not is_inside(top, real) or not os.path.isdir(real):
                 raise WriteRefused(rel, f"leads outside the vault (to {real})")
-        folder_real = os.path.realpath(path.parent)
-        # A folder swapped for a symlink while they were made: checked again as a whole.
-        self._real(rel, parts, kind)
-        return Place(rel, kind, path, folder_real)
 
     # -- the writes --------------------------------------------------------------------
 
