@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import contextlib
 import ctypes
-import errno
 import os
 import secrets
 from collections.abc import Iterator, Sequence
@@ -106,16 +105,12 @@ class Folder:
         return name if self.fd is not None else self.path / name
 
     def read(self, name: str) -> bytes | None:
-        """The bytes of file ``name`` (never through a symlink), None if there is none."""
+        """The bytes of file ``name``, None if there is none (a symlink in a
+        file's place is read where it leads: the gate checked that is in the
+        vault; the write itself replaces the link, as it always did)."""
         try:
-            fd = os.open(self.at(name), os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC, dir_fd=self.fd)
+            fd = os.open(self.at(name), os.O_RDONLY | os.O_CLOEXEC, dir_fd=self.fd)
         except (FileNotFoundError, NotADirectoryError):
-            return None
-        except OSError as exc:
-            if exc.errno != errno.ELOOP:
-                raise
-            # A symlink in a note's place (inside the vault: the gate checked
-            # where it leads): replaced by the write, as before.
             return None
         with os.fdopen(fd, "rb") as fh:
             return fh.read()
