@@ -10,7 +10,6 @@ too, so "is a daemon running?" has one answer.
 
 from __future__ import annotations
 
-import fcntl
 import json
 import os
 from dataclasses import dataclass
@@ -18,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from memvault.vault_io.errors import MemvaultError
+from memvault.vault_io.locks import held_elsewhere
 
 LOCK_FILE = "daemon.lock"
 
@@ -72,17 +72,7 @@ def is_locked(data_dir: Path) -> bool:
     same instant retries (see :meth:`DaemonLock.acquire`), so the probe
     cannot make it fail.
     """
-    try:
-        fd = os.open(lock_path(data_dir), os.O_RDONLY | os.O_CLOEXEC)
-    except OSError:
-        return False
-    try:
-        fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
-    except BlockingIOError:
-        return True
-    finally:
-        os.close(fd)  # closing drops our shared lock too
-    return False
+    return held_elsewhere(lock_path(data_dir), shared=True)
 
 
 def daemon_pid(data_dir: Path) -> int | None:

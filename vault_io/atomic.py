@@ -148,31 +148,41 @@ class Folder:
             os.fsync(self.fd)
 
 
+@contextlib.contextmanager
+def _replacing(folder: Folder, name: str, mode: int | None) -> Iterator[BinaryIO]:
+    """A temporary file beside ``name`` in ``folder`` that replaces it
+    (fsynced, then the folder) when the block ends without an error, else is
+    removed. An existing file keeps its permission bits; a new one gets
+    ``mode`` or 0o644 filtered by the umask, like any editor would create."""
+    keep_mode = folder.mode(name)
+    tmp, fd = folder.create(name, 0o644 if mode is None else mode)
+    try:
+        with os.fdopen(fd, "wb") as fh:
+            yield fh
+            fh.flush()
+            if keep_mode is not None:
+                os.fchmod(fh.fileno(), keep_mode)
+            os.fsync(fh.fileno())
+        folder.replace(tmp, name)
+    except BaseException:
+        folder.discard(tmp)
+        raise
+    folder.sync()
+
+
 def atomic_write(path: Path, data: bytes, *, mode: int | None = None, confine: str | None = None) -> bool:
     """Write ``data`` to ``path`` atomically; return False if it already held it.
 
     Identical bytes are never rewritten (no mtime churn, no sync loops). An
     existing file keeps its permission bits; a new one gets ``mode`` or
-    0o644 filtered by the umask, like any editor would create. ``confine``:
-    the real path the file's folder must have (:class:`Folder`).
+    0o644 filtered by the umask. ``confine``: the real path the file's
+    folder must have (:class:`Folder`).
     """
     with Folder(path.parent, confine) as folder:
         if folder.read(path.name) == data:
             return False
-        keep_mode = folder.mode(path.name)
-        tmp, fd = folder.create(path.name, 0o644 if mode is None else mode)
-        try:
-            with os.fdopen(fd, "wb") as fh:
-                fh.write(data)
-                fh.flush()
-                if keep_mode is not None:
-                    os.fchmod(fh.fileno(), keep_mode)
-                os.fsync(fh.fileno())
-            folder.replace(tmp, path.name)
-        except BaseException:
-            folder.discard(tmp)
-            raise
-        folder.sync()
+        with _replacing(folder, path.name, mode) as fh:
+            fh.write(data)
     return True
 
 
@@ -181,18 +191,8 @@ def atomic_stream(path: Path, *, confine: str | None = None) -> Iterator[BinaryI
     """A file to write ``path`` with, whole or not at all: the bytes go to a
     temporary file beside it that replaces it (fsynced) only when the block
     ends without an error. ``confine``: see :class:`Folder`."""
-    with Folder(path.parent, confine) as folder:
-        tmp, fd = folder.create(path.name, 0o644)
-        try:
-            with os.fdopen(fd, "wb") as fh:
-                yield fh
-                fh.flush()
-                os.fsync(fh.fileno())
-            folder.replace(tmp, path.name)
-        except BaseException:
-            folder.discard(tmp)
-            raise
-        folder.sync()
+    with Folder(path.parent, confine) as folder, _replacing(folder, path.name, None) as fh:
+        yield fh
 
 
 def _syncfs(fd: int) -> bool:

@@ -27,7 +27,7 @@ from memvault.store.db.connection import write_transaction
 from memvault.store.memories import rows as mem
 from memvault.store.memories.mirror import MemoryWriteError
 from memvault.vault_io.errors import MemvaultError
-from memvault.vault_io.locks import flock_within
+from memvault.vault_io.locks import flock_within, held_elsewhere
 from memvault.vault_io.note import content_hash
 
 if TYPE_CHECKING:
@@ -155,20 +155,7 @@ def left_unfinished(ctx: "StoreContext") -> list[log.Run]:
 
 def _lock_held(ctx: "StoreContext") -> bool:
     """Whether a run, merge or undo holds the vault's consolidation lock now."""
-    import fcntl
-
-    path = ctx.data_dir / "consolidate.lock"
-    try:
-        fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
-    except FileNotFoundError:
-        return False
-    try:
-        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-    except BlockingIOError:
-        return True
-    finally:
-        os.close(fd)  # releases it
-    return False
+    return held_elsewhere(ctx.data_dir / "consolidate.lock")
 
 
 def action_counts(actions: Sequence[log.LoggedAction]) -> dict[str, int]:
