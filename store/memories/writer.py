@@ -32,6 +32,8 @@ from memvault.vault_io.note import content_hash
 from memvault.vault_io.secrets import redact
 
 TRASH = TRASH_FOLDER
+#: How often a note still unchanged but held open elsewhere is replaced again.
+REPLACE_TRIES = 3
 #: Why a store change went beside its note instead of into it.
 EDITED = "the note was edited in the vault meanwhile"
 #: Bytes kept free in a conflict copy's name for free_path's " 2" counter.
@@ -284,7 +286,7 @@ class NoteWriter:
         is never lost: False then, nothing of ours stays in the vault, and
         the caller writes the store's version beside the note."""
         if expected is not None and target == current:
-            if not self.gate.replace(target, expected, data):
+            if not self._replace(target, expected, data):
                 if (self.root / target).exists():
                     return False
                 self.gate.write(target, data, Kind.NOTE, mode=mode)  # deleted meanwhile: an edit beats it
@@ -298,6 +300,20 @@ class NoteWriter:
             mem.clear_outbox(self.con, trace_id)
         self.indexer.sync_paths([target] + ([current] if current and current != target else []))
         return True
+
+    def _replace(self, rel: str, expected: str, data: bytes) -> bool:
+        """Exchange-and-check ``rel`` (:meth:`~memvault.vault_io.gate.Gate.replace`),
+        again while the note is unchanged and only was open elsewhere (a
+        sync tool reading it): False once it changed, or is gone."""
+        for _ in range(REPLACE_TRIES):
+            if self.gate.replace(rel, expected, data):
+                return True
+            try:
+                if content_hash((self.root / rel).read_bytes()) != expected:
+                    return False
+            except FileNotFoundError:
+                return False
+        return False
 
     def _trash(self, trace: rec.TraceRow, current: str | None, entry: mem.OutboxEntry) -> WriteResult:
         # The outbox entry is the record of intent: its trace carries the
