@@ -25,6 +25,7 @@ from memvault.vault_io.bases import (
     ownership,
     stamp,
 )
+from memvault.vault_io.bases_expr import check_expression
 from memvault.vault_io.memory_views import HEADER, VIEWS, memories_base, render_view, sessions_base
 from memvault.vault_io.parser import parse_note
 
@@ -90,9 +91,10 @@ def test_the_checker_accepts_the_30_real_bases_of_kepanos_vault() -> None:
         assert check_base(data, strict=False) == [], path.name
         if problems := check_base(data):
             legacy[path.name] = problems
-    # Strict checking flags exactly the keys early Bases versions wrote.
+    # Strict checking flags exactly the keys and the functions early Bases versions wrote.
     assert {"Games.base", "Genre.base"} <= set(legacy)
-    assert all("'display'" in p or ".sort[" in p for ps in legacy.values() for p in ps)
+    assert all("'display'" in p or ".sort[" in p or "Bases has no function not()" in p
+               for ps in legacy.values() for p in ps)
 
 
 @pytest.mark.parametrize(("base", "expected"), [
@@ -115,10 +117,56 @@ def test_the_checker_accepts_the_30_real_bases_of_kepanos_vault() -> None:
     ({"views": [{"type": "list", "name": "T", "limit": 0}]}, "limit: a whole number"),
     ({"views": [{"type": "table", "name": "T", "order": "file.name"}]}, "order: a list"),
     ({"views": [{"type": "table", "name": "T", "summaries": {"x": "Mode"}}]}, "unknown summary 'Mode'"),
+    # Expressions (issue 35): each mistake Obsidian would show as an error or an empty view.
+    ({"filters": 'file.inFoldr("Memory")', "views": [{"type": "table", "name": "T"}]},
+     "filters 'file.inFoldr(\"Memory\")': Bases has no method inFoldr() (did you mean inFolder()?)"),
+    ({"formulas": {"f": 'if(done, "yes"'}, "views": [{"type": "table", "name": "T"}]},
+     "formulas.f 'if(done, \"yes\"': '(' at column 3 is never closed"),
+    ({"formulas": {"f": "if(a, b))"}, "views": [{"type": "table", "name": "T"}]}, "')' at column 9 closes nothing"),
+    ({"formulas": {"f": 'iff(a, "x")'}, "views": [{"type": "table", "name": "T"}]},
+     "Bases has no function iff() (did you mean if()?)"),
+    ({"formulas": {"f": "'open"}, "views": [{"type": "table", "name": "T"}]}, "a string left open at column 1"),
+    ({"views": [{"type": "table", "name": "T", "filters": {"and": ["a b"]}}]},
+     "views[0].filters.and[0] 'a b': unexpected 'b' at column 3"),
+    ({"formulas": {"total": "price * 2"}, "views": [{"type": "table", "name": "T", "order": ["formula.totl"]}]},
+     "views[0].order[0]: formula.totl names no formula of this base (did you mean formula.total?)"),
+    ({"views": [{"type": "table", "name": "T", "sort": [{"property": "formula.x", "direction": "ASC"}]}]},
+     "views[0].sort[0].property: formula.x names no formula"),
+    ({"views": [{"type": "table", "name": "T", "groupBy": {"property": "formula.x", "direction": "ASC"}}]},
+     "views[0].groupBy.property: formula.x names no formula"),
+    ({"properties": {"formula.x": {"displayName": "X"}}, "views": [{"type": "table", "name": "T"}]},
+     "properties.formula.x: formula.x names no formula"),
+    ({"formulas": {"a": "formula.b + 1"}, "views": [{"type": "table", "name": "T"}]},
+     "formulas.a 'formula.b + 1': formula.b names no formula"),
 ])
 def test_the_checker_names_each_mistake(base: Any, expected: str) -> None:
     problems = check_base(base)
     assert any(expected in p for p in problems), problems
+
+
+@pytest.mark.parametrize("expression", [
+    'file.inFolder("Memory") && !file.hasProperty("session_id")',
+    'if(source, source.split(":")[0], "vault")',
+    "(now() - birthday).years.floor()",
+    'file.embeds[0].containsAny("jpg", "gif")',
+    "/ab+c/gi.matches(file.name) || 1.isTruthy() && (2.5).round() > -3 % 2",
+    '{"a": [1, 2.5, \'x\']}.isEmpty() != note["my key"]',
+    "values.filter(value > 2).reduce(acc + value, 0) / this.file.size",
+    "formula.total >= 3 && list(author).contains(this)",
+])
+def test_the_checker_takes_what_obsidian_reads(expression: str) -> None:
+    base = {"formulas": {"total": "price * 2"}, "filters": expression, "views": [{"type": "table", "name": "T"}]}
+    assert check_base(base) == []
+
+
+@given(st.text(st.sampled_from(list('ab.(),[]{}"\'/!&|=<>+-*% 01:')), max_size=30))
+def test_any_expression_gets_an_answer_never_an_exception(text: str) -> None:
+    problem = check_expression(text, {"a"})
+    assert problem is None or (problem and "\n" not in problem)
+
+
+def test_an_expression_nested_thousands_deep_is_one_line() -> None:
+    assert check_expression("(" * 5000 + "a" + ")" * 5000) == "it nests too deeply to read"
 
 
 def test_a_view_may_use_the_bases_own_summary() -> None:
@@ -257,6 +305,14 @@ def test_check_reports_a_broken_base_in_one_line(vault: Path, tmp_path: Path) ->
     lines = r.output.splitlines()
     assert len(lines) == 2 and "type: one of table" in lines[0] and "limit" in lines[0]
     assert lines[1].startswith(f"{broken}: not valid YAML")
+    # An expression Obsidian cannot read (issue 35): one line naming the file, where, and what.
+    typo = tmp_path / "Typo.base"
+    typo.write_text("filters: 'file.inFoldr(\"Memory\")'\nformulas:\n  due: 'if(done, \"late\"'\n"
+                    "views:\n  - type: table\n    name: T\n    order: [file.name, formula.age]\n", "utf-8")
+    r = run(vault, "views", "check", str(typo))
+    assert r.exit_code == 1 and len(r.output.splitlines()) == 1 and "Traceback" not in r.output
+    assert r.output.startswith(f"{typo}: filters") and "inFoldr()" in r.output and "never closed" in r.output
+    assert "views[0].order[1]: formula.age names no formula" in r.output
 
 
 def test_bad_input_is_one_line_and_the_right_exit_code(vault: Path, tmp_path: Path) -> None:

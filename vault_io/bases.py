@@ -28,7 +28,8 @@ A base is YAML that Obsidian reads as database views over the vault's notes
 :func:`dump_base` writes such data as YAML the way Obsidian does (two-space
 indents, block lists), deterministically, so the same data is always the same
 bytes. :func:`check_base` checks parsed YAML against the documented keys.
-:func:`stamp` and :func:`ownership` mark a file memvault wrote with a hash of
+:func:`check_base` also reads every expression (:mod:`.bases_expr`): an unknown function, a bracket left open,
+a ``formula.X`` naming no formula. :func:`stamp` and :func:`ownership` mark a file memvault wrote with a hash of
 its text, in a comment on its first line, so that the mark travels with the
 file (a copy of the vault, a sync to another device) and any later change by
 anyone shows: memvault never overwrites a base it did not write unchanged.
@@ -39,9 +40,13 @@ from __future__ import annotations
 import hashlib
 import re
 from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import Any
 
 import yaml
+
+from memvault.vault_io.bases_expr import check_expression, unknown_formula
+from memvault.vault_io.errors import shorten
 
 #: Top-level keys of a base (Bases syntax).
 TOP_KEYS = ("filters", "formulas", "properties", "summaries", "views")
@@ -189,22 +194,44 @@ def check_base(data: Any, *, strict: bool = True) -> list[str]:
         return [NESTED_TOO_DEEPLY]
 
 
+@dataclass(frozen=True)
+class _Base:
+    """What checking one part of a base needs to know of the whole."""
+
+    strict: bool
+    formulas: frozenset[str]  # the formula names (formula.X must be one)
+
+    def expression(self, text: str, where: str) -> list[str]:
+        """The problem of one expression, as a line naming where it is."""
+        problem = check_expression(text, self.formulas, strict=self.strict)
+        return [] if problem is None else [f"{where} {shorten(text.strip(), 60)!r}: {problem}"]
+
+    def column(self, name: Any, where: str) -> list[str]:
+        """A column, sort or group name: a ``formula.X`` must name a formula."""
+        if isinstance(name, str) and name.startswith("formula.") and name[8:] not in self.formulas:
+            return [f"{where}: {unknown_formula(name[8:], self.formulas)}"]
+        return []
+
+
 def _check_base(data: Any, strict: bool) -> list[str]:
     if not isinstance(data, Mapping):
         return ["a base is a mapping of filters, formulas, properties, summaries and views"]
     problems: list[str] = []
     allowed = TOP_KEYS + (() if strict else LEGACY_TOP_KEYS)
     problems += [f"unknown top-level key {k!r}" for k in data if k not in allowed]
+    formulas = data.get("formulas", {})
+    base = _Base(strict, frozenset(str(k) for k in formulas) if isinstance(formulas, Mapping) else frozenset())
     if "filters" in data:
-        problems += _check_filter(data["filters"], "filters")
-    problems += _check_strings(data.get("formulas", {}), "formulas")
-    problems += _check_strings(data.get("summaries", {}), "summaries")
+        problems += _check_filter(data["filters"], "filters", base)
+    problems += _check_strings(data.get("formulas", {}), "formulas", base)
+    problems += _check_strings(data.get("summaries", {}), "summaries", base)
     problems += _check_strings(data.get("display", {}), "display")
     props = data.get("properties", {})
     if not isinstance(props, Mapping):
         problems.append("properties: a mapping of property -> settings")
     else:
         for name, settings in props.items():
+            problems += base.column(name, f"properties.{name}")
             if not isinstance(settings, Mapping):
                 problems.append(f"properties.{name}: a mapping such as displayName: Name")
             else:
@@ -218,22 +245,27 @@ def _check_base(data: Any, strict: bool) -> list[str]:
         return problems + ["views: a list of one or more views"]
     custom = tuple(data.get("summaries") or {}) if isinstance(data.get("summaries"), Mapping) else ()
     for i, view in enumerate(views):
-        problems += _check_view(view, f"views[{i}]", strict, custom)
+        problems += _check_view(view, f"views[{i}]", base, custom)
     return problems
 
 
-def _check_strings(value: Any, where: str) -> list[str]:
-    """A mapping of names to expression (or display) strings."""
+def _check_strings(value: Any, where: str, base: _Base | None = None) -> list[str]:
+    """A mapping of names to expression strings (``base`` given) or display strings."""
     if not isinstance(value, Mapping):
         return [f"{where}: a mapping of name -> expression"]
-    return [f"{where}.{k}: an expression string, not {type(v).__name__}"
-            for k, v in value.items() if not isinstance(v, str) or not v.strip()]
+    problems = []
+    for k, v in value.items():
+        if not isinstance(v, str) or not v.strip():
+            problems.append(f"{where}.{k}: an expression string, not {type(v).__name__}")
+        elif base is not None:
+            problems += base.expression(v, f"{where}.{k}")
+    return problems
 
 
-def _check_filter(value: Any, where: str) -> list[str]:
+def _check_filter(value: Any, where: str, base: _Base) -> list[str]:
     """A filter: a statement string, or one of and/or/not holding a list of filters."""
     if isinstance(value, str):
-        return [] if value.strip() else [f"{where}: an empty filter statement"]
+        return base.expression(value, where) if value.strip() else [f"{where}: an empty filter statement"]
     if not isinstance(value, Mapping) or len(value) != 1 or next(iter(value)) not in FILTER_KEYS:
         return [f"{where}: a statement string, or a mapping with exactly one of and, or, not"]
     key, items = next(iter(value.items()))
@@ -241,11 +273,11 @@ def _check_filter(value: Any, where: str) -> list[str]:
         return [f"{where}.{key}: a list of statements and filter groups"]
     problems: list[str] = []
     for i, item in enumerate(items):
-        problems += _check_filter(item, f"{where}.{key}[{i}]")
+        problems += _check_filter(item, f"{where}.{key}[{i}]", base)
     return problems
 
 
-def _check_view(view: Any, where: str, strict: bool, custom: tuple[str, ...]) -> list[str]:
+def _check_view(view: Any, where: str, base: _Base, custom: tuple[str, ...]) -> list[str]:
     """One entry of ``views``."""
     if not isinstance(view, Mapping):
         return [f"{where}: a mapping with type and name"]
@@ -259,18 +291,20 @@ def _check_view(view: Any, where: str, strict: bool, custom: tuple[str, ...]) ->
     # that was a table still has its columnSize), so any layout's key is known.
     problems += [f"{where}: unknown key {k!r}" for k in view if k not in _ALL_VIEW_KEYS]
     if "filters" in view:
-        problems += _check_filter(view["filters"], f"{where}.filters")
+        problems += _check_filter(view["filters"], f"{where}.filters", base)
     order = view.get("order", [])
     if not isinstance(order, list) or not all(isinstance(p, str) for p in order):
         problems.append(f"{where}.order: a list of property names")
+    else:
+        problems += [p for i, name in enumerate(order) for p in base.column(name, f"{where}.order[{i}]")]
     sort = view.get("sort", [])
     if not isinstance(sort, list):
         problems.append(f"{where}.sort: a list of property and direction")
     else:
         for i, rule in enumerate(sort):
-            problems += _check_ordering(rule, f"{where}.sort[{i}]", strict)
+            problems += _check_ordering(rule, f"{where}.sort[{i}]", base.strict, base)
     if "groupBy" in view:
-        problems += _check_ordering(view["groupBy"], f"{where}.groupBy", strict=True)
+        problems += _check_ordering(view["groupBy"], f"{where}.groupBy", True, base)
     limit = view.get("limit", 1)
     if isinstance(limit, bool) or not isinstance(limit, int) or limit < 1:
         problems.append(f"{where}.limit: a whole number of at least 1")
@@ -280,10 +314,11 @@ def _check_view(view: Any, where: str, strict: bool, custom: tuple[str, ...]) ->
     else:
         problems += [f"{where}.summaries.{p}: unknown summary {s!r}"
                      for p, s in summaries.items() if s not in BUILTIN_SUMMARIES + custom]
+        problems += [x for p in summaries for x in base.column(p, f"{where}.summaries.{p}")]
     return problems
 
 
-def _check_ordering(rule: Any, where: str, strict: bool) -> list[str]:
+def _check_ordering(rule: Any, where: str, strict: bool, base: _Base) -> list[str]:
     """A sort rule or a groupBy: a property and a direction."""
     keys = ("property", "direction") if strict else ("property", "column", "direction")
     if not isinstance(rule, Mapping) or set(rule) - set(keys):
@@ -291,6 +326,8 @@ def _check_ordering(rule: Any, where: str, strict: bool) -> list[str]:
     problems = []
     if not isinstance(rule.get("property", rule.get("column")), str):
         problems.append(f"{where}.property: missing")
+    else:
+        problems += base.column(rule.get("property", rule.get("column")), f"{where}.property")
     if rule.get("direction", "ASC") not in DIRECTIONS:
         problems.append(f"{where}.direction: ASC or DESC, not {rule.get('direction')!r}")
     return problems
