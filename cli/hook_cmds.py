@@ -259,8 +259,13 @@ _scope = click.option("--scope", type=click.Choice(["user", "project"]), default
 @pass_app
 def hook_install(app: AppContext, client: str, scope: str, as_json: bool) -> None:
     """Merge memvault's hooks into the client's settings (other hooks and keys stay; a backup first)."""
-    from memvault.cli.clients.client_config import install_hooks
+    from memvault.cli.clients.client_config import install_codex_hooks, install_hooks
 
+    if client == "codex":  # and the feature flag Codex runs no hook without
+        hooks, flag = install_codex_hooks(scope, app.store.root)
+        for change, what in ((hooks, "memvault hooks"), (flag, "Codex's hooks feature flag")):
+            emit_json(change.as_dict()) if as_json else echo(change.describe(what))
+        return
     change = install_hooks(client, scope, app.store.root)
     emit_json(change.as_dict()) if as_json else echo(change.describe("memvault hooks"))
 

@@ -31,6 +31,7 @@ cursor                    ``~/.cursor/mcp.json``                                
 vscode                    ``Code/User/mcp.json`` (platform config dir) ``servers``  ``.vscode/mcp.json``
 codex (MCP)               ``$CODEX_HOME/config.toml`` ``[mcp_servers.memvault]``  ``.codex/config.toml``
 codex (hooks)             ``$CODEX_HOME/hooks.json``                             ``.codex/hooks.json``
+codex (hooks feature)     ``$CODEX_HOME/config.toml`` ``[features]``             ``.codex/config.toml``
 ========================  =====================================================  ==========================
 """
 
@@ -462,6 +463,61 @@ def install_hooks(client: str, scope: str, vault: Path, *, project: Path | None 
     change = _write_back(path, text, data, lambda t: jsonc.set_member(t, (), "hooks", hooks))
     change.action = "updated" if had else "added"
     return change
+
+
+#: The ``[features]`` keys that turn Codex's hooks on: ``codex_hooks`` (Codex before 0.130 reads only it; later
+#: versions read it as an alias of ``hooks``, the newer name). Codex runs no hook of hooks.json without one.
+CODEX_HOOK_FEATURES = ("codex_hooks", "hooks")
+
+
+def codex_hooks_feature(scope: str, *, project: Path | None = None) -> tuple[Path, str | None, str]:
+    """What turning Codex's hooks feature on at ``scope`` takes: its
+    config.toml, the new text (None: already on, nothing to write) and the
+    action. A key set to false is set to true (installing hooks asks for
+    them); none: ``codex_hooks = true`` is added under ``[features]``.
+    Raises ClientConfigError, before anything is written, when the file
+    cannot be changed safely."""
+    path = mcp_config_path("codex", scope, project or Path.cwd())
+    text, data = _parse_toml(path)
+    features = data.get("features", {})
+    if not isinstance(features, dict):
+        raise ClientConfigError(f"{path}: features is not a table; nothing was written")
+    present = {k: features[k] for k in CODEX_HOOK_FEATURES if k in features}
+    if any(v is True for v in present.values()) and not any(v is False for v in present.values()):
+        return path, None, "unchanged"
+    keys = [k for k, v in present.items() if v is not True] or [CODEX_HOOK_FEATURES[0]]
+    new = text
+    try:
+        for name in keys:
+            new = toml_edit.set_key(new, ("features",), name, True)
+    except toml_edit.TomlEditError as exc:
+        raise ClientConfigError(f"cannot edit {path} safely ({exc}); nothing was written") from None
+    import tomllib
+
+    want = dict(data, features={**features, **dict.fromkeys(keys, True)})
+    try:
+        ok = tomllib.loads(new) == want
+    except tomllib.TOMLDecodeError:
+        ok = False
+    if not ok:
+        raise ClientConfigError(f"cannot turn on [features] {keys[0]} in {path} safely (is features written "
+                                "inline?); set it by hand; nothing was written")
+    return path, new, "updated" if present else "added"
+
+
+def install_codex_hooks(scope: str, vault: Path, *, project: Path | None = None) -> list[ConfigChange]:
+    """Codex's hooks: memvault's in hooks.json, and the feature flag that
+    makes Codex run them in config.toml (checked first: a config that cannot
+    be edited safely stops the install before either file is written)."""
+    path, new, action = codex_hooks_feature(scope, project=project)
+    changes = [install_hooks("codex", scope, vault, project=project)]
+    if new is None:
+        changes.append(ConfigChange(path, "unchanged"))
+    else:
+        was = "it was false; " if action == "updated" else ""
+        changes.append(ConfigChange(path, action, _write(path, new),
+                                    note=f"{was}Codex runs no hook without it (hook uninstall leaves it on)"))
+    return changes
 
 
 def uninstall_hooks(client: str, scope: str, *, project: Path | None = None) -> ConfigChange:

@@ -213,3 +213,30 @@ def set_table(text: str, path: tuple[str, ...], entry: dict[str, Any]) -> str:
         if k not in inside:
             out.append(line)
     return "".join(out)
+
+
+def set_key(text: str, table: tuple[str, ...], name: str, v: Any) -> str:
+    """``text`` with ``name = v`` in ``[table]``: its line replaced where the
+    key is (a comment after it goes with the old value), else added after
+    the table's last key line, else the table appended after a blank line.
+    Only that line changes; the caller checks the result with ``tomllib``."""
+    newline = "\r\n" if "\r\n" in text else "\n"
+    line = f"{key(name)} = {value(v)}{newline}"
+    lines, spans = _spans(text, table)
+    own = [(first, stop) for first, stop in spans if lines[first][2] == table]
+    if not own:
+        return (text.rstrip("\r\n") + newline * 2 if text.strip() else "") + render(table, {name: v}).replace(
+            "\n", newline)
+    first, stop = own[0]
+    assign = re.compile(r"\s*(?:" + re.escape(name) + "|" + re.escape(json.dumps(name)) + r")\s*=")
+    out = [entry[0] for entry in lines]
+    for k in range(first + 1, stop):
+        if lines[k][1] == "value" and assign.match(lines[k][0]):
+            indent = lines[k][0][: len(lines[k][0]) - len(lines[k][0].lstrip())]
+            out[k] = indent + line
+            return "".join(out)
+    last = out[stop - 1]
+    if not last.endswith("\n"):
+        out[stop - 1] = last + newline
+    out.insert(stop, line)
+    return "".join(out)
