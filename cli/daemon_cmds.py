@@ -115,6 +115,8 @@ def status(app: AppContext, as_json: bool) -> None:
         echo(f"{'contradicts:':12} {data['contradictions']} open contradictions (see `memvault conflicts`)")
     for clash in data.get("key_clashes") or []:
         echo(f"{'key clash:':12} {clash['detail']}")
+    for pause in data.get("paused") or []:
+        echo(f"{'paused:':12} {pause['detail']}: hooks, ingest and MCP remember store nothing (`memvault resume`)")
     pending = data.get("pending_writes") or []
     if pending:
         failed = sum(1 for p in pending if p["failed"])

@@ -41,6 +41,7 @@ from memvault.vault_io.secrets import redact
 if TYPE_CHECKING:
     from memvault.store.answers.recall import RecallBlock
     from memvault.store.memory_store import MemoryStore
+    from memvault.store.project import Project
     from memvault.store.queries.recall import ContextQuery
 
 #: Seconds a context hook may take with a running daemon (warm answers) and without.
@@ -127,15 +128,31 @@ def _context(store: "MemoryStore", q: "ContextQuery") -> "RecallBlock":
     return answer(store, q, local=store.answer_by_words)
 
 
-def session_scope(store: "MemoryStore", data: dict[str, Any]) -> str | None:
-    """The scope of the session's project (:func:`memvault.store.project.project_at`
-    of the hook's ``cwd``), or None when ``agents.project_scope`` is off."""
-    if not store.settings.agents.project_scope:
-        return None
+def session_project(data: dict[str, Any]) -> "Project | None":
+    """The session's project: :func:`memvault.store.project.project_at` of the hook's ``cwd``."""
     from memvault.store.project import project_at
 
-    found = project_at(data.get("cwd") or os.getcwd())
+    cwd = data.get("cwd")
+    return project_at(cwd if isinstance(cwd, str) and cwd else os.getcwd())
+
+
+def session_scope(store: "MemoryStore", data: dict[str, Any]) -> str | None:
+    """The scope of the session's project, or None when ``agents.project_scope`` is off."""
+    if not store.settings.agents.project_scope:
+        return None
+    found = session_project(data)
     return found.scope if found is not None else None
+
+
+def paused_notice(store: "MemoryStore", project: "Project | None") -> str:
+    """One line for the agent when what the session says is not stored now ("" otherwise)."""
+    from memvault.store.pause import MemoryPaused
+
+    try:
+        store.check_capture(project, "nothing this session says is stored; do not call remember")
+    except MemoryPaused as exc:
+        return f"memvault: {exc}\n"
+    return ""
 
 
 def session_start_text(store: "MemoryStore", data: dict[str, Any], budget: int | None) -> str:
@@ -147,8 +164,11 @@ def session_start_text(store: "MemoryStore", data: dict[str, Any], budget: int |
     from memvault.daemon.client import answer
     from memvault.store.queries.recall import SessionStartQuery
 
+    project = session_project(data)
+    if project is not None and project.memory_off:  # the project wants no memory at all: none recalled either
+        return ""
     q = SessionStartQuery(project=session_scope(store, data), budget=budget)
-    return str(answer(store, q, local=store.answer_by_words).text)
+    return paused_notice(store, project) + str(answer(store, q, local=store.answer_by_words).text)
 
 
 def prompt_text(store: "MemoryStore", data: dict[str, Any], budget: int | None, what: str) -> str:
@@ -156,6 +176,9 @@ def prompt_text(store: "MemoryStore", data: dict[str, Any], budget: int | None, 
     the session's project's memories first, then the person's own (``user``)."""
     prompt = data.get("prompt")
     if not isinstance(prompt, str) or not prompt.strip():
+        return ""
+    project = session_project(data)
+    if project is not None and project.memory_off:
         return ""
     from memvault.store.queries.recall import ContextQuery
 
@@ -169,7 +192,14 @@ def ingest_transcript(store: "MemoryStore", data: dict[str, Any], event: str, cl
     if not isinstance(path, str) or not path:
         log_line(event, "no transcript_path in the hook input; nothing to ingest")
         return ""
-    report = store.ingest(Path(path), session=data.get("session_id"), client=client)
+    from memvault.store.pause import MemoryPaused
+
+    cwd = data.get("cwd") if isinstance(data.get("cwd"), str) else None
+    try:
+        report = store.ingest(Path(path), session=data.get("session_id"), client=client, cwd=cwd)
+    except MemoryPaused as exc:
+        log_line(event, f"{path}: {exc}")
+        return ""
     log_line(event, f"ingested {path}: {json.dumps(report.as_dict(), default=str)[:500]}")
     return ""
 
@@ -255,18 +285,21 @@ _scope = click.option("--scope", type=click.Choice(["user", "project"]), default
 @hook.command("install")
 @_hook_client
 @_scope
+@click.option("--only", metavar="HOOKS", help="Install only these, comma-separated (session-start, prompt, "
+                                              "pre-compact, session-end, turn); memvault's others are taken out.")
 @json_option
 @pass_app
-def hook_install(app: AppContext, client: str, scope: str, as_json: bool) -> None:
+def hook_install(app: AppContext, client: str, scope: str, only: str | None, as_json: bool) -> None:
     """Merge memvault's hooks into the client's settings (other hooks and keys stay; a backup first)."""
-    from memvault.cli.clients.client_config import install_codex_hooks, install_hooks
+    from memvault.cli.clients.client_config import hook_names, install_codex_hooks, install_hooks
 
+    names = hook_names(only) if only is not None else None  # checked before the vault is opened
     if client == "codex":  # and the feature flag Codex runs no hook without
-        hooks, flag = install_codex_hooks(scope, app.store.root)
+        hooks, flag = install_codex_hooks(scope, app.store.root, only=names)
         for change, what in ((hooks, "memvault hooks"), (flag, "Codex's hooks feature flag")):
             emit_json(change.as_dict()) if as_json else echo(change.describe(what))
         return
-    change = install_hooks(client, scope, app.store.root)
+    change = install_hooks(client, scope, app.store.root, only=names)
     emit_json(change.as_dict()) if as_json else echo(change.describe("memvault hooks"))
 
 

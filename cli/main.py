@@ -54,6 +54,7 @@ COMMAND_MODULES: dict[str, str] = {
     "config": "config_cmds",
     **dict.fromkeys(["ingest", "import", "export", "restore-backup"], "flow_cmds"),
     "views": "views_cmds",
+    **dict.fromkeys(["pause", "resume"], "pause_cmds"),
 }
 
 

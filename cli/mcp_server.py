@@ -164,6 +164,15 @@ class Backend:
                 log.exception("tool failed")
                 raise ToolError(f"memvault failed with {type(exc).__name__}: {exc} (see the server's log)") from None
 
+    def storing(self, fn: Callable[[MemoryStore], T]) -> T:
+        """:meth:`run` of a write that stores what an agent says: refused
+        while memory is paused or off for the session's project (:mod:`memvault.store.pause`)."""
+        def checked(s: MemoryStore) -> T:
+            s.check_capture(self.project, "nothing was stored (the person paused memory)")
+            return fn(s)
+
+        return self.run(checked)
+
     def answer(self, q: SearchQuery | ContextQuery) -> Any:
         """``q`` answered by the running daemon (model and vectors warm), else
         here under the lock; memvault's errors become one-sentence tool errors.
@@ -399,6 +408,8 @@ def _browse_tools(server: MCPServer, backend: Backend) -> None:
         p = backend.project
         data["session_project"] = None if p is None else {"scope": p.scope, "root": str(p.root),
                                                           "memory_off": p.memory_off}
+        # Whether what this session says is stored now (a pause of all memory counts with no project too).
+        data["storing"] = backend.run(lambda s: _storing(s, p))
         return _ok(data)
 
 
@@ -425,7 +436,7 @@ def _write_tools(server: MCPServer, backend: Backend) -> None:
         source = client_source(ctx)
         why = _by(reason, "superseded", ctx) if reason else None
         where = scope.strip() if scope and scope.strip() else backend.default_scope(type)
-        result = backend.run(lambda s: s.add(content, type if key else type or "semantic", tags=_as_list(tags),
+        result = backend.storing(lambda s: s.add(content, type if key else type or "semantic", tags=_as_list(tags),
                                              scope=where, links=_as_list(links), source=source, key=key,
                                              reason=why))
         return _write_result(backend, result)
@@ -445,7 +456,7 @@ def _write_tools(server: MCPServer, backend: Backend) -> None:
         """Change a memory; refused if it changed since that version."""
         if content is None and tags is None and type is None:
             raise ToolError("nothing to update: give content, tags or type")
-        result = backend.run(lambda s: s.update(
+        result = backend.storing(lambda s: s.update(
             id, content=content, tags=_as_list(tags) if tags is not None else None, type_=type,
             reason=_by(reason, "updated", ctx), expect_version=version))
         return _write_result(backend, result)
@@ -467,6 +478,17 @@ def _by(reason: str | None, verb: str, ctx: Context | None) -> str:
     """A change's reason, saying which client made it (history and forgets keep it)."""
     who = client_source(ctx)
     return f"{reason} ({who})" if reason else f"{verb} by {who}"
+
+
+def _storing(store: MemoryStore, project: Project | None) -> bool:
+    """Whether ``remember`` and ``update`` store now for sessions of ``project``."""
+    from memvault.store.pause import MemoryPaused
+
+    try:
+        store.check_capture(project)
+    except MemoryPaused:
+        return False
+    return True
 
 
 def _write_result(backend: Backend, result: Any) -> CallToolResult:

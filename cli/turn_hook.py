@@ -117,6 +117,8 @@ def announce(data: dict[str, object], vault: str | None, client: str) -> str:
 
     session = data.get("session_id") if isinstance(data.get("session_id"), str) else None
     args = {"path": path, "session": session, "client": client}
+    if isinstance(data.get("cwd"), str):  # the session's project: its pause or `memory: off` holds
+        args["cwd"] = data["cwd"]
     reply = request(vault_data_dir(_vault(vault)) / SOCKET_NAME, {"v": PROTOCOL, "op": "ingest", "args": args})
     if reply is not None and reply.get("ok") is True:
         return ""

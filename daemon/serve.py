@@ -65,7 +65,7 @@ OPS = ("ping", "search", "context", "wake", "ingest", "session_start", "embed", 
 #: and the few memories added since the last embedding pass).
 MAX_EMBED_TEXTS = 64
 
-_INGEST_ARGS = {"path", "session", "client"}
+_INGEST_ARGS = {"path", "session", "client", "cwd"}
 
 
 class ServerRunningError(MemvaultError):
@@ -350,10 +350,11 @@ class QueryServer(Service):
         """Queue a transcript for the turn ingester; answered at once (the
         hook waits for nothing but this line)."""
         if not isinstance(args, dict) or not set(args) <= _INGEST_ARGS or not isinstance(args.get("path"), str) \
-                or not all(isinstance(args.get(k), (str, type(None))) for k in ("session", "client")):
+                or not all(isinstance(args.get(k), (str, type(None))) for k in ("session", "client", "cwd")):
             return _internal("bad arguments")
         try:
-            result = self.turns.submit(args["path"], args.get("session"), args.get("client") or "claude-code")
+            result = self.turns.submit(args["path"], args.get("session"), args.get("client") or "claude-code",
+                                       args.get("cwd"))
         except ValueError as exc:  # refused: outside the transcript folders, unreadable, queue full
             return _failed(2, str(exc))
         return {"ok": True, "result": result}

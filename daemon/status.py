@@ -119,6 +119,8 @@ def vault_status(store: "MemoryStore") -> dict[str, Any]:
         # Keys two live memories hold (a keyed fact added on two devices, a copied note).
         out["key_clashes"] = [{**c.to_json(), "detail": c.detail} for c in store.key_clashes()]
         out["pending_writes"] = store.pending_writes()  # memory notes not written yet
+        # `memvault pause`: what an agent's session says is not stored meanwhile.
+        out["paused"] = [{**p.to_json(), "detail": p.describe()} for p in store.pauses()]
     return out
 
 

@@ -63,6 +63,7 @@ class TurnJob:
     queued: float  # time.monotonic() of the first request it stands for
     requests: int = 1
     latest: float = 0.0  # time.monotonic() of its latest request
+    cwd: str | None = None  # the session's working folder (its project's pause holds)
 
 
 Ingest = Callable[["MemoryStore", TurnJob], Any]
@@ -70,7 +71,7 @@ Ingest = Callable[["MemoryStore", TurnJob], Any]
 
 def _store_ingest(store: "MemoryStore", job: TurnJob) -> Any:
     """The store's own ingest (incremental: only new turns are written)."""
-    return store.ingest(Path(job.path), session=job.session, client=job.client)
+    return store.ingest(Path(job.path), session=job.session, client=job.client, cwd=job.cwd)
 
 
 class TurnIngester:
@@ -91,12 +92,12 @@ class TurnIngester:
         self._running: str | None = None
         self._cond = threading.Condition()
         self._stop = threading.Event()
-        self.counts = {"requests": 0, "coalesced": 0, "ingested": 0, "failed": 0, "refused": 0}
+        self.counts = {"requests": 0, "coalesced": 0, "ingested": 0, "failed": 0, "refused": 0, "paused": 0}
         self.last: dict[str, Any] | None = None
 
     # -- the request side (query server handler threads) -----------------------------
 
-    def submit(self, path: str, session: str | None, client: str) -> dict[str, Any]:
+    def submit(self, path: str, session: str | None, client: str, cwd: str | None = None) -> dict[str, Any]:
         """Queue ``path`` for ingest, replacing a request for it still waiting.
 
         Returns what happened (``queued``, ``coalesced``, ``pending``);
@@ -113,10 +114,11 @@ class TurnIngester:
             old = self._pending.get(path)
             if old is not None:
                 self.counts["coalesced"] += 1
-                self._pending[path] = TurnJob(path, session, client, old.queued, old.requests + 1, time.monotonic())
+                self._pending[path] = TurnJob(path, session, client, old.queued, old.requests + 1, time.monotonic(),
+                                              cwd)
             else:
                 now = time.monotonic()
-                self._pending[path] = TurnJob(path, session, client, now, latest=now)
+                self._pending[path] = TurnJob(path, session, client, now, latest=now, cwd=cwd)
             self._cond.notify_all()
             return {"queued": True, "coalesced": old is not None, "pending": len(self._pending),
                     "running": self._running == path}
@@ -184,9 +186,17 @@ class TurnIngester:
     def _one(self, store: "MemoryStore", job: TurnJob) -> None:
         """Ingest one job; a failure is logged and counted, never raised
         (the next turn or the session end tries again)."""
+        from memvault.store.pause import MemoryPaused
+
         started = time.monotonic()
         try:
             report = self._ingest(store, job)
+        except MemoryPaused as exc:  # as asked: nothing stored, nothing failed
+            with self._cond:
+                self.counts["paused"] += 1
+                self.last = {"path": job.path, "action": "paused", "why": str(exc)}
+            log.info("turn ingest of %s: %s", job.path, exc)
+            return
         except Exception as exc:  # noqa: BLE001 - one transcript must not stop the others
             with self._cond:
                 self.counts["failed"] += 1

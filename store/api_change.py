@@ -19,6 +19,8 @@ from memvault.store.api_parts import StoreParts
 from memvault.vault_io.errors import MemvaultError
 
 if TYPE_CHECKING:
+    from datetime import timedelta
+
     import apsw
 
     from memvault.store.answers.review import SettledCopy
@@ -32,6 +34,8 @@ if TYPE_CHECKING:
     from memvault.store.flows.ingest import IngestReport
     from memvault.store.flows.sink import ImportReport
     from memvault.store.memories.mirror import WriteResult
+    from memvault.store.pause import PauseRow
+    from memvault.store.project import Project
     from memvault.store.retrieval.retriever import Retriever
     from memvault.vault_io.memory_views import ViewFile
 
@@ -166,6 +170,39 @@ class ChangeAPI(StoreParts):
             return forget_fact(self.con, fact, reason)
         return self.memories.forget(ref, reason)
 
+    @logged
+    def pause(self, scope: str = "*", *, span: "timedelta | None" = None, reason: str | None = None) -> "PauseRow":
+        """Pause memory (``scope``: ``*`` for all, else a project's scope) for
+        ``span`` (None: until resumed): see :mod:`.pause`. Shared with every
+        device through the history log."""
+        from memvault.store.db.connection import write_transaction
+        from memvault.store.pause import pause
+
+        with write_transaction(self.con):
+            return pause(self.con, self.device_id(), scope, span, reason)
+
+    @logged
+    def resume(self, scope: str | None = None) -> "list[PauseRow]":
+        """End the pauses holding now (``scope``: that one's only); the ones ended."""
+        from memvault.store.db.connection import write_transaction
+        from memvault.store.pause import resume
+
+        with write_transaction(self.con):
+            return resume(self.con, scope)
+
+    def pauses(self, scope: str | None = None) -> "list[PauseRow]":
+        """The pauses holding now (``scope``: those covering that project)."""
+        from memvault.store.pause import active
+
+        return active(self.read_con(), scope)
+
+    def check_capture(self, project: "Project | None", what: str = "nothing was stored") -> None:
+        """Raise :class:`~memvault.store.pause.MemoryPaused` when a session of
+        ``project`` (None: of no known project) must store nothing now."""
+        from memvault.store.pause import check_capture
+
+        check_capture(self.read_con(), project, what)
+
     def live_in_scope(self, scope: str) -> list[str]:
         """Ids of the live memories of ``scope``, oldest first."""
         return [r[0] for r in self.read_con().execute(
@@ -287,15 +324,18 @@ class ChangeAPI(StoreParts):
         session: str | None = None,
         title: str | None = None,
         client: str | None = None,
+        cwd: str | None = None,
     ) -> "IngestReport":
         """Write a conversation transcript (Claude Code or generic JSONL, a
         path or a stream) as its session note, appending only new turns, and
-        index it (see :mod:`.flows.ingest`)."""
+        index it (see :mod:`.flows.ingest`). ``cwd``: the session's working
+        folder, whose project's pause or ``memory: off`` applies (:mod:`.pause`)."""
         from memvault.store.flows.ingest import ingest
+        from memvault.store.project import project_at
 
         path_or_stream = Path(source) if isinstance(source, os.PathLike) else source
         report = ingest(self.ctx, path_or_stream, sync=self.sync, sync_paths=self.sync_paths, session=session,
-                        title=title, client=client)
+                        title=title, client=client, project=project_at(cwd))
         if report.action != "skipped" and report.path:
             report.warnings += self.embed_written(paths=[report.path])
         return report

@@ -30,7 +30,8 @@ from pathlib import Path
 MARKER = ".memvault"
 #: Most bytes of a marker file read (a marker is a few lines).
 MARKER_MAX = 4096
-#: Values of ``memory:`` that turn memory off.
+#: Values of ``memory:`` that turn memory off (as a session note's ``memory``:
+#: :data:`memvault.vault_io.session_note.MEMORY_OFF`, not imported: hooks read this module).
 OFF = frozenset({"off", "false", "no", "none", "0", "disabled"})
 
 

@@ -100,6 +100,31 @@ _DIGEST_LINE_RE = re.compile(
 )
 
 
+#: Values of a session note's ``memory`` key that stop memvault recording it
+#: (YAML reads ``off``/``no``/``false`` as False; the same words as a project's
+#: ``.memvault`` file, :mod:`memvault.store.project`).
+MEMORY_OFF = frozenset({"off", "false", "no", "none", "0", "disabled"})
+
+
+def says_memory_off(frontmatter: dict[str, Any]) -> bool:
+    """Whether a note's front-matter says ``memory: off`` (a session a person
+    does not want recorded: ingest appends nothing to it, and it is no
+    memory source, so its facts are retired until the key is taken back)."""
+    value = frontmatter.get("memory")
+    return value is False or (isinstance(value, str) and value.strip().lower() in MEMORY_OFF)
+
+
+def text_says_memory_off(text: str) -> bool:
+    """:func:`says_memory_off` of a note's text (its front-matter read safely; False when unreadable)."""
+    yaml_text, _, _ = split_frontmatter(text.lstrip("\ufeff").replace("\r\n", "\n"))
+    if yaml_text is None:
+        return False
+    try:
+        return says_memory_off(load_frontmatter(yaml_text))
+    except FrontmatterError:
+        return False
+
+
 def is_session_note(frontmatter: dict[str, Any]) -> bool:
     """Whether a note's front-matter makes it a session note."""
     value = frontmatter.get(SESSION_KEY)

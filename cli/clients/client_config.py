@@ -441,8 +441,23 @@ def _strip_ours(hooks: dict[str, Any]) -> bool:
     return removed
 
 
-def install_hooks(client: str, scope: str, vault: Path, *, project: Path | None = None) -> ConfigChange:
-    """Merge memvault's session hooks into ``client``'s settings."""
+def hook_names(only: str | None) -> tuple[str, ...]:
+    """The hooks ``--only`` names (``prompt,turn``), each one memvault has;
+    all of them for None. :class:`UsageError` names one it does not know."""
+    every = tuple(sub for _, _, sub, _ in HOOK_EVENTS)
+    if only is None:
+        return every
+    names = [n.strip() for n in only.split(",") if n.strip()]
+    unknown = [n for n in names if n not in every]
+    if unknown or not names:
+        raise UsageError(f"--only {only!r}: give hooks from {', '.join(every)}, comma-separated")
+    return tuple(n for n in every if n in names)
+
+
+def install_hooks(client: str, scope: str, vault: Path, *, project: Path | None = None,
+                  only: tuple[str, ...] | None = None) -> ConfigChange:
+    """Merge memvault's session hooks into ``client``'s settings (``only``:
+    these of them, :func:`hook_names`; memvault's others are taken out)."""
     path = hook_config_path(client, scope, project or Path.cwd())
     found = _read(path)
     text, data = found if found is not None else (None, {})
@@ -452,6 +467,8 @@ def install_hooks(client: str, scope: str, vault: Path, *, project: Path | None 
     before = json.dumps(hooks, sort_keys=True)
     had = _strip_ours(hooks)
     for event, matcher, sub, timeout in HOOK_EVENTS:
+        if only is not None and sub not in only:
+            continue
         group: dict[str, Any] = {"matcher": matcher} if matcher else {}
         group["hooks"] = [{"type": "command", "command": hook_command(vault, sub, client), "timeout": timeout}]
         groups = hooks.setdefault(event, [])
@@ -505,12 +522,13 @@ def codex_hooks_feature(scope: str, *, project: Path | None = None) -> tuple[Pat
     return path, new, "updated" if present else "added"
 
 
-def install_codex_hooks(scope: str, vault: Path, *, project: Path | None = None) -> list[ConfigChange]:
+def install_codex_hooks(scope: str, vault: Path, *, project: Path | None = None,
+                        only: tuple[str, ...] | None = None) -> list[ConfigChange]:
     """Codex's hooks: memvault's in hooks.json, and the feature flag that
     makes Codex run them in config.toml (checked first: a config that cannot
     be edited safely stops the install before either file is written)."""
     path, new, action = codex_hooks_feature(scope, project=project)
-    changes = [install_hooks("codex", scope, vault, project=project)]
+    changes = [install_hooks("codex", scope, vault, project=project, only=only)]
     if new is None:
         changes.append(ConfigChange(path, "unchanged"))
     else:

@@ -313,6 +313,54 @@ def m006_history_log(con: apsw.Connection) -> None:
         )
 
 
+def share_through_history(con: apsw.Connection, tables: dict[str, tuple[str, ...]]) -> None:
+    """Queue every change of ``tables`` (name -> key columns) for this
+    device's history log, as m006 does for its tables, and queue the rows
+    they hold now (a migration that adds a shared table calls it)."""
+    for table, cols in tables.items():
+        new = "json_array(" + ", ".join(f"NEW.{c}" for c in cols) + ")"
+        old = "json_array(" + ", ".join(f"OLD.{c}" for c in cols) + ")"
+        con.execute(
+            f"""
+            CREATE TRIGGER state.history_{table}_ins AFTER INSERT ON {table}
+            BEGIN INSERT INTO history_pending (tbl, key) VALUES ('{table}', {new}); END;
+            CREATE TRIGGER state.history_{table}_upd AFTER UPDATE ON {table}
+            BEGIN
+                INSERT INTO history_pending (tbl, key) VALUES ('{table}', {old});
+                INSERT INTO history_pending (tbl, key) SELECT '{table}', {new} WHERE {new} != {old};
+            END;
+            CREATE TRIGGER state.history_{table}_del AFTER DELETE ON {table}
+            BEGIN INSERT INTO history_pending (tbl, key) VALUES ('{table}', {old}); END;
+            INSERT INTO state.history_pending (tbl, key) SELECT '{table}', json_array({", ".join(cols)})
+                FROM state.{table};
+            """
+        )
+
+
+#: The shared table m007 adds (see :func:`share_through_history`).
+HISTORY_TABLES_M007: dict[str, tuple[str, ...]] = {"pauses": ("id",)}
+
+
+def m007_pauses(con: apsw.Connection) -> None:
+    """Memory paused (``memvault pause``): one row a pause, shared with every
+    device through the history logs, so a pause made on one device holds on
+    all, and the windows it covered stay known (turns said then are never
+    stored, whenever a transcript is ingested)."""
+    con.execute(
+        """
+        CREATE TABLE state.pauses (
+            id      TEXT PRIMARY KEY,              -- <device>-<ms>: one pause, made on one device
+            scope   TEXT NOT NULL,                 -- '*': all memory; else a project's scope
+            since   TEXT NOT NULL,                 -- ISO 8601 UTC
+            until   TEXT,                          -- when it ends by itself (NULL: when resumed)
+            resumed TEXT,                          -- when `memvault resume` ended it
+            reason  TEXT
+        );
+        """
+    )
+    share_through_history(con, HISTORY_TABLES_M007)
+
+
 MIGRATIONS: list[Callable[[apsw.Connection], None]] = [
     m001_durable_state,
     m002_fact_forgets,
@@ -320,4 +368,5 @@ MIGRATIONS: list[Callable[[apsw.Connection], None]] = [
     m004_consolidation,
     m005_contradiction_verdicts,
     m006_history_log,
+    m007_pauses,
 ]

@@ -75,7 +75,9 @@ def read_codex(objects: list[dict[str, Any]], ref: str, session: str | None, tit
                 output = output.get("content", output.get("output", ""))
             b.add("tool", b.tool_result(tool_names.get(str(item.get("call_id"))),
                                         output if isinstance(output, str) else text_of(output)), at)
-    return b.build()
+    conv = b.build()
+    conv.cwd = meta["cwd"] if isinstance(meta.get("cwd"), str) and meta["cwd"] else None
+    return conv
 
 
 def _message(b: ConversationBuilder, item: dict[str, Any], at: Any) -> None:

@@ -147,6 +147,7 @@ class Conversation:
     redacted: int = 0
     ref: str = ""  # where it came from, for messages ("conversations.json item 17")
     aliases: list[str] = field(default_factory=list)  # ids an earlier memvault gave it (adopted when they match)
+    cwd: str | None = None  # the folder the session worked in, when the transcript says (its project's pause applies)
 
     @property
     def user_turns(self) -> list[Turn]:

@@ -28,6 +28,7 @@ from memvault.store.facts.rows import ACTIVE, facts_of
 from memvault.store.flows.sessions import SessionPlan, SessionWriter, Sync, SyncPaths
 from memvault.store.flows.text_check import check_chunks, check_opener
 from memvault.store.flows.transcript import TranscriptError, read_transcript
+from memvault.store.project import Project
 from memvault.vault_io.errors import MemvaultError
 from memvault.vault_io.locks import flock_within
 
@@ -64,16 +65,34 @@ def ingest(
     session: str | None = None,
     title: str | None = None,
     client: str | None = None,
+    project: Project | None = None,
 ) -> IngestReport:
     """Write the conversation of ``source`` (a transcript path or stream) as
     its session note, appending what is new; index it (``sync``: the whole
-    vault first when it was never indexed; ``sync_paths``: the note written)."""
+    vault first when it was never indexed; ``sync_paths``: the note written).
+
+    ``project``: the session's (:mod:`memvault.store.project`; None: the
+    project of the folder the transcript says it worked in, if it says).
+    Nothing is written while memory is paused for it or off in it
+    (:class:`~memvault.store.pause.MemoryPaused`), and turns said while a
+    pause held are left out for good (:mod:`memvault.store.pause`)."""
+    from memvault.store.pause import check_capture, outside_pauses
+    from memvault.store.project import project_at
+
+    check_capture(ctx.con, project, "nothing was ingested")  # before the transcript is even read
     source = _checked(source)
     conv, warnings = read_transcript(source, session=session, title=title, client=client)
     if not conv.turns:
         # an empty file, or JSON lines that hold no conversation: one line, never a silent "unchanged"
         ref = str(source) if isinstance(source, (str, Path)) else getattr(source, "name", "<stdin>")
         raise TranscriptError(f"{ref}: no conversation turns in it (expected {EXPECTED})")
+    if project is None and conv.cwd:
+        project = project_at(conv.cwd)
+        check_capture(ctx.con, project, "nothing was ingested")
+    conv.turns, paused = outside_pauses(ctx.con, project.scope if project is not None else None, conv.turns)
+    if paused:
+        warnings.append(f"{paused} turn{'s' if paused != 1 else ''} said while memory was paused "
+                        f"{'were' if paused != 1 else 'was'} left out")
     with one_ingest_at_a_time(ctx.data_dir):
         if not ctx.has_index():
             sync()  # a first index of the vault, so search finds more than this session

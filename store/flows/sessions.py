@@ -60,6 +60,7 @@ from memvault.vault_io.session_note import (
     revise_session,
     session_filename,
     session_note_id,
+    text_says_memory_off,
     written_ids,
 )
 
@@ -211,6 +212,8 @@ class SessionWriter:
                 return SessionPlan(conv, note_id, "skipped", path, why="unchanged")
             # surrogateescape: a byte that is not UTF-8 (a person's, from another editor) is written back as it was
             existing = (self.ctx.root / path).read_bytes().decode("utf-8", "surrogateescape")
+            if text_says_memory_off(existing):  # the person turned memory off for this session
+                return SessionPlan(conv, note_id, "skipped", path, why="its session note says memory: off")
             old_digests, old_ids = _written(row, existing, conv)
             keep = _common_prefix(old_digests, conv.turns, dict(live_turns(existing)), old_ids)
             first = max([*old_ids, *written_ids(existing)], default=0) + 1  # block ids are never reused

@@ -210,7 +210,9 @@ def _claude_code(
         else:
             last_message = None
             _user_line(b, message.get("content"), at, tool_names)
-    return b.build()
+    conv = b.build()
+    conv.cwd = next((o["cwd"] for o in objects if isinstance(o.get("cwd"), str) and o["cwd"]), None)
+    return conv
 
 
 def _assistant_line(

@@ -36,7 +36,7 @@ import apsw
 
 from memvault.store.db.connection import write_transaction
 from memvault.store.db.rows import first, rows, scalar
-from memvault.store.db.state_schema import HISTORY_TABLES_M006
+from memvault.store.db.state_schema import HISTORY_TABLES_M006, HISTORY_TABLES_M007
 from memvault.store.history import has_queued, lines, logfile
 from memvault.store.memories.rows import NOTE_DELETED
 from memvault.vault_io.gate import Gate, WriteRefused
@@ -44,7 +44,7 @@ from memvault.vault_io.gate import Gate, WriteRefused
 log = logging.getLogger(__name__)
 
 #: Shared tables and their key columns.
-TABLES: dict[str, tuple[str, ...]] = dict(HISTORY_TABLES_M006)
+TABLES: dict[str, tuple[str, ...]] = {**HISTORY_TABLES_M006, **HISTORY_TABLES_M007}
 #: Columns a device numbers on its own: never shared (the key says which row).
 LOCAL_COLUMNS = {"contradictions": ("id",)}
 #: A device's tail is compacted into its snapshot past this many lines.
