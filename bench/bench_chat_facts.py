@@ -3,6 +3,7 @@
     python bench/bench_chat_facts.py                       # the conversational set and LoCoMo-dev
     python bench/bench_chat_facts.py --baseline a3ef418    # beside the rules of another commit, same run
     python bench/bench_chat_facts.py --show 30             # also print up to 30 facts the change dropped
+    python bench/bench_chat_facts.py --settings            # also what each ingest setting keeps
 
 Each conversation is ingested as memvault ingests a chat (``MemoryStore.ingest``
 of a generic JSONL transcript per session, vectors off), twice: once with
@@ -21,7 +22,10 @@ anywhere but a temp folder, and ``--show`` prints to the terminal only).
 Figures per set and rules: facts kept, facts anchored to a turn that is
 evidence of some question ("answering facts"), and evidence turns with at
 least one fact; beside the baseline: facts the change dropped and added,
-and answering facts dropped. And the mood (:mod:`memvault.store.facts.mood`)
+and answering facts dropped. With ``--settings``, the facts and answering
+facts that each ``ingest.min_importance`` and ``ingest.max_per_turn`` keep
+(:func:`memvault.store.facts.importance.select`, the observer's own step)
+beside the default, which keeps them all. And the mood (:mod:`memvault.store.facts.mood`)
 of every sentence of every turn, with ``--show`` a sample of those read as
 requests, or as questions without a question mark.
 """
@@ -119,20 +123,33 @@ def session_notes(work: Path, conv: Conversation, user: str) -> Iterator[tuple[A
         store.close()
 
 
+#: The ingest settings ``--settings`` measures: (min_importance, max_per_turn); the first is the default.
+SETTINGS = ((0.0, 0), (0.25, 0), (0.5, 0), (0.75, 0), (1.0, 0), (0.0, 1))
+
+
 def facts_of(extract: Callable[[Any, str], Any], note: Any, turn_ids: list[str]) -> set[tuple[str, str]]:
     """(turn id, text) of the facts ``extract`` finds in a session note (the digest left out)."""
+    return turn_facts(extract(note, "n-bench").facts, turn_ids)
+
+
+def turn_facts(drafts: list[Any], turn_ids: list[str]) -> set[tuple[str, str]]:
+    """(turn id, text) of fact drafts of a session note (the digest left out)."""
     out = set()
-    for draft in extract(note, "n-bench").facts:
+    for draft in drafts:
         m = re.fullmatch(r"t(\d+)", draft.block_id or "")
         if draft.segment != "digest" and m and 1 <= int(m.group(1)) <= len(turn_ids):
             out.add((turn_ids[int(m.group(1)) - 1], draft.text))
     return out
 
 
-def measure(name: str, convs: list[Conversation], work: Path, baseline: Any, show: int) -> dict[str, Any]:
-    """Facts of every conversation of a set by the current rules (and the baseline's)."""
+def measure(name: str, convs: list[Conversation], work: Path, baseline: Any, show: int,
+            settings: bool = False) -> dict[str, Any]:
+    """Facts of every conversation of a set by the current rules (and the baseline's,
+    and with ``settings`` those each of :data:`SETTINGS` keeps)."""
     from memvault.store.facts import conversation
+    from memvault.store.facts.importance import select
 
+    kept: dict[tuple[float, int], set[tuple[str, str, str]]] = {s: set() for s in SETTINGS} if settings else {}
     now: set[tuple[str, str, str]] = set()
     before: set[tuple[str, str, str]] = set()
     evidence: set[str] = set()
@@ -141,7 +158,10 @@ def measure(name: str, convs: list[Conversation], work: Path, baseline: Any, sho
         speakers = list(dict.fromkeys(s for session in conv[1] for s, _, _ in session))[:2]
         for user in speakers:
             for note, turn_ids in session_notes(work, conv, user):
-                now |= {(user, t, x) for t, x in facts_of(conversation.extract_conversation_facts, note, turn_ids)}
+                drafts = conversation.extract_conversation_facts(note, "n-bench").facts
+                now |= {(user, t, x) for t, x in turn_facts(drafts, turn_ids)}
+                for (score, cap), facts in kept.items():
+                    facts |= {(user, t, x) for t, x in turn_facts(select(drafts, score, cap), turn_ids)}
                 if baseline is not None:
                     before |= {(user, t, x) for t, x in facts_of(baseline.extract_conversation_facts, note, turn_ids)}
 
@@ -151,6 +171,9 @@ def measure(name: str, convs: list[Conversation], work: Path, baseline: Any, sho
 
     out: dict[str, Any] = {"set": name, "conversations": len(convs), "evidence_turns": len(evidence),
                            "now": figures(now)}
+    if kept:
+        out["settings"] = [{"min_importance": score, "max_per_turn": cap, **figures(facts)}
+                           for (score, cap), facts in kept.items()]
     if baseline is not None:
         dropped, added = before - now, now - before
         out["baseline"] = figures(before)
@@ -186,11 +209,27 @@ def mood_census(name: str, convs: list[Conversation], show: int) -> dict[str, in
     return counts
 
 
+def print_settings(results: list[dict[str, Any]]) -> None:
+    """A table of what each ingest setting keeps, beside the default (the first row)."""
+    print("| set | ingest setting | facts kept | answering facts kept | evidence turns with a fact |")
+    print("|---|---|---|---|---|")
+    for r in results:
+        base = r["settings"][0]
+        for row in r["settings"]:
+            label = ("default (min_importance 0, max_per_turn 0)" if row is base
+                     else f"max_per_turn = {row['max_per_turn']}" if row["max_per_turn"]
+                     else f"min_importance = {row['min_importance']:g}")
+            print(f"| {r['set']} | {label} | {row['facts']} of {base['facts']} | "
+                  f"{row['answering_facts']} of {base['answering_facts']} | "
+                  f"{row['evidence_turns_with_a_fact']} of {base['evidence_turns_with_a_fact']} |")
+
+
 def main() -> int:
     """Measure, print a table, and the figures as JSON."""
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--baseline", metavar="REF", help="Also extract with the conversation rules of this commit.")
     ap.add_argument("--show", type=int, default=0, metavar="N", help="Print up to N dropped and added facts per set.")
+    ap.add_argument("--settings", action="store_true", help="Also measure what each ingest setting keeps.")
     ap.add_argument("--locomo", type=Path, default=LOCOMO, help="LoCoMo-dev's JSON file.")
     args = ap.parse_args()
     work = Path(tempfile.mkdtemp(prefix="memvault-chat-facts-"))
@@ -202,7 +241,8 @@ def main() -> int:
             sets.append(("LoCoMo-dev", list(locomo_conversations(args.locomo))))
         else:
             print(f"LoCoMo-dev not found at {args.locomo}: the conversational set only")
-        results = [measure(name, convs, work / str(i), baseline, args.show) for i, (name, convs) in enumerate(sets)]
+        results = [measure(name, convs, work / str(i), baseline, args.show, args.settings)
+                   for i, (name, convs) in enumerate(sets)]
         for r, (name, convs) in zip(results, sets):
             r["moods"] = mood_census(name, convs, args.show)
     finally:
@@ -218,6 +258,8 @@ def main() -> int:
             label = f"{args.baseline}" if rules == "baseline" else "this checkout"
             print(f"| {r['set']} | {label} | {f['facts']} | {f['answering_facts']} | "
                   f"{f['evidence_turns_with_a_fact']} of {r['evidence_turns']} | {change} |")
+    if args.settings:
+        print_settings(results)
     for r in results:
         print(f"{r['set']}: sentences by mood {r['moods']}")
     print(json.dumps(results))

@@ -17,10 +17,14 @@ from memvault.cli.main import AppContext, cli, echo, emit_json, json_option, pas
 @click.option("--source", "client", metavar="CLIENT",
               help="The client that held the conversation (default: claude-code for Claude Code transcripts, "
                    "else generic).")
+@click.option("--min-importance", type=click.FloatRange(0, 1), default=None, metavar="SCORE",
+              help="Keep only chat facts scoring this or more, 0 to 1 (default: ingest.min_importance).")
+@click.option("--max-per-turn", type=click.IntRange(0), default=None, metavar="N",
+              help="Keep at most N facts of one turn, 0 for no cap (default: ingest.max_per_turn).")
 @json_option
 @pass_app
 def ingest(app: AppContext, transcript: str, session: str | None, title: str | None, client: str | None,
-           as_json: bool) -> None:
+           min_importance: float | None, max_per_turn: int | None, as_json: bool) -> None:
     """Turn a conversation transcript into memory: its session note and facts.
 
     PATH is a Claude Code session transcript (JSONL, a hook's transcript_path)
@@ -28,7 +32,9 @@ def ingest(app: AppContext, transcript: str, session: str | None, title: str | N
     stdin. The session note goes under Memory/episodic/sessions/; ingesting
     a session that grew appends only its new turns, the same transcript
     again changes nothing. Secrets are redacted before anything is written.
+    --min-importance and --max-per-turn keep fewer facts; every turn stays in the note.
     """
+    app.overrides.update({"ingest.min_importance": min_importance, "ingest.max_per_turn": max_per_turn})
     source = sys.stdin.buffer if transcript == "-" else transcript
     report = app.store.ingest(source, session=session, title=title, client=client)
     if as_json:

@@ -96,6 +96,8 @@ class AppContext:
 
     def __init__(self, vault_arg: str | None) -> None:
         self.vault_arg = vault_arg
+        #: Settings a command's own flags give (dotted key -> value; None: unset), read when the store opens.
+        self.overrides: dict[str, Any] = {}
         self._store: MemoryStore | None = None
 
     @property
@@ -104,7 +106,7 @@ class AppContext:
         if self._store is None:
             from memvault.daemon.client import daemon_embedder
 
-            self._store = MemoryStore.open(self.vault_arg)
+            self._store = MemoryStore.open(self.vault_arg, self.overrides)
             # A write that needs vectors asks the running daemon's loaded model first.
             self._store.vectors_elsewhere = daemon_embedder(self._store)
             # What a command writes is searchable by meaning when it answers (embedded here or by the daemon).

@@ -72,6 +72,8 @@ KEYS: tuple[Key, ...] = (
     Key("recall.half_life.prospective", 0.0, "Days for a prospective memory's recency factor to halve (0: no decay)."),
     Key("recall.half_life.note", 0.0, "Days for an ordinary note's recency factor to halve (0: notes never decay)."),
     Key("recall.evergreen_tags", ["evergreen"], "Memories with any of these tags never decay."),
+    Key("ingest.min_importance", 0.0, "Chat facts scoring below this (0 to 1: who the person is 1, preferences and decisions 0.75, plans 0.5, halved when the statement names nothing but its verb; asked to be remembered 1) are not kept; the turns stay in the session note. 0 keeps every fact the rules find."),
+    Key("ingest.max_per_turn", 0, "Most facts kept of one chat turn, the highest scoring first (0: no cap)."),
     Key("consolidate.interval", 86400, "Seconds between the daemon's consolidation runs (default daily); 0 turns them off."),
     Key("consolidate.quiet", 60, "The daemon consolidates only after this many seconds without a vault event."),
     Key("agents.project_scope", True, "Hooks and MCP calls take the scope of the session's project (its git root's name, or a `.memvault` file's `scope`): `remember` writes there, `context` and session start prefer it, then `user`."),
@@ -233,6 +235,16 @@ class ConsolidateSettings:
 
 
 @dataclass(frozen=True)
+class IngestSettings:
+    """``[ingest]``: which facts of a conversation are kept (:mod:`memvault.store.facts.importance`)."""
+
+    #: Facts scoring below this are not kept (0: all the rules find).
+    min_importance: float
+    #: Most facts kept of one turn (0: no cap).
+    max_per_turn: int
+
+
+@dataclass(frozen=True)
 class AgentSettings:
     """``[agents]``: what hooks and the MCP server do for an agent's session."""
 
@@ -266,6 +278,7 @@ class Settings:
     recall: RecallSettings
     consolidate: ConsolidateSettings
     agents: AgentSettings
+    ingest: IngestSettings
 
     @classmethod
     def from_values(cls, values: dict[str, Any], file: Path, origins: dict[str, str]) -> "Settings":
@@ -314,7 +327,26 @@ class Settings:
                 archive_days=int(v["consolidate.archive_days"]), protect_days=int(v["consolidate.protect_days"]),
             ),
             agents=AgentSettings(project_scope=bool(v["agents.project_scope"])),
+            ingest=IngestSettings(min_importance=float(v["ingest.min_importance"]),
+                                  max_per_turn=int(v["ingest.max_per_turn"])),
         )
+
+
+def _origin(name: str, origins: dict[str, str], path: Path) -> str:
+    """Where the value of key ``name`` came from, as an error names it."""
+    return {"file": str(path), "env": f"environment variable {_BY_NAME[name].env}",
+            "flag": f"option for {name}"}.get(origins[name], "default")
+
+
+def _check_ingest(values: dict[str, Any], origins: dict[str, str], path: Path) -> None:
+    """``ingest.min_importance`` is a score from 0 to 1, ``ingest.max_per_turn`` a count."""
+    score, cap = values["ingest.min_importance"], values["ingest.max_per_turn"]
+    if not 0 <= score <= 1:
+        raise ConfigError(f"{_origin('ingest.min_importance', origins, path)}: "
+                          f"ingest.min_importance must be from 0 to 1, not {score!r}")
+    if cap < 0:
+        raise ConfigError(f"{_origin('ingest.max_per_turn', origins, path)}: "
+                          f"ingest.max_per_turn must be 0 (no cap) or more, not {cap!r}")
 
 
 def load_settings(overrides: dict[str, Any] | None = None) -> Settings:
@@ -359,6 +391,7 @@ def load_settings(overrides: dict[str, Any] | None = None) -> Settings:
     if unknown:
         raise ConfigError(f"consolidate.auto names {unknown[0]!r}, not an action of consolidation "
                           f"({', '.join(CONSOLIDATION_KINDS)})")
+    _check_ingest(values, origins, path)
     if values["recall.identity"] not in ("always", "relevant"):
         raise ConfigError(f"recall.identity must be always or relevant, not {values['recall.identity']!r}")
     return Settings.from_values(values, path, origins)

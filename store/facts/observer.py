@@ -85,6 +85,9 @@ class FactObserver:
         self.con = con
         self.globs: list[str] = list(settings.sources)
         self.extractor_name: str = settings.extractor
+        #: Which chat facts are kept (``ingest.min_importance``, ``ingest.max_per_turn``: :mod:`.importance`).
+        self.min_importance = settings.ingest.min_importance
+        self.max_per_turn = settings.ingest.max_per_turn
         self.llm = None
         self.pending_warnings: list[str] = []
         #: Set by a host's background worker (the daemon's, see
@@ -209,7 +212,8 @@ class FactObserver:
         """Facts of one source note with the configured extractor (falling
         back to the default rules when the llm extractor fails). A session
         note gets the conversation extractor's rules or prompt, its facts
-        anchored to their turns, and none that repeat what is known already."""
+        anchored to their turns, those the ingest settings keep
+        (:func:`~.importance.select`), and none that repeat what is known already."""
         extraction = self._extract_note(note, trace, state, warnings)
         if extraction is None or extraction.extractor in (MOVED, DEFERRED) or not is_session_note(note.frontmatter):
             return extraction
@@ -220,6 +224,10 @@ class FactObserver:
         if trace.id in self.keep:
             extraction.facts = [d for d in extraction.facts if d.id in self.keep[trace.id]]
             return extraction
+        from memvault.store.facts.importance import select
+
+        # Before the repeat rule: a fact left out here takes nothing over from a later session.
+        extraction.facts = select(extraction.facts, self.min_importance, self.max_per_turn)
         taken: list[str] = []
         extraction = drop_repeats(self.con, trace.id, extraction, self.batch_seen, session_rank(note, trace.id), taken)
         if taken:
