@@ -1,6 +1,7 @@
-"""Evidence recall on LoCoMo (development half): memvault's modes against plain baselines.
+"""Evidence recall on LoCoMo (development half): memvault beside mem0 and plain baselines.
 
-    python bench/bench_locomo.py                          # every conversation of the dev half
+    python bench/bench_locomo.py                          # every conversation, all three layouts, mem0 beside
+    python bench/bench_locomo.py --layouts turns          # one layout
     python bench/bench_locomo.py --conversations conv-26 --limit 40   # a quick look
     python bench/bench_locomo.py --json                   # the figures as JSON on stdout
 
@@ -22,7 +23,12 @@ The vault is synced and embedded in-process through the store API
 (``MemoryStore.sync`` and the embedding pipeline) under a private
 ``MEMVAULT_HOME``.
 
-**Layout "ingest"** (``--layout ingest``): each session as a generic JSONL
+**Layout "nokeys"**: the same turn notes without the ``session`` and
+``turn`` keys (``type``, ``session_date`` and ``speaker`` stay): what a
+turn-per-note export written by another tool looks like. Which notes make
+one conversation is then memvault's to infer (docs/search.md "Sessions").
+
+**Layout "ingest"**: each session as a generic JSONL
 transcript (role/name/content/timestamp) through ``memvault ingest``'s API
 (``MemoryStore.ingest``), so the product decides what a unit is: today one
 session note per session, a hit naming its best turn, so search's top 10
@@ -44,11 +50,20 @@ Systems, all in the same run over the same turn texts:
   question's words OR-ed;
 * **cosine**: the bundled MiniLM (the product's embedder), question against
   "Speaker: text";
-* **rrf**: reciprocal-rank fusion of those two (k = 60).
+* **rrf**: reciprocal-rank fusion of those two (k = 60);
+* **mem0** (when ``mem0ai`` is installed; ``--no-mem0`` skips it): mem0's
+  open-source ``Memory`` with ``infer=False`` (no LLM: each turn a memory,
+  "Speaker: text" as its text), the bundled MiniLM as its embedder, its
+  Qdrant store in process memory and Qdrant's BM25 loaded locally, so it
+  runs offline (``bench/_mem0_peer.py``). Its ``search`` (cosine and a
+  sigmoid of BM25, averaged) gives its R@k; its best 100 turns packed into
+  the budget give its block. It does not depend on the layout (mem0 has no
+  notes), so its figures repeat in each layout's table.
 
 Measures: evidence recall@5 and @10 (share of a question's evidence turns in
 the top 5 / 10), and the **recall block**: the share of evidence turns whose
-text is inside ``context --what all --budget 800`` (``Retriever.context``),
+text is inside ``context --what all --budget 800`` (``Retriever.context``;
+"default": the same without ``--what``, what an agent's hook gets),
 (a turn counts when its text, whitespace collapsed and bracketed insertions
 such as the date the block adds after "yesterday" left out, is in the block's),
 against each baseline's best turns ("- Speaker: text" lines) packed greedily
@@ -83,12 +98,18 @@ from _common import isolate_env, machine_info  # noqa: E402
 from fixtures.conversations.support import PlainRankers  # noqa: E402
 
 OUT = BENCH / "out"
-DATA = REPO.parent / "shared" / "benchmarks" / "locomo-dev" / "locomo-dev.json"
+#: ``../shared`` beside the checkout (or beside a folder above it: a worktree).
+DATA = next((p / "shared" / "benchmarks" / "locomo-dev" / "locomo-dev.json" for p in REPO.parents
+             if (p / "shared" / "benchmarks" / "locomo-dev").is_dir()),
+            REPO.parent / "shared" / "benchmarks" / "locomo-dev" / "locomo-dev.json")
 CACHE = OUT / "locomo-cache" / "embeddings.db"
 CATEGORIES = {1: "multi-hop", 2: "temporal", 3: "open-domain", 4: "single-hop"}
 MEMVAULT_MODES = ("keyword", "semantic", "hybrid")
 BASELINES = ("bm25", "cosine", "rrf")
-SYSTEMS = MEMVAULT_MODES + BASELINES
+PEERS = ("mem0",)
+SYSTEMS = MEMVAULT_MODES + BASELINES + PEERS
+#: The recall blocks measured: memvault's (--what all, and the default) and each other system's packed turns.
+BLOCKS = ("memvault", "default", *BASELINES, *PEERS)
 BUDGET = 800
 TURN_FOLDER = "Memory/episodic"
 
@@ -159,15 +180,17 @@ def turn_path(conv_id: str, turn_id: str) -> str:
     return f"{TURN_FOLDER}/{conv_id}/{note_name(turn_id)}.md"
 
 
-def note_text(conv_id: str, t: Turn) -> str:
-    """A turn's memory note, with the keys docs/search.md "Conversations" reads."""
+def note_text(conv_id: str, t: Turn, keys: bool = True) -> str:
+    """A turn's memory note, with the keys docs/search.md "Conversations" reads
+    (without ``session`` and ``turn`` when not ``keys``)."""
+    where = f"session: {conv_id}-s{t.session}\nturn: {t.number}\n" if keys else ""
     return (
         f"---\ntype: episodic\nsession_date: {t.date.strftime('%Y-%m-%dT%H:%M:%S')}\nspeaker: {t.speaker}\n"
-        f"session: {conv_id}-s{t.session}\nturn: {t.number}\n---\n{t.text}\n"
+        f"{where}---\n{t.text}\n"
     )
 
 
-def build_turn_vault(root: Path, conv_id: str, turns: list[Turn]) -> dict[str, Any]:
+def build_turn_vault(root: Path, conv_id: str, turns: list[Turn], keys: bool = True) -> dict[str, Any]:
     """Layout "turns": one note per turn, synced and embedded (vectors seeded from :data:`CACHE`)."""
     from fixtures.conversations import support as conv_support
     from fixtures.retrieval import support as retrieval
@@ -175,10 +198,15 @@ def build_turn_vault(root: Path, conv_id: str, turns: list[Turn]) -> dict[str, A
     for t in turns:
         path = root / turn_path(conv_id, t.id)
         path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(note_text(conv_id, t), encoding="utf-8")
+        path.write_text(note_text(conv_id, t, keys), encoding="utf-8")
     report = retrieval.build(root, cache=CACHE)
     conv_support.save_cache(root, CACHE)
     return report
+
+
+def build_bare_vault(root: Path, conv_id: str, turns: list[Turn]) -> dict[str, Any]:
+    """Layout "nokeys": the turn notes without ``session`` and ``turn``."""
+    return build_turn_vault(root, conv_id, turns, keys=False)
 
 
 def build_ingest_vault(root: Path, conv_id: str, turns: list[Turn]) -> dict[str, Any]:
@@ -239,6 +267,7 @@ def ingest_hit_turn(con: Any, turns: list[Turn]) -> Callable[[dict[str, Any]], s
 
 LAYOUTS: dict[str, Callable[[Path, str, list[Turn]], dict[str, Any]]] = {
     "turns": build_turn_vault,
+    "nokeys": build_bare_vault,
     "ingest": build_ingest_vault,
 }
 
@@ -277,7 +306,35 @@ class Baselines(PlainRankers):
             cache.executemany("INSERT OR IGNORE INTO vectors (model, hash, vec, used) VALUES (?, ?, ?, ?)", rows)
         cache.close()
         m = np.stack([cached[h] for h in hashes])
+        self.embedder = embedder
+        self.vectors = {x: cached[h] for x, h in zip(texts, hashes)}
         super().__init__([t.id for t in turns], texts, m / np.linalg.norm(m, axis=1, keepdims=True))
+
+    def embed(self, texts: list[str]) -> list[list[float]]:
+        """Vectors of ``texts``: the cached turn vectors, else the model's (a peer's embedder)."""
+        missing = [x for x in texts if x not in self.vectors]
+        if missing:
+            self.vectors.update(zip(missing, self.embedder.embed(missing)))
+        return [[float(f) for f in self.vectors[x]] for x in texts]
+
+
+def open_mem0(work: Path, conv_id: str, turns: list[Turn], base: Baselines) -> Any:
+    """mem0 (``infer=False``, bundled model, in process) holding the conversation's turns, or None when not installed."""
+    import _mem0_peer
+
+    if not _mem0_peer.available():
+        return None
+    import logging
+
+    for name in ("mem0", "mem0.memory.main", "mem0.vector_stores.qdrant", "mem0.utils.spacy_models"):
+        logging.getLogger(name).setLevel(logging.ERROR)
+    import warnings
+
+    warnings.filterwarnings("ignore", message="Payload indexes have no effect")
+    peer = _mem0_peer.open_peer(work, conv_id, base.embed)
+    first = turns[0].speaker
+    peer.add([(t.id, "user" if t.speaker == first else "assistant", t.plain) for t in turns])
+    return peer
 
 
 _BRACKETED = re.compile(r"\s*\[[^\]]*\]")
@@ -317,7 +374,47 @@ def recall_at(ranked: list[str], evidence: list[str], k: int) -> float:
 # -- the run -------------------------------------------------------------------
 
 
+def _peer_ranks(q: dict[str, Any], base: Baselines, embedder: Any, mem0: Any) -> dict[str, list[str]]:
+    """The plain baselines' and mem0's rankings for a question (they do not depend on the layout):
+    ``mem0`` at ``search(limit=10)`` as mem0 answers it, ``mem0@100`` for packing a block."""
+    qvec = embedder.embed_query(q["question"])
+    out = {"bm25": base.bm25(q["question"]), "cosine": base.cosine(qvec)}
+    out["rrf"] = Baselines.rrf(out["bm25"], out["cosine"])
+    if mem0 is not None:
+        out["mem0"] = mem0.search(q["question"], 10)
+        out["mem0@100"] = mem0.search(q["question"], 100)
+    return out
+
+
+def _ask(r: Any, q: dict[str, Any], hit_turn: Callable[[dict[str, Any]], str | None], peers: dict[str, list[str]],
+         by_id: dict[str, Turn], conv_id: str, context: bool) -> dict[str, Any]:
+    """One question through memvault's modes, beside the peers' rankings: R@5, R@10, top 10, blocks."""
+    ranked = {k: v for k, v in peers.items() if "@" not in k}
+    for mode in MEMVAULT_MODES:
+        hits = r.search(SearchQuery(q["question"], mode=mode, limit=10)).to_json()["hits"]
+        ranked[mode] = [t for t in (hit_turn(h) for h in hits) if t]
+    ev = q["evidence"]
+    systems = [s for s in SYSTEMS if s in ranked]
+    row: dict[str, Any] = {
+        "conversation": conv_id, "n": q["n"], "category": q["category"], "evidence": ev,
+        "r5": {s: recall_at(ranked[s], ev, 5) for s in systems},
+        "r10": {s: recall_at(ranked[s], ev, 10) for s in systems},
+        "top": {s: ranked[s][:10] for s in systems},
+    }
+    if context:
+        row["block"] = {}
+        for name, what in (("memvault", "all"), ("default", None)):
+            cq = ContextQuery(q["question"], budget=BUDGET, record=False, **({"what": what} if what else {}))
+            block = _norm(r.context(cq).to_json()["text"])
+            row["block"][name] = sum(1 for e in ev if _norm(by_id[e].text) in block) / len(ev)
+        for s in (*BASELINES, *PEERS):
+            if s in ranked:
+                row["block"][s] = recall_at(packed(peers.get(f"{s}@100", ranked[s]), by_id), ev, 10**6)
+    return row
+
+
 def run_conversation(work: Path, sample: dict[str, Any], args: argparse.Namespace) -> dict[str, Any]:
+    """One conversation in each layout, every question through every system."""
     from memvault.store.memory_store import MemoryStore
     from memvault.store.retrieval.retriever import Retriever
 
@@ -327,80 +424,79 @@ def run_conversation(work: Path, sample: dict[str, Any], args: argparse.Namespac
     qs = questions(sample, set(by_id))
     if args.limit:
         qs = qs[: args.limit]
-    root = work / conv_id
-    t0 = time.perf_counter()
-    report = LAYOUTS[args.layout](root, conv_id, turns)
-    built = time.perf_counter() - t0
-    store = MemoryStore.open(str(root))
-    r = Retriever(store.ctx, store.read_con())
     fixed = max(t.date for t in turns) + timedelta(days=7)
-    r.clock = lambda: fixed  # type: ignore[method-assign]
-    base = Baselines(turns, r.embedder(), r.model_key or "")
-    if args.layout == "ingest":
-        hit_turn = ingest_hit_turn(store.read_con(), turns)
-    else:
-        paths = {turn_path(conv_id, t.id): t.id for t in turns}
-        hit_turn = lambda h: paths.get(h.get("path") or "")  # noqa: E731
-    rows = []
-    t1 = time.perf_counter()
-    for q in qs:
-        ranked: dict[str, list[str]] = {}
-        for mode in MEMVAULT_MODES:
-            hits = r.search(SearchQuery(q["question"], mode=mode, limit=10)).to_json()["hits"]
-            ranked[mode] = [t for t in (hit_turn(h) for h in hits) if t]
-        qvec = r.embedder().embed_query(q["question"])
-        ranked["bm25"] = base.bm25(q["question"])
-        ranked["cosine"] = base.cosine(qvec)
-        ranked["rrf"] = Baselines.rrf(ranked["bm25"], ranked["cosine"])
-        ev = q["evidence"]
-        row: dict[str, Any] = {
-            "conversation": conv_id, "n": q["n"], "category": q["category"], "evidence": ev,
-            "r5": {s: recall_at(ranked[s], ev, 5) for s in SYSTEMS},
-            "r10": {s: recall_at(ranked[s], ev, 10) for s in SYSTEMS},
-            "top": {s: ranked[s][:10] for s in SYSTEMS},
-        }
-        if not args.no_context:
-            block = _norm(r.context(ContextQuery(q["question"], budget=BUDGET, what="all", record=False)).to_json()["text"])
-            row["block"] = {"memvault": sum(1 for e in ev if _norm(by_id[e].text) in block) / len(ev)}
-            for s in BASELINES:
-                row["block"][s] = recall_at(packed(ranked[s], by_id), ev, 10**6)
-        rows.append(row)
-    asked = time.perf_counter() - t1
-    r.close()
-    store.close()
-    return {"conversation": conv_id, "turns": len(turns), "questions": rows, "build_s": round(built, 1),
-            "ask_s": round(asked, 1), "embedded": report.get("embedded")}
+    peers: dict[int, dict[str, list[str]]] = {}
+    base: Baselines | None = None
+    mem0: Any = None
+    out: dict[str, Any] = {"conversation": conv_id, "turns": len(turns), "layouts": {}}
+    for layout in args.layouts:
+        root = work / layout / conv_id
+        t0 = time.perf_counter()
+        report = LAYOUTS[layout](root, conv_id, turns)
+        built = time.perf_counter() - t0
+        store = MemoryStore.open(str(root))
+        r = Retriever(store.ctx, store.read_con())
+        r.clock = lambda: fixed  # type: ignore[method-assign]
+        if base is None:
+            base = Baselines(turns, r.embedder(), r.model_key or "")
+            t1 = time.perf_counter()
+            mem0 = None if args.no_mem0 else open_mem0(work / "mem0" / conv_id, conv_id, turns, base)
+            out["mem0_add_s"] = round(time.perf_counter() - t1, 1)
+        if layout == "ingest":
+            hit_turn = ingest_hit_turn(store.read_con(), turns)
+        else:
+            paths = {turn_path(conv_id, t.id): t.id for t in turns}
+            hit_turn = lambda h: paths.get(h.get("path") or "")  # noqa: E731
+        rows = []
+        t1 = time.perf_counter()
+        for q in qs:
+            if q["n"] not in peers:
+                peers[q["n"]] = _peer_ranks(q, base, r.embedder(), mem0)
+            rows.append(_ask(r, q, hit_turn, peers[q["n"]], by_id, conv_id, not args.no_context))
+        out["layouts"][layout] = {"questions": rows, "build_s": round(built, 1),
+                                  "ask_s": round(time.perf_counter() - t1, 1), "embedded": report.get("embedded")}
+        r.close()
+        store.close()
+    return out
 
 
 def aggregate(rows: list[dict[str, Any]]) -> dict[str, Any]:
     """Mean recall per category (and "all"), per system."""
     out: dict[str, Any] = {}
+    systems = [s for s in SYSTEMS if rows and s in rows[0]["r10"]]
     for cat, name in [*CATEGORIES.items(), (0, "all")]:
         sel = [q for q in rows if cat in (0, q["category"])]
         if not sel:
             continue
         m: dict[str, Any] = {"n": len(sel)}
         for key in ("r5", "r10"):
-            m[key] = {s: round(sum(q[key][s] for q in sel) / len(sel), 3) for s in SYSTEMS}
+            m[key] = {s: round(sum(q[key][s] for q in sel) / len(sel), 3) for s in systems}
         blocks = [q["block"] for q in sel if "block" in q]
         if blocks:
-            m["block"] = {s: round(sum(b[s] for b in blocks) / len(blocks), 3) for s in ("memvault", *BASELINES)}
+            m["block"] = {s: round(sum(b[s] for b in blocks) / len(blocks), 3) for s in BLOCKS if s in blocks[0]}
         out[name] = m
     return out
 
 
-def print_table(agg: dict[str, Any]) -> None:
-    cols = SYSTEMS
-    print(f"\n{'category':12} {'n':>4} {'measure':8} " + " ".join(f"{s:>8}" for s in cols) + "  hyb-rrf")
+def print_table(layout: str, agg: dict[str, Any]) -> None:
+    """One layout's figures: R@10 per system and category, then the blocks."""
+    systems = list(agg["all"]["r10"])
+    peer = "mem0" if "mem0" in systems else "rrf"
+    print(f"\n== layout {layout}: evidence R@10 ==")
+    print(f"{'category':12} {'n':>4} " + " ".join(f"{s:>8}" for s in systems) + f"  hyb-{peer}  hyb-rrf")
     for name, m in agg.items():
-        for key in ("r5", "r10"):
-            vals = m[key]
-            print(f"{name:12} {m['n']:4d} {key:8} " + " ".join(f"{vals[s]:8.3f}" for s in cols)
-                  + f"  {vals['hybrid'] - vals['rrf']:+.3f}")
-        if "block" in m:
-            b = m["block"]
-            print(f"{name:12} {'':4} {'block800':8} " + f"{'':8} {'':8} {b['memvault']:8.3f} "
-                  + " ".join(f"{b[s]:8.3f}" for s in BASELINES) + f"  {b['memvault'] - b['rrf']:+.3f}")
+        v = m["r10"]
+        print(f"{name:12} {m['n']:4d} " + " ".join(f"{v[s]:8.3f}" for s in systems)
+              + f"  {v['hybrid'] - v[peer]:+8.3f}  {v['hybrid'] - v['rrf']:+7.3f}")
+    if "block" not in agg["all"]:
+        return
+    blocks = list(agg["all"]["block"])
+    print(f"-- layout {layout}: recall block at {BUDGET} tokens (memvault: --what all; default: no flags) --")
+    print(f"{'category':12} {'n':>4} " + " ".join(f"{s:>8}" for s in blocks) + f"  mv-{peer}  dflt-all")
+    for name, m in agg.items():
+        b = m["block"]
+        print(f"{name:12} {m['n']:4d} " + " ".join(f"{b[s]:8.3f}" for s in blocks)
+              + f"  {b['memvault'] - b[peer]:+7.3f}  {b['default'] - b['memvault']:+8.3f}")
 
 
 def main(argv: list[str] | None = None, hook: Callable[[], None] | None = None) -> dict[str, Any] | None:
@@ -409,11 +505,15 @@ def main(argv: list[str] | None = None, hook: Callable[[], None] | None = None) 
     ap.add_argument("--data", type=Path, default=DATA)
     ap.add_argument("--conversations", nargs="*", help="Only these sample ids (e.g. conv-26).")
     ap.add_argument("--limit", type=int, default=0, help="At most this many questions per conversation.")
-    ap.add_argument("--layout", choices=sorted(LAYOUTS), default="turns")
+    ap.add_argument("--layouts", nargs="+", choices=sorted(LAYOUTS), default=list(LAYOUTS))
+    ap.add_argument("--layout", choices=sorted(LAYOUTS), help="One layout (same as --layouts X).")
     ap.add_argument("--no-context", action="store_true", help="Skip the recall-block measure (faster).")
+    ap.add_argument("--no-mem0", action="store_true", help="Leave mem0 out even when it is installed.")
     ap.add_argument("--json", action="store_true", help="Print the result as JSON instead of the table.")
     ap.add_argument("--quiet", action="store_true")
     args = ap.parse_args(argv)
+    if args.layout:
+        args.layouts = [args.layout]
     if not args.data.exists():
         print(f"LoCoMo data not found at {args.data}: skipped (see bench/README.md)")
         return None
@@ -433,22 +533,31 @@ def main(argv: list[str] | None = None, hook: Callable[[], None] | None = None) 
             results.append(run_conversation(work, s, args))
             d = results[-1]
             if not args.quiet and not args.json:
-                print(f"{d['conversation']}: {d['turns']} turns built in {d['build_s']} s "
-                      f"({d['embedded']} embedded), {len(d['questions'])} questions in {d['ask_s']} s", flush=True)
+                done = ", ".join(f"{k} built {v['build_s']} s ({v['embedded']} embedded), asked {v['ask_s']} s"
+                                 for k, v in d["layouts"].items())
+                print(f"{d['conversation']}: {d['turns']} turns; mem0 add {d.get('mem0_add_s')} s; {done}", flush=True)
     finally:
         shutil.rmtree(work, ignore_errors=True)
-    rows = [q for d in results for q in d["questions"]]
-    out = {"when": time.strftime("%Y-%m-%dT%H:%M:%S"), "machine": machine_info(), "layout": args.layout,
-           "budget": BUDGET, "seconds": round(time.perf_counter() - started, 1),
-           "aggregate": aggregate(rows), "conversations": results}
+    agg = {layout: aggregate([q for d in results for q in d["layouts"][layout]["questions"]]) for layout in args.layouts}
+    mem0_version = None
+    if not args.no_mem0:
+        import _mem0_peer
+
+        mem0_version = _mem0_peer.version() if _mem0_peer.available() else None
+    out = {"when": time.strftime("%Y-%m-%dT%H:%M:%S"), "machine": machine_info(), "layouts": args.layouts,
+           "budget": BUDGET, "mem0": mem0_version, "seconds": round(time.perf_counter() - started, 1),
+           "aggregate": agg, "conversations": results}
     text = json.dumps(out, indent=1)
     stamp = time.strftime("%Y%m%d-%H%M%S")
     (OUT / f"bench_locomo-{stamp}.json").write_text(text)
     (OUT / "bench_locomo-latest.json").write_text(text)
     if args.json:
-        print(json.dumps({k: out[k] for k in ("when", "layout", "budget", "seconds", "aggregate")}, indent=1))
+        print(json.dumps({k: out[k] for k in ("when", "layouts", "budget", "mem0", "seconds", "aggregate")}, indent=1))
     elif not args.quiet:
-        print_table(out["aggregate"])
+        if mem0_version is None and not args.no_mem0:
+            print("mem0 is not installed (pip install 'mem0ai>=2.2,<2.3'): its column is left out")
+        for layout in args.layouts:
+            print_table(layout, agg[layout])
     return out
 
 
