@@ -136,15 +136,15 @@ def test_a_turn_by_a_speaker_the_query_names_is_found(tmp_path: Path, memvault_e
 
     from memvault.store.memory_store import MemoryStore
 
-    write(tmp_path, "chat/a.md", "---\ntype: episodic\nspeaker: Melanie Smith\nsession: s\nturn: 1\n---\nI painted a lake.\n")
-    write(tmp_path, "chat/b.md", "---\ntype: episodic\nspeaker: Caroline\nsession: s\nturn: 2\n---\nNice lake!\n")
-    write(tmp_path, "notes/c.md", "---\nspeaker: Melanie\n---\nA note that is a turn too.\n")
-    write(tmp_path, "notes/d.md", "---\nspeaker: [Melanie]\n---\nNo speaker: not a name.\n")
+    write(tmp_path, "chat/a.md", "---\ntype: episodic\nspeaker: Teodor Smith\nsession: s\nturn: 1\n---\nI painted a lake.\n")
+    write(tmp_path, "chat/b.md", "---\ntype: episodic\nspeaker: Noor\nsession: s\nturn: 2\n---\nNice lake!\n")
+    write(tmp_path, "notes/c.md", "---\nspeaker: Teodor\n---\nA note that is a turn too.\n")
+    write(tmp_path, "notes/d.md", "---\nspeaker: [Teodor]\n---\nNo speaker: not a name.\n")
     store = MemoryStore.open(str(tmp_path))
     store.sync()
     con = store.read_con()
     path = dict(con.execute("SELECT rowid, path FROM traces").fetchall())
-    found = R.named_speakers(con, "What did melanie paint?", list(path))
+    found = R.named_speakers(con, "What did teodor paint?", list(path))
     assert {path[r] for r in found} == {"chat/a.md", "notes/c.md"}
     assert R.named_speakers(con, "What was painted?", list(path)) == set()
     store.close()

@@ -18,11 +18,11 @@ from memvault.store.queries.search import SearchQuery
 from memvault.store.retrieval.turns import note_turns
 
 TURNS = [
-    ("user", "Caroline", "Hey Mel! I went to a LGBTQ support group yesterday and it was so powerful.", "13:56"),
-    ("assistant", "Melanie", "Wow, that's cool, Caroline! What happened that was so awesome?", "13:57"),
-    ("user", "Caroline", "The transgender stories were so inspiring! I'm going to a pride parade next month.", "13:58"),
-    ("assistant", "Melanie", "Nice. I painted a sunrise last Friday, and I ran a charity race two weeks ago.", "13:59"),
-    ("user", "Caroline", "I'm keen on counseling as a career.", "14:00"),
+    ("user", "Noor", "Hey Teo! I went to a beekeeping club yesterday and it was so powerful.", "13:56"),
+    ("assistant", "Teodor", "Wow, that's cool, Noor! What happened that was so awesome?", "13:57"),
+    ("user", "Noor", "The honey harvest stories were so inspiring! I'm going to a folk festival next month.", "13:58"),
+    ("assistant", "Teodor", "Nice. I baked a rye loaf last Friday, and I sailed in a harbour regatta two weeks ago.", "13:59"),
+    ("user", "Noor", "I'm keen on carpentry as a career.", "14:00"),
 ]
 
 
@@ -46,44 +46,44 @@ def run(vault: Path, *args: str) -> object:
 
 
 def test_search_returns_the_turn_with_its_note(session: Path) -> None:
-    r = run(session, "search", "charity race", "--mode", "keyword", "--json")
+    r = run(session, "search", "harbour regatta", "--mode", "keyword", "--json")
     assert r.exit_code == 0, r.output
     hit = json.loads(r.output.splitlines()[0])
     assert hit["path"].startswith("Memory/episodic/sessions/") and hit["ref"] == f"{hit['path']}#^t4"
-    assert (hit["anchor"], hit["turn"], hit["speaker"], hit["at"]) == ("^t4", 4, "Melanie", "2023-05-08 13:59")
+    assert (hit["anchor"], hit["turn"], hit["speaker"], hit["at"]) == ("^t4", 4, "Teodor", "2023-05-08 13:59")
     assert hit["uri"].endswith("%23%5Et4")  # the link opens the turn's block
     # The turn alone: its own text, not the note's other turns or markup.
-    assert hit["passage"].startswith("2023-05-08 13:59 Melanie: Nice. I painted a sunrise")
-    assert "pride parade" not in hit["passage"] and "[!" not in hit["passage"] and "^t" not in hit["passage"]
-    assert "**charity** **race**" in hit["snippet"] and "Caroline" not in hit["snippet"]
+    assert hit["passage"].startswith("2023-05-08 13:59 Teodor: Nice. I baked a rye loaf")
+    assert "folk festival" not in hit["passage"] and "[!" not in hit["passage"] and "^t" not in hit["passage"]
+    assert "**harbour** **regatta**" in hit["snippet"] and "Noor" not in hit["snippet"]
 
 
 def test_a_turn_is_found_without_its_passage(session: Path) -> None:
     """The human output asks without passages; its hit is still the turn, linked at its block."""
-    r = run(session, "search", "charity race", "--mode", "keyword")
+    r = run(session, "search", "harbour regatta", "--mode", "keyword")
     assert r.exit_code == 0 and "%23%5Et4" in r.output.splitlines()[2]
     with opened(session) as store:
-        hit = store.search(SearchQuery("charity race", mode="keyword", passages=False)).hits[0]
-    assert hit.passage is None and (hit.anchor, hit.turn, hit.speaker) == ("^t4", 4, "Melanie")
+        hit = store.search(SearchQuery("harbour regatta", mode="keyword", passages=False)).hits[0]
+    assert hit.passage is None and (hit.anchor, hit.turn, hit.speaker) == ("^t4", 4, "Teodor")
 
 
 def test_a_speakers_name_is_searchable(session: Path) -> None:
     with opened(session) as store:
-        hits = store.search(SearchQuery("Melanie sunrise", mode="keyword")).to_json()["hits"]
-    assert hits and hits[0]["speaker"] == "Melanie" and hits[0]["turn"] == 4
+        hits = store.search(SearchQuery("Teodor rye", mode="keyword")).to_json()["hits"]
+    assert hits and hits[0]["speaker"] == "Teodor" and hits[0]["turn"] == 4
 
 
 def test_context_quotes_the_turn_on_one_plain_line_with_dates_resolved(session: Path) -> None:
-    r = run(session, "context", "when did Melanie run a charity race", "--what", "all", "--json")
+    r = run(session, "context", "when did Teodor sail in a harbour regatta", "--what", "all", "--json")
     assert r.exit_code == 0, r.output
     block = json.loads(r.output)
     lines = block["text"].splitlines()
     assert lines[0] == "## Recalled Memory"
-    race = next(line for line in lines if "charity race" in line)
+    race = next(line for line in lines if "harbour regatta" in line)
     # The turn and its neighbours (the one it answers, the reply to it) are
     # one exchange: one line, in the order they were said, dated once.
-    assert race.startswith("- 2023-05-08 Caroline: ")  # the day, not the minute: the line is short
-    assert " · Melanie: Nice." in race and " · Caroline: " in race.split(" · Melanie: ", 1)[1]
+    assert race.startswith("- 2023-05-08 Noor: ")  # the day, not the minute: the line is short
+    assert " · Teodor: Nice." in race and " · Noor: " in race.split(" · Teodor: ", 1)[1]
     assert race.count("2023-05-08") == 1 and race.endswith("(turns 3-5)")
     assert "last Friday [2023-05-05]" in race and "two weeks ago [2023-04-24]" in race
     for line in lines[1:]:  # no callout markup, block ids on their own, front-matter or role labels
@@ -91,11 +91,11 @@ def test_context_quotes_the_turn_on_one_plain_line_with_dates_resolved(session: 
     turns = [i["anchor"] for i in block["items"]]
     assert turns == ["^t3", "^t4", "^t5"]
     assert {i["text"] for i in block["items"]} == {race}
-    assert "pride parade next month [2023-06]" in race.split(" · ")[0]
+    assert "folk festival next month [2023-06]" in race.split(" · ")[0]
 
 
 def test_a_small_budget_keeps_the_turn_that_matched_not_its_neighbour(session: Path) -> None:
-    r = run(session, "context", "when did Melanie run a charity race", "--what", "all", "--budget", "70", "--json")
+    r = run(session, "context", "when did Teodor sail in a harbour regatta", "--what", "all", "--budget", "70", "--json")
     block = json.loads(r.output)
     assert [i["anchor"] for i in block["items"]][:1] == ["^t4"] and block["tokens"] <= 70
 
@@ -106,11 +106,11 @@ def test_each_turn_of_a_session_note_is_a_chunk_of_its_own(session: Path) -> Non
         content = store.con.execute("SELECT content FROM traces WHERE path = ?",
                                     (str(path.relative_to(session)),)).fetchone()[0]
     turns = note_turns(content)
-    assert [t.n for t in turns] == [1, 2, 3, 4, 5] and turns[3].speaker == "Melanie"
+    assert [t.n for t in turns] == [1, 2, 3, 4, 5] and turns[3].speaker == "Teodor"
     chunks = chunk_trace("note", "Chat", content)
     for t in turns:
         inside = [c for c in chunks if t.start <= c.start and c.stop >= t.stop - 1 and not content[t.stop:c.stop].strip()]
-        # Embedded as the model should read it: "Melanie: Nice. ...", no callout, time stamp or block id.
+        # Embedded as the model should read it: "Teodor: Nice. ...", no callout, time stamp or block id.
         assert len(inside) == 1 and inside[0].text.endswith(f"\n{t.speaker}: {t.text}")
         assert "[!" not in inside[0].text and "^t" not in inside[0].text
 
@@ -126,9 +126,9 @@ def test_reading_path_and_block_id_gives_the_turn(session: Path) -> None:
     from memvault.vault_io.errors import MemvaultError
 
     with opened(session) as store:
-        ref = store.search(SearchQuery("charity race", mode="keyword")).to_json()["hits"][0]["ref"]
+        ref = store.search(SearchQuery("harbour regatta", mode="keyword")).to_json()["hits"][0]["ref"]
         turn = store.read(ref).to_json()
-        assert turn["content"].startswith("2023-05-08 13:59 Melanie: Nice.") and turn["anchor"] == "^t4"
+        assert turn["content"].startswith("2023-05-08 13:59 Teodor: Nice.") and turn["anchor"] == "^t4"
         with pytest.raises(MemvaultError, match="no turn"):
             store.read(ref.replace("^t4", "^t99"))
 
@@ -153,10 +153,10 @@ def test_chunks_found_by_similarity_come_down_to_their_turns() -> None:
 
 def test_show_takes_the_turn_by_its_block_id(session: Path) -> None:
     with opened(session) as store:
-        ref = store.search(SearchQuery("charity race", mode="keyword")).to_json()["hits"][0]["ref"]
+        ref = store.search(SearchQuery("harbour regatta", mode="keyword")).to_json()["hits"][0]["ref"]
     r = run(session, "show", ref)
     assert r.exit_code == 0, r.output
-    assert r.output.rstrip().endswith("2023-05-08 13:59 Melanie: Nice. I painted a sunrise last Friday [2023-05-05], "
-                                      "and I ran a charity race two weeks ago [2023-04-24].")
+    assert r.output.rstrip().endswith("2023-05-08 13:59 Teodor: Nice. I baked a rye loaf last Friday [2023-05-05], "
+                                      "and I sailed in a harbour regatta two weeks ago [2023-04-24].")
     r = run(session, "show", ref.replace("^t4", "^t99"))
     assert r.exit_code == 1 and "no turn ^t99" in r.output

@@ -17,10 +17,10 @@ from memvault.store.queries.search import SearchQuery
 from memvault.store.retrieval.turns import note_turns
 
 TURNS = [
-    ("user", "Caroline", "I went to a support group yesterday and it was so powerful."),
-    ("assistant", "Melanie", "Wow, that's cool! What happened there?"),
-    ("user", "Caroline", "People shared their transgender stories; I felt accepted."),
-    ("assistant", "Melanie", "I painted a lake sunrise last year, it hangs in my kitchen."),
+    ("user", "Noor", "I went to a beekeeping club yesterday and it was so powerful."),
+    ("assistant", "Teodor", "Wow, that's cool! What happened there?"),
+    ("user", "Noor", "People shared their honey harvest stories; I felt accepted."),
+    ("assistant", "Teodor", "I painted a lake sunrise last year, it hangs in my kitchen."),
 ]
 
 
@@ -44,32 +44,32 @@ def _turn_traces(con: apsw.Connection) -> dict[str, tuple[str, str, str | None]]
 def test_a_turn_is_found_alone_by_search_with_its_speaker_and_time(vault: Path) -> None:
     with opened(vault) as store:
         report = store.ingest(_session(), client="generic")
-        hits = store.search(SearchQuery("transgender stories", mode="keyword", what="all")).to_json()["hits"]
+        hits = store.search(SearchQuery("honey harvest", mode="keyword", what="all")).to_json()["hits"]
         # The turn that says it, first; the turns around it may follow (a
         # turn's words count for its neighbours), never the whole note.
         assert all(h["kind"] == "turn" for h in hits)
         hit = hits[0]
-        assert hit["title"].startswith("I went to a support group")  # the session note's title
-        assert (hit["kind"], hit["path"], hit["anchor"], hit["speaker"]) == ("turn", report.path, "^t3", "Caroline")
+        assert hit["title"].startswith("I went to a beekeeping club")  # the session note's title
+        assert (hit["kind"], hit["path"], hit["anchor"], hit["speaker"]) == ("turn", report.path, "^t3", "Noor")
         assert hit["ref"] == f"{report.path}#^t3" and hit["uri"].endswith("%5Et3")
         assert hit["at"] == "2023-05-08 13:52"
-        # The transcript's names are searchable: Melanie's turns, not the note.
-        named = store.search(SearchQuery("Melanie", mode="keyword", what="all")).to_json()["hits"]
+        # The transcript's names are searchable: Teodor's turns, not the note.
+        named = store.search(SearchQuery("Teodor", mode="keyword", what="all")).to_json()["hits"]
         assert {h["anchor"] for h in named} == {"^t2", "^t4"}
 
 
 def test_a_recalled_turn_is_one_plain_line_with_its_date_resolved(vault: Path) -> None:
     with opened(vault) as store:
         report = store.ingest(_session(), client="generic")
-        block = store.context(ContextQuery("When did Caroline go to the support group?", what="all", record=False)).to_json()
-        line = next(x for x in block["text"].splitlines() if "support group" in x)
-        assert line.startswith("- 2023-05-08 Caroline: I went to a support group yesterday [2023-05-07]")
+        block = store.context(ContextQuery("When did Noor go to the beekeeping club?", what="all", record=False)).to_json()
+        line = next(x for x in block["text"].splitlines() if "beekeeping club" in x)
+        assert line.startswith("- 2023-05-08 Noor: I went to a beekeeping club yesterday [2023-05-07]")
         # With the reply beside it, one exchange: the line says when and who
         # once, and the items' refs find the note.
-        assert " · Melanie: " in line and line.endswith("(turns 1-2)")
+        assert " · Teodor: " in line and line.endswith("(turns 1-2)")
         assert "[!" not in block["text"] and "\n^t" not in block["text"] and "---" not in block["text"]
         item = next(i for i in block["items"] if i.get("anchor") == "^t1")
-        assert (item["kind"], item["speaker"]) == (TURN_KIND, "Caroline")
+        assert (item["kind"], item["speaker"]) == (TURN_KIND, "Noor")
         assert item["ref"] == f"{report.path}#^t1"
         assert not any(i["kind"] == "note" for i in block["items"])  # the note's turns stand for it
 
@@ -121,7 +121,7 @@ def test_an_index_from_before_turn_traces_derives_them_on_the_next_sync(vault: P
     with opened(vault) as store:
         store.sync()
         assert len(_turn_traces(store.con)) == 4
-        assert store.search(SearchQuery("transgender", mode="keyword", what="all")).to_json()["hits"][0]["kind"] == TURN_KIND
+        assert store.search(SearchQuery("honey", mode="keyword", what="all")).to_json()["hits"][0]["kind"] == TURN_KIND
 
 
 _WORDS = st.sampled_from(["alpha", "beta", "gamma", "delta", "kiwi", "mango", "sunrise", "harbour"])
@@ -151,11 +151,11 @@ def test_turn_traces_equal_the_note_s_turns_after_any_edit_sequence(
                 turns = note_turns(content)
                 if op == "append":
                     n = max((t.n for t in turns), default=0) + 1
-                    content = content.rstrip("\n") + f"\n\n> [!user] Caroline · 2023-05-09 10:00\n> {text}\n\n^t{n}\n"
+                    content = content.rstrip("\n") + f"\n\n> [!user] Noor · 2023-05-09 10:00\n> {text}\n\n^t{n}\n"
                 elif turns:
                     t = turns[pick % len(turns)]
                     if op == "change":
-                        content = content[: t.start] + f"> [!user] Caroline · 2023-05-09 10:00\n> {text}\n\n^t{t.n}\n" + content[t.stop:]
+                        content = content[: t.start] + f"> [!user] Noor · 2023-05-09 10:00\n> {text}\n\n^t{t.n}\n" + content[t.stop:]
                     else:
                         content = content[: t.start] + content[t.stop:]
                 path.write_text(content, "utf-8")
@@ -202,7 +202,7 @@ def test_a_turn_is_embedded_with_its_speaker_however_it_was_written(vault: Path)
         assert texts[ids["Memory/episodic/s1-2.md"]] == "Ana: I moved the exam to July."
         assert texts[ids["Memory/semantic/tea.md"]] == "Prefers tea over coffee."
         assert texts[turn_trace_id(ids[report.path], 3)] == (
-            "Caroline: People shared their transgender stories; I felt accepted.")
+            "Noor: People shared their honey harvest stories; I felt accepted.")
         # An index from before: the turn memory is chunked again on the next embedding run.
         with store.con:
             store.con.execute("DELETE FROM embed_queue")

@@ -70,7 +70,7 @@ def chunk_text(kind: str, title: str, content: str, start: int, stop: int, headi
     body = clean_markup(content[start:stop]).strip()
     if kind == "note" and body.startswith("> [!"):
         body = plain_turns(body)
-    if kind in ("fact", "turn"):  # a turn's title is its speaker: "Caroline: I went to ..."
+    if kind in ("fact", "turn"):  # a turn's title is its speaker: "Noor: I went to ..."
         return f"{title}: {body}" if title and body else body or title
     if kind == "memory":
         return body or title
@@ -84,7 +84,7 @@ _QUOTE_MARK = re.compile(r"^>[ \t]?", re.M)
 
 
 def plain_turns(text: str) -> str:
-    """Turns of a session note as the model should read them: "Caroline:
+    """Turns of a session note as the model should read them: "Noor:
     I went to ..." rather than callout markup, time stamps and block ids,
     which are noise to a sentence model (the speaker's name stays)."""
     text = _TURN_HEAD.sub(lambda m: f"{m.group(1)}: ", text)

@@ -13,7 +13,7 @@ A turn trace:
 * ``id`` ``<note id>#^t12`` and ``path`` the note's, so a hit or a recall
   line addresses the turn (``path#^t12``);
 * ``content`` the turn's plain text (no callout markup, no block id) and
-  ``title`` its speaker: the embedded text is "Caroline: I went to ...", as
+  ``title`` its speaker: the embedded text is "Noor: I went to ...", as
   a sentence model reads a turn best; the full-text index keeps the title
   out and the speaker in its unboosted ``context`` column (migration 13), so
   a name is searchable without every turn of that person outranking the rest;

@@ -27,7 +27,7 @@
    similarity reaches ``min_similarity - GRAPH_FLOOR_MARGIN``.
 6. **Time**: a candidate from the period the query names ("in May 2023",
    "last week") gains ``TIME_MATCH_BOOST``, and so does a turn by a speaker the
-   query names ("What did Melanie paint?": Melanie's turns); memories decay by the age of
+   query names ("What did Teodor paint?": Teodor's turns); memories decay by the age of
    their event time (else their last change) per type, bounded below by
    ``RECENCY_FLOOR`` (:mod:`.when`); strength (0-1, 0.5 when unset) scales
    the score by ``0.5 + strength``.
@@ -214,7 +214,7 @@ def weak_weights(con: apsw.Connection, kw: KeywordLists) -> dict[int, float]:
     from 0.760 to 0.737, under semantic's), while a turn is one utterance.
 
     A weak hit is evidence as far as the words it shares are informative in
-    this vault: "LGBTQ support group" in a chat about many things is, the
+    this vault: "beekeeping club meeting" in a chat about many things is, the
     name of one of its two speakers is not. A constant weight (0.25 before)
     either drowned keyword evidence under meaning (LoCoMo, where questions
     name rare things) or let thin matches through (paraphrases).

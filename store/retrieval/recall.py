@@ -6,7 +6,7 @@ block that fits a token budget, counted with the embedder's own tokenizer::
     ## Recalled Memory
     - [identity] Works as a backend engineer in Lisbon. (Memory/identity/role.md)
     - [fact] Deploys happen on Fridays. (Runbook > Deploys)
-    - 2023-05-08 Melanie: I ran a charity race two weeks ago [2023-04-24]. (turn 4)
+    - 2023-05-08 Teodor: I sailed in a harbour regatta two weeks ago [2023-04-24]. (turn 4)
     - 2023-05-20 Ana: Is the exam still in June? · Ben: Moved it to July. (turns 7-8)
 
 Each item is one plain line: a memory or fact as ``[type] date text

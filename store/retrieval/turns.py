@@ -3,15 +3,15 @@
 A session note ([flows](../../docs/flows.md)) holds a whole conversation,
 each turn a callout closed by its own block id::
 
-    > [!user] Caroline · 2023-05-08 13:56
-    > I went to a support group yesterday.
+    > [!user] Noor · 2023-05-08 13:56
+    > I went to a beekeeping club yesterday.
 
     ^t12
 
 Search and recall address a turn by that block id (``path#^t12``): a hit on
 a session note is the turn that matches best (:func:`best_turns_by_words`,
 or the turn holding the best-matching chunk), and a recalled turn is one
-plain line, ``2023-05-08 13:56 Caroline: I went to a support group
+plain line, ``2023-05-08 13:56 Noor: I went to a beekeeping club
 yesterday [2023-05-07].``, with the turns before and after it beside it.
 
 Reading is bounded: only the first :data:`TURN_SCAN_CHARS` characters of a
