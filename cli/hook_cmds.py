@@ -234,8 +234,9 @@ def hook_session_start(app: AppContext, client: str, timeout: float | None, budg
 @_client
 @_timeout
 @_budget
-@click.option("--what", type=click.Choice(["memories", "all"]), default="memories", show_default=True,
-              help="Recall memories and facts, or note passages too.")
+@click.option("--what", type=click.Choice(["auto", "memories", "all"]), default="auto", show_default=True,
+              help="auto: memories, facts and conversation turns, a note when it beats them; "
+                   "memories: memories and facts; all: note passages too.")
 @pass_app
 def hook_prompt(app: AppContext, client: str, timeout: float | None, budget: int | None, what: str) -> None:
     """Print the recall block for the user's prompt (nothing when nothing is relevant)."""

@@ -312,7 +312,8 @@ def _recall_tools(server: MCPServer, backend: Backend) -> None:
         message: Message,
         budget: Annotated[int | None, _field("tokens", "budget", "max_tokens", "tokens",
                                              ge=50, le=20000)] = None,
-        what: Annotated[Literal["memories", "all"], _field("all: notes too", "what", "kind", "search_in")] = "memories",
+        what: Annotated[Literal["auto", "memories", "all"], _field(
+            "auto: turns too, notes that beat them; all: notes too", "what", "kind", "search_in")] = "auto",
         scope: MemoryScope = None,
         since: Since = None,
         until: Until = None,

@@ -17,8 +17,9 @@ from memvault.vault_io.secrets import redact_tree
 @click.argument("message")
 @click.option("--budget", type=click.IntRange(0, 100_000), default=None, metavar="TOKENS",
               help="Most tokens the block may use (default: recall.budget, 800).")
-@click.option("--what", type=click.Choice(["memories", "all"]), default=None,
-              help="Recall memories and facts only (default), or ordinary notes too (quoting the matching passage).")
+@click.option("--what", type=click.Choice(["auto", "memories", "all"]), default=None,
+              help="auto (default): memories, facts and conversation turns ranked together, a note only when it "
+                   "beats them; memories: memories and facts only; all: ordinary notes too.")
 @click.option("--scope", "scopes", multiple=True, metavar="S", callback=lambda c, p, v: split_scopes(v, "context"),
               help="Only memories of this scope (user, a project...; repeatable).")
 @click.option("--identity", type=click.Choice(["relevant", "always"]), default=None,
@@ -36,15 +37,16 @@ def context(app: AppContext, message: str, budget: int | None, what: str | None,
             project: str | None, since: str | None, until: str | None, as_json: bool) -> None:
     """The memories that matter for MESSAGE, as a `## Recalled Memory` block for a prompt.
 
-    Identity memories first, then the most relevant memories and facts until
-    the token budget is used. Prints nothing (and exits 0) when nothing is
-    relevant enough.
+    The most relevant memories, facts and turns of conversations, ranked
+    together, until the token budget is used (a note only when it beats
+    them); identity lines when relevant, pinned or asked for ("who am I?").
+    Prints nothing (and exits 0) when nothing is relevant enough.
     """
     store = app.store
     memory_scope, old_what = scopes
-    what = what or old_what or "memories"
-    if what not in ("memories", "all"):
-        raise UsageFailure(f"context recalls memories or all, not {what}")
+    what = what or old_what or "auto"
+    if what not in ("auto", "memories", "all"):
+        raise UsageFailure(f"context recalls auto, memories or all, not {what}")
     prefer = None
     if project is not None:
         from memvault.store.project import project_at

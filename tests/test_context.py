@@ -36,13 +36,13 @@ def run(root: Path, *args: str):
     return CliRunner().invoke(cli, ["--vault", str(root), "context", *args])
 
 
-def test_block_has_identity_first_then_relevant_memories(own_vault: Path) -> None:
+def test_block_has_the_relevant_memories_and_no_unrelated_identity(own_vault: Path) -> None:
     r = run(own_vault, MESSAGE, "--no-record")
     assert r.exit_code == 0, r.output
     lines = r.stdout.strip().splitlines()
     assert lines[0] == HEADER
-    assert lines[1].startswith("- [identity]") and lines[2].startswith("- [identity]")
-    body = "\n".join(lines[3:])
+    assert not any(line.startswith("- [identity]") for line in lines)  # neither relevant nor pinned
+    body = "\n".join(lines[1:])
     assert "certificate had expired" in body and "(m-epi-outage)" in body  # a note by its name, not its folders
     assert "Renew the TLS certificates" in body
     assert "oat milk" not in r.stdout  # unrelated memories stay out
@@ -56,7 +56,7 @@ def test_budget_holds_in_tokens(own_vault: Path) -> None:
         if data["text"]:
             assert count_tokens([data["text"]])[0] == data["tokens"] <= budget
         assert data["tokens"] <= budget
-    small = json.loads(run(own_vault, MESSAGE, "--budget", "60", "--json", "--no-record").stdout)
+    small = json.loads(run(own_vault, MESSAGE, "--budget", "25", "--json", "--no-record").stdout)
     big = json.loads(run(own_vault, MESSAGE, "--budget", "800", "--json", "--no-record").stdout)
     assert len(small["items"]) < len(big["items"])
 
@@ -156,7 +156,8 @@ def test_context_for_a_message_only_an_identity_memory_answers(own_vault: Path) 
     top = json.loads(hits.stdout.splitlines()[0])
     assert top["id"] == "m-id-lang" and top["explain"]["vector_similarity"] >= 0.3
     data = json.loads(run(own_vault, message, "--json", "--no-record").stdout)
-    assert "m-id-lang" in [i["id"] for i in data["items"]]
+    assert "m-id-lang" in [i["id"] for i in data["items"]] and "- [identity] Speaks Portuguese" in data["text"]
+    data = json.loads(run(own_vault, message, "--what", "memories", "--json", "--no-record").stdout)
     assert data["text"].startswith(HEADER + "\n- [identity] Speaks Portuguese")
 
 

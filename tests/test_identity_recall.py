@@ -131,3 +131,45 @@ def test_an_unknown_type_word_is_still_a_usage_error(vault: Path) -> None:
         canonical_type("whim")
     r = run(vault, "add", "Something", "--type", "whim")
     assert r.exit_code == 2 and "unknown memory type" in r.output
+
+
+@pytest.fixture
+def known(vault: Path) -> Path:
+    """Identity memories, one pinned, beside a procedural memory (keyword recall: no vectors)."""
+    write(vault, "Memory/identity/pinned-name.md", "---\ntype: identity\npinned: true\n---\nMy name is Sam Okafor.\n")
+    with opened(vault) as store:
+        store.sync()
+        store.add("I live in Lisbon with my partner", "identity")
+        store.add("My manager is Ana Costa, head of data engineering", "identity")
+        store.add("I speak Portuguese, English and some Yoruba", "identity")
+        store.add("Deploys of the billing service need a second reviewer", "procedural")
+    return vault
+
+
+def _lines(vault: Path, message: str) -> list[str]:
+    r = run(vault, "context", message, "--no-record")
+    assert r.exit_code == 0, r.output
+    return r.output.splitlines()
+
+
+def test_who_am_i_gets_the_identity_lines(known: Path) -> None:
+    for message in ("who am I?", "Who am I", "me?"):
+        lines = _lines(known, message)
+        assert lines and all(line.startswith("- [identity]") for line in lines[1:]), (message, lines)
+        assert any("Sam Okafor" in line for line in lines) and any("Lisbon" in line for line in lines)
+
+
+def test_an_identity_question_gets_its_answer_not_every_identity_line(known: Path) -> None:
+    lines = _lines(known, "who is my manager?")
+    body = [line for line in lines[1:] if "Sam Okafor" not in line]  # the pinned line may stand first
+    assert body and "Ana Costa" in body[0], lines
+    assert not any("Lisbon" in line or "Yoruba" in line for line in lines), lines
+
+
+def test_an_unrelated_message_gets_no_identity_but_the_pinned_line(known: Path) -> None:
+    lines = _lines(known, "who reviews deploys of the billing service?")
+    assert any("second reviewer" in line for line in lines), lines
+    identity = [line for line in lines if line.startswith("- [identity]")]
+    assert identity == ["- [identity] My name is Sam Okafor. (pinned-name)"], lines
+    # Nothing relevant: nothing at all, the pinned line included.
+    assert _lines(known, "what is the capital of Peru") == []

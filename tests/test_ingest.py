@@ -81,7 +81,7 @@ def test_facts_are_the_users_statements_anchored_to_their_turns(vault: Path) -> 
         assert report.facts == 3
 
 
-def test_the_transcript_is_searchable_at_once_but_only_facts_reach_context(vault: Path) -> None:
+def test_the_transcript_is_searchable_at_once_and_its_turns_and_facts_reach_context(vault: Path) -> None:
     with opened(vault) as store:
         report = store.ingest(CLAUDE_CODE)
         hits = store.search(SearchQuery("ThreadingViolation", mode="keyword")).to_json()["hits"]
@@ -91,8 +91,13 @@ def test_the_transcript_is_searchable_at_once_but_only_facts_reach_context(vault
         assert "ThreadingViolation" in hits[0]["passage"]
         block = store.context(ContextQuery("what is the staging database called?")).to_json()
         assert "db2" in block["text"]
-        assert all(item["kind"] == "fact" for item in block["items"])
-        assert "ThreadingViolation" not in store.context(ContextQuery("ThreadingViolation daemon crash")).to_json()["text"]
+        assert {item["kind"] for item in block["items"]} <= {"fact", "turn"}
+        # By default what was said is recalled (issue 35); memories and facts alone leave the turns out.
+        said = store.context(ContextQuery("ThreadingViolation daemon crash")).to_json()
+        assert "User: why does the daemon crash on startup?" in said["text"]
+        assert "turn" in {item["kind"] for item in said["items"]}
+        only = store.context(ContextQuery("ThreadingViolation daemon crash", what="memories")).to_json()
+        assert "turn" not in {item["kind"] for item in only["items"]}
 
 
 def test_ingesting_the_same_transcript_twice_changes_nothing(vault: Path) -> None:

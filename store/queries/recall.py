@@ -17,8 +17,9 @@ class ContextQuery(_Query):
     message: str
     #: Most tokens the block may use; None: ``recall.budget``.
     budget: int | None = None
-    #: memories (memories and facts) or all (ordinary notes too).
-    what: str = "memories"
+    #: auto (memories, facts and conversation turns ranked together, notes
+    #: that beat them), memories (memories and facts) or all (ordinary notes too).
+    what: str = "auto"
     #: Only memories of these scopes.
     memory_scope: tuple[str, ...] = ()
     #: always or relevant; None: ``recall.identity``.

@@ -340,22 +340,19 @@ class Retriever:
     def context(self, q: ContextQuery) -> RecallBlock:
         """The recall block for a message, its lines and notices.
 
-        ``q.what`` is "memories" (memories and facts) or "all" (ordinary
-        notes too, each quoted by its matching passage); ``q.memory_scope``
-        keeps only memories of those scopes; ``q.identity`` is "relevant"
-        (identity memories only beside something relevant) or "always"
-        (None: ``recall.identity``); ``since``/``until`` bound when the
-        recalled memories happened.
+        ``q.what`` is "auto" (memories, facts and conversation turns ranked
+        together, ordinary notes only when they beat them: :mod:`.admission`),
+        "memories" (memories and facts) or "all" (ordinary notes too, each
+        quoted by its matching passage); ``q.memory_scope`` keeps only
+        memories of those scopes; ``q.identity`` is "relevant" (identity lines
+        only when relevant, pinned or asked for) or "always" (None:
+        ``recall.identity``); ``since``/``until`` bound when the recalled
+        memories happened.
         """
         from memvault.store.answers.recall import RecallBlock, RecallLine, full_note
+        from memvault.store.retrieval.admission import asks_about_self
         from memvault.store.retrieval.neighbours import with_turn_context
-        from memvault.store.retrieval.recall import (
-            assemble,
-            block_tokens,
-            identity_items,
-            mark_outdated,
-            record_recall,
-        )
+        from memvault.store.retrieval.recall import assemble, block_tokens, mark_outdated, record_recall
 
         message = q.message
         budget = self.settings.recall.budget if q.budget is None else int(q.budget)
@@ -367,31 +364,16 @@ class Retriever:
         scopes = q.memory_scope
         if not scopes and q.prefer_scope:  # the session's project, then the person's own
             scopes = tuple(dict.fromkeys([q.prefer_scope, "user"]))
-        bounds = self.time_bounds(q.since, q.until)
-        filters = Filters(kinds=WHAT_KINDS[what_of(q.what)], scopes=scopes, since=bounds["since"], until=bounds["until"])
-        notices: list[str] = []
-        cands: list[Any] = []
-        qvec = None
-        if self.spec is not None and self.has_vectors():
-            try:
-                qvec = self.embedder().embed_query(message) if message.strip() else None
-                cands = self._rank(message, "hybrid", filters, context_candidates(budget), qvec, for_context=True)
-            except ModelUnavailable as exc:
-                notices = [f"semantic search unavailable: {exc}; using keyword search"]
-                cands = self._keyword_context(message, filters, budget)
-        else:
-            _, notices = self.choose_mode(None, False)
-            if self.spec is None:
-                notices = []
-            cands = self._keyword_context(message, filters, budget)
-        ids = identity_items(self.con, self.settings.recall.identity_max, scopes)
+        cands, qvec, notices = self._context_candidates(q, budget, scopes)
+        ids = self._identity_lines(message, identity, scopes)
         relevant = self._recall_items(with_turn_context(self.con, cands, _NeighbourTurn.beside), message, qvec)
         relevant = mark_outdated(self.con, relevant, ids)
         if q.prefer_scope and not q.memory_scope:
             relevant = self._scope_first(relevant, q.prefer_scope)
         if q.pinned:
             relevant = self._pinned_first(relevant)
-        text, items = assemble(ids, relevant, budget, always_identity=identity == "always")
+        always = identity == "always" or bool(ids and asks_about_self(message))
+        text, items = assemble(ids, relevant, budget, always_identity=always)
         if q.record and items:
             record_recall(self.con, list(dict.fromkeys(i.id for i in items)))
         # What was ranked relevant and did not fit: an agent can ask with a larger budget.
@@ -399,6 +381,47 @@ class Retriever:
         tokens = block_tokens(text)
         return RecallBlock(text, tokens, budget, tuple(RecallLine.from_json(i.as_dict()) for i in items),
                            tuple(notices), left_out or None, full_note(tokens, budget, left_out))
+
+    def _context_candidates(self, q: ContextQuery, budget: int,
+                            scopes: Sequence[str]) -> tuple[list[Any], Any, list[str]]:
+        """The ranked candidates of a recall block, the message's vector (None
+        without vectors) and notices. ``what = "auto"`` ranks every kind
+        together and keeps the notes that beat the rest (:mod:`.admission`)."""
+        from memvault.store.retrieval.admission import AUTO, notes_that_beat
+
+        message = q.message
+        auto = q.what == AUTO
+        bounds = self.time_bounds(q.since, q.until)
+        filters = Filters(kinds=() if auto else WHAT_KINDS[what_of(q.what)], scopes=tuple(scopes),
+                          since=bounds["since"], until=bounds["until"])
+        limit = context_candidates(budget)
+        # Notes that lose to the rest are dropped afterwards: rank more, so they do not take the others' places.
+        wanted = 2 * limit if auto else limit
+        notices: list[str] = []
+        qvec = None
+        if self.spec is not None and self.has_vectors():
+            try:
+                qvec = self.embedder().embed_query(message) if message.strip() else None
+                cands = self._rank(message, "hybrid", filters, wanted, qvec, for_context=True)
+            except ModelUnavailable as exc:
+                notices = [f"semantic search unavailable: {exc}; using keyword search"]
+                cands = self._keyword_context(message, filters, wanted)
+        else:
+            _, notices = self.choose_mode(None, False)
+            if self.spec is None:
+                notices = []
+            cands = self._keyword_context(message, filters, wanted)
+        return (notes_that_beat(cands, limit) if auto else cands), qvec, notices
+
+    def _identity_lines(self, message: str, identity: str, scopes: Sequence[str]) -> list[Any]:
+        """The identity items a block lists first: all of them for a session
+        start (``always``) or a message about the person themself, else only
+        the pinned ones (a relevant identity item is ranked like any other)."""
+        from memvault.store.retrieval.admission import asks_about_self, pinned
+        from memvault.store.retrieval.recall import identity_items
+
+        ids = identity_items(self.con, self.settings.recall.identity_max, scopes)
+        return ids if identity == "always" or asks_about_self(message) else pinned(self.con, ids)
 
     def session_start(self, q: SessionStartQuery) -> SessionStartText:
         """What a session starts with (:func:`~.session_start.session_start`)."""
@@ -513,11 +536,11 @@ class Retriever:
         text = quote(content, span)
         return (f"{span.heading}\n{text}" if span.heading else text), None
 
-    def _keyword_context(self, message: str, filters: Filters, budget: int) -> list[Any]:
+    def _keyword_context(self, message: str, filters: Filters, limit: int) -> list[Any]:
         """Relevant memories by words alone (no vectors): the hybrid keyword
         lists without stop words, by BM25, each sharing at least half the
         message's content words (:func:`~memvault.store.retrieval.rank.keyword_recall`)."""
         from memvault.store.retrieval.rank import keyword_recall
 
-        return keyword_recall(self.con, message, filters, context_candidates(budget))
+        return keyword_recall(self.con, message, filters, limit)
 
