@@ -10,6 +10,7 @@ said stays silent. Identity joins a block only when it answers.
 from __future__ import annotations
 
 import json
+import subprocess
 from pathlib import Path
 
 import pytest
@@ -83,3 +84,23 @@ def test_the_default_context_and_prompt_hook_hold_the_answering_turns(talked: Pa
         out = run(talked, "hook", "prompt", "--timeout", "120", input=json.dumps(prompt))
         assert answer in out, (question, out)
     assert run(talked, "context", "what is the capital of Peru?", "--no-record") == ""
+
+
+def test_the_installed_prompt_hook_answers_from_the_transcript(
+    talked: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The README's `memvault hook install --client claude-code`, then the
+    command it wrote run as Claude Code runs it: a shell, the prompt on stdin."""
+    home = tmp_path / "home"
+    home.mkdir()
+    monkeypatch.setenv("HOME", str(home))
+    run(talked, "hook", "install", "--client", "claude-code")
+    settings = json.loads((home / ".claude" / "settings.json").read_text())
+    (command,) = [h["command"] for g in settings["hooks"]["UserPromptSubmit"] for h in g["hooks"]
+                  if " hook prompt " in h["command"]]
+    prompt = {"session_id": "next", "transcript_path": "", "cwd": str(tmp_path), "permission_mode": "default",
+              "hook_event_name": "UserPromptSubmit", "prompt": "who owns the reporting service?"}
+    done = subprocess.run(command, shell=True, input=json.dumps(prompt), capture_output=True, text=True,
+                          timeout=120, cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    assert "Kofi Mensah owns the reporting service" in done.stdout, (done.stdout, done.stderr)

@@ -80,11 +80,16 @@ def test_context_quotes_the_matching_section_not_the_opening(guide_vault: Path, 
         assert tea[0]["passage"] == "Prefers green tea."  # a short memory: its whole text
 
 
-def test_default_context_stays_memories_and_facts(guide_vault: Path) -> None:
+def test_default_context_admits_a_note_only_when_it_beats_the_memories(guide_vault: Path) -> None:
     with opened(guide_vault) as store:
         store.sync()
-        assert store.context(ContextQuery("how often do the backups run", record=False)).to_json()["text"] == ""
-        assert "green tea" in store.context(ContextQuery("what tea do I like", record=False)).to_json()["text"]
+        # Nothing remembered answers it: the note's passage does (issue 35: auto).
+        backups = store.context(ContextQuery("how often do the backups run", record=False)).to_json()["text"]
+        assert "Run restic every night" in backups
+        only = ContextQuery("how often do the backups run", what="memories", record=False)
+        assert store.context(only).to_json()["text"] == ""
+        tea = store.context(ContextQuery("what tea do I like", record=False)).to_json()["text"]
+        assert "green tea" in tea and "restic" not in tea
 
 
 def test_two_strong_sections_of_one_note_share_the_budget(vault: Path) -> None:
