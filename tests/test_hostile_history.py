@@ -110,3 +110,19 @@ def test_every_shape_of_bad_line_is_refused_with_a_reason() -> None:
     assert lines.file_device(Path("ab12.snapshot.jsonl")) == "ab12"
     assert not lines.waits(dict(good, t=1000 + lines.FUTURE_SKEW_MS), 1000)
     assert lines.waits(dict(good, t=1001 + lines.FUTURE_SKEW_MS), 1000)
+
+
+def test_a_deeply_nested_line_is_one_doctor_finding_and_the_rest_is_read(vault: Path) -> None:
+    memory, version = a_memory_with_a_version(vault)
+    now = int(time.time() * 1000)
+    path = vault / LOGS / "cccccccccccc.jsonl"
+    deep = b'{"d":"cccccccccccc","n":1,"t":1,"tb":"forgotten","k":' + b"[" * 100_000 + b"]" * 100_000 + b"}\n"
+    after = {"d": "cccccccccccc", "n": 2, "t": now, "tb": "memory_versions", "k": [version], "r": None}
+    path.write_bytes(deep + logfile.encode(after))
+    # The line after it is still a record of that device, read like any other.
+    assert versions(vault, memory) == ["Deploys go out on Wednesdays"]
+    r = CliRunner().invoke(cli, ["--vault", str(vault), "doctor"])
+    assert r.exception is None or isinstance(r.exception, SystemExit), r.output
+    assert "Traceback" not in r.output and "RecursionError" not in r.output
+    found = [line for line in r.output.splitlines() if "cccccccccccc.jsonl" in line]
+    assert len(found) == 1 and "line 1: not JSON (it nests too deeply to read)" in found[0], r.output

@@ -33,6 +33,8 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from memvault.vault_io import json_input
+
 #: How far ahead of this device's clock a record may be stamped and be read
 #: now (ms): two devices' clocks set by NTP differ by far less; a record
 #: further ahead waits until the clock reaches it.
@@ -95,7 +97,7 @@ def waits(record: dict[str, Any], now: int) -> bool:
 def audit(files: Sequence[Path], tables: Tables, now: int | None = None) -> list[str]:
     """One line for each log line that is refused or waits for its stamp,
     naming the file and line (what ``memvault doctor`` reports)."""
-    from memvault.store.history.logfile import NOT_JSON, read_from
+    from memvault.store.history.logfile import NOT_JSON, TOO_DEEP, read_from
 
     now = now_ms() if now is None else now
     out = []
@@ -109,7 +111,8 @@ def audit(files: Sequence[Path], tables: Tables, now: int | None = None) -> list
         for record, _, n in found:
             if isinstance(record, dict) and "snapshot" in record:
                 continue  # a snapshot's header
-            why = "not JSON" if record is NOT_JSON else refused(record, device, tables)
+            why = (f"not JSON ({json_input.MESSAGE})" if record is TOO_DEEP else
+                   "not JSON" if record is NOT_JSON else refused(record, device, tables))
             if why is not None:
                 out.append(f"{path.name} line {n}: {why}; skipped")
             elif waits(record, now):

@@ -15,6 +15,7 @@ import json
 from pathlib import Path
 from typing import Any, NamedTuple
 
+from memvault.vault_io import json_input
 from memvault.vault_io.gate import Gate
 
 TAIL_SUFFIX = ".jsonl"
@@ -85,11 +86,14 @@ def head(path: Path) -> str:
 
 #: What a line that is not JSON decodes to.
 NOT_JSON = object()
+#: What a line nested deeper than the parser follows decodes to (another
+#: device's file is hostile input: ``[[[[...]]]]`` must not be a RecursionError).
+TOO_DEEP = object()
 
 
 class Line(NamedTuple):
     """One complete line of a log: what it decodes to (:data:`NOT_JSON` when
-    nothing), the byte offset it starts at, its number from where reading began."""
+    nothing, :data:`TOO_DEEP` when nested too deeply to read), the byte offset it starts at, its number from where reading began."""
 
     value: Any
     start: int
@@ -109,7 +113,9 @@ def read_from(path: Path, offset: int) -> tuple[list[Line], int]:
     for number, line in enumerate(data[:end].split(b"\n"), 1):
         if line.strip():
             try:
-                value = json.loads(line)
+                value = json_input.loads(line)
+            except json_input.TooDeep:
+                value = TOO_DEEP
             except ValueError:
                 value = NOT_JSON
             lines.append(Line(value, offset + start, number))
