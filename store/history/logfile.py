@@ -93,7 +93,8 @@ TOO_DEEP = object()
 
 class Line(NamedTuple):
     """One complete line of a log: what it decodes to (:data:`NOT_JSON` when
-    nothing, :data:`TOO_DEEP` when nested too deeply to read), the byte offset it starts at, its number from where reading began."""
+    nothing, :data:`TOO_DEEP` when nested too deeply to read), the byte
+    offset it starts at, its number from where reading began."""
 
     value: Any
     start: int
