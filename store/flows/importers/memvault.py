@@ -18,6 +18,9 @@ else skipped, and its earlier versions come in either way; a note already
 at a source's path is left as it is, and the facts it gives still take the
 export's forgets (a fact forgotten there is forgotten here) and history;
 durable rows already present are kept.
+
+An export is hostile input: every path passes the write gate as the kind it
+is, and every text written new is redacted (:mod:`.export_texts`).
 """
 
 from __future__ import annotations
@@ -35,6 +38,7 @@ from memvault.store.db.connection import write_transaction
 from memvault.store.flows import keys as ik
 from memvault.store.flows import records as rx
 from memvault.store.flows.importers import Entry, MemoryItem, Progress
+from memvault.store.flows.importers.export_texts import ExportTexts
 from memvault.store.flows.importers.stream import ImportFormatError, members, sniff
 from memvault.store.flows.memories import import_memory
 from memvault.store.index.classify import memory_key
@@ -125,7 +129,13 @@ class _Record:
 
     def restore(self, sink: "ImportSink") -> str | None:
         self._keep_vectors()
-        return getattr(self, f"_{self.kind}", self._unknown)(sink)
+        # What this record writes is redacted on the way in (an export is hostile input).
+        self.texts = ExportTexts()
+        try:
+            return getattr(self, f"_{self.kind}", self._unknown)(sink)
+        finally:
+            sink.report.redacted += self.texts.redacted
+            sink.report.warnings += self.texts.warnings
 
     def _unknown(self, sink: "ImportSink") -> str | None:
         raise ImportFormatError(f"unknown record kind {self.kind!r}")
@@ -153,57 +163,76 @@ class _Record:
                               scope=m["scope"], id=m["id"])
             if m["status"] != "active" and rec.get_trace(con, m["id"]) is None:
                 return "imported"  # dry run
-            return import_memory(ctx, sink.memories, item, dry_run=sink.report.dry_run, keyed=False).action
-        trace = rec.TraceRow(
-            id=m["id"], kind="memory", type=m["type"], title=m["content"].splitlines()[0][:80] if m["content"] else "",
-            content=m["content"], tags=list(m["tags"]),
-            metadata={"frontmatter": dict(m.get("extra") or {}), "aliases": [], "related": list(m.get("related") or []),
-                      "fm_tags": list(m["tags"]), "supersedes": m.get("supersedes"),
-                      **({"key": m["key"]} if isinstance(m.get("key"), str) and m["key"] else {})},
-            source=m.get("source"), scope=m["scope"], strength=m.get("strength"), created=m["created"],
-            updated=m["updated"], content_key=memory_key(m["type"], m["scope"], m["content"]),
-        )
+            outcome = import_memory(ctx, sink.memories, item, dry_run=sink.report.dry_run, keyed=False)
+            self.texts.redacted += outcome.redacted if outcome.action != "skipped" else 0
+            return outcome.action
+        # The trace's redactions are counted unless the note's own bytes are
+        # written instead (they hold the same texts: each secret counts once).
+        traced = ExportTexts()
+        trace = self._trace(m, traced)
         with write_transaction(con):
             self._durable_rows(con, m, trace, ctx.settings.memory_folder)
+        path = self._path(m.get("path"), ctx.settings.memory_folder) if m["status"] == "active" else None
+        path = self.texts.path(path) if path else None
+        if path and not ctx.gate.allows(path, Kind.MEMORY):
+            sink.report.warnings.append(f"memory {m['id']}: {path} is not a memory note's place "
+                                        f"({ctx.settings.memory_folder}/<type>/NAME.md); written under a new name")
+            path = None
+        if m["status"] == "active" and isinstance(m.get("note"), str) and path and not (ctx.root / path).exists():
+            # The note's own bytes: what a consolidation run logged of
+            # them (for its undo) still matches after the restore.
+            sink.will_write(path)
+            ctx.gate.write(path, self.texts.text(m["note"]).encode("utf-8", "surrogateescape"), Kind.MEMORY)
+            return "imported"
+        self.texts.redacted += traced.redacted
+        self.texts.warnings += traced.warnings
         if m["status"] == "active":
-            path = self._path(m.get("path"), ctx.settings.memory_folder)
-            if path and not ctx.gate.allows(path, Kind.MEMORY):
-                sink.report.warnings.append(f"memory {m['id']}: {path} is not a memory note's place "
-                                            f"({ctx.settings.memory_folder}/<type>/NAME.md); written under a new name")
-                path = None
-            if isinstance(m.get("note"), str) and path and not (ctx.root / path).exists():
-                # The note's own bytes: what a consolidation run logged of
-                # them (for its undo) still matches after the restore.
-                sink.will_write(path)
-                ctx.gate.write(path, m["note"].encode("utf-8", "surrogateescape"), Kind.MEMORY)
-            else:
-                sink.memories.create(trace, path)
+            sink.memories.create(trace, path)
         return "imported"
 
     @staticmethod
-    def _versions(con: Any, m: dict[str, Any]) -> None:
+    def _trace(m: dict[str, Any], texts: ExportTexts) -> rec.TraceRow:
+        """The new memory's trace, its texts redacted and its links checked (by ``texts``)."""
+        what = f"memory {m['id']}"
+        content = texts.text(m["content"] or "")
+        tags = texts.names(list(m["tags"]), what)
+        key = texts.key(m.get("key"), what)
+        return rec.TraceRow(
+            id=m["id"], kind="memory", type=m["type"], title=content.splitlines()[0][:80] if content else "",
+            content=content, tags=tags,
+            metadata={"frontmatter": texts.tree(dict(m.get("extra") or {})), "aliases": [],
+                      "related": texts.related(m.get("related") or [], what), "fm_tags": list(tags),
+                      "supersedes": m.get("supersedes"), **({"key": key} if isinstance(key, str) and key else {})},
+            source=m.get("source"), scope=texts.text(m["scope"]), strength=m.get("strength"), created=m["created"],
+            updated=m["updated"], content_key=memory_key(m["type"], m["scope"], content),
+        )
+
+    def _versions(self, con: Any, m: dict[str, Any]) -> None:
         """The memory's earlier versions into the durable state (a version
-        already there, or a number this vault gave another version, is kept)."""
+        already there, or a number this vault gave another version, is kept),
+        redacted: the history log carries them into the vault."""
         for v in m.get("versions") or []:
             con.execute(
                 "INSERT OR IGNORE INTO state.memory_versions (id, memory_id, version, trace, reason, superseded_at) "
                 "VALUES (?,?,?,?,?,?)",
-                (v["id"], m["id"], v["version"], json.dumps(v["trace"], ensure_ascii=False, sort_keys=True),
-                 v.get("reason"), v["superseded_at"]),
+                (v["id"], m["id"], v["version"],
+                 json.dumps(self.texts.trace(v["trace"]), ensure_ascii=False, sort_keys=True),
+                 self.texts.optional(v.get("reason")), v["superseded_at"]),
             )
 
     def _durable_rows(self, con: Any, m: dict[str, Any], trace: rec.TraceRow, folder: str) -> None:
         self._versions(con, m)
         if m["status"] != "active":  # forgotten, or merged away (its merge record follows)
             forgotten = m.get("forgotten") or {}
-            snapshot = rec.TraceRow(**{**trace.__dict__, "status": "deleted", "reason": forgotten.get("reason")})
+            snapshot = rec.TraceRow(**{**trace.__dict__, "status": "deleted",
+                                       "reason": self.texts.optional(forgotten.get("reason"))})
             snapshot.content_key = None
             back = self._path(forgotten.get("from"), folder)
             if back:  # where `restore` puts its note back (a place of this vault's memory folder only)
                 snapshot.metadata = {**snapshot.metadata, "trashed_from": back}
             con.execute(
                 "INSERT OR IGNORE INTO state.forgotten (memory_id, reason, at, trace) VALUES (?,?,?,?)",
-                (m["id"], forgotten.get("reason"), forgotten.get("at") or rec.now_iso(), rec.trace_json(snapshot)),
+                (m["id"], snapshot.reason, forgotten.get("at") or rec.now_iso(), rec.trace_json(snapshot)),
             )
         _put_recall(con, m["id"], m.get("recall"))
 
@@ -218,7 +247,7 @@ class _Record:
 
     def _source(self, sink: "ImportSink") -> str | None:
         s = self.data
-        rel = str(s["path"])
+        rel = self.texts.path(str(s["path"]))
         sink.ctx.gate.check(rel, Kind.NOTE)  # a memory source or session note is a visible note
         target = sink.ctx.root / rel
         if s.get("kind") == "session":
@@ -228,9 +257,10 @@ class _Record:
             if not same:
                 sink.report.warnings.append(f"{rel} is already in the vault with other text; left as it is")
             return "skipped"
+        text = self.texts.text(s["text"])
         if not sink.report.dry_run:
             sink.will_write(rel)
-            sink.ctx.gate.write(rel, s["text"].encode("utf-8"), Kind.NOTE)
+            sink.ctx.gate.write(rel, text.encode("utf-8"), Kind.NOTE)
         return "imported"
 
     def _fact(self, sink: "ImportSink") -> str | None:
@@ -242,14 +272,17 @@ class _Record:
         return None  # facts come back from their sources
 
     def _fact_history(self, sink: "ImportSink") -> str | None:
-        h = self.data
+        h, texts = self.data, self.texts
+        anchor = {**h["anchor"], **{k: texts.optional(h["anchor"].get(k)) for k in ("context", "heading")
+                                    if k in h["anchor"]}} if isinstance(h["anchor"], dict) else h["anchor"]
         if not sink.report.dry_run:
             with write_transaction(sink.ctx.con):
                 sink.ctx.con.execute(
                     "INSERT OR IGNORE INTO state.fact_history (fact_id, source_id, trace, anchor, reason, replaced_by, "
                     "retired_at) VALUES (?,?,?,?,?,?,?)",
-                    (h["id"], h["source_id"], json.dumps(h["trace"], ensure_ascii=False, sort_keys=True),
-                     json.dumps(h["anchor"], ensure_ascii=False), h["reason"], h.get("replaced_by"), h["retired_at"]),
+                    (h["id"], h["source_id"], json.dumps(texts.trace(h["trace"]), ensure_ascii=False, sort_keys=True),
+                     json.dumps(anchor, ensure_ascii=False), texts.optional(h["reason"]), h.get("replaced_by"),
+                     h["retired_at"]),
                 )
                 _put_recall(sink.ctx.con, h["id"], h.get("recall"), replace=False)
         return None
@@ -262,8 +295,10 @@ class _Record:
     def _state_row(self, sink: "ImportSink", table: str, columns: tuple[str, ...],
                    json_columns: tuple[str, ...] = ()) -> None:
         if not sink.report.dry_run:
+            # A reason or a why is text the history log carries into the vault: redacted.
+            data = {**self.data, **{c: self.texts.optional(self.data.get(c)) for c in _TEXT_COLUMNS if c in columns}}
             with write_transaction(sink.ctx.con):
-                _insert(sink.ctx.con, table, self.data, columns, json_columns)
+                _insert(sink.ctx.con, table, data, columns, json_columns)
 
     def _fact_forget(self, sink: "ImportSink") -> str | None:
         # Before the sources are extracted (at the end): the fact stays retired.
@@ -296,7 +331,7 @@ class _Record:
             _insert(sink.ctx.con, "consolidation_runs", run,
                     ("id", "started", "finished", "day", "trigger", "status", "summary"), ("summary",))
             for action in run.get("actions") or []:
-                row = {**action, "run_id": run["id"]}
+                row = {**action, "run_id": run["id"], "reason": self.texts.optional(action.get("reason"))}
                 if row.get("undo") is None:
                     row["undo"] = None
                 _insert(sink.ctx.con, "consolidation_actions", row,
@@ -309,14 +344,15 @@ class _Record:
         if sink.report.dry_run:
             return None
         con, root = sink.ctx.con, sink.ctx.root
-        rel = c.get("conflict_path")
+        rel = self.texts.path(c["conflict_path"]) if isinstance(c.get("conflict_path"), str) else c.get("conflict_path")
         if rel is not None:
             # A conflict copy goes beside its note, and its note is a visible note.
             sink.ctx.gate.check(str(c["path"]), Kind.NOTE)
             sink.ctx.gate.check(str(rel), Kind.CONFLICT, near=str(c["path"]))
         if rel and isinstance(c.get("text"), str) and not (root / rel).exists():
             sink.will_write(rel)
-            sink.ctx.gate.write(rel, c["text"].encode("utf-8", "surrogateescape"), Kind.CONFLICT, near=str(c["path"]))
+            text = self.texts.text(c["text"])
+            sink.ctx.gate.write(rel, text.encode("utf-8", "surrogateescape"), Kind.CONFLICT, near=str(c["path"]))
         with write_transaction(con):
             if con.execute("SELECT 1 FROM state.conflicts WHERE trace_id = ? AND conflict_path IS ? AND created = ?",
                            (c["trace_id"], rel, c["created"])).fetchone() is None:
@@ -333,6 +369,10 @@ class _Record:
                     d["source"], d["key"], d["target_id"], d["hash"], d.get("path"), d.get("detail") or {},
                     d.get("created") or rec.now_iso(), d.get("updated") or rec.now_iso()))
         return None
+
+
+#: The columns of durable rows that hold a person's or a model's words.
+_TEXT_COLUMNS = ("reason", "why")
 
 
 def _put_recall(con: Any, trace_id: str, recall: dict[str, Any] | None, *, replace: bool = True) -> None:
