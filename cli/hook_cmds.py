@@ -187,16 +187,23 @@ def prompt_text(store: "MemoryStore", data: dict[str, Any], budget: int | None, 
 
 
 def ingest_transcript(store: "MemoryStore", data: dict[str, Any], event: str, client: str) -> str:
-    """Hand the session's transcript to conversation ingest; prints nothing."""
-    path = data.get("transcript_path")
-    if not isinstance(path, str) or not path:
-        log_line(event, "no transcript_path in the hook input; nothing to ingest")
-        return ""
+    """Hand the session's transcript to conversation ingest; prints nothing.
+
+    Only a transcript in the clients' own folders is read, as the per-turn
+    hook and the daemon confine themselves (:mod:`memvault.daemon.turn_paths`):
+    hook input names a path, and no other file of the person's is to be
+    copied into the vault because some input said so."""
+    from memvault.daemon.turn_paths import transcript_refusal
     from memvault.store.pause import MemoryPaused
 
+    path = data.get("transcript_path")
+    refused = transcript_refusal(path)
+    if refused is not None or not isinstance(path, str):
+        log_line(event, f"{refused}; nothing to ingest")
+        return ""
     cwd = data.get("cwd") if isinstance(data.get("cwd"), str) else None
     try:
-        report = store.ingest(Path(path), session=data.get("session_id"), client=client, cwd=cwd)
+        report = store.ingest(Path(os.path.realpath(path)), session=data.get("session_id"), client=client, cwd=cwd)
     except MemoryPaused as exc:
         log_line(event, f"{path}: {exc}")
         return ""

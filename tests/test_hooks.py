@@ -89,8 +89,11 @@ def test_prompt_prints_the_block_when_relevant_and_nothing_otherwise(hooked: Pat
     assert "make ship" in r.output  # a note passage too
 
 
-def test_session_end_hands_the_transcript_to_ingest(hooked: Path, tmp_path: Path, memvault_env: Path) -> None:
-    transcript = tmp_path / "t.jsonl"
+def test_session_end_hands_the_transcript_to_ingest(hooked: Path, tmp_path: Path, memvault_env: Path,
+                                                    monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("CLAUDE_CONFIG_DIR", str(tmp_path / "claude"))  # the client's own folder
+    transcript = tmp_path / "claude" / "projects" / "-work-billing" / "t.jsonl"
+    transcript.parent.mkdir(parents=True)
     transcript.write_text(
         '{"type":"user","sessionId":"abc123","timestamp":"2026-11-23T10:00:00Z",'
         '"message":{"role":"user","content":"Remember that I prefer tabs over spaces in Python."}}\n'
@@ -105,6 +108,41 @@ def test_session_end_hands_the_transcript_to_ingest(hooked: Path, tmp_path: Path
     assert len(sessions) == 1  # the second hook found the session already there
     text = sessions[0].read_text(encoding="utf-8")
     assert "abc123" in text and "tabs over spaces" in text and "codex" in text
+
+
+def test_the_end_hooks_read_no_transcript_outside_the_clients_folders(
+        hooked: Path, tmp_path: Path, memvault_env: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """As the per-turn hook (issue 35): hook input names a path, so session-end and pre-compact read a
+    transcript only in the clients' folders (symlinks resolved), else log why and ingest nothing."""
+    claude = tmp_path / "claude"
+    monkeypatch.setenv("CLAUDE_CONFIG_DIR", str(claude))
+    monkeypatch.setenv("CODEX_HOME", str(tmp_path / "codex"))
+    monkeypatch.delenv("MEMVAULT_TRANSCRIPT_DIRS", raising=False)
+    line = ('{"type":"user","sessionId":"s-out","timestamp":"2026-11-23T10:00:00Z",'
+            '"message":{"role":"user","content":"Remember that the vault key is under the desk."}}\n')
+    outside = tmp_path / "elsewhere" / "notes.jsonl"
+    outside.parent.mkdir()
+    outside.write_text(line)
+    link = claude / "projects" / "-x" / "link.jsonl"  # inside, but leading out
+    link.parent.mkdir(parents=True)
+    link.symlink_to(outside)
+    for path in (str(outside), str(link), "relative/t.jsonl", str(claude / "projects" / "-x" / "missing.jsonl")):
+        for sub, shape in (("session-end", CC_END), ("pre-compact", CC_COMPACT)):
+            r = hook(hooked, sub, dict(shape, transcript_path=path))
+            assert (r.exit_code, r.output) == (0, "")
+    log = log_text(memvault_env)
+    assert log.count("outside the transcript folders") == 4 and log.count("is not absolute") == 2
+    assert log.count("is not a readable file") == 2 and "ingested" not in log
+    assert not list((hooked / "Memory").rglob("*.md")) or not any(
+        "under the desk" in p.read_text() for p in (hooked / "Memory").rglob("*.md"))
+    # The folder Codex keeps its rollouts in is one of them.
+    rollout = tmp_path / "codex" / "sessions" / "2026" / "11" / "23" / "rollout.jsonl"
+    rollout.parent.mkdir(parents=True)
+    rollout.write_text(line)
+    r = hook(hooked, "session-end", dict(CC_END, transcript_path=str(rollout)), "--client", "codex")
+    tail = log_text(memvault_env)[len(log):]
+    assert r.exit_code == 0 and "outside the transcript folders" not in tail and "nothing to ingest" not in tail
+    assert f"ingested {rollout}" in tail or "failed" in tail, tail  # read (a rollout ingest may not parse yet)
 
 
 def test_failures_print_nothing_and_exit_0(hooked: Path, tmp_path: Path, memvault_env: Path) -> None:

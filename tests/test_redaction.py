@@ -423,8 +423,10 @@ def test_exports_made_to_share_hold_no_credential(vault: Path, tmp_path: Path) -
     assert (vault / "Memory/semantic/Office pin is 4821x.md").read_text() == typed
 
 
-def test_a_remember_that_beside_a_password_in_a_conversation_is_kept(vault: Path, tmp_path: Path) -> None:
+def test_a_remember_that_beside_a_password_in_a_conversation_is_kept(vault: Path, tmp_path: Path,
+                                                                      monkeypatch: pytest.MonkeyPatch) -> None:
     said = f"My sudo password is {SUDO}. Remember that the NAS backs up at 2am."
+    monkeypatch.setenv("MEMVAULT_TRANSCRIPT_DIRS", str(tmp_path))  # the end hook reads only the clients' folders
     transcript = tmp_path / "t.jsonl"
     transcript.write_text(json.dumps({
         "type": "user", "sessionId": "s-redact", "timestamp": "2026-11-23T10:00:00Z",
