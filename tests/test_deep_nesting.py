@@ -173,3 +173,15 @@ def test_the_mcp_server_answers_initialize_after_a_deeply_nested_frame(indexed: 
             p.wait()
     err = p.stderr.read().decode() if p.stderr is not None else ""
     assert "Traceback" not in err and "RecursionError" not in err, err
+
+
+def test_a_deeply_nested_obsidian_app_json_is_read_as_a_malformed_one(indexed: Path) -> None:
+    """``.obsidian/app.json`` is the vault's (a sync tool brings it): nested
+    too deeply it means no filters, as a malformed one does, and sync goes on."""
+    (indexed / ".obsidian").mkdir()
+    (indexed / ".obsidian" / "app.json").write_text('{"userIgnoreFilters": ' + DEEP + "}", "utf-8")
+    (indexed / "b.md").write_text("# B\n")
+    r = CliRunner().invoke(cli, ["--vault", str(indexed), "sync"])
+    assert r.exit_code == 0 and "Traceback" not in r.output, r.output
+    with opened(indexed) as store:
+        assert store.con.execute("SELECT count(*) FROM files WHERE path = 'b.md'").fetchone()[0] == 1

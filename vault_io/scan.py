@@ -11,7 +11,6 @@ followed: it is skipped with a warning and listed in
 
 from __future__ import annotations
 
-import json
 import os
 import re
 import stat
@@ -21,6 +20,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from memvault.vault_io import json_input
 from memvault.vault_io.confine import is_inside, outside_target, real_root
 from memvault.vault_io.globs import vault_globs
 
@@ -182,8 +182,8 @@ def obsidian_ignore_filters(root: Path) -> list[str]:
     A missing or malformed file means no filters (Obsidian behaves the same).
     """
     try:
-        data = json.loads((root / ".obsidian" / "app.json").read_text(encoding="utf-8"))
-    except (OSError, ValueError):
+        data = json_input.loads((root / ".obsidian" / "app.json").read_text(encoding="utf-8"))
+    except (OSError, ValueError):  # json_input: nested too deeply is malformed too, not a RecursionError
         return []
     filters = data.get("userIgnoreFilters") if isinstance(data, dict) else None
     return [f for f in filters if isinstance(f, str)] if isinstance(filters, list) else []
