@@ -58,6 +58,13 @@ def small_vault(vault: Path) -> Path:
     return vault
 
 
+#: What "at once" means here: a wait on the network (fastembed's download retry
+#: loop takes ~39 s; a TCP connect timeout, tens of seconds) is far above it,
+#: while a loaded 2-core CI runner can stretch an ordinary command's ~1 s to
+#: five. How fast the commands are is measured in bench/, not asserted here.
+NO_NETWORK_WAIT_S = 20.0
+
+
 def run(cmd: list[str], env: dict[str, str], netns: bool) -> tuple[subprocess.CompletedProcess[str], float]:
     full = (["unshare", "-rn"] if netns else []) + cmd
     start = time.monotonic()
@@ -86,7 +93,7 @@ def test_every_command_answers_promptly_with_one_notice(small_vault: Path, tmp_p
     for args, expected in commands:
         r, seconds = run(MEMVAULT + args, env, netns)
         assert r.returncode == 0, (args, r.stderr)
-        assert seconds < 5.0, (args, seconds)
+        assert seconds < NO_NETWORK_WAIT_S, (args, seconds)
         assert expected in r.stdout, (args, r.stdout, r.stderr)
         notices = [line for line in r.stderr.splitlines() if line.startswith("notice:")]
         assert len(notices) == 1, (args, r.stderr)
@@ -109,7 +116,7 @@ def test_background_worker_gives_up_at_once_offline(small_vault: Path, tmp_path:
     r, seconds = run([sys.executable, "-c", code], env, False)
     assert r.returncode == 0, r.stderr
     assert "UNAVAILABLE" in r.stdout and "not available offline" in r.stdout
-    assert seconds < 5.0, (seconds, r.stdout)
+    assert seconds < NO_NETWORK_WAIT_S, (seconds, r.stdout)
 
 
 def test_loading_the_model_leaves_no_telemetry_traces(tmp_path: Path) -> None:
