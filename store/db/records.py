@@ -105,13 +105,23 @@ def get_file(con: apsw.Connection, path: str) -> FileRow | None:
     return FileRow(*row) if row else None
 
 
+_PUT_FILE = f"INSERT OR REPLACE INTO files ({_FILE_COLS}, indexed_at) VALUES (?,?,?,?,?,?,?,?,?,?,?)"
+
+
+def _file_values(f: FileRow, now: str) -> tuple[Any, ...]:
+    return (f.path, f.kind, f.trace_id, f.mtime_ns, f.size, f.hash, f.parse_error, f.read_error, f.ctime_ns, f.inode,
+            now)
+
+
 def put_file(con: apsw.Connection, f: FileRow) -> None:
     """Insert or replace a file row."""
-    con.execute(
-        f"INSERT OR REPLACE INTO files ({_FILE_COLS}, indexed_at) VALUES (?,?,?,?,?,?,?,?,?,?,?)",
-        (f.path, f.kind, f.trace_id, f.mtime_ns, f.size, f.hash, f.parse_error, f.read_error, f.ctime_ns, f.inode,
-         now_iso()),
-    )
+    con.execute(_PUT_FILE, _file_values(f, now_iso()))
+
+
+def put_files(con: apsw.Connection, files: Sequence[FileRow]) -> None:
+    """:func:`put_file` for each of ``files``, in order, in one statement."""
+    now = now_iso()
+    con.executemany(_PUT_FILE, [_file_values(f, now) for f in files])
 
 
 def touch_file(
@@ -179,44 +189,54 @@ def get_traces(con: apsw.Connection, where: str, params: Sequence[Any] = ()) -> 
     return [_trace_from_row(r) for r in con.execute(f"SELECT {_TRACE_COLS} FROM traces WHERE {where}", params)]
 
 
+#: Insert a trace or update it in place (:func:`put_trace`).
+_PUT_TRACE = """
+    INSERT INTO traces (id, kind, type, title, content, tags, metadata, path, source, scope,
+                        strength, status, reason, created, updated, content_key)
+    VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)
+    ON CONFLICT(id) DO UPDATE SET
+        kind = excluded.kind, type = excluded.type, title = excluded.title,
+        content = excluded.content, tags = excluded.tags, metadata = excluded.metadata,
+        path = excluded.path, source = excluded.source, scope = excluded.scope,
+        -- Recall moves strength in the durable state; the note's value is
+        -- only a snapshot from the store's last write of it.
+        strength = coalesce(
+            (SELECT r.strength FROM state.recall r WHERE r.trace_id = excluded.id),
+            excluded.strength, traces.strength),
+        status = excluded.status, reason = excluded.reason, updated = excluded.updated,
+        content_key = excluded.content_key
+    RETURNING rowid
+"""
+_PUT_TAG = "INSERT OR IGNORE INTO trace_tags (trace_id, tag, trace_rowid) VALUES (?, ?, ?)"
+
+
+def _trace_values(t: TraceRow, now: str) -> tuple[Any, ...]:
+    return (
+        t.id, t.kind, t.type, t.title, t.content, " ".join(t.tags),
+        json.dumps(t.metadata, ensure_ascii=False, sort_keys=True, default=str), t.path, t.source, t.scope,
+        t.strength, t.status, t.reason, t.created or now, t.updated or now, t.content_key,
+    )
+
+
 def put_trace(con: apsw.Connection, t: TraceRow, *, new: bool = False) -> None:
     """Insert a trace, or update it in place keeping its creation time and
     retrieval statistics (which belong to the index, not to the note).
     ``new``: the caller knows the id is not in the index (no old tags)."""
-    tags = " ".join(t.tags)
-    meta = json.dumps(t.metadata, ensure_ascii=False, sort_keys=True, default=str)
-    now = now_iso()
-    rowid = scalar(
-        con,
-        """
-        INSERT INTO traces (id, kind, type, title, content, tags, metadata, path, source, scope,
-                            strength, status, reason, created, updated, content_key)
-        VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)
-        ON CONFLICT(id) DO UPDATE SET
-            kind = excluded.kind, type = excluded.type, title = excluded.title,
-            content = excluded.content, tags = excluded.tags, metadata = excluded.metadata,
-            path = excluded.path, source = excluded.source, scope = excluded.scope,
-            -- Recall moves strength in the durable state; the note's value is
-            -- only a snapshot from the store's last write of it.
-            strength = coalesce(
-                (SELECT r.strength FROM state.recall r WHERE r.trace_id = excluded.id),
-                excluded.strength, traces.strength),
-            status = excluded.status, reason = excluded.reason, updated = excluded.updated,
-            content_key = excluded.content_key
-        RETURNING rowid
-        """,
-        (
-            t.id, t.kind, t.type, t.title, t.content, tags, meta, t.path, t.source, t.scope,
-            t.strength, t.status, t.reason, t.created or now, t.updated or now, t.content_key,
-        ),
-    )
+    rowid = scalar(con, _PUT_TRACE, _trace_values(t, now_iso()))
     if not new:
         con.execute("DELETE FROM trace_tags WHERE trace_id = ?", (t.id,))
     if t.tags:
-        con.executemany(
-            "INSERT OR IGNORE INTO trace_tags (trace_id, tag, trace_rowid) VALUES (?, ?, ?)",
-            [(t.id, tag.lower(), rowid) for tag in t.tags],
-        )
+        con.executemany(_PUT_TAG, [(t.id, tag.lower(), rowid) for tag in t.tags])
+
+
+def add_traces(con: apsw.Connection, traces: Sequence[TraceRow]) -> None:
+    """:func:`put_trace` (``new=True``) for each of ``traces``, in order:
+    one statement for the traces, one for their tags."""
+    now = now_iso()
+    rowids = [r[0] for r in con.executemany(_PUT_TRACE, [_trace_values(t, now) for t in traces])]
+    tags = [(t.id, tag.lower(), rowid) for t, rowid in zip(traces, rowids, strict=True) for tag in t.tags]
+    if tags:
+        con.executemany(_PUT_TAG, tags)
 
 
 def rename_trace(con: apsw.Connection, old_id: str, new_id: str) -> None:
@@ -274,14 +294,25 @@ def replace_edges(
     add_edges(con, source_id, edges)
 
 
+_ADD_EDGE = (
+    "INSERT INTO edges (source_id, kind, target_name, target_key, target_path, target_id, "
+    "anchor, display, prop, line, ambiguous) VALUES (?,?,?,?,?,?,?,?,?,?,?)"
+)
+
+
 def add_edges(con: apsw.Connection, source_id: str, edges: Iterable[EdgeRow]) -> None:
     """Insert edges from ``source_id``."""
+    add_edges_of(con, [(source_id, edges)])
+
+
+def add_edges_of(con: apsw.Connection, sources: Iterable[tuple[str, Iterable[EdgeRow]]]) -> None:
+    """Insert the edges of each (source id, edges) pair, in order, in one statement."""
     con.executemany(
-        "INSERT INTO edges (source_id, kind, target_name, target_key, target_path, target_id, "
-        "anchor, display, prop, line, ambiguous) VALUES (?,?,?,?,?,?,?,?,?,?,?)",
+        _ADD_EDGE,
         [
             (source_id, e.kind, e.target_name, e.target_key, e.target_path, e.target_id,
              e.anchor, e.display, e.prop, e.line, int(e.ambiguous))
+            for source_id, edges in sources
             for e in edges
         ],
     )

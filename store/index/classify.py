@@ -23,6 +23,7 @@ from __future__ import annotations
 import hashlib
 import re
 from collections.abc import Sequence
+from copy import copy
 from dataclasses import dataclass, replace
 from datetime import datetime, timezone
 
@@ -136,7 +137,11 @@ def note_trace(note: ParsedNote, trace_id: str, st: FileStat, memory_folder: str
 
 def finish_trace(draft: TraceDraft, trace_id: str, st: FileStat) -> rec.TraceRow:
     """The trace row of a :class:`TraceDraft` under ``trace_id``, for the file as ``st`` saw it."""
-    return replace(draft.trace, id=trace_id, updated=draft.trace.updated or iso_from_ns(st.mtime_ns))
+    # A shallow copy with two fields set: what dataclasses.replace makes, at a
+    # tenth of its cost (it is called once per note of a sync).
+    trace = copy(draft.trace)
+    trace.id, trace.updated = trace_id, draft.trace.updated or iso_from_ns(st.mtime_ns)
+    return trace
 
 
 def _kept(redacted: str, text: str) -> str:

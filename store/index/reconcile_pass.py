@@ -40,6 +40,7 @@ from memvault.store.index.reconcile import (
     needs_look,
     trusted_ctime,
 )
+from memvault.store.index.reconcile_fresh import new_note_draft, write_new_notes
 from memvault.vault_io.bulk import read_notes
 from memvault.vault_io.note import ParsedNote, content_hash
 from memvault.vault_io.resolve import path_key
@@ -217,17 +218,31 @@ class ReconcilePass:
             self.ix.identity.write_identity(c)
             self.all_files[c.stat.path] = c.trace_id
         with write_transaction(self.con):
+            new: list[tuple[NoteChange, TraceDraft]] = []  # notes of a first index, written together
             for c in batch:
                 # A note that took an id over, or gave one up, meets rows already written.
                 fresh = self.fresh and not (c.takeover or c.own_trace)
+                if fresh and (draft := new_note_draft(c)) is not None:
+                    new.append((c, draft))
+                    continue
+                self._write_new(new)  # first: the rows keep the notes' order
                 if not fresh and self._recorded_since(c):
                     continue
-                trace = self.ix._write_note(c, self.resolver, self.all_files, self.known, fresh)
-                self.written_notes.append((c.note, trace))
-                self.written.add(c.trace_id)
-                self.summary.count(c)
+                self._written(c, self.ix._write_note(c, self.resolver, self.all_files, self.known, fresh))
+            self._write_new(new)
             self.ix._retire_released()
         self.batches += 1
+
+    def _write_new(self, new: list[tuple[NoteChange, TraceDraft]]) -> None:
+        """Write (and empty) ``new``: notes of a first index (:mod:`~memvault.store.index.reconcile_fresh`)."""
+        for (c, _), trace in zip(new, write_new_notes(self.con, new, self.all_files), strict=True):
+            self._written(c, trace)
+        new.clear()
+
+    def _written(self, c: NoteChange, trace: rec.TraceRow) -> None:
+        self.written_notes.append((c.note, trace))
+        self.written.add(c.trace_id)
+        self.summary.count(c)
 
     def _recorded_since(self, c: NoteChange) -> bool:
         """Whether another connection (the daemon, a CLI's writer) recorded
