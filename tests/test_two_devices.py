@@ -41,7 +41,7 @@ from memvault.vault_io.parser import parse_note
 _tokens = itertools.count()
 
 #: What the machine staged across its runs, for :func:`test_the_machine_staged_real_conflicts`.
-RUNS = {"machines": 0, "sync_conflicts": 0, "quiet_checks": 0, "same_adds": 0}
+RUNS = {"machines": 0, "sync_conflicts": 0, "quiet_checks": 0, "same_adds": 0, "texts_in_flight": 0}
 
 
 def token() -> str:
@@ -220,12 +220,26 @@ class TwoDevices(RuleBasedStateMachine):
             assert [files_of(d.root) for d in self.devices] == before, "a device wrote with nothing to do"
             time.sleep(0.05)
 
-    @invariant()
-    def nothing_written_is_lost(self) -> None:
+    def missing_text(self) -> set[str]:
+        """What was written and is now in no file of either vault and in
+        no index (as a version, a fact, a trace)."""
         text = " ".join(b.decode("utf-8", "replace") for d in self.devices for b in files_of(d.root).values())
         for d in self.devices:
             text += " ".join(c for (c,) in index_rows(d, "SELECT content FROM traces"))
-        missing = self.written - set(re.findall(r"tok\d+x", text))
+        return self.written - set(re.findall(r"tok\d+x", text))
+
+    @invariant()
+    def nothing_written_is_lost(self) -> None:
+        if not self.missing_text():
+            return
+        RUNS["texts_in_flight"] += 1
+        # A write in flight holds a person's text in its temp file for a
+        # moment (the exchange-and-check replace swaps the note there before
+        # it checks it), and files_of leaves temp files out as a sync tool
+        # does: what is still missing once both devices have caught up is lost.
+        for d in self.devices:
+            wait_for(lambda d=d: caught_up(d), timeout=30)
+        missing = self.missing_text()
         assert not missing, f"lost text: {sorted(missing)}"
 
 
