@@ -452,14 +452,15 @@ def _write_tools(server: MCPServer, backend: Backend) -> None:
         tags: Tags = None,
         type: Annotated[str | None, _field(None, "type", "memory_type")] = None,
         reason: Reason = None,
+        done: Annotated[bool, _field(None, "done", "finished")] = False,
         ctx: Context = None,  # type: ignore[assignment]
     ) -> CallToolResult:
         """Change a memory; refused if it changed since that version."""
-        if content is None and tags is None and type is None:
-            raise ToolError("nothing to update: give content, tags or type")
+        if content is None and tags is None and type is None and not done:
+            raise ToolError("nothing to update: give content, tags, type or done")
         result = backend.storing(lambda s: s.update(
             id, content=content, tags=_as_list(tags) if tags is not None else None, type_=type,
-            reason=_by(reason, "updated", ctx), expect_version=version))
+            reason=_by(reason, "done" if done else "updated", ctx), expect_version=version, done=done))
         return _write_result(backend, result)
 
     @server.tool(annotations=ToolAnnotations(read_only_hint=False, destructive_hint=True, idempotent_hint=True,

@@ -53,7 +53,8 @@ def _check_key(ctx: click.Context, param: click.Parameter, value: str | None) ->
 @cli.command()
 @click.argument("content")
 @click.option("--type", "type_", default=None,
-              help="identity, semantic, episodic, procedural or prospective (aliases like fact, todo, lesson work); "
+              help="identity, semantic, episodic, procedural, prospective or ongoing (work in progress; aliases "
+                   "like fact, todo, lesson, wip work); "
                    "default semantic (with --key: the type of the memory holding the key).")
 @click.option("--tag", "tags", multiple=True, metavar="X", callback=_check_tags, help="A tag (repeatable).")
 @click.option("--scope", default=None, help="Whose memory this is (user, a project, an agent...); default user.")
@@ -120,18 +121,19 @@ def add(app: AppContext, content: str, type_: str | None, tags: tuple[str, ...],
 @click.option("--expect-version", type=click.IntRange(1), metavar="N",
               help="Refuse (exit 1, printing the current text) unless the memory is still at version N "
                    "(`show --json` gives it): nobody, e.g. you in Obsidian, changed it since it was read.")
+@click.option("--done", is_flag=True, help="Ongoing work is finished: it becomes episodic (what happened).")
 @json_option
 @pass_app
 def update(app: AppContext, ref: str, content: str | None, tags: tuple[str, ...], type_: str | None,
-           reason: str | None, expect_version: int | None, as_json: bool) -> None:
+           reason: str | None, expect_version: int | None, done: bool, as_json: bool) -> None:
     """Change a memory; the previous version is kept (see `memvault history`)."""
-    if content is None and not tags and type_ is None:
-        raise click.UsageError("nothing to update: give --content, --tag or --type")
+    if content is None and not tags and type_ is None and not done:
+        raise click.UsageError("nothing to update: give --content, --tag, --type or --done")
     from memvault.store.memories.guard import VersionConflict
 
     try:
         result = app.store.update(ref, content=content, tags=list(tags) if tags else None, type_=type_,
-                                  reason=reason, expect_version=expect_version)
+                                  reason=reason, expect_version=expect_version, done=done)
     except VersionConflict as exc:
         # The current text goes to stdout, so a script (or agent) can redo
         # its change on top of it; the refusal is the one error line.

@@ -147,16 +147,35 @@ class ChangeAPI(StoreParts):
     @logged
     def update(
         self, ref: str, *, content: str | None = None, tags: Sequence[str] | None = None, type_: str | None = None,
-        reason: str | None = None, expect_version: int | None = None,
+        reason: str | None = None, expect_version: int | None = None, done: bool = False,
     ) -> "WriteResult":
         """Change a memory (its content, tags or type); the old version is kept.
         ``expect_version`` refuses a change based on a version that is no
-        longer current (:class:`~.memories.guard.VersionConflict`)."""
+        longer current (:class:`~.memories.guard.VersionConflict`). ``done``:
+        ongoing work is finished, and becomes what happened (``episodic``)."""
+        if done:
+            type_, reason = self._closing(ref, type_, reason)
         result = self.memories.update(ref, content=content, tags=None if tags is None else list(tags), type_=type_,
                                       reason=_redacted(reason), expect_version=expect_version)
         if result.action == "updated":
             result.warnings += self.embed_written([result.id])
         return result
+
+    def _closing(self, ref: str, type_: str | None, reason: str | None) -> tuple[str, str]:
+        """The type and reason of an ``update --done`` of ``ref``: only
+        ongoing work is closed that way (:class:`UsageError` otherwise)."""
+        from memvault.store.memories.memtypes import CLOSED_AS, ONGOING
+        from memvault.vault_io.errors import UsageError
+
+        if type_ is not None:
+            raise UsageError("give done or a new type, not both (done makes ongoing work episodic)")
+        from memvault.store.index.lookup import find_trace
+
+        found = find_trace(self.read_con(), ref)  # None: the update says the memory is not there
+        if found is not None and (found.kind != "memory" or found.type != ONGOING):
+            what = found.type if found.kind == "memory" else "not a memory"
+            raise UsageError(f"{found.id} is {what}, not ongoing work: only ongoing work is closed with done")
+        return CLOSED_AS, reason if reason and reason.startswith("done") else f"done: {reason}" if reason else "done"
 
     @logged
     def forget(self, ref: str, reason: str | None = None) -> "WriteResult":

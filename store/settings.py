@@ -70,6 +70,8 @@ KEYS: tuple[Key, ...] = (
     Key("recall.half_life.procedural", 90.0, "Days for a procedural memory's recency factor to halve (0: no decay)."),
     Key("recall.half_life.episodic", 14.0, "Days for an episodic memory's recency factor to halve (0: no decay)."),
     Key("recall.half_life.prospective", 0.0, "Days for a prospective memory's recency factor to halve (0: no decay)."),
+    Key("recall.half_life.ongoing", 7.0, "Days for an ongoing-work memory's recency factor and strength to halve "
+        "(0: no decay); work in progress goes stale faster than facts."),
     Key("recall.half_life.note", 0.0, "Days for an ordinary note's recency factor to halve (0: notes never decay)."),
     Key("recall.evergreen_tags", ["evergreen"], "Memories with any of these tags never decay."),
     Key("ingest.min_importance", 0.0, "Chat facts scoring below this (0 to 1: who the person is 1, preferences and decisions 0.75, plans 0.5, halved when the statement names nothing but its verb; asked to be remembered 1) are not kept; the turns stay in the session note. 0 keeps every fact the rules find."),

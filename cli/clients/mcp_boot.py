@@ -63,7 +63,9 @@ text, so redo your change on top of theirs.
 - `consolidate` without arguments shows a plan (changing nothing); `apply` with its id carries it out, \
 `undo` with a run id reverses one.
 Ids: m-... memories, f-... facts; notes by vault path or title (an `id` argument takes any of them). \
-Memory types: identity, semantic, episodic, procedural, prospective (`note`: ordinary notes). \
+Memory types: identity, semantic, episodic, procedural, prospective, ongoing (work in progress in \
+this project: `remember` it with type ongoing, `update` it with done=true when finished) \
+(`note`: ordinary notes). \
 `since`/`until`: an ISO date or date-time (2023-05-01, 2023-05) or a span back from now (7d, 12h, \
 2 weeks, last week, yesterday); when a thing happened, for `recent` when it changed."""
 

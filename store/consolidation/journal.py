@@ -42,6 +42,13 @@ SOURCE = "consolidate"
 
 #: Why a task's update supersedes its version (undo and recovery look for it).
 TASK_DONE = "due task done"
+#: The version reason of ongoing work a run closed (its note said it is done).
+WORK_DONE = "ongoing work done"
+
+
+def done_reason(detail: dict[str, Any]) -> str:
+    """The version reason of a ``task_done`` action (a due task's, or ongoing work's)."""
+    return WORK_DONE if detail.get("ongoing") else TASK_DONE
 
 #: How long a run, merge or undo waits for another one to end (seconds).
 LOCK_WAIT = 10.0
@@ -216,7 +223,7 @@ def _settle(ctx: "StoreContext", memories: "Memories", run: log.Run, action: log
         flush_notes(memories, action.ids)
         t = rec.get_trace(con, action.ids[0])
         before = rec.trace_from_json(u["trace"]) if u.get("trace") else None
-        version = _superseded_by(con, t, before, TASK_DONE) if before is not None else None
+        version = _superseded_by(con, t, before, done_reason(action.detail)) if before is not None else None
         if version is not None:
             kept = {**u, "version": version, **after_state(ctx, action.ids[0])}
     elif action.kind == "merge":

@@ -50,7 +50,8 @@ class Policy:
     """The knobs of a plan (from the ``[consolidate]`` and ``[recall]`` settings)."""
 
     half_lives: Mapping[str, float] = field(default_factory=lambda: {
-        "identity": 180.0, "semantic": 90.0, "procedural": 90.0, "episodic": 14.0, "prospective": 0.0})
+        "identity": 180.0, "semantic": 90.0, "procedural": 90.0, "episodic": 14.0, "prospective": 0.0,
+        "ongoing": 7.0})
     evergreen_tags: frozenset[str] = frozenset({"evergreen"})
     archive_strength: float = 0.2
     archive_days: int = 120
@@ -128,8 +129,11 @@ class Context:
 
 
 def task_done(r: Record, today: date) -> bool:
-    """Whether a prospective memory is done and past its due date (it becomes episodic)."""
-    return r.kind == "memory" and r.type == "prospective" and r.done and r.due is not None and r.due < today
+    """Whether a prospective memory is done and past its due date, or
+    ongoing work its note says is done (either becomes episodic)."""
+    if r.kind != "memory" or not r.done:
+        return False
+    return r.type == "ongoing" or (r.type == "prospective" and r.due is not None and r.due < today)
 
 
 def effective_type(r: Record, today: date) -> str:
@@ -409,10 +413,16 @@ def _unsure(live: Sequence[Record], sims: "Similarity", policy: Policy, plan: Pl
 
 
 def _due_tasks(live: Sequence[Record], today: date) -> list[Action]:
-    return [
-        Action("task_done", [r.id], f"done, and due {r.due.isoformat()} has passed", {"due": r.due.isoformat()})
-        for r in live if task_done(r, today) and r.due is not None
-    ]
+    out = []
+    for r in live:
+        if not task_done(r, today):
+            continue
+        if r.type == "ongoing":  # closed by its note (done: true, status: done, a checked task)
+            out.append(Action("task_done", [r.id], "ongoing work its note marks done", {"ongoing": True}))
+        elif r.due is not None:
+            out.append(Action("task_done", [r.id], f"done, and due {r.due.isoformat()} has passed",
+                              {"due": r.due.isoformat()}))
+    return out
 
 
 def make_plan(records: Sequence[Record], vectors: "Mapping[str, np.ndarray]", policy: Policy, today: date,

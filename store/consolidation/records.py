@@ -28,7 +28,7 @@ if TYPE_CHECKING:
     import numpy as np
 
 #: Version reasons that are memvault's own doing, not a person's edit.
-OWN_REASONS = ("merged", "unmerged", "consolidate", "due task done", "undo")
+OWN_REASONS = ("merged", "unmerged", "consolidate", "due task done", "ongoing work done", "undo")
 _DUE = re.compile(r"(?:📅|due::)\s*(\d{4}-\d{2}-\d{2})")
 _DONE = re.compile(r"^\s*(?:[-*+]\s*)?\[[xX]\]")
 
@@ -72,13 +72,26 @@ class Record:
         return self.last_access or self.created
 
 
+#: ``status`` values that close a task or a piece of work: the closed status
+#: types of Obsidian's Tasks plugin (DONE, CANCELLED), as people write them.
+CLOSED_STATUSES = frozenset({"done", "cancelled", "canceled"})
+
+
+def note_says_done(content: str, fm: dict[str, Any]) -> bool:
+    """Whether a memory's note says it is done: ``done: true`` or a closed
+    ``status`` property in its front-matter, or its text a checked task
+    (``- [x] ...``), as a person marks it in Obsidian."""
+    status = fm.get("status")
+    closed = isinstance(status, str) and status.strip().lower() in CLOSED_STATUSES
+    return fm.get("done") is True or closed or bool(_DONE.match(content))
+
+
 def _due_and_done(content: str, fm: dict[str, Any]) -> tuple[date | None, bool]:
     due = parse_day(fm.get("due"))
     if due is None:
         m = _DUE.search(content)
         due = parse_day(m.group(1)) if m else None
-    done = fm.get("done") is True or bool(_DONE.match(content))
-    return due, done
+    return due, note_says_done(content, fm)
 
 
 def load_records(con: apsw.Connection) -> list[Record]:

@@ -24,11 +24,11 @@ from memvault.store.consolidation import links
 from memvault.store.consolidation import rows as log
 from memvault.store.consolidation.journal import (
     SOURCE,
-    TASK_DONE,
     RunWriteError,
     action_counts,
     after_state,
     decayed_on,
+    done_reason,
     exclusive,
     link_promoted,
     recover,
@@ -288,7 +288,7 @@ def _do(ctx: "StoreContext", memories: "Memories", action: Action, run_id: str, 
         text = (ctx.root / path).read_bytes().decode("utf-8", "surrogateescape") if path else None
         undo = {"trace": rec.trace_json(before) if before else None, "path": path, "text": text}
         seq = _begin(con, run_id, action, undo)
-        memories.update(memory_id, type_="episodic", reason=TASK_DONE)
+        memories.update(memory_id, type_="episodic", reason=done_reason(action.detail))
         after = rec.get_trace(con, memory_id)
         _confirm(con, run_id, seq, {**undo, "version": after.metadata.get("supersedes") if after else None,
                                     **after_state(ctx, memory_id)})

@@ -1,11 +1,23 @@
-"""Memory types: the five canonical kinds of memory and the words people use for them."""
+"""Memory types: the six canonical kinds of memory and the words people use for them.
+
+``ongoing`` is work in progress ("auth migration in progress, next: rotate
+the staging keys"), kept per project scope: session start shows it after
+who the person is and the lessons, it fades faster than facts
+(``recall.half_life.ongoing``), and it is closed (becomes ``episodic``,
+what happened) by ``update --done`` or by ``consolidate`` once its note
+says it is done (:func:`memvault.store.consolidation.records.note_says_done`).
+Not named ``context``: the code uses that word for three other things.
+"""
 
 from __future__ import annotations
 
 from memvault.vault_io.errors import UsageError
 
 #: The canonical memory types, in the order they are shown.
-MEMORY_TYPES: tuple[str, ...] = ("identity", "semantic", "episodic", "procedural", "prospective")
+MEMORY_TYPES: tuple[str, ...] = ("identity", "semantic", "episodic", "procedural", "prospective", "ongoing")
+#: Work in progress (module docstring) and the type it becomes when done.
+ONGOING = "ongoing"
+CLOSED_AS = "episodic"
 
 #: The type of an ordinary note (not a memory).
 NOTE_TYPE = "note"
@@ -34,6 +46,10 @@ _ALIASES: dict[str, str] = {
     "todo": "prospective",
     "reminder": "prospective",
     "intention": "prospective",
+    # Work in progress, not yet done.
+    "wip": "ongoing",
+    "in-progress": "ongoing",
+    "work-in-progress": "ongoing",
     "core": "identity",
     "self": "identity",
     "profile": "identity",

@@ -117,6 +117,7 @@ DEFAULT_HALF_LIVES: dict[str, float] = {
     "procedural": 90.0,
     "episodic": 14.0,
     "prospective": 0.0,
+    "ongoing": 7.0,
     "note": 0.0,
 }
 

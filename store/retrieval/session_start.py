@@ -6,7 +6,11 @@ with the embedder's tokenizer, as the recall block is) is spent:
 1. who the person is: identity memories and identity facts (an "About me"
    memory source's lines);
 2. the lessons and decisions that apply to the project: procedural memories
-   of its scope or of the person's (``user``), newest first;
+   of its scope or of the person's (``user``), newest first, in at most
+   :data:`LESSONS_SHARE` of the budget;
+2b. the ongoing work of the project (``ongoing`` memories of its scope or
+   ``user``), newest first, in at most :data:`ONGOING_SHARE` of the budget
+   (:func:`ongoing_rows`);
 3. what is relevant to the project (the ``context`` block for "project X");
 4. the project's own memories, strongest first;
 5. what changed in memory lately.
@@ -26,12 +30,20 @@ from memvault.store.queries.recall import ContextQuery
 from memvault.store.retrieval.recall import ITEM_MAX_TOKENS, RecallItem, block_tokens, fit_line, identity_items
 
 if TYPE_CHECKING:
+    import apsw
+
     from memvault.store.answers.browse.listing import ListedTrace
     from memvault.store.retrieval.retriever import Retriever
 
 #: How far back "changed lately" looks, and how many items it and a project's list show.
 RECENT_SINCE = "3 days"
 RECENT_ITEMS = 5
+#: The share of the budget the lessons, and ongoing work, may each take.
+#: They come early, right after identity, so a project with many lessons or
+#: open threads would otherwise leave no room for the sections after them
+#: (ongoing work, open action items, what is relevant to the session).
+LESSONS_SHARE = 0.25
+ONGOING_SHARE = 0.25
 
 
 class Sections:
@@ -43,19 +55,23 @@ class Sections:
         self.parts: list[str] = []
         self.shown: set[str] = set()
 
-    def add(self, header: str, rows: Sequence[tuple[str, str | RecallItem]]) -> None:
-        """Items under ``header``, as many as fit: (id, rendered line) or
-        (id, RecallItem to render, cut at a word to fit)."""
+    def add(self, header: str, rows: Sequence[tuple[str, str | RecallItem]], cap: int | None = None) -> None:
+        """Items under ``header``, as many as fit (``cap``: in at most that
+        many tokens, header included): (id, rendered line) or (id,
+        RecallItem to render, cut at a word to fit)."""
         head_cost = block_tokens(header)
         lines: list[str] = []
+        spent = 0
         for trace_id, row in rows:
-            room = self.room - (0 if lines else head_cost)
+            room = min(self.room, cap - spent if cap is not None else self.room) - (0 if lines else head_cost)
             if trace_id in self.shown or room <= 0:
                 continue
             line = row if isinstance(row, str) else fit_line(row, min(room, ITEM_MAX_TOKENS), min_words=4)
             if line is None or block_tokens(line) > room:
                 continue
-            self.room = room - block_tokens(line)
+            cost = block_tokens(line) + (0 if lines else head_cost)
+            self.room -= cost
+            spent += cost
             lines.append(line)
             self.shown.add(trace_id)
         if lines:
@@ -73,6 +89,17 @@ def _listed(items: Sequence[ListedTrace]) -> list[tuple[str, str | RecallItem]]:
             for i in items]
 
 
+def ongoing_rows(con: "apsw.Connection", name: str, project: str | None) -> list[tuple[str, str | RecallItem]]:
+    """The ongoing work of ``project`` (``ongoing`` memories of its scope or
+    ``user``; only ``user`` without a project), newest first, as rows for :class:`Sections`."""
+    from memvault.store.index import browse
+    from memvault.store.memories.memtypes import ONGOING
+
+    work = browse.list_traces(con, name, what="memories", types=[ONGOING],
+                              scopes=[project, "user"] if project else ["user"], sort="updated", limit=RECENT_ITEMS * 2)
+    return _listed(work.items)
+
+
 def session_start(retriever: "Retriever", project: str | None = None, budget: int | None = None) -> SessionStartText:
     """The session-start text for ``project`` (None: no project) within
     ``budget`` tokens (default ``recall.budget``)."""
@@ -86,7 +113,9 @@ def session_start(retriever: "Retriever", project: str | None = None, budget: in
                                  scopes=[project, "user"] if project else ["user"], sort="updated",
                                  limit=RECENT_ITEMS * 2)
     out.add(f"## Lessons and decisions{f' for project {project}' if project else ''} (newest first)",
-            _listed(lessons.items))
+            _listed(lessons.items), cap=int(budget * LESSONS_SHARE))
+    out.add(f"## Ongoing work{f' in project {project}' if project else ''} (newest first; `update --done` closes it)",
+            ongoing_rows(con, name, project), cap=int(budget * ONGOING_SHARE))
     recalled = retriever.context(ContextQuery(f"project {project}" if project else "current work", budget=budget,
                                               what="memories", identity="relevant", record=False,
                                               prefer_scope=project))
