@@ -14,7 +14,7 @@ if TYPE_CHECKING:
 
 _VERBS = {
     "decay": "decay", "archive": "archive", "merge": "merge", "promote": "promote",
-    "contradiction": "flag", "task_done": "task done",
+    "contradiction": "flag", "task_done": "task done", "retention": "retention",
 }
 
 
@@ -22,10 +22,12 @@ _NOUNS = {
     "decay": ("memory decayed", "memories decayed"), "archive": ("archive", "archives"), "merge": ("merge", "merges"),
     "promote": ("promotion", "promotions"), "contradiction": ("contradiction flagged", "contradictions flagged"),
     "task_done": ("task closed", "tasks closed"),
+    "retention": ("old session note trashed", "old session notes trashed"),
 }
 _PROPOSED_NOUNS = {"decay": ("memory to decay", "memories to decay"),
                    "contradiction": ("contradiction", "contradictions"),
-                   "task_done": ("done task to close", "done tasks to close")}
+                   "task_done": ("done task to close", "done tasks to close"),
+                   "retention": ("old session note to trash", "old session notes to trash")}
 
 
 def count_words(counts: dict[str, int], *, proposed: bool = False) -> str:
@@ -45,6 +47,8 @@ def describe(action: dict[str, Any]) -> str:
         return f"promote   {len(ids)} episodes ({', '.join(ids)}) -> \"{d['statement']}\""
     if kind == "contradiction":
         return f"flag      {d['newer']} contradicts older {d['older']}: {action['reason']}"
+    if kind == "retention":
+        return f"trash     {d['path']} ({ids[0]}): {action['reason']}; its facts stay"
     return f"{_VERBS[kind]:<9} {', '.join(ids)}: {action['reason']}"
 
 
@@ -122,6 +126,10 @@ def consolidate(app: AppContext, dry_run: bool, undo_run: str | None, show_log: 
         warn(f"deferred (a note is being edited): {describe(action)}")
     for action in report.failed:
         warn(f"not done: {describe(action)}: {action['error']}")
+    if report.stats.get("sessions_kept_edited"):
+        n = report.stats["sessions_kept_edited"]
+        echo(f"  kept {n} old session note{'s' if n != 1 else ''} with writing of yours in "
+             f"(or not known to be memvault's own): retention never trashes those")
     llm = report.stats.get("llm")
     if llm:
         for r in llm["rejected"]:

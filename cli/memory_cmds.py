@@ -208,7 +208,8 @@ def _forget_scope(app: AppContext, scope: str, reason: str | None, yes: bool, ba
 @json_option
 @pass_app
 def restore(app: AppContext, ref: str, as_json: bool) -> None:
-    """Bring back a forgotten memory and its note, or a forgotten fact."""
+    """Bring back a forgotten memory and its note, a forgotten fact, or a
+    session note retention moved to the trash (its id or old path)."""
     _report(app.store.restore(ref), as_json, "Restored")
 
 

@@ -256,12 +256,17 @@ class ChangeAPI(StoreParts):
     @logged
     def restore(self, ref: str) -> "WriteResult":
         """Bring back a forgotten memory and its note, or a forgotten fact; a
-        merged memory is taken back out of the memory it was merged into."""
+        merged memory is taken back out of the memory it was merged into; a
+        session note retention moved to the trash goes back where it was."""
         fact = self._fact(ref)
         if fact is not None:
             from memvault.store.facts.forgets import restore_fact
 
             return restore_fact(self.ctx, self.fact_observer, fact)
+        from memvault.store.consolidation.retention import find, restore_session
+
+        if find(self.con, ref) is not None:  # a session note retention moved to the trash
+            return restore_session(self.ctx, self.memories, ref)
         from memvault.store.consolidation.rows import merged_into
         from memvault.store.index.lookup import find_trace
 

@@ -209,6 +209,9 @@ class SyncAPI(StoreParts):
             # back what only the durable state (or the vault's .trash) knows,
             # before pending writes are finished on top of it.
             report.restored = recover_trash(self.con, self.root, apply_state(self.con))
+            from memvault.store.consolidation.retention import apply_durable as retained_facts
+
+            retained_facts(self.con)  # the facts of session notes retention moved to the trash
         elif kind == "sync":
             backfill_state(self.con)
         if state_applied(self.con):

@@ -76,10 +76,11 @@ KEYS: tuple[Key, ...] = (
     Key("recall.evergreen_tags", ["evergreen"], "Memories with any of these tags never decay."),
     Key("ingest.min_importance", 0.0, "Chat facts scoring below this (0 to 1: who the person is 1, preferences and decisions 0.75, plans 0.5, halved when the statement names nothing but its verb; asked to be remembered 1) are not kept; the turns stay in the session note. 0 keeps every fact the rules find."),
     Key("ingest.max_per_turn", 0, "Most facts kept of one chat turn, the highest scoring first (0: no cap)."),
+    Key("sessions.retention_days", 0, "`consolidate` moves session notes whose conversation ended more than this many days ago to `.trash/` (their facts stay, `restore` or `consolidate --undo` brings a note back); a note a person edited stays. 0 turns it off."),
     Key("consolidate.interval", 86400, "Seconds between the daemon's consolidation runs (default daily); 0 turns them off."),
     Key("consolidate.quiet", 60, "The daemon consolidates only after this many seconds without a vault event."),
     Key("agents.project_scope", True, "Hooks and MCP calls take the scope of the session's project (its git root's name, or a `.memvault` file's `scope`): `remember` writes there, `context` and session start prefer it, then `user`."),
-    Key("consolidate.auto", ["decay", "contradiction"], "What the daemon's runs carry out on their own (decay, archive, merge, promote, contradiction, task_done); the rest they propose for `memvault consolidate`. The default writes no note."),
+    Key("consolidate.auto", ["decay", "contradiction"], "What the daemon's runs carry out on their own (decay, archive, merge, promote, contradiction, task_done, retention); the rest they propose for `memvault consolidate`. The default writes no note."),
     Key("consolidate.duplicate_similarity", 0.7, "`add` names live memories from this similarity minus 0.20 up in `similar_to` (it refuses only the same text)."),
     Key("consolidate.merge_similarity", 0.75, "`consolidate` merges memories at least this similar to each other."),
     Key("consolidate.archive_strength", 0.2, "`consolidate` archives memories whose strength fell to this or below..."),
@@ -90,7 +91,7 @@ KEYS: tuple[Key, ...] = (
 _BY_NAME = {k.name: k for k in KEYS}
 #: The actions of a consolidation run, in the order a run carries them out
 #: (:mod:`memvault.store.consolidation.run`): what ``consolidate.auto`` may name.
-CONSOLIDATION_KINDS = ("decay", "archive", "merge", "promote", "contradiction", "task_done")
+CONSOLIDATION_KINDS = ("decay", "archive", "merge", "promote", "contradiction", "task_done", "retention")
 _KIND_NAMES = {bool: "true or false", int: "an integer", float: "a number", list: "a list of strings", str: "a string"}
 
 
@@ -247,6 +248,14 @@ class IngestSettings:
 
 
 @dataclass(frozen=True)
+class SessionSettings:
+    """``[sessions]``: how long session notes stay in the vault (:mod:`memvault.store.consolidation.retention`)."""
+
+    #: Days after a conversation ended that ``consolidate`` moves its note to the trash (0: never).
+    retention_days: int
+
+
+@dataclass(frozen=True)
 class AgentSettings:
     """``[agents]``: what hooks and the MCP server do for an agent's session."""
 
@@ -281,6 +290,7 @@ class Settings:
     consolidate: ConsolidateSettings
     agents: AgentSettings
     ingest: IngestSettings
+    sessions: SessionSettings
 
     @classmethod
     def from_values(cls, values: dict[str, Any], file: Path, origins: dict[str, str]) -> "Settings":
@@ -331,6 +341,7 @@ class Settings:
             agents=AgentSettings(project_scope=bool(v["agents.project_scope"])),
             ingest=IngestSettings(min_importance=float(v["ingest.min_importance"]),
                                   max_per_turn=int(v["ingest.max_per_turn"])),
+            sessions=SessionSettings(retention_days=int(v["sessions.retention_days"])),
         )
 
 
@@ -341,11 +352,16 @@ def _origin(name: str, origins: dict[str, str], path: Path) -> str:
 
 
 def _check_ingest(values: dict[str, Any], origins: dict[str, str], path: Path) -> None:
-    """``ingest.min_importance`` is a score from 0 to 1, ``ingest.max_per_turn`` a count."""
+    """``ingest.min_importance`` is a score from 0 to 1, ``ingest.max_per_turn`` and
+    ``sessions.retention_days`` counts."""
     score, cap = values["ingest.min_importance"], values["ingest.max_per_turn"]
     if not 0 <= score <= 1:
         raise ConfigError(f"{_origin('ingest.min_importance', origins, path)}: "
                           f"ingest.min_importance must be from 0 to 1, not {score!r}")
+    days = values["sessions.retention_days"]
+    if days < 0:
+        raise ConfigError(f"{_origin('sessions.retention_days', origins, path)}: "
+                          f"sessions.retention_days must be 0 (off) or more days, not {days!r}")
     if cap < 0:
         raise ConfigError(f"{_origin('ingest.max_per_turn', origins, path)}: "
                           f"ingest.max_per_turn must be 0 (no cap) or more, not {cap!r}")

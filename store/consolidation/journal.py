@@ -226,6 +226,10 @@ def _settle(ctx: "StoreContext", memories: "Memories", run: log.Run, action: log
         version = _superseded_by(con, t, before, done_reason(action.detail)) if before is not None else None
         if version is not None:
             kept = {**u, "version": version, **after_state(ctx, action.ids[0])}
+    elif action.kind == "retention":
+        from memvault.store.consolidation.retention import settle
+
+        kept = settle(ctx, u)
     elif action.kind == "merge":
         kept = _settle_merge(ctx, memories, run, u)
         if kept is not None and run.trigger == "merge":  # logged as `memvault merge` logs it

@@ -19,7 +19,10 @@ is not merged in step 3, a memory merged away is not flagged in step 5.
 4. **promote**: three or more episodes of one recurring thing on three or
    more days become a semantic memory ``derived_from`` them;
 5. **contradictions**: disagreeing live claims are flagged, newer over older;
-6. **due tasks**: done prospective memories past their due date become episodic.
+6. **due tasks**: done prospective memories past their due date become episodic;
+7. **retention**: session notes older than ``sessions.retention_days`` go to
+   the trash, their facts kept (:mod:`.retention`, planned beside this pure
+   plan by the runner, since it reads the notes' bytes).
 """
 
 from __future__ import annotations
@@ -38,7 +41,7 @@ if TYPE_CHECKING:
     import numpy as np
 
 #: The order in which a run carries out its actions.
-STEPS = ("decay", "archive", "merge", "promote", "contradiction", "task_done")
+STEPS = ("decay", "archive", "merge", "promote", "contradiction", "task_done", "retention")
 #: Strength decimals kept by decay (as recall keeps them).
 STRENGTH_DECIMALS = 6
 #: Strength a memory without one is taken to have.

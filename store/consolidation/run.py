@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from datetime import date, datetime, timezone
 from typing import TYPE_CHECKING, Any
 
-from memvault.store.consolidation import links
+from memvault.store.consolidation import links, retention
 from memvault.store.consolidation import rows as log
 from memvault.store.consolidation.journal import (
     SOURCE,
@@ -56,7 +56,7 @@ if TYPE_CHECKING:
     from memvault.store.settings import Settings
 
 #: Actions that write notes (and so wait while a person edits one of them).
-WRITES_NOTES = ("archive", "merge", "promote", "task_done")
+WRITES_NOTES = ("archive", "merge", "promote", "task_done", retention.KIND)
 
 
 @dataclass
@@ -133,7 +133,11 @@ def plan_for(ctx: "StoreContext", today: date | None = None, cancel: "threading.
             "SELECT l.target_id FROM state.memory_links l JOIN traces t ON t.id = l.source_id "
             "WHERE l.kind = 'derived_from' AND t.status = 'active'")},
     )
-    plan = make_plan(records, vectors, policy_for(ctx.settings), today or datetime.now(timezone.utc).date(), context)
+    day = today or datetime.now(timezone.utc).date()
+    plan = make_plan(records, vectors, policy_for(ctx.settings), day, context)
+    retire, kept = retention.plan(ctx, day)  # session notes past sessions.retention_days, last
+    plan.actions += retire
+    plan.stats.update(kept)
     if ctx.settings.extractor == "llm":
         from memvault.store.consolidation.confirm import confirm_plan
 
@@ -145,6 +149,8 @@ def touched_paths(con: "apsw.Connection", action: Action) -> list[str]:
     """The notes an action would write or move."""
     if action.kind not in WRITES_NOTES:
         return []
+    if action.kind == retention.KIND:
+        return [action.detail["path"]]
     ids = [] if action.kind == "promote" else action.ids
     return [p for i in ids if (p := mem.trace_path(con, i))]
 
@@ -292,6 +298,10 @@ def _do(ctx: "StoreContext", memories: "Memories", action: Action, run_id: str, 
         after = rec.get_trace(con, memory_id)
         _confirm(con, run_id, seq, {**undo, "version": after.metadata.get("supersedes") if after else None,
                                     **after_state(ctx, memory_id)})
+        return
+    if action.kind == retention.KIND:
+        retention.carry_out(ctx, action, lambda undo: _begin(con, run_id, action, undo),
+                            lambda seq, undo: _confirm(con, run_id, seq, undo), memories.indexer.sync_paths)
         return
     raise ValueError(f"unknown action {action.kind!r}")
 

@@ -160,6 +160,12 @@ def _undo_one(ctx: "StoreContext", memories: "Memories", action: log.LoggedActio
     if action.kind == "merge":
         _undo_merge(ctx, memories, action)
         return
+    if action.kind == "retention":
+        from memvault.store.consolidation.retention import bring_back
+
+        if not u.get("undone"):
+            bring_back(ctx, u, memories.indexer.sync_paths)
+        return
     raise MemoryOpError(f"cannot undo an action of kind {action.kind!r}")
 
 def _revert(ctx: "StoreContext", memories: "Memories", u: dict[str, Any]) -> None:

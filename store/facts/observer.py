@@ -145,11 +145,17 @@ class FactObserver:
                 warnings.append(f"{note.path}: front-matter does not parse; its facts are kept as they were")
             elif trace.id in with_facts or sf.get_source(self.con, trace.id):
                 retire.append((trace.id, REASON_UNMARKED))
-        retire += [(tid, REASON_DELETED) for tid in removed]
-        if retire:
+        from memvault.store.consolidation.retention import keep_facts, retained
+
+        # A session note retention moved to the trash keeps its facts there.
+        in_trash = retained(self.con, removed) if removed else {}
+        retire += [(tid, REASON_DELETED) for tid in removed if tid not in in_trash]
+        if retire or in_trash:
             with write_transaction(self.con):
                 for tid, reason in retire:
                     sf.retire_source(self.con, tid, reason)
+                for tid, trash in in_trash.items():
+                    keep_facts(self.con, tid, trash)
         # Ordinary sources first, all written before any session note is
         # read, so a fact they state counts as known whichever batch it falls
         # in; then session notes in the order that decides which one holds a

@@ -72,6 +72,9 @@ Sync = Callable[[], "SyncReport"]
 #: The store's sync of the given vault paths (what a flow calls to index what it wrote).
 SyncPaths = Callable[[Iterable[str]], "SyncReport"]
 
+#: The import-key detail holding the hash of the note as memvault last wrote it, while no one
+#: else wrote in it (:mod:`memvault.store.consolidation.retention` trashes only such notes).
+NOTE_HASH = "note_hash"
 #: The import-key source of session notes.
 SESSION_SOURCE = "session"
 SESSIONS_FOLDER = SESSIONS
@@ -220,6 +223,10 @@ class SessionWriter:
             new = list(zip(range(first, first + len(digests) - keep), conv.turns[keep:]))
             key.detail = {"turns": digests, "ids": old_ids[:keep] + [n for n, _ in new]}
             data = revise_session(existing, head, old_ids[keep:], new).encode("utf-8", "surrogateescape")
+            if row is not None and row.detail.get(NOTE_HASH) == content_hash(existing.encode("utf-8", "surrogateescape")):
+                # Still all memvault's own writing: so is the revision. A note a person
+                # wrote in never gets the mark again (retention keeps it: .retention).
+                key.detail[NOTE_HASH] = content_hash(data)
             if data == existing.encode("utf-8", "surrogateescape"):
                 return SessionPlan(conv, note_id, "skipped", path, key=key, why="unchanged")
             return SessionPlan(conv, note_id, "updated", path, data, key, new_turns=len(new),
@@ -231,6 +238,7 @@ class SessionWriter:
         key.path = target
         key.detail = {"turns": digests, "ids": list(range(1, len(digests) + 1))}
         data = render_session(head, conv.turns).encode("utf-8")
+        key.detail[NOTE_HASH] = content_hash(data)
         return SessionPlan(conv, note_id, "imported", target, data, key, new_turns=len(conv.turns))
 
     def write(self, plans: Sequence[SessionPlan]) -> "SyncReport | None":

@@ -258,6 +258,11 @@ def follow_history(con: apsw.Connection, changes: "list[Change]") -> None:
             _fact_history(con, Restored())
         elif table == "fact_forgets":
             _follow_fact_forget(con, str(key[0]), row)
+    if any(table == "consolidation_actions" and row is not None and row.get("kind") == "retention"
+           for table, _, row in changes):
+        from memvault.store.consolidation.retention import restore_facts
+
+        restore_facts(con)  # another device's retention: the facts of the note it trashed stay live here
 
 
 def _follow_fact_forget(con: apsw.Connection, fact_id: str, row: dict[str, Any] | None) -> None:
