@@ -472,7 +472,7 @@ def _write_tools(server: MCPServer, backend: Backend) -> None:
     @server.tool(annotations=ToolAnnotations(read_only_hint=False, destructive_hint=False, idempotent_hint=True,
                                              open_world_hint=False))
     def restore(id: Ref) -> CallToolResult:
-        """Bring back a forgotten memory or fact."""
+        """Bring back a forgotten memory or fact, or a session note retention moved to the trash."""
         return _write_result(backend, backend.run(lambda s: s.restore(id)))
 
 

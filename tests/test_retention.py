@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 import pytest
 from click.testing import CliRunner
@@ -223,3 +224,35 @@ def test_a_run_killed_after_the_move_is_settled_and_undoable(vault: Path, sessio
     assert f"{run}" in log and "interrupted" in log and "1 retention" in log, log
     _run(vault, "consolidate", "--undo", run)
     assert (vault / old).read_bytes() == before
+
+
+def test_an_agent_applies_retention_and_restores_a_session_over_mcp(
+        vault: Path, tmp_path: Path, sessions: tuple[str, str], monkeypatch: pytest.MonkeyPatch) -> None:
+    """Through the MCP SDK's client against a real `memvault mcp`: the plan
+    names both old sessions, applying it by id moves them, `restore` brings
+    one back by its id, the run's undo the other."""
+    pytest.importorskip("mcp")
+    from test_mcp_consolidate import run_session, text
+
+    for key, value in ENV.items():
+        monkeypatch.setenv(key, value)
+    old, recent = sessions
+    ids = {p: next(line.split(": ", 1)[1] for line in (vault / p).read_text().splitlines() if line.startswith("id: "))
+           for p in sessions}
+
+    async def body(s: Any) -> dict[str, Any]:
+        out: dict[str, Any] = {}
+        out["plan"] = plan = await s.call_tool("consolidate", {})
+        out["run"] = await s.call_tool("consolidate", {"apply": plan.structured_content["plan"]})
+        out["moved"] = not (vault / old).exists() and not (vault / recent).exists()
+        out["restore"] = await s.call_tool("restore", {"id": ids[old]})
+        out["undo"] = await s.call_tool("consolidate", {"undo": out["run"].structured_content["run"]})
+        return out
+
+    out = run_session(vault, tmp_path / "server.err", body)
+    plan = out["plan"].structured_content
+    assert sorted(a["detail"]["path"] for a in plan["actions"] if a["kind"] == "retention") == sorted(sessions)
+    assert not out["run"].is_error and out["moved"], text(out["run"])
+    assert out["restore"].structured_content["action"] == "restored", text(out["restore"])
+    assert not out["undo"].is_error, text(out["undo"])
+    assert (vault / old).is_file() and (vault / recent).is_file()
