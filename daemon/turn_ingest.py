@@ -70,8 +70,9 @@ Ingest = Callable[["MemoryStore", TurnJob], Any]
 
 
 def _store_ingest(store: "MemoryStore", job: TurnJob) -> Any:
-    """The store's own ingest (incremental: only new turns are written)."""
-    return store.ingest(Path(job.path), session=job.session, client=job.client, cwd=job.cwd)
+    """The store's own ingest (incremental: only new turns are written; the
+    digest block by the rules: the llm's one call per session is the end hook's)."""
+    return store.ingest(Path(job.path), session=job.session, client=job.client, cwd=job.cwd, llm_digest=False)
 
 
 class TurnIngester:

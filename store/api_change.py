@@ -349,17 +349,20 @@ class ChangeAPI(StoreParts):
         title: str | None = None,
         client: str | None = None,
         cwd: str | None = None,
+        llm_digest: bool = True,
     ) -> "IngestReport":
         """Write a conversation transcript (Claude Code or generic JSONL, a
         path or a stream) as its session note, appending only new turns, and
         index it (see :mod:`.flows.ingest`). ``cwd``: the session's working
-        folder, whose project's pause or ``memory: off`` applies (:mod:`.pause`)."""
+        folder, whose project's pause or ``memory: off`` applies (:mod:`.pause`).
+        ``llm_digest`` False: the digest block by the rules even with
+        ``extractor = "llm"``, for a per-turn ingest."""
         from memvault.store.flows.ingest import ingest
         from memvault.store.project import project_at
 
         path_or_stream = Path(source) if isinstance(source, os.PathLike) else source
         report = ingest(self.ctx, path_or_stream, sync=self.sync, sync_paths=self.sync_paths, session=session,
-                        title=title, client=client, project=project_at(cwd))
+                        title=title, client=client, project=project_at(cwd), llm_digest=llm_digest)
         if report.action != "skipped" and report.path:
             report.warnings += self.embed_written(paths=[report.path])
         return report

@@ -13,6 +13,7 @@ from helpers import FIXTURES, opened, write
 from test_llm_extract import FakeLLM, Reply, configure, llm, quick_backoff  # noqa: F401
 
 from memvault.cli.main import cli
+from memvault.store.flows.digest import DIGEST_PROMPT
 from memvault.store.flows.keys import get_key
 from memvault.store.queries.recall import ContextQuery
 from memvault.store.queries.search import SearchQuery
@@ -252,8 +253,9 @@ def test_the_llm_extractor_reads_a_session_in_one_call(vault: Path, llm: FakeLLM
     with opened(vault) as store:
         report = store.ingest(CLAUDE_CODE)
         facts = store.facts(report.path).facts
-    assert len(llm.requests) == 1
-    sent = llm.requests[0]["json"]["messages"]
+    asked = [r for r in llm.requests if r["json"]["messages"][0]["content"] != DIGEST_PROMPT]  # the digest's own call
+    assert len(asked) == 1
+    sent = asked[0]["json"]["messages"]
     assert "conversation between a person" in sent[0]["content"]
     assert SECRET not in sent[1]["content"] and "apsw.ThreadingViolation" not in sent[1]["content"]
     anchors = {f.text: f.anchor for f in facts}

@@ -23,6 +23,7 @@ from hypothesis import strategies as st
 from test_llm_extract import FakeLLM, Reply, configure, llm, quick_backoff  # noqa: F401
 
 from memvault.cli.main import cli
+from memvault.store.flows.digest import DIGEST_PROMPT
 from memvault.store.memory_store import MemoryStore
 from memvault.vault_io.parser import parse_note
 from memvault.vault_io.session_note import turn_spans
@@ -115,14 +116,14 @@ def test_a_persons_tag_and_digest_line_stay_when_the_session_grows(vault: Path, 
     assert "tags:\n  - session\n" in text and "\n- 2 turns (" in text
     # A person tags the note in Obsidian and writes a line right under the digest.
     text = text.replace("tags:\n  - session\n", "tags:\n  - session\n  - editors\n")
-    text = text.replace("\n\n## Transcript", "\nMy line under the digest.\n\n## Transcript")
+    text = text.replace("\n\n%% memvault digest: begin", "\nMy line under the digest.\n\n%% memvault digest: begin")
     path.write_text(text, "utf-8")
     _jsonl(transcript, _chat("Which editor? I use Vim daily.", "Vim is fine.", "And the theme?", "Gruvbox."))
     r = runner.invoke(cli, args)
     assert r.exit_code == 0 and "appended 2 turns" in r.output, r.output
     text = path.read_text("utf-8")
     assert "tags:\n  - session\n  - editors\n" in text
-    assert "- Last request: And the theme?\nMy line under the digest.\n\n## Transcript" in text
+    assert "- Last request: And the theme?\nMy line under the digest.\n\n%% memvault digest: begin" in text
     assert "- 4 turns (" in text and "- 2 turns (" not in text  # memvault's own lines are replaced
 
 
@@ -279,8 +280,9 @@ def test_the_llm_extractor_is_not_shown_superseded_turns(
         store.ingest(transcript, session="llm-1")
         _jsonl(transcript, _chat("Hello. I prefer 4 spaces.", "Noted."))
         assert store.ingest(transcript, session="llm-1").plan.superseded == 2
-    assert len(llm.requests) == 2
-    shown = llm.requests[1]["json"]["messages"][1]["content"]
+    asked = [r for r in llm.requests if r["json"]["messages"][0]["content"] != DIGEST_PROMPT]  # the digest's own calls
+    assert len(asked) == 2
+    shown = asked[1]["json"]["messages"][1]["content"]
     assert "I prefer 4 spaces." in shown and "I prefer tabs." not in shown
 
 

@@ -47,8 +47,9 @@ after it); a turn that changed at the source (a regenerated answer, an
 edited message, another branch) is never deleted but marked superseded in
 place (its callout becomes ``> [!superseded]-``, its block id stays, so links
 to it still resolve), and the turns that replace it get new block ids. The
-front-matter's managed keys (a person's tags kept), the title and
-memvault's digest lines are the only parts rewritten; whatever a person
+front-matter's managed keys (a person's tags kept), the title,
+memvault's digest lines and its digest block (:mod:`.session_digest`, a
+person's ticks kept) are the only parts rewritten; whatever a person
 wrote stays where they wrote it. Block ids
 (``^tN``) therefore number turns in the order they were written, not their
 place in the conversation. Turn text is written as given: callers redact
@@ -68,6 +69,7 @@ from typing import Any
 from memvault.vault_io.atomic import fit_name, truncate_utf8
 from memvault.vault_io.fm_edit import dump_key, edit_frontmatter
 from memvault.vault_io.frontmatter import FrontmatterError, load_frontmatter, split_frontmatter
+from memvault.vault_io.session_digest import SessionDigest, put_block
 
 #: Front-matter key that makes a note a session note.
 SESSION_KEY = "session_id"
@@ -190,6 +192,8 @@ class SessionHead:
     ended: str | None = None
     turns: int = 0
     digest: list[str] = field(default_factory=list)  # lines under "## Digest"
+    #: What the session came to (:mod:`.session_digest`'s block); None leaves a note's block as it is.
+    summary: SessionDigest | None = None
 
     def managed_values(self) -> dict[str, object]:
         """The front-matter keys memvault writes (None: left out)."""
@@ -263,7 +267,8 @@ def yaml_line(key: str, value: object) -> str:
 def render_head(head: SessionHead) -> str:
     """Front-matter, title and digest of a new session note."""
     fm = "".join(yaml_line(k, v) for k, v in head.managed_values().items() if v is not None)
-    return f"---\n{fm}---\n# {head.title}\n\n{render_digest(head.digest)}{TRANSCRIPT_HEADING}\n\n"
+    block = "\n".join(head.summary.lines()) + "\n\n" if head.summary is not None else ""
+    return f"---\n{fm}---\n# {head.title}\n\n{render_digest(head.digest)}{block}{TRANSCRIPT_HEADING}\n\n"
 
 
 def render_digest(lines: Sequence[str]) -> str:
@@ -346,7 +351,10 @@ def revise_session(
     values = {k: v for k, v in head.managed_values().items() if v is not None}
     values["tags"] = _kept_tags(existing)
     text = edit_frontmatter(existing, values)
-    lines = _replace_digest(_replace_title(text, head.title), head.digest).split("\n")
+    text = _replace_digest(_replace_title(text, head.title), head.digest)
+    if head.summary is not None:
+        text = put_block(text, head.summary, TRANSCRIPT_HEADING)
+    lines = text.split("\n")
     if superseded:
         _mark_superseded(lines, set(superseded))
     if not new:

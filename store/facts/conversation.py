@@ -53,6 +53,7 @@ from memvault.vault_io.facts import (
 from memvault.vault_io.note import ParsedNote
 from memvault.vault_io.secrets import redact
 from memvault.vault_io.segment import collapse, split_sentences
+from memvault.vault_io.session_digest import block_lines
 from memvault.vault_io.session_note import DIGEST_HEADING, TurnSpan, is_session_note, superseded_lines, turn_spans
 
 #: The extractor name recorded for facts the rules found in a session note.
@@ -341,12 +342,13 @@ def llm_prompt(note: ParsedNote) -> str:
     shortened), redacted."""
     spans = turn_spans(note.body, note.body_line)
     superseded = superseded_lines(note.body, note.body_line)  # changed at the source: a record, not said
+    digest = block_lines(note.body)  # memvault's own digest of the conversation: not said either
     lines = [f"Conversation: {note.title}", ""]
     body = note.body.split("\n")
     for i, text in enumerate(body):
         line_no = note.body_line + i
         span = _turn_of(spans, line_no)
-        if (span is not None and span.role == "tool") or line_no in superseded:
+        if (span is not None and span.role == "tool") or line_no in superseded or i in digest:
             continue
         if span is not None and span.role == "assistant" and len(text) > ASSISTANT_LINE_CHARS:
             text = text[:ASSISTANT_LINE_CHARS] + " …"
@@ -441,11 +443,11 @@ def drop_repeats(
     the caller goes through a batch's sessions by :func:`session_rank`).
     With this session's ``rank``, the facts of later sessions that say what
     it keeps are added to ``take_over``: the caller retires them when it
-    writes this session's facts. The digest fact is about this session
-    alone and always stays."""
+    writes this session's facts. The digest fact and the action items
+    are about this session alone and always stay."""
     kept = []
     for draft in extraction.facts:
-        if draft.segment == "digest":
+        if draft.segment in ("digest", "action"):  # about this session alone (an action item: its task)
             kept.append(draft)
             continue
         key = repeat_key(draft.text)

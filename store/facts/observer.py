@@ -219,7 +219,8 @@ class FactObserver:
         back to the default rules when the llm extractor fails). A session
         note gets the conversation extractor's rules or prompt, its facts
         anchored to their turns, those the ingest settings keep
-        (:func:`~.importance.select`), and none that repeat what is known already."""
+        (:func:`~.importance.select`), its digest's action items
+        (:mod:`.actions`), and none that repeat what is known already."""
         extraction = self._extract_note(note, trace, state, warnings)
         if extraction is None or extraction.extractor in (MOVED, DEFERRED) or not is_session_note(note.frontmatter):
             return extraction
@@ -227,13 +228,18 @@ class FactObserver:
 
         if extraction.extractor != "conversation":  # the llm's facts: anchored by line, to their turns here
             extraction = anchor_to_turns(note, extraction)
+        from memvault.store.facts.actions import with_action_items
+
         if trace.id in self.keep:
+            extraction = with_action_items(note, trace.id, extraction)
             extraction.facts = [d for d in extraction.facts if d.id in self.keep[trace.id]]
             return extraction
         from memvault.store.facts.importance import select
 
         # Before the repeat rule: a fact left out here takes nothing over from a later session.
         extraction.facts = select(extraction.facts, self.min_importance, self.max_per_turn)
+        # The digest block's tasks, whichever extractor, after the selection: a task always stays.
+        extraction = with_action_items(note, trace.id, extraction)
         taken: list[str] = []
         extraction = drop_repeats(self.con, trace.id, extraction, self.batch_seen, session_rank(note, trace.id), taken)
         if taken:

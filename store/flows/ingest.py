@@ -66,6 +66,7 @@ def ingest(
     title: str | None = None,
     client: str | None = None,
     project: Project | None = None,
+    llm_digest: bool = True,
 ) -> IngestReport:
     """Write the conversation of ``source`` (a transcript path or stream) as
     its session note, appending what is new; index it (``sync``: the whole
@@ -75,7 +76,9 @@ def ingest(
     project of the folder the transcript says it worked in, if it says).
     Nothing is written while memory is paused for it or off in it
     (:class:`~memvault.store.pause.MemoryPaused`), and turns said while a
-    pause held are left out for good (:mod:`memvault.store.pause`)."""
+    pause held are left out for good (:mod:`memvault.store.pause`).
+    ``llm_digest``: the configured llm writes the note's digest block
+    (:mod:`.digest`; False: the rules do, as for a daemon's per-turn ingest)."""
     from memvault.store.pause import check_capture, outside_pauses
     from memvault.store.project import project_at
 
@@ -96,9 +99,11 @@ def ingest(
     with one_ingest_at_a_time(ctx.data_dir):
         if not ctx.has_index():
             sync()  # a first index of the vault, so search finds more than this session
-        writer = SessionWriter(ctx, sync, sync_paths)
+        writer = SessionWriter(ctx, sync, sync_paths, llm_digest=llm_digest)
         plan = writer.plan(conv)
         report = IngestReport(plan, warnings=warnings)
+        if plan.digest_warning:
+            report.warnings.append(plan.digest_warning)
         written = writer.write([plan])
         if written is not None:
             report.warnings += list(written.summary.warnings)

@@ -9,8 +9,9 @@ of its block id ``^tN``), so
 - the same conversation again writes nothing ("skipped");
 - a conversation that grew keeps every byte of the turns already written
   and gets the new ones at the end of its transcript; only the
-  front-matter's managed keys (a person's tags kept), the title and
-  memvault's digest lines are rewritten
+  front-matter's managed keys (a person's tags kept), the title,
+  memvault's digest lines and digest block (:mod:`.digest`: what the
+  session came to, a person's ticks kept) are rewritten
   ("updated");
 - a conversation whose turns changed at the source after the last turn both
   agree on (a regenerated answer, an edited message, another branch, a
@@ -51,6 +52,7 @@ from memvault.vault_io.frontmatter import file_frontmatter_id
 from memvault.vault_io.gate import SESSIONS, Kind
 from memvault.vault_io.note import content_hash
 from memvault.vault_io.secrets import REDACTED
+from memvault.vault_io.session_digest import SessionDigest, block_maker
 from memvault.vault_io.session_note import (
     SessionHead,
     Turn,
@@ -96,6 +98,7 @@ class SessionPlan:
     new_turns: int = 0  # turns written (appended)
     superseded: int = 0  # turns written before that changed at the source (kept, marked superseded)
     expected: str | None = None  # the hash of the note revised ("updated"): replaced only while it still has it
+    digest_warning: str | None = None  # why the digest block is the rules' when the llm was to write it
 
     def as_dict(self) -> dict[str, object]:
         """JSON-ready form (``ingest --json``)."""
@@ -181,6 +184,30 @@ class SessionWriter:
     sync_paths: SyncPaths
     claimed: set[str] = field(default_factory=set)  # paths planned in this batch
     rescanned: bool = False  # the vault was synced to find a note that moved
+    #: An ingest of one session (CLI, end hooks): the configured llm (``extractor = "llm"``) writes
+    #: the digest block, one call per session, and an unchanged note without one gets it. Not a
+    #: daemon's per-turn ingest nor a bulk import, which use the rules and leave an unchanged note be.
+    llm_digest: bool = False
+
+    @property
+    def _llm(self) -> bool:
+        return self.llm_digest and self.ctx.settings.extractor == "llm"
+
+    def _digest(self, conv: Conversation) -> "tuple[SessionDigest, str | None]":
+        """The digest block of ``conv`` (:mod:`.digest`): the llm's when it is to write it, else the rules'."""
+        from memvault.store.flows.digest import llm_digest, rules_digest
+
+        return llm_digest(conv, self.ctx.settings) if self._llm else (rules_digest(conv), None)
+
+    def _digest_due(self, path: str) -> bool:
+        """Whether an unchanged conversation's note, ingested again (not by a
+        per-turn ingest or an import, which leave an unchanged note unread),
+        still wants its digest block written: it has none (written before
+        digests), or the llm is to write it and the rules did."""
+        if not self.llm_digest:
+            return False
+        maker = block_maker((self.ctx.root / path).read_bytes().decode("utf-8", "surrogateescape"))
+        return maker is None or (self._llm and maker != "llm")
 
     @property
     def folder(self) -> str:
@@ -211,12 +238,13 @@ class SessionWriter:
             path = self._locate(note_id, row, conv)
         if path is not None:
             key.path = path
-            if row is not None and row.hash == khash and row.path == path:
+            if row is not None and row.hash == khash and row.path == path and not self._digest_due(path):
                 return SessionPlan(conv, note_id, "skipped", path, why="unchanged")
             # surrogateescape: a byte that is not UTF-8 (a person's, from another editor) is written back as it was
             existing = (self.ctx.root / path).read_bytes().decode("utf-8", "surrogateescape")
             if text_says_memory_off(existing):  # the person turned memory off for this session
                 return SessionPlan(conv, note_id, "skipped", path, why="its session note says memory: off")
+            head.summary, digest_warning = self._digest(conv)
             old_digests, old_ids = _written(row, existing, conv)
             keep = _common_prefix(old_digests, conv.turns, dict(live_turns(existing)), old_ids)
             first = max([*old_ids, *written_ids(existing)], default=0) + 1  # block ids are never reused
@@ -230,16 +258,18 @@ class SessionWriter:
             if data == existing.encode("utf-8", "surrogateescape"):
                 return SessionPlan(conv, note_id, "skipped", path, key=key, why="unchanged")
             return SessionPlan(conv, note_id, "updated", path, data, key, new_turns=len(new),
-                               superseded=len(old_ids) - keep,
+                               superseded=len(old_ids) - keep, digest_warning=digest_warning,
                                expected=content_hash(existing.encode("utf-8", "surrogateescape")))
         if row is not None and row.hash == khash:
             return SessionPlan(conv, note_id, "skipped", why="its note was deleted in the vault; unchanged at the source")
         target = self._new_path(conv)
         key.path = target
         key.detail = {"turns": digests, "ids": list(range(1, len(digests) + 1))}
+        head.summary, digest_warning = self._digest(conv)
         data = render_session(head, conv.turns).encode("utf-8")
         key.detail[NOTE_HASH] = content_hash(data)
-        return SessionPlan(conv, note_id, "imported", target, data, key, new_turns=len(conv.turns))
+        return SessionPlan(conv, note_id, "imported", target, data, key, new_turns=len(conv.turns),
+                           digest_warning=digest_warning)
 
     def write(self, plans: Sequence[SessionPlan]) -> "SyncReport | None":
         """Write the planned notes (the new ones with one flush; a grown one

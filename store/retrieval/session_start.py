@@ -11,6 +11,9 @@ with the embedder's tokenizer, as the recall block is) is spent:
 2b. the ongoing work of the project (``ongoing`` memories of its scope or
    ``user``), newest first, in at most :data:`ONGOING_SHARE` of the budget
    (:func:`ongoing_rows`);
+2c. the open action items of session digests (nobody ticked them), due
+   soonest first, in at most :data:`ACTION_ITEMS_SHARE` of the budget
+   (:func:`open_action_item_rows`);
 3. what is relevant to the project (the ``context`` block for "project X");
 4. the project's own memories, strongest first;
 5. what changed in memory lately.
@@ -44,6 +47,8 @@ RECENT_ITEMS = 5
 #: (ongoing work, open action items, what is relevant to the session).
 LESSONS_SHARE = 0.25
 ONGOING_SHARE = 0.25
+#: The same for the open action items of session digests (as much room as ongoing work: both say what is open).
+ACTION_ITEMS_SHARE = ONGOING_SHARE
 
 
 class Sections:
@@ -100,6 +105,14 @@ def ongoing_rows(con: "apsw.Connection", name: str, project: str | None) -> list
     return _listed(work.items)
 
 
+def open_action_item_rows(con: "apsw.Connection") -> list[tuple[str, str | RecallItem]]:
+    """The open action items of session digests (:mod:`~memvault.store.facts.actions`),
+    due soonest first, as rows for :class:`Sections`."""
+    from memvault.store.facts.actions import open_action_items
+
+    return [(a.id, a.line()) for a in open_action_items(con, limit=RECENT_ITEMS * 2)]
+
+
 def session_start(retriever: "Retriever", project: str | None = None, budget: int | None = None) -> SessionStartText:
     """The session-start text for ``project`` (None: no project) within
     ``budget`` tokens (default ``recall.budget``)."""
@@ -116,6 +129,8 @@ def session_start(retriever: "Retriever", project: str | None = None, budget: in
             _listed(lessons.items), cap=int(budget * LESSONS_SHARE))
     out.add(f"## Ongoing work{f' in project {project}' if project else ''} (newest first; `update --done` closes it)",
             ongoing_rows(con, name, project), cap=int(budget * ONGOING_SHARE))
+    out.add("## Open action items (from sessions; tick them in Obsidian to close)", open_action_item_rows(con),
+            cap=int(budget * ACTION_ITEMS_SHARE))
     recalled = retriever.context(ContextQuery(f"project {project}" if project else "current work", budget=budget,
                                               what="memories", identity="relevant", record=False,
                                               prefer_scope=project))
