@@ -47,7 +47,7 @@ COMMAND_MODULES: dict[str, str] = {
     **dict.fromkeys(["hook"], "hook_cmds"),
     **dict.fromkeys(["daemon", "status", "service"], "daemon_cmds"),
     **dict.fromkeys(["source", "facts"], "fact_cmds"),
-    **dict.fromkeys(["context", "model"], "recall_cmds"),
+    **dict.fromkeys(["context", "reflect", "model"], "recall_cmds"),
     **dict.fromkeys(["rebuild", "doctor"], "maintenance_cmds"),
     **dict.fromkeys(["merge", "consolidate", "conflicts"], "consolidate_cmds"),
     "cache": "cache_cmds",

@@ -321,6 +321,14 @@ def _recall_tools(server: MCPServer, backend: Backend) -> None:
         """The memories that matter for a message, as one block (empty if none)."""
         return _ok(*context_data(backend, message, budget, what, scope, since, until))
 
+    @server.tool(annotations=_READ)
+    def reflect(question: Annotated[str, _field("The question.", "question", "q")]) -> CallToolResult:
+        """Answer a question from memory citing ids (with an llm), else the evidence to answer it:
+        recalled items, contradictions and open action items, each with its id."""
+        block = backend.answer(ContextQuery(question, record=False, prefer_scope=backend.project_scope))
+        result = backend.run(lambda s: s.reflect(question, block))
+        return _ok(result.to_json(), result.text)
+
 
 def _lookup_tools(server: MCPServer, backend: Backend) -> None:
     @server.tool(annotations=_READ)

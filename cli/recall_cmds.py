@@ -1,4 +1,5 @@
-"""Recall commands: ``context`` (memories for a prompt) and ``model`` (the embedder)."""
+"""Recall commands: ``context`` (memories for a prompt), ``reflect`` (a question answered from memory)
+and ``model`` (the embedder)."""
 
 from __future__ import annotations
 
@@ -10,7 +11,7 @@ from memvault.daemon.client import answer
 from memvault.store.answers.recall import RecallBlock
 from memvault.store.queries.recall import ContextQuery
 from memvault.store.retrieval.when import given
-from memvault.vault_io.secrets import redact_tree
+from memvault.vault_io.secrets import redact, redact_tree
 
 
 @cli.command()
@@ -66,6 +67,34 @@ def context(app: AppContext, message: str, budget: int | None, what: str | None,
         emit_json(data)
     elif data["text"]:
         echo(data["text"])
+
+
+@cli.command()
+@click.argument("question")
+@click.option("--budget", type=click.IntRange(0, 100_000), default=None, metavar="TOKENS",
+              help="Most tokens the recall block may use (default: recall.budget, 800).")
+@click.option("--no-llm", is_flag=True, help="The evidence alone, even with an llm configured.")
+@json_option
+@pass_app
+def reflect(app: AppContext, question: str, budget: int | None, no_llm: bool, as_json: bool) -> None:
+    """Answer QUESTION from memory, citing memory ids and note links.
+
+    With an llm configured (extractor = "llm") the model answers from the
+    evidence in one call; without one, prints the evidence pack: the recall
+    block and the contradictions and open action items it touches, for an
+    agent (or you) to answer from.
+    """
+    if not question.strip():
+        raise UsageFailure("QUESTION is empty: reflect needs a question")
+    store = app.store
+    block: RecallBlock = answer(store, ContextQuery(question, budget=budget, record=False))
+    result = store.reflect(question, block, use_llm=not no_llm)
+    if result.warning and not as_json:
+        notice(result.warning)
+    if as_json:
+        emit_json(redact_tree(result.to_json()))
+    else:
+        echo(redact(result.text)[0])
 
 
 @cli.group()

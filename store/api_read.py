@@ -13,7 +13,7 @@ from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
 from memvault.store.api_parts import StoreParts
-from memvault.vault_io.errors import MemvaultError
+from memvault.vault_io.errors import MemvaultError, UsageError
 
 if TYPE_CHECKING:
     from memvault.store.answers.browse.facts import SourceFacts
@@ -23,6 +23,7 @@ if TYPE_CHECKING:
     from memvault.store.answers.browse.trace import Backlink, Link, ReadResult, ShowResult
     from memvault.store.answers.keys import KeyClash, KeyLookup
     from memvault.store.answers.recall import RecallBlock, SessionStartText
+    from memvault.store.answers.reflect import Reflection
     from memvault.store.answers.review import (
         ConflictCopy,
         Contradiction,
@@ -281,6 +282,20 @@ class ReadAPI(StoreParts):
         return [Contradiction(id=c.id, kind=c.kind, status=c.status, reason=c.reason, run=c.run_id, flagged=c.created,
                               newer=side(c.newer_id), older=side(c.older_id))
                 for c in contradictions(self.read_con(), status)]
+
+    def reflect(self, question: str, block: "RecallBlock | None" = None, *, use_llm: bool = True) -> "Reflection":
+        """``question`` answered from memory by the configured llm, citing ids
+        and note links, or the evidence pack to answer it (the recall block,
+        here or ``block`` from the daemon, and the open contradictions and
+        action items it touches): :mod:`.retrieval.reflect`."""
+        from memvault.store.queries.recall import ContextQuery
+        from memvault.store.retrieval.reflect import reflect
+
+        if not question.strip():
+            raise UsageError("reflect needs a question")
+        if block is None:
+            block = self.context(ContextQuery(question, record=False))
+        return reflect(self.settings, self.read_con(), question, block, self.contradictions("open"), use_llm=use_llm)
 
     def note_count(self) -> int:
         """How many notes the index holds."""
