@@ -304,7 +304,7 @@ def _recall_tools(server: MCPServer, backend: Backend) -> None:
         until: Until = None,
         raw: Annotated[bool, _field("query in FTS5 syntax", "raw", "fts")] = False,
     ) -> CallToolResult:
-        """Notes, memories and facts by words and meaning."""
+        """Notes, memories, facts by words and meaning."""
         return _ok(*search_data(backend, query, what, scope, types, tags, path, mode, limit, since, until, raw))
 
     @server.tool(annotations=_READ)
@@ -318,13 +318,12 @@ def _recall_tools(server: MCPServer, backend: Backend) -> None:
         since: Since = None,
         until: Until = None,
     ) -> CallToolResult:
-        """The memories that matter for a message, as one block (empty if none)."""
+        """Memories that matter for a message, as one block."""
         return _ok(*context_data(backend, message, budget, what, scope, since, until))
 
     @server.tool(annotations=_READ)
-    def reflect(question: Annotated[str, _field("The question.", "question", "q")]) -> CallToolResult:
-        """Answer a question from memory citing ids (with an llm), else the evidence to answer it:
-        recalled items, contradictions and open action items, each with its id."""
+    def reflect(question: Annotated[str, _field(None, "question", "q")]) -> CallToolResult:
+        """Answer a question from memory, citing ids."""
         block = backend.answer(ContextQuery(question, record=False, prefer_scope=backend.project_scope))
         result = backend.run(lambda s: s.reflect(question, block))
         return _ok(result.to_json(), result.text)
@@ -340,7 +339,7 @@ def _lookup_tools(server: MCPServer, backend: Backend) -> None:
         key: Annotated[str | None, _field(None, "key", "slot")] = None,
         scope: Annotated[str, _field(None, "scope", "memory_scope", "namespace")] = "user",
     ) -> CallToolResult:
-        """One note, memory or fact in full, with its version and links."""
+        """A note, memory or fact in full."""
         if key:
             found = backend.run(lambda s: s.key_holder(key, scope))
             if found.holder is None:
@@ -359,7 +358,7 @@ def _lookup_tools(server: MCPServer, backend: Backend) -> None:
         id: Ref,
         direction: Annotated[Literal["out", "in", "both"], _field(None, "direction", "dir")] = "both",
     ) -> CallToolResult:
-        """Links out of and into a note or memory."""
+        """Links out of and into a note."""
         def run(s: MemoryStore) -> dict[str, Any]:
             data: dict[str, Any] = {}
             if direction in ("out", "both"):
@@ -396,21 +395,21 @@ def _browse_tools(server: MCPServer, backend: Backend) -> None:
         until: Until = None,
         limit: Annotated[int, _field(None, "limit", "k", "n", "page_size", ge=1, le=200)] = 50,
         cursor: Annotated[str | None, _field("next_cursor", "cursor", "page", "next")] = None,
-        key: Annotated[str | None, _field("deploy.*: every key it begins", "key", "slot")] = None,
+        key: Annotated[str | None, _field("deploy.*: a prefix", "key", "slot")] = None,
     ) -> CallToolResult:
-        """Memories (or notes, facts) without a query, a page at a time."""
+        """Memories (or notes, facts) without a query, paged."""
         return _ok(backend.run(lambda s: s.list(
             what=what, types=_types(types), scopes=_as_list(scope), tags=_as_list(tags), sort=sort, since=since,
             until=until, limit=limit, cursor=cursor, key=key)).to_json())
 
     @server.tool(annotations=_READ)
     def history(id: Ref) -> CallToolResult:
-        """Every version of a memory or fact, newest first."""
+        """Versions of a memory or fact."""
         return _ok({"versions": [v.to_json() for v in backend.run(lambda s: s.history(id))]})
 
     @server.tool(annotations=_READ)
     def status() -> CallToolResult:
-        """The vault, its daemon, counts, open conflicts, this session's project scope."""
+        """Vault, daemon, counts, conflicts, session project."""
         from memvault.daemon.status import vault_status
 
         data = backend.run(vault_status)
@@ -434,7 +433,7 @@ def _write_tools(server: MCPServer, backend: Backend) -> None:
         tags: Tags = None,
         links: Annotated[str | list[str] | None, _field("related notes", "links", "link", "related")] = None,
         scope: Annotated[str | None, _field(
-            "default: this session's project; user for what holds everywhere",
+            "default: the session's project; user: everywhere",
             "scope", "memory_scope", "namespace")] = None,
         key: Annotated[str | None, _field("a slot, e.g. editor.theme",
                                           "key", "slot")] = None,
@@ -454,16 +453,16 @@ def _write_tools(server: MCPServer, backend: Backend) -> None:
                                              open_world_hint=False))
     def update(
         id: Annotated[str, _field(None, "id", "ref", "memory_id")],
-        version: Annotated[int, _field("the version you read", "version", "expected_version", "expect_version",
+        version: Annotated[int, _field("version read", "version", "expected_version", "expect_version",
                                        "base_version", ge=1)],
-        content: Annotated[str | None, _field("the whole new text", "content", "text", "memory")] = None,
+        content: Annotated[str | None, _field("whole new text", "content", "text", "memory")] = None,
         tags: Tags = None,
         type: Annotated[str | None, _field(None, "type", "memory_type")] = None,
         reason: Reason = None,
         done: Annotated[bool, _field(None, "done", "finished")] = False,
         ctx: Context = None,  # type: ignore[assignment]
     ) -> CallToolResult:
-        """Change a memory; refused if it changed since that version."""
+        """Change a memory; refused if changed since version."""
         if content is None and tags is None and type is None and not done:
             raise ToolError("nothing to update: give content, tags, type or done")
         result = backend.storing(lambda s: s.update(
@@ -474,7 +473,7 @@ def _write_tools(server: MCPServer, backend: Backend) -> None:
     @server.tool(annotations=ToolAnnotations(read_only_hint=False, destructive_hint=True, idempotent_hint=True,
                                              open_world_hint=False))
     def forget(id: Ref, reason: Reason = None, ctx: Context = None) -> CallToolResult:  # type: ignore[assignment]
-        """Forget a memory or retire a fact (restore undoes it)."""
+        """Forget a memory or retire a fact (restorable)."""
         return _write_result(backend, backend.run(lambda s: s.forget(id, _by(reason, "forgotten", ctx))))
 
     @server.tool(annotations=ToolAnnotations(read_only_hint=False, destructive_hint=False, idempotent_hint=True,

@@ -34,7 +34,7 @@ from memvault.store.queries.search import SearchQuery
 
 MEMVAULT = Path(sys.executable).parent / "memvault"
 NOTE = "kepano-obsidian/Notes/Minimal Theme.md"  # an ordinary note a person wrote
-READS = {"search", "context", "read", "links", "recent", "list", "history", "status"}
+READS = {"search", "context", "read", "links", "recent", "list", "history", "status", "reflect"}
 WRITES = {"remember", "update", "forget", "restore", "merge", "consolidate"}
 
 

@@ -59,6 +59,8 @@ project), one self-contained statement each; it is idempotent. With a `key` (a s
 editor.theme) a new value replaces the memory holding it only when you give a `reason`. `update` \
 needs the `version` you read: if the person edited the memory since, it is refused with the current \
 text, so redo your change on top of theirs.
+- `reflect` answers a question from memory citing ids (with an llm configured), else gives the evidence \
+(recalled items, contradictions, open action items) for you to answer from.
 - `forget` is reversible (`restore`). Ordinary notes are the person's: no tool edits them.
 - `consolidate` without arguments shows a plan (changing nothing); `apply` with its id carries it out, \
 `undo` with a run id reverses one.

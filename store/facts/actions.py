@@ -50,7 +50,7 @@ def action_facts(note: ParsedNote, source_id: str, said: Sequence[FactDraft] = (
         if not is_fact_text(text):
             continue
         line = note.body_line + index
-        draft = builder.add(SEGMENT, text, line, line, (), (), type_, item.due, n, ("action",))
+        draft = builder.add(SEGMENT, text, line, line, (), (), type_, item.due, n, ("plan",))  # weighed as a plan
         # its own id space: an item that says what another fact says is still a fact of its own
         out.append(replace(draft, id=fact_id(source_id, f"action\x00{draft.key}")))
     return out

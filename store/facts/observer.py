@@ -230,16 +230,15 @@ class FactObserver:
             extraction = anchor_to_turns(note, extraction)
         from memvault.store.facts.actions import with_action_items
 
+        # The digest block's tasks, whichever extractor; the ingest settings weigh them as the plans they are.
+        extraction = with_action_items(note, trace.id, extraction)
         if trace.id in self.keep:
-            extraction = with_action_items(note, trace.id, extraction)
             extraction.facts = [d for d in extraction.facts if d.id in self.keep[trace.id]]
             return extraction
         from memvault.store.facts.importance import select
 
         # Before the repeat rule: a fact left out here takes nothing over from a later session.
         extraction.facts = select(extraction.facts, self.min_importance, self.max_per_turn)
-        # The digest block's tasks, whichever extractor, after the selection: a task always stays.
-        extraction = with_action_items(note, trace.id, extraction)
         taken: list[str] = []
         extraction = drop_repeats(self.con, trace.id, extraction, self.batch_seen, session_rank(note, trace.id), taken)
         if taken:
