@@ -379,7 +379,7 @@ def _browse_tools(server: MCPServer, backend: Backend) -> None:
         types: Types = None,
         limit: Limit = 20,
     ) -> CallToolResult:
-        """What changed lately, newest first."""
+        """What changed lately."""
         return _ok(backend.run(lambda s: s.recent(since=since, until=until, what=what, types=_types(types),
                                                   limit=limit)).to_json())
 
@@ -409,7 +409,7 @@ def _browse_tools(server: MCPServer, backend: Backend) -> None:
 
     @server.tool(annotations=_READ)
     def status() -> CallToolResult:
-        """Vault, daemon, counts, conflicts, session project."""
+        """Vault, daemon, counts, conflicts."""
         from memvault.daemon.status import vault_status
 
         data = backend.run(vault_status)
@@ -435,8 +435,7 @@ def _write_tools(server: MCPServer, backend: Backend) -> None:
         scope: Annotated[str | None, _field(
             "default: the session's project; user: everywhere",
             "scope", "memory_scope", "namespace")] = None,
-        key: Annotated[str | None, _field("a slot, e.g. editor.theme",
-                                          "key", "slot")] = None,
+        key: Annotated[str | None, _field(None, "key", "slot")] = None,
         reason: Annotated[str | None, _field(None, "reason", "why")] = None,
         ctx: Context = None,  # type: ignore[assignment]
     ) -> CallToolResult:
@@ -453,7 +452,7 @@ def _write_tools(server: MCPServer, backend: Backend) -> None:
                                              open_world_hint=False))
     def update(
         id: Annotated[str, _field(None, "id", "ref", "memory_id")],
-        version: Annotated[int, _field("version read", "version", "expected_version", "expect_version",
+        version: Annotated[int, _field(None, "version", "expected_version", "expect_version",
                                        "base_version", ge=1)],
         content: Annotated[str | None, _field("whole new text", "content", "text", "memory")] = None,
         tags: Tags = None,
