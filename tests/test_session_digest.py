@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
 from click.testing import CliRunner
 from helpers import opened
 from hypothesis import given
@@ -127,8 +128,12 @@ def test_an_older_note_without_a_block_gets_one_when_ingested_again(vault: Path,
         assert len(open_action_items(store.con)) == 1
 
 
-def test_session_start_lists_open_action_items_until_ticked(vault: Path, tmp_path: Path) -> None:
-    r = hook(vault, "session-end", dict(CC_END, transcript_path=str(transcript(tmp_path))))
+def test_session_start_lists_open_action_items_until_ticked(vault: Path, tmp_path: Path,
+                                                            monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("CLAUDE_CONFIG_DIR", str(tmp_path / "claude"))  # the client's own folder: the hook reads there
+    folder = tmp_path / "claude" / "projects" / "-work-billing"
+    folder.mkdir(parents=True)
+    r = hook(vault, "session-end", dict(CC_END, transcript_path=str(transcript(folder))))
     assert r.exit_code == 0, r.output
     r = hook(vault, "session-start", dict(CC_START, cwd=str(tmp_path)))
     assert r.exit_code == 0 and "## Open action items" in r.output
