@@ -439,7 +439,7 @@ def _write_tools(server: MCPServer, backend: Backend) -> None:
         reason: Annotated[str | None, _field(None, "reason", "why")] = None,
         ctx: Context = None,  # type: ignore[assignment]
     ) -> CallToolResult:
-        """Store a durable memory as a note (idempotent)."""
+        """Store a durable memory (idempotent)."""
         source = client_source(ctx)
         why = _by(reason, "superseded", ctx) if reason else None
         where = scope.strip() if scope and scope.strip() else backend.default_scope(type)
@@ -478,7 +478,7 @@ def _write_tools(server: MCPServer, backend: Backend) -> None:
     @server.tool(annotations=ToolAnnotations(read_only_hint=False, destructive_hint=False, idempotent_hint=True,
                                              open_world_hint=False))
     def restore(id: Ref) -> CallToolResult:
-        """Bring back a forgotten memory or fact, or a session note retention moved to the trash."""
+        """Bring back a forgotten memory or fact, or a session note retention moved."""
         return _write_result(backend, backend.run(lambda s: s.restore(id)))
 
 
