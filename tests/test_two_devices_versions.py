@@ -81,9 +81,9 @@ def test_an_edit_in_obsidian_is_one_version_on_both_devices_in_either_order(devi
     b.sync()
     note_a = a.root / made.path
     note_a.write_text(note_a.read_text(encoding="utf-8").replace("8:10", "8:40"), encoding="utf-8")
-    edited = note_a.read_bytes()
-    # b gets the edited bytes before a has read them: both count the edit
-    (b.root / made.path).write_bytes(edited)
+    # b gets the edited file (its bytes and mtime, as a sync tool carries them) before a has read it: both
+    # count the edit, and both write the edit's time (its mtime) as `updated`
+    shutil.copy2(note_a, b.root / made.path)
     b.sync()
     a.sync()
     assert (a.root / made.path).read_bytes() == (b.root / made.path).read_bytes(), "the devices wrote different bytes"

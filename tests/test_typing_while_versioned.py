@@ -214,7 +214,7 @@ def test_typing_into_a_memory_note_while_the_daemon_versions_it(
         # ...with at most memvault's own lines changed in its front-matter
         mine, ours = frontmatter_lines(last), frontmatter_lines(final)
         changed = {k for k in set(mine) | set(ours) if mine.get(k) != ours.get(k)}
-        assert changed <= {"version", "version_hash"}, changed
+        assert changed <= {"version", "version_hash", "updated"}, changed  # updated: the time of the last edit
         assert file_frontmatter_id(note) == made.id
         # nothing left beside the note, and anything memvault set aside is a text the typist saved
         saved = {content_of(t) for t in typist.saved}

@@ -275,12 +275,15 @@ class NoteIdentity:
     def count_edit(self, c: NoteChange) -> None:
         """A memory note whose text no longer matches the fingerprint of the
         version its front-matter names was edited (here, or on another device
-        whose sync brought it): write the next version counter and the new
-        fingerprint into it (those two lines alone), so the version is the
-        same on every device and each edit memvault reads counts once. Every
-        device that does this writes the same bytes; a note without a counter
-        is left alone (memvault adds one on its own next write)."""
-        from memvault.store.index.classify import memory_type
+        whose sync brought it): write the next version counter, the new
+        fingerprint and ``updated`` (the time of the edit: the file's mtime,
+        which a sync tool carries; never earlier than the ``updated`` it
+        has) into it, those lines alone, in one exchange-and-check replace,
+        so the version and its time are the same on every device and each
+        edit memvault reads counts once. Every device that does this writes
+        the same bytes; a note without a counter is left alone (memvault adds
+        one on its own next write)."""
+        from memvault.store.index.classify import iso_from_ns, memory_type
         from memvault.vault_io.memory_note import read_memory, text_fingerprint
         from memvault.vault_io.secrets import redact
 
@@ -293,7 +296,14 @@ class NoteIdentity:
         fingerprint = text_fingerprint(redact(doc.content)[0], type_, doc.tags)
         if fingerprint == doc.version_hash:
             return
-        c.note, c.stat = self._set_managed(c.note, c.stat, {"version": doc.version + 1, "version_hash": fingerprint})
+        values: dict[str, object] = {"version": doc.version + 1, "version_hash": fingerprint}
+        edited = iso_from_ns(c.stat.mtime_ns)
+        current = c.note.frontmatter.get("updated")
+        was = _utc(current) if current is not None else None
+        # No line: one is added. A value that is not a time is the person's: left as it is.
+        if current is None or (was is not None and was < (_utc(edited) or edited)):
+            values["updated"] = edited
+        c.note, c.stat = self._set_managed(c.note, c.stat, values)
         c.resolutions = c.keys = None
 
     def _set_managed(self, note: ParsedNote, st: FileStat, values: dict[str, object]) -> tuple[ParsedNote, FileStat]:
