@@ -343,9 +343,7 @@ class Indexer:
         back with ``memvault restore``)."""
         row = self.con.execute("SELECT kind FROM traces WHERE id = ?", (trace_id,)).fetchone()
         if row and row[0] == "memory":
-            self.con.execute("UPDATE traces SET path = NULL WHERE id = ?", (trace_id,))
-            self.con.execute("UPDATE edges SET target_path = NULL WHERE target_id = ?", (trace_id,))
-            mem.mark_deleted(self.con, trace_id, "note deleted in the vault")
+            mem.note_deleted(self.con, trace_id)  # restore puts it back where it was, under its name
         else:
             drop_turns(self.con, trace_id)
             rec.delete_trace(self.con, trace_id)

@@ -323,6 +323,10 @@ class Memories(NoteWriter):
                 f"(an edit beats a deletion) and writes the memory back to {target}"
             )
         elif current is None or changed.type != trace.type:
+            # A note keeps its file name when its text changes: the name is the
+            # note's identity in Obsidian (links, embeds, an open tab, bookmarks,
+            # canvases all name it), and memvault edits no note of yours to
+            # follow a rename. A type change moves it, name and all.
             name = PurePosixPath(current).name if current else memory_filename(changed.content, trace.id[2:10])
             if current != f"{self.folder}/{changed.type}/{name}":  # already in that folder: stays put
                 target = self._new_note_path(changed.type, name)

@@ -328,13 +328,21 @@ def phantoms(con: apsw.Connection) -> list[tuple[str, str | None, str | None]]:
     return out
 
 
-def retire_phantom(con: apsw.Connection, trace_id: str) -> None:
-    """A live memory whose note is not in the vault is what a note deleted in
-    the vault makes: soft-deleted (searchable with ``--include-deleted``,
-    back with ``restore``), its last text kept in the durable state."""
+def note_deleted(con: apsw.Connection, trace_id: str) -> None:
+    """A memory's note is gone from the vault: soft-delete the memory
+    (searchable with ``--include-deleted``, back with ``restore``), its last
+    text kept in the durable state with where its note was (``trashed_from``),
+    so that ``restore`` writes it back under its own name, the one links use."""
+    row = con.execute("SELECT path FROM traces WHERE id = ?", (trace_id,)).fetchone()
     con.execute("UPDATE traces SET path = NULL WHERE id = ?", (trace_id,))
     con.execute("UPDATE edges SET target_path = NULL WHERE target_id = ?", (trace_id,))
-    mark_deleted(con, trace_id, NOTE_DELETED)
+    mark_deleted(con, trace_id, NOTE_DELETED, **({"trashed_from": row[0]} if row and row[0] else {}))
+
+
+def retire_phantom(con: apsw.Connection, trace_id: str) -> None:
+    """A live memory whose note is not in the vault is what a note deleted in
+    the vault makes: retired as one (:func:`note_deleted`)."""
+    note_deleted(con, trace_id)
 
 
 def retire_phantoms(con: apsw.Connection) -> list[str]:
