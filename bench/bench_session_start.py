@@ -8,7 +8,9 @@
 With a private MEMVAULT_HOME (never the real one), two small vaults of one
 project (scope ``atlas``): the same identity (5), lessons (8) and other
 memories (150) in each, and 8 ``ongoing`` memories in the second only (the
-plainest baseline: the same session start with no ongoing work to show).
+plainest baseline: the same session start with no ongoing work to show);
+a third holds the second's and an ingested session whose digest has 8 open
+action items (``## Open action items``).
 For each, with its daemon running (vectors off unless ``--model``):
 
 1. floor: ``python -I -c pass`` (the interpreter's own start);
@@ -28,6 +30,7 @@ Results: a table on stdout, JSON in bench/out/.
 from __future__ import annotations
 
 import argparse
+import io
 import json
 import os
 import resource
@@ -51,6 +54,8 @@ MEMORIES = [
     ("semantic", "user", 50, "Preference {n}: likes reviews of change {n} in the morning"),
 ]
 ONGOING = ("ongoing", "atlas", 8, "Workstream {n} of atlas in progress: migration step {n}, next its dry run")
+#: Open action items of the third vault's session.
+ACTIONS = 8
 
 
 def timed(cmd: list[str], stdin: str) -> tuple[float, float]:
@@ -63,8 +68,9 @@ def timed(cmd: list[str], stdin: str) -> tuple[float, float]:
     return wall, (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
 
 
-def build(vault: Path, ongoing: bool) -> None:
-    """A vault with the memories of :data:`MEMORIES` (and :data:`ONGOING`)."""
+def build(vault: Path, ongoing: bool, actions: bool = False) -> None:
+    """A vault with the memories of :data:`MEMORIES` (and :data:`ONGOING`; and a
+    session of :data:`ACTIONS` open action items)."""
     from memvault.store.memory_store import MemoryStore
 
     (vault / "Notes").mkdir(parents=True)
@@ -75,6 +81,11 @@ def build(vault: Path, ongoing: bool) -> None:
         for type_, scope, count, text in [*MEMORIES, *([ONGOING] if ongoing else [])]:
             for n in range(count):
                 store.add(text.format(n=n), type_, scope=scope)
+        if actions:
+            said = " ".join(f"I'll run the dry run of atlas step {n} tomorrow." for n in range(ACTIONS))
+            lines = [{"role": "user", "content": said, "timestamp": "2026-11-23T10:00:00Z"},
+                     {"role": "assistant", "content": "Noted.", "timestamp": "2026-11-23T10:01:00Z"}]
+            store.ingest(io.StringIO("".join(json.dumps(line) + "\n" for line in lines)), session="bench-actions")
     finally:
         store.close()
 
@@ -175,9 +186,10 @@ def run(tmp: Path, runs: int, model: bool) -> None:
     (project / ".git").mkdir(parents=True)
     load_before = os.getloadavg()
     results = {}
-    for label, ongoing in (("without ongoing work", False), ("with ongoing work", True)):
-        vault = tmp / ("with" if ongoing else "without")
-        build(vault, ongoing)
+    for label, ongoing, actions in (("without ongoing work", False, False), ("with ongoing work", True, False),
+                                    ("with ongoing work and action items", True, True)):
+        vault = tmp / ("actions" if actions else "with" if ongoing else "without")
+        build(vault, ongoing, actions)
         results[label] = measure(vault, project, tmp, runs, model)
     load = os.getloadavg()
 

@@ -196,3 +196,29 @@ def test_put_block_touches_nothing_outside_it(before: list[str], after: list[str
     assert again.startswith("\n".join(before)) and again.endswith("\n".join(["## Transcript", *after]))
     assert put_block(again, SessionDigest(("Two.",), ("A decision.",)), "## Transcript") == again
     assert again.count("%% memvault digest: begin") == 1
+
+
+def test_session_start_with_every_section_and_action_items_stays_within_its_budget(vault: Path, tmp_path: Path) -> None:
+    from memvault.store.queries.recall import SessionStartQuery
+    from memvault.store.retrieval.recall import block_tokens
+    from memvault.store.retrieval.session_start import ACTION_ITEMS_SHARE
+
+    long = " ".join(["with its reasons, its owners and what it waits for"] * 4)
+    plans = " ".join(f"I'll finish migration step {n} of the ledger tomorrow {long}." for n in range(12))
+    chat = tmp_path / "plans.jsonl"
+    chat.write_text(_turn("user", plans, "2026-11-23T10:00:00Z") + _turn("assistant", "Noted.", "2026-11-23T10:01:00Z"),
+                    "utf-8")
+    with opened(vault) as store:
+        store.ingest(chat)
+        assert len(open_action_items(store.con)) == 12
+        for n in range(5):
+            store.add(f"Identity detail {n}: works on payments in Lisbon {long}", "identity")
+            store.add(f"Lesson {n} for ledger deploys: run the smoke tests first {long}", "procedural")
+            store.add(f"Ongoing {n}: the ledger migration step {n} is under way {long}", "ongoing")
+        for budget in (120, 300, 800, 2000):
+            text = store.session_start(SessionStartQuery(budget=budget)).text
+            assert text and block_tokens(text) <= budget
+            section = text.split("## Open action items", 1)[1].split("\n\n## ", 1)[0] if "## Open action" in text else ""
+            assert block_tokens(section) <= int(budget * ACTION_ITEMS_SHARE) + block_tokens("## Open action items")
+        # with room for every section, each is there
+        assert "## Open action items" in text and "## Ongoing work" in text and "## Who the person is" in text
