@@ -222,3 +222,14 @@ def test_session_start_with_every_section_and_action_items_stays_within_its_budg
             assert block_tokens(section) <= int(budget * ACTION_ITEMS_SHARE) + block_tokens("## Open action items")
         # with room for every section, each is there
         assert "## Open action items" in text and "## Ongoing work" in text and "## Who the person is" in text
+
+
+def test_a_marker_a_person_deleted_never_pairs_with_another_blocks() -> None:
+    digest = SessionDigest(("One.",), ("A decision.",))
+    note = put_block("# S\n\n## Transcript\n", digest, "## Transcript")
+    # the end marker deleted, a line of the person's after what is left of the block
+    damaged = note.replace(END + "\n", "").replace("## Transcript", "My own line.\n\n## Transcript")
+    again = put_block(damaged, SessionDigest(("Two.",)), "## Transcript")
+    assert "My own line." in again and "One." in again  # nothing of what was there is taken
+    assert put_block(again, SessionDigest(("Three.",)), "## Transcript").count("My own line.") == 1
+    assert "Three." in put_block(again, SessionDigest(("Three.",)), "## Transcript")

@@ -117,12 +117,19 @@ class Found:
 
 
 def find_block(lines: Sequence[str]) -> Found | None:
-    """The digest block of a note's lines, or None (no block, or a begin without its end)."""
-    start = next((i for i, line in enumerate(lines) if _BEGIN_RE.match(line)), None)
-    if start is None:
-        return None
-    end = next((i for i in range(start + 1, len(lines)) if _END_RE.match(lines[i])), None)
-    if end is None:
+    """The digest block of a note's lines: the first end marker and the begin
+    marker nearest before it; None without such a pair. A marker a person
+    deleted leaves its partner alone, never pairing it with another block's
+    (which would take the person's lines between them for memvault's)."""
+    start: int | None = None
+    end: int | None = None
+    for i, line in enumerate(lines):
+        if _BEGIN_RE.match(line):
+            start = i
+        elif start is not None and _END_RE.match(line):
+            end = i
+            break
+    if start is None or end is None:
         return None
     found = Found(start, end, _BEGIN_RE.match(lines[start]).group("maker"))  # type: ignore[union-attr]
     in_actions = False
