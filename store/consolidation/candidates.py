@@ -199,3 +199,39 @@ def exact_groups(records: Iterable["Record"], key: Callable[["Record"], object])
             for b in members[i + 1 :]:
                 out.add(_pair(a, b))
     return out
+
+
+#: Most earlier claims each claim is paired with under one slot key (newest first).
+SLOT_NEIGHBOURS = 16
+
+
+def slot_pairs(records: Sequence["Record"]) -> set[Pair]:
+    """Pairs of claims that fill one slot of one frame (:mod:`.frames`), at
+    any similarity: a refilled value meets its rival however far apart
+    MiniLM puts them. Each claim is filed under its frame's keys
+    (:func:`.conflicts.slot_keys`: the subject and relation of a naming, a
+    residence, a copula about a thing; what a change or a denial is about,
+    and what a positive claim is about, its kinds by WordNet included);
+    under each key it is paired with the :data:`SLOT_NEIGHBOURS` claims filed
+    before it (oldest first), and a probe (a change or a denial) with the
+    claims that hold what it is about. O(n x keys x neighbours)."""
+    from memvault.store.consolidation.conflicts import slot_keys
+
+    ordered = sorted(records, key=lambda r: (r.created, r.id))
+    keyed = [(r.id, slot_keys(r.content)) for r in ordered]
+    probes = {k for _, (_, probe, _) in keyed for k in probe}
+    shared: dict[str, list[str]] = {}
+    held: dict[str, list[str]] = {}
+    out: set[Pair] = set()
+    for rid, (symmetric, probe, target) in keyed:
+        for k in symmetric:
+            filed = shared.setdefault(k, [])
+            out.update(_pair(rid, other) for other in filed[-SLOT_NEIGHBOURS:])
+            filed.append(rid)
+        for k in target:
+            if k in probes:
+                held.setdefault(k, []).append(rid)
+    for rid, (_, probe, _) in keyed:
+        for k in probe:
+            out.update(_pair(rid, other) for other in held.get(k, [])[-SLOT_NEIGHBOURS:] if other != rid)
+    return out

@@ -91,7 +91,8 @@ def use(blob: bytes | None) -> None:
     global _loaded
     with _lock:
         _loaded = None if blob is None else _Table(blob)
-    for cached in (bases, get_senses, _words, _antonyms, _parents, _grandparents, person, _parent_words):
+    for cached in (bases, get_senses, _words, _antonyms, _parents, _grandparents, person, _parent_words,
+                   ancestor_words):
         cached.cache_clear()
 
 
@@ -205,3 +206,16 @@ def synonyms(a: str, b: str) -> bool:
     if not (own_a & wide_b or own_b & wide_a):
         return False
     return not antonyms(a, b)
+
+
+@lru_cache(maxsize=65536)
+def ancestor_words(word: str, depth: int = 3) -> frozenset[str]:
+    """The words of the hypernyms of ``word``'s kept senses, up to ``depth``
+    steps up ("wine": alcohol, beverage, liquid...): what it is a kind of."""
+    t = _table()
+    frontier = set(_parents(word))
+    seen: set[str] = set(frontier)
+    for _ in range(depth - 1):
+        frontier = {p for sid in frontier for p in t.get("P", sid)} - seen
+        seen |= frontier
+    return frozenset(w for sid in seen for w in t.get("M", sid))

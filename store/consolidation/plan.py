@@ -377,16 +377,15 @@ def _contradictions(live: Sequence[Record], sims: "Similarity", policy: Policy,
     # the word blocking's and the forest's from the merge threshold up.
     floor = policy.thresholds.merge
     pairs = cand.word_pairs(claims) | {p for p, s in sims.pairs.items() if s >= floor and p[0] in rec and p[1] in rec}
+    # Claims that fill one slot of one frame, or a change or denial and what it is about, at any similarity.
+    pairs |= cand.slot_pairs(claims)
     out = []
     for a, b in pairs:  # any order: the flags are sorted below
         if context.flagged and frozenset((a, b)) in context.flagged:
             continue
-        # The text rule first; the similarity (a dot product) only for what it lets through.
-        found = rules.contradiction(rec[a].memo, rec[b].memo, None, policy.thresholds.contradiction, book)
-        if found is None:
-            continue
         sim = sims.get(a, b)
-        if sim is not None and sim < policy.thresholds.contradiction:
+        found = rules.contradiction(rec[a].memo, rec[b].memo, sim, policy.thresholds.contradiction, book)
+        if found is None:
             continue
         kind, why = found
         older, newer = sorted((rec[a], rec[b]), key=lambda r: (r.created, bool(r.memo.f.changes), r.id))

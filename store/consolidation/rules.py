@@ -51,12 +51,14 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from datetime import datetime
+from functools import lru_cache
 
-from memvault.store.consolidation import paraphrase, slots, spelling
+from memvault.store.consolidation import conflicts, frames, paraphrase, slots, spelling
 from memvault.store.consolidation.text import (
     LIGHT_STEMS,
     TEMPORAL_STEMS,
     Features,
+    features,
     names_in,
     near,
     stem,
@@ -222,10 +224,24 @@ def contradiction(a: Memo, b: Memo, sim: float | None, threshold: float, book: N
     if a.scope != b.scope or a.type not in CLAIM_TYPES or b.type not in CLAIM_TYPES:
         return None
     fa, fb = a.f, b.f
-    if fa.norm == fb.norm or fa.possessives != fb.possessives:
-        return None  # the same, or whose thing it is differs ("her sister's flat" / "her flat")
-    if sim is not None and sim < threshold:
+    if fa.norm == fb.norm:
         return None
+    found = None
+    if (sim is None or sim >= threshold) and fa.possessives == fb.possessives:
+        # (whose thing it is must not differ: "her sister's flat" / "her flat")
+        found = _by_slots(a, b, book)
+    if found is None:
+        # What the frames say needs no similarity: who, what, and a change or denial of it.
+        older, newer = (a, b) if (a.created, a.id) <= (b.created, b.id) else (b, a)
+        found = conflicts.conflict(older.text, newer.text)
+        if found is None and not (adds(fa) or adds(fb) or two_events(a.text, b.text)):
+            found = conflicts.value_conflict(older.text, newer.text, sim, VALUE_SIMILARITY)
+    return found
+
+
+def _by_slots(a: Memo, b: Memo, book: NameBook) -> tuple[str, str] | None:
+    """One value refilled in one frame (:mod:`.slots`), else the word rule (:func:`_by_words`)."""
+    fa, fb = a.f, b.f
     # The slot rule first: it names the kind of value (a time, not "numbers 9 / 10, 30").
     # More than three content words apart on a side is more than one slot,
     # unless one side reports a change ("Moved to Lisbon"): the slot rule is
@@ -234,7 +250,54 @@ def contradiction(a: Memo, b: Memo, sim: float | None, threshold: float, book: N
     found = slots.contradiction(a.text, b.text) if fa.negative == fb.negative and (few or fa.changes or fb.changes) else None
     if found is None and fa.stems & fb.stems:
         found = _by_words(a, b, book)
+    if found is not None and found[0] in _VALUE_KINDS and (two_events(a.text, b.text) or adds(fa) or adds(fb)):
+        return None  # two one-off events (a trip in 2019 and one in 2024), or one that adds ("also")
     return found
+
+
+#: Two claims holding values of one kind in other words (:func:`.conflicts.value_conflict`)
+#: are about one thing from this similarity up.
+VALUE_SIMILARITY = 0.75
+
+
+#: Words that place a claim in the past ("ago", "last").
+PAST_TIME = word_lists()["past_time"]
+#: Words that mark an addition (``addition_markers``).
+ADDITION = word_lists()["addition_markers"]
+#: Kinds of the rules above that compare values of one slot.
+_VALUE_KINDS = frozenset({"date", "time", "number", "amount", "value", "place"})
+
+
+def two_events(text_a: str, text_b: str) -> bool:
+    """Whether one text tells a dated one-off event ("Visited Lisbon in
+    2019", "Had a flu jab in October", a dated note without a verb:
+    "Dentist appointment on 3 March"): what happened on another day is
+    another event, never a contradiction. Not when one side ends what the
+    other states, or reports a change ("moved to Lisbon")."""
+    ea, eb = _event(text_a), _event(text_b)
+    if ea[1] != eb[1] or ea[2] or eb[2]:
+        return False
+    return ea[0] or eb[0]
+
+
+@lru_cache(maxsize=65536)
+def _event(text: str) -> tuple[bool, bool, bool]:
+    """(a dated one-off event, says something ended, reports a change):
+    an event has every clause a simple past (or no verb at all), and a
+    date, month, year, weekday or "ago" / "last ..." said."""
+    clauses = frames.parse(text).clauses
+    f = features(text)
+    dated = bool(f.folded & PAST_TIME) or any(w.kind in ("year", "month", "date", "weekday", "time")
+                                               for c in clauses for w in c.words)
+    if not clauses:
+        dated = f.dated or bool(f.weekdays) or any(kind in ("date", "time") for _, _, kind, _ in slots.value_spans(text))
+    event = dated and all(c.past_event for c in clauses)
+    return event, any(c.ended for c in clauses), any(c.verb in frames.CHANGE_STEMS for c in clauses)
+
+
+def adds(f: Features) -> bool:
+    """Whether a claim says it adds to another ("also", "too", "another"): it never replaces one."""
+    return bool(f.folded & ADDITION)
 
 
 def _by_words(a: Memo, b: Memo, book: NameBook) -> tuple[str, str] | None:

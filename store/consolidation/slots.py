@@ -66,6 +66,8 @@ _YEAR = re.compile(r"^(?:19|20)\d\d$")
 #: Stems of the verbs of liking (a slot after them holds one value).
 _LIKING = word_lists()["liking_verbs"]
 _COPULA = word_lists()["copulas"]
+#: Stems of verbs whose object a person holds one of at a time ("supports Benfica").
+_ONE_VALUE = word_lists()["one_value_verbs"]
 _PREPOSITIONS = word_lists()["prepositions"]
 
 
@@ -81,7 +83,7 @@ class Tok:
     after_preposition: bool = False
 
 
-def _value_spans(text: str) -> list[tuple[int, int, str, str]]:
+def value_spans(text: str) -> list[tuple[int, int, str, str]]:
     """(start, end, kind, canonical value) of the values in ``text``, left to right, not overlapping."""
     taken: list[tuple[int, int, str, str]] = []
     for kind, pattern in _PATTERNS:
@@ -114,7 +116,7 @@ def tokens(text: str) -> tuple[Tok, ...]:
     """The claim's content words and values, in order (stop words, negations and
     words of change or time out)."""
     out: list[Tok] = []
-    spans = _value_spans(text)
+    spans = value_spans(text)
     pos = 0
     copula = prep = False
     for start, end, kind, value in [*spans, (len(text), len(text), "", "")]:
@@ -246,7 +248,7 @@ def _one_value(a: Tok, b: Tok, frame: list[Tok]) -> bool:
     after a preposition ("lives in Porto", "commutes by bus"), or in a frame of
     liking ("prefers dark mode")."""
     return ((a.after_copula and b.after_copula) or (a.after_preposition and b.after_preposition)
-            or any(t.key in _LIKING for t in frame))
+            or any(t.key in _LIKING or t.key in _ONE_VALUE for t in frame))
 
 
 def _said(toks: tuple[Tok, ...]) -> str:
