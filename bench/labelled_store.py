@@ -26,7 +26,8 @@ the day after the last write: nothing is old enough to be archived.
   sides refused at write as the same claim as their ``a`` (the store then
   holds one memory: merged at write); precision over every predicted pair,
   pairs across two labelled pairs or fillers included (they count as wrong);
-* contradictions: the flagged pairs, likewise;
+* contradictions: the pairs the store flags, likewise: at write time (kept
+  in the durable state, as ``conflicts`` lists them) and by the plan;
 * distinct claims refused: a ``different`` or ``contradiction`` pair whose
   ``b`` was refused at write as a duplicate (must be 0), and any other
   memory refused that is not a labelled duplicate;
@@ -289,6 +290,11 @@ def score_store(s: LabelledItems, built: Built) -> dict[str, Any]:
             found = pairs_of(a["ids"])
             flagged |= found
             newer_right += sum(1 for p in found if built.ids.get(s.gold.newer.get(p, "")) == a["detail"]["newer"])
+    # Flagged at write time (``add`` answered ``contradicts``) and kept in the durable state: the store's too.
+    for older, newer in store.con.execute("SELECT older_id, newer_id FROM state.contradictions"):
+        found = pairs_of([older, newer])
+        flagged |= found
+        newer_right += sum(1 for p in found if built.ids.get(s.gold.newer.get(p, "")) == newer)
     at_write = {frozenset((k, kk)) for k, mid in built.refused.items() for kk in keys.get(mid, []) if kk != k}
     merges = merged | at_write
     distinct = set(s.gold.different) | set(s.gold.contradiction)

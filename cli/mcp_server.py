@@ -511,6 +511,8 @@ def _write_result(backend: Backend, result: Any) -> CallToolResult:
     if result.conflict:
         lines.append(f"conflict: {result.conflict}; the store's version was written to {result.conflict_path}")
     lines += [_resembles(s) for s in result.similar_to or []]
+    lines += [f"contradicts {c['id']} ({c['kind']}; now possibly outdated): {c['text']}"
+              for c in result.contradicts or []]
     return _ok(data, "\n".join(lines))
 
 

@@ -110,6 +110,13 @@ def add(app: AppContext, content: str, type_: str | None, tags: tuple[str, ...],
     if not as_json:
         for s in result.similar_to or []:
             echo(f"  similar to {s['id']} ({s['measure']} {s['similarity']}): {s['text']}")
+        _echo_contradicts(result)
+
+
+def _echo_contradicts(result: Any) -> None:
+    """One line per live claim the new text contradicts (flagged at once; `conflicts` lists them)."""
+    for c in result.contradicts or []:
+        echo(f"  contradicts {c['id']} ({c['kind']}; it is now possibly outdated): {c['text']}")
 
 
 @cli.command()
@@ -146,6 +153,8 @@ def update(app: AppContext, ref: str, content: str | None, tags: tuple[str, ...]
         echo(f"{result.id} already says that; nothing changed")
         return
     _report(result, as_json, "Updated")
+    if not as_json:
+        _echo_contradicts(result)
 
 
 @cli.command()

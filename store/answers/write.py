@@ -27,6 +27,9 @@ class WriteResult:
     similar_to: list[dict[str, object]] | None = None
     #: The key the memory holds, for a keyed write (:mod:`~memvault.store.memories.keys`).
     key: str | None = None
+    #: For ``added`` and ``updated`` claims: live claims the new text contradicts
+    #: (``{id, text, kind}``; flagged at once, the new text the newer: :mod:`...consolidation.at_write`).
+    contradicts: list[dict[str, object]] | None = None
 
     def as_dict(self) -> dict[str, object]:
         """JSON-ready form for ``--json`` output."""
@@ -44,6 +47,8 @@ class WriteResult:
             data["similar_to"] = self.similar_to
         if self.key is not None:
             data["key"] = self.key
+        if self.contradicts is not None:
+            data["contradicts"] = self.contradicts
         return data
 
     @classmethod
@@ -55,7 +60,7 @@ class WriteResult:
         kinds: dict[str, tuple[type, ...]] = {
             "path": (str, type(None)), "conflict": (str, type(None)), "conflict_path": (str, type(None)),
             "warnings": (list,), "version": (int, type(None)), "redacted": (int,), "reason": (str, type(None)),
-            "similar_to": (list, type(None)), "key": (str, type(None)),
+            "similar_to": (list, type(None)), "key": (str, type(None)), "contradicts": (list, type(None)),
         }
         fields = {k: data[k] for k in kinds if k in data}
         if any(not isinstance(v, kinds[k]) for k, v in fields.items()):

@@ -55,8 +55,7 @@ def marks(text: str) -> frozenset[str]:
     """What a claim's frame could contradict by (cheap to compare first):
     "ended", "negative", "naming", "residence", "feeling"."""
     out = set()
-    for c in parse(text).clauses:
-        c = _experiencer(c)
+    for c in clauses(text):
         if c.ended:
             out.add("ended")
         if negative(c):
@@ -73,6 +72,8 @@ def marks(text: str) -> frozenset[str]:
             out.add("thing")
         if _state_words(c)[1]:
             out.add("state")
+        if any(w.kind in _VALUE_FAMILY for w in c.words):
+            out.add("value")
     return frozenset(out)
 
 
@@ -81,27 +82,33 @@ def may_conflict(older: str, newer: str) -> bool:
     one side, or a naming, residence or feeling on both."""
     ma, mb = marks(older), marks(newer)
     return bool((ma | mb) & {"ended", "negative"} or ma & mb & {"naming", "residence", "feeling", "tenure", "thing",
-                                                                   "state"})
+                                                                   "state", "value"})
 
 
 def conflict(older: str, newer: str) -> tuple[str, str] | None:
     """(kind, reason) when the frames of two claims contradict (module docstring), else None."""
     if not may_conflict(older, newer):
         return None
-    a, b = parse(older), parse(newer)
-    for ca in a.clauses:
-        for cb in b.clauses:
-            ca, cb = _experiencer(ca), _experiencer(cb)
+    apart: list[bool] = []  # whether values differ (asked once, only when a pair of clauses gets there)
+    for ca in clauses(older):
+        for cb in clauses(newer):
             if not subject_same(ca.subject, cb.subject):
                 found = _ended_name(ca, cb) or _ended_name(cb, ca)
             elif not attribute_same(ca.subject, cb.subject):
                 found = _renamed(ca, cb)
             else:
                 found = (_ended(ca, cb) or _ended(cb, ca) or _denied(ca, cb) or _attitude(ca, cb)
-                         or _renamed(ca, cb) or _thing_value(ca, cb) or _tenure(ca, cb) or _opposed_state(ca, cb))
+                         or _renamed(ca, cb) or _thing_value(ca, cb) or _tenure(ca, cb) or _opposed_state(ca, cb)
+                         or _measured_apart(ca, cb, older, newer, apart))
             if found is not None:
                 return found
     return None
+
+
+@lru_cache(maxsize=65536)
+def clauses(text: str) -> tuple[Clause, ...]:
+    """The clauses of a claim (:func:`.frames.parse`) as the rules read them (:func:`_experiencer`)."""
+    return tuple(_experiencer(c) for c in parse(text).clauses)
 
 
 def _experiencer(c: Clause) -> Clause:
@@ -148,6 +155,7 @@ def _match(word: Word, clause: Clause, *, verb: bool = True) -> bool:
     return False
 
 
+@lru_cache(maxsize=262144)
 def _same_word(x: Word, y: Word) -> bool:
     if x.kind != "word" and x.kind != "name" or y.kind != "word" and y.kind != "name":
         return x.stem == y.stem
@@ -179,7 +187,11 @@ def _kind_of(narrow: str, broad: str) -> bool:
 def negative(c: Clause) -> bool:
     """A clause's polarity: its negations, and a verb or adjective that says
     "not" by itself ("avoids", "is intolerant", "lacks")."""
-    return c.negative != bool(({c.verb} | {w.stem for w in c.words}) & NEGATIVE_STEMS - {"quit", "stop"})
+    return c.negative != (c.verb in _DENYING or any(w.stem in _DENYING for w in c.words))
+
+
+#: Stems that say "not" by themselves ("stop" and "quit" end something instead: :func:`_ended`).
+_DENYING = NEGATIVE_STEMS - {"quit", "stop"}
 
 
 def _state(c: Clause) -> bool:
@@ -194,7 +206,8 @@ def _ended(old: Clause, new: Clause) -> tuple[str, str] | None:
     activity ("driving") is a verb, never the noun spelled alike."""
     if not new.ended or not _state(old) or new.negative:
         return None
-    ended = [w for w in new.ended if w.kind in ("word", "name")]
+    # A span of time (a kind of period by WordNet: "having completed one year") says how long, not what ended.
+    ended = [w for w in new.ended if w.kind == "name" or w.kind == "word" and not _kind_of(w.folded, "period")]
     if not ended or all(w.folded.endswith("ing") and stem(w.folded) in LIGHT for w in ended):
         return None  # "stopped going": going where?
     for w in ended:
@@ -287,6 +300,12 @@ def _short_for(x: Word, y: Word) -> bool:
         spelling.token_of(y.raw), x.raw) is not None
 
 
+def _joined(names: list[Word]) -> Word:
+    """A run of names read as one ("New York City")."""
+    raw = " ".join(w.raw for w in names)
+    return Word(raw, fold(raw), stem(fold(raw)), "name")
+
+
 def _renamed(a: Clause, b: Clause) -> tuple[str, str] | None:
     """A naming or a residence of one subject holding another name (module docstring: name)."""
     if a.negative or b.negative or a.past_event and b.past_event:
@@ -294,7 +313,8 @@ def _renamed(a: Clause, b: Clause) -> tuple[str, str] | None:
     for test, kind in ((_naming, "value"), (_residence, "place")):
         if test(a) and test(b):
             na, nb = _names(a), _names(b)
-            if na and nb and not any(near(x.folded, y.folded) or _short_for(x, y) for x in na for y in nb):
+            if na and nb and not any(near(x.folded, y.folded) or _short_for(x, y) for x in na for y in nb) \
+                    and not _short_for(_joined(na), _joined(nb)):
                 return kind, f"same subject, different {kind}: {na[0].raw} / {nb[0].raw}"
     return None
 
@@ -445,8 +465,7 @@ def slot_keys(text: str) -> tuple[frozenset[str], frozenset[str], frozenset[str]
     symmetric: set[str] = set()
     probe: set[str] = set()
     target: set[str] = set()
-    for c in parse(text).clauses:
-        c = _experiencer(c)
+    for c in clauses(text):
         who = _subject_key(c.subject)
         if _naming(c):
             symmetric.add(f"{who}|name")
@@ -564,5 +583,78 @@ def _opposites(x: str, y: str) -> bool:
     return len(px) == len(py) == 2 and px[1] == py[1] and lexicon.antonyms(px[0], py[0])
 
 
+@lru_cache(maxsize=65536)
 def _adjective(word: str) -> bool:
     return any(s[0] in "as" for b in lexicon.bases(word) for s in lexicon.get_senses(b))
+
+
+_VALUE_FAMILY = {"time": "time", "date": "date", "month": "date", "year": "date", "weekday": "date",
+                 "amount": "number", "number": "number"}
+
+
+def _values_apart(older: str, newer: str) -> bool:
+    """Whether two texts state values that differ, however written, counted
+    in one unit, and not only weekdays unless said to be weekly, nor a
+    weekday routine against a weekend one."""
+    from memvault.store.consolidation.text import features, value_reading
+
+    va, vb = value_reading(older), value_reading(newer)
+    if va == vb or _units_apart(older, newer):
+        return False
+    fa, fb = features(older), features(newer)
+    if _value_kinds(va - vb) | _value_kinds(vb - va) <= {"weekday"} and not ({"week", "weekli"} & (fa.stems | fb.stems)):
+        return False
+    parts = [{"weekday", "weekend"} & {w.removesuffix("s") for w in f.folded} for f in (fa, fb)]
+    return not (parts[0] and parts[1] and parts[0] != parts[1])
+
+
+def _measured_apart(a: Clause, b: Clause, older: str, newer: str, apart: list[bool]) -> tuple[str, str] | None:
+    """:func:`_measured` when the two texts' values differ (:func:`_values_apart`, read once into ``apart``)."""
+    if not (any(w.kind in _VALUE_FAMILY for w in a.words) and any(w.kind in _VALUE_FAMILY for w in b.words)):
+        return None
+    if not apart:
+        apart.append(_values_apart(older, newer))
+    return _measured(a, b) if apart[0] else None
+
+
+def _measured(a: Clause, b: Clause) -> tuple[str, str] | None:
+    """One thing of one subject measured or dated twice: the same subject, a
+    word in common that says what is measured (the subject itself for a
+    thing: "passport"; else a noun: "birthday", "size", "tall"), and values of
+    one kind that differ in one place ("Flight to Oslo leaves at 07:40" /
+    "Her Oslo flight now leaves at 13:15"). Not two events, nor qualifiers
+    that are alternatives ("cold weather" / "hot weather")."""
+    if negative(a) != negative(b) or a.past_event or b.past_event:
+        return None
+    va = [w for w in a.words if w.kind in _VALUE_FAMILY]
+    vb = [w for w in b.words if w.kind in _VALUE_FAMILY]
+    if not va or not vb:
+        return None
+    fam_a = {_VALUE_FAMILY[w.kind] for w in va}
+    fam_b = {_VALUE_FAMILY[w.kind] for w in vb}
+    shared = fam_a & fam_b
+    if len(shared) != 1:
+        return None
+    family = shared.pop()
+    xa = {w.stem for w in va if _VALUE_FAMILY[w.kind] == family}
+    xb = {w.stem for w in vb if _VALUE_FAMILY[w.kind] == family}
+    if xa == xb or xa <= xb or xb <= xa or len(xa - xb) > 1 or len(xb - xa) > 1:
+        return None  # the same, narrower, or two places apart
+    if {w.stem for w in va} - xa != {w.stem for w in vb} - xb:
+        return None  # another value of another kind said apart too: another thing
+    wa = [w for w in a.words if w.kind == "word" and w.prep not in _ASIDE]
+    wb = [w for w in b.words if w.kind == "word" and w.prep not in _ASIDE]
+    said = any(_same_word(x, y) for x in wa for y in wb)
+    if not said and (a.subject.user or not a.subject.nouns):
+        return None
+    from memvault.store.consolidation.frames import _modifiers_differ
+
+    if _modifiers_differ(a.subject, b.subject, strict=True):
+        return None  # "the regional final" / "the national final": two things
+    only_a = [x for x in wa if not any(_same_word(x, y) for y in wb)]
+    only_b = [y for y in wb if not any(_same_word(x, y) for x in wa)]
+    if only_a and only_b:
+        return None  # something else said apart: "astronomy evening" / "science fair"
+    if not (a.copula or b.copula or a.verb == b.verb or lexicon.synonyms(a.lemma, b.lemma)):
+        return None  # "cycles 60 miles" / "walks 20 miles": two activities
+    return family, f"same subject, different {family}: {', '.join(sorted(xa))} / {', '.join(sorted(xb))}"

@@ -132,13 +132,16 @@ def live_block(ctx: "StoreContext", type_: str, scope: str) -> list[tuple[str, s
 
 def find_similar(ctx: "StoreContext", type_: str, scope: str, content: str,
                  limit: int = SIMILAR_LIMIT, rows: list[tuple[str, str]] | None = None,
-                 vectors_elsewhere: "VectorsElsewhere | None" = None) -> list[Similar]:
+                 vectors_elsewhere: "VectorsElsewhere | None" = None,
+                 cosines: dict[str, float] | None = None) -> list[Similar]:
     """The live memories of ``type_`` and ``scope`` that most resemble ``content``,
     closest first (at most ``limit``): what an ``add`` reports as ``similar_to``.
-    ``vectors_elsewhere``: who else may embed the texts the cache lacks (see :func:`_fill_cache`)."""
+    ``vectors_elsewhere``: who else may embed the texts the cache lacks (see :func:`_fill_cache`).
+    ``cosines``, when given, receives the cosine of every memory of the block
+    that has a vector (what :mod:`.at_write` weighs a new claim's rivals by)."""
     rows = live_block(ctx, type_, scope) if rows is None else rows
     # Asked even with no neighbour: the new text's vector is then in the cache for the next add.
-    found = _by_vectors(ctx, type_, scope, content, rows, vectors_elsewhere)
+    found = _by_vectors(ctx, type_, scope, content, rows, vectors_elsewhere, cosines)
     if found is None:
         found = _by_words(content, rows)
     found.sort(key=lambda s: (-s.similarity, s.id))
@@ -159,7 +162,8 @@ def _by_words(content: str, rows: list[tuple[str, str]]) -> list[Similar]:
 
 
 def _by_vectors(ctx: "StoreContext", type_: str, scope: str, content: str,
-                rows: list[tuple[str, str]], vectors_elsewhere: "VectorsElsewhere | None") -> list[Similar] | None:
+                rows: list[tuple[str, str]], vectors_elsewhere: "VectorsElsewhere | None",
+                cosines: dict[str, float] | None = None) -> list[Similar] | None:
     """Neighbours by cosine of stored vectors (None: the store has no vectors of the model)."""
     from memvault.store.consolidation import paraphrase
     from memvault.store.embedding import vectors as vec
@@ -195,6 +199,8 @@ def _by_vectors(ctx: "StoreContext", type_: str, scope: str, content: str,
     # Reported from the lowest similarity the duplicate rule could ever call a paraphrase.
     floor = ctx.settings.consolidate.duplicate_similarity - paraphrase.FLOOR
     sims = _cosines(blobs, query)
+    if cosines is not None:
+        cosines.update(zip(ids, sims))
     return [Similar(tid, texts[tid], sim, "cosine")
             for tid, sim in zip(ids, sims) if sim >= floor and tid in texts]
 

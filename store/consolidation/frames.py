@@ -116,6 +116,7 @@ class Claim:
     clauses: tuple[Clause, ...]
 
 
+@lru_cache(maxsize=65536)
 def _verb_form(folded: str) -> str | None:
     """The verb ``folded`` is an inflected form of (-s, -ed, an irregular
     past), when WordNet knows that verb; else None."""
@@ -138,6 +139,7 @@ def _verb_form(folded: str) -> str | None:
     return None
 
 
+@lru_cache(maxsize=65536)
 def _only_verb(folded: str) -> bool:
     """Whether WordNet knows ``folded`` as a verb and never as a noun ("quit", "live")."""
     senses = lexicon.get_senses(folded)
@@ -374,6 +376,7 @@ def _clause(tokens: list[tuple[str, str, str]], previous: Subject, first: bool,
                   never)
 
 
+@lru_cache(maxsize=65536)
 def _participle(folded: str) -> bool:
     """Whether ``folded`` reads as a past participle ("visited", "worn", "been")."""
     return folded in _PAST_IRREGULAR or folded.endswith(("ed", "en")) and _verb_form(folded) is not None
@@ -465,6 +468,7 @@ def _opens_with_verb(toks: list[tuple[str, str, str]]) -> bool:
     return False
 
 
+@lru_cache(maxsize=65536)
 def _adjective_only(folded: str) -> bool:
     """Whether WordNet knows ``folded`` as an adjective and as nothing else ("allergic", "engaged")."""
     senses = lexicon.get_senses(folded)
@@ -485,6 +489,7 @@ def _has_predicate(toks: list[tuple[str, str, str]]) -> bool:
     return False
 
 
+@lru_cache(maxsize=65536)
 def subject_same(a: Subject, b: Subject) -> bool:
     """Whether two subjects name one person or thing: both the user, or the
     same names (a name only one of them has is another person, unless the

@@ -377,13 +377,16 @@ def _contradictions(live: Sequence[Record], sims: "Similarity", policy: Policy,
     # the word blocking's and the forest's from the merge threshold up.
     floor = policy.thresholds.merge
     pairs = cand.word_pairs(claims) | {p for p, s in sims.pairs.items() if s >= floor and p[0] in rec and p[1] in rec}
-    # Claims that fill one slot of one frame, or a change or denial and what it is about, at any similarity.
-    pairs |= cand.slot_pairs(claims)
+    # Claims that fill one slot of one frame, or a change or denial and what it is about, at any similarity;
+    # the other candidates only from the contradiction threshold up (the frames' rules are the costly part).
+    slotted = cand.slot_pairs(claims)
     out = []
-    for a, b in pairs:  # any order: the flags are sorted below
+    for a, b in pairs | slotted:  # any order: the flags are sorted below
         if context.flagged and frozenset((a, b)) in context.flagged:
             continue
         sim = sims.get(a, b)
+        if sim is not None and sim < policy.thresholds.contradiction and (a, b) not in slotted:
+            continue
         found = rules.contradiction(rec[a].memo, rec[b].memo, sim, policy.thresholds.contradiction, book)
         if found is None:
             continue

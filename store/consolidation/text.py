@@ -190,6 +190,8 @@ class Features:
 def _number_values(folded: str) -> list[str]:
     if folded in _NUMBER_WORDS:
         return [str(_NUMBER_WORDS[folded])]
+    if folded.endswith("k") and folded[:-1].isdigit():
+        return [str(int(folded[:-1]) * 1000)]  # "10k": ten thousand, as 10,000 reads
     return [str(int(d)) for d in _DIGITS.findall(folded)]
 
 

@@ -97,6 +97,7 @@ __all__ = [
 if TYPE_CHECKING:
     import apsw
 
+    from memvault.store.consolidation import at_write
     from memvault.store.consolidation.dedup import VectorsElsewhere
     from memvault.store.context import StoreContext
     from memvault.store.index.reconcile import Indexer
@@ -185,8 +186,12 @@ class Memories(NoteWriter):
                                    version=mem.current_version(self.con, found.id), redacted=secrets_found,
                                    warnings=redaction_warnings(secrets_found), reason=found.reason)
         # Looked up before the new memory exists, so it is never its own neighbour.
+        cosines: dict[str, float] = {}
         similar = [s.as_dict() for s in find_similar(self.ctx, type_, scope, content, rows=block,
-                                                     vectors_elsewhere=self.vectors_elsewhere)]
+                                                     vectors_elsewhere=self.vectors_elsewhere, cosines=cosines)]
+        from memvault.store.consolidation import at_write
+
+        rivals = at_write.find(self.ctx, type_, scope, content, cosines)  # stored all the same: flagged below
         trace_id = memory_id_for(self.con, key)
         now = rec.now_iso()
         trace = rec.TraceRow(
@@ -207,7 +212,15 @@ class Memories(NoteWriter):
         result.warnings += self._unresolved_links(trace_id)
         result.version, result.redacted, result.similar_to = 1, secrets_found, similar
         result.warnings[:0] = redaction_warnings(secrets_found)
+        self._contradicts(result, trace_id, rivals)
         return result
+
+    def _contradicts(self, result: WriteResult, trace_id: str, rivals: "list[at_write.Contradicts]") -> None:
+        """Flag what a new claim contradicts at once (:mod:`..consolidation.at_write`) and say so in the answer."""
+        from memvault.store.consolidation import at_write
+
+        at_write.record(self.con, trace_id, rivals)
+        result.contradicts = [r.as_dict() for r in rivals]
 
     def create(self, trace: rec.TraceRow, path: str | None = None) -> WriteResult:
         """Write a memory made elsewhere (an import: its id, times, strength and
@@ -295,13 +308,30 @@ class Memories(NoteWriter):
             changed.metadata = dict(changed.metadata, supersedes=snap.id)
             data = render_note(changed, existing).encode("utf-8")
             mem.put_outbox(self.con, changed, "write", target, content_hash(data))
+        rivals = self._rivals(changed) if content is not None and changed.content != trace.content else None
         self._index(index)
         result = self.flush(trace.id) or WriteResult(trace.id, "updated", target)
         if result.conflict is None:
             result.action = "updated"
         result.warnings = redaction_warnings(secrets_found) + warnings + result.warnings
         result.version, result.redacted = mem.current_version(self.con, trace.id), secrets_found
+        if rivals is not None:
+            self._contradicts(result, trace.id, rivals)
         return result
+
+    def _rivals(self, changed: rec.TraceRow) -> "list[at_write.Contradicts]":
+        """What a memory's new text contradicts among the other live claims of its scope."""
+        from memvault.store.consolidation import at_write
+        from memvault.store.consolidation.dedup import find_similar
+        from memvault.store.consolidation.rules import CLAIM_TYPES
+
+        scope = changed.scope or "user"
+        if changed.type not in CLAIM_TYPES:
+            return []
+        cosines: dict[str, float] = {}
+        find_similar(self.ctx, changed.type, scope, changed.content, vectors_elsewhere=self.vectors_elsewhere,
+                     cosines=cosines)
+        return at_write.find(self.ctx, changed.type, scope, changed.content, cosines, exclude=changed.id)
 
     def _update_target(
         self, trace: rec.TraceRow, changed: rec.TraceRow, current: str | None, deleted_at: str | None
