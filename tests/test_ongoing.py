@@ -104,8 +104,18 @@ def test_ongoing_work_takes_at_most_its_share_of_the_budget(atlas: Path, vault: 
     assert block_tokens(text) <= budget
 
 
-@pytest.mark.parametrize("budget", [120, 300, 800])
-def test_session_start_with_every_section_stays_within_its_token_budget(atlas: Path, vault: Path, budget: int) -> None:
+def plans(path: Path, count: int) -> Path:
+    """A generic transcript whose person states ``count`` plans: its session digest's open action items."""
+    lines = [json.dumps({"role": "user", "content": f"I'll migrate ledger shard {n} of atlas next Friday, "
+                                                   "with its dry run and rollback plan.",
+                         "timestamp": f"2026-11-23T10:{n:02d}:00Z"}) for n in range(count)]
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    return path
+
+
+@pytest.mark.parametrize("budget", [120, 300, 800, 1600])
+def test_session_start_with_every_section_stays_within_its_token_budget(atlas: Path, vault: Path, tmp_path: Path,
+                                                                         budget: int) -> None:
     long = " ".join(["with its reasons, its owners and what it waits for"] * 6)
     with opened(vault) as store:
         for n in range(6):
@@ -114,11 +124,13 @@ def test_session_start_with_every_section_stays_within_its_token_budget(atlas: P
             store.add(f"Ongoing {n}: the atlas ledger migration step {n} is under way {long}", "ongoing",
                       scope="atlas")
             store.add(f"Atlas fact {n}: the billing ledger lives in Postgres {long}", "semantic", scope="atlas")
+        store.ingest(plans(tmp_path / "plans.jsonl", 8))  # open action items, from the session's digest
     text = session_start(vault, atlas, "--budget", str(budget))
     assert text and block_tokens(text) <= budget
-    if budget >= 800:  # room for each section: all of them are there
-        for head in ("## Who the person is", "## Lessons and decisions", ONGOING_HEAD):
-            assert head in text, head
+    if budget >= 1600:  # room for each section: all of them are there, in order
+        heads = ["## Who the person is", "## Lessons and decisions", ONGOING_HEAD, "## Open action items"]
+        assert all(head in text for head in heads), text
+        assert [text.index(h) for h in heads] == sorted(text.index(h) for h in heads)
 
 
 def test_update_done_closes_ongoing_work_cli_and_refuses_other_types(atlas: Path, vault: Path) -> None:

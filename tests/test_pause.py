@@ -137,9 +137,9 @@ def test_nothing_is_ingested_while_paused_and_turns_said_then_stay_out(project: 
     assert run(vault, "ingest", str(t2)).exit_code == 0 and len(sessions(vault)) == 2
 
 
-def test_the_hooks_store_nothing_while_paused(project: Path, vault: Path, tmp_path: Path,
+def test_the_hooks_store_nothing_while_paused(project: Path, vault: Path, tmp_path: Path, transcripts: Path,
                                               memvault_env: Path) -> None:
-    t = transcript(tmp_path / "t.jsonl", [("user", "2026-11-26T10:20:00Z", "The deploy key lives in vault B.")])
+    t = transcript(transcripts / "t.jsonl", [("user", "2026-11-26T10:20:00Z", "The deploy key lives in vault B.")])
     end = {"session_id": "s-pause", "transcript_path": str(t), "cwd": str(project), "hook_event_name": "SessionEnd"}
     run(vault, "pause", "--project", str(project))
     r = run(vault, "hook", "session-end", "--timeout", "60", input=json.dumps(end))
@@ -158,10 +158,10 @@ def test_the_hooks_store_nothing_while_paused(project: Path, vault: Path, tmp_pa
 
 
 def test_memory_off_in_a_project_marker_stores_and_recalls_nothing(project: Path, vault: Path,
-                                                                      tmp_path: Path) -> None:
+                                                                      transcripts: Path) -> None:
     (project / ".memvault").write_text("# no memory here\nmemory: off\n")
     (project / "src").mkdir()
-    t = transcript(tmp_path / "t.jsonl", [("user", "2026-11-26T10:20:00Z", "Client names are confidential.")],
+    t = transcript(transcripts / "t.jsonl", [("user", "2026-11-26T10:20:00Z", "Client names are confidential.")],
                    cwd=str(project / "src"))
     data = {"cwd": str(project), "prompt": "where does a backend engineer work", "transcript_path": str(t)}
     for event in ("session-start", "prompt", "session-end", "pre-compact"):
