@@ -133,10 +133,11 @@ def _run(vault: Path, *args: str, stdin: str | None = None) -> object:
 def test_every_write_of_the_commands_passed_the_gate(vault: Path, tmp_path: Path,
                                                      monkeypatch: pytest.MonkeyPatch) -> None:
     """Commands that write every kind of file (memory notes, an in-place
-    update, a move, a conflict copy, the trash and back, views, a memory
-    source, a session note grown, an import, an export into the vault, the
-    history log): each file written, renamed, removed or made under the
-    vault is one the gate let through (or memvault's temp file beside it)."""
+    update, a move, a conflict copy and settling it, keyed facts, a merge,
+    consolidation, a pause, the trash and back, views, a memory source, a
+    session note grown, imports, an export into the vault, the history log):
+    each file written, renamed, removed or made under the vault is one the
+    gate let through (or memvault's temp file beside it)."""
     monkeypatch.setenv("MEMVAULT_EMBEDDING_MODEL", "none")
     approvals = Approvals(monkeypatch)
     write(vault, "About me.md", "# About me\n- I live in Porto\n")
@@ -153,6 +154,17 @@ def test_every_write_of_the_commands_passed_the_gate(vault: Path, tmp_path: Path
             store.memories.before_write = lambda rel: (vault / rel).write_text(
                 (vault / rel).read_text("utf-8").replace("tea", "green tea"), "utf-8")
             assert store.update(other["id"], content="Drinks coffee").action == "conflict"
+            copy = store.con.execute("SELECT conflict_path FROM state.conflicts").fetchone()[0]
+        _run(vault, "conflicts", "--copy", copy, "--take", "copy")
+        _run(vault, "add", "The editor theme is dark", "--key", "editor.theme", "--json")
+        _run(vault, "add", "The editor theme is light", "--key", "editor.theme", "--reason", "changed", "--json")
+        third = json.loads(_run(vault, "add", "Drinks oolong", "--json").stdout)
+        _run(vault, "merge", other["id"], third["id"])
+        _run(vault, "consolidate")
+        _run(vault, "pause", "--reason", "a meeting")
+        _run(vault, "resume")
+        (tmp_path / "m.csv").write_text("content,tags\nLikes long walks,outdoors\n", "utf-8")
+        _run(vault, "import", "csv", str(tmp_path / "m.csv"))
         _run(vault, "forget", mid)
         _run(vault, "restore", mid)
         _run(vault, "views", "install")
