@@ -19,7 +19,7 @@ from typing import Any
 
 #: Names a module may not import from the gate's tools (only the gate may).
 PRIMITIVES = {
-    "memvault.vault_io.atomic": {"atomic_write", "atomic_write_many", "atomic_move", "append_lines", "atomic_stream"},
+    "memvault.vault_io.atomic": {"atomic_write", "atomic_create", "atomic_write_many", "atomic_move", "append_lines", "atomic_stream"},
     "memvault.vault_io.replace": {"replace_if_unchanged", "remove_if_unchanged"},
 }
 #: Path methods that write.

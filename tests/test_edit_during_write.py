@@ -137,3 +137,70 @@ def test_an_edit_saved_while_views_are_updated_is_kept(vault: Path, monkeypatch:
     r = run(vault, "views", "install")
     assert r.exit_code == 0, r.output
     assert EDIT in view.read_text("utf-8"), "the person's change was lost"
+
+
+MINE = "A note of my own, made at that very name.\n"
+
+
+def made_first(vault: Path, real: Callable[..., Any], wanted: Callable[[str], bool]) -> Callable[..., Any]:
+    """The gate's ``place`` (the last look before a write), preceded the
+    first time it is asked for a path ``wanted`` says yes to by the person
+    (or a sync tool) making a note there."""
+    done: list[str] = []
+
+    def place(self: Any, rel: str, *args: Any, **kwargs: Any) -> Any:
+        if not done and wanted(rel):
+            done.append(rel)
+            (vault / rel).parent.mkdir(parents=True, exist_ok=True)
+            (vault / rel).write_text(MINE, "utf-8")
+        return real(self, rel, *args, **kwargs)
+
+    place.done = done  # type: ignore[attr-defined]
+    return place
+
+
+def test_a_note_made_at_a_new_memory_s_name_meanwhile_is_never_replaced(
+        vault: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A new memory's note goes to a free name; a note made there a moment
+    before it is written (by the person, or a sync tool from another device)
+    keeps its bytes, and the memory is written at another free name."""
+    from memvault.vault_io.gate import Gate
+
+    assert run(vault, "sync").exit_code == 0
+    place = made_first(vault, Gate.place, lambda rel: rel.startswith("Memory/semantic/"))
+    monkeypatch.setattr(Gate, "place", place)
+    r = run(vault, "add", "Feeds the cat at seven", "--json")
+    assert r.exit_code == 0, r.output
+    mine = vault / place.done[0]
+    assert mine.read_text("utf-8") == MINE, "the note made meanwhile was replaced"
+    written = json.loads(r.stdout)["path"]
+    assert written != place.done[0] and "Feeds the cat at seven" in (vault / written).read_text("utf-8")
+
+
+def test_a_note_deleted_and_made_again_during_update_is_kept(vault: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """``update`` finds the note gone at its exchange (deleted meanwhile: an
+    edit beats a deletion, so it writes the note again); a note made there
+    again before that write is not replaced: the update goes beside it."""
+    from memvault.vault_io.gate import Gate
+
+    assert run(vault, "sync").exit_code == 0
+    added = json.loads(run(vault, "add", "Waters the ferns on Sundays", "--json").stdout)
+    note = vault / added["path"]
+    real_replace = Gate.replace
+
+    def deleted_first(self: Gate, rel: str, *args: Any, **kwargs: Any) -> bool:
+        if not note.exists() or note.read_text("utf-8") == MINE:
+            return real_replace(self, rel, *args, **kwargs)
+        note.unlink()
+        exchanged = real_replace(self, rel, *args, **kwargs)
+        # Made again after the exchange found it gone, before the write that follows.
+        monkeypatch.setattr(Gate, "place", made_first(vault, Gate.place, lambda r: r == added["path"]))
+        return exchanged
+
+    monkeypatch.setattr(Gate, "replace", deleted_first)
+    r = run(vault, "update", added["id"], "--content", "Waters the ferns on Mondays", "--json")
+    assert r.exit_code == 0, r.output
+    # The note there is the memory's, edited by the person: it keeps their text (and gets the memory's id).
+    assert MINE in note.read_text("utf-8"), "the note made again was replaced"
+    assert "Waters the ferns on Mondays" in everything(vault), "the update was lost"
+    assert json.loads(r.stdout)["action"] == "conflict"

@@ -308,3 +308,19 @@ def test_a_folder_swapped_for_a_symlink_after_the_check_is_caught(gate: Gate, va
     with pytest.raises(OutsideVaultError, match="leads outside the vault"):
         gate.write("Notes/a.md", b"x\n", Kind.NOTE)
     assert list(outside.iterdir()) == []
+
+
+def test_create_writes_a_new_file_and_never_replaces_one(gate: Gate, vault: Path) -> None:
+    """``create`` is for a name memvault chose as free: a file there (also a
+    symlink, even one leading nowhere) keeps its bytes, and nothing is left."""
+    assert gate.create("Memory/semantic/new.md", b"new\n", Kind.MEMORY)
+    assert (vault / "Memory/semantic/new.md").read_bytes() == b"new\n"
+    mine = write(vault, "Memory/semantic/mine.md", "mine\n")
+    assert not gate.create("Memory/semantic/mine.md", b"ours\n", Kind.MEMORY)
+    assert mine.read_bytes() == b"mine\n"
+    (vault / "Memory/semantic/link.md").symlink_to(vault / "Notes" / "nowhere.md")
+    assert not gate.create("Memory/semantic/link.md", b"ours\n", Kind.MEMORY)
+    assert not (vault / "Notes").exists()
+    assert sorted(p.name for p in (vault / "Memory/semantic").iterdir()) == ["link.md", "mine.md", "new.md"]
+    with pytest.raises(WriteRefused):
+        gate.create(".obsidian/x.md", b"x", Kind.NOTE)

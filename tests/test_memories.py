@@ -408,7 +408,7 @@ def test_a_failing_write_is_one_line_and_retried(vault: Path, monkeypatch: pytes
     path = vault / find_path(vault, mid)
     from memvault.vault_io.gate import Gate
 
-    real_write, real_replace = Gate.write, Gate.replace
+    real_write, real_replace, real_create = Gate.write, Gate.replace, Gate.create
 
     def full_disk(gate: Gate, rel: str, *args: object, **kw: object) -> bool:
         target = gate.root / rel
@@ -416,6 +416,7 @@ def test_a_failing_write_is_one_line_and_retried(vault: Path, monkeypatch: pytes
 
     monkeypatch.setattr(Gate, "write", full_disk)
     monkeypatch.setattr(Gate, "replace", full_disk)
+    monkeypatch.setattr(Gate, "create", full_disk)
     r = run(vault, "update", mid, "--content", "Backups run on Saturday.")
     assert r.exit_code == 1, r.output
     assert "Traceback" not in r.output and isinstance(r.exception, SystemExit)
@@ -447,6 +448,7 @@ def test_a_failing_write_is_one_line_and_retried(vault: Path, monkeypatch: pytes
     # the disk has room again: the next command finishes the write, then applies its own
     monkeypatch.setattr(Gate, "write", real_write)
     monkeypatch.setattr(Gate, "replace", real_replace)
+    monkeypatch.setattr(Gate, "create", real_create)
     r = run(vault, "update", mid, "--tag", "ops")
     assert r.exit_code == 0, r.output
     text = path.read_text(encoding="utf-8")
@@ -473,6 +475,7 @@ def test_daemon_style_flush_logs_a_failing_write_once(vault: Path, monkeypatch: 
 
         monkeypatch.setattr(Gate, "write", read_only)
         monkeypatch.setattr(Gate, "replace", read_only)
+        monkeypatch.setattr(Gate, "create", read_only)
         caplog.set_level(logging.WARNING, logger="memvault")
         for _ in range(3):  # three daemon batches
             assert memories_mod.flush_outbox(v.memories, older_than=0) == []

@@ -37,20 +37,16 @@ class DiskFull:
         from memvault.vault_io.gate import Gate
 
         self.on = True
-        real_write, real_replace = Gate.write, Gate.replace
+        for name in ("write", "create", "replace"):  # a new note, a note rewritten, one exchanged: the same disk
+            monkeypatch.setattr(Gate, name, self._full(getattr(Gate, name)))
 
-        def write(gate: Gate, rel: str, *args: Any, **kw: Any) -> bool:
+    def _full(self, real: Any) -> Any:
+        def call(gate: Any, rel: str, *args: Any, **kw: Any) -> bool:
             if self.on:
                 raise OSError(errno.ENOSPC, "No space left on device", str(gate.root / rel))
-            return real_write(gate, rel, *args, **kw)
+            return bool(real(gate, rel, *args, **kw))
 
-        def replace(gate: Gate, rel: str, *args: Any, **kw: Any) -> bool:
-            if self.on:
-                raise OSError(errno.ENOSPC, "No space left on device", str(gate.root / rel))
-            return real_replace(gate, rel, *args, **kw)
-
-        monkeypatch.setattr(Gate, "write", write)
-        monkeypatch.setattr(Gate, "replace", replace)
+        return call
 
 
 def test_a_failed_note_write_is_shown_retried_and_not_claimed_repaired(vault: Path,

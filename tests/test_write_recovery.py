@@ -85,7 +85,8 @@ def dies_after(patch: pytest.MonkeyPatch, target: Any, name: str, when: Callable
 def kill_a_move_halfway(v: MemoryStore, patch: pytest.MonkeyPatch, memory_id: str) -> None:
     """Change a memory's type and die after its new note is written, before
     the old one is removed (the patches undone, as a new process would be)."""
-    dies_after(patch, atomic, "atomic_write", lambda path, *_: "/procedural/" in path.as_posix())
+    # The new note is a new file: written by atomic_create (never over a file made there meanwhile).
+    dies_after(patch, atomic, "atomic_create", lambda path, *_: "/procedural/" in path.as_posix())
     with pytest.raises(Killed):
         v.update(memory_id, type_="procedural")
     patch.undo()
@@ -199,7 +200,7 @@ def test_a_write_that_moved_to_a_free_name_is_recognised_on_retry(
 # -- a restore killed after writing the note back -----------------------------------------
 
 
-@pytest.mark.parametrize("step", ["atomic_write", "clear_outbox"])
+@pytest.mark.parametrize("step", ["atomic_create", "clear_outbox"])
 @pytest.mark.parametrize("finish", ["sync", "flush", "restore again"])
 def test_a_restore_killed_halfway_ends_with_one_note(store: MemoryStore, patch: pytest.MonkeyPatch,
                                                      step: str, finish: str) -> None:
@@ -209,7 +210,7 @@ def test_a_restore_killed_halfway_ends_with_one_note(store: MemoryStore, patch: 
     trash = rec.get_trace(v.con, r.id).metadata["trash_path"]  # type: ignore[union-attr]
     assert (v.root / trash).is_file()
     # Killed after the note is back: before the trash copy is removed, or after.
-    dies_after(patch, atomic if step == "atomic_write" else mem, step)
+    dies_after(patch, atomic if step == "atomic_create" else mem, step)
     with pytest.raises(Killed):
         v.restore(r.id)
     patch.undo()

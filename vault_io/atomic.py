@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import contextlib
 import ctypes
+import errno
 import os
 import secrets
 from collections.abc import Iterator, Sequence
@@ -134,6 +135,24 @@ class Folder:
     def replace(self, tmp: str, name: str) -> None:
         os.replace(self.at(tmp), self.at(name), src_dir_fd=self.fd, dst_dir_fd=self.fd)
 
+    def link(self, tmp: str, name: str) -> bool:
+        """Give the temporary file ``tmp`` the name ``name`` too, only while no
+        file has it (a hard link, which never replaces: False then); the
+        caller removes ``tmp``. A file
+        system without hard links gets a look, then a rename (a moment's
+        window, as before)."""
+        try:
+            os.link(self.at(tmp), self.at(name), src_dir_fd=self.fd, dst_dir_fd=self.fd, follow_symlinks=False)
+        except FileExistsError:
+            return False
+        except OSError as exc:
+            if exc.errno not in _NO_LINKS:
+                raise
+            if os.path.lexists(self.at(name)) if self.fd is None else _exists_at(self.fd, name):
+                return False
+            self.replace(tmp, name)
+        return True
+
     def discard(self, tmp: str) -> None:
         try:
             os.unlink(self.at(tmp), dir_fd=self.fd)
@@ -170,6 +189,28 @@ def _replacing(folder: Folder, name: str, mode: int | None) -> Iterator[BinaryIO
     folder.sync()
 
 
+def atomic_create(path: Path, data: bytes, *, mode: int | None = None, confine: str | None = None) -> bool:
+    """Write a new file ``path`` whole, or not at all: False (nothing
+    written) when a file is there already, also one made a moment ago (a
+    person's new note, a sync tool delivering one): it is never replaced.
+    The bytes are on disk before the file has its name. ``mode`` and
+    ``confine`` as in :func:`atomic_write`."""
+    with Folder(path.parent, confine) as folder:
+        if folder.read(path.name) is not None:
+            return False
+        tmp, fd = folder.create(path.name, 0o644 if mode is None else mode)
+        try:
+            with os.fdopen(fd, "wb") as fh:
+                fh.write(data)
+                fh.flush()
+                os.fsync(fh.fileno())
+            created = folder.link(tmp, path.name)
+        finally:
+            folder.discard(tmp)
+        folder.sync()
+    return created
+
+
 def atomic_write(path: Path, data: bytes, *, mode: int | None = None, confine: str | None = None) -> bool:
     """Write ``data`` to ``path`` atomically; return False if it already held it.
 
@@ -193,6 +234,18 @@ def atomic_stream(path: Path, *, confine: str | None = None) -> Iterator[BinaryI
     ends without an error. ``confine``: see :class:`Folder`."""
     with Folder(path.parent, confine) as folder, _replacing(folder, path.name, None) as fh:
         yield fh
+
+
+#: errno values of a file system that makes no hard links (FAT, some network and FUSE ones).
+_NO_LINKS = {errno.EPERM, errno.EOPNOTSUPP, errno.ENOTSUP, errno.EMLINK, errno.ENOSYS, errno.EXDEV}
+
+
+def _exists_at(dir_fd: int, name: str) -> bool:
+    try:
+        os.stat(name, dir_fd=dir_fd, follow_symlinks=False)
+    except FileNotFoundError:
+        return False
+    return True
 
 
 def _syncfs(fd: int) -> bool:

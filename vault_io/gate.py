@@ -252,6 +252,14 @@ class Gate:
         where = self.place(rel, kind, near=near, folder=folder)
         return atomic.atomic_write(where.path, data, mode=mode, confine=where.folder_real)
 
+    def create(self, rel: str, data: bytes, kind: Kind, *, mode: int | None = None, near: str | None = None,
+               folder: str | None = None) -> bool:
+        """Write a new file at ``rel`` (:func:`.atomic.atomic_create`): False,
+        nothing written, when a file is there, also one a person or a sync
+        tool made a moment ago; it is never replaced."""
+        where = self.place(rel, kind, near=near, folder=folder)
+        return atomic.atomic_create(where.path, data, mode=mode, confine=where.folder_real)
+
     @contextlib.contextmanager
     def stream(self, rel: str, kind: Kind) -> Iterator[BinaryIO]:
         """A file to write ``rel`` with, whole or not at all (:func:`.atomic.atomic_stream`)."""

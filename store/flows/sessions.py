@@ -308,9 +308,10 @@ class SessionWriter:
                 plan.action, plan.data = again.action, None
                 return
             if again.expected is None:  # gone meanwhile: written as a new note (the path was claimed)
-                self.ctx.gate.write(again.path, again.data, Kind.SESSION)
-                plan.path, plan.key = again.path, again.key
-                return
+                if self.ctx.gate.create(again.path, again.data, Kind.SESSION):
+                    plan.path, plan.key = again.path, again.key
+                    return
+                continue  # made again meanwhile: read and revised once more
             plan.path, plan.data, plan.expected, plan.key = again.path, again.data, again.expected, again.key
         raise MemvaultError(f"{plan.path}: changed each time it was about to be written; "
                             "not written (the next ingest tries again)")

@@ -41,6 +41,8 @@ log = logging.getLogger(__name__)
 #: Conversations written (flushed and indexed) together: enough that the
 #: reconcile parses them on every core (see vault_io.bulk.POOL_MIN).
 BATCH = 500
+#: Names tried for a new document when each is taken just before it is written.
+CREATE_TRIES = 3
 #: Default vault folder of imported ordinary notes (project documents).
 IMPORT_FOLDER = "Imports"
 
@@ -175,7 +177,7 @@ class ImportSink:
         if not self.report.dry_run:
             self.will_write(target)
             if expected is None:
-                gate.write(target, text.encode("utf-8"), Kind.IMPORTED, folder=self.folder)
+                target = self._create(target, text.encode("utf-8"))
             elif not gate.replace(target, expected, text.encode("utf-8")):
                 self.report.warnings.append(f"{target} was edited in the vault; the changed document was not written over it")
                 self.report.count("skipped")
@@ -183,6 +185,18 @@ class ImportSink:
             with write_transaction(self.ctx.con):
                 ik.put_key(self.ctx.con, ik.ImportKey(item.source, item.key, target, digest, target))
         self.report.count(action)
+
+    def _create(self, target: str, data: bytes) -> str:
+        """Write a new document at the free name ``target``; a name taken
+        meanwhile (a sync tool's delivery) keeps its bytes: the next free
+        name. Where it was written."""
+        for n in range(2, 2 + CREATE_TRIES):
+            if self.ctx.gate.create(target, data, Kind.IMPORTED, folder=self.folder):
+                return target
+            stem, _, ext = target.rpartition(".")
+            target = self.ctx.gate.free(f"{stem} {n}.{ext}")
+            self.will_write(target)
+        raise MemvaultError(f"{target}: a file appeared at each name tried; not written")
 
     def will_write(self, rel: str) -> None:
         """A note is about to be written at ``rel``: it is indexed by

@@ -261,37 +261,52 @@ class NoteWriter:
             existing = data.decode("utf-8", "replace")
             mode = (self.root / current).stat().st_mode & 0o7777
         new = render_note(trace, existing).encode("utf-8")
-        if target != current and (self.root / target).exists() and (self.root / target).read_bytes() != new:
-            # Someone created a file at the planned name meanwhile: never overwrite it.
-            target = free_path(self.root / target).relative_to(self.root).as_posix()
-        if (target, content_hash(new)) != (entry.expected_path, entry.expected_hash):
-            # The entry names what is written, before it is: a writer killed
-            # after the write leaves a note the reconciler and the retry
-            # recognise as its own (else the retry would write a second one).
-            with write_transaction(self.con):
-                mem.retarget_outbox(self.con, trace.id, target, content_hash(new))
-        # An edit always beats a deletion: a note the person deleted while
-        # the store changed it is written again.
-        if not self._place(trace.id, current, target, new, mode, expected):
+        planned = (entry.expected_path, entry.expected_hash)
+        for _ in range(REPLACE_TRIES):
+            if target != current and (self.root / target).exists() and (self.root / target).read_bytes() != new:
+                # Someone created a file at the planned name meanwhile: never overwrite it.
+                target = free_path(self.root / target).relative_to(self.root).as_posix()
+            if (target, content_hash(new)) != planned:
+                # The entry names what is written, before it is: a writer killed
+                # after the write leaves a note the reconciler and the retry
+                # recognise as its own (else the retry would write a second one).
+                with write_transaction(self.con):
+                    mem.retarget_outbox(self.con, trace.id, target, content_hash(new))
+                planned = (target, content_hash(new))
+            # An edit always beats a deletion: a note the person deleted while
+            # the store changed it is written again.
+            placed = self._place(trace.id, current, target, new, mode, expected,
+                                 fresh=target != current and not (self.root / target).exists())
+            if placed is not None:
+                break
+        else:
+            raise MemvaultError(f"{target}: a file appeared at each name planned for memory {trace.id}; "
+                                "not written (the next write tries again)")
+        if not placed:
             return self._conflict(trace, current or target, EDITED)
         return WriteResult(trace.id, "written", target)
 
     def _place(self, trace_id: str, current: str | None, target: str, data: bytes, mode: int | None,
-               expected: str | None) -> bool:
+               expected: str | None, *, fresh: bool = False) -> bool | None:
         """Write a note's new bytes at ``target``, remove it from ``current``
         when it moved, confirm the outbox entry and index both. ``expected``:
         the hash ``current`` had when it was checked (None: no note there).
         A person's note is replaced only by exchange-and-check, and a moved
         one removed only while unchanged, so an edit saved since that check
         is never lost: False then, nothing of ours stays in the vault, and
-        the caller writes the store's version beside the note."""
+        the caller writes the store's version beside the note. ``fresh``: no
+        file is at ``target``; one made there meanwhile (a person's note, a
+        sync tool's delivery) is never replaced: None then, nothing written."""
         if expected is not None and target == current:
             if not self._replace(target, expected, data):
-                if (self.root / target).exists():
+                # Deleted meanwhile: an edit beats it, unless a note is there again.
+                if (self.root / target).exists() or not self.gate.create(target, data, Kind.NOTE, mode=mode):
                     return False
-                self.gate.write(target, data, Kind.NOTE, mode=mode)  # deleted meanwhile: an edit beats it
         else:
-            self.gate.write(target, data, Kind.NOTE, mode=mode)
+            if not fresh:
+                self.gate.write(target, data, Kind.NOTE, mode=mode)
+            elif not self.gate.create(target, data, Kind.NOTE, mode=mode):
+                return None
             if current and current != target and expected is not None and (self.root / current).exists() \
                     and not self.gate.remove_if_unchanged(current, expected):
                 self.gate.remove(target)
@@ -408,15 +423,14 @@ class NoteWriter:
             if trash and (self.root / trash).is_file() and file_frontmatter_id(self.root / trash) in (None, trace.id):
                 self.gate.remove(trash)
         else:
-            restored = self.gate.free(origin)
             if trash and (self.root / trash).is_file():
                 text = (self.root / trash).read_bytes().decode("utf-8", "replace")
                 # The trash copy may predate the note's id; give it the id so the
                 # restored note is recognised as this memory.
-                self.gate.write(restored, edit_frontmatter(text, {"id": trace.id}).encode("utf-8"), Kind.NOTE)
+                restored = self._create_free(origin, edit_frontmatter(text, {"id": trace.id}).encode("utf-8"))
                 self.gate.remove(trash)
             else:
-                self.gate.write(restored, render_memory(doc_from_trace(trace)).encode("utf-8"), Kind.NOTE)
+                restored = self._create_free(origin, render_memory(doc_from_trace(trace)).encode("utf-8"))
         with write_transaction(self.con):
             mem.clear_outbox(self.con, trace.id)
         self.indexer.sync_paths([restored])
@@ -489,6 +503,16 @@ class NoteWriter:
         if fresh.status != "active":
             raise MemoryOpError(f"memory {trace.id} is {fresh.status}; `memvault restore {trace.id}` first")
         return fresh, None
+
+    def _create_free(self, rel: str, data: bytes) -> str:
+        """Write ``data`` as a new note at ``rel`` or the first free name
+        beside it; a name taken just before the write (a sync tool's
+        delivery) keeps its bytes: the next free one. Where it was written."""
+        for _ in range(REPLACE_TRIES):
+            free = self.gate.free(rel)
+            if self.gate.create(free, data, Kind.NOTE):
+                return free
+        raise MemvaultError(f"{rel}: a file appeared at each name tried; not written (the next write tries again)")
 
     def _new_note_path(self, type_: str, name: str) -> str:
         folder = self.root / self.folder / type_

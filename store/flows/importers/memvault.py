@@ -182,8 +182,9 @@ class _Record:
             # The note's own bytes: what a consolidation run logged of
             # them (for its undo) still matches after the restore.
             sink.will_write(path)
-            ctx.gate.write(path, self.texts.text(m["note"]).encode("utf-8", "surrogateescape"), Kind.MEMORY)
-            return "imported"
+            if ctx.gate.create(path, self.texts.text(m["note"]).encode("utf-8", "surrogateescape"), Kind.MEMORY):
+                return "imported"
+            path = None  # a note made there meanwhile keeps its bytes: the memory gets a name of its own
         self.texts.redacted += traced.redacted
         self.texts.warnings += traced.warnings
         if m["status"] == "active":
@@ -260,7 +261,9 @@ class _Record:
         text = self.texts.text(s["text"])
         if not sink.report.dry_run:
             sink.will_write(rel)
-            sink.ctx.gate.write(rel, text.encode("utf-8"), Kind.NOTE)
+            if not sink.ctx.gate.create(rel, text.encode("utf-8"), Kind.NOTE):
+                sink.report.warnings.append(f"{rel} was made in the vault meanwhile; left as it is")
+                return "skipped"
         return "imported"
 
     def _fact(self, sink: "ImportSink") -> str | None:
@@ -352,7 +355,7 @@ class _Record:
         if rel and isinstance(c.get("text"), str) and not (root / rel).exists():
             sink.will_write(rel)
             text = self.texts.text(c["text"])
-            sink.ctx.gate.write(rel, text.encode("utf-8", "surrogateescape"), Kind.CONFLICT, near=str(c["path"]))
+            sink.ctx.gate.create(rel, text.encode("utf-8", "surrogateescape"), Kind.CONFLICT, near=str(c["path"]))
         with write_transaction(con):
             if con.execute("SELECT 1 FROM state.conflicts WHERE trace_id = ? AND conflict_path IS ? AND created = ?",
                            (c["trace_id"], rel, c["created"])).fetchone() is None:
