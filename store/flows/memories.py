@@ -68,7 +68,7 @@ def _clean_tags(tags: list[str]) -> list[str]:
     return out
 
 
-def _redacted_tree(data: dict[str, Any]) -> tuple[dict[str, Any], int]:
+def redacted_tree(data: dict[str, Any]) -> tuple[dict[str, Any], int]:
     """``data`` (an item's front-matter) with every credential redacted (a
     key names its value: ``api_key: x``), and how many values changed."""
     out = redact_tree(data)
@@ -117,7 +117,7 @@ def import_memory(ctx: StoreContext, memories: Memories, item: MemoryItem, *, dr
     check_size(item.content)  # one item's error line; the others are imported
     content, redacted = redact(item.content.strip())
     # What else of the item reaches the note (its front-matter, tags, scope, file name) is redacted too.
-    extra, n = _redacted_tree(dict(item.extra))
+    extra, n = redacted_tree(dict(item.extra))
     tags, m = _redacted_tags(item.tags)
     scope, k = redact(item.scope.strip() or "user")
     redacted += n + m + k

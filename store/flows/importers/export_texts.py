@@ -23,9 +23,10 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from memvault.store.flows.memories import redacted_tree
 from memvault.vault_io.errors import UsageError
 from memvault.vault_io.memory_note import check_related
-from memvault.vault_io.secrets import REDACTED, redact, redact_tree
+from memvault.vault_io.secrets import REDACTED, redact
 
 #: What a credential in a file name becomes (no brackets: Obsidian's links cannot name ``[`` or ``]``).
 NAME_REDACTED = "redacted"
@@ -51,8 +52,8 @@ class ExportTexts:
 
     def tree(self, data: dict[str, Any]) -> dict[str, Any]:
         """Front-matter with every credential redacted (a key names its value: ``api_key: x``)."""
-        out: dict[str, Any] = redact_tree(data)
-        self.redacted += sum(1 for a, b in zip(_leaves(data), _leaves(out), strict=False) if a != b)
+        out, n = redacted_tree(data)
+        self.redacted += n
         return out
 
     def names(self, values: list[Any], what: str) -> list[Any]:
@@ -119,10 +120,3 @@ class ExportTexts:
             out["metadata"] = {**meta, "frontmatter": self.tree(meta["frontmatter"])}
         return out
 
-
-def _leaves(data: Any) -> list[Any]:
-    if isinstance(data, dict):
-        return [x for v in data.values() for x in _leaves(v)]
-    if isinstance(data, (list, tuple)):
-        return [x for v in data for x in _leaves(v)]
-    return [data]
