@@ -207,3 +207,19 @@ def wait_ready(sock: socket.socket, proc: subprocess.Popen[bytes], timeout: floa
         except socket.timeout:
             continue
     raise SystemExit("daemon not ready in time")
+
+
+def start_daemon(vault: Path, notify: Path, *, model: bool = False, timeout: float = 300) -> subprocess.Popen[bytes]:
+    """``memvault --vault VAULT daemon`` (vectors off unless ``model``), once it says READY=1 on ``notify``."""
+    sock = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
+    sock.bind(str(notify))
+    env = dict(os.environ, NOTIFY_SOCKET=str(notify))
+    if not model:
+        env["MEMVAULT_EMBEDDING_MODEL"] = "none"
+    proc = subprocess.Popen([str(MEMVAULT_EXE), "--vault", str(vault), "daemon"], env=env,
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        wait_ready(sock, proc, timeout)
+    finally:
+        sock.close()
+    return proc

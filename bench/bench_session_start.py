@@ -36,14 +36,24 @@ import os
 import resource
 import shutil
 import signal
-import socket
 import subprocess
 import sys
 import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _common import MEMVAULT_EXE, isolate_env, machine_info, mktemp, ms, summarize, table, verdict, write_json  # noqa: E402
+from _common import (  # noqa: E402
+    MEMVAULT_EXE,
+    isolate_env,
+    machine_info,
+    mktemp,
+    ms,
+    start_daemon,
+    summarize,
+    table,
+    verdict,
+    write_json,
+)
 
 BUDGET = 1000
 #: (type, scope, how many, text): what each vault holds; ongoing work only in the second.
@@ -90,24 +100,6 @@ def build(vault: Path, ongoing: bool, actions: bool = False) -> None:
         store.close()
 
 
-def start_daemon(vault: Path, tmp: Path, model: bool) -> subprocess.Popen[bytes]:
-    notify = tmp / f"notify-{vault.name}.sock"
-    sock = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
-    sock.bind(str(notify))
-    sock.settimeout(300)
-    env = dict(os.environ, NOTIFY_SOCKET=str(notify))
-    if not model:
-        env["MEMVAULT_EMBEDDING_MODEL"] = "none"
-    proc = subprocess.Popen([str(MEMVAULT_EXE), "--vault", str(vault), "daemon"], env=env,
-                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    try:
-        while "READY=1" not in sock.recv(4096).decode().split("\n"):
-            pass
-    finally:
-        sock.close()
-    return proc
-
-
 def cpu_of(pid: int) -> float:
     """CPU seconds (user + system) a process has used so far."""
     fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
@@ -140,7 +132,7 @@ def measure(vault: Path, project: Path, tmp: Path, runs: int, model: bool) -> di
 
     data_dir = vault_data_dir(vault)
     local = in_process(vault, runs)
-    proc = start_daemon(vault, tmp, model)
+    proc = start_daemon(vault, tmp / f"notify-{vault.name}.sock", model=model)
     floor, answer, hook, tokens, sections = [], [], [], 0, 0
     daemon_cpu = 0.0
     stdin = json.dumps({"session_id": "bench", "cwd": str(project), "hook_event_name": "SessionStart"})

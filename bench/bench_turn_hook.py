@@ -29,7 +29,6 @@ import os
 import resource
 import shutil
 import signal
-import socket
 import subprocess
 import sys
 import time
@@ -37,7 +36,17 @@ import uuid
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _common import MEMVAULT_EXE, isolate_env, machine_info, mktemp, ms, summarize, table, verdict, write_json  # noqa: E402
+from _common import (  # noqa: E402
+    isolate_env,
+    machine_info,
+    mktemp,
+    ms,
+    start_daemon,
+    summarize,
+    table,
+    verdict,
+    write_json,
+)
 
 HOOK = [sys.executable, "-I", "-m", "memvault.cli.turn_hook"]
 SESSION = "bench-turn-hook"
@@ -76,22 +85,6 @@ def found(data_dir: Path, word: str) -> bool:
     return bool(result and result.get("hits"))
 
 
-def start_daemon(vault: Path, tmp: Path) -> subprocess.Popen[bytes]:
-    notify = tmp / "notify.sock"
-    sock = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
-    sock.bind(str(notify))
-    sock.settimeout(60)
-    env = dict(os.environ, NOTIFY_SOCKET=str(notify), MEMVAULT_EMBEDDING_MODEL="none")
-    proc = subprocess.Popen([str(MEMVAULT_EXE), "--vault", str(vault), "daemon"], env=env,
-                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    try:
-        while "READY=1" not in sock.recv(4096).decode().split("\n"):
-            pass
-    finally:
-        sock.close()
-    return proc
-
-
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--runs", type=int, default=50)
@@ -127,7 +120,7 @@ def run(tmp: Path, runs: int) -> None:
     from memvault.store.location import vault_data_dir
 
     data_dir = vault_data_dir(vault)
-    proc = start_daemon(vault, tmp)
+    proc = start_daemon(vault, tmp / "notify.sock")
     warm, searchable = [], []
     try:
         for n in range(1, runs + 1):

@@ -293,30 +293,13 @@ def m006_history_log(con: apsw.Connection) -> None:
         INSERT OR IGNORE INTO state.meta (key, value) VALUES ('device_id', lower(hex(randomblob(6))));
         """
     )
-    for table, cols in HISTORY_TABLES_M006.items():
-        new = "json_array(" + ", ".join(f"NEW.{c}" for c in cols) + ")"
-        old = "json_array(" + ", ".join(f"OLD.{c}" for c in cols) + ")"
-        con.execute(
-            f"""
-            CREATE TRIGGER state.history_{table}_ins AFTER INSERT ON {table}
-            BEGIN INSERT INTO history_pending (tbl, key) VALUES ('{table}', {new}); END;
-            CREATE TRIGGER state.history_{table}_upd AFTER UPDATE ON {table}
-            BEGIN
-                INSERT INTO history_pending (tbl, key) VALUES ('{table}', {old});
-                INSERT INTO history_pending (tbl, key) SELECT '{table}', {new} WHERE {new} != {old};
-            END;
-            CREATE TRIGGER state.history_{table}_del AFTER DELETE ON {table}
-            BEGIN INSERT INTO history_pending (tbl, key) VALUES ('{table}', {old}); END;
-            INSERT INTO state.history_pending (tbl, key) SELECT '{table}', json_array({", ".join(cols)})
-                FROM state.{table};
-            """
-        )
+    share_through_history(con, HISTORY_TABLES_M006)
 
 
 def share_through_history(con: apsw.Connection, tables: dict[str, tuple[str, ...]]) -> None:
     """Queue every change of ``tables`` (name -> key columns) for this
-    device's history log, as m006 does for its tables, and queue the rows
-    they hold now (a migration that adds a shared table calls it)."""
+    device's history log, and queue the rows they hold now (each migration
+    that adds shared tables calls it: m006, m007)."""
     for table, cols in tables.items():
         new = "json_array(" + ", ".join(f"NEW.{c}" for c in cols) + ")"
         old = "json_array(" + ", ".join(f"OLD.{c}" for c in cols) + ")"
