@@ -324,3 +324,17 @@ def test_create_writes_a_new_file_and_never_replaces_one(gate: Gate, vault: Path
     assert sorted(p.name for p in (vault / "Memory/semantic").iterdir()) == ["link.md", "mine.md", "new.md"]
     with pytest.raises(WriteRefused):
         gate.create(".obsidian/x.md", b"x", Kind.NOTE)
+
+
+def test_a_move_never_replaces_a_file_made_after_its_look(gate: Gate, vault: Path,
+                                                          monkeypatch: pytest.MonkeyPatch) -> None:
+    """A move looks for a file at its destination, then renames: a note made
+    there in between (the look is made to miss it) keeps its bytes."""
+    from memvault.vault_io import atomic
+
+    src = write(vault, "Memory/semantic/a.md", "ours\n")
+    mine = write(vault, "Memory/procedural/a.md", "mine\n")
+    monkeypatch.setattr(atomic.Folder, "mode", lambda self, name: None)
+    with pytest.raises(FileExistsError):
+        gate.move("Memory/semantic/a.md", "Memory/procedural/a.md", Kind.NOTE)
+    assert mine.read_bytes() == b"mine\n" and src.read_bytes() == b"ours\n"

@@ -18,6 +18,7 @@ import ctypes
 import errno
 import os
 import secrets
+import sys
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import BinaryIO
@@ -339,10 +340,36 @@ def atomic_move(src: Path, dest: Path, *, confine: str | None = None) -> None:
     with Folder(dest.parent, confine) as folder:
         if folder.mode(dest.name) is not None:
             raise FileExistsError(f"{dest} already exists")
-        os.rename(src, folder.at(dest.name), dst_dir_fd=folder.fd)
+        # The look above leaves a moment in which a file can appear at dest
+        # (a person's note, a sync tool's delivery): the rename itself refuses
+        # to replace one where the kernel can (renameat2 RENAME_NOREPLACE).
+        if not _rename_noreplace(src, dest.name if folder.fd is not None else dest, folder.fd):
+            os.rename(src, folder.at(dest.name), dst_dir_fd=folder.fd)
         folder.sync()
     if src.parent != dest.parent:
         fsync_dir(src.parent)
+
+
+_AT_FDCWD = -100
+_RENAME_NOREPLACE = 1
+
+
+def _rename_noreplace(src: Path, dest: str | Path, dest_dir_fd: int | None) -> bool:
+    """Rename ``src`` to ``dest`` (relative to ``dest_dir_fd``) only while
+    nothing is there (:class:`FileExistsError` else); False when this system
+    or file system cannot (the caller renames after its look instead)."""
+    try:
+        renameat2 = ctypes.CDLL(None, use_errno=True).renameat2
+    except (OSError, AttributeError):
+        return False
+    sys.audit("os.rename", src, dest, None, dest_dir_fd)  # as os.rename says it: the audit sees every rename
+    fd = _AT_FDCWD if dest_dir_fd is None else dest_dir_fd
+    if renameat2(_AT_FDCWD, os.fsencode(src), fd, os.fsencode(dest), _RENAME_NOREPLACE) == 0:
+        return True
+    code = ctypes.get_errno()
+    if code in (errno.EINVAL, errno.ENOSYS, errno.EOPNOTSUPP):
+        return False
+    raise OSError(code, os.strerror(code), str(src), None, str(dest))
 
 
 def free_path(path: Path) -> Path:
