@@ -58,10 +58,11 @@ def test_a_slow_model_does_not_hold_up_other_notes(vault: Path, llm: FakeLLM, me
         assert [e for e, _ in source_state(vault)] == ["default"]
         start = time.monotonic()
         write(vault, "Plain.md", "A plain note about zebrafinch migration.\n")
-        wait_for(lambda: searchable(vault, "zebrafinch"), timeout=3)
+        # The model is held until the gate opens: a note searchable before
+        # then was not queued behind it (how fast is bench_facts' business).
+        wait_for(lambda: searchable(vault, "zebrafinch"), timeout=20)
         took = time.monotonic() - start
-        assert not gate.is_set() and len(llm.requests) == 1  # the model has still not answered
-        assert took < 2.0, f"plain note searchable after {took:.2f}s"
+        assert not gate.is_set() and len(llm.requests) == 1, f"after {took:.2f}s"  # the model has still not answered
         gate.set()
         wait_for(lambda: [e for e, _ in source_state(vault)] == ["llm"], timeout=5)
         rows = fact_rows(vault)

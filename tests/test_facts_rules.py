@@ -408,4 +408,4 @@ def test_a_five_thousand_line_note_extracts_quickly() -> None:
     facts = extract_facts(note, "n-big").facts
     elapsed = time.perf_counter() - start
     assert len(facts) == 6 * sections
-    assert elapsed < 2.0, f"{elapsed:.2f}s"  # ~0.2 s here; generous for a loaded CI machine (see bench_facts)
+    assert elapsed < 10.0, f"{elapsed:.2f}s"  # a guard against quadratic extraction: ~0.2 s here, 3.2 s at load 36 (bench_facts measures speed)
