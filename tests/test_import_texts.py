@@ -91,3 +91,33 @@ def test_an_import_writes_no_credential_into_the_vault_and_says_how_many(vault: 
         assert [v.content for v in history] == ["The db password is [redacted] for prod", "The token was [redacted]"]
         assert store.con.execute("SELECT count(*) FROM traces WHERE kind = 'memory' AND status = 'active'"
                                  ).fetchone()[0] == 2
+
+
+def test_a_consolidation_run_in_an_export_is_redacted_before_it_is_kept(vault: Path, tmp_path: Path) -> None:
+    # A merge's why, the texts its undo would restore and the run's summary are
+    # durable rows the history log carries into the vault and to every device.
+    run_record = {"id": "c-000000000001", "started": "2026-01-02T00:00:00+00:00",
+                  "finished": "2026-01-02T00:00:01+00:00", "day": "2026-01-02", "trigger": "cli",
+                  "status": "done", "summary": {"merge": 1, "note": f"token {TOKEN}"},
+                  "actions": [{"seq": 1, "kind": "merge", "ids": ["m-000000000001", "m-000000000003"],
+                               "reason": f"same claim; password: {PASSWORD}",
+                               "detail": {"why": f"both say the db password is {PASSWORD}", "cosine": 0.97},
+                               "undo": {"texts": {"m-000000000003": f"The token was {TOKEN}"},
+                                        "paths": ["Memory/semantic/three.md"]}}]}
+    doc = {"format": "memvault-export", "version": 2, "memory_folder": "Memory",
+           "memory": [dict(MEMORY, id="m-000000000001", content="The db is on port 5432",
+                           path="Memory/semantic/one.md")],
+           "consolidation": [run_record]}
+    path = tmp_path / "export.json"
+    path.write_text(json.dumps(doc), "utf-8")
+    r = run(vault, "import", "json", str(path), "--json")
+    assert r.exit_code == 0 and "Traceback" not in r.output, r.output
+    report = json.loads(next(line for line in r.stdout.splitlines() if line.startswith("{")))
+    assert report["errors"] == 0 and report["redacted"] >= 4, report
+    assert files_holding(vault, TOKEN, PASSWORD) == []
+    with opened(vault) as store:
+        rows = store.con.execute("SELECT reason, detail, undo FROM state.consolidation_actions").fetchall()
+        summary = store.con.execute("SELECT summary FROM state.consolidation_runs").fetchall()
+    assert len(rows) == 1 and len(summary) == 1
+    kept = json.dumps([list(rows[0]), list(summary[0])])
+    assert TOKEN not in kept and PASSWORD not in kept and "0.97" in kept and "three.md" in kept

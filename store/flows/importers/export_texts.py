@@ -56,6 +56,16 @@ class ExportTexts:
         self.redacted += n
         return out
 
+    def json_tree(self, data: Any) -> Any:
+        """Any JSON value (a consolidation action's detail or undo data, a
+        run's summary) with every string redacted; a dict's key names its
+        value, as in front-matter."""
+        if data is None:
+            return None
+        out, n = redacted_tree({"": data})
+        self.redacted += n
+        return out[""]
+
     def names(self, values: list[Any], what: str) -> list[Any]:
         """Tags (or other names) without the ones holding a credential."""
         kept = [v for v in values if not (isinstance(v, str) and redact(v)[1])]

@@ -329,12 +329,17 @@ class _Record:
     def _consolidation(self, sink: "ImportSink") -> str | None:
         if sink.report.dry_run:
             return None
-        run = self.data
+        # Undo data and details hold texts (a merge's originals, its why) that
+        # the history log carries into the vault: redacted like the memories'
+        # own texts, so an undo restores what the import wrote.
+        run = {**self.data, "summary": self.texts.json_tree(self.data.get("summary"))}
         with write_transaction(sink.ctx.con):
             _insert(sink.ctx.con, "consolidation_runs", run,
                     ("id", "started", "finished", "day", "trigger", "status", "summary"), ("summary",))
             for action in run.get("actions") or []:
-                row = {**action, "run_id": run["id"], "reason": self.texts.optional(action.get("reason"))}
+                row = {**action, "run_id": run["id"], "reason": self.texts.optional(action.get("reason")),
+                       "detail": self.texts.json_tree(action.get("detail")),
+                       "undo": self.texts.json_tree(action.get("undo"))}
                 if row.get("undo") is None:
                     row["undo"] = None
                 _insert(sink.ctx.con, "consolidation_actions", row,
