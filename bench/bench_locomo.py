@@ -4,6 +4,8 @@
     python bench/bench_locomo.py --layouts turns          # one layout
     python bench/bench_locomo.py --conversations conv-26 --limit 40   # a quick look
     python bench/bench_locomo.py --json                   # the figures as JSON on stdout
+    python bench/bench_locomo.py --lean --conversations conv-26 --save out/a.json   # one part of a split run
+    python bench/bench_locomo.py --merge out/a.json out/b.json                      # the parts' tables together
 
 The data is **not** part of the project: it is read at run time from
 ``../shared/benchmarks/locomo-dev/locomo-dev.json`` (CC BY-NC 4.0, see the
@@ -387,10 +389,11 @@ def _peer_ranks(q: dict[str, Any], base: Baselines, embedder: Any, mem0: Any) ->
 
 
 def _ask(r: Any, q: dict[str, Any], hit_turn: Callable[[dict[str, Any]], str | None], peers: dict[str, list[str]],
-         by_id: dict[str, Turn], conv_id: str, context: bool) -> dict[str, Any]:
-    """One question through memvault's modes, beside the peers' rankings: R@5, R@10, top 10, blocks."""
+         by_id: dict[str, Turn], conv_id: str, context: bool, lean: str | None = None) -> dict[str, Any]:
+    """One question through memvault's modes, beside the peers' rankings: R@5, R@10, top 10, blocks.
+    ``lean`` (the layout, with ``--lean``): hybrid only, and the default block only for ingested sessions."""
     ranked = {k: v for k, v in peers.items() if "@" not in k}
-    for mode in MEMVAULT_MODES:
+    for mode in ("hybrid",) if lean else MEMVAULT_MODES:
         hits = r.search(SearchQuery(q["question"], mode=mode, limit=10)).to_json()["hits"]
         ranked[mode] = [t for t in (hit_turn(h) for h in hits) if t]
     ev = q["evidence"]
@@ -404,6 +407,10 @@ def _ask(r: Any, q: dict[str, Any], hit_turn: Callable[[dict[str, Any]], str | N
     if context:
         row["block"] = {}
         for name, what in (("memvault", "all"), ("default", None)):
+            if name == "default" and lean and lean != "ingest":
+                # Turn notes are all memories: the default block is the --what all one (checked on full runs).
+                row["block"][name] = row["block"]["memvault"]
+                continue
             cq = ContextQuery(q["question"], budget=BUDGET, record=False, **({"what": what} if what else {}))
             block = _norm(r.context(cq).to_json()["text"])
             row["block"][name] = sum(1 for e in ev if _norm(by_id[e].text) in block) / len(ev)
@@ -452,7 +459,8 @@ def run_conversation(work: Path, sample: dict[str, Any], args: argparse.Namespac
         for q in qs:
             if q["n"] not in peers:
                 peers[q["n"]] = _peer_ranks(q, base, r.embedder(), mem0)
-            rows.append(_ask(r, q, hit_turn, peers[q["n"]], by_id, conv_id, not args.no_context))
+            rows.append(_ask(r, q, hit_turn, peers[q["n"]], by_id, conv_id, not args.no_context,
+                             layout if args.lean else None))
         out["layouts"][layout] = {"questions": rows, "build_s": round(built, 1),
                                   "ask_s": round(time.perf_counter() - t1, 1), "embedded": report.get("embedded")}
         r.close()
@@ -463,7 +471,7 @@ def run_conversation(work: Path, sample: dict[str, Any], args: argparse.Namespac
 def aggregate(rows: list[dict[str, Any]]) -> dict[str, Any]:
     """Mean recall per category (and "all"), per system."""
     out: dict[str, Any] = {}
-    systems = [s for s in SYSTEMS if rows and s in rows[0]["r10"]]
+    systems = [s for s in SYSTEMS if rows and all(s in q["r10"] for q in rows)]
     for cat, name in [*CATEGORIES.items(), (0, "all")]:
         sel = [q for q in rows if cat in (0, q["category"])]
         if not sel:
@@ -499,6 +507,22 @@ def print_table(layout: str, agg: dict[str, Any]) -> None:
               + f"  {b['memvault'] - b[peer]:+7.3f}  {b['default'] - b['memvault']:+8.3f}")
 
 
+def merge(paths: list[Path]) -> dict[str, Any]:
+    """The tables of several saved runs (``--save``: one per layout or per
+    conversation, run side by side) taken together, question by question."""
+    rows: dict[str, list[dict[str, Any]]] = defaultdict(list)
+    runs = [json.loads(p.read_text(encoding="utf-8")) for p in paths]
+    for run in runs:
+        for d in run["conversations"]:
+            for layout, v in d["layouts"].items():
+                rows[layout].extend(v["questions"])
+    agg = {layout: aggregate(qs) for layout, qs in rows.items()}
+    print(f"{len(paths)} runs ({', '.join(sorted({r['when'] for r in runs}))}), mem0 {runs[0].get('mem0')}")
+    for layout in agg:
+        print_table(layout, agg[layout])
+    return {"aggregate": agg}
+
+
 def main(argv: list[str] | None = None, hook: Callable[[], None] | None = None) -> dict[str, Any] | None:
     """Run the benchmark; ``hook`` runs after the environment is isolated (what-ifs patch there)."""
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
@@ -509,11 +533,17 @@ def main(argv: list[str] | None = None, hook: Callable[[], None] | None = None) 
     ap.add_argument("--layout", choices=sorted(LAYOUTS), help="One layout (same as --layouts X).")
     ap.add_argument("--no-context", action="store_true", help="Skip the recall-block measure (faster).")
     ap.add_argument("--no-mem0", action="store_true", help="Leave mem0 out even when it is installed.")
+    ap.add_argument("--lean", action="store_true",
+                    help="memvault hybrid only (no keyword/semantic columns), the default block only for ingest.")
+    ap.add_argument("--save", type=Path, help="Also write the full result (every question) to this file.")
+    ap.add_argument("--merge", type=Path, nargs="+", help="Print the tables of saved results taken together.")
     ap.add_argument("--json", action="store_true", help="Print the result as JSON instead of the table.")
     ap.add_argument("--quiet", action="store_true")
     args = ap.parse_args(argv)
     if args.layout:
         args.layouts = [args.layout]
+    if args.merge:
+        return merge(args.merge)
     if not args.data.exists():
         print(f"LoCoMo data not found at {args.data}: skipped (see bench/README.md)")
         return None
@@ -551,6 +581,8 @@ def main(argv: list[str] | None = None, hook: Callable[[], None] | None = None) 
     stamp = time.strftime("%Y%m%d-%H%M%S")
     (OUT / f"bench_locomo-{stamp}.json").write_text(text)
     (OUT / "bench_locomo-latest.json").write_text(text)
+    if args.save:
+        args.save.write_text(text)
     if args.json:
         print(json.dumps({k: out[k] for k in ("when", "layouts", "budget", "mem0", "seconds", "aggregate")}, indent=1))
     elif not args.quiet:

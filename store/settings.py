@@ -64,6 +64,9 @@ KEYS: tuple[Key, ...] = (
     Key("recall.budget", 800, "Default token budget of `memvault context`."),
     Key("recall.min_similarity", 0.3, "Relevance floor: weakest cosine similarity a semantic match may have."),
     Key("recall.identity_max", 5, "Most identity memories `memvault context` puts first."),
+    Key("recall.infer_sessions", True, "Infer a conversation where no `session` key says so: one conversation id, "
+        "else the episodic notes and notes with a `speaker` of one folder and day (docs/search.md, Sessions "
+        "inferred; false: only `session` keys and ingested sessions)."),
     Key("recall.identity", "relevant", 'When `context` shows identity memories: "relevant" (beside something relevant) or "always".'),
     Key("recall.half_life.identity", 180.0, "Days for an identity memory's recency factor to halve (0: no decay)."),
     Key("recall.half_life.semantic", 90.0, "Days for a semantic memory's recency factor to halve (0: no decay)."),
@@ -220,6 +223,8 @@ class RecallSettings:
     #: Days for the recency factor of each memory type (and "note") to halve; 0: never.
     half_life: Mapping[str, float]
     evergreen_tags: tuple[str, ...]
+    #: Whether sessions the index inferred (no ``session`` key) make neighbours.
+    infer_sessions: bool = True
 
 
 @dataclass(frozen=True)
@@ -329,6 +334,7 @@ class Settings:
                     for k in v if k.startswith("recall.half_life.")
                 }),
                 evergreen_tags=tuple(t.lower().lstrip("#") for t in v["recall.evergreen_tags"]),
+                infer_sessions=bool(v["recall.infer_sessions"]),
             ),
             consolidate=ConsolidateSettings(
                 interval=max(0, int(v["consolidate.interval"])), quiet=max(0, int(v["consolidate.quiet"])),

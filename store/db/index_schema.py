@@ -609,6 +609,13 @@ def m015_file_inode(con: apsw.Connection) -> None:
         con.execute("ALTER TABLE files ADD COLUMN inode INTEGER NOT NULL DEFAULT 0")
 
 
+def m016_inferred_sessions(con: apsw.Connection) -> None:
+    """Sessions inferred where no ``session`` key says so (an episodic note's
+    folder and day, a conversation id: ``store/index/event_time.py``): every
+    note is read again on the next sync, so existing traces get theirs."""
+    con.execute("UPDATE files SET hash = NULL, mtime_ns = 0, ctime_ns = 0 WHERE kind = 'note'")
+
+
 MIGRATIONS: list[Callable[[apsw.Connection], None]] = [
     m001_foundation,
     m002_memories,
@@ -625,4 +632,5 @@ MIGRATIONS: list[Callable[[apsw.Connection], None]] = [
     m013_turn_traces,
     m014_speaker_turns_embedded_as_turns,
     m015_file_inode,
+    m016_inferred_sessions,
 ]

@@ -217,7 +217,7 @@ def draft_trace(note: ParsedNote, memory_folder: str) -> TraceDraft:
             "fm_id": _usable_id(note.frontmatter.get("id")),
             "version": note_version(doc.version, doc.version_hash, text_fingerprint(doc.content, type_, doc.tags)),
             # When it happened and the conversation it is part of (event_time.py).
-            **time_metadata(note.frontmatter, note.path),
+            **time_metadata(note.frontmatter, note.path, episodic=type_ == "episodic"),
             # A keyed fact's key as written, and the note's own `updated`
             # (else `created`): which of two notes holding one key is its
             # holder is decided from the vault alone (memories/keys.py).

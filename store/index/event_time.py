@@ -21,6 +21,18 @@ Conversation structure is read here too: a memory or note with a front-matter
 of one session are neighbours in ranking (:mod:`memvault.store.retrieval.neighbours`).
 An ingested session note (``session_id``) is a session of its own: its
 consecutive chunks are neighbours.
+
+Most conversations in a vault carry no ``session`` key (turn-per-note exports,
+chats written by other tools, episodic notes of a day), so a session is also
+**inferred** from the note alone (:func:`inferred_session`), by a rule that
+does not depend on which notes were indexed first: a conversation id another
+tool wrote (``conversation_id``, ``conversation``, ``thread_id``, ``thread``,
+``chat_id``), else the note's folder and the day of its event time (a
+``session_date``, a daily note's date). Only what is said or happened is
+grouped so: episodic memories and notes with a ``speaker`` (a turn written
+as a note); a semantic memory of the same day is no neighbour of a chat.
+Inferred sessions start with :data:`INFERRED_PREFIX`; ``recall.infer_sessions =
+false`` leaves them out of ranking (:mod:`memvault.store.retrieval.neighbours`).
 """
 
 from __future__ import annotations
@@ -41,6 +53,11 @@ SESSION_KEY = "session"
 SESSION_NOTE_KEY = "session_id"
 #: Front-matter key of a note's position in its session.
 TURN_KEY = "turn"
+#: Front-matter keys another tool names a conversation by (a note without a
+#: ``session`` that has one of them is a turn of that conversation).
+CONVERSATION_KEYS = ("conversation_id", "conversation", "thread_id", "thread", "chat_id")
+#: The start of an inferred session's name (:func:`inferred_session`).
+INFERRED_PREFIX = "inferred:"
 
 _MONTHS = {
     m: n
@@ -194,13 +211,44 @@ def session_of(frontmatter: Mapping[str, Any]) -> tuple[str | None, float | None
         return name, None
 
 
-def time_metadata(frontmatter: Mapping[str, Any], path: str) -> dict[str, Any]:
-    """The metadata keys the index reads event time and session from (only those that are set)."""
+def _scalar(value: Any) -> str | None:
+    """A front-matter value as a name (None for a list, a mapping, a boolean or nothing)."""
+    if value is None or isinstance(value, (bool, list, dict)):
+        return None
+    return str(value).strip() or None
+
+
+def inferred_session(frontmatter: Mapping[str, Any], path: str, when: str | None, said: bool) -> str | None:
+    """The session a note without a ``session`` key is part of, from the note
+    alone: the conversation id another tool gave it, else (for something
+    ``said``: an episodic memory, a note with a ``speaker``) its folder and
+    the day it happened. None when neither says."""
+    lowered = {str(k).lower(): v for k, v in frontmatter.items()}
+    for key in CONVERSATION_KEYS:
+        name = _scalar(lowered.get(key))
+        if name:
+            return f"{INFERRED_PREFIX}{key}:{name}"
+    if not said or not when:
+        return None
+    folder = path.rsplit("/", 1)[0] if "/" in path else ""
+    return f"{INFERRED_PREFIX}{folder}@{when[:10]}"
+
+
+def time_metadata(frontmatter: Mapping[str, Any], path: str, episodic: bool = False) -> dict[str, Any]:
+    """The metadata keys the index reads event time and session from (only
+    those that are set); ``episodic``: the note is an episodic memory (its
+    session may be inferred, :func:`inferred_session`)."""
     out: dict[str, Any] = {}
     when = note_event_time(frontmatter, path)
     if when:
         out["event_time"] = when
     session, seq = session_of(frontmatter)
+    if session is None:
+        said = episodic or _scalar(frontmatter.get("speaker")) is not None
+        session = inferred_session(frontmatter, path, when, said)
+        turn = frontmatter.get(TURN_KEY)
+        if session and isinstance(turn, (int, float)) and not isinstance(turn, bool):
+            seq = float(turn)
     if session:
         out["session"] = session
         if seq is not None:

@@ -13,8 +13,11 @@ neighbours as part of what it says, in both signals:
   (:class:`ContextVectors`); computed from the similarities already there,
   so it costs a gather per turn, no second matrix product.
 
-Neighbours are the turns of one *session* (front-matter ``session``, ordered
-by ``turn``, then event time, then path: see :mod:`memvault.store.index.event_time`),
+Neighbours are the turns of one *session* (front-matter ``session``, or one
+the index inferred: a conversation id, or the folder and day of an episodic
+note; ordered by ``turn``, then event time, then path in natural order, as
+Obsidian lists files, so ``turn-9`` comes before ``turn-10``: see
+:mod:`memvault.store.index.event_time`),
 whose chunks follow each other in turn order (so the consecutive chunks of an
 ingested session note, a session of its own, are neighbours), and the
 consecutive chunks of one long episodic memory.
@@ -27,12 +30,15 @@ scores (0.3/0.2 and 0.7/0.3 did worse on both).
 from __future__ import annotations
 
 import heapq
+import re
+import weakref
 from collections.abc import Callable, Iterable, Sequence
 from typing import TYPE_CHECKING, Protocol, TypeVar
 
 import apsw
 
 from memvault.store.db import rows as db
+from memvault.store.index.event_time import INFERRED_PREFIX
 
 if TYPE_CHECKING:
     import numpy as np
@@ -57,26 +63,51 @@ class Recalled(Protocol):
 
 T = TypeVar("T", bound=Recalled)
 
-_ORDER = "ORDER BY session, seq, happened, path, rowid"
 #: Rows whose context norms are computed at once (bounds the memory it takes).
 _NORM_BLOCK = 8192
+#: Index connections whose ranking leaves inferred sessions out (``recall.infer_sessions = false``).
+_WITHOUT_INFERRED: "weakref.WeakSet[apsw.Connection]" = weakref.WeakSet()
+_DIGITS = re.compile(r"(\d+)")
+
+
+def infer_sessions(con: apsw.Connection, on: bool) -> None:
+    """Whether ranking over ``con`` counts the sessions the index inferred
+    (``recall.infer_sessions``; explicit ``session`` keys always count)."""
+    if on:
+        _WITHOUT_INFERRED.discard(con)
+    else:
+        _WITHOUT_INFERRED.add(con)
+
+
+def _explicit_only(con: apsw.Connection) -> str:
+    """The SQL condition that leaves inferred sessions out, when they are off."""
+    return f" AND session NOT LIKE '{INFERRED_PREFIX}%'" if con in _WITHOUT_INFERRED else ""
 
 
 def _marks(n: int) -> str:
     return ",".join("?" * n)
 
 
+def natural_key(path: str) -> tuple[tuple[int, int, str], ...]:
+    """``path`` ordered as Obsidian lists files: runs of digits by their value
+    ("turn-9" before "turn-10"), the rest case-folded."""
+    return tuple((0, int(p), "") if p.isdigit() else (1, 0, p.casefold()) for p in _DIGITS.split(path) if p)
+
+
 def _session_runs(con: apsw.Connection, sessions: Iterable[str]) -> list[tuple[str, list[int]]]:
-    """Each of ``sessions`` with its active turns (trace rowids), in order."""
+    """Each of ``sessions`` with its active turns (trace rowids), in order:
+    by position (none first), event time, path in natural order, rowid."""
     names = sorted(set(sessions))
     if not names:
         return []
-    out: list[tuple[str, list[int]]] = []
-    for rowid, session in con.execute(
-        f"SELECT rowid, session FROM traces WHERE session IN ({_marks(len(names))}) AND session IS NOT NULL "
-        f"AND status = 'active' {_ORDER}",
+    rows = list(con.execute(
+        f"SELECT session, seq, happened, path, rowid FROM traces WHERE session IN ({_marks(len(names))}) "
+        "AND session IS NOT NULL AND status = 'active'",
         names,
-    ):
+    ))
+    rows.sort(key=lambda r: (r[0], r[1] is not None, r[1] or 0.0, r[2] or "", natural_key(r[3] or ""), r[4]))
+    out: list[tuple[str, list[int]]] = []
+    for session, _, _, _, rowid in rows:
         if not out or out[-1][0] != session:
             out.append((session, []))
         out[-1][1].append(rowid)
@@ -94,7 +125,8 @@ def _sessions_of(con: apsw.Connection, rowids: Sequence[int]) -> list[str]:
         return []
     return [
         s for (s,) in con.execute(
-            f"SELECT DISTINCT session FROM traces WHERE rowid IN ({_marks(len(rowids))}) AND session IS NOT NULL",
+            f"SELECT DISTINCT session FROM traces WHERE rowid IN ({_marks(len(rowids))}) AND session IS NOT NULL"
+            + _explicit_only(con),
             list(rowids),
         )
     ]
@@ -235,11 +267,14 @@ class ContextVectors:
         import numpy as np
 
         sequences: list[list[int]] = []
-        sessions = [s for (s,) in con.execute("SELECT DISTINCT session FROM traces WHERE session IS NOT NULL")]
+        sessions = [s for (s,) in con.execute("SELECT DISTINCT session FROM traces WHERE session IS NOT NULL"
+                                              + _explicit_only(con))]
         for turns in session_turns(con, sessions):
             sequences.append(_chunk_rows(matrix, turns))
         for (rowid,) in con.execute(
-            "SELECT rowid FROM traces WHERE kind = 'memory' AND type = 'episodic' AND session IS NULL AND status = 'active'"
+            "SELECT rowid FROM traces WHERE kind = 'memory' AND type = 'episodic' AND status = 'active' AND "
+            + ("(session IS NULL OR session LIKE ?)" if _explicit_only(con) else "session IS NULL AND ? IS NOT NULL"),
+            (f"{INFERRED_PREFIX}%",),
         ):
             chunks = _chunk_rows(matrix, [rowid])
             if len(chunks) > 1:

@@ -106,6 +106,16 @@ CANDIDATES = 50
 #: 0.719 -> 0.725 and test 0.673 -> 0.691 (0.1: 0.654, 0.723, 0.683); no
 #: category of either set went down.
 SPEAKER_MATCH_BOOST = TIME_MATCH_BOOST
+#: How keyword and vector evidence combine (:func:`_fuse`): "score" (the
+#: vector similarity and the keyword score as a share of the query's best
+#: BM25, weighted as :func:`_rrf` weighs its rank, averaged: mem0's
+#: additive form with a per-query normalisation instead of a sigmoid) or
+#: "rrf" (weighted reciprocal ranks, :data:`RRF_K`). Chosen on LoCoMo-dev and
+#: the own sets together (docs/benchmarks.md, issue 37): LoCoMo-dev turn notes
+#: (3 conversations) R@10 0.707 -> 0.770, block 0.767 -> 0.826, every
+#: category up; own conversational R@10 dev 0.709 -> 0.732, context 0.783 ->
+#: 0.802; labelled paraphrase MRR 0.767 -> 0.830 but R@5 0.975 -> 0.950.
+FUSION = "score"
 #: MMR trade-off between relevance (1.0) and novelty (0.0).
 MMR_LAMBDA = 0.7
 #: Best chunks this similar are the same thing said twice: the lower one goes.
@@ -356,8 +366,7 @@ def rank(
         r: c for r, c in cands.items()
         if c.passed or (c.similarity is not None and c.similarity >= floor - SEARCH_FLOOR_MARGIN)
     }
-    for c in kept.values():
-        c.fused = _rrf(c)
+    _fuse(kept.values())
 
     if mode == "hybrid" and vectors is not None:
         add_graph(con, kept, vectors[0], vectors[1], filters, floor - GRAPH_FLOOR_MARGIN, context)
@@ -380,6 +389,25 @@ def rank(
             if c.rowid in found:
                 c.snippet = found[c.rowid]
     return picked
+
+
+def _fuse(cands: Iterable[Candidate]) -> None:
+    """Each candidate's fused score (:data:`FUSION`): for "score", the mean of
+    its similarity (0 below zero or without a vector) and its BM25 as a share
+    of the best among the candidates, times its keyword weight. Both halves
+    are on one scale (0-1) whatever the query, so a strong keyword hit and a
+    close paraphrase meet in the middle instead of by rank alone."""
+    cands = list(cands)
+    if FUSION == "rrf":
+        for c in cands:
+            c.fused = _rrf(c)
+        return
+    top = max((c.bm25 or 0.0 for c in cands if c.keyword_rank is not None), default=0.0)
+    for c in cands:
+        kw = 0.0
+        if c.keyword_rank is not None and top > 0:
+            kw = (c.bm25 or 0.0) / top * c.keyword_weight
+        c.fused = (max(0.0, c.similarity or 0.0) + kw) / 2
 
 
 def _rrf(c: Candidate) -> float:

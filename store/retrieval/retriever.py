@@ -103,6 +103,10 @@ class Retriever:
         self.ctx = ctx
         self.settings = ctx.settings
         self.con = con
+        if not ctx.settings.recall.infer_sessions:
+            from memvault.store.retrieval.neighbours import infer_sessions
+
+            infer_sessions(con, False)
         self.spec = None if words_only else resolve_model(ctx.settings.embedding.model)
         self._cache: apsw.Connection | None = None
         self._matrix: vec.VectorMatrix | None = None
