@@ -59,8 +59,7 @@ _PATTERNS = [
     ("date", re.compile(rf"\b({_MONTH})\s+(\d{{1,2}}){_ORD}\b(?!\s*(?:[:.]\d|[ap]\.?m\b))", re.I)),
     # £2,000, $35.50, €1.5k
     ("amount", re.compile(r"[£$€¥]\s?(\d[\d,]*(?:\.\d+)?)\s*([km]?)\b", re.I)),
-    # 12, 10,000, 10k (a thousand, as in an amount: "10k steps", "85k a year")
-    ("number", re.compile(r"\b(\d[\d,]*(?:\.\d+)?)(k?)\b", re.I)),
+    ("number", re.compile(r"\b(\d[\d,]*(?:\.\d+)?)\b")),
 ]
 _WORD = re.compile(r"[^\W_]+(?:['’][^\W_]+)*")
 _YEAR = re.compile(r"^(?:19|20)\d\d$")
@@ -108,7 +107,7 @@ def _canonical(kind: str, m: re.Match[str]) -> str:
         day, month = (g[0], g[1]) if g[0].isdigit() else (g[1], g[0])
         return f"{MONTHS[month.lower()]:02d}-{int(day):02d}"
     number = g[0].replace(",", "")
-    scale = {"k": 1e3, "m": 1e6}.get((g[1] or "").lower(), 1)
+    scale = {"k": 1e3, "m": 1e6}.get((g[1] if kind == "amount" else "").lower(), 1)
     return f"{float(number) * scale:g}"
 
 
