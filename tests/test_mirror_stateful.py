@@ -75,8 +75,9 @@ def standing(live: dict[str, str], forgotten: set[str], merged: dict[str, str]) 
 
 
 def without_counter(files: dict[str, tuple[bytes, int]]) -> dict[str, bytes]:
-    """The files' bytes without the version counter lines a sync may write."""
-    return {p: re.sub(rb"(?m)^version(_hash)?: .*\n", b"", data) for p, (data, _) in files.items()}
+    """The files' bytes without the lines a sync may write into an edited
+    memory note: the version counter and fingerprint, and `updated` (the edit's time)."""
+    return {p: re.sub(rb"(?m)^(version(_hash)?|updated): .*\n", b"", data) for p, (data, _) in files.items()}
 
 
 #: How many machines ran and how many person-store races they staged, for
@@ -297,8 +298,8 @@ class MirrorMachine(RuleBasedStateMachine):
         before = snapshot(self.root)
         self.mem.indexer.sync()
         # Reading writes nothing but, in a memory note edited since memvault
-        # last counted a version of it, the next `version` and its
-        # `version_hash` (issue 20: the version travels with the note)...
+        # last counted a version of it, the next `version`, its
+        # `version_hash` and the edit's `updated` (issue 20: the version travels with the note)...
         assert without_counter(snapshot(self.root)) == without_counter(before), "a sync (reading) changed a file"
         # ...and that once: a second sync writes nothing at all.
         settled = snapshot(self.root)
