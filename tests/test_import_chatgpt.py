@@ -84,7 +84,8 @@ def test_custom_instructions_become_identity_and_preference_memories(vault: Path
         store.import_("chatgpt", EXPORT)
         hits = store.search(SearchQuery("Python developer Berlin", mode="keyword", what="memories")).to_json()["hits"]
         assert [h["type"] for h in hits] == ["identity"]
-        block = store.context(ContextQuery("anything at all")).to_json()
+        # Identity joins a block when asked about (issue 35 item 4), not beside any message.
+        block = store.context(ContextQuery("who am I?")).to_json()
         assert "About me (ChatGPT custom instructions): I am a Python developer in Berlin." in block["text"]
         hits = store.search(SearchQuery("concise", mode="keyword", what="memories")).to_json()["hits"]
         assert [h["title"] for h in hits] == ["How I want answers (ChatGPT custom instructions): Be concise."]
