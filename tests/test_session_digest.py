@@ -233,3 +233,42 @@ def test_a_marker_a_person_deleted_never_pairs_with_another_blocks() -> None:
     assert "My own line." in again and "One." in again  # nothing of what was there is taken
     assert put_block(again, SessionDigest(("Three.",)), "## Transcript").count("My own line.") == 1
     assert "Three." in put_block(again, SessionDigest(("Three.",)), "## Transcript")
+
+
+def test_a_block_a_person_edited_is_kept_as_they_wrote_it(vault: Path, tmp_path: Path) -> None:
+    # memvault owns the block's lines only while they are what it wrote (its
+    # begin marker's fingerprint): an edit inside makes them the person's.
+    with opened(vault) as store:
+        report = store.ingest(transcript(tmp_path))
+        note = vault / report.path
+        mine = "- We decided to run PgBouncer in Porto, not Lisbon (corrected by me)."
+        text = note.read_text("utf-8").replace("- We decided to run PgBouncer in Lisbon.", mine)
+        note.write_text(text.replace("- [ ] I'll rotate", "- [x] I'll rotate"), "utf-8")
+        store.sync()
+        grown = store.ingest(transcript(tmp_path, extra=2))
+        assert grown.action == "updated"  # the transcript grew: turns appended
+        after = note.read_text("utf-8")
+        assert mine in after and "- [x] I'll rotate" in after and after.count("%% memvault digest: begin") == 1
+        assert "Another thought number 1." in after
+        # Deleting the block hands it back: the next change writes a fresh one.
+        lines = after.split("\n")
+        found = find_block(lines)
+        assert found is not None and found.edited
+        note.write_text("\n".join(lines[: found.start] + lines[found.end + 1 :]), "utf-8")
+        store.sync()
+        store.ingest(transcript(tmp_path, extra=3))
+        fresh = note.read_text("utf-8")
+        assert mine not in fresh and "- We decided to run PgBouncer in Lisbon." in fresh
+        assert find_block(fresh.split("\n")) is not None and not find_block(fresh.split("\n")).edited
+
+
+def test_a_tick_is_no_edit_of_the_block() -> None:
+    digest = SessionDigest(("One.",), ("A decision.",), (ActionItem("Do it."),))
+    text = put_block("# S\n\n## Transcript\n", digest, "## Transcript")
+    ticked = text.replace("- [ ] Do it.", "- [x] Do it.")
+    found = find_block(ticked.split("\n"))
+    assert found is not None and not found.edited
+    again = put_block(ticked, SessionDigest(("Two.",), ("A decision.",), (ActionItem("Do it."),)), "## Transcript")
+    assert "Two." in again and "- [x] Do it." in again
+    edited = ticked.replace("A decision.", "A decision, as I recall it.")
+    assert put_block(edited, SessionDigest(("Three.",)), "## Transcript") == edited

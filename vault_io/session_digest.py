@@ -4,7 +4,7 @@ memvault owns the lines between two Obsidian comments (hidden in reading
 view) and writes nothing outside them; a person's text above, below or
 beside the block stays as it is::
 
-    %% memvault digest: begin (rules; memvault rewrites these lines) %%
+    %% memvault digest: begin (rules; memvault rewrites these lines; 5d41402a) %%
     The user and claude-code worked on "Fix the deploy script". 1 decision was made. 1 action item is open.
 
     Decisions:
@@ -16,6 +16,12 @@ beside the block stays as it is::
     Named: Postgres, Lisbon
     %% memvault digest: end %%
 
+The begin marker ends with a fingerprint of what memvault wrote between the
+markers (ticks aside). A block whose lines no longer match it holds a
+person's edit: memvault then leaves the whole block as it is, for good
+(never deleting text a person wrote), until they delete it, when a fresh
+one is written.
+
 The action items are Obsidian tasks (``- [ ]``, a due date as the Tasks
 plugin writes it, ``📅 YYYY-MM-DD``). A person ticks one in Obsidian to close
 it: the block is rewritten only when what it says changes, and then every
@@ -26,6 +32,7 @@ never lost. What the block holds is derived from the conversation
 
 from __future__ import annotations
 
+import hashlib
 import re
 import unicodedata
 from collections.abc import Sequence
@@ -34,9 +41,13 @@ from dataclasses import dataclass, field
 from memvault.vault_io.facts import due_date
 
 #: The first and last line of the block (the maker, "rules" or "llm", goes into the first).
-BEGIN = "%% memvault digest: begin ({maker}; memvault rewrites these lines) %%"
+BEGIN = "%% memvault digest: begin ({maker}; memvault rewrites these lines; {mark}) %%"
 END = "%% memvault digest: end %%"
-_BEGIN_RE = re.compile(r"^%% memvault digest: begin \((?P<maker>[a-z]+)[;)].*%%[ \t]*$")
+_BEGIN_RE = re.compile(r"^%% memvault digest: begin \((?P<maker>[a-z]+)(?P<rest>[;)].*)%%[ \t]*$")
+#: The fingerprint at the end of the begin marker's parenthesis.
+_MARK_RE = re.compile(r"; (?P<mark>[0-9a-f]{8})\)\s*$")
+#: A task's state character, which a person's tick changes without editing the block.
+_STATE_RE = re.compile(r"^- \[.\] ")
 _END_RE = re.compile(r"^%% memvault digest: end %%[ \t]*$")
 #: The label of the action items' list inside the block.
 ACTIONS_LABEL = "Action items:"
@@ -88,7 +99,7 @@ class SessionDigest:
 
     def lines(self) -> list[str]:
         """The block's lines, markers included."""
-        out = [BEGIN.format(maker=self.maker)]
+        out: list[str] = []
         if self.summary:
             out.append(safe(" ".join(self.summary)))
         if self.decisions:
@@ -97,7 +108,15 @@ class SessionDigest:
             out += ["", ACTIONS_LABEL, *(safe(a.line()) for a in self.actions)]
         if self.named:
             out += ["", NAMED_LABEL + safe(", ".join(self.named))]
-        return [*out, END]
+        return [BEGIN.format(maker=self.maker, mark=fingerprint(out)), *out, END]
+
+
+def fingerprint(inner: Sequence[str]) -> str:
+    """Eight hex digits of the block's lines between its markers, each task
+    read as open (a tick is the one change a person makes that memvault
+    merges, not an edit of the block)."""
+    flat = "\n".join(_STATE_RE.sub("- [ ] ", line.rstrip()) for line in inner)
+    return hashlib.sha256(flat.encode("utf-8")).hexdigest()[:8]
 
 
 def safe(text: str) -> str:
@@ -113,6 +132,7 @@ class Found:
     start: int
     end: int
     maker: str
+    edited: bool = False  # the lines between the markers are not what memvault wrote (ticks aside)
     actions: list[tuple[int, ActionItem]] = field(default_factory=list)  # (line index, item)
 
 
@@ -131,7 +151,13 @@ def find_block(lines: Sequence[str]) -> Found | None:
             break
     if start is None or end is None:
         return None
-    found = Found(start, end, _BEGIN_RE.match(lines[start]).group("maker"))  # type: ignore[union-attr]
+    begin = _BEGIN_RE.match(lines[start])
+    assert begin is not None
+    mark = _MARK_RE.search(begin.group("rest"))
+    # A marker without a fingerprint (or one a person changed) cannot vouch
+    # for the lines: they are kept as a person's.
+    edited = mark is None or mark.group("mark") != fingerprint(lines[start + 1 : end])
+    found = Found(start, end, begin.group("maker"), edited)
     in_actions = False
     for i in range(start + 1, end):
         line = lines[i]
@@ -172,9 +198,12 @@ def put_block(text: str, digest: SessionDigest, before: str) -> str:
     """``text`` with its digest block saying ``digest`` (ticks merged from the
     block it had): replaced in place where it is, else put before the first
     line that is ``before`` (the transcript's heading), else at the end.
-    Nothing outside the block changes."""
+    Nothing outside the block changes, and a block a person edited stays
+    as it is (``text`` is returned unchanged)."""
     lines = text.split("\n")
     found = find_block(lines)
+    if found is not None and found.edited:
+        return text
     new = merge_ticks(digest, [a for _, a in found.actions] if found else []).lines()
     if found is not None:
         return "\n".join(lines[: found.start] + new + lines[found.end + 1 :])
