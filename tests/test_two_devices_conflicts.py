@@ -141,3 +141,27 @@ def test_memvaults_conflict_note_from_another_device_is_listed_as_theirs(vault: 
     assert done.exit_code == 0, done.output
     texts = [v["content"] for v in lines(run(vault, "history", memory["id"], "--json").stdout)]
     assert texts[0] == "Parks on level three." and "Parks on level two." in texts
+
+
+def test_a_file_put_at_the_notes_name_meanwhile_is_never_replaced(vault: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # Taking a copy moves the note to the trash, then writes the copy's text at
+    # its name: a file a sync tool (or a person) puts there in between wins.
+    from memvault.vault_io.gate import Gate
+
+    write(vault, "a.md", "# A note\nmine\n")
+    write(vault, f"{COPY}.md", "# A note\ntheirs\n")
+    assert run(vault, "sync", "--no-embed").exit_code == 0
+    to_trash = Gate.to_trash
+
+    def then_a_sync_tool_writes(self: Gate, rel: str) -> str:
+        out = to_trash(self, rel)
+        if rel == "a.md":
+            (vault / "a.md").write_text("# A note\nsynced in meanwhile\n", encoding="utf-8")
+        return out
+
+    monkeypatch.setattr(Gate, "to_trash", then_a_sync_tool_writes)
+    done = run(vault, "conflicts", "--copy", f"{COPY}.md", "--take", "copy")
+    assert done.exit_code == 1 and "a file appeared there" in done.output and "Traceback" not in done.output
+    assert (vault / "a.md").read_text(encoding="utf-8") == "# A note\nsynced in meanwhile\n"
+    assert (vault / f"{COPY}.md").read_text(encoding="utf-8") == "# A note\ntheirs\n"
+    assert [p.read_text(encoding="utf-8") for p in (vault / ".trash").iterdir()] == ["# A note\nmine\n"]

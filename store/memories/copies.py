@@ -117,8 +117,12 @@ def settle_copy(
             ctx.gate.check(note, Kind.NOTE)  # before anything moves
         if note and (root / note).is_file():
             note_trashed = ctx.gate.to_trash(note)
-        if note:
-            ctx.gate.write(note, data, Kind.NOTE)
+        # The note's name is free only while nobody writes there: a file a
+        # person or a sync tool put there after the note went to the trash is
+        # theirs, never replaced (the copy then stays where it is).
+        if note and not ctx.gate.create(note, data, Kind.NOTE):
+            raise MemoryOpError(f"{note}: a file appeared there while the copy was being taken; nothing was "
+                                f"replaced, the copy stays at {rel} and the note is in .trash/")
     trash = ctx.gate.to_trash(rel)
     with write_transaction(con):
         con.execute("DELETE FROM state.conflicts WHERE conflict_path = ?", (rel,))
