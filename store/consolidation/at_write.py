@@ -139,9 +139,9 @@ def _terms(content: str) -> list[str]:
         out += list(clause.subject.nouns) + sorted(clause.subject.names)
         if clause.verb and clause.verb not in conflicts.LIGHT and clause.verb != "be":
             out.append(clause.lemma)
-        if conflicts._naming(clause):
+        if conflicts.naming(clause):
             out += _RELATION_WORDS["name"]
-        if conflicts._residence(clause) or clause.verb == "move":
+        if conflicts.residence(clause) or clause.verb == "move":
             out += _RELATION_WORDS["live"]
     skip = STOP_WORDS | word_lists()["clause_adverbs"]
     seen = dict.fromkeys(w for w in (fold(x) for x in out) if w and w not in skip and w.isascii() and len(w) > 1)

@@ -53,7 +53,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from functools import lru_cache
 
-from memvault.store.consolidation import conflicts, frames, paraphrase, slots, spelling
+from memvault.store.consolidation import conflicts, frames, paraphrase, slots, spelling, values_apart
 from memvault.store.consolidation.text import (
     LIGHT_STEMS,
     TEMPORAL_STEMS,
@@ -235,7 +235,7 @@ def contradiction(a: Memo, b: Memo, sim: float | None, threshold: float, book: N
         older, newer = (a, b) if (a.created, a.id) <= (b.created, b.id) else (b, a)
         found = conflicts.conflict(older.text, newer.text)
         if found is None and not (adds(fa) or adds(fb) or two_events(a.text, b.text)):
-            found = conflicts.value_conflict(older.text, newer.text, sim, VALUE_SIMILARITY)
+            found = values_apart.value_conflict(older.text, newer.text, sim, VALUE_SIMILARITY)
     return found
 
 
@@ -255,7 +255,7 @@ def _by_slots(a: Memo, b: Memo, book: NameBook) -> tuple[str, str] | None:
     return found
 
 
-#: Two claims holding values of one kind in other words (:func:`.conflicts.value_conflict`)
+#: Two claims holding values of one kind in other words (:func:`.values_apart.value_conflict`)
 #: are about one thing from this similarity up.
 VALUE_SIMILARITY = 0.75
 
