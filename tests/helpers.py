@@ -65,3 +65,15 @@ def opened(root: Path) -> "Iterator[MemoryStore]":
         yield v
     finally:
         v.close()
+
+
+def run_scheduled_consolidation(v: "MemoryStore") -> None:
+    """One run of the daemon's scheduled consolidation on ``v``, at once (the
+    vault quiet for ever), with its own runner, closed after."""
+    from memvault.daemon.consolidate_service import ConsolidateService
+
+    runner = v.consolidation_runner()
+    try:
+        ConsolidateService(v, quiet_for=lambda: 1e9, interval=3600, quiet=0)._run_once(runner)
+    finally:
+        runner.close()

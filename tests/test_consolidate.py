@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
-from helpers import opened, wait_for, write
+from helpers import opened, run_scheduled_consolidation, wait_for, write
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -374,8 +374,6 @@ def test_daemon_runner_wires_the_schedule(vault: Path, monkeypatch: pytest.Monke
 
 
 def test_consolidate_auto_opts_the_daemon_into_more(vault: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    from memvault.daemon.consolidate_service import ConsolidateService
-
     monkeypatch.setenv("MEMVAULT_CONSOLIDATE_AUTO", "decay, merge")
     recent = datetime.now(timezone.utc).date()
     note(vault, "m-a", "Has 2 cats", created=(recent - timedelta(days=20)).isoformat())
@@ -384,11 +382,7 @@ def test_consolidate_auto_opts_the_daemon_into_more(vault: Path, monkeypatch: py
     note(vault, "m-dup2", "prefers dark mode in every editor!", created=(recent - timedelta(days=29)).isoformat())
     with opened(vault) as v:
         v.sync()
-        runner = v.consolidation_runner()
-        try:
-            ConsolidateService(v, quiet_for=lambda: 1e9, interval=3600, quiet=0)._run_once(runner)
-        finally:
-            runner.close()
+        run_scheduled_consolidation(v)
         run = v.consolidation_runs()[0]
         assert run["counts"].get("merge") == 1 and run["proposed"] == {"contradiction": 1}, run
         assert not v.contradictions()  # not opted into: proposed

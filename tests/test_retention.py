@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 from click.testing import CliRunner
-from helpers import opened
+from helpers import opened, run_scheduled_consolidation
 
 from memvault.cli.main import cli
 
@@ -126,8 +126,6 @@ def test_a_rebuilt_index_gets_the_retained_facts_back(vault: Path, sessions: tup
 
 def test_the_daemon_proposes_retention_unless_consolidate_auto_names_it(
         vault: Path, sessions: tuple[str, str], monkeypatch: pytest.MonkeyPatch) -> None:
-    from memvault.daemon.consolidate_service import ConsolidateService
-
     old, _ = sessions  # the real clock: January 2026 is more than 30 days before any run of this test
     for key, value in ENV.items():
         monkeypatch.setenv(key, value)
@@ -135,11 +133,7 @@ def test_the_daemon_proposes_retention_unless_consolidate_auto_names_it(
         monkeypatch.setenv("MEMVAULT_CONSOLIDATE_AUTO", auto)
         with opened(vault) as v:
             v.sync()
-            runner = v.consolidation_runner()
-            try:
-                ConsolidateService(v, quiet_for=lambda: 1e9, interval=3600, quiet=0)._run_once(runner)
-            finally:
-                runner.close()
+            run_scheduled_consolidation(v)
             run = v.consolidation_runs()[0]
         assert (vault / old).exists() is not moved
         assert (run["counts"].get("retention") == 2) if moved else (run["proposed"].get("retention") == 2), run
